@@ -1,0 +1,69 @@
+/**
+ * The encoder contract. The Q-function holds separate state and action encoders (plus Polyak
+ * targets and a policy copy), all implementing this interface, so the encoder architecture is a
+ * config choice (`bow` = fast CPU default, `transformer` = small pre-LN transformer).
+ *
+ * Every encoder returns masked-mean-pooled embeddings divided by 10 (spec §2.1): no projection,
+ * no normalisation.
+ */
+import type * as tf from "@tensorflow/tfjs";
+
+/** Row-major token ids [batch, len] with a 0/1 mask of the same shape. */
+export interface TokenBatch {
+  ids: Int32Array;
+  mask: Float32Array;
+  batch: number;
+  len: number;
+}
+
+export interface EncoderConfig {
+  type: "bow" | "transformer";
+  /** Embedding size D; must be divisible by 4 (two heads × rotary pairs). */
+  dim: number;
+  /** Hashed vocabulary size (ids 0..2 are PAD/CLS/SEP). */
+  vocab_size: number;
+  /** bow: hidden width of the residual MLP. transformer: FFN width. */
+  hidden: number;
+  /** transformer only. */
+  layers: number;
+  heads: number;
+  /** Maximum packed sequence length (learned positional table size for the transformer). */
+  max_len: number;
+  dropout: number;
+  /** Std of the N(0, std) initialisation of embeddings. */
+  init_std: number;
+}
+
+export interface SerializedTensor {
+  shape: number[];
+  data: Float32Array;
+}
+
+export interface Encoder {
+  readonly config: EncoderConfig;
+  readonly dim: number;
+  /** Trainable variables, in a stable order (used by the optimizer and checkpoints). */
+  readonly variables: tf.Variable[];
+  /**
+   * Packs candidate chunk texts, each truncated to `maxTokens` words.
+   * (transformer: `[CLS] w.. [SEP]`; bow: the words only.)
+   */
+  packActions(texts: readonly string[], maxTokens: number): TokenBatch;
+  /**
+   * Packs states. A state is its pieces `[question, chunk1, chunk2, …]` (already ordered);
+   * each piece is truncated to `maxTokensPerPiece` words separately (spec §1.2), joined with SEP,
+   * and the batch is right-padded to the next power of two of its longest row.
+   */
+  packStates(states: readonly (readonly string[])[], maxTokensPerPiece: number): TokenBatch;
+  /** [batch, dim] embeddings (already ÷10). Dropout is active iff `training`. Call inside tf.tidy. */
+  forward(batch: TokenBatch, training: boolean): tf.Tensor2D;
+  /** A new encoder of the same architecture with copied weights (targets, policy copy). */
+  clone(): Encoder;
+  /** this ← src (hard copy). */
+  copyFrom(src: Encoder): void;
+  /** this ← (1 − tau)·this + tau·src. */
+  polyakFrom(src: Encoder, tau: number): void;
+  exportWeights(): SerializedTensor[];
+  importWeights(ws: readonly SerializedTensor[]): void;
+  dispose(): void;
+}
