@@ -1,0 +1,199 @@
+/**
+ * TensorFlow.js backend selection for Node.
+ *
+ * Order: tfjs-node-gpu → tfjs-node → wasm → cpu. The two native packages are not dependencies of
+ * this project (their install downloads libtensorflow, which fails offline); they are used only if
+ * someone installed them. The wasm binaries are loaded from node_modules (no network). wasm is
+ * single-threaded in Node (emscripten's pthread workers need blob: URLs that worker_threads
+ * rejects), so each process gets one core.
+ *
+ * `QRAG_BACKEND` (or the argument) forces one backend: `tensorflow-gpu` | `tensorflow` | `wasm` |
+ * `cpu` (aliases: `node-gpu`, `tfjs-node-gpu`, `gpu`, `node`, `tfjs-node`); `auto` = the order
+ * above. A forced backend that cannot load is an error that names why.
+ */
+import * as tf from "@tensorflow/tfjs";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+export interface BackendInfo {
+  /** tfjs backend name as registered: "tensorflow", "wasm" or "cpu". */
+  backend: string;
+  /** Human-readable device, e.g. "wasm (1 thread, SIMD)", "cpu", "tensorflow GPU (tfjs-node-gpu)". */
+  device: string;
+}
+
+type Choice = "tensorflow-gpu" | "tensorflow" | "wasm" | "cpu";
+const AUTO_ORDER: readonly Choice[] = ["tensorflow-gpu", "tensorflow", "wasm", "cpu"];
+
+const ALIASES: Record<string, Choice | "auto"> = {
+  auto: "auto",
+  "": "auto",
+  "tensorflow-gpu": "tensorflow-gpu",
+  "tfjs-node-gpu": "tensorflow-gpu",
+  "node-gpu": "tensorflow-gpu",
+  gpu: "tensorflow-gpu",
+  tensorflow: "tensorflow",
+  "tfjs-node": "tensorflow",
+  node: "tensorflow",
+  wasm: "wasm",
+  cpu: "cpu",
+};
+
+/** Resolves a backend preference string; throws on an unknown name. */
+export function parseBackendPref(pref: string | undefined): Choice | "auto" {
+  const key = (pref ?? "").trim().toLowerCase();
+  const c = ALIASES[key];
+  if (c === undefined) {
+    throw new Error(
+      `unknown tfjs backend "${pref}" (QRAG_BACKEND / --backend): use one of auto, tensorflow-gpu, tensorflow, wasm, cpu`,
+    );
+  }
+  return c;
+}
+
+// Module names held in variables so TypeScript neither resolves nor requires their types.
+const NODE_GPU_PKG: string = "@tensorflow/tfjs-node-gpu";
+const NODE_PKG: string = "@tensorflow/tfjs-node";
+
+let current: { key: string; info: BackendInfo } | undefined;
+let pending: { key: string; promise: Promise<BackendInfo> } | undefined;
+let wasmPathsSet = false;
+
+/**
+ * Selects and initialises a backend. Idempotent: a second call with the same preference returns
+ * the same result without re-initialising; a different forced preference switches backends.
+ */
+export function pickBackend(pref?: string): Promise<BackendInfo> {
+  const choice = parseBackendPref(pref ?? process.env.QRAG_BACKEND);
+  if (current && (choice === "auto" ? current.key === "auto" || true : current.info.backend === backendName(choice))) {
+    // Auto after any successful pick keeps the current backend; a forced one that matches too.
+    if (choice === "auto" || current.key === choice || current.info.backend === backendName(choice)) {
+      if (tf.getBackend() === current.info.backend) return Promise.resolve(current.info);
+    }
+  }
+  if (pending && pending.key === choice) return pending.promise;
+  const promise = doPick(choice).then(
+    (info) => {
+      current = { key: choice, info };
+      pending = undefined;
+      return info;
+    },
+    (err: unknown) => {
+      pending = undefined;
+      throw err;
+    },
+  );
+  pending = { key: choice, promise };
+  return promise;
+}
+
+/** The backend picked so far, if any. */
+export function currentBackend(): BackendInfo | undefined {
+  return current?.info;
+}
+
+function backendName(c: Choice): string {
+  return c === "tensorflow-gpu" ? "tensorflow" : c;
+}
+
+async function doPick(choice: Choice | "auto"): Promise<BackendInfo> {
+  // Silence tfjs console chatter (the cpu backend's "Hi, looks like you are running TensorFlow.js
+  // in Node.js" banner and similar); prod mode only affects these log/warn calls.
+  tf.env().set("PROD", true);
+  if (choice !== "auto") return tryOne(choice);
+  const reasons: string[] = [];
+  for (const c of AUTO_ORDER) {
+    try {
+      return await tryOne(c);
+    } catch (e) {
+      reasons.push(`${c}: ${errMsg(e)}`);
+    }
+  }
+  throw new Error(`no tfjs backend could be initialised (${reasons.join("; ")})`);
+}
+
+async function tryOne(c: Choice): Promise<BackendInfo> {
+  switch (c) {
+    case "tensorflow-gpu":
+    case "tensorflow": {
+      const pkg = c === "tensorflow-gpu" ? NODE_GPU_PKG : NODE_PKG;
+      let mod: unknown;
+      try {
+        mod = await import(pkg);
+      } catch (e) {
+        throw new Error(`${pkg} is not installed or failed to load (${errMsg(e)})`);
+      }
+      await activate("tensorflow", pkg);
+      return { backend: "tensorflow", device: nativeDevice(mod, c === "tensorflow-gpu") };
+    }
+    case "wasm": {
+      let wasm: typeof import("@tensorflow/tfjs-backend-wasm");
+      try {
+        wasm = await import("@tensorflow/tfjs-backend-wasm");
+      } catch (e) {
+        throw new Error(`@tensorflow/tfjs-backend-wasm failed to load (${errMsg(e)})`);
+      }
+      if (!wasmPathsSet) {
+        const require = createRequire(import.meta.url);
+        const wasmFile = require.resolve("@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm");
+        wasm.setWasmPaths(path.dirname(wasmFile) + path.sep);
+        wasmPathsSet = true;
+      }
+      await activate("wasm", "@tensorflow/tfjs-backend-wasm");
+      let simd = false;
+      try {
+        simd = Boolean(await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT"));
+      } catch {
+        /* flag missing: report without SIMD */
+      }
+      let threads = 1;
+      try {
+        threads = wasm.getThreadsCount();
+      } catch {
+        /* older builds: single thread */
+      }
+      return {
+        backend: "wasm",
+        device: `wasm (${threads} thread${threads === 1 ? "" : "s"}${simd ? ", SIMD" : ""})`,
+      };
+    }
+    case "cpu":
+      await activate("cpu", "@tensorflow/tfjs-backend-cpu");
+      return { backend: "cpu", device: "cpu" };
+  }
+}
+
+async function activate(name: string, pkg: string): Promise<void> {
+  let ok = false;
+  try {
+    ok = await tf.setBackend(name);
+  } catch (e) {
+    throw new Error(`tfjs backend "${name}" (${pkg}) failed to initialise: ${errMsg(e)}`);
+  }
+  if (!ok || tf.getBackend() !== name) {
+    throw new Error(`tfjs backend "${name}" (${pkg}) is not available`);
+  }
+  await tf.ready();
+}
+
+/** Best-effort device description for the native backends. */
+function nativeDevice(mod: unknown, gpu: boolean): string {
+  const base = gpu ? "tensorflow GPU (tfjs-node-gpu)" : "tensorflow CPU (tfjs-node)";
+  // tfjs-node exposes no public device query; look for a GPU name if some build reports one.
+  try {
+    const m = mod as { getGPUName?: () => string; version?: { "tfjs-node"?: string } };
+    if (gpu && typeof m.getGPUName === "function") {
+      const name = m.getGPUName();
+      if (name) return `${name} (tfjs-node-gpu)`;
+    }
+  } catch {
+    /* ignore */
+  }
+  return base;
+}
+
+function errMsg(e: unknown): string {
+  const s = e instanceof Error ? e.message : String(e);
+  // Keep messages short: some loaders put whole source lines into their errors.
+  return s.length > 300 ? s.slice(0, 300) + "…" : s;
+}

@@ -1,0 +1,138 @@
+/**
+ * The one zod schema for a Q-RAG run config. Key names follow the reference's Hydra configs
+ * (configs/training.yaml, configs/envs/*.yaml, configs/algo/pqn.yaml) so Q-RAG users recognise
+ * them. The CLI, the worker and the dashboard's launch form all validate with this schema.
+ */
+import { z } from "zod";
+
+const int = (min = 0) => z.number().int().min(min);
+const prob = z.number().min(0).max(1);
+
+export const feedbackSchema = z.strictObject({
+  type: z.literal("gt").default("gt"),
+  /** false = the episode stops when all support chunks are found (a ground-truth oracle stop). */
+  never_terminate: z.boolean().default(false),
+  penalize_extra_steps: z.boolean().default(true),
+  completion_reward: z.number().default(1),
+  per_fact_reward: z.number().default(0),
+});
+export type FeedbackConfig = z.infer<typeof feedbackSchema>;
+
+const testEnvSchema = z.strictObject({
+  num_sentences: z.union([int(1), z.array(int(1)).min(1)]).optional(),
+  feedback: feedbackSchema.default(feedbackSchema.parse({})),
+});
+
+const envCommon = {
+  max_steps: int(1),
+  positions_processor: z.enum(["relative", "none", "absolute"]),
+  step_size: int(2).default(20),
+  sort_by_index: z.boolean(),
+  /** The reference packs state text with this separator; kept for display and compatibility. */
+  separator: z.string().default(" [SEP] "),
+  feedback: feedbackSchema.default(feedbackSchema.parse({})),
+  test_env: testEnvSchema.default(testEnvSchema.parse({})),
+};
+
+export const babilongEnvSchema = z.strictObject({
+  name: z.literal("babilong"),
+  task: z.string().regex(/^qa[1-5](_[a-z-]+)?$/, "expected qa1..qa5 (or the reference name, e.g. qa2_two-supporting-facts)"),
+  /** Total chunks (facts + noise) per training sample; a list is sampled per sample. */
+  num_sentences: z.union([int(1), z.array(int(1)).min(1)]),
+  /** "sotu" (public-domain State of the Union prose from npm) or a folder of .txt books. */
+  noise: z.string().min(1).default("sotu"),
+  ...envCommon,
+});
+
+export const niahEnvSchema = z.strictObject({
+  name: z.literal("niah"),
+  task: z.enum([
+    "niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
+    "niah_multikey_3", "niah_multivalue", "niah_multiquery",
+  ]),
+  /** GPT-2 token budget of a generated sample (RULER's max_seq_length). */
+  max_seq_length: int(256).default(4096),
+  /** Optional folder with real RULER files (train.jsonl, <split>.jsonl); generated when absent. */
+  path: z.string().optional(),
+  ...envCommon,
+});
+
+const fileEnv = {
+  /** Training file and evaluation file, supplied by the user (not downloadable here). */
+  train_path: z.string().min(1),
+  eval_path: z.string().min(1),
+  ...envCommon,
+};
+export const hotpotqaEnvSchema = z.strictObject({ name: z.literal("hotpotqa"), ...fileEnv });
+export const musiqueEnvSchema = z.strictObject({ name: z.literal("musique"), ...fileEnv });
+
+export const envSchema = z.discriminatedUnion("name", [babilongEnvSchema, niahEnvSchema, hotpotqaEnvSchema, musiqueEnvSchema]);
+export type EnvConfig = z.infer<typeof envSchema>;
+
+export const encoderSchema = z.strictObject({
+  type: z.enum(["bow", "transformer"]),
+  dim: int(4).refine((d) => d % 4 === 0, "must be divisible by 4 (two heads of rotary pairs)"),
+  vocab_size: int(16),
+  hidden: int(1),
+  layers: int(1).default(2),
+  heads: int(1).default(4),
+  max_len: int(8).default(256),
+  dropout: prob.default(0.1),
+  init_std: z.number().positive().default(0.02),
+});
+
+export const algoSchema = z.strictObject({
+  name: z.string().default("pqn"),
+  encoder: encoderSchema,
+  hyperparams: z.strictObject({
+    gamma: prob.default(0.99),
+    lambda: prob.default(0.65),
+    /** Boltzmann / soft-value temperature α0; follows the LR schedule (α = α0·lr_t/lr0). */
+    alpha: z.number().nonnegative().default(0.01),
+    tau: prob.default(0.1),
+    max_grad_norm: z.number().positive().default(2),
+    topk: int(1).default(5),
+    /** "intended" λ-returns, or "reference" to reproduce pqn-qa's off-by-one (spec §3.4). */
+    lambda_mode: z.enum(["intended", "reference"]).default("intended"),
+    /** Reference behaviour: the last transition of every rollout is executed but not trained on. */
+    drop_last_transition: z.boolean().default(true),
+  }),
+  optimizer: z.strictObject({
+    lr: z.number().positive(),
+    betas: z.tuple([prob, prob]).default([0.9, 0.98]),
+    eps: z.number().positive().default(1e-6),
+    weight_decay: z.number().nonnegative().default(0.01),
+  }),
+  scheduler: z.strictObject({
+    type: z.enum(["warmup_linear", "cosine", "constant"]).default("warmup_linear"),
+    warmup: int(0).default(1000),
+    ratio: prob.default(0),
+  }),
+  rotary: z.strictObject({ theta: z.number().positive().default(10000), cache_len: int(16).default(1000) }).default({ theta: 10000, cache_len: 1000 }),
+});
+export type AlgoConfig = z.infer<typeof algoSchema>;
+
+export const runConfigSchema = z.strictObject({
+  /** Display name of the run; defaults to "<env>-<task>". */
+  name: z.string().optional(),
+  seed: int(0).default(42),
+  /** Uniform-random behaviour for the first 2·learning_start transitions (spec §3.3). */
+  learning_start: int(0).default(200),
+  /** Optimizer steps. */
+  steps_count: int(1),
+  /** Trained transitions per micro-step. */
+  batch_size: int(1),
+  accumulate_grads: int(1).default(1),
+  /** Evaluate, log and checkpoint every this many optimizer steps (and at step 0). */
+  eval_interval: int(1),
+  eval_episodes: int(1),
+  envs_parallel: int(1),
+  max_action_length: int(1),
+  max_action_length_in_memory: int(1),
+  /** Episodes kept in the event stream per evaluation (full records go to episodes.jsonl). */
+  eval_episodes_logged: int(0).default(8),
+  backend: z.enum(["auto", "tensorflow", "wasm", "cpu"]).default("auto"),
+  envs: envSchema,
+  algo: algoSchema,
+}).refine((c) => c.batch_size % c.envs_parallel === 0, { message: "must be a multiple of envs_parallel", path: ["batch_size"] });
+export type RunConfig = z.infer<typeof runConfigSchema>;
