@@ -1,0 +1,75 @@
+/**
+ * One training iteration (spec §3.7): rollout → λ-return targets → one PQN micro-step. Shared by
+ * `train()` and the benchmarks, so the benchmark times exactly the code users train with.
+ */
+import type { RunConfig } from "../config.ts";
+import { episodeConfig } from "../sources.ts";
+import { lambdaTargets } from "./lambda-returns.ts";
+import type { Learner, MicroStepResult } from "./learner.ts";
+import type { QNetworks } from "./networks.ts";
+import type { ParallelEnvs, RolloutBatch, RolloutSettings } from "./rollout.ts";
+
+export function rolloutSettings(config: RunConfig): RolloutSettings {
+  const perEnv = config.batch_size / config.envs_parallel;
+  return {
+    envs: config.envs_parallel,
+    // the reference collects B/E + 1 steps per env and trains on the first B/E (spec §3.2)
+    stepsPerEnv: config.algo.hyperparams.drop_last_transition ? perEnv + 1 : perEnv,
+    maxActionLength: config.max_action_length,
+    maxInMemory: config.max_action_length_in_memory,
+    sortByIndex: config.envs.sort_by_index,
+    topk: config.algo.hyperparams.topk,
+    episode: episodeConfig(config, "train"),
+  };
+}
+
+export interface IterationResult extends MicroStepResult {
+  /** Env transitions executed (incl. a dropped last one per env). */
+  transitions: number;
+  rolloutSeconds: number;
+  updateSeconds: number;
+}
+
+export function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean): IterationResult {
+  const t0 = performance.now();
+  const batch = envs.collect(nets, { random, alpha: learner.alpha });
+  const boot = config.algo.hyperparams.drop_last_transition ? null : envs.bootstrapValues(nets, learner.alpha);
+  const { targets, keep } = buildTargets(batch, boot, config);
+  const t1 = performance.now();
+  const res = learner.microStep(
+    { states: keep.map((k) => batch.states[k]), actionTexts: keep.map((k) => batch.actionTexts[k]), positions: Int32Array.from(keep, (k) => batch.actionPositions[k]), targets },
+    { maxActionLength: config.max_action_length, maxInMemory: config.max_action_length_in_memory },
+  );
+  const t2 = performance.now();
+  return { ...res, transitions: batch.E * batch.L, rolloutSeconds: (t1 - t0) / 1000, updateSeconds: (t2 - t1) / 1000 };
+}
+
+/**
+ * λ-return targets and which rollout cells are trained on. With drop_last_transition (the
+ * reference) the last column only bootstraps; otherwise every collected transition is trained and
+ * bootstrapped from V_target of the state after the rollout (the qrag_update_fix intent).
+ */
+export function buildTargets(batch: Pick<RolloutBatch, "E" | "L" | "reward" | "notDone" | "value">, boot: Float32Array | null, config: RunConfig): { targets: Float32Array; keep: number[] } {
+  const { E, L } = batch;
+  const h = config.algo.hyperparams;
+  if (!boot) {
+    const targets = lambdaTargets({ reward: batch.reward, notDone: batch.notDone, value: batch.value }, E, L, h.gamma, h.lambda, h.lambda_mode);
+    const keep: number[] = [];
+    for (let e = 0; e < E; e++) for (let t = 0; t < L - 1; t++) keep.push(e * L + t);
+    return { targets, keep };
+  }
+  const L1 = L + 1;
+  const widen = (src: Float32Array, last: (e: number) => number) => {
+    const out = new Float32Array(E * L1);
+    for (let e = 0; e < E; e++) {
+      out.set(src.subarray(e * L, (e + 1) * L), e * L1);
+      out[e * L1 + L] = last(e);
+    }
+    return out;
+  };
+  const targets = lambdaTargets(
+    { reward: widen(batch.reward, () => 0), notDone: widen(batch.notDone, () => 1), value: widen(batch.value, (e) => boot[e]) },
+    E, L1, h.gamma, h.lambda, h.lambda_mode,
+  );
+  return { targets, keep: Array.from({ length: E * L }, (_, k) => k) };
+}

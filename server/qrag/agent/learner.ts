@@ -1,0 +1,126 @@
+/**
+ * The PQN update (spec §3.5): twin-head loss 0.5·mse(2·q1, G) + 0.5·mse(2·q2, G) on the
+ * selection-time rotated action embeddings, gradients accumulated over `accumulate_grads`
+ * micro-steps, global-norm clipping, AdamW with the LR schedule, α following the LR, then Polyak
+ * targets and the hard policy copy.
+ */
+import * as tf from "@tensorflow/tfjs";
+import type { AlgoConfig } from "../config-schema.ts";
+import { rotateTf } from "../model/rotary.ts";
+import { twinQ } from "../model/qfunction.ts";
+import { AdamW, clipByGlobalNorm, type AdamWState } from "./adamw.ts";
+import { lrFactor } from "./schedule.ts";
+import type { QNetworks } from "./networks.ts";
+
+export interface LearnerState {
+  /** Optimizer steps taken. */
+  updates: number;
+  /** Micro-steps taken (updates · accumulate_grads + pending). */
+  microSteps: number;
+  alpha: number;
+  optimizer: AdamWState;
+}
+
+export interface MicroStepResult {
+  loss: number;
+  /** Set when this micro-step completed an optimizer step. */
+  applied?: { gradNorm: number; lr: number; alpha: number };
+}
+
+export class Learner {
+  private readonly opt: AdamW;
+  private pending: tf.Tensor[] | null = null;
+  updates = 0;
+  microSteps = 0;
+  alpha: number;
+
+  constructor(
+    private readonly nets: QNetworks,
+    private readonly algo: AlgoConfig,
+    private readonly totalUpdates: number,
+    private readonly accumulate: number,
+  ) {
+    const o = algo.optimizer;
+    this.opt = new AdamW(nets.trainable, { beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weight_decay });
+    // Before the first optimizer step α = α0 (the schedule only moves it after a step).
+    this.alpha = algo.hyperparams.alpha;
+  }
+
+  private schedule(step: number): number {
+    const s = this.algo.scheduler;
+    return lrFactor(step, { type: s.type, warmup: s.warmup, total: this.totalUpdates, ratio: s.ratio });
+  }
+
+  /** LR of the next optimizer step (torch LambdaLR: step k uses lr0·λ(k)). */
+  get lr(): number {
+    return this.algo.optimizer.lr * this.schedule(this.updates);
+  }
+
+  /**
+   * One micro-step on a batch of B transitions: states (as pieces), action texts, their
+   * selection-time rotary positions, and λ-return targets G.
+   */
+  microStep(batch: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }): MicroStepResult {
+    const { nets } = this;
+    const sPacked = nets.state.packStates(batch.states, lengths.maxInMemory);
+    const aPacked = nets.action.packActions(batch.actionTexts, lengths.maxActionLength);
+    const G = tf.tensor1d(batch.targets);
+    const vars = nets.trainable;
+    const { value, grads } = tf.variableGrads(() => {
+      const s = nets.state.forward(sPacked, true);
+      const a = rotateTf(nets.action.forward(aPacked, true), batch.positions);
+      const { q1, q2 } = twinQ(s, a);
+      const l1 = tf.mean(tf.square(tf.sub(tf.mul(q1, 2), G)));
+      const l2 = tf.mean(tf.square(tf.sub(tf.mul(q2, 2), G)));
+      return tf.add(tf.mul(l1, 0.5), tf.mul(l2, 0.5)) as tf.Scalar;
+    }, vars);
+    G.dispose();
+    const loss = value.dataSync()[0];
+    value.dispose();
+    const ordered = vars.map((v) => grads[v.name]);
+    // accumulate loss/accum gradients across micro-steps
+    const scaled = this.accumulate === 1 ? ordered : ordered.map((g) => tf.tidy(() => tf.div(g, this.accumulate)));
+    if (this.accumulate !== 1) ordered.forEach((g) => g.dispose());
+    if (this.pending) {
+      const sum = this.pending.map((p, i) => tf.add(p, scaled[i]));
+      this.pending.forEach((p) => p.dispose());
+      scaled.forEach((g) => g.dispose());
+      this.pending = sum;
+    } else {
+      this.pending = scaled;
+    }
+    this.microSteps++;
+    if (this.microSteps % this.accumulate !== 0) return { loss };
+    return { loss, applied: this.applyPending() };
+  }
+
+  private applyPending(): { gradNorm: number; lr: number; alpha: number } {
+    const pending = this.pending!;
+    this.pending = null;
+    const { grads, norm } = clipByGlobalNorm(pending, this.algo.hyperparams.max_grad_norm);
+    const lr = this.lr;
+    this.opt.step(grads, lr);
+    if (grads !== pending) grads.forEach((g) => g.dispose());
+    pending.forEach((g) => g.dispose());
+    this.updates++;
+    this.alpha = this.algo.hyperparams.alpha * this.schedule(this.updates);
+    this.nets.afterOptimizerStep(this.algo.hyperparams.tau);
+    return { gradNorm: norm, lr, alpha: this.alpha };
+  }
+
+  getState(): LearnerState {
+    return { updates: this.updates, microSteps: this.microSteps, alpha: this.alpha, optimizer: this.opt.getState() };
+  }
+
+  setState(s: LearnerState): void {
+    this.updates = s.updates;
+    this.microSteps = s.microSteps;
+    this.alpha = s.alpha;
+    this.opt.setState(s.optimizer);
+  }
+
+  dispose(): void {
+    this.pending?.forEach((g) => g.dispose());
+    this.opt.dispose();
+  }
+}

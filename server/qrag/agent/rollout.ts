@@ -1,0 +1,163 @@
+/**
+ * PQN rollout (spec §3.2, §3.7): E environments step in lock-step; candidate embeddings are
+ * computed once per episode and per rollout start with the current weights (dropout on), and
+ * only re-rotated at each step. The behaviour policy is uniform during warm-up, then Boltzmann
+ * over the top-5; V_target(s_t) is stored at collection time for the λ-returns.
+ */
+import type { Sample, SampleSource } from "../types.ts";
+import { RetrievalEpisode, type EpisodeConfig } from "../env/episode.ts";
+import { scoreCandidates } from "../model/rotary.ts";
+import { boltzmannTop5, uniformAvailable } from "./policy.ts";
+import { softValue } from "./soft-value.ts";
+import { rotaryPositions } from "./rotary-positions.ts";
+import { embedActions, embedStates, type QNetworks } from "./networks.ts";
+import type { Rng } from "../util/rng.ts";
+
+export interface RolloutSettings {
+  envs: number;
+  /** Steps per env in one rollout (the lock-step count, B/E + 1 in the reference). */
+  stepsPerEnv: number;
+  maxActionLength: number;
+  maxInMemory: number;
+  sortByIndex: boolean;
+  topk: number;
+  episode: EpisodeConfig;
+}
+
+/** The transitions of one rollout, env-major rows of length L = stepsPerEnv. */
+export interface RolloutBatch {
+  E: number;
+  L: number;
+  states: string[][];
+  actionTexts: string[];
+  actionPositions: Int32Array;
+  reward: Float32Array;
+  notDone: Float32Array;
+  value: Float32Array;
+}
+
+interface EnvSlot {
+  episode: RetrievalEpisode;
+  online: Float32Array;
+  target: Float32Array;
+  q1: Float32Array;
+  q2: Float32Array;
+  ret: number;
+}
+
+export class ParallelEnvs {
+  private slots: EnvSlot[] = [];
+  /** Returns of episodes finished since the last call to takeFinishedReturns(). */
+  private finished: number[] = [];
+  /** Index of the next training sample (the generator is infinite; files wrap around). */
+  sampleCursor: number;
+
+  constructor(
+    private readonly source: SampleSource,
+    private readonly settings: RolloutSettings,
+    private readonly rng: Rng,
+    sampleCursor = 0,
+  ) {
+    this.sampleCursor = sampleCursor;
+  }
+
+  private nextSample(): Sample {
+    const size = this.source.size;
+    // finite files: draw at random like the reference's reset (np.random.randint(N))
+    const i = Number.isFinite(size) ? this.rng.int(size) : this.sampleCursor;
+    this.sampleCursor++;
+    return this.source.sample(i);
+  }
+
+  private newSlot(): EnvSlot {
+    const episode = new RetrievalEpisode(this.nextSample(), this.settings.episode);
+    const n = episode.numChunks;
+    return { episode, online: new Float32Array(0), target: new Float32Array(0), q1: new Float32Array(n), q2: new Float32Array(n), ret: 0 };
+  }
+
+  private chunkTexts(ep: RetrievalEpisode): string[] {
+    const c = ep.sample.chunks;
+    const out = new Array<string>(c.length);
+    for (let i = 0; i < c.length; i++) out[i] = c.at(i)!;
+    return out;
+  }
+
+  private embed(nets: QNetworks, slot: EnvSlot): void {
+    const texts = this.chunkTexts(slot.episode);
+    slot.online = embedActions(nets.action, texts, this.settings.maxActionLength, true);
+    slot.target = embedActions(nets.actionTarget, texts, this.settings.maxActionLength, true);
+  }
+
+  takeFinishedReturns(): number[] {
+    const r = this.finished;
+    this.finished = [];
+    return r;
+  }
+
+  /** Runs one rollout of E × stepsPerEnv transitions. */
+  collect(nets: QNetworks, opts: { random: boolean; alpha: number }): RolloutBatch {
+    const { envs: E, stepsPerEnv: L, maxInMemory, sortByIndex, topk } = this.settings;
+    while (this.slots.length < E) this.slots.push(this.newSlot());
+    // Embeddings are recomputed at rollout start with the current weights (spec §3.2).
+    for (const s of this.slots) this.embed(nets, s);
+    const D = nets.dim;
+    const batch: RolloutBatch = {
+      E, L,
+      states: new Array(E * L),
+      actionTexts: new Array(E * L),
+      actionPositions: new Int32Array(E * L),
+      reward: new Float32Array(E * L),
+      notDone: new Float32Array(E * L),
+      value: new Float32Array(E * L),
+    };
+    for (let t = 0; t < L; t++) {
+      const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
+      const sTarget = embedStates(nets.stateTarget, states, maxInMemory, true);
+      const sPolicy = opts.random ? null : embedStates(nets.policy, states, maxInMemory, true);
+      for (let e = 0; e < E; e++) {
+        const slot = this.slots[e];
+        const ep = slot.episode;
+        const avail = ep.available;
+        let action: number;
+        if (sPolicy) {
+          scoreCandidates(sPolicy.subarray(e * D, (e + 1) * D), slot.online, rotaryPositions(ep), slot.q1, slot.q2);
+          const logits = slot.q1.map((v, j) => v + slot.q2[j]);
+          action = boltzmannTop5(logits, avail, opts.alpha, this.rng, topk);
+        } else {
+          action = uniformAvailable(avail, this.rng);
+        }
+        scoreCandidates(sTarget.subarray(e * D, (e + 1) * D), slot.target, rotaryPositions(ep), slot.q1, slot.q2);
+        const v = softValue(slot.q1, slot.q2, avail, opts.alpha, topk);
+        const rotPos = rotaryPositions(ep)[action];
+        const r = ep.step(action);
+        const k = e * L + t;
+        batch.states[k] = states[e];
+        batch.actionTexts[k] = r.item.text;
+        batch.actionPositions[k] = rotPos; // selection-time position (spec §3.5)
+        batch.reward[k] = r.reward;
+        batch.notDone[k] = r.done ? 0 : 1;
+        batch.value[k] = v;
+        slot.ret += r.reward;
+        if (r.done) {
+          this.finished.push(slot.ret);
+          const fresh = this.newSlot();
+          this.embed(nets, fresh);
+          this.slots[e] = fresh;
+        }
+      }
+    }
+    return batch;
+  }
+
+  /** V_target of the current states, for bootstrapping when the last transition is kept. */
+  bootstrapValues(nets: QNetworks, alpha: number): Float32Array {
+    const { maxInMemory, sortByIndex, topk } = this.settings;
+    const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
+    const s = embedStates(nets.stateTarget, states, maxInMemory, true);
+    const D = nets.dim;
+    return Float32Array.from(this.slots, (slot, e) => {
+      scoreCandidates(s.subarray(e * D, (e + 1) * D), slot.target, rotaryPositions(slot.episode), slot.q1, slot.q2);
+      return softValue(slot.q1, slot.q2, slot.episode.available, alpha, topk);
+    });
+  }
+}

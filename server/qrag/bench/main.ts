@@ -1,0 +1,76 @@
+/**
+ * `npm run bench`: benchmarks as JSON (stdout and bench-results/latest.json).
+ *   matmul                 tfjs matMul GFLOP/s on the active backend (context for the rest)
+ *   workload-transformer   shared/bench/WORKLOAD.md with the transformer encoder
+ *   workload-bow           the same workload with the default CPU (bag-of-words) encoder
+ *   learning               (long) CPU presets trained on qa1/qa2/qa3, then swept — see learning.ts
+ */
+import fs from "node:fs";
+import path from "node:path";
+import os from "node:os";
+import * as tf from "@tensorflow/tfjs";
+import { pickBackend } from "../backend.ts";
+import { measure } from "./harness.ts";
+import { benchWorkload } from "./workload-bench.ts";
+import { ENGINE_VERSION } from "../version.ts";
+
+export const DEFAULT_PARTS = ["matmul", "workload-bow", "workload-transformer"];
+
+export interface BenchOptions {
+  parts?: string[];
+  outFile?: string;
+  log?: (m: string) => void;
+}
+
+async function benchMatmul(): Promise<Record<string, unknown>> {
+  const a = tf.randomNormal([512, 512]);
+  const b = tf.randomNormal([512, 512]);
+  const run = () => {
+    for (let i = 0; i < 10; i++) tf.tidy(() => tf.matMul(a, b).dataSync());
+  };
+  run();
+  const m = await measure(run, 5);
+  a.dispose();
+  b.dispose();
+  const flops = 2 * 512 ** 3 * 10;
+  return { shape: "512x512x512", gflops: flops / m.stats.median / 1e9, seconds: m.stats };
+}
+
+export async function runBench(opts: BenchOptions = {}): Promise<Record<string, unknown>> {
+  const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
+  const parts = opts.parts ?? DEFAULT_PARTS;
+  const { backend, device } = await pickBackend();
+  const result: Record<string, unknown> = {
+    engineVersion: ENGINE_VERSION,
+    date: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
+    backend, device,
+  };
+  for (const part of parts) {
+    log(`bench: ${part}…`);
+    const t0 = performance.now();
+    if (part === "matmul") result.matmul = await benchMatmul();
+    else if (part === "workload-bow") result.workloadBow = await benchWorkload("bow", log);
+    else if (part === "workload-transformer") result.workloadTransformer = await benchWorkload("transformer", log);
+    else if (part === "learning") {
+      const { benchLearning } = await import("./learning.ts");
+      result.learning = await benchLearning(log);
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, workload-bow, workload-transformer, learning)`);
+    log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  }
+  const file = opts.outFile ?? path.resolve("bench-results", "latest.json");
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, JSON.stringify(result, null, 2));
+  return result;
+}
+
+const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
+if (isMain) {
+  const partsArg = process.argv.find((a) => a.startsWith("--parts="))?.slice(8);
+  runBench({ parts: partsArg?.split(",") })
+    .then((r) => console.log(JSON.stringify(r, null, 2)))
+    .catch((e: Error) => {
+      process.stderr.write(`bench failed: ${e.stack ?? e.message}\n`);
+      process.exitCode = 1;
+    });
+}

@@ -1,0 +1,153 @@
+/**
+ * The `qrag` command line: train | eval | sweep | babi-check | bench | config.
+ * Examples:
+ *   qrag train preset=babilong-cpu envs.task=qa2 steps_count=3000
+ *   qrag train envs=babilong algo=pqn_cpu envs.task=qa2 steps_count=3000
+ *   qrag eval runs/babilong-qa2-…  --samples 200
+ *   qrag sweep runs/babilong-qa2-… --lengths 50,160,1200
+ *   qrag babi-check qa1_single-supporting-fact_test.txt
+ */
+import { Command, Option } from "commander";
+import fs from "node:fs";
+import path from "node:path";
+import YAML from "yaml";
+import { resolveConfig, parseOverride } from "./config.ts";
+import { InputError } from "./errors.ts";
+import { ENGINE_VERSION } from "./version.ts";
+import { ProgressLine } from "./cli/progress.ts";
+import type { EngineEvent } from "./events.ts";
+
+/** `preset=NAME` may be given like any override; pull it out. */
+function splitPreset(args: string[]): { preset?: string; overrides: string[] } {
+  let preset: string | undefined;
+  const overrides: string[] = [];
+  for (const a of args) {
+    const o = a.includes("=") ? parseOverride(a) : null;
+    if (o && o.key === "preset") preset = String(o.value);
+    else overrides.push(a);
+  }
+  return { preset, overrides };
+}
+
+function printer(quiet: boolean): (e: EngineEvent) => void {
+  const bar = new ProgressLine();
+  return (e) => {
+    if (quiet) return;
+    if (e.type === "progress") bar.update(e.phase, e.done, e.total, e.message ?? "", e.etaSeconds);
+    else if (e.type === "log") bar.log(`[${e.level}] ${e.message}`);
+    else if (e.type === "sweep_point") {
+      const p = e.point;
+      bar.log(`${p.label.padEnd(5)} ${String(p.numChunks).padStart(7)} chunks ≈${p.tokens} tok | Q-RAG cov ${p.qrag.coverage.toFixed(3)} f1@${p.threshold} ${p.qragFiltered.f1.toFixed(3)} | BM25 cov ${p.bm25.coverage.toFixed(3)} | dense cov ${p.dense.coverage.toFixed(3)} | ${p.episodeSeconds.toFixed(2)} s/episode`);
+    }
+  };
+}
+
+const program = new Command();
+program.name("qrag").description("Q-RAG engine: train, evaluate and sweep multi-step retrievers").version(ENGINE_VERSION);
+
+program
+  .command("train")
+  .description("train a retriever; arguments are preset=NAME, group choices (envs=…, algo=…) and key=value overrides")
+  .argument("[overrides...]", "preset=NAME, envs=babilong, envs.task=qa2, steps_count=3000, …")
+  .option("--resume <dir>", "resume from a checkpoint or run folder")
+  .option("--run-dir <dir>", "where checkpoints, metrics.jsonl and episodes.jsonl go")
+  .option("-q, --quiet", "no progress output")
+  .action(async (args: string[], o: { resume?: string; runDir?: string; quiet?: boolean }) => {
+    const { train } = await import("./train.ts");
+    const { preset, overrides } = splitPreset(args);
+    let config;
+    if (o.resume && !preset && overrides.length === 0) {
+      const { loadCheckpoint } = await import("./checkpoint.ts");
+      config = loadCheckpoint<{ config: ReturnType<typeof resolveConfig> }>(o.resume).state.config;
+    } else {
+      config = resolveConfig({ preset, overrides });
+    }
+    const ac = new AbortController();
+    process.once("SIGINT", () => {
+      process.stderr.write("\ninterrupted: saving a checkpoint…\n");
+      ac.abort();
+    });
+    const res = await train(config, { onEvent: printer(Boolean(o.quiet)), signal: ac.signal, resumeFrom: o.resume, runDir: o.runDir });
+    console.log(JSON.stringify({ status: res.status, runDir: res.runDir, updates: res.updates, step: res.step, backend: res.backend, lastEval: res.lastEval }, null, 2));
+  });
+
+program
+  .command("eval")
+  .description("greedy evaluation of a checkpoint on the test split")
+  .argument("<checkpoint>", "checkpoint folder or run folder")
+  .option("--samples <n>", "number of test samples", (v) => parseInt(v, 10))
+  .option("--num-sentences <n>", "haystack size in chunks (BabiLong)", (v) => parseInt(v, 10))
+  .option("--never-terminate", "run every episode to max_steps (no ground-truth oracle stop)")
+  .option("--threshold <q>", "Q-threshold of the stopping filter", parseFloat, 0.5)
+  .option("--out <file>", "write one JSON line per episode")
+  .option("-q, --quiet", "no progress output")
+  .action(async (ckpt: string, o: { samples?: number; numSentences?: number; neverTerminate?: boolean; threshold: number; out?: string; quiet?: boolean }) => {
+    const { evaluate } = await import("./evaluate.ts");
+    const onEvent = printer(Boolean(o.quiet));
+    const r = await evaluate({ checkpoint: ckpt, numSamples: o.samples, numSentences: o.numSentences, neverTerminate: o.neverTerminate, threshold: o.threshold, episodesFile: o.out, onEvent: (e) => e.type !== "episode" && onEvent(e) });
+    console.log(JSON.stringify({ backend: r.backend, ...r.summary }, null, 2));
+  });
+
+program
+  .command("sweep")
+  .description("context-length sweep of a BabiLong checkpoint with BM25 and dense baselines")
+  .argument("<checkpoint>", "checkpoint folder or run folder")
+  .option("--lengths <list>", "haystack sizes in chunks", "50,160,1200,4600,40000,400000")
+  .option("--samples <n>", "samples per length (default 100 / 20 / 3 by size)", (v) => parseInt(v, 10))
+  .option("--threshold <q>", "Q-threshold of the stopping filter", parseFloat, 0.5)
+  .option("--oracle-stop", "stop episodes at the ground-truth completion oracle")
+  .option("--out <file>", "sweep points as JSONL")
+  .option("--episodes <file>", "episode records as JSONL")
+  .option("-q, --quiet", "no progress output")
+  .action(async (ckpt: string, o: { lengths: string; samples?: number; threshold: number; oracleStop?: boolean; out?: string; episodes?: string; quiet?: boolean }) => {
+    const { sweep } = await import("./sweep.ts");
+    const lengths = o.lengths.split(",").map((s, i) => {
+      const n = Number(s);
+      if (!Number.isInteger(n) || n < 1) throw new InputError(`--lengths: item ${i + 1} ("${s}") is not a positive integer`);
+      return n;
+    });
+    const points = await sweep({ checkpoint: ckpt, lengths, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, episodesFile: o.episodes, onEvent: printer(Boolean(o.quiet)) });
+    console.log(JSON.stringify(points, null, 2));
+  });
+
+program
+  .command("babi-check")
+  .description("re-derive every answer and supporting-fact set of real bAbI files with the simulator's rules")
+  .argument("<files...>", "bAbI v1.2 task files")
+  .action(async (files: string[]) => {
+    const { checkBabiFiles, formatCheckReport } = await import("./data/babi/check.ts");
+    const r = checkBabiFiles(files);
+    console.log(formatCheckReport(r));
+    process.exitCode = r.agree === r.total ? 0 : 1;
+  });
+
+program
+  .command("config")
+  .description("print the resolved config of a preset and overrides (validated)")
+  .argument("[overrides...]")
+  .addOption(new Option("--json", "print JSON instead of YAML"))
+  .action((args: string[], o: { json?: boolean }) => {
+    const { preset, overrides } = splitPreset(args);
+    const c = resolveConfig({ preset, overrides });
+    console.log(o.json ? JSON.stringify(c, null, 2) : YAML.stringify(c));
+  });
+
+program
+  .command("bench")
+  .description("run the benchmarks (JSON to stdout and bench-results/)")
+  .option("--parts <list>", "comma-separated parts to run")
+  .option("--out <file>", "JSON output file")
+  .action(async (o: { parts?: string; out?: string }) => {
+    const { runBench } = await import("./bench/main.ts");
+    const res = await runBench({ parts: o.parts?.split(","), outFile: o.out });
+    const file = o.out ?? path.resolve("bench-results", "latest.json");
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    console.log(JSON.stringify(res, null, 2));
+  });
+
+program.parseAsync(process.argv).catch((e: unknown) => {
+  const err = e as Error;
+  // user errors get one clear line; anything else keeps its stack for bug reports
+  process.stderr.write(err instanceof InputError || err.name === "ConfigError" ? `qrag: ${err.message}\n` : `qrag: ${err.stack ?? err.message}\n`);
+  process.exitCode = 2;
+});

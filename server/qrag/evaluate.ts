@@ -1,0 +1,77 @@
+/**
+ * `evaluate()`: greedy episodes of a trained checkpoint on the test split, with retrieval metrics
+ * (precision / recall / F1 / coverage) for all picks and after the Q-threshold stopping filter.
+ * Whether episodes stopped at the ground-truth oracle is part of every record and summary.
+ */
+import fs from "node:fs";
+import type { EngineEvent, EpisodeRecord, EventSink } from "./events.ts";
+import { pickBackend } from "./backend.ts";
+import { loadCheckpoint } from "./checkpoint.ts";
+import { QNetworks } from "./agent/networks.ts";
+import { greedyEpisode } from "./agent/greedy.ts";
+import { buildSource } from "./sources.ts";
+import { aggregate } from "./metrics.ts";
+import { evalOptions, summarize, type EvalSummary, type TrainCheckpoint } from "./train.ts";
+import { Rng } from "./util/rng.ts";
+import type { RunConfig } from "./config.ts";
+
+export interface EvaluateOptions {
+  /** Checkpoint folder or run folder. */
+  checkpoint: string;
+  numSamples?: number;
+  /** Haystack size override (BabiLong). */
+  numSentences?: number;
+  /** true = run every episode to max_steps (no oracle stop); default: the test env's setting. */
+  neverTerminate?: boolean;
+  threshold?: number;
+  onEvent?: EventSink;
+  signal?: AbortSignal;
+  /** Write one JSON line per episode here. */
+  episodesFile?: string;
+}
+
+export interface EvaluateResult {
+  summary: EvalSummary & { filtered: { precision: number; recall: number; f1: number; coverage: number; avgKept: number; threshold: number } };
+  records: EpisodeRecord[];
+  backend: string;
+}
+
+/** Loads the trained state/action encoders of a checkpoint (eval mode is chosen per call). */
+export async function loadAgent(checkpoint: string, backendPref?: string): Promise<{ nets: QNetworks; config: RunConfig; backend: string; device: string; dir: string }> {
+  const { dir, state } = loadCheckpoint<TrainCheckpoint>(checkpoint);
+  const pref = backendPref ?? (state.config.backend === "auto" ? undefined : state.config.backend);
+  const { backend, device } = await pickBackend(pref);
+  const nets = new QNetworks(state.config.algo.encoder, new Rng(0));
+  nets.importWeights(state.weights);
+  return { nets, config: state.config, backend, device, dir };
+}
+
+export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
+  const emit: EventSink = opts.onEvent ?? (() => {});
+  const { nets, config, backend } = await loadAgent(opts.checkpoint);
+  try {
+    const source = buildSource(config, "test", opts.numSentences);
+    const n = Number.isFinite(source.size) ? Math.min(opts.numSamples ?? config.eval_episodes, source.size) : opts.numSamples ?? config.eval_episodes;
+    const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate, threshold: opts.threshold });
+    const out = opts.episodesFile ? fs.openSync(opts.episodesFile, "w") : undefined;
+    const records: EpisodeRecord[] = [];
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) {
+      if (opts.signal?.aborted) break;
+      const r = greedyEpisode(nets, source.sample(i), gOpts);
+      records.push(r);
+      if (out !== undefined) fs.writeSync(out, JSON.stringify(r) + "\n");
+      const ev: EngineEvent = { type: "episode", phase: "eval", step: 0, update: 0, record: r };
+      emit(ev);
+      const secs = (performance.now() - t0) / 1000;
+      emit({ type: "progress", phase: "eval", done: i + 1, total: n, etaSeconds: (secs / (i + 1)) * (n - i - 1) });
+    }
+    if (out !== undefined) fs.closeSync(out);
+    const f = aggregate(records.map((r) => r.filtered));
+    const avgKept = records.reduce((a, r) => a + r.filtered.kept, 0) / Math.max(1, records.length);
+    const threshold = gOpts.threshold;
+    return { summary: { ...summarize(records, 0, 0), filtered: { precision: f.precision, recall: f.recall, f1: f.f1, coverage: f.coverage, avgKept, threshold } }, records, backend };
+  } finally {
+    nets.dispose();
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * `sweep()`: the context-length sweep (spec §5.3). A checkpoint is evaluated at growing haystack
+ * sizes (default 50 / 160 / 1200 / 4600 / 40000 / 400000 chunks ≈ 1K … 10M tokens) with episodes
+ * run to max_steps (never_terminate, as the reference sweep) and the Q-threshold filter, beside
+ * BM25 and single-step dense baselines on the same samples. Haystacks are lazy views over the
+ * noise pool and candidates are embedded in batches, so the text is never held twice.
+ */
+import fs from "node:fs";
+import type { EventSink, SweepPoint } from "./events.ts";
+import { loadAgent } from "./evaluate.ts";
+import { evalOptions } from "./train.ts";
+import { buildSource } from "./sources.ts";
+import { embedSampleChunks, greedyEpisode } from "./agent/greedy.ts";
+import { Bm25Index } from "./baselines/bm25.ts";
+import { denseSingleStep } from "./baselines/dense.ts";
+import { aggregate, retrievalMetrics } from "./metrics.ts";
+import { SWEEP_LENGTHS, measureTokensPerChunk, estimateContextTokens } from "./data/context-length.ts";
+import { noisePoolFor } from "./data/noise/pool.ts";
+import { corpusSpecFrom } from "./data/noise/corpus.ts";
+import { InputError } from "./errors.ts";
+
+export interface SweepOptions {
+  checkpoint: string;
+  /** Haystack sizes in chunks. */
+  lengths?: number[];
+  /** Samples per length; a function lets long haystacks use fewer. */
+  samples?: number | ((numChunks: number) => number);
+  threshold?: number;
+  /** Default true, as the reference sweep (every episode runs max_steps; no oracle stop). */
+  neverTerminate?: boolean;
+  onEvent?: EventSink;
+  signal?: AbortSignal;
+  /** Write sweep points (JSONL) and per-episode records here. */
+  outFile?: string;
+  episodesFile?: string;
+}
+
+/** Default samples per length: plenty for short haystacks, a handful at 1M–10M tokens. */
+export function defaultSweepSamples(numChunks: number): number {
+  if (numChunks <= 5_000) return 100;
+  if (numChunks <= 50_000) return 20;
+  return 3;
+}
+
+export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
+  const emit: EventSink = opts.onEvent ?? (() => {});
+  const { nets, config } = await loadAgent(opts.checkpoint);
+  if (config.envs.name !== "babilong") throw new InputError(`sweep: needs a BabiLong run (this checkpoint was trained on ${config.envs.name})`);
+  const env = config.envs;
+  const lengths = opts.lengths ?? SWEEP_LENGTHS.map((l) => l.chunks);
+  const samplesFor = (n: number) => (typeof opts.samples === "function" ? opts.samples(n) : opts.samples ?? defaultSweepSamples(n));
+  const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate ?? true, threshold: opts.threshold });
+  const tpc = measureTokensPerChunk({ pool: noisePoolFor(corpusSpecFrom(env.noise)), seed: config.seed });
+  const out = opts.outFile ? fs.openSync(opts.outFile, "w") : undefined;
+  const epOut = opts.episodesFile ? fs.openSync(opts.episodesFile, "w") : undefined;
+  const points: SweepPoint[] = [];
+  const totalEpisodes = lengths.reduce((a, n) => a + samplesFor(n), 0);
+  let done = 0;
+  const k = env.max_steps;
+  try {
+    for (const numChunks of lengths) {
+      const source = buildSource(config, "test", numChunks);
+      const m = samplesFor(numChunks);
+      const q = [], qf = [], bm = [], de = [];
+      let kept = 0, episodeSecs = 0, encodeSecs = 0;
+      for (let i = 0; i < m; i++) {
+        if (opts.signal?.aborted) break;
+        const sample = source.sample(i);
+        const n = sample.chunks.length;
+        const t0 = performance.now();
+        const emb = embedSampleChunks(nets, sample, config.max_action_length);
+        const t1 = performance.now();
+        const rec = greedyEpisode(nets, sample, gOpts, emb);
+        const t2 = performance.now();
+        encodeSecs += (t1 - t0) / 1000;
+        episodeSecs += (t2 - t0) / 1000;
+        q.push(rec.metrics);
+        qf.push(rec.filtered);
+        kept += rec.filtered.kept;
+        bm.push(retrievalMetrics(Bm25Index.build(sample.chunks).topK(sample.question, k).map((h) => h.index), sample.supportIdx));
+        de.push(retrievalMetrics(denseSingleStep(nets, sample.question, emb, n, k, { maxInMemory: config.max_action_length_in_memory, positions: env.positions_processor, stepSize: env.step_size }), sample.supportIdx));
+        if (epOut !== undefined) fs.writeSync(epOut, JSON.stringify({ numChunks, ...rec }) + "\n");
+        done++;
+        emit({ type: "progress", phase: "sweep", done, total: totalEpisodes, message: `${numChunks} chunks: ${i + 1}/${m}` });
+      }
+      const tokens = Math.round(estimateContextTokens(numChunks, tpc.noise.mean));
+      const pick = (x: ReturnType<typeof aggregate>) => ({ precision: x.precision, recall: x.recall, f1: x.f1, coverage: x.coverage });
+      const label = SWEEP_LENGTHS.find((l) => l.chunks === numChunks)?.label ?? `${numChunks} chunks`;
+      const point: SweepPoint = {
+        numChunks, label, tokens, samples: q.length,
+        oracle_stop: !(opts.neverTerminate ?? true),
+        threshold: gOpts.threshold,
+        qrag: pick(aggregate(q)),
+        qragFiltered: { ...pick(aggregate(qf)), avgKept: kept / Math.max(1, q.length) },
+        bm25: pick(aggregate(bm)),
+        dense: pick(aggregate(de)),
+        baselineK: k,
+        episodeSeconds: episodeSecs / Math.max(1, q.length),
+        encodeSeconds: encodeSecs / Math.max(1, q.length),
+      };
+      points.push(point);
+      if (out !== undefined) fs.writeSync(out, JSON.stringify(point) + "\n");
+      emit({ type: "sweep_point", point });
+      if (opts.signal?.aborted) break;
+    }
+  } finally {
+    if (out !== undefined) fs.closeSync(out);
+    if (epOut !== undefined) fs.closeSync(epOut);
+    nets.dispose();
+  }
+  return points;
+}
