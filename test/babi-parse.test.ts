@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { DataFileError } from "../server/qrag/errors.ts";
 import { formatBabiStory, parseBabiFile } from "../server/qrag/data/babi/format.ts";
 import { storyQuestions } from "../server/qrag/data/babi/questions.ts";
