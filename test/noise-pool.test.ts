@@ -105,10 +105,20 @@ test("sampleRuns: runs of ≤100 contiguous sentences inside one book, determini
   assert.equal(short.length, 40);
 });
 
+test("sampleChunkMarginal: independent single draws from non-empty books", () => {
+  const pool = noisePoolFor({ kind: "dir", path: tmp });
+  const idx = pool.sampleChunkMarginal(3000, new Rng(4));
+  assert.equal(idx.length, 3000);
+  assert.ok(idx.every((i) => i >= 0 && i < pool.size));
+  assert.deepEqual(new Set(Array.from(idx, (i) => pool.bookOf(i))), new Set([0, 1, 2]));
+  assert.deepEqual(idx, pool.sampleChunkMarginal(3000, new Rng(4)));
+});
+
 test("an empty pool refuses to sample", () => {
   const pool = NoisePool.fromBooks([{ title: "x", text: "Mary went to the office. Ok." }]);
   assert.equal(pool.size, 0);
   assert.throws(() => pool.sampleRuns(5, new Rng(1)), InputError);
+  assert.throws(() => pool.sampleChunkMarginal(5, new Rng(1)), InputError);
 });
 
 test("a missing corpus folder gives an error naming the folder", () => {

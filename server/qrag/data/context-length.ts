@@ -65,9 +65,10 @@ export function chunkTokens(text: string): number {
 }
 
 /**
- * Measures GPT-2 tokens per chunk by sampling: `chunks` noise sentences drawn as the haystacks draw
- * them (runs of ≤100 from random books), and, if `facts` is given, the facts of up to `factSamples`
- * samples of that source (indices spread over the source).
+ * Measures GPT-2 tokens per chunk by sampling: `chunks` independent draws from the distribution of
+ * a haystack noise chunk (`NoisePool.sampleChunkMarginal`: runs of ≤100 from random books, weighed
+ * by run length), and, if `facts` is given, every fact of up to `factSamples` random samples of that
+ * source.
  */
 export function measureTokensPerChunk(opts: {
   pool: NoisePool;
@@ -77,7 +78,7 @@ export function measureTokensPerChunk(opts: {
   seed?: number;
 }): TokensPerChunk {
   const rng = new Rng(opts.seed ?? 0).fork("measure-tokens");
-  const idx = opts.pool.sampleRuns(opts.chunks ?? 2000, rng.fork("noise"));
+  const idx = opts.pool.sampleChunkMarginal(opts.chunks ?? 2000, rng.fork("noise"));
   const noise = tokenStats(Array.from(idx, (i) => chunkTokens(opts.pool.sentence(i))));
   if (!opts.facts) return { noise };
   const src = opts.facts;

@@ -168,6 +168,32 @@ export class NoisePool {
     }
     return out;
   }
+
+  /**
+   * `n` independent draws from the distribution of one haystack chunk under `sampleRuns` (for
+   * measuring, e.g. tokens per chunk): a run is drawn as `sampleRuns` draws it, kept with
+   * probability length/maxRun (so runs weigh by their length), then one of its sentences uniformly.
+   * Unlike taking `n` contiguous sentences, the draws are independent, so few are needed.
+   */
+  sampleChunkMarginal(n: number, rng: Rng, maxRun = MAX_RUN): Int32Array {
+    if (!Number.isInteger(n) || n < 0) throw new RangeError(`sampleChunkMarginal: n must be a non-negative integer, got ${n}`);
+    const out = new Int32Array(n);
+    if (n > 0 && this.nonEmpty.length === 0) throw new InputError("noise pool is empty: no usable sentences in the corpus");
+    for (let k = 0; k < n; k++) {
+      for (;;) {
+        const b = this.nonEmpty[rng.int(this.nonEmpty.length)];
+        const lo = this.offsets[b];
+        const len = this.offsets[b + 1] - lo;
+        const start = rng.int(len);
+        const take = Math.min(maxRun, len - start);
+        if (rng.next() * maxRun < take) {
+          out[k] = lo + start + rng.int(take);
+          break;
+        }
+      }
+    }
+    return out;
+  }
 }
 
 const memo = new Map<string, NoisePool>();
