@@ -122,6 +122,23 @@ program
   });
 
 program
+  .command("demo")
+  .description("train the default CPU preset on BabiLong qa1 for a few minutes, then sweep it (what `npm start` runs)")
+  .option("--steps <n>", "optimizer steps", (v) => parseInt(v, 10), 400)
+  .action(async (o: { steps: number }) => {
+    const { train } = await import("./train.ts");
+    const { sweep } = await import("./sweep.ts");
+    const config = resolveConfig({ preset: "babilong-cpu", overrides: ["envs.task=qa1", `steps_count=${o.steps}`, "eval_interval=100", "name=demo-qa1"] });
+    const onEvent = printer(false);
+    const ac = new AbortController();
+    process.once("SIGINT", () => ac.abort());
+    const res = await train(config, { onEvent, signal: ac.signal });
+    if (res.status !== "completed") return;
+    await sweep({ checkpoint: path.join(res.runDir, "checkpoints", "best"), lengths: [50, 160, 1200, 4600], samples: 50, onEvent, signal: ac.signal, outFile: path.join(res.runDir, "sweep.jsonl") });
+    console.log(`run folder: ${res.runDir}`);
+  });
+
+program
   .command("config")
   .description("print the resolved config of a preset and overrides (validated)")
   .argument("[overrides...]")

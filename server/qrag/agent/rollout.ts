@@ -82,10 +82,19 @@ export class ParallelEnvs {
     return out;
   }
 
-  private embed(nets: QNetworks, slot: EnvSlot): void {
-    const texts = this.chunkTexts(slot.episode);
-    slot.online = embedActions(nets.action, texts, this.settings.maxActionLength, true);
-    slot.target = embedActions(nets.actionTarget, texts, this.settings.maxActionLength, true);
+  /** (Re-)embeds the candidates of these slots with E_a and E_a', all slots in one batch per encoder. */
+  private embed(nets: QNetworks, slots: EnvSlot[]): void {
+    const texts = slots.flatMap((s) => this.chunkTexts(s.episode));
+    const online = embedActions(nets.action, texts, this.settings.maxActionLength, true);
+    const target = embedActions(nets.actionTarget, texts, this.settings.maxActionLength, true);
+    const D = nets.dim;
+    let off = 0;
+    for (const s of slots) {
+      const len = s.episode.numChunks * D;
+      s.online = online.subarray(off, off + len);
+      s.target = target.subarray(off, off + len);
+      off += len;
+    }
   }
 
   takeFinishedReturns(): number[] {
@@ -99,7 +108,7 @@ export class ParallelEnvs {
     const { envs: E, stepsPerEnv: L, maxInMemory, sortByIndex, topk } = this.settings;
     while (this.slots.length < E) this.slots.push(this.newSlot());
     // Embeddings are recomputed at rollout start with the current weights (spec §3.2).
-    for (const s of this.slots) this.embed(nets, s);
+    this.embed(nets, this.slots);
     const D = nets.dim;
     const batch: RolloutBatch = {
       E, L,
@@ -114,6 +123,7 @@ export class ParallelEnvs {
       const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
       const sTarget = embedStates(nets.stateTarget, states, maxInMemory, true);
       const sPolicy = opts.random ? null : embedStates(nets.policy, states, maxInMemory, true);
+      const ended: number[] = [];
       for (let e = 0; e < E; e++) {
         const slot = this.slots[e];
         const ep = slot.episode;
@@ -140,10 +150,14 @@ export class ParallelEnvs {
         slot.ret += r.reward;
         if (r.done) {
           this.finished.push(slot.ret);
-          const fresh = this.newSlot();
-          this.embed(nets, fresh);
-          this.slots[e] = fresh;
+          ended.push(e);
         }
+      }
+      // reset finished envs; their new candidates are embedded together (one batch per encoder)
+      if (ended.length) {
+        const fresh = ended.map(() => this.newSlot());
+        this.embed(nets, fresh);
+        ended.forEach((e, i) => (this.slots[e] = fresh[i]));
       }
     }
     return batch;
