@@ -108,7 +108,6 @@ export const algoSchema = z.strictObject({
     warmup: int(0).default(1000),
     ratio: prob.default(0),
   }),
-  rotary: z.strictObject({ theta: z.number().positive().default(10000), cache_len: int(16).default(1000) }).default({ theta: 10000, cache_len: 1000 }),
 });
 export type AlgoConfig = z.infer<typeof algoSchema>;
 
