@@ -7,9 +7,10 @@
  * single-threaded in Node (emscripten's pthread workers need blob: URLs that worker_threads
  * rejects), so each process gets one core.
  *
- * `QRAG_BACKEND` (or the argument) forces one backend: `tensorflow-gpu` | `tensorflow` | `wasm` |
- * `cpu` (aliases: `node-gpu`, `tfjs-node-gpu`, `gpu`, `node`, `tfjs-node`); `auto` = the order
- * above. A forced backend that cannot load is an error that names why.
+ * `QRAG_BACKEND` (or the argument) forces one backend: `tensorflow` (tfjs-node-gpu if installed,
+ * else tfjs-node) | `tensorflow-gpu` (tfjs-node-gpu only) | `wasm` | `cpu` (aliases: `node-gpu`,
+ * `tfjs-node-gpu`, `gpu`, `node`, `tfjs-node`); `auto` (or empty) = the order above. A forced
+ * backend that cannot load is an error that names why.
  */
 import * as tf from "@tensorflow/tfjs";
 import { createRequire } from "node:module";
@@ -23,7 +24,7 @@ export interface BackendInfo {
 }
 
 type Choice = "tensorflow-gpu" | "tensorflow" | "wasm" | "cpu";
-const AUTO_ORDER: readonly Choice[] = ["tensorflow-gpu", "tensorflow", "wasm", "cpu"];
+const AUTO_ORDER: readonly Choice[] = ["tensorflow", "wasm", "cpu"];
 
 const ALIASES: Record<string, Choice | "auto"> = {
   auto: "auto",
@@ -55,28 +56,26 @@ export function parseBackendPref(pref: string | undefined): Choice | "auto" {
 const NODE_GPU_PKG: string = "@tensorflow/tfjs-node-gpu";
 const NODE_PKG: string = "@tensorflow/tfjs-node";
 
-let current: { key: string; info: BackendInfo } | undefined;
+let current: { choice: Choice; info: BackendInfo } | undefined;
 let pending: { key: string; promise: Promise<BackendInfo> } | undefined;
 let wasmPathsSet = false;
 
 /**
- * Selects and initialises a backend. Idempotent: a second call with the same preference returns
- * the same result without re-initialising; a different forced preference switches backends.
+ * Selects and initialises a backend. Idempotent: once a backend is active, a second call (auto,
+ * or forcing the same backend) returns the same result without re-initialising; forcing a
+ * different backend switches to it.
  */
 export function pickBackend(pref?: string): Promise<BackendInfo> {
   const choice = parseBackendPref(pref ?? process.env.QRAG_BACKEND);
-  if (current && (choice === "auto" ? current.key === "auto" || true : current.info.backend === backendName(choice))) {
-    // Auto after any successful pick keeps the current backend; a forced one that matches too.
-    if (choice === "auto" || current.key === choice || current.info.backend === backendName(choice)) {
-      if (tf.getBackend() === current.info.backend) return Promise.resolve(current.info);
-    }
+  if (current && tf.getBackend() === current.info.backend && (choice === "auto" || choice === current.choice)) {
+    return Promise.resolve(current.info);
   }
   if (pending && pending.key === choice) return pending.promise;
   const promise = doPick(choice).then(
-    (info) => {
-      current = { key: choice, info };
+    (res) => {
+      current = res;
       pending = undefined;
-      return info;
+      return res.info;
     },
     (err: unknown) => {
       pending = undefined;
@@ -92,19 +91,15 @@ export function currentBackend(): BackendInfo | undefined {
   return current?.info;
 }
 
-function backendName(c: Choice): string {
-  return c === "tensorflow-gpu" ? "tensorflow" : c;
-}
-
-async function doPick(choice: Choice | "auto"): Promise<BackendInfo> {
+async function doPick(choice: Choice | "auto"): Promise<{ choice: Choice; info: BackendInfo }> {
   // Silence tfjs console chatter (the cpu backend's "Hi, looks like you are running TensorFlow.js
   // in Node.js" banner and similar); prod mode only affects these log/warn calls.
   tf.env().set("PROD", true);
-  if (choice !== "auto") return tryOne(choice);
+  if (choice !== "auto") return { choice, info: await tryOne(choice) };
   const reasons: string[] = [];
   for (const c of AUTO_ORDER) {
     try {
-      return await tryOne(c);
+      return { choice: c, info: await tryOne(c) };
     } catch (e) {
       reasons.push(`${c}: ${errMsg(e)}`);
     }
@@ -116,15 +111,22 @@ async function tryOne(c: Choice): Promise<BackendInfo> {
   switch (c) {
     case "tensorflow-gpu":
     case "tensorflow": {
-      const pkg = c === "tensorflow-gpu" ? NODE_GPU_PKG : NODE_PKG;
-      let mod: unknown;
-      try {
-        mod = await import(pkg);
-      } catch (e) {
-        throw new Error(`${pkg} is not installed or failed to load (${errMsg(e)})`);
+      // "tensorflow" takes tfjs-node-gpu when installed, else tfjs-node (both register the
+      // "tensorflow" backend); "tensorflow-gpu" insists on the GPU package.
+      const pkgs = c === "tensorflow-gpu" ? [NODE_GPU_PKG] : [NODE_GPU_PKG, NODE_PKG];
+      const reasons: string[] = [];
+      for (const pkg of pkgs) {
+        let mod: unknown;
+        try {
+          mod = await import(pkg);
+        } catch (e) {
+          reasons.push(`${pkg} is not installed or failed to load (${errMsg(e)})`);
+          continue;
+        }
+        await activate("tensorflow", pkg);
+        return { backend: "tensorflow", device: nativeDevice(mod, pkg === NODE_GPU_PKG) };
       }
-      await activate("tensorflow", pkg);
-      return { backend: "tensorflow", device: nativeDevice(mod, c === "tensorflow-gpu") };
+      throw new Error(reasons.join("; "));
     }
     case "wasm": {
       let wasm: typeof import("@tensorflow/tfjs-backend-wasm");

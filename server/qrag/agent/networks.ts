@@ -4,7 +4,8 @@
  * Also the no-grad embedding helpers the rollout and evaluation use.
  */
 import * as tf from "@tensorflow/tfjs";
-import type { Encoder, EncoderConfig, SerializedTensor } from "../model/encoder.ts";
+import type { EncoderConfig, SerializedTensor } from "../model/encoder.ts";
+import type { QEncoder } from "../model/base.ts";
 import { createEncoder } from "../model/factory.ts";
 import type { Rng } from "../util/rng.ts";
 
@@ -16,19 +17,20 @@ export interface NetworkWeights {
 }
 
 export class QNetworks {
-  readonly state: Encoder;
-  readonly action: Encoder;
-  readonly stateTarget: Encoder;
-  readonly actionTarget: Encoder;
-  readonly policy: Encoder;
+  readonly state: QEncoder;
+  readonly action: QEncoder;
+  readonly stateTarget: QEncoder;
+  readonly actionTarget: QEncoder;
+  readonly policy: QEncoder;
 
   constructor(config: EncoderConfig, rng: Rng) {
     // Both trainable encoders start from the same weights, as both start from one checkpoint.
     this.state = createEncoder(config, rng);
-    this.action = this.state.clone();
-    this.stateTarget = this.state.clone();
-    this.actionTarget = this.action.clone();
-    this.policy = this.state.clone();
+    this.action = this.state.clone(true);
+    // targets and the policy copy are never trained directly
+    this.stateTarget = this.state.clone(false);
+    this.actionTarget = this.action.clone(false);
+    this.policy = this.state.clone(false);
   }
 
   get dim(): number {
@@ -68,24 +70,28 @@ export class QNetworks {
   }
 }
 
-/** Embeds chunk texts without gradient into a flat [n·D] array (batched to bound memory). */
-export function embedActions(enc: Encoder, texts: readonly string[], maxTokens: number, training: boolean, out?: Float32Array, offset = 0, batch = 2048): Float32Array {
+/**
+ * Embeds chunk texts without gradient into a flat [n·D] array (batched to bound memory). Eval mode
+ * takes the encoder's tape-free path; train mode (rollouts: dropout on, spec §3.3) a tidy forward.
+ */
+export function embedActions(enc: QEncoder, texts: readonly string[], maxTokens: number, training: boolean, out?: Float32Array, offset = 0, batch = 2048): Float32Array {
   const D = enc.dim;
   const dst = out ?? new Float32Array(texts.length * D);
   for (let i = 0; i < texts.length; i += batch) {
-    const part = texts.slice(i, i + batch);
-    const packed = enc.packActions(part, maxTokens);
-    const y = tf.tidy(() => enc.forward(packed, training));
-    dst.set(y.dataSync() as Float32Array, offset + i * D);
-    y.dispose();
+    const packed = enc.packActions(texts.slice(i, i + batch), maxTokens);
+    dst.set(forwardNoGrad(enc, packed, training), offset + i * D);
   }
   return dst;
 }
 
 /** Embeds states (each as its pieces) without gradient into a flat [n·D] array. */
-export function embedStates(enc: Encoder, states: readonly (readonly string[])[], maxTokensPerPiece: number, training: boolean): Float32Array {
-  const packed = enc.packStates(states, maxTokensPerPiece);
-  const y = tf.tidy(() => enc.forward(packed, training));
+export function embedStates(enc: QEncoder, states: readonly (readonly string[])[], maxTokensPerPiece: number, training: boolean): Float32Array {
+  return forwardNoGrad(enc, enc.packStates(states, maxTokensPerPiece), training);
+}
+
+function forwardNoGrad(enc: QEncoder, packed: ReturnType<QEncoder["packActions"]>, training: boolean): Float32Array {
+  if (!training) return enc.embedNoGrad(packed);
+  const y = tf.tidy(() => enc.forward(packed, true));
   const data = y.dataSync() as Float32Array;
   y.dispose();
   return data;

@@ -38,3 +38,37 @@ export function textIds(text: string, vocabSize: number, maxTokens: number): num
   for (let i = 0; i < n; i++) out[i] = wordId(ws[i], vocabSize);
   return out;
 }
+
+/**
+ * Same result as `textIds`, several times faster on ASCII text: one pass over the characters,
+ * hashing words as they are scanned (no lower-casing copy, regex or substrings). Text with any
+ * non-ASCII character takes the `textIds` path, since `toLowerCase` can map some of those to
+ * ASCII letters.
+ */
+export function textIdsFast(text: string, vocabSize: number, maxTokens: number): number[] {
+  const out: number[] = [];
+  if (maxTokens <= 0) return out;
+  const mod = vocabSize - FIRST_WORD_ID;
+  const n = text.length;
+  let h = 0;
+  let inWord = false;
+  for (let i = 0; i < n; i++) {
+    let c = text.charCodeAt(i);
+    if (c >= 128) return textIds(text, vocabSize, maxTokens);
+    if (c >= 65 && c <= 90) c += 32;
+    if ((c >= 97 && c <= 122) || (c >= 48 && c <= 57)) {
+      if (!inWord) {
+        h = 0x811c9dc5;
+        inWord = true;
+      }
+      h ^= c;
+      h = Math.imul(h, 0x01000193);
+    } else if (inWord) {
+      out.push(FIRST_WORD_ID + ((h >>> 0) % mod));
+      inWord = false;
+      if (out.length >= maxTokens) return out;
+    }
+  }
+  if (inWord) out.push(FIRST_WORD_ID + ((h >>> 0) % mod));
+  return out;
+}

@@ -1,0 +1,159 @@
+/**
+ * AdamW with torch.optim.AdamW semantics (spec §3.5): decoupled weight decay p ← p·(1 − lr·wd)
+ * first, then the Adam update with bias correction:
+ *   m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
+ *   p ← p − (lr/(1−β1^t))·m / (√v/√(1−β2^t) + ε)
+ * Written here (not tf.train.adam) because tfjs has no decoupled decay, applies ε differently,
+ * and cannot export its moments for our checkpoints. A variable without a gradient in a step is
+ * skipped, like a torch parameter whose .grad is None (its own step count does not advance).
+ */
+import * as tf from "@tensorflow/tfjs";
+
+export interface AdamWConfig {
+  beta1: number;
+  beta2: number;
+  eps: number;
+  weightDecay: number;
+}
+
+/** Q-RAG's settings (configs/algo/pqn.yaml): betas (0.9, 0.98), eps 1e-6, weight decay 0.01. */
+export const QRAG_ADAMW: AdamWConfig = { beta1: 0.9, beta2: 0.98, eps: 1e-6, weightDecay: 0.01 };
+
+export interface AdamWState {
+  /** Number of step() calls. */
+  stepCount: number;
+  /** Per-variable step counts (bias correction), aligned with the variables. */
+  steps: number[];
+  names: string[];
+  shapes: number[][];
+  m: Float32Array[];
+  v: Float32Array[];
+}
+
+/** Gradients aligned with the variables (null/undefined = no gradient), or keyed by variable name. */
+export type Grads = tf.NamedTensorMap | (tf.Tensor | null | undefined)[];
+
+export class AdamW {
+  readonly config: AdamWConfig;
+  readonly variables: tf.Variable[];
+  private readonly m: tf.Variable[];
+  private readonly v: tf.Variable[];
+  private steps: number[];
+  private stepCount = 0;
+
+  constructor(variables: tf.Variable[], config: Partial<AdamWConfig> = {}) {
+    this.config = { ...QRAG_ADAMW, ...config };
+    this.variables = variables;
+    this.m = variables.map((x) => tf.variable(tf.zerosLike(x), false));
+    this.v = variables.map((x) => tf.variable(tf.zerosLike(x), false));
+    this.steps = variables.map(() => 0);
+  }
+
+  get iterations(): number {
+    return this.stepCount;
+  }
+
+  /** One update at learning rate `lr`. Does not dispose the gradients (the caller owns them). */
+  step(grads: Grads, lr: number): void {
+    const list = alignGrads(this.variables, grads);
+    const { beta1, beta2, eps, weightDecay } = this.config;
+    this.stepCount++;
+    for (let i = 0; i < this.variables.length; i++) {
+      const g = list[i];
+      if (!g) continue;
+      const p = this.variables[i];
+      if (!arraysEqual(g.shape, p.shape)) {
+        throw new RangeError(`AdamW: gradient shape [${g.shape}] ≠ variable ${p.name} [${p.shape}]`);
+      }
+      const t = ++this.steps[i];
+      const stepSize = lr / (1 - beta1 ** t);
+      const bc2Sqrt = Math.sqrt(1 - beta2 ** t);
+      tf.tidy(() => {
+        const gf = g.dtype === "float32" ? g : tf.cast(g, "float32");
+        const m = this.m[i].mul(beta1).add(gf.mul(1 - beta1));
+        const v = this.v[i].mul(beta2).add(gf.square().mul(1 - beta2));
+        const decayed = weightDecay !== 0 ? p.mul(1 - lr * weightDecay) : p;
+        const denom = v.sqrt().div(bc2Sqrt).add(eps);
+        this.m[i].assign(m);
+        this.v[i].assign(v);
+        p.assign(decayed.sub(m.div(denom).mul(stepSize)));
+      });
+    }
+  }
+
+  getState(): AdamWState {
+    return {
+      stepCount: this.stepCount,
+      steps: [...this.steps],
+      names: this.variables.map((x) => x.name),
+      shapes: this.variables.map((x) => [...x.shape]),
+      m: this.m.map((x) => Float32Array.from(x.dataSync() as Float32Array)),
+      v: this.v.map((x) => Float32Array.from(x.dataSync() as Float32Array)),
+    };
+  }
+
+  setState(state: AdamWState): void {
+    const n = this.variables.length;
+    if (state.m.length !== n || state.v.length !== n || state.steps.length !== n) {
+      throw new RangeError(`AdamW.setState: state has ${state.m.length} slots, optimizer has ${n}`);
+    }
+    for (let i = 0; i < n; i++) {
+      const shape = this.variables[i].shape;
+      const size = this.variables[i].size;
+      if (state.m[i].length !== size || state.v[i].length !== size) {
+        throw new RangeError(`AdamW.setState: slot ${i} (${this.variables[i].name}) has the wrong size`);
+      }
+      tf.tidy(() => {
+        this.m[i].assign(tf.tensor(state.m[i], shape, "float32"));
+        this.v[i].assign(tf.tensor(state.v[i], shape, "float32"));
+      });
+    }
+    this.steps = [...state.steps];
+    this.stepCount = state.stepCount;
+  }
+
+  dispose(): void {
+    for (const x of this.m) x.dispose();
+    for (const x of this.v) x.dispose();
+  }
+}
+
+/**
+ * torch.nn.utils.clip_grad_norm_: norm = ‖all gradients‖₂; if max_norm/(norm + 1e-6) < 1 every
+ * gradient is scaled by that factor. Returns new tensors (clones when unscaled) in the input's
+ * form; the caller disposes both the inputs and the result. `norm` is the pre-clipping norm.
+ */
+export function clipByGlobalNorm<G extends Grads>(grads: G, maxNorm: number): { grads: G; norm: number } {
+  const list: Grads = grads;
+  const entries: [string | number, tf.Tensor][] = Array.isArray(list)
+    ? list.flatMap((g, i) => (g ? [[i, g] as [number, tf.Tensor]] : []))
+    : Object.entries(list);
+  let norm = 0;
+  if (entries.length > 0) {
+    const t = tf.tidy(() => tf.sqrt(tf.addN(entries.map(([, g]) => tf.sum(tf.square(tf.cast(g, "float32")))))));
+    norm = t.dataSync()[0];
+    t.dispose();
+  }
+  const coef = maxNorm / (norm + 1e-6);
+  const scale = (g: tf.Tensor): tf.Tensor => (coef < 1 ? tf.tidy(() => g.mul(coef)) : tf.clone(g));
+  if (Array.isArray(list)) {
+    return { grads: list.map((g) => (g ? scale(g) : g)) as G, norm };
+  }
+  const out: tf.NamedTensorMap = {};
+  for (const [k, g] of entries) out[k] = scale(g);
+  return { grads: out as G, norm };
+}
+
+function alignGrads(vars: tf.Variable[], grads: Grads): (tf.Tensor | null | undefined)[] {
+  if (Array.isArray(grads)) {
+    if (grads.length !== vars.length) {
+      throw new RangeError(`AdamW: ${grads.length} gradients for ${vars.length} variables`);
+    }
+    return grads;
+  }
+  return vars.map((x) => grads[x.name]);
+}
+
+function arraysEqual(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}

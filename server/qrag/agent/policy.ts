@@ -1,0 +1,62 @@
+/**
+ * Action choice (spec §3.3, §4.1): greedy argmax at evaluation, uniform over available chunks
+ * during the first 2·learning_start transitions, then Boltzmann sampling restricted to the top-k
+ * available candidates (no ε-greedy).
+ */
+import type { Rng } from "../util/rng.ts";
+import { topkIndices } from "./topk.ts";
+
+/** Argmax of q over available candidates (lowest index on ties). Throws if none is available. */
+export function greedyAction(q: ArrayLike<number>, avail: Uint8Array): number {
+  let best = -1;
+  let bestV = -Infinity;
+  for (let i = 0; i < q.length; i++) {
+    if (avail[i] && (best < 0 || q[i] > bestV)) {
+      best = i;
+      bestV = q[i];
+    }
+  }
+  if (best < 0) throw new RangeError("greedyAction: no available candidate");
+  return best;
+}
+
+/** Uniform over available candidates. */
+export function uniformAvailable(avail: Uint8Array, rng: Rng): number {
+  let count = 0;
+  for (let i = 0; i < avail.length; i++) count += avail[i] ? 1 : 0;
+  if (count === 0) throw new RangeError("uniformAvailable: no available candidate");
+  let r = rng.int(count);
+  for (let i = 0; i < avail.length; i++) {
+    if (avail[i] && r-- === 0) return i;
+  }
+  throw new Error("unreachable");
+}
+
+/**
+ * Reference `TextQNetPolicy`: unavailable logits are set to min(logits) − 1, top-k is taken on
+ * those masked logits (so with fewer than k available it may include masked slots, which get
+ * probability 0), and p ∝ exp((l − max)/α) over top-k ∩ available. α ≤ 0 (end of a ratio-0
+ * schedule) degrades to greedy instead of producing NaN.
+ */
+export function boltzmannTop5(logits: ArrayLike<number>, avail: Uint8Array, alpha: number, rng: Rng, k = 5): number {
+  const n = logits.length;
+  let min = Infinity;
+  for (let i = 0; i < n; i++) if (logits[i] < min) min = logits[i];
+  const masked = new Float64Array(n);
+  for (let i = 0; i < n; i++) masked[i] = avail[i] ? logits[i] : min - 1;
+  const top = topkIndices(masked, k).filter((j) => avail[j] !== 0);
+  if (top.length === 0) throw new RangeError("boltzmannTop5: no available candidate");
+  // top[0] holds the max of the masked logits, which is available whenever anything is.
+  const max = masked[top[0]];
+  if (!(alpha > 0)) return top[0];
+  const w = top.map((j) => Math.exp((masked[j] - max) / alpha));
+  let total = 0;
+  for (const x of w) total += x;
+  if (!(total > 0) || !Number.isFinite(total)) return top[0];
+  let r = rng.next() * total;
+  for (let t = 0; t < top.length; t++) {
+    r -= w[t];
+    if (r < 0) return top[t];
+  }
+  return top[top.length - 1];
+}

@@ -1,0 +1,375 @@
+/**
+ * Differentiable building blocks tuned for the tfjs wasm backend (single-threaded, SIMD).
+ *
+ * - `mm`: matMul whose gradient uses explicit `tf.transpose` + plain matMul. tfjs's stock matMul
+ *   gradient calls matMul with transpose flags, which is 10–20× slower on wasm.
+ * - `embedScatter` / `embedBag`: embedding lookups whose table gradient is a plain-JS scatter-add.
+ *   The stock `tf.gather` gradient needs UnsortedSegmentSum, which wasm does not register (and which
+ *   is very slow on the cpu backend).
+ * - `gelu`: tfjs-core has no gelu; exact (erf) and tanh forms with a fused analytic gradient.
+ * - `layerNorm`: last-axis LayerNorm with a fused analytic gradient (fewer kernels than autodiff).
+ * - `dropout`: identity unless training; masks drawn from a seeded `Rng` so runs are reproducible.
+ *
+ * Avoid in model code: `tf.where(tf.greater(..))` (no gradient for Greater), rank-5 slices (slow on
+ * wasm), `tf.pow(x, 3)` (use x*x*x).
+ */
+import * as tf from "@tensorflow/tfjs";
+import type { Rng } from "../util/rng.ts";
+
+/** tfjs does not export CustomGradientFunc; take it from customGrad's parameter type. */
+type CustomGradFn = Parameters<typeof tf.customGrad>[0];
+
+function swapLast(t: tf.Tensor): tf.Tensor {
+  return t.rank === 3 ? tf.transpose(t, [0, 2, 1]) : tf.transpose(t);
+}
+
+const mmGrad = tf.customGrad(((x: tf.Tensor, y: tf.Tensor, save: tf.GradSaveFunc) => {
+  save([x, y]);
+  return {
+    value: tf.matMul(x as tf.Tensor3D, y as tf.Tensor3D),
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+      const [xs, ys] = saved;
+      const dx = tf.matMul(dy as tf.Tensor3D, swapLast(ys) as tf.Tensor3D);
+      // dY = Xᵀ·dY_out. wasm's fast path packs the right operand on every call; for a 2-D weight
+      // gradient with a wide dY_out ([m, n], n > k) packing X [m, k] instead, via (dY_outᵀ·X)ᵀ, is cheaper.
+      const dyw =
+        xs.rank === 2 && (dy.shape[1] as number) > (xs.shape[1] as number)
+          ? tf.transpose(tf.matMul(tf.transpose(dy) as tf.Tensor2D, xs as tf.Tensor2D))
+          : tf.matMul(swapLast(xs) as tf.Tensor3D, dy as tf.Tensor3D);
+      return [dx, dyw];
+    },
+  };
+}) as CustomGradFn);
+
+/**
+ * Matrix product with an explicit-transpose gradient. Shapes: [m,k]·[k,n] → [m,n];
+ * [b,m,k]·[b,k,n] → [b,m,n]; [b,m,k]·[k,n] → [b,m,n] (flattened to one 2-D product).
+ */
+export function mm(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D;
+export function mm(a: tf.Tensor3D, b: tf.Tensor3D | tf.Tensor2D): tf.Tensor3D;
+export function mm(a: tf.Tensor, b: tf.Tensor): tf.Tensor;
+export function mm(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
+  if (a.rank === 3 && b.rank === 2) {
+    const [bs, m, k] = a.shape;
+    const out = mmGrad(tf.reshape(a, [bs * m, k]), b);
+    return tf.reshape(out, [bs, m, b.shape[1] as number]);
+  }
+  if (a.rank !== b.rank || (a.rank !== 2 && a.rank !== 3)) {
+    throw new Error(`mm: unsupported ranks ${a.rank} and ${b.rank} (need 2·2, 3·3 or 3·2)`);
+  }
+  return mmGrad(a, b);
+}
+
+/** `x·W + b` for x [n, k] (or [B, T, k], flattened internally), W [k, m], b [m]. */
+export function linear(x: tf.Tensor, w: tf.Tensor2D, b?: tf.Tensor1D): tf.Tensor {
+  const y = mm(x, w);
+  return b ? tf.add(y, b) : y;
+}
+
+function idsToArray(ids: tf.Tensor1D | Int32Array): Int32Array {
+  // Copy: the ids may be disposed or overwritten before backprop runs.
+  return ids instanceof Int32Array ? ids.slice() : Int32Array.from(ids.dataSync());
+}
+
+/**
+ * Rows `table[ids[i]]` → [n, D], with a plain-JS scatter-add gradient for the table.
+ * `flatIds` may be a tensor (int32) or an Int32Array.
+ */
+export function embedScatter(table: tf.Tensor2D, flatIds: tf.Tensor1D | Int32Array): tf.Tensor2D {
+  const [V, D] = table.shape;
+  const idv = idsToArray(flatIds);
+  for (let i = 0; i < idv.length; i++) {
+    if (idv[i] < 0 || idv[i] >= V) throw new RangeError(`embedScatter: id ${idv[i]} outside [0, ${V})`);
+  }
+  if (idv.length === 0) return tf.zeros([0, D]);
+  const f = tf.customGrad(((t: tf.Tensor) => ({
+    // A SparseSegmentSum with one segment per id is a row gather, ~10× faster than GatherV2 on wasm.
+    value: tf.sparse.sparseSegmentSum(t, tf.tensor1d(idv, "int32"), tf.range(0, idv.length, 1, "int32")),
+    gradFunc: (dy: tf.Tensor) => {
+      const g = new Float32Array(V * D);
+      const d = dy.dataSync() as Float32Array;
+      for (let i = 0; i < idv.length; i++) {
+        const r = idv[i] * D;
+        const s = i * D;
+        for (let j = 0; j < D; j++) g[r + j] += d[s + j];
+      }
+      return tf.tensor2d(g, [V, D]);
+    },
+  })) as CustomGradFn);
+  return f(table) as tf.Tensor2D;
+}
+
+/**
+ * Masked mean of embeddings per row ("embedding bag"): out[b] = Σ_t mask[b,t]·table[ids[b,t]] /
+ * max(1, Σ_t mask[b,t]) → [batch, D]. Rows with no tokens give 0. The forward runs as one
+ * SparseSegmentSum over the table (no [batch·len, D] intermediate); the table gradient is a
+ * plain-JS scatter-add.
+ */
+export function embedBag(
+  table: tf.Tensor2D,
+  ids: Int32Array,
+  mask: Float32Array,
+  batch: number,
+  len: number,
+): tf.Tensor2D {
+  const [V, D] = table.shape;
+  const bag = bagIndex(ids, mask, batch, len, V);
+  if (batch === 0) return tf.zeros([0, D]);
+  const f = tf.customGrad(((t: tf.Tensor) => ({
+    value: tf.tidy(() => {
+      const sums = tf.sparse.sparseSegmentSum(
+        t,
+        tf.tensor1d(bag.idx, "int32"),
+        tf.tensor1d(bag.seg, "int32"),
+      ) as tf.Tensor2D;
+      return tf.mul(sums, tf.tensor2d(bag.scale, [batch, 1]));
+    }),
+    gradFunc: (dy: tf.Tensor) => {
+      const g = new Float32Array(V * D);
+      const d = dy.dataSync() as Float32Array;
+      const { idx, seg, scale } = bag;
+      for (let i = 0; i < idx.length; i++) {
+        const b = seg[i];
+        const w = scale[b];
+        if (w === 0) continue;
+        const r = idx[i] * D;
+        const s = b * D;
+        for (let j = 0; j < D; j++) g[r + j] += w * d[s + j];
+      }
+      return tf.tensor2d(g, [V, D]);
+    },
+  })) as CustomGradFn);
+  return f(table) as tf.Tensor2D;
+}
+
+export interface BagIndex {
+  /** Table row of every kept (mask > 0) token, row-major. */
+  idx: Int32Array;
+  /** Output row (segment) of every kept token; non-decreasing, and ends at batch − 1. */
+  seg: Int32Array;
+  /** Per-row 1/count (0 for rows without tokens). */
+  scale: Float32Array;
+}
+
+/**
+ * The SparseSegmentSum layout of a masked batch. Segments must cover 0..batch−1 so the output
+ * has `batch` rows: when the last row is empty a dummy PAD token is added to it (its scale is 0).
+ */
+export function bagIndex(ids: Int32Array, mask: Float32Array, batch: number, len: number, vocab: number): BagIndex {
+  if (ids.length !== batch * len || mask.length !== batch * len) {
+    throw new Error(`embedBag: ids/mask length ${ids.length}/${mask.length} != ${batch}×${len}`);
+  }
+  let n = 0;
+  for (let i = 0; i < mask.length; i++) if (mask[i] > 0) n++;
+  const scale = new Float32Array(batch);
+  let lastEmpty = batch > 0;
+  for (let b = 0; b < batch; b++) {
+    let c = 0;
+    for (let t = 0; t < len; t++) if (mask[b * len + t] > 0) c++;
+    scale[b] = c > 0 ? 1 / c : 0;
+    if (b === batch - 1) lastEmpty = c === 0;
+  }
+  const total = n + (lastEmpty ? 1 : 0);
+  const idx = new Int32Array(total);
+  const seg = new Int32Array(total);
+  let k = 0;
+  for (let b = 0; b < batch; b++) {
+    for (let t = 0; t < len; t++) {
+      const p = b * len + t;
+      if (mask[p] > 0) {
+        const id = ids[p];
+        if (id < 0 || id >= vocab) throw new RangeError(`embedBag: id ${id} outside [0, ${vocab})`);
+        idx[k] = id;
+        seg[k] = b;
+        k++;
+      }
+    }
+  }
+  if (lastEmpty) {
+    idx[k] = 0;
+    seg[k] = batch - 1;
+  }
+  return { idx, seg, scale };
+}
+
+/**
+ * Mean of consecutive row groups: x [Σ lengths, D] → [groups, D], out[g] = mul·mean of group g's
+ * rows (0 for an empty group). Forward is one SparseSegmentSum; the gradient is a plain-JS spread.
+ */
+export function segmentMean(x: tf.Tensor2D, lengths: ArrayLike<number>, mul = 1): tf.Tensor2D {
+  const G = lengths.length;
+  const [R, D] = x.shape;
+  let total = 0;
+  for (let g = 0; g < G; g++) total += lengths[g];
+  if (total !== R) throw new Error(`segmentMean: lengths sum to ${total}, x has ${R} rows`);
+  if (R === 0) return tf.zeros([G, D]);
+  const w = new Float32Array(G);
+  const seg: number[] = [];
+  const idx: number[] = [];
+  let r = 0;
+  for (let g = 0; g < G; g++) {
+    const L = lengths[g];
+    w[g] = L > 0 ? mul / L : 0;
+    for (let t = 0; t < L; t++, r++) {
+      idx.push(r);
+      seg.push(g);
+    }
+  }
+  // SparseSegmentSum outputs (last segment id + 1) rows: make the last group present.
+  if (lengths[G - 1] === 0) {
+    idx.push(0);
+    seg.push(G - 1);
+  }
+  const f = tf.customGrad(((xi: tf.Tensor) => ({
+    value: tf.mul(
+      tf.sparse.sparseSegmentSum(xi, tf.tensor1d(idx, "int32"), tf.tensor1d(seg, "int32")),
+      tf.tensor2d(w, [G, 1]),
+    ),
+    gradFunc: (dy: tf.Tensor) => {
+      const g = dy.dataSync() as Float32Array;
+      const dx = new Float32Array(R * D);
+      let row = 0;
+      for (let s = 0; s < G; s++) {
+        const L = lengths[s];
+        const ws = w[s];
+        for (let t = 0; t < L; t++, row++) {
+          const o = row * D;
+          for (let j = 0; j < D; j++) dx[o + j] = g[s * D + j] * ws;
+        }
+      }
+      return tf.tensor2d(dx, [R, D]);
+    },
+  })) as CustomGradFn);
+  return f(x) as tf.Tensor2D;
+}
+
+const SQRT1_2 = Math.SQRT1_2;
+const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
+const TANH_C = Math.sqrt(2 / Math.PI);
+
+export type GeluKind = "erf" | "tanh";
+
+const geluErf = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
+  // Φ(x) = ½(1 + erf(x/√2)); tfjs's erf is the Abramowitz–Stegun 7.1.26 approximation
+  // (|error| ≤ 1.5e-7), so this is "exact" GELU to float32 precision.
+  const cdf = tf.mul(tf.add(tf.erf(tf.mul(x, SQRT1_2)), 1), 0.5);
+  save([x, cdf]);
+  return {
+    value: tf.mul(x, cdf),
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+      const [xs, c] = saved;
+      // d/dx x·Φ(x) = Φ(x) + x·φ(x)
+      const pdf = tf.mul(tf.exp(tf.mul(tf.mul(xs, xs), -0.5)), INV_SQRT_2PI);
+      return [tf.mul(dy, tf.add(c, tf.mul(xs, pdf)))];
+    },
+  };
+}) as CustomGradFn);
+
+const geluTanh = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
+  const x2 = tf.mul(x, x);
+  const th = tf.tanh(tf.mul(tf.mul(x, tf.add(tf.mul(x2, 0.044715), 1)), TANH_C));
+  save([x, th]);
+  return {
+    value: tf.mul(tf.mul(x, 0.5), tf.add(th, 1)),
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+      const [xs, t] = saved;
+      // y = ½x(1+t), t = tanh(u), u = c(x + 0.044715x³): y' = ½(1+t) + ½x(1−t²)·c(1 + 3·0.044715x²)
+      const sech2 = tf.sub(1, tf.mul(t, t));
+      const du = tf.mul(tf.add(tf.mul(tf.mul(xs, xs), 3 * 0.044715), 1), TANH_C);
+      const g = tf.add(tf.mul(tf.add(t, 1), 0.5), tf.mul(tf.mul(tf.mul(xs, 0.5), sech2), du));
+      return [tf.mul(dy, g)];
+    },
+  };
+}) as CustomGradFn);
+
+/** GELU: "erf" = x·Φ(x) (exact up to tfjs's erf approximation, ≤ 1.5e-7); "tanh" = GPT-2 form. */
+export function gelu<T extends tf.Tensor>(x: T, kind: GeluKind = "erf"): T {
+  return (kind === "erf" ? geluErf(x) : geluTanh(x)) as T;
+}
+
+const LN_EPS = 1e-5;
+
+const layerNormGrad = tf.customGrad(((x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, save: tf.GradSaveFunc) => {
+  const axis = x.rank - 1;
+  const mean = tf.mean(x, axis, true);
+  const xc = tf.sub(x, mean);
+  const variance = tf.mean(tf.mul(xc, xc), axis, true);
+  const inv = tf.rsqrt(tf.add(variance, LN_EPS));
+  const xhat = tf.mul(xc, inv);
+  save([xhat, inv, gamma]);
+  return {
+    value: tf.add(tf.mul(xhat, gamma), beta),
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+      const [xh, iv, g] = saved;
+      const ax = xh.rank - 1;
+      const n = xh.shape[ax];
+      const dy2 = tf.reshape(dy, [-1, n]);
+      const xh2 = tf.reshape(xh, [-1, n]);
+      const dgamma = tf.sum(tf.mul(dy2, xh2), 0);
+      const dbeta = tf.sum(dy2, 0);
+      // dx = inv·(gy − mean(gy) − x̂·mean(gy·x̂)), gy = dy·γ
+      const gy = tf.mul(dy, g);
+      const m1 = tf.mean(gy, ax, true);
+      const m2 = tf.mean(tf.mul(gy, xh), ax, true);
+      const dx = tf.mul(tf.sub(tf.sub(gy, m1), tf.mul(xh, m2)), iv);
+      return [dx, dgamma, dbeta];
+    },
+  };
+}) as CustomGradFn);
+
+/** LayerNorm over the last axis (eps 1e-5, like torch.nn.LayerNorm), with a fused gradient. */
+export function layerNorm<T extends tf.Tensor>(x: T, gamma: tf.Tensor1D, beta: tf.Tensor1D): T {
+  return layerNormGrad(x, gamma, beta) as T;
+}
+
+/**
+ * A 0 / (1/(1−p)) dropout mask of `size` values from `rng`. Each uniform 32-bit draw gives two
+ * 16-bit decisions, so the drop probability is p rounded to a multiple of 1/65536 (the keep scale
+ * uses the rounded p, so the expectation is exact).
+ */
+export function dropoutMask(size: number, rate: number, rng: Rng): Float32Array {
+  const thr = Math.round(rate * 65536);
+  const keepScale = dropoutKeepScale(rate);
+  const m = new Float32Array(size);
+  // xoshiro128** inlined (same stream as rng.nextU32(), ~5× faster than a call per draw).
+  const st = rng.getState();
+  let s0 = st[0], s1 = st[1], s2 = st[2], s3 = st[3];
+  for (let i = 0; i < size; i += 2) {
+    const r = Math.imul(s1, 5);
+    const u = Math.imul((r << 7) | (r >>> 25), 9) >>> 0;
+    const t = s1 << 9;
+    s2 ^= s0;
+    s3 ^= s1;
+    s1 ^= s2;
+    s0 ^= s3;
+    s2 ^= t;
+    s3 = (s3 << 11) | (s3 >>> 21);
+    m[i] = (u & 0xffff) < thr ? 0 : keepScale;
+    if (i + 1 < size) m[i + 1] = u >>> 16 < thr ? 0 : keepScale;
+  }
+  rng.setState([s0 >>> 0, s1 >>> 0, s2 >>> 0, s3 >>> 0]);
+  return m;
+}
+
+/** The value of kept entries in `dropoutMask` masks: 1/(1 − p) with p rounded to 1/65536. */
+export function dropoutKeepScale(rate: number): number {
+  const thr = Math.round(rate * 65536);
+  return thr >= 65536 ? 0 : 65536 / (65536 - thr);
+}
+
+/**
+ * Inverted dropout: identity when `!training` or `rate` = 0. With an `rng` the mask is drawn from
+ * it (reproducible); without, tf.dropout's own generator is used.
+ */
+export function dropout<T extends tf.Tensor>(x: T, rate: number, training: boolean, rng?: Rng): T {
+  if (!training || rate <= 0) return x;
+  if (!rng) return tf.dropout(x, rate) as T;
+  return tf.mul(x, tf.tensor(dropoutMask(x.size, rate, rng), x.shape)) as T;
+}
+
+/** Smallest power of two ≥ n (and ≥ 1). */
+export function nextPow2(n: number): number {
+  let p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
