@@ -66,6 +66,8 @@ export interface TrainCheckpoint {
   counters: { step: number; sampleCursor: number; lastEvalUpdate: number; wallSeconds: number };
   learner: LearnerState;
   rng: RngState;
+  /** Dropout generators of the five encoders. */
+  dropoutRng: RngState[];
   bestEvalReturn: number;
   weights: NetworkWeights;
 }
@@ -127,6 +129,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     nets.importWeights(s.weights);
     learner.setState(s.learner);
     rolloutRng.setState(s.rng);
+    nets.importRngStates(s.dropoutRng ?? []);
     step = s.counters.step;
     lastEvalUpdate = s.counters.lastEvalUpdate;
     bestEvalReturn = s.bestEvalReturn;
@@ -157,7 +160,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     const state: TrainCheckpoint = {
       kind: "qrag-train", engineVersion: ENGINE_VERSION, config, backend, savedAt: new Date().toISOString(),
       counters: { step, sampleCursor: envs.sampleCursor, lastEvalUpdate, wallSeconds: wall() },
-      learner: learner.getState(), rng: rolloutRng.getState(), bestEvalReturn, weights: nets.exportWeights(),
+      learner: learner.getState(), rng: rolloutRng.getState(), dropoutRng: nets.exportRngStates(), bestEvalReturn, weights: nets.exportWeights(),
     };
     saveCheckpoint(dir, state as unknown as Record<string, unknown>);
     send({ type: "checkpoint", step, update: learner.updates, path: dir, best, ...(evalReturn !== undefined ? { evalReturn } : {}) });

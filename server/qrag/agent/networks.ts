@@ -7,7 +7,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { EncoderConfig, SerializedTensor } from "../model/encoder.ts";
 import type { QEncoder } from "../model/base.ts";
 import { createEncoder } from "../model/factory.ts";
-import type { Rng } from "../util/rng.ts";
+import type { Rng, RngState } from "../util/rng.ts";
 
 export interface NetworkWeights {
   state: SerializedTensor[];
@@ -65,8 +65,21 @@ export class QNetworks {
     this.policy.copyFrom(this.state);
   }
 
+  private get all(): QEncoder[] {
+    return [this.state, this.action, this.stateTarget, this.actionTarget, this.policy];
+  }
+
+  /** Dropout generator states, so a resumed run draws the same masks it would have. */
+  exportRngStates(): RngState[] {
+    return this.all.map((e) => e.dropoutRng.getState());
+  }
+
+  importRngStates(states: readonly RngState[]): void {
+    this.all.forEach((e, i) => states[i] && e.dropoutRng.setState(states[i]));
+  }
+
   dispose(): void {
-    for (const e of [this.state, this.action, this.stateTarget, this.actionTarget, this.policy]) e.dispose();
+    for (const e of this.all) e.dispose();
   }
 }
 
