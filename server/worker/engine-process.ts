@@ -1,0 +1,86 @@
+/**
+ * The engine side of a run: a child process the worker forks per run (and once at start to probe
+ * the tfjs backend). Training runs here, not in the worker's main process, so the socket,
+ * heartbeats and acks stay responsive while the engine computes synchronously for seconds (data
+ * loading, evaluation), and a crash of the backend (a wasm abort, a native fault, running out of
+ * memory) fails one run instead of the worker. Each run also starts from a fresh tfjs state.
+ *
+ * IPC (JSON over the fork channel), parent → child: EngineRequest; child → parent: EngineReply.
+ * If the parent goes away, the run is aborted (the engine saves a checkpoint) and the child exits.
+ */
+import type { EngineEvent } from "../qrag/events.ts";
+import { errorMessage } from "./log.ts";
+
+export type EngineRequest =
+  | { type: "probe" }
+  | { type: "start"; config: unknown; resumeFrom?: string; runDir?: string }
+  | { type: "cancel" };
+
+export type EngineReply =
+  | { type: "backend"; backend: string; device: string }
+  | { type: "event"; event: EngineEvent }
+  | { type: "done"; status: "completed" | "cancelled"; step: number; updates: number }
+  | { type: "error"; message: string };
+
+const ac = new AbortController();
+let busy = false;
+
+function send(m: EngineReply): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.send || !process.connected) return resolve();
+    try {
+      process.send(m, undefined, {}, () => resolve());
+    } catch {
+      resolve();
+    }
+  });
+}
+
+/** Sends the last reply, waits until it (and everything before it) left, and exits. */
+async function finish(m: EngineReply, code: number): Promise<never> {
+  await send(m);
+  process.exit(code);
+}
+
+async function handle(msg: EngineRequest): Promise<void> {
+  if (msg.type === "cancel") {
+    ac.abort();
+    return;
+  }
+  if (busy) return;
+  busy = true;
+  try {
+    if (msg.type === "probe") {
+      const { pickBackend } = await import("../qrag/backend.ts");
+      const info = await pickBackend();
+      return await finish({ type: "backend", backend: info.backend, device: info.device }, 0);
+    }
+    const { validateConfig } = await import("../qrag/config.ts");
+    const { train } = await import("../qrag/train.ts");
+    const config = validateConfig(msg.config);
+    const res = await train(config, {
+      onEvent: (event) => void send({ type: "event", event }),
+      signal: ac.signal,
+      resumeFrom: msg.resumeFrom,
+      runDir: msg.runDir,
+    });
+    await finish({ type: "done", status: res.status, step: res.step, updates: res.updates }, 0);
+  } catch (e) {
+    await finish({ type: "error", message: errorMessage(e) }, 1);
+  }
+}
+
+if (!process.send) {
+  process.stderr.write("engine-process.ts is started by the trainer worker (server/worker/main.ts), not directly\n");
+  process.exit(2);
+}
+process.on("message", (m: EngineRequest) => void handle(m));
+// the worker went away: stop at the next iteration (the engine checkpoints), then exit
+process.on("disconnect", () => ac.abort());
+// Report crashes concisely: Node would print the throwing source line, which for tfjs-wasm is its
+// whole minified bundle.
+process.on("uncaughtException", (e) => void finish({ type: "error", message: errorMessage(e) }, 1));
+process.on("unhandledRejection", (e) => void finish({ type: "error", message: errorMessage(e) }, 1));
+// the worker handles SIGINT/SIGTERM (it cancels through IPC); a terminal's Ctrl-C reaches us too
+process.on("SIGINT", () => ac.abort());
+process.on("SIGTERM", () => ac.abort());

@@ -1,0 +1,273 @@
+/**
+ * The trainer worker process: connects out to the dashboard's /workers namespace, is handed runs
+ * one at a time, executes them with the engine and streams their events back.
+ *
+ *   npm run worker -- --url http://dashboard:3000 --token <token> [--name gpu-box] [--data-dir data]
+ *
+ * Environment equivalents: QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME,
+ * QRAG_WORKER_DATA_DIR; QRAG_BACKEND (or --backend) forces a tfjs backend. The worker id is kept
+ * in <data-dir>/worker-<name>.id so a restarted worker keeps its identity. SIGINT/SIGTERM cancel
+ * the active run (the engine saves a checkpoint), wait for its events to be acknowledged (at most
+ * QRAG_WORKER_SHUTDOWN_MS, default 20 s) and exit.
+ */
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { io, type Socket } from "socket.io-client";
+import { HEARTBEAT_MS, WORKER_NAMESPACE, type HeartbeatMsg, type RunAssignment, type WorkerHello } from "../../lib/protocol.ts";
+import { errorMessage, stderrLogger, type Logger } from "./log.ts";
+import { probeBackend, startRun, type RunExecution } from "./runner.ts";
+
+const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--backend auto|tensorflow-gpu|tensorflow|wasm|cpu]
+  env: QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_BACKEND`;
+
+/** Reply the worker gives to "run:assign". */
+export interface AssignAck {
+  ok: boolean;
+  error?: string;
+}
+
+class UsageError extends Error {}
+
+interface Cli {
+  url: string;
+  token: string;
+  name: string;
+  dataDir: string;
+  backend?: string;
+}
+
+function parseCli(argv: string[]): Cli {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      url: { type: "string" },
+      token: { type: "string" },
+      name: { type: "string" },
+      "data-dir": { type: "string" },
+      backend: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE + "\n");
+    process.exit(0);
+  }
+  const url = values.url ?? process.env.QRAG_DASHBOARD_URL;
+  const token = values.token ?? process.env.QRAG_WORKER_TOKEN;
+  if (!url || !token) throw new UsageError(`missing ${!url ? "--url (or QRAG_DASHBOARD_URL)" : "--token (or QRAG_WORKER_TOKEN)"}`);
+  try {
+    const u = new URL(url);
+    if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("not http(s)");
+  } catch {
+    throw new UsageError(`--url must be an http(s) URL, got "${url}"`);
+  }
+  return {
+    url: url.replace(/\/+$/, ""),
+    token,
+    name: values.name ?? process.env.QRAG_WORKER_NAME ?? os.hostname(),
+    dataDir: path.resolve(values["data-dir"] ?? process.env.QRAG_WORKER_DATA_DIR ?? "data"),
+    backend: values.backend,
+  };
+}
+
+/** Reads (or creates) the worker's persistent id in `<dataDir>/worker-<name>.id`. */
+export function workerIdFor(dataDir: string, name: string): string {
+  const safe = name.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 80) || "worker";
+  const file = path.join(dataDir, `worker-${safe}.id`);
+  try {
+    const id = fs.readFileSync(file, "utf8").trim();
+    if (/^[A-Za-z0-9._-]{8,128}$/.test(id)) return id;
+  } catch {
+    /* first start */
+  }
+  const id = crypto.randomUUID();
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.writeFileSync(file, id + "\n");
+  return id;
+}
+
+function isAssignment(a: unknown): a is RunAssignment {
+  const r = a as Partial<RunAssignment> | null;
+  return (
+    !!r &&
+    typeof r === "object" &&
+    typeof r.runId === "string" &&
+    r.runId.length > 0 &&
+    Number.isInteger(r.nextSeq) &&
+    typeof r.runDir === "string" &&
+    (r.resumeFrom === null || r.resumeFrom === undefined || typeof r.resumeFrom === "string")
+  );
+}
+
+async function main(): Promise<void> {
+  let cli: Cli;
+  try {
+    cli = parseCli(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`${errorMessage(e)}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  const log: Logger = stderrLogger(cli.name);
+  const workerId = workerIdFor(cli.dataDir, cli.name);
+  // the engine (and tfjs) runs in a forked process per run; probe there which backend runs get
+  if (cli.backend) process.env.QRAG_BACKEND = cli.backend;
+  const { backend, device } = await probeBackend(log);
+  const host = os.hostname();
+  log("info", `id ${workerId} on ${host}; backend ${backend}, device ${device}; dashboard ${cli.url}`);
+
+  // Runs not yet finished: at most one training (no run_end yet), plus runs whose run_end was
+  // emitted but whose last batches still wait for the dashboard's ack. A new run is accepted as
+  // soon as the previous one stopped training; all of them are listed in heartbeats and the hello.
+  const runs = new Map<string, RunExecution>();
+  const training = (): RunExecution | undefined => [...runs.values()].find((r) => !r.ended);
+  let shuttingDown = false;
+  const activeRuns = (): string[] => [...runs.keys()];
+  const hello = (): WorkerHello => ({ token: cli.token, workerId, name: cli.name, host, backend, device, activeRuns: activeRuns() });
+
+  const socket: Socket = io(`${cli.url}${WORKER_NAMESPACE}`, {
+    auth: (cb) => cb(hello() as unknown as Record<string, unknown>),
+    transports: ["websocket"],
+    reconnection: true,
+    reconnectionAttempts: Infinity,
+    reconnectionDelay: 500,
+    reconnectionDelayMax: 5_000,
+  });
+
+  const heartbeat = () => {
+    if (!socket.connected) return;
+    const msg: HeartbeatMsg = { workerId, runs: activeRuns() };
+    socket.emit("heartbeat", msg);
+  };
+  const hbTimer = setInterval(heartbeat, HEARTBEAT_MS);
+
+  let lastConnectError = "";
+  let rejoinTimer: NodeJS.Timeout | null = null;
+  const rejoinLater = (ms: number) => {
+    if (rejoinTimer || shuttingDown) return;
+    rejoinTimer = setTimeout(() => {
+      rejoinTimer = null;
+      if (!socket.connected && !shuttingDown) socket.connect();
+    }, ms);
+  };
+  socket.on("connect", () => {
+    lastConnectError = "";
+    log("info", `connected to ${cli.url}${runs.size ? ` (active: ${activeRuns().join(", ")})` : ""}`);
+    heartbeat();
+  });
+  socket.on("disconnect", (reason) => {
+    if (shuttingDown) return;
+    log("warn", `disconnected (${reason}); reconnecting`);
+    // a server-side disconnect turns automatic reconnection off
+    if (reason === "io server disconnect") rejoinLater(2_000);
+  });
+  socket.on("connect_error", (err) => {
+    const msg = errorMessage(err);
+    if (msg !== lastConnectError) log("warn", `cannot connect to ${cli.url}: ${msg}`);
+    lastConnectError = msg;
+    if (!socket.active) {
+      // the dashboard's middleware refused us: a wrong token never heals, unless a run is active
+      if (/token|auth|unauthori[sz]ed|forbidden/i.test(msg) && runs.size === 0) {
+        log("error", `the dashboard rejected this worker (${msg}); check --token`);
+        void shutdown("auth", 3);
+        return;
+      }
+      rejoinLater(5_000);
+    }
+  });
+
+  socket.on("run:assign", (raw: unknown, ack?: (r: AssignAck) => void) => {
+    const reply = (r: AssignAck) => {
+      if (typeof ack === "function") ack(r);
+    };
+    if (!isAssignment(raw)) {
+      log("warn", `ignored a malformed run assignment`);
+      return reply({ ok: false, error: "malformed RunAssignment" });
+    }
+    const same = runs.get(raw.runId);
+    if (same) {
+      // the same assignment resent (e.g. after a reconnect) is fine; a new attempt of a run this
+      // worker is still finishing is not
+      if (same.attempt === raw.attempt) return reply({ ok: true });
+      return reply({ ok: false, error: `still finishing attempt ${same.attempt} of run ${raw.runId}` });
+    }
+    if (shuttingDown) return reply({ ok: false, error: "worker is shutting down" });
+    const busy = training();
+    if (busy) return reply({ ok: false, error: `busy with run ${busy.runId}` });
+    log("info", `assigned run ${raw.runId} (attempt ${raw.attempt}, seq from ${raw.nextSeq}${raw.resumeFrom ? `, resume ${raw.resumeFrom}` : ""})`);
+    const run = startRun(raw, { socket, log });
+    runs.set(run.runId, run);
+    reply({ ok: true });
+    heartbeat();
+    void run.done.then((outcome) => {
+      runs.delete(run.runId);
+      if (!outcome.delivered) log("warn", `run ${run.runId} ended ${outcome.status}; the dashboard refused its last events`);
+      heartbeat();
+    });
+  });
+
+  socket.on("run:cancel", (msg: { runId?: string } | undefined) => {
+    const run = msg?.runId ? runs.get(msg.runId) : undefined;
+    if (run && !run.ended) run.cancel("cancelled from the dashboard");
+  });
+
+  let exitCode = 0;
+  const shutdown = async (why: string, code = 0): Promise<void> => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    exitCode = code;
+    const pending = [...runs.values()];
+    if (pending.length) {
+      const limit = Number(process.env.QRAG_WORKER_SHUTDOWN_MS) || 20_000;
+      const run = training();
+      if (run) {
+        log("info", `${why}: cancelling run ${run.runId}, saving a checkpoint (waiting up to ${limit / 1000} s)`);
+        run.cancel(`worker shutting down (${why})`, `worker ${cli.name} shut down (${why}); resume from the last checkpoint`);
+      } else {
+        log("info", `${why}: delivering the last events (waiting up to ${limit / 1000} s)`);
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        Promise.all(pending.map((r) => r.done)).then(() => false),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(true), limit))),
+      ]);
+      clearTimeout(timer);
+      if (timedOut) {
+        log("warn", `events of ${activeRuns().join(", ")} not all acknowledged before exit (dashboard unreachable?); the runs' files stay in their run folders`);
+        exitCode = exitCode || 1;
+      }
+    }
+    clearInterval(hbTimer);
+    if (rejoinTimer) clearTimeout(rejoinTimer);
+    socket.close();
+    log("info", "stopped");
+    process.exit(exitCode);
+  };
+
+  let signals = 0;
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (++signals > 1) {
+      log("warn", `${sig} again: exiting now`);
+      process.exit(130);
+    }
+    void shutdown(sig);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+}
+
+// Concise fatal errors: Node would otherwise print the throwing source line, which for tfjs-wasm
+// is its whole minified bundle.
+function fatal(kind: string, e: unknown): void {
+  const stack = e instanceof Error && e.stack ? e.stack.split("\n").slice(1, 4).map((l) => l.slice(0, 200)).join("\n") : "";
+  process.stderr.write(`worker: ${kind}: ${errorMessage(e)}${stack ? "\n" + stack : ""}\n`);
+  process.exit(1);
+}
+process.on("uncaughtException", (e) => fatal("uncaught exception", e));
+process.on("unhandledRejection", (e) => fatal("unhandled rejection", e));
+
+main().catch((e: unknown) => fatal("startup failed", e));

@@ -1,0 +1,271 @@
+/**
+ * Executes one RunAssignment on this worker: validates the config with the engine's schema,
+ * checks the resume checkpoint is readable here, runs `train()` in a forked engine process
+ * (engine-process.ts) whose AbortController the cancel message trips, routes every event through
+ * an EventBatcher, and finishes once the dashboard acknowledged everything.
+ *
+ * Whatever happens, the run ends with exactly one `run_end` event: the engine's own, or a failed
+ * one built here from the error or from the engine process's exit (messages are clipped:
+ * tfjs-wasm errors can carry whole minified source lines).
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Socket } from "socket.io-client";
+import type { EngineEvent, EventsAck, RunAssignment } from "../../lib/protocol.ts";
+import { validateConfig, type RunConfig } from "../qrag/config.ts";
+import { isCheckpoint } from "../qrag/checkpoint.ts";
+import type { EngineReply, EngineRequest } from "./engine-process.ts";
+import { EventBatcher, type BatcherOptions } from "./batcher.ts";
+import { clip, errorMessage, silentLogger, type Logger } from "./log.ts";
+
+export type RunOutcome = {
+  status: "completed" | "cancelled" | "failed";
+  error?: string;
+  /** false when the dashboard refused the run's events (ack with stop, not ok). */
+  delivered: boolean;
+};
+
+export interface RunnerOptions {
+  socket: Socket;
+  log?: Logger;
+  /** Batcher tuning (tests); socket, runId and nextSeq come from the assignment. */
+  batcher?: Omit<BatcherOptions, "socket" | "runId" | "nextSeq" | "onStop" | "log">;
+  /** Base folder for a relative `runDir` (default: the current directory). */
+  baseDir?: string;
+}
+
+/** Checks that a resume path holds a checkpoint this process can read. */
+export function checkpointReachable(p: string): boolean {
+  try {
+    fs.accessSync(p, fs.constants.R_OK);
+    const dir = isCheckpoint(p) ? p : path.join(p, "checkpoints", "last");
+    if (!isCheckpoint(dir)) return false;
+    fs.accessSync(path.join(dir, "checkpoint.json"), fs.constants.R_OK);
+    fs.accessSync(path.join(dir, "weights.bin"), fs.constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const ENGINE_ENTRY = fileURLToPath(new URL("./engine-process.ts", import.meta.url));
+
+/** A forked engine process: typed IPC, its output's last lines, and its exit. */
+export interface EngineProcess {
+  child: ChildProcess;
+  send(m: EngineRequest): void;
+  onReply(fn: (m: EngineReply) => void): void;
+  /** The last lines it printed (stdout and stderr), each clipped. */
+  tail(): string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Forks engine-process.ts with this process's Node flags (so `--import tsx` carries over). Its
+ * output is forwarded to `log` line by line, clipped, and the last lines are kept for error reports.
+ */
+export function spawnEngine(log: Logger, tag: string): EngineProcess {
+  const child = fork(ENGINE_ENTRY, [], { stdio: ["ignore", "pipe", "pipe", "ipc"], env: process.env });
+  const lines: string[] = [];
+  const collect = (stream: NodeJS.ReadableStream | null) => {
+    let rest = "";
+    stream?.setEncoding("utf8");
+    stream?.on("data", (d: string) => {
+      const parts = (rest + d).split("\n");
+      rest = parts.pop()!;
+      if (rest.length > 4096) rest = rest.slice(0, 4096); // a minified bundle on one line
+      for (const raw of parts) {
+        const line = clip(raw.trimEnd());
+        if (!line) continue;
+        lines.push(line);
+        if (lines.length > 20) lines.shift();
+        log("warn", `${tag}: engine: ${line}`);
+      }
+    });
+  };
+  collect(child.stdout);
+  collect(child.stderr);
+  // resolves once the process exited AND its IPC channel closed, so every message it sent has
+  // been delivered ("exit" alone can come before the last messages are read)
+  const channelClosed = new Promise<void>((resolve) => {
+    if (!child.connected) return resolve();
+    child.once("disconnect", () => resolve());
+    child.once("error", () => resolve());
+  });
+  const processExited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+    child.once("error", () => resolve({ code: child.exitCode, signal: child.signalCode }));
+  });
+  const exited = Promise.all([processExited, channelClosed]).then(([r]) => r);
+  return {
+    child,
+    send: (m) => {
+      if (child.connected) child.send(m, (err) => err && log("warn", `${tag}: engine IPC: ${errorMessage(err)}`));
+    },
+    onReply: (fn) => child.on("message", (m) => fn(m as EngineReply)),
+    tail: () => [...lines],
+    exited,
+  };
+}
+
+/** Picks the tfjs backend the runs will get (in a short-lived engine process) and reports it. */
+export async function probeBackend(log: Logger = silentLogger): Promise<{ backend: string; device: string }> {
+  const p = spawnEngine(log, "backend probe");
+  let reply: EngineReply | undefined;
+  p.onReply((m) => (reply ??= m));
+  p.send({ type: "probe" });
+  const { code, signal } = await p.exited;
+  if (reply?.type === "backend") return { backend: reply.backend, device: reply.device };
+  const why = reply?.type === "error" ? reply.message : `engine process exited with ${signal ?? `code ${code}`}${p.tail().length ? `: ${p.tail().at(-1)}` : ""}`;
+  throw new Error(`no tfjs backend: ${why}`);
+}
+
+export class RunExecution {
+  readonly runId: string;
+  readonly attempt: number;
+  /** Resolves (never rejects) when the run ended and its events were acknowledged. */
+  readonly done: Promise<RunOutcome>;
+  private cancelRequested = false;
+  private engine: EngineProcess | null = null;
+  private readonly batcher: EventBatcher;
+  private readonly log: Logger;
+  private endEvent: Extract<EngineEvent, { type: "run_end" }> | null = null;
+  private endNote: string | null = null;
+  private lastLogged = "";
+  private step = 0;
+  private update = 0;
+
+  constructor(
+    private readonly assignment: RunAssignment,
+    private readonly opts: RunnerOptions,
+  ) {
+    this.runId = assignment.runId;
+    this.attempt = assignment.attempt;
+    this.log = opts.log ?? silentLogger;
+    this.batcher = new EventBatcher({
+      ...opts.batcher,
+      socket: opts.socket,
+      runId: assignment.runId,
+      nextSeq: assignment.nextSeq,
+      log: this.log,
+      onStop: (ack: EventsAck) => this.cancel(`the dashboard asked to stop${ack.error ? ` (${ack.error})` : ""}`),
+    });
+    this.done = this.execute();
+  }
+
+  /** True once the run emitted its run_end (training is over; events may still be in delivery). */
+  get ended(): boolean {
+    return this.endEvent !== null;
+  }
+
+  /** True once cancel() was called (or the dashboard asked to stop). */
+  get cancelled(): boolean {
+    return this.cancelRequested;
+  }
+
+  /**
+   * Aborts the engine: it saves a checkpoint and ends with a cancelled run_end. `note`, if given,
+   * is put on that run_end's `error` field (e.g. why a worker shut down).
+   */
+  cancel(reason: string, note?: string): void {
+    if (this.cancelRequested || this.endEvent) return;
+    this.cancelRequested = true;
+    if (note) this.endNote = note;
+    this.log("info", `run ${this.runId}: cancelling (${reason})`);
+    this.engine?.send({ type: "cancel" });
+  }
+
+  private emit = (e: EngineEvent): void => {
+    if (this.endEvent) return; // one run_end per run, and nothing after it
+    if (e.type === "metric" || e.type === "checkpoint" || e.type === "run_end") {
+      this.step = e.step;
+      this.update = e.update;
+    }
+    switch (e.type) {
+      case "run_start":
+        this.log("info", `run ${this.runId}: ${e.meta.resumedFrom ? "resumed" : "started"} ${e.meta.name} on ${e.meta.device}`);
+        break;
+      case "log":
+        if (e.level !== "info" || /^eval @/.test(e.message)) {
+          this.log(e.level, `run ${this.runId}: ${clip(e.message)}`);
+          this.lastLogged = e.message;
+        }
+        break;
+      case "run_end": {
+        const error = e.error !== undefined ? clip(e.error) : this.endNote && e.status === "cancelled" ? this.endNote : undefined;
+        e = { ...e, ...(error !== undefined ? { error } : {}) };
+        this.endEvent = e as Extract<EngineEvent, { type: "run_end" }>;
+        const why = error && error !== this.lastLogged ? `: ${error}` : "";
+        this.log(e.status === "failed" ? "error" : "info", `run ${this.runId}: ${e.status} at update ${e.update}${why}`);
+        break;
+      }
+    }
+    this.batcher.push(e);
+  };
+
+  private fail(message: string): void {
+    this.emit({ type: "log", level: "error", message });
+    this.emit({ type: "run_end", status: "failed", step: this.step, update: this.update, error: message });
+  }
+
+  private async execute(): Promise<RunOutcome> {
+    const a = this.assignment;
+    try {
+      await this.train(a);
+    } catch (e) {
+      if (!this.endEvent) this.fail(errorMessage(e));
+    }
+    if (!this.endEvent) this.fail("the engine returned without a run_end event");
+    try {
+      await this.batcher.drain();
+    } finally {
+      this.batcher.close();
+    }
+    const end = this.endEvent!;
+    return { status: end.status, ...(end.error ? { error: end.error } : {}), delivered: !this.batcher.isRejected };
+  }
+
+  private async train(a: RunAssignment): Promise<void> {
+    let config: RunConfig;
+    try {
+      config = validateConfig(a.config);
+    } catch (e) {
+      return this.fail(errorMessage(e));
+    }
+    const base = this.opts.baseDir ?? process.cwd();
+    let resumeFrom: string | undefined;
+    if (a.resumeFrom) {
+      resumeFrom = path.resolve(base, a.resumeFrom);
+      if (!checkpointReachable(resumeFrom)) return this.fail(`checkpoint not reachable on this worker: ${a.resumeFrom}`);
+    }
+    const runDir = a.runDir ? path.resolve(base, a.runDir) : undefined;
+    await this.runEngine(config, resumeFrom, runDir);
+  }
+
+  private async runEngine(config: RunConfig, resumeFrom: string | undefined, runDir: string | undefined): Promise<void> {
+    const engine = spawnEngine(this.log, `run ${this.runId}`);
+    this.engine = engine;
+    let error: string | undefined;
+    let done: Extract<EngineReply, { type: "done" }> | undefined;
+    engine.onReply((m) => {
+      if (m.type === "event") this.emit(m.event);
+      else if (m.type === "error") error = m.message;
+      else if (m.type === "done") done = m;
+    });
+    engine.send({ type: "start", config, resumeFrom, runDir });
+    if (this.cancelRequested) engine.send({ type: "cancel" });
+    const { code, signal } = await engine.exited;
+    this.engine = null;
+    if (this.endEvent) return;
+    if (done) return this.emit({ type: "run_end", status: done.status, step: done.step, update: done.updates });
+    const last = engine.tail().at(-1);
+    this.fail(error ?? `the engine process exited with ${signal ? `signal ${signal}` : `code ${code}`}${last ? ` (${last})` : ""}`);
+  }
+}
+
+/** Starts executing an assignment; see RunExecution. */
+export function startRun(assignment: RunAssignment, opts: RunnerOptions): RunExecution {
+  return new RunExecution(assignment, opts);
+}

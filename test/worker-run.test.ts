@@ -1,0 +1,313 @@
+/**
+ * The real trainer worker process (`node --import tsx server/worker/main.ts …`) against a minimal
+ * real /workers server written here: hello with backend/device, heartbeats, a tiny real run whose
+ * events arrive gapless from nextSeq across a dashboard restart (the reconnecting worker names its
+ * run), one run at a time, cancel from the dashboard, config, checkpoint and engine failures
+ * reported as failed run_ends, a stable worker id, and SIGTERM mid-run
+ * (checkpoint, cancelled run_end, clean exit).
+ */
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { Server, type Socket as ServerSocket } from "socket.io";
+import {
+  HEARTBEAT_MS,
+  WORKER_NAMESPACE,
+  type EngineEvent,
+  type EventBatchMsg,
+  type EventsAck,
+  type HeartbeatMsg,
+  type RunAssignment,
+  type WorkerHello,
+} from "../lib/protocol.ts";
+import { resolveConfig } from "../server/qrag/config.ts";
+import type { AssignAck } from "../server/worker/main.ts";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const TOKEN = "test-token";
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-worker-"));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+type RunEnd = Extract<EngineEvent, { type: "run_end" }>;
+
+class Dashboard {
+  readonly hellos: WorkerHello[] = [];
+  /** conn: which connection (hello) it came on. */
+  readonly heartbeats: { at: number; conn: number; msg: HeartbeatMsg }[] = [];
+  /** runId → seq → events */
+  readonly runs = new Map<string, Map<number, EngineEvent[]>>();
+  readonly rejected: string[] = [];
+  worker: ServerSocket | null = null;
+  private io!: Server;
+  url = "";
+  private port = 0;
+  onBatch: (msg: EventBatchMsg) => void = () => {};
+
+  async start(): Promise<void> {
+    const server = http.createServer();
+    this.io = new Server(server);
+    const nsp = this.io.of(WORKER_NAMESPACE);
+    nsp.use((socket, next) => {
+      const auth = socket.handshake.auth as Partial<WorkerHello>;
+      if (auth.token !== TOKEN) {
+        this.rejected.push(String(auth.token));
+        return next(new Error("invalid worker token"));
+      }
+      next();
+    });
+    nsp.on("connection", (socket) => {
+      const conn = this.hellos.push(socket.handshake.auth as WorkerHello);
+      this.worker = socket;
+      socket.on("heartbeat", (msg: HeartbeatMsg) => this.heartbeats.push({ at: Date.now(), conn, msg }));
+      socket.on("run:events", (msg: EventBatchMsg, ack: (a: EventsAck) => void) => {
+        let m = this.runs.get(msg.runId);
+        if (!m) this.runs.set(msg.runId, (m = new Map()));
+        m.set(msg.seq, msg.events);
+        this.onBatch(msg);
+        ack({ ok: true, seq: msg.seq });
+      });
+    });
+    // a restart listens on the same port again
+    await new Promise<void>((r) => server.listen(this.port, "127.0.0.1", () => r()));
+    this.port = (server.address() as AddressInfo).port;
+    this.url = `http://127.0.0.1:${this.port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.worker = null;
+    await new Promise<void>((r) => this.io.close(() => r()));
+  }
+
+  assign(a: RunAssignment): Promise<AssignAck> {
+    return this.worker!.timeout(10_000).emitWithAck("run:assign", a) as Promise<AssignAck>;
+  }
+
+  /** The run's events in seq order; asserts the seqs are gapless from `from`. */
+  events(runId: string, from: number): EngineEvent[] {
+    const m = this.runs.get(runId) ?? new Map<number, EngineEvent[]>();
+    const seqs = [...m.keys()].sort((a, b) => a - b);
+    assert.deepEqual(seqs, seqs.map((_, i) => from + i), `${runId}: seqs gapless from ${from}`);
+    return seqs.flatMap((s) => m.get(s)!);
+  }
+
+  end(runId: string): RunEnd | undefined {
+    for (const evs of this.runs.get(runId)?.values() ?? []) for (const e of evs) if (e.type === "run_end") return e;
+    return undefined;
+  }
+}
+
+interface Worker {
+  proc: ChildProcess;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+function spawnWorker(url: string, dataDir: string, token = TOKEN): Worker {
+  const proc = spawn(
+    process.execPath,
+    ["--import", "tsx", "server/worker/main.ts", "--url", url, "--token", token, "--name", "test worker", "--data-dir", dataDir],
+    { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, QRAG_WORKER_SHUTDOWN_MS: "15000" } },
+  );
+  let err = "";
+  proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((r) => proc.on("exit", (code) => r(code)));
+  return { proc, stderr: () => err, exited };
+}
+
+async function waitFor(cond: () => boolean, ms: number, what: string, w?: Worker): Promise<void> {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}${w ? `\nworker stderr:\n${w.stderr()}` : ""}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function exitCode(w: Worker, ms: number): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const code = await Promise.race([w.exited, new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), ms)))]);
+  clearTimeout(timer);
+  if (code === "timeout") {
+    w.proc.kill("SIGKILL");
+    throw new Error(`worker did not exit within ${ms} ms\n${w.stderr()}`);
+  }
+  return code;
+}
+
+function assignment(runId: string, overrides: string[], extra: Partial<RunAssignment> = {}): RunAssignment {
+  return {
+    runId,
+    config: resolveConfig({ preset: "tiny", overrides }),
+    resumeFrom: null,
+    nextSeq: 1,
+    attempt: 1,
+    runDir: path.join(tmp, runId),
+    ...extra,
+  };
+}
+
+const dataDir = path.join(tmp, "worker-data");
+let firstWorkerId = "";
+
+test("worker: hello, heartbeats, a tiny run across a dashboard restart, one run at a time, cancel from the dashboard", async () => {
+  const dash = new Dashboard();
+  await dash.start();
+  const w = spawnWorker(dash.url, dataDir);
+  try {
+    await waitFor(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    const hello = dash.hellos[0];
+    firstWorkerId = hello.workerId;
+    assert.equal(hello.token, TOKEN);
+    assert.equal(hello.name, "test worker");
+    assert.equal(hello.host, os.hostname());
+    assert.ok(hello.backend.length > 0 && hello.device.length > 0, "backend and device in the hello");
+    assert.deepEqual(hello.activeRuns, []);
+    assert.ok(fs.existsSync(path.join(dataDir, "worker-test_worker.id")), "worker id persisted");
+
+    // run A completes, across a dashboard restart mid-run: the worker reconnects naming its run,
+    // and nothing is lost
+    let restart: Promise<void> | null = null;
+    dash.onBatch = (msg) => {
+      if (msg.runId === "run-a" && !restart && msg.events.some((e) => e.type === "metric" && e.key === "qf_loss")) {
+        restart = (async () => {
+          await dash.stop();
+          await dash.start();
+        })();
+      }
+    };
+    const a = assignment("run-a", ["steps_count=20", "eval_interval=10", "eval_episodes=10"], { nextSeq: 5 });
+    assert.deepEqual(await dash.assign(a), { ok: true });
+    const busy = await dash.assign(assignment("run-x", []));
+    assert.equal(busy.ok, false, "one run at a time");
+    assert.match(busy.error ?? "", /busy/);
+    await waitFor(() => dash.hellos.length === 2, 30_000, "the worker's hello after the dashboard restart", w);
+    assert.deepEqual(dash.hellos[1].activeRuns, ["run-a"], "the reconnecting worker names its active run");
+    assert.equal(dash.hellos[1].workerId, hello.workerId);
+    await waitFor(() => dash.end("run-a") !== undefined, 60_000, "run-a's run_end", w);
+    const evs = dash.events("run-a", 5);
+    const start = evs[0];
+    assert.ok(start.type === "run_start", "run_start first");
+    assert.equal(start.meta.backend, hello.backend);
+    assert.ok(start.meta.device.length > 0);
+    const metrics = evs.filter((e) => e.type === "metric");
+    assert.ok(metrics.some((e) => e.key === "qf_loss") && metrics.some((e) => e.key === "eval_coverage"), "metric points");
+    // every metric point the engine wrote to its local metrics.jsonl arrived once, in order
+    const local = fs.readFileSync(path.join(tmp, "run-a", "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as EngineEvent);
+    assert.deepEqual(metrics, local);
+    assert.ok(evs.some((e) => e.type === "checkpoint" && fs.existsSync(e.path)), "a checkpoint on disk");
+    assert.equal(evs.filter((e) => e.type === "run_end").length, 1);
+    assert.equal(evs.at(-1)!.type, "run_end");
+    assert.equal(dash.end("run-a")!.status, "completed");
+    assert.equal(dash.end("run-a")!.update, 20);
+    assert.ok(dash.heartbeats.some((h) => h.msg.workerId === hello.workerId && h.msg.runs.includes("run-a")), "heartbeat lists the active run");
+    await waitFor(() => dash.heartbeats.at(-1)!.msg.runs.length === 0, 10_000, "an idle heartbeat", w);
+
+    // run B: cancelled from the dashboard once training is under way
+    let cancelledAt = -1;
+    dash.onBatch = (msg) => {
+      if (msg.runId === "run-b" && cancelledAt < 0 && msg.events.some((e) => e.type === "metric" && e.key === "qf_loss")) {
+        cancelledAt = msg.seq;
+        dash.worker!.emit("run:cancel", { runId: "run-b" });
+      }
+    };
+    assert.deepEqual(await dash.assign(assignment("run-b", ["steps_count=400", "eval_interval=200", "eval_episodes=8"])), { ok: true });
+    await waitFor(() => dash.end("run-b") !== undefined, 60_000, "run-b's run_end", w);
+    const bEvents = dash.events("run-b", 1);
+    const endB = dash.end("run-b")!;
+    assert.equal(endB.status, "cancelled");
+    assert.ok(endB.update > 0 && endB.update < 400, `cancelled at update ${endB.update}`);
+    const lastCk = bEvents.filter((e) => e.type === "checkpoint").at(-1);
+    assert.ok(lastCk && lastCk.type === "checkpoint" && lastCk.update === endB.update, "checkpoint saved on cancel");
+    assert.ok(fs.existsSync(path.join(lastCk.path, "checkpoint.json")));
+
+    // heartbeats kept coming every HEARTBEAT_MS while the worker trained (plus one per state change)
+    assert.ok(dash.heartbeats.length >= 3, `${dash.heartbeats.length} heartbeats`);
+    const gaps = dash.heartbeats.slice(1).flatMap((h, i) => (h.conn === dash.heartbeats[i].conn ? [h.at - dash.heartbeats[i].at] : []));
+    assert.ok(Math.max(...gaps) <= HEARTBEAT_MS + 1_000, `heartbeat gaps ${gaps.join(", ")} ms`);
+
+    w.proc.kill("SIGTERM");
+    assert.equal(await exitCode(w, 15_000), 0, w.stderr());
+  } finally {
+    if (process.env.SHOW_WORKER_STDERR) process.stderr.write(w.stderr());
+    w.proc.kill("SIGKILL");
+    await dash.stop();
+  }
+});
+
+test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and exits cleanly", async () => {
+  const dash = new Dashboard();
+  await dash.start();
+  const w = spawnWorker(dash.url, dataDir);
+  try {
+    await waitFor(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    if (firstWorkerId) assert.equal(dash.hellos[0].workerId, firstWorkerId, "a restarted worker keeps its id");
+
+    // an unreadable resume checkpoint fails the run with the reason
+    const missing = path.join(tmp, "nowhere", "checkpoints", "last");
+    assert.deepEqual(await dash.assign(assignment("run-d", [], { resumeFrom: missing, nextSeq: 3 })), { ok: true });
+    await waitFor(() => dash.end("run-d") !== undefined, 20_000, "run-d's run_end", w);
+    assert.equal(dash.end("run-d")!.status, "failed");
+    assert.equal(dash.end("run-d")!.error, `checkpoint not reachable on this worker: ${missing}`);
+    assert.ok(dash.events("run-d", 3).some((e) => e.type === "log" && e.level === "error"));
+
+    // an invalid config fails the run with the schema's field messages
+    const bad = { ...assignment("run-e", []), config: { ...(resolveConfig({ preset: "tiny" }) as object), steps_count: -3 } };
+    assert.deepEqual(await dash.assign(bad), { ok: true });
+    await waitFor(() => dash.end("run-e") !== undefined, 20_000, "run-e's run_end", w);
+    assert.equal(dash.end("run-e")!.status, "failed");
+    assert.match(dash.end("run-e")!.error ?? "", /steps_count/);
+
+    // an error inside the engine (a data file missing on this worker) fails the run with its message
+    const tiny = resolveConfig({ preset: "tiny" });
+    const env = tiny.envs as unknown as Record<string, unknown>;
+    const missingFile = path.join(tmp, "missing", "train.jsonl");
+    const hotpot = {
+      name: "hotpotqa", max_steps: env.max_steps, positions_processor: env.positions_processor, sort_by_index: env.sort_by_index,
+      train_path: missingFile, eval_path: missingFile,
+    };
+    assert.deepEqual(await dash.assign({ ...assignment("run-g", []), config: { ...tiny, envs: hotpot } }), { ok: true });
+    await waitFor(() => dash.end("run-g") !== undefined, 30_000, "run-g's run_end", w);
+    assert.equal(dash.end("run-g")!.status, "failed");
+    assert.match(dash.end("run-g")!.error ?? "", /missing.*not found/);
+
+    // SIGTERM mid-run: checkpoint, cancelled run_end (noting the shutdown), exit 0
+    let signalled = false;
+    dash.onBatch = (msg) => {
+      if (msg.runId === "run-c" && !signalled && msg.events.some((e) => e.type === "metric" && e.key === "qf_loss")) {
+        signalled = true;
+        w.proc.kill("SIGTERM");
+      }
+    };
+    assert.deepEqual(await dash.assign(assignment("run-c", ["steps_count=400", "eval_interval=200", "eval_episodes=8"])), { ok: true });
+    assert.equal(await exitCode(w, 30_000), 0, w.stderr());
+    const endC = dash.end("run-c");
+    assert.ok(endC, "run_end delivered before exit");
+    assert.equal(endC.status, "cancelled");
+    assert.match(endC.error ?? "", /shut down/);
+    const ck = dash.events("run-c", 1).filter((e) => e.type === "checkpoint").at(-1);
+    assert.ok(ck && ck.type === "checkpoint" && ck.update === endC.update, "checkpoint saved on shutdown");
+  } finally {
+    if (process.env.SHOW_WORKER_STDERR) process.stderr.write(w.stderr());
+    w.proc.kill("SIGKILL");
+    await dash.stop();
+  }
+});
+
+test("worker: a wrong token is refused and the idle worker exits with a message", async () => {
+  const dash = new Dashboard();
+  await dash.start();
+  const w = spawnWorker(dash.url, dataDir, "wrong");
+  try {
+    assert.equal(await exitCode(w, 30_000), 3);
+    assert.ok(dash.rejected.includes("wrong"));
+    assert.match(w.stderr(), /rejected this worker/);
+  } finally {
+    if (process.env.SHOW_WORKER_STDERR) process.stderr.write(w.stderr());
+    w.proc.kill("SIGKILL");
+    await dash.stop();
+  }
+});
