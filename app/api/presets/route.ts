@@ -1,0 +1,8 @@
+import { presets } from "../../../server/api/misc.ts";
+
+export const dynamic = "force-dynamic";
+export const runtime = "nodejs";
+
+export async function GET(req: Request) {
+  return presets.GET(req, { params: {} });
+}

@@ -1,0 +1,260 @@
+/**
+ * The dashboard server: Next.js (App Router) and socket.io on one HTTP server and one port.
+ * At start it applies the database migrations, opens the one Prisma client, attaches the
+ * /workers and /ui namespaces, and (by default) spawns one local trainer worker so that a new
+ * user has a working product with one command.
+ *
+ *   tsx server/main.ts [--port 3000] [--host 127.0.0.1] [--no-worker] [--dev] [--no-next]
+ *   env: PORT, HOST, DATABASE_URL (postgres://… or file:…; default file:data/qrag.db),
+ *        QRAG_DATA_DIR (default data/), QRAG_WORKER_TOKEN (else generated into data/worker-token),
+ *        NODE_ENV=production (serve the `next build` output; otherwise Next dev mode),
+ *        QRAG_LEASE_MS (lease of a run without heartbeats; default LEASE_MS = 10 s)
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Server } from "socket.io";
+import { HEARTBEAT_MS, LEASE_MS, UI_NAMESPACE, WORKER_NAMESPACE } from "../lib/protocol.ts";
+import { closeDb, defaultDatabaseUrl, getDb, providerOf } from "./db/client.ts";
+import { migrate } from "./db/migrate.ts";
+import { renewAllLeases } from "./runs/lease.ts";
+import { setPlatform } from "./realtime/hub.ts";
+import { attachUi } from "./realtime/ui.ts";
+import { attachWorkers } from "./realtime/workers.ts";
+
+/** Extra lease time running runs get when the server starts. */
+const RESTART_GRACE_MS = 10_000;
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+export interface ServerOptions {
+  port?: number;
+  host?: string;
+  /** Next dev mode (default: NODE_ENV !== "production"). */
+  dev?: boolean;
+  databaseUrl?: string;
+  /** Spawn (and keep alive) one local worker process (default true). */
+  spawnWorker?: boolean;
+  workerToken?: string;
+  dataDir?: string;
+  /** Serve the Next app (default true); false leaves only socket.io and /api/health-less HTTP. */
+  next?: boolean;
+  leaseMs?: number;
+  log?: (msg: string) => void;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  workerToken: string;
+  databaseUrl: string;
+  /** The local worker's pid, when one runs. */
+  localWorkerPid(): number | null;
+  close(): Promise<void>;
+}
+
+/** QRAG_WORKER_TOKEN, else the token stored under the data folder (created on first start). */
+export function workerTokenFor(dataDir: string, given?: string): string {
+  if (given) return given;
+  if (process.env.QRAG_WORKER_TOKEN) return process.env.QRAG_WORKER_TOKEN;
+  const file = path.join(dataDir, "worker-token");
+  try {
+    const t = fs.readFileSync(file, "utf8").trim();
+    if (t) return t;
+  } catch {
+    // first start
+  }
+  const t = crypto.randomBytes(24).toString("base64url");
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.writeFileSync(file, t + "\n", { mode: 0o600 });
+  return t;
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
+}
+
+export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
+  const log = opts.log ?? ((m: string) => console.log(m));
+  const dataDir = path.resolve(opts.dataDir ?? process.env.QRAG_DATA_DIR ?? path.join(ROOT, "data"));
+  const databaseUrl = opts.databaseUrl ?? process.env.DATABASE_URL ?? defaultDatabaseUrl(dataDir);
+  const host = opts.host ?? process.env.HOST ?? "127.0.0.1";
+  const port = opts.port ?? Number(process.env.PORT ?? 3000);
+  const dev = opts.dev ?? process.env.NODE_ENV !== "production";
+  const leaseMs = opts.leaseMs ?? (Number(process.env.QRAG_LEASE_MS) || LEASE_MS);
+  fs.mkdirSync(path.join(dataDir, "runs"), { recursive: true });
+  // the engine's and the API's default configs folder, for this graph and Next's bundle alike
+  process.env.QRAG_CONFIG_DIR ??= path.join(ROOT, "configs");
+  process.env.NEXT_TELEMETRY_DISABLED ??= "1";
+  process.env.CHECKPOINT_DISABLE ??= "1";
+
+  const applied = await migrate(databaseUrl, { log });
+  const h = await getDb(databaseUrl);
+  log(`database: ${providerOf(databaseUrl)} ${redact(databaseUrl)}${applied.length ? ` (applied ${applied.join(", ")})` : ""}`);
+  // workers could not heartbeat while this server was down: give them time to reconnect (their
+  // socket.io clients back off for a few seconds between attempts) before leases can expire
+  await renewAllLeases(h, leaseMs + RESTART_GRACE_MS);
+  await h.write((db) => db.worker.updateMany({ where: { status: { not: "offline" } }, data: { status: "offline" } }));
+  const workerToken = workerTokenFor(dataDir, opts.workerToken);
+
+  let nextHandle: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | null = null;
+  let nextApp: { close?: () => Promise<void> } | null = null;
+  if (opts.next !== false) {
+    const { default: next } = await import("next");
+    const app = next({ dev, dir: ROOT, hostname: host, port: port || undefined });
+    await app.prepare();
+    const handle = app.getRequestHandler();
+    nextHandle = (req, res) => handle(req, res);
+    nextApp = app as unknown as { close?: () => Promise<void> };
+  }
+
+  const http = createServer((req, res) => {
+    if (nextHandle) {
+      nextHandle(req, res).catch((e: Error) => {
+        log(`request ${req.url} failed: ${e.message}`);
+        if (!res.headersSent) res.writeHead(500);
+        res.end();
+      });
+    } else if (req.url === "/api/health") {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, next: false }));
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  // destroyUpgrade:false leaves Next's own upgrade requests (dev HMR) alone
+  const io = new Server(http, { destroyUpgrade: false, maxHttpBufferSize: 64 * 1024 * 1024, pingInterval: 10_000, pingTimeout: 20_000 });
+  const ui = attachUi(io.of(UI_NAMESPACE), h);
+  const workers = attachWorkers(io.of(WORKER_NAMESPACE), h, {
+    token: workerToken,
+    leaseMs,
+    runsDir: path.join(dataDir, "runs"),
+    ui,
+    onRunsChanged: (ids) => ui.runsChanged(ids),
+    log: (m) => log(`[workers] ${m}`),
+  });
+  setPlatform(
+    {
+      runsChanged: (ids) => ui.runsChanged(ids),
+      cancelOnWorker: (runId, workerId) => workers.cancel(runId, workerId),
+      kick: () => workers.kick(),
+      connectedWorkers: () => workers.connected(),
+    },
+    { dataDir, leaseMs },
+  );
+
+  await new Promise<void>((resolve, reject) => {
+    http.once("error", reject);
+    http.listen(port, host, () => {
+      http.off("error", reject);
+      resolve();
+    });
+  });
+  const actualPort = (http.address() as AddressInfo).port;
+  const shownHost = host.includes(":") ? `[${host}]` : host;
+  const url = `http://${shownHost}:${actualPort}`;
+
+  const timers = [
+    setInterval(() => void workers.sweep(), Math.min(1000, leaseMs / 4)),
+    setInterval(() => workers.kick(), HEARTBEAT_MS),
+  ];
+
+  // ---- the local worker -----------------------------------------------------------------------
+  let child: ChildProcess | null = null;
+  let stopping = false;
+  let restartDelay = 1000;
+  let restartTimer: NodeJS.Timeout | null = null;
+  const spawnLocal = () => {
+    const started = Date.now();
+    const entry = path.join(ROOT, "server", "worker", "main.ts");
+    // the token travels in the environment, not on a command line other users can read
+    child = spawn(process.execPath, ["--import", "tsx", entry, "--url", url, "--name", "local", "--data-dir", dataDir], {
+      cwd: ROOT,
+      env: { ...process.env, QRAG_DATA_DIR: dataDir, QRAG_WORKER_TOKEN: workerToken },
+      stdio: ["ignore", "inherit", "inherit"],
+    });
+    const me = child;
+    log(`local worker started (pid ${me.pid})`);
+    me.on("exit", (code, signal) => {
+      if (child === me) child = null;
+      if (stopping) return;
+      if (Date.now() - started > 60_000) restartDelay = 1000;
+      log(`local worker exited (${signal ?? `code ${code}`}); restarting in ${restartDelay / 1000}s`);
+      restartTimer = setTimeout(() => {
+        restartTimer = null;
+        if (!stopping) spawnLocal();
+      }, restartDelay);
+      restartDelay = Math.min(30_000, restartDelay * 2);
+    });
+  };
+  if (opts.spawnWorker ?? true) spawnLocal();
+
+  log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""})`);
+  log(`more workers: npm run worker -- --url ${url} --token "$(cat ${path.join(dataDir, "worker-token")})"${process.env.QRAG_WORKER_TOKEN ? " (or $QRAG_WORKER_TOKEN)" : ""}`);
+
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      stopping = true;
+      if (restartTimer) clearTimeout(restartTimer);
+      for (const t of timers) clearInterval(t);
+      const c = child;
+      if (c && c.exitCode === null && c.signalCode === null) {
+        const gone = new Promise<void>((r) => c.once("exit", () => r()));
+        c.kill("SIGTERM");
+        const t = setTimeout(() => c.kill("SIGKILL"), 5000);
+        await gone;
+        clearTimeout(t);
+      }
+      workers.close();
+      ui.close();
+      setPlatform(undefined);
+      const closed = new Promise<void>((r) => io.close(() => r()));
+      http.closeAllConnections?.();
+      await closed;
+      await nextApp?.close?.().catch(() => undefined);
+      await closeDb();
+    })());
+
+  return { url, port: actualPort, workerToken, databaseUrl, localWorkerPid: () => child?.pid ?? null, close };
+}
+
+function flag(args: string[], name: string): string | undefined {
+  const i = args.findIndex((a) => a === name || a.startsWith(`${name}=`));
+  if (i < 0) return undefined;
+  return args[i].includes("=") ? args[i].slice(name.length + 1) : args[i + 1];
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const port = flag(args, "--port");
+  startServer({
+    port: port !== undefined ? Number(port) : undefined,
+    host: flag(args, "--host"),
+    dataDir: flag(args, "--data-dir"),
+    spawnWorker: !args.includes("--no-worker"),
+    next: !args.includes("--no-next"),
+    ...(args.includes("--dev") ? { dev: true } : {}),
+  }).then(
+    (s) => {
+      let n = 0;
+      const stop = (sig: string) => {
+        if (n++) process.exit(1);
+        console.log(`${sig}: shutting down`);
+        s.close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      };
+      process.on("SIGINT", () => stop("SIGINT"));
+      process.on("SIGTERM", () => stop("SIGTERM"));
+    },
+    (e: Error) => {
+      console.error(e.stack ?? e.message);
+      process.exit(1);
+    },
+  );
+}

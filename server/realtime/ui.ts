@@ -1,0 +1,152 @@
+/**
+ * socket.io namespace /ui (browsers). "subscribe" {runId, afterSeq} replays the stored batches
+ * after afterSeq in order, then streams live ones ("run:batch"); "runs:changed" is broadcast
+ * (coalesced) whenever runs change. Delivery is gapless per subscriber: a batch is emitted only
+ * when it is the next sequence number the subscriber has; a hole is filled from the database
+ * first, so a browser never receives seq n+1 before n.
+ */
+import type { Namespace, Socket } from "socket.io";
+import { z } from "zod";
+import type { EngineEvent, RunBatchMsg, RunsChangedMsg } from "../../lib/protocol.ts";
+import type { DbHandle } from "../db/client.ts";
+import { batchesAfter } from "../runs/ingest.ts";
+
+interface Sub {
+  socket: Socket;
+  runId: string;
+  lastSent: number;
+  busy: boolean;
+  pending: RunBatchMsg[];
+  closed: boolean;
+}
+
+const subscribeSchema = z.object({ runId: z.string().min(1).max(100), afterSeq: z.number().int().min(0).default(0) });
+
+export interface UiChannel {
+  /** A batch was committed: deliver it to the run's subscribers. Call in commit order. */
+  publish(runId: string, seq: number, events: EngineEvent[]): void;
+  runsChanged(runIds: string[]): void;
+  close(): void;
+}
+
+export function attachUi(nsp: Namespace, h: DbHandle, opts: { coalesceMs?: number } = {}): UiChannel {
+  const subs = new Map<string, Set<Sub>>();
+  const log = (msg: string) => console.error(`[ui] ${msg}`);
+
+  const emit = (s: Sub, b: RunBatchMsg) => {
+    s.socket.emit("run:batch", b);
+    s.lastSent = b.seq;
+  };
+
+  /** Emits what can be emitted in order from `pending`; false when a hole remains. */
+  const drain = (s: Sub): boolean => {
+    s.pending.sort((a, b) => a.seq - b.seq);
+    while (s.pending.length) {
+      const b = s.pending[0];
+      if (b.seq <= s.lastSent) s.pending.shift();
+      else if (b.seq === s.lastSent + 1) emit(s, s.pending.shift()!);
+      else return false;
+    }
+    return true;
+  };
+
+  /** Replays from the database until the subscriber is level with what is stored and pending. */
+  const catchUp = async (s: Sub) => {
+    if (s.busy) return;
+    s.busy = true;
+    const startSent = s.lastSent;
+    try {
+      for (;;) {
+        if (s.closed) return;
+        const rows = await batchesAfter(h, s.runId, s.lastSent, 200);
+        for (const r of rows) if (!s.closed && r.seq === s.lastSent + 1) emit(s, { runId: s.runId, seq: r.seq, events: r.events });
+        if (rows.length === 200) continue;
+        if (drain(s)) break;
+        // a hole between what is stored and what is pending: it is committed by now, read again
+        if (!rows.length) {
+          // nothing new stored yet: the missing batch is still being written; wait for publish
+          break;
+        }
+      }
+    } catch (e) {
+      log(`replay of ${s.runId} failed: ${(e as Error).message}`);
+    } finally {
+      s.busy = false;
+    }
+    // batches published during the last read: deliver them, or read again if a hole remains and
+    // this pass made progress (a hole that is not stored yet is filled by its own publish)
+    if (!s.closed && s.pending.length && !drain(s) && s.lastSent > startSent) void catchUp(s);
+  };
+
+  let changed = new Set<string>();
+  let timer: NodeJS.Timeout | null = null;
+  const flushChanged = () => {
+    timer = null;
+    if (!changed.size) return;
+    const msg: RunsChangedMsg = { runIds: [...changed] };
+    changed = new Set();
+    nsp.emit("runs:changed", msg);
+  };
+
+  const unsubscribe = (socket: Socket, runId: string) => {
+    const set = subs.get(runId);
+    if (!set) return;
+    for (const s of set) {
+      if (s.socket === socket) {
+        s.closed = true;
+        set.delete(s);
+      }
+    }
+    if (!set.size) subs.delete(runId);
+    void socket.leave(`run:${runId}`);
+  };
+
+  nsp.on("connection", (socket) => {
+    socket.on("subscribe", (raw: unknown, ack?: (r: { ok: boolean; error?: string }) => void) => {
+      const p = subscribeSchema.safeParse(raw);
+      if (!p.success) {
+        if (typeof ack === "function") ack({ ok: false, error: p.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") });
+        return;
+      }
+      unsubscribe(socket, p.data.runId);
+      const s: Sub = { socket, runId: p.data.runId, lastSent: p.data.afterSeq, busy: false, pending: [], closed: false };
+      let set = subs.get(s.runId);
+      if (!set) subs.set(s.runId, (set = new Set()));
+      set.add(s);
+      void socket.join(`run:${s.runId}`);
+      void catchUp(s).then(() => {
+        if (typeof ack === "function") ack({ ok: true });
+      });
+    });
+    socket.on("unsubscribe", (raw: unknown) => {
+      const runId = typeof raw === "string" ? raw : (raw as { runId?: unknown })?.runId;
+      if (typeof runId === "string") unsubscribe(socket, runId);
+    });
+    socket.on("disconnect", () => {
+      for (const runId of [...subs.keys()]) unsubscribe(socket, runId);
+    });
+  });
+
+  return {
+    publish(runId, seq, events) {
+      const set = subs.get(runId);
+      if (!set) return;
+      for (const s of set) {
+        if (seq <= s.lastSent) continue;
+        s.pending.push({ runId, seq, events });
+        if (s.busy) continue;
+        if (!drain(s)) void catchUp(s);
+      }
+    },
+    runsChanged(runIds) {
+      for (const id of runIds) changed.add(id);
+      timer ??= setTimeout(flushChanged, opts.coalesceMs ?? 150);
+    },
+    close() {
+      if (timer) clearTimeout(timer);
+      flushChanged();
+      for (const set of subs.values()) for (const s of set) s.closed = true;
+      subs.clear();
+    },
+  };
+}

@@ -1,0 +1,212 @@
+/**
+ * Event-batch ingestion: one numbered batch from a worker is written in one transaction,
+ * idempotently on (run, seq). The batch itself is stored (the unit of replay for browsers), and
+ * its events are derived into rows: metric points (skipping (run, key, step) already stored — a
+ * resumed attempt re-sends points after its checkpoint), episodes, sweep points, checkpoints and
+ * log lines, plus the run's status, backend/device, progress, summary and lastSeq.
+ *
+ * Batches are accepted strictly in order (seq = lastSeq + 1) and only from the worker that holds
+ * the run, so stored sequences have no gaps and a stale worker cannot write into a newer attempt.
+ */
+import { z } from "zod";
+import type { EngineEvent, EventBatchMsg, EventsAck, RunSummary } from "../../lib/protocol.ts";
+import type { Db, DbHandle, Provider } from "../db/client.ts";
+import { parseJson } from "./dto.ts";
+
+const finite = z.number().refine(Number.isFinite, "must be a finite number");
+const int = z.number().int();
+
+export const eventBatchSchema = z.object({
+  runId: z.string().min(1).max(100),
+  seq: int.min(1),
+  events: z.array(z.object({ type: z.string() }).passthrough()).max(100_000),
+});
+
+// The events the server derives rows from; anything else is stored in the batch and replayed.
+const metricEv = z.object({ type: z.literal("metric"), key: z.string().min(1).max(100), step: int, update: int, value: z.number(), wall: z.number() });
+const episodeEv = z.object({
+  type: z.literal("episode"),
+  phase: z.string().max(20),
+  step: int,
+  update: int,
+  record: z.object({ id: z.union([z.string(), z.number()]), return: z.number(), metrics: z.object({ coverage: z.number(), f1: z.number() }).passthrough() }).passthrough(),
+});
+const checkpointEv = z.object({ type: z.literal("checkpoint"), step: int, update: int, path: z.string().min(1), best: z.boolean(), evalReturn: finite.optional() });
+const progressEv = z.object({ type: z.literal("progress"), phase: z.string(), done: z.number(), total: z.number() });
+const logEv = z.object({ type: z.literal("log"), level: z.string().max(20), message: z.string() });
+const sweepEv = z.object({ type: z.literal("sweep_point"), point: z.object({ numChunks: int }).passthrough() });
+const startEv = z.object({ type: z.literal("run_start"), meta: z.object({ backend: z.string(), device: z.string() }).passthrough() });
+const endEv = z.object({ type: z.literal("run_end"), status: z.enum(["completed", "cancelled", "failed"]), step: int, update: int, error: z.string().optional() });
+const derived = { metric: metricEv, episode: episodeEv, checkpoint: checkpointEv, progress: progressEv, log: logEv, sweep_point: sweepEv, run_start: startEv, run_end: endEv } as const;
+
+const SUMMARY_KEYS = new Set<string>(["qf_loss", "eval_coverage", "eval_f1", "eval_return", "train_return", "transitions_per_s"]);
+
+export interface IngestResult extends EventsAck {
+  /** The batch was written now (false for duplicates and refusals). */
+  stored: boolean;
+  /** The run reached a final status with this batch. */
+  ended?: "completed" | "cancelled" | "failed";
+  duplicate?: boolean;
+}
+
+function placeholders(provider: Provider, rows: number, cols: number): string {
+  let k = 0;
+  const row = () => `(${Array.from({ length: cols }, () => (provider === "postgresql" ? `$${++k}` : "?")).join(",")})`;
+  return Array.from({ length: rows }, row).join(",");
+}
+
+/** INSERT … ON CONFLICT DO NOTHING (same syntax on SQLite ≥ 3.24 and PostgreSQL). */
+async function insertIgnore(db: Db, provider: Provider, table: string, cols: readonly string[], rows: unknown[][]): Promise<number> {
+  let inserted = 0;
+  const per = Math.max(1, Math.floor(900 / cols.length));
+  for (let i = 0; i < rows.length; i += per) {
+    const chunk = rows.slice(i, i + per);
+    const sql = `INSERT INTO "${table}" (${cols.map((c) => `"${c}"`).join(",")}) VALUES ${placeholders(provider, chunk.length, cols.length)} ON CONFLICT DO NOTHING`;
+    inserted += await db.$executeRawUnsafe(sql, ...chunk.flat());
+  }
+  return inserted;
+}
+
+class Refused extends Error {
+  constructor(readonly ack: IngestResult & { retry?: boolean }) {
+    super(ack.error ?? "refused");
+  }
+}
+
+function isUniqueViolation(e: unknown): boolean {
+  const code = (e as { code?: string })?.code;
+  const msg = String((e as Error)?.message ?? "");
+  return code === "P2002" || /unique constraint|UNIQUE constraint failed|duplicate key/i.test(msg);
+}
+
+/**
+ * Writes one batch for `workerId`. The acknowledgement is ok for a new or an already stored
+ * batch; `stop` tells the worker to stop the run (cancel requested, or the run is not its own).
+ */
+export async function ingestBatch(h: DbHandle, msg: EventBatchMsg, workerId: string): Promise<IngestResult> {
+  // a lost race with another writer of the same run (another node) is decided on a second look
+  for (let attempt = 0; ; attempt++) {
+    const r = await ingestOnce(h, msg, workerId);
+    if (!r.retry || attempt >= 2) return r;
+  }
+}
+
+async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Promise<IngestResult & { retry?: boolean }> {
+  const parsed = eventBatchSchema.safeParse(msg);
+  if (!parsed.success) return { ok: false, seq: typeof msg?.seq === "number" ? msg.seq : 0, stored: false, error: `invalid batch: ${parsed.error.issues[0]?.message}` };
+  const { runId, seq } = parsed.data;
+  const events = parsed.data.events as unknown as EngineEvent[];
+
+  // validate derived events up front, so a bad one refuses the batch before anything is written
+  for (const [i, e] of events.entries()) {
+    const schema = derived[e.type as keyof typeof derived];
+    if (!schema) continue;
+    const r = schema.safeParse(e);
+    if (!r.success) return { ok: false, seq, stored: false, error: `invalid ${e.type} event at events.${i}: ${r.error.issues.map((x) => `${x.path.join(".")}: ${x.message}`).join("; ")}` };
+  }
+
+  try {
+    return await h.write((db) =>
+      db.$transaction(
+        async (tx) => {
+          const run = await tx.run.findUnique({
+            where: { id: runId },
+            select: { status: true, workerId: true, lastSeq: true, cancelRequested: true, summary: true, wallSeconds: true },
+          });
+          if (!run) throw new Refused({ ok: false, seq, stop: true, stored: false, error: `unknown run ${runId}` });
+          const owned = run.status === "running" && run.workerId === workerId;
+          if (seq <= run.lastSeq) throw new Refused({ ok: true, seq, stored: false, duplicate: true, ...(!owned || run.cancelRequested ? { stop: true } : {}) });
+          if (!owned) throw new Refused({ ok: false, seq, stop: true, stored: false, error: `run ${runId} is ${run.status}${run.workerId && run.workerId !== workerId ? " on another worker" : ""}` });
+          if (seq !== run.lastSeq + 1) throw new Refused({ ok: false, seq, stored: false, error: `out of order: expected seq ${run.lastSeq + 1}, got ${seq}` });
+
+          const summary = parseJson<RunSummary>(run.summary, {});
+          let wall = run.wallSeconds;
+          const data: Record<string, unknown> = { lastSeq: seq };
+          const metrics: unknown[][] = [];
+          const episodes: unknown[][] = [];
+          const logs: { runId: string; seq: number; level: string; message: string; at: Date }[] = [];
+          let ended: IngestResult["ended"];
+          const now = new Date();
+          for (const e of events) {
+            switch (e.type) {
+              case "run_start":
+                data.backend = e.meta.backend;
+                data.device = e.meta.device;
+                break;
+              case "metric":
+                if (!Number.isFinite(e.value)) break;
+                metrics.push([runId, e.key, e.step, e.update, e.value, e.wall]);
+                if (SUMMARY_KEYS.has(e.key)) (summary as Record<string, number>)[e.key] = e.value;
+                summary.update = Math.max(summary.update ?? 0, e.update);
+                summary.step = Math.max(summary.step ?? 0, e.step);
+                if (Number.isFinite(e.wall)) wall = Math.max(wall, e.wall);
+                break;
+              case "episode":
+                episodes.push([runId, seq, e.phase, e.step, e.update, String(e.record.id), e.record.metrics.coverage, e.record.metrics.f1, e.record.return, JSON.stringify(e.record)]);
+                break;
+              case "checkpoint":
+                await tx.checkpoint.upsert({
+                  where: { runId_update_best: { runId, update: e.update, best: e.best } },
+                  create: { runId, step: e.step, update: e.update, path: e.path, best: e.best, evalReturn: e.evalReturn ?? null, createdAt: now },
+                  update: { step: e.step, path: e.path, evalReturn: e.evalReturn ?? null, createdAt: now },
+                });
+                break;
+              case "progress":
+                if (e.phase === "train" || data.progressTotal === undefined) {
+                  data.progressDone = Math.round(e.done);
+                  data.progressTotal = Math.round(e.total);
+                }
+                break;
+              case "log":
+                logs.push({ runId, seq, level: e.level, message: e.message, at: now });
+                break;
+              case "sweep_point":
+                await tx.sweepPoint.upsert({
+                  where: { runId_numChunks: { runId, numChunks: e.point.numChunks } },
+                  create: { runId, numChunks: e.point.numChunks, data: JSON.stringify(e.point) },
+                  update: { data: JSON.stringify(e.point) },
+                });
+                break;
+              case "run_end":
+                ended = e.status;
+                data.status = e.status;
+                data.finishedAt = now;
+                data.leaseUntil = null;
+                data.cancelRequested = false;
+                data.error = e.status === "failed" ? (e.error ?? "failed") : null;
+                summary.update = Math.max(summary.update ?? 0, e.update);
+                summary.step = Math.max(summary.step ?? 0, e.step);
+                if (e.error) logs.push({ runId, seq, level: "error", message: e.error, at: now });
+                break;
+            }
+          }
+          data.summary = JSON.stringify(summary);
+          data.wallSeconds = wall;
+          // the conditional update is the guard against a concurrent writer of the same seq
+          const n = await tx.run.updateMany({ where: { id: runId, lastSeq: run.lastSeq, status: "running", workerId }, data });
+          if (n.count !== 1) throw new Refused({ ok: false, seq, stored: false, error: "run changed while writing; resend", retry: true });
+          await tx.eventBatch.create({ data: { runId, seq, events: JSON.stringify(events), createdAt: now } });
+          if (metrics.length) await insertIgnore(tx as unknown as Db, h.provider, "MetricPoint", ["runId", "key", "step", "update", "value", "wall"], metrics);
+          if (episodes.length) {
+            await insertIgnore(tx as unknown as Db, h.provider, "Episode", ["runId", "seq", "phase", "step", "update", "sampleId", "coverage", "f1", "return", "record"], episodes);
+          }
+          if (logs.length) await tx.logLine.createMany({ data: logs });
+          const stop = !ended && run.cancelRequested;
+          return { ok: true, seq, stored: true, ...(ended ? { ended } : {}), ...(stop ? { stop: true } : {}) };
+        },
+        { maxWait: 20_000, timeout: 60_000 },
+      ),
+    );
+  } catch (e) {
+    if (e instanceof Refused) return e.ack;
+    // a concurrent writer (another dashboard node) stored the same (run, seq) first
+    if (isUniqueViolation(e)) return { ok: false, seq, stored: false, retry: true };
+    throw e;
+  }
+}
+
+/** Stored batches after `afterSeq`, in order (browser replay). */
+export async function batchesAfter(h: DbHandle, runId: string, afterSeq: number, limit = 200): Promise<{ seq: number; events: EngineEvent[] }[]> {
+  const rows = await h.prisma.eventBatch.findMany({ where: { runId, seq: { gt: afterSeq } }, orderBy: { seq: "asc" }, take: limit, select: { seq: true, events: true } });
+  return rows.map((r) => ({ seq: r.seq, events: parseJson<EngineEvent[]>(r.events, []) }));
+}

@@ -1,0 +1,488 @@
+/**
+ * End to end, with real parts only: the real dashboard server (server/main.ts, Next production
+ * build + socket.io on one port) on a temporary database, real trainer workers
+ * (server/worker/main.ts) running the engine's `tiny` preset for a bounded number of steps, a
+ * socket.io client on /ui standing in for the browser, and REST through Next's route handlers.
+ *
+ * On SQLite and on PostgreSQL (a throwaway server; skipped with a message when PostgreSQL is not
+ * installed, a failure when CI=true):
+ *   1. default mode: the server spawns its local worker; queued → running → completed; batches
+ *      arrive over /ui in order without gaps and match the stored series;
+ *   2. kill -9 the server mid-run and restart it: the worker resends what was not acknowledged;
+ *      no acknowledged point is lost and none is duplicated (checked against the engine's own
+ *      metrics.jsonl);
+ *   3. kill -9 the worker: its lease expires and the run resumes from its checkpoint on another;
+ *   4. cancel leaves a checkpoint; resume continues the same curves;
+ *   5. bad payloads get 400 naming the fields and write nothing; unknown ids 404.
+ *
+ * Needs the Next production build (`npx next build`); it is built here when missing.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { io, type Socket } from "socket.io-client";
+import type { EngineEvent, MetricsDto, RunBatchMsg, RunDetailDto, RunListDto, WorkerDto } from "../lib/protocol.ts";
+import { GiveUp, ROOT, freePort, sqliteUrl, startPostgres, tmpDir, uniqueDbName, waitFor } from "./platform-helpers.ts";
+
+const TOKEN = "e2e-token";
+const LEASE_MS = 4_000;
+/** Optimizer steps of the default-mode run; the crash, cancel and resume runs get LONG_STEPS so
+ * that there is time to act while they train. */
+const STEPS = 30;
+const LONG_STEPS = 80;
+const overrides = (steps: number) => [`steps_count=${steps}`, "eval_interval=10", "eval_episodes=8", "eval_episodes_logged=2"];
+const RUN_TIMEOUT = 120_000;
+
+function newestMtime(p: string): number {
+  const st = fs.statSync(p, { throwIfNoEntry: false });
+  if (!st) return 0;
+  if (!st.isDirectory()) return st.mtimeMs;
+  let m = 0;
+  for (const e of fs.readdirSync(p)) if (e !== "node_modules" && !e.startsWith(".")) m = Math.max(m, newestMtime(path.join(p, e)));
+  return m;
+}
+
+/** Builds Next when there is no build, or when a source it bundles is newer than the build. */
+function ensureBuild(): void {
+  const id = fs.statSync(path.join(ROOT, ".next", "BUILD_ID"), { throwIfNoEntry: false });
+  const sources = ["app", "components", "lib", "server", "configs", "next.config.ts", "package.json"].map((p) => newestMtime(path.join(ROOT, p)));
+  if (id && Math.max(...sources) <= id.mtimeMs) return;
+  const r = spawnSync("npx", ["next", "build"], { cwd: ROOT, stdio: "inherit", env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } });
+  assert.equal(r.status, 0, "next build failed");
+}
+
+// ---- processes ---------------------------------------------------------------------------------
+
+class Proc {
+  readonly lines: string[] = [];
+  readonly exited: Promise<number | null>;
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
+    const take = (b: Buffer) => {
+      for (const l of b.toString().split("\n")) if (l.trim()) this.lines.push(l);
+      if (this.lines.length > 400) this.lines.splice(0, this.lines.length - 400);
+      if (process.env.QRAG_TEST_VERBOSE) process.stderr.write(b.toString().replace(/^/gm, `[${name}] `));
+    };
+    child.stdout?.on("data", take);
+    child.stderr?.on("data", take);
+    this.exited = new Promise((r) => child.once("exit", (code) => r(code)));
+  }
+  get pid(): number {
+    return this.child.pid!;
+  }
+  alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+  tail(n = 40): string {
+    return `--- ${this.name} (last ${n} lines)\n${this.lines.slice(-n).join("\n")}`;
+  }
+  kill9(): Promise<number | null> {
+    if (this.alive()) process.kill(this.pid, "SIGKILL");
+    return this.exited;
+  }
+  async stop(): Promise<void> {
+    if (!this.alive()) return;
+    this.child.kill("SIGTERM");
+    const t = setTimeout(() => this.alive() && this.child.kill("SIGKILL"), 15_000);
+    await this.exited;
+    clearTimeout(t);
+  }
+}
+
+interface Env {
+  dbUrl: string;
+  dataDir: string;
+  port: number;
+  url: string;
+}
+
+function startServer(env: Env, opts: { worker: boolean }): Proc {
+  const args = ["--import", "tsx", path.join(ROOT, "server/main.ts"), ...(opts.worker ? [] : ["--no-worker"])];
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NODE_ENV: "production",
+      PORT: String(env.port),
+      HOST: "127.0.0.1",
+      DATABASE_URL: env.dbUrl,
+      QRAG_DATA_DIR: env.dataDir,
+      QRAG_WORKER_TOKEN: TOKEN,
+      QRAG_LEASE_MS: String(LEASE_MS),
+      NEXT_TELEMETRY_DISABLED: "1",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return new Proc(`server:${env.port}`, child);
+}
+
+function startWorker(env: Env, name: string): Proc {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", path.join(ROOT, "server/worker/main.ts"), "--url", env.url, "--token", TOKEN, "--name", name, "--data-dir", path.join(env.dataDir, `worker-${name}`)],
+    { cwd: ROOT, env: { ...process.env, NODE_ENV: "production" }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  return new Proc(`worker:${name}`, child);
+}
+
+async function api<T>(env: Env, method: string, p: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(`${env.url}${p}`, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
+async function waitHealthy(env: Env, server: Proc): Promise<void> {
+  await waitFor(
+    `the server on ${env.url}`,
+    async () => {
+      if (!server.alive()) throw new GiveUp(`server exited\n${server.tail()}`);
+      return (await fetch(`${env.url}/api/health`)).ok;
+    },
+    90_000,
+    200,
+  );
+}
+
+const getRun = async (env: Env, id: string) => (await api<RunDetailDto>(env, "GET", `/api/runs/${id}`)).body;
+
+async function waitStatus(env: Env, id: string, want: string[], procs: Proc[], timeout = RUN_TIMEOUT): Promise<RunDetailDto> {
+  try {
+    return await waitFor(`run ${id} to be ${want.join("|")}`, async () => {
+      const r = await getRun(env, id);
+      return want.includes(r.status) ? r : null;
+    }, timeout, 200);
+  } catch (e) {
+    const r = await getRun(env, id).catch(() => null);
+    throw new Error(`${(e as Error).message}; run is ${JSON.stringify(r && { status: r.status, error: r.error, attempt: r.attempt, lastSeq: r.lastSeq })}\n${procs.map((p) => p.tail()).join("\n")}`);
+  }
+}
+
+// ---- the browser stand-in ------------------------------------------------------------------------
+
+class UiStream {
+  readonly socket: Socket;
+  readonly batches = new Map<string, RunBatchMsg[]>();
+  readonly violations: string[] = [];
+  changed = 0;
+  constructor(env: Env) {
+    this.socket = io(`${env.url}/ui`, { transports: ["websocket"], reconnection: false });
+    this.socket.on("run:batch", (b: RunBatchMsg) => {
+      const list = this.batches.get(b.runId) ?? [];
+      const last = list.at(-1)?.seq ?? this.from.get(b.runId) ?? 0;
+      if (b.seq !== last + 1) this.violations.push(`run ${b.runId}: got seq ${b.seq} after ${last}`);
+      list.push(b);
+      this.batches.set(b.runId, list);
+    });
+    this.socket.on("runs:changed", () => this.changed++);
+  }
+  private readonly from = new Map<string, number>();
+  async subscribe(runId: string, afterSeq = 0): Promise<void> {
+    this.from.set(runId, afterSeq);
+    await waitFor("the /ui socket", () => this.socket.connected, 20_000, 50);
+    await this.socket.timeout(20_000).emitWithAck("subscribe", { runId, afterSeq });
+  }
+  events(runId: string): EngineEvent[] {
+    return (this.batches.get(runId) ?? []).flatMap((b) => b.events);
+  }
+  lastSeq(runId: string): number {
+    return this.batches.get(runId)?.at(-1)?.seq ?? this.from.get(runId) ?? 0;
+  }
+  close(): void {
+    this.socket.close();
+  }
+}
+
+type Pt = { key: string; step: number; value: number };
+/** Prisma 6's engine round-trips doubles to about 16 significant digits. */
+const close = (a: number | undefined, b: number) => a !== undefined && Math.abs(a - b) <= 1e-12 * Math.max(1, Math.abs(b));
+const metricsOf = (events: EngineEvent[]): Pt[] => events.flatMap((e) => (e.type === "metric" ? [{ key: e.key, step: e.step, value: e.value }] : []));
+const ptKey = (p: { key: string; step: number }) => `${p.key}@${p.step}`;
+
+async function storedPoints(env: Env, id: string): Promise<Pt[]> {
+  const m = (await api<MetricsDto>(env, "GET", `/api/runs/${id}/metrics?width=20000`)).body;
+  return Object.entries(m.series).flatMap(([key, pts]) => pts.map((p) => ({ key, step: p.step, value: p.value })));
+}
+
+function assertIncreasing(points: Pt[], key: string): number[] {
+  const steps = points.filter((p) => p.key === key).map((p) => p.step);
+  for (let i = 1; i < steps.length; i++) assert.ok(steps[i] > steps[i - 1], `${key} steps increase: ${steps.join(",")}`);
+  return steps;
+}
+
+async function createTinyRun(env: Env, name: string, steps = LONG_STEPS): Promise<RunDetailDto> {
+  const r = await api<RunDetailDto>(env, "POST", "/api/runs", { preset: "tiny", overrides: overrides(steps), name, tags: ["e2e"] });
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  assert.equal(r.body.status, "queued");
+  return r.body;
+}
+
+// ---- the scenarios ------------------------------------------------------------------------------
+
+function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: string) {
+  describe(label, { skip, timeout: 15 * 60_000 }, () => {
+    let env: Env;
+    const procs: Proc[] = [];
+    let server: Proc;
+    let w1: Proc;
+    let w2: Proc | undefined;
+
+    before(async () => {
+      assert.ok(buildOk, "no current Next production build");
+      const port = await freePort();
+      env = { dbUrl: await makeDbUrl(), dataDir: tmpDir("qrag-e2e-"), port, url: `http://127.0.0.1:${port}` };
+    });
+    after(async () => {
+      for (const p of procs.reverse()) await p.stop();
+    });
+
+    test("default mode: local worker, queued → running → completed, ordered stream", async () => {
+      server = startServer(env, { worker: true });
+      procs.push(server);
+      await waitHealthy(env, server);
+      const workers = await waitFor("the local worker", async () => {
+        const ws = (await api<WorkerDto[]>(env, "GET", "/api/workers")).body;
+        return ws.find((w) => w.name === "local" && w.status !== "offline") ? ws : null;
+      }, 60_000);
+      const local = workers.find((w) => w.name === "local")!;
+      assert.ok(local.backend && local.device, "the worker reports its backend and device");
+
+      const ui = new UiStream(env);
+      const run = await createTinyRun(env, "e2e-default", STEPS);
+      await ui.subscribe(run.id, 0);
+      const seen = new Set<string>(["queued"]);
+      const done = await waitFor(`run ${run.id} to complete`, async () => {
+        const r = await getRun(env, run.id);
+        seen.add(r.status);
+        return r.status === "completed" || r.status === "failed" ? r : null;
+      }, RUN_TIMEOUT, 100).catch((e: Error) => assert.fail(`${e.message}\n${server.tail()}`));
+      assert.equal(done.status, "completed", `${done.error}\n${server.tail()}`);
+      assert.ok(seen.has("running"), `statuses seen: ${[...seen].join(" → ")}`);
+      assert.equal(done.attempt, 1);
+      assert.equal(done.progressDone, STEPS);
+      assert.equal(done.workerName, "local");
+      assert.ok(done.backend && done.device && done.startedAt && done.finishedAt);
+      assert.ok(done.checkpoints.length >= 2);
+
+      await waitFor("the stream to catch up", () => ui.lastSeq(run.id) === done.lastSeq, 20_000);
+      assert.deepEqual(ui.violations, []);
+      assert.deepEqual(ui.batches.get(run.id)!.map((b) => b.seq), Array.from({ length: done.lastSeq }, (_, i) => i + 1));
+      const streamed = metricsOf(ui.events(run.id));
+      assert.ok(streamed.length > 10, `streamed points: ${streamed.length}`);
+      assertIncreasing(streamed, "qf_loss");
+      const stored = await storedPoints(env, run.id);
+      assert.deepEqual(new Set(stored.map(ptKey)), new Set(streamed.map(ptKey)), "the stream and the database hold the same points");
+      assert.ok(ui.changed > 0, "runs:changed was broadcast");
+      // a late subscriber gets the same history replayed
+      const late = new UiStream(env);
+      await late.subscribe(run.id, 3);
+      await waitFor("the replay", () => late.lastSeq(run.id) === done.lastSeq, 20_000);
+      assert.deepEqual(late.violations, []);
+      late.close();
+      ui.close();
+
+      // a local worker that dies is started again
+      const pids = () => [...server.lines.join("\n").matchAll(/local worker started \(pid (\d+)\)/g)].map((m) => Number(m[1]));
+      const first = pids()[0];
+      assert.ok(first > 0, "local worker pid logged");
+      process.kill(first, "SIGKILL");
+      const pid = await waitFor("a new local worker", () => pids().find((p) => p !== first), 30_000);
+      await waitFor("the new local worker online", async () => {
+        const ws = (await api<WorkerDto[]>(env, "GET", "/api/workers")).body;
+        return ws.some((w) => w.name === "local" && w.status === "idle");
+      }, 60_000);
+
+      // shutting down stops the local worker too
+      await server.stop();
+      assert.equal(await server.exited, 0);
+      await waitFor("the local worker to exit", () => {
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      }, 20_000);
+    });
+
+    test("kill -9 the server mid-run: nothing acknowledged is lost, nothing duplicated", async () => {
+      server = startServer(env, { worker: false });
+      procs.push(server);
+      await waitHealthy(env, server);
+      w1 = startWorker(env, "w1");
+      procs.push(w1);
+      const run = await createTinyRun(env, "e2e-server-crash");
+      let ui = new UiStream(env);
+      await ui.subscribe(run.id, 0);
+      // wait for training to be under way (some batches with metric points acknowledged)
+      await waitFor("training progress", () => metricsOf(ui.events(run.id)).some((p) => p.key === "qf_loss"), RUN_TIMEOUT, 50).catch((e: Error) =>
+        assert.fail(`${e.message}\n${server.tail()}\n${w1.tail()}`),
+      );
+      const before = await getRun(env, run.id);
+      assert.equal(before.status, "running");
+      await server.kill9();
+      const acked = metricsOf(ui.events(run.id));
+      const ackedSeq = ui.lastSeq(run.id);
+      assert.deepEqual(ui.violations, []);
+      ui.close();
+
+      server = startServer(env, { worker: false });
+      procs.push(server);
+      await waitHealthy(env, server);
+      ui = new UiStream(env);
+      await ui.subscribe(run.id, ackedSeq);
+      const done = await waitStatus(env, run.id, ["completed", "failed"], [server, w1]);
+      assert.equal(done.status, "completed", done.error ?? "");
+      assert.equal(done.attempt, 1, "the same attempt finished: the worker kept running and resent");
+      await waitFor("the stream to catch up", () => ui.lastSeq(run.id) === done.lastSeq, 20_000);
+      assert.deepEqual(ui.violations, [], "gapless across the restart");
+      ui.close();
+
+      const stored = await storedPoints(env, run.id);
+      const storedKeys = new Map(stored.map((p) => [ptKey(p), p.value]));
+      for (const p of acked) assert.ok(close(storedKeys.get(ptKey(p)), p.value), `acknowledged point ${ptKey(p)} kept: ${storedKeys.get(ptKey(p))} vs ${p.value}`);
+      // the engine's own record of every point it emitted: the database holds each exactly once
+      const file = path.join(env.dataDir, "runs", run.id, "metrics.jsonl");
+      const emitted = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Pt);
+      assert.equal(stored.length, emitted.length, "as many stored points as the engine emitted");
+      assert.deepEqual(new Set(stored.map(ptKey)), new Set(emitted.map(ptKey)));
+      assert.equal(storedKeys.size, stored.length, "no duplicates");
+      assertIncreasing(stored, "qf_loss");
+    });
+
+    test("kill -9 the worker: the lease expires, the run resumes from its checkpoint elsewhere", async () => {
+      const run = await createTinyRun(env, "e2e-worker-crash");
+      const first = await waitFor("a checkpoint after training began", async () => {
+        const r = await getRun(env, run.id);
+        return r.status === "running" && r.checkpoints.some((c) => c.update >= 10) ? r : null;
+      }, RUN_TIMEOUT, 100).catch((e: Error) => assert.fail(`${e.message}\n${server.tail()}\n${w1.tail()}`));
+      assert.equal(first.workerName, "w1");
+      const pointsBefore = await storedPoints(env, run.id);
+      w2 = startWorker(env, "w2");
+      procs.push(w2);
+      await w1.kill9();
+      const resumed = await waitFor("the run on w2", async () => {
+        const r = await getRun(env, run.id);
+        return r.attempt === 2 && r.workerName === "w2" ? r : null;
+      }, 60_000, 100).catch((e: Error) => assert.fail(`${e.message}\n${server.tail()}\n${w2!.tail()}`));
+      assert.match(resumed.resumeFrom ?? "", /checkpoints/);
+      const done = await waitStatus(env, run.id, ["completed", "failed"], [server, w2]);
+      assert.equal(done.status, "completed", done.error ?? "");
+      assert.equal(done.progressDone, LONG_STEPS);
+      const logs = (await api<{ message: string }[]>(env, "GET", `/api/runs/${run.id}/logs?limit=1000`)).body;
+      assert.ok(logs.some((l) => /lease ran out; queued again to resume/.test(l.message)), "the lease expiry is logged");
+      assert.ok(logs.some((l) => /^resuming /.test(l.message)), "the engine resumed from the checkpoint");
+      const stored = await storedPoints(env, run.id);
+      const steps = assertIncreasing(stored, "qf_loss");
+      const lastBefore = Math.max(...pointsBefore.filter((p) => p.key === "qf_loss").map((p) => p.step));
+      assert.ok(steps.at(-1)! > lastBefore, "the curve continued after the resume");
+      for (const p of pointsBefore) assert.ok(stored.some((q) => ptKey(q) === ptKey(p)), `point ${ptKey(p)} kept`);
+    });
+
+    test("cancel leaves a checkpoint; resume continues the same curves", async () => {
+      const run = await createTinyRun(env, "e2e-cancel-resume");
+      await waitFor("training under way", async () => {
+        const r = await getRun(env, run.id);
+        return r.status === "running" && r.checkpoints.length > 0 && r.progressDone >= 3 ? r : null;
+      }, RUN_TIMEOUT, 100);
+      const ckBefore = (await getRun(env, run.id)).checkpoints.length;
+      const c = await api<RunDetailDto>(env, "POST", `/api/runs/${run.id}/cancel`);
+      assert.equal(c.status, 200);
+      const cancelled = await waitStatus(env, run.id, ["cancelled", "completed", "failed"], [server, w2!]);
+      assert.equal(cancelled.status, "cancelled", cancelled.error ?? "");
+      assert.ok(cancelled.progressDone < LONG_STEPS, "cancelled before the end");
+      assert.ok(cancelled.checkpoints.length > ckBefore || cancelled.checkpoints.some((k) => k.update === cancelled.summary.update), "cancel saved a checkpoint");
+      const before = await storedPoints(env, run.id);
+      assert.equal((await api(env, "POST", `/api/runs/${run.id}/cancel`)).status, 409);
+
+      const r = await api<RunDetailDto>(env, "POST", `/api/runs/${run.id}/resume`);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.id, run.id);
+      const done = await waitStatus(env, run.id, ["completed", "failed"], [server, w2!]);
+      assert.equal(done.status, "completed", done.error ?? "");
+      assert.equal(done.attempt, 2);
+      assert.equal(done.progressDone, LONG_STEPS);
+      const after = await storedPoints(env, run.id);
+      const steps = assertIncreasing(after, "qf_loss");
+      assert.ok(steps.at(-1)! > Math.max(...before.filter((p) => p.key === "qf_loss").map((p) => p.step)));
+      for (const p of before) assert.ok(after.some((q) => ptKey(q) === ptKey(p) && close(q.value, p.value)), `point ${ptKey(p)} unchanged`);
+      const evals = after.filter((p) => p.key === "eval_return").map((p) => p.step);
+      assert.equal(new Set(evals).size, evals.length, "one eval point per step");
+    });
+
+    test("bad payloads: 400 naming the fields, nothing written; unknown ids: 404", async () => {
+      const total = async () => (await api<RunListDto>(env, "GET", "/api/runs?limit=1")).body.total;
+      const n = await total();
+      const bad = await api<{ error: string; fieldErrors: Record<string, string> }>(env, "POST", "/api/runs", {
+        config: { steps_count: -1, envs: { name: "babilong", task: "qa9" } },
+        tags: "nope",
+      });
+      assert.equal(bad.status, 400);
+      for (const f of ["tags", "steps_count", "envs.task", "batch_size"]) assert.ok(f in bad.body.fieldErrors, `${f} in ${JSON.stringify(bad.body.fieldErrors)}`);
+      const bad2 = await api<{ fieldErrors: Record<string, string> }>(env, "POST", "/api/runs", { preset: "tiny", overrides: ["algo.encoder.dim=30"] });
+      assert.equal(bad2.status, 400);
+      assert.ok("algo.encoder.dim" in bad2.body.fieldErrors);
+      assert.equal((await api(env, "POST", "/api/runs", "{not json")).status, 400);
+      assert.equal((await api(env, "GET", "/api/runs?sort=sideways")).status, 400);
+      const some = (await api<RunListDto>(env, "GET", "/api/runs?limit=1")).body.runs[0];
+      const patch = await api<{ fieldErrors: Record<string, string> }>(env, "PATCH", `/api/runs/${some.id}`, { tags: [""], color: "red" });
+      assert.equal(patch.status, 400);
+      assert.ok("tags.0" in patch.body.fieldErrors && "color" in patch.body.fieldErrors);
+      const clone = await api<{ fieldErrors: Record<string, string> }>(env, "POST", `/api/runs/${some.id}/clone`, { config: { batch_size: 7 } });
+      assert.equal(clone.status, 400);
+      assert.ok("batch_size" in clone.body.fieldErrors);
+      assert.equal((await getRun(env, some.id)).tags.join(), "e2e", "the bad PATCH changed nothing");
+      assert.equal(await total(), n, "no run was created");
+      assert.equal((await api(env, "GET", "/api/runs/doesnotexist")).status, 404);
+      assert.equal((await api(env, "POST", "/api/runs/doesnotexist/cancel")).status, 404);
+      assert.equal((await api(env, "GET", "/api/runs/doesnotexist/metrics")).status, 404);
+      assert.equal((await api(env, "GET", `/api/runs/${some.id}/episodes/999999999`)).status, 404);
+      // and the good paths of the smaller endpoints
+      const clone2 = await api<RunDetailDto>(env, "POST", `/api/runs/${some.id}/clone`, { config: { steps_count: 2 }, name: "e2e-clone" });
+      assert.equal(clone2.status, 201);
+      assert.equal(clone2.body.parentId, some.id);
+      assert.equal(await total(), n + 1);
+      await api(env, "POST", `/api/runs/${clone2.body.id}/cancel`);
+      const eps = (await api<{ id: number }[]>(env, "GET", `/api/runs/${some.id}/episodes?limit=3`)).body;
+      assert.ok(eps.length > 0);
+      const ep = (await api<{ record?: { steps: unknown[] } }>(env, "GET", `/api/runs/${some.id}/episodes/${eps[0].id}`)).body;
+      assert.ok(ep.record && ep.record.steps.length > 0);
+      assert.ok(((await api<unknown[]>(env, "GET", "/api/presets")).body).length >= 1);
+      // a worker with a wrong token is refused
+      const intruder = io(`${env.url}/workers`, {
+        transports: ["websocket"],
+        reconnection: false,
+        auth: { token: "wrong", workerId: "intruder", name: "x", host: "h", backend: "cpu", device: "cpu", activeRuns: [] },
+      });
+      const refused = await new Promise<string>((resolve) => {
+        intruder.on("connect", () => resolve("connected"));
+        intruder.on("connect_error", (e) => resolve(e.message));
+      });
+      intruder.close();
+      assert.match(refused, /unauthorized/);
+      assert.ok(!(await api<WorkerDto[]>(env, "GET", "/api/workers")).body.some((w) => w.id === "intruder"));
+      assert.equal((await api<{ type: string }>(env, "GET", "/api/schema")).body.type, "object");
+    });
+  });
+}
+
+let buildOk = false;
+test("the Next production build is current (built here when not)", { timeout: 300_000 }, () => {
+  ensureBuild();
+  buildOk = true;
+});
+
+// QRAG_TEST_DB=sqlite or =postgresql runs one of the two
+const only = process.env.QRAG_TEST_DB;
+if (only !== "postgresql") scenarios("SQLite", async () => sqliteUrl());
+const pg = only === "sqlite" ? { skip: "QRAG_TEST_DB=sqlite" } : await startPostgres();
+if ("skip" in pg) console.log(`# ${pg.skip}`);
+else after(() => pg.stop());
+scenarios("PostgreSQL", async () => ("skip" in pg ? "" : pg.createDatabase(uniqueDbName("qrag_e2e"))), "skip" in pg ? pg.skip : undefined);

@@ -1,0 +1,94 @@
+/**
+ * The /ui namespace's ordering promise, with a real socket.io server and client on a real
+ * (SQLite) database: batches committed while a subscriber's replay is still running, and batches
+ * published with a hole, still reach the browser as 1, 2, 3, … without gaps or repeats.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type Server as HttpServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Server } from "socket.io";
+import { io as connect } from "socket.io-client";
+import type { EngineEvent, RunBatchMsg } from "../lib/protocol.ts";
+import { openDb, type DbHandle } from "../server/db/client.ts";
+import { migrate } from "../server/db/migrate.ts";
+import { attachUi, type UiChannel } from "../server/realtime/ui.ts";
+import { sqliteUrl, waitFor } from "./platform-helpers.ts";
+
+let h: DbHandle;
+let http: HttpServer;
+let ioServer: Server;
+let ui: UiChannel;
+let url: string;
+
+before(async () => {
+  const dbUrl = sqliteUrl();
+  await migrate(dbUrl);
+  h = await openDb(dbUrl);
+  http = createServer();
+  ioServer = new Server(http);
+  ui = attachUi(ioServer.of("/ui"), h, { coalesceMs: 20 });
+  await new Promise<void>((r) => http.listen(0, "127.0.0.1", () => r()));
+  url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+});
+
+after(async () => {
+  ui.close();
+  await new Promise<void>((r) => ioServer.close(() => r()));
+  await h.close();
+});
+
+const ev = (seq: number): EngineEvent[] => [{ type: "metric", key: "qf_loss", step: seq, update: seq, value: seq, wall: seq }];
+
+async function commit(runId: string, seq: number): Promise<void> {
+  await h.write((db) => db.eventBatch.create({ data: { runId, seq, events: JSON.stringify(ev(seq)) } }));
+}
+
+test("replay then live, in order, while batches keep arriving", async () => {
+  const runId = "rt-run";
+  await h.write((db) => db.run.create({ data: { id: runId, name: "rt", config: "{}", envName: "babilong", task: "qa1", status: "running" } }));
+  for (let s = 1; s <= 600; s++) await commit(runId, s);
+
+  const client = connect(`${url}/ui`, { transports: ["websocket"] });
+  const got: number[] = [];
+  const changed: string[][] = [];
+  client.on("run:batch", (b: RunBatchMsg) => got.push(b.seq));
+  client.on("runs:changed", (m: { runIds: string[] }) => changed.push(m.runIds));
+  await waitFor("connect", () => client.connected, 10_000, 20);
+
+  // subscribe, and while the replay (600 stored batches, read 200 at a time) runs, commit and
+  // publish more, one of them published out of order (its predecessor is published late)
+  const subscribed = client.timeout(10_000).emitWithAck("subscribe", { runId, afterSeq: 0 });
+  for (let s = 601; s <= 700; s++) {
+    await commit(runId, s);
+    if (s === 650) continue;
+    ui.publish(runId, s, ev(s));
+    if (s === 660) ui.publish(runId, 650, ev(650));
+  }
+  assert.deepEqual(await subscribed, { ok: true });
+  await waitFor("all batches", () => got.length >= 700, 20_000, 20);
+  assert.deepEqual(got, Array.from({ length: 700 }, (_, i) => i + 1));
+
+  // a hole in what is published is filled from the database
+  await commit(runId, 701);
+  await commit(runId, 702);
+  ui.publish(runId, 702, ev(702));
+  await waitFor("the hole filled", () => got.length >= 702, 10_000, 20);
+  assert.deepEqual(got.slice(700), [701, 702]);
+  ui.publish(runId, 701, ev(701)); // late: already delivered, not repeated
+
+  // a re-subscribe from an older seq replays from there
+  got.length = 0;
+  await client.timeout(10_000).emitWithAck("subscribe", { runId, afterSeq: 695 });
+  await waitFor("the replay", () => got.length >= 7, 10_000, 20);
+  assert.deepEqual(got, [696, 697, 698, 699, 700, 701, 702]);
+
+  ui.runsChanged([runId]);
+  ui.runsChanged([runId, "other"]);
+  await waitFor("runs:changed", () => changed.length > 0, 5_000, 20);
+  assert.deepEqual(changed, [[runId, "other"]], "coalesced into one message");
+
+  const bad = await client.timeout(5_000).emitWithAck("subscribe", { afterSeq: -1 });
+  assert.equal(bad.ok, false);
+  client.close();
+});
