@@ -1,3 +1,111 @@
-export default function Home() {
-  return <main>Q-RAG Studio</main>;
+"use client";
+import Link from "next/link";
+import { Suspense, useEffect, useState } from "react";
+import { usePathname, useRouter, useSearchParams } from "next/navigation";
+import { RUN_STATUSES } from "../lib/protocol.ts";
+import { useRuns } from "../lib/hooks/useRuns.ts";
+import type { RunListParams } from "../lib/hooks/keys.ts";
+import { RunsTable } from "../components/RunsTable.tsx";
+
+const PAGE = 50;
+const SORTS = ["createdAt", "name", "status", "duration"] as const;
+
+function RunsPage() {
+  const sp = useSearchParams();
+  const router = useRouter();
+  const pathname = usePathname();
+  const sortParam = sp.get("sort");
+  const params: RunListParams = {
+    status: sp.get("status") ?? undefined,
+    q: sp.get("q") ?? undefined,
+    tag: sp.get("tag") ?? undefined,
+    sort: (SORTS as readonly string[]).includes(sortParam ?? "") ? (sortParam as RunListParams["sort"]) : "createdAt",
+    order: sp.get("order") === "asc" ? "asc" : "desc",
+    limit: PAGE,
+    offset: Number(sp.get("offset") ?? 0) || 0,
+  };
+  const runs = useRuns(params);
+
+  const setParams = (patch: Record<string, string | undefined>) => {
+    const next = new URLSearchParams(sp.toString());
+    for (const [k, v] of Object.entries(patch)) if (v) next.set(k, v); else next.delete(k);
+    if (!("offset" in patch)) next.delete("offset");
+    const s = next.toString();
+    router.replace(s ? `${pathname}?${s}` : pathname, { scroll: false });
+  };
+
+  // the search box updates the URL after a short pause
+  const [search, setSearch] = useState(params.q ?? "");
+  const q = params.q ?? "";
+  useEffect(() => {
+    if (search === q) return;
+    const t = setTimeout(() => setParams({ q: search || undefined }), 300);
+    return () => clearTimeout(t);
+  });
+
+  const onSort = (k: NonNullable<RunListParams["sort"]>) =>
+    setParams({ sort: k, order: params.sort === k && params.order === "desc" ? "asc" : "desc" });
+  const total = runs.data?.total ?? 0;
+  const offset = params.offset ?? 0;
+
+  return (
+    <main>
+      <div className="page-head">
+        <h1>Runs</h1>
+        <span className="muted">{runs.data ? `${total} run${total === 1 ? "" : "s"}` : ""}</span>
+        <span className="spacer" />
+        <Link href="/runs/new" className="button primary">
+          New run
+        </Link>
+      </div>
+      <div className="row" style={{ marginBottom: 12 }}>
+        <input type="search" placeholder="Search name, task, preset…" value={search} onChange={(e) => setSearch(e.target.value)} style={{ width: 260 }} aria-label="search runs" data-testid="runs-search" />
+        <select value={params.status ?? ""} onChange={(e) => setParams({ status: e.target.value || undefined })} aria-label="filter by status" data-testid="status-filter">
+          <option value="">all statuses</option>
+          {RUN_STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
+        </select>
+        {params.tag && (
+          <span className="chip active" data-testid="tag-filter">
+            tag: {params.tag}
+            <button type="button" aria-label="clear tag filter" onClick={() => setParams({ tag: undefined })}>
+              ×
+            </button>
+          </span>
+        )}
+        {runs.isPlaceholderData && <span className="muted small">loading…</span>}
+      </div>
+      {runs.error ? (
+        <div className="form-banner">Could not load runs: {(runs.error as Error).message}</div>
+      ) : runs.isLoading ? (
+        <div className="empty">Loading runs…</div>
+      ) : (
+        <RunsTable runs={runs.data?.runs ?? []} sort={params.sort!} order={params.order!} onSort={onSort} activeTag={params.tag} onTag={(t) => setParams({ tag: t === params.tag ? undefined : t })} />
+      )}
+      {total > PAGE && (
+        <div className="row" style={{ marginTop: 10 }}>
+          <button type="button" disabled={offset === 0} onClick={() => setParams({ offset: String(Math.max(0, offset - PAGE)) })}>
+            ← Newer
+          </button>
+          <span className="muted small">
+            {offset + 1}–{Math.min(total, offset + PAGE)} of {total}
+          </span>
+          <button type="button" disabled={offset + PAGE >= total} onClick={() => setParams({ offset: String(offset + PAGE) })}>
+            Older →
+          </button>
+        </div>
+      )}
+    </main>
+  );
+}
+
+export default function Page() {
+  return (
+    <Suspense fallback={<main className="empty">Loading…</main>}>
+      <RunsPage />
+    </Suspense>
+  );
 }

@@ -1,0 +1,36 @@
+"use client";
+import Link from "next/link";
+import { useParams } from "next/navigation";
+import { useEpisode } from "../../../../../lib/hooks/useEpisode.ts";
+import { useRun } from "../../../../../lib/hooks/useRun.ts";
+import { EpisodeView } from "../../../../../components/EpisodeView.tsx";
+import { fmtNum } from "../../../../../lib/format.ts";
+
+export default function EpisodePage() {
+  const { id, episodeId } = useParams<{ id: string; episodeId: string }>();
+  const run = useRun(id);
+  const ep = useEpisode(id, episodeId);
+  const e = ep.data;
+  return (
+    <main className="stack">
+      <div className="page-head" style={{ margin: 0 }}>
+        <Link href={`/runs/${id}`}>← {run.data?.name ?? "run"}</Link>
+        <h1>Episode {e ? e.sampleId : episodeId}</h1>
+        {e && (
+          <span className="muted">
+            {e.phase} at update {e.update} (step {e.step}) · coverage {fmtNum(e.coverage, 3)} · F1 {fmtNum(e.f1, 3)} · return {fmtNum(e.return, 3)}
+          </span>
+        )}
+      </div>
+      {ep.error ? (
+        <div className="form-banner">Could not load episode: {(ep.error as Error).message}</div>
+      ) : !e ? (
+        <div className="empty">Loading episode…</div>
+      ) : e.record ? (
+        <EpisodeView record={e.record} />
+      ) : (
+        <div className="empty">This episode has no stored record.</div>
+      )}
+    </main>
+  );
+}

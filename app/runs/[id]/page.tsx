@@ -1,0 +1,323 @@
+"use client";
+import Link from "next/link";
+import { useParams } from "next/navigation";
+import { memo, useState } from "react";
+import { ACTIVE_STATUSES, type CheckpointDto, type RunDetailDto } from "../../../lib/protocol.ts";
+import { useRun } from "../../../lib/hooks/useRun.ts";
+import { useRunMetrics } from "../../../lib/hooks/useRunMetrics.ts";
+import { useEpisodes } from "../../../lib/hooks/useEpisodes.ts";
+import { useLogs } from "../../../lib/hooks/useLogs.ts";
+import { useWorkers } from "../../../lib/hooks/useWorkers.ts";
+import { useRunStream } from "../../../lib/hooks/useRunStream.ts";
+import { useCancelRun, usePatchRun, useResumeRun } from "../../../lib/hooks/useRunActions.ts";
+import { useNow } from "../../../lib/hooks/useNow.ts";
+import type { XAxisKind } from "../../../lib/hooks/keys.ts";
+import { fmtDateTime, fmtDuration, fmtNum, runSeconds } from "../../../lib/format.ts";
+import { BackendBadge, Progress, StatusBadge, WorkerBadge } from "../../../components/Badges.tsx";
+import { MetricChart, type ChartSeries } from "../../../components/MetricChart.tsx";
+import { LogTail } from "../../../components/LogTail.tsx";
+import { ConfigView } from "../../../components/ConfigView.tsx";
+
+const GROUPS: { id: string; title: string; series: ChartSeries[] }[] = [
+  { id: "qf_loss", title: "TD loss", series: [{ key: "qf_loss", label: "TD loss", color: "#e4572e" }] },
+  {
+    id: "return",
+    title: "Return",
+    series: [
+      { key: "train_return", label: "train", color: "#3a7bd5" },
+      { key: "eval_return", label: "eval", color: "#17a398" },
+    ],
+  },
+  {
+    id: "eval",
+    title: "Eval coverage & F1",
+    series: [
+      { key: "eval_coverage", label: "coverage", color: "#9b5de5" },
+      { key: "eval_f1", label: "F1", color: "#f29e4c" },
+    ],
+  },
+  {
+    id: "lr",
+    title: "Learning rate & α",
+    series: [
+      { key: "lr", label: "lr", color: "#3a86ff" },
+      { key: "alpha", label: "α (right)", color: "#ef476f", axis: "right" },
+    ],
+  },
+  {
+    id: "throughput",
+    title: "Throughput",
+    series: [
+      { key: "transitions_per_s", label: "transitions/s", color: "#2a9d8f" },
+      { key: "updates_per_s", label: "updates/s (right)", color: "#d4a017", axis: "right" },
+    ],
+  },
+];
+const METRIC_KEYS = GROUPS.flatMap((g) => g.series.map((s) => s.key));
+const CHART_WIDTH = 800;
+
+function Tags({ run }: { run: RunDetailDto }) {
+  const patch = usePatchRun(run.id);
+  const [text, setText] = useState("");
+  const save = (tags: string[]) => patch.mutate({ tags: [...new Set(tags)] });
+  return (
+    <span className="row" style={{ gap: 6 }} data-testid="run-tags">
+      <span className="chips">
+        {run.tags.map((t) => (
+          <span key={t} className="chip">
+            {t}
+            <button type="button" aria-label={`remove tag ${t}`} onClick={() => save(run.tags.filter((x) => x !== t))}>
+              ×
+            </button>
+          </span>
+        ))}
+      </span>
+      <input
+        value={text}
+        placeholder="add tag"
+        style={{ width: 100, padding: "2px 6px" }}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === "Enter" && text.trim()) {
+            save([...run.tags, text.trim()]);
+            setText("");
+          }
+        }}
+      />
+    </span>
+  );
+}
+
+function Header({ run }: { run: RunDetailDto }) {
+  const cancel = useCancelRun();
+  const resume = useResumeRun();
+  const workers = useWorkers();
+  const now = useNow(1_000);
+  const worker = workers.data?.find((w) => w.id === run.workerId);
+  const active = ACTIVE_STATUSES.includes(run.status);
+  const err = (cancel.error ?? resume.error) as Error | null;
+  return (
+    <div className="panel stack" style={{ gap: 10 }}>
+      <div className="page-head" style={{ margin: 0 }}>
+        <h1 data-testid="run-name">{run.name}</h1>
+        <StatusBadge status={run.status} />
+        <BackendBadge backend={run.backend} device={run.device} />
+        <WorkerBadge name={run.workerName ?? worker?.name ?? null} online={worker ? worker.status !== "offline" : run.workerId ? false : null} />
+        {run.attempt > 1 && <span className="badge plain">attempt {run.attempt}</span>}
+        <span className="spacer" />
+        {active && (
+          <button type="button" className="danger" onClick={() => cancel.mutate(run.id)} disabled={cancel.isPending} data-testid="cancel-button">
+            {cancel.isPending ? "Cancelling…" : "Cancel"}
+          </button>
+        )}
+        {(run.status === "cancelled" || run.status === "failed") && (
+          <button type="button" onClick={() => resume.mutate(run.id)} disabled={resume.isPending} data-testid="resume-button">
+            {resume.isPending ? "Resuming…" : "Resume"}
+          </button>
+        )}
+        <Link className="button" href={`/runs/new?clone=${run.id}`} data-testid="clone-link">
+          Clone
+        </Link>
+      </div>
+      <div className="row small">
+        <Progress done={run.progressDone} total={run.progressTotal} wide />
+        <span className="muted num">
+          {run.progressDone} / {run.progressTotal} updates
+        </span>
+        <span className="muted">·</span>
+        <span className="mono">
+          {run.envName}/{run.task}
+        </span>
+        {run.preset && <span className="muted">preset {run.preset}</span>}
+        <span className="muted">· created {fmtDateTime(run.createdAt)}</span>
+        <span className="muted">· duration {fmtDuration(runSeconds(run, now))}</span>
+        {run.parentId && (
+          <span className="muted">
+            · cloned from <Link href={`/runs/${run.parentId}`}>{run.parentId.slice(0, 8)}</Link>
+          </span>
+        )}
+        <Tags run={run} />
+      </div>
+      {run.error && (
+        <div className="form-banner" data-testid="run-error">
+          {run.error}
+        </div>
+      )}
+      {err && <div className="form-banner">{err.message}</div>}
+    </div>
+  );
+}
+
+// The run page re-renders on every live batch (progress); the parts below only when their own data changes.
+const Episodes = memo(function Episodes({ runId }: { runId: string }) {
+  const eps = useEpisodes(runId, { limit: 24, phase: "eval" });
+  const list = eps.data ?? [];
+  return (
+    <section className="panel">
+      <h2>Latest eval episodes</h2>
+      {list.length === 0 ? (
+        <div className="empty">{eps.isLoading ? "Loading…" : "No evaluation episodes yet."}</div>
+      ) : (
+        <div style={{ maxHeight: 340, overflow: "auto" }}>
+          <table className="table" data-testid="episodes-table">
+            <thead>
+              <tr>
+                <th className="num">update</th>
+                <th>sample</th>
+                <th className="num">coverage</th>
+                <th className="num">F1</th>
+                <th className="num">return</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((e) => (
+                <tr key={`${e.phase}:${e.update}:${e.sampleId}`}>
+                  <td className="num">{e.update}</td>
+                  <td className="mono" title={e.record?.question}>
+                    {e.sampleId}
+                  </td>
+                  <td className="num">{fmtNum(e.coverage, 3)}</td>
+                  <td className="num">{fmtNum(e.f1, 3)}</td>
+                  <td className="num">{fmtNum(e.return, 3)}</td>
+                  <td>
+                    {e.id > 0 ? (
+                      <Link href={`/runs/${runId}/episodes/${e.id}`} data-testid="episode-link">
+                        open
+                      </Link>
+                    ) : (
+                      <span className="muted small">saving…</span>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+});
+
+const Checkpoints = memo(function Checkpoints({ checkpoints, resumeFrom }: { checkpoints: CheckpointDto[]; resumeFrom: string | null }) {
+  const [all, setAll] = useState(false);
+  const sorted = [...checkpoints].sort((a, b) => b.update - a.update || Number(b.best) - Number(a.best));
+  const list = all ? sorted : sorted.slice(0, 8);
+  return (
+    <section className="panel">
+      <h2>Checkpoints</h2>
+      {list.length === 0 ? (
+        <div className="empty">No checkpoints yet.</div>
+      ) : (
+        <table className="table" data-testid="checkpoints-table">
+          <thead>
+            <tr>
+              <th>name</th>
+              <th className="num">update</th>
+              <th className="num">step</th>
+              <th className="num">eval return</th>
+              <th>saved</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.map((c) => (
+              <tr key={`${c.path}:${c.update}`}>
+                <td className="mono" title={c.path}>
+                  {c.path.split(/[\\/]/).pop()}
+                  {c.best ? " ★" : ""}
+                </td>
+                <td className="num">{c.update}</td>
+                <td className="num">{c.step}</td>
+                <td className="num">{fmtNum(c.evalReturn, 3)}</td>
+                <td className="muted">{fmtDateTime(c.createdAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {sorted.length > 8 && (
+        <button type="button" className="link small" onClick={() => setAll(!all)}>
+          {all ? "show latest" : `show all ${sorted.length}`}
+        </button>
+      )}
+      {resumeFrom && <p className="muted small">resumes from {resumeFrom}</p>}
+    </section>
+  );
+});
+
+const Config = memo(function Config({ config }: { config: unknown }) {
+  return (
+    <details className="panel">
+      <summary>
+        <b>Config</b>
+      </summary>
+      <div style={{ marginTop: 10 }}>
+        <ConfigView config={config} />
+      </div>
+    </details>
+  );
+});
+
+export default function RunPage() {
+  const { id } = useParams<{ id: string }>();
+  const run = useRun(id);
+  const [x, setX] = useState<XAxisKind>("step");
+  const [smoothing, setSmoothing] = useState(0.6);
+  const metrics = useRunMetrics(id, { keys: METRIC_KEYS, width: CHART_WIDTH, x });
+  const logs = useLogs(id, 300);
+  const stream = useRunStream(id);
+
+  if (run.error) {
+    return (
+      <main>
+        <div className="form-banner">Could not load run {id}: {(run.error as Error).message}</div>
+      </main>
+    );
+  }
+  if (!run.data) return <main className="empty">Loading run…</main>;
+  const r = run.data;
+  return (
+    <main className="stack" data-testid="run-page" data-run-id={r.id} data-status={r.status}>
+      <Header run={r} />
+      <div className="chart-toolbar panel">
+        <label>
+          smoothing
+          <input type="range" min={0} max={0.99} step={0.01} value={smoothing} onChange={(e) => setSmoothing(Number(e.target.value))} data-testid="smoothing" />
+          <span className="mono" style={{ width: 32 }}>
+            {smoothing.toFixed(2)}
+          </span>
+        </label>
+        <label>
+          x axis
+          <select value={x} onChange={(e) => setX(e.target.value as XAxisKind)} data-testid="x-axis">
+            <option value="step">step</option>
+            <option value="wall">wall time</option>
+          </select>
+        </label>
+        <span className={`badge ${stream.connected ? "ok" : "off"}`}>{stream.connected ? "streaming" : "reconnecting…"}</span>
+        {metrics.isFetching && <span className="muted small">loading series…</span>}
+        {metrics.error && <span className="error-text small">{(metrics.error as Error).message}</span>}
+      </div>
+      <div className="charts">
+        {GROUPS.map((g) => (
+          <MetricChart key={g.id} testId={`chart-${g.id}`} title={g.title} series={g.series} data={metrics.data?.series} x={x} smoothing={smoothing} />
+        ))}
+      </div>
+      <div className="grid2">
+        <Episodes runId={r.id} />
+        <Checkpoints checkpoints={r.checkpoints} resumeFrom={r.resumeFrom} />
+      </div>
+      <section className="panel">
+        <h2>Log</h2>
+        <LogTail lines={logs.data ?? []} />
+      </section>
+      <Config config={r.config} />
+      {r.notes && (
+        <section className="panel">
+          <h2>Notes</h2>
+          <p style={{ whiteSpace: "pre-wrap", margin: 0 }}>{r.notes}</p>
+        </section>
+      )}
+    </main>
+  );
+}

@@ -1,0 +1,202 @@
+"use client";
+import Link from "next/link";
+import { Suspense, useState, type FormEvent } from "react";
+import { useRouter, useSearchParams } from "next/navigation";
+import { runConfigSchema } from "../../../server/qrag/config-schema.ts";
+import { configToDraft, describeSchema, getAt, setAt, switchVariant, validateDraft, type FieldNode } from "../../../lib/config-form.ts";
+import { ApiError } from "../../../lib/api.ts";
+import type { PresetDto, RunDetailDto } from "../../../lib/protocol.ts";
+import { usePresets } from "../../../lib/hooks/usePresets.ts";
+import { useRun } from "../../../lib/hooks/useRun.ts";
+import { useCreateRun } from "../../../lib/hooks/useRunActions.ts";
+import { ConfigFields } from "../../../components/ConfigFields.tsx";
+
+/** The field tree is derived once from the engine's zod schema. */
+const ROOT: FieldNode = describeSchema(runConfigSchema);
+
+const PREFERRED_PRESET = "babilong-cpu";
+
+function stripConfigPrefix(errors: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(errors)) out[k.replace(/^config\.?/, "")] = v;
+  return out;
+}
+
+/** Every field path the form renders (to tell field errors from form-level ones). */
+function fieldPaths(node: FieldNode, out = new Set<string>()): Set<string> {
+  out.add(node.path);
+  if (node.kind === "object") node.children.forEach((c) => fieldPaths(c, out));
+  if (node.kind === "variant") {
+    out.add(`${node.path}.${node.discriminator}`);
+    Object.values(node.options).forEach((o) => fieldPaths(o, out));
+  }
+  return out;
+}
+const PATHS = fieldPaths(ROOT);
+
+interface FormProps {
+  presets: PresetDto[];
+  initialPreset: string;
+  initialConfig: unknown;
+  initialTags: string[];
+  parent: RunDetailDto | null;
+}
+
+function LaunchForm({ presets, initialPreset, initialConfig, initialTags, parent }: FormProps) {
+  const router = useRouter();
+  const create = useCreateRun();
+  const [preset, setPreset] = useState(initialPreset);
+  const [draft, setDraft] = useState<unknown>(() => configToDraft(ROOT, initialConfig));
+  const [tags, setTags] = useState(initialTags.join(", "));
+  const [notes, setNotes] = useState("");
+  const [touched, setTouched] = useState<ReadonlySet<string>>(new Set());
+  const [submitted, setSubmitted] = useState(false);
+  const [serverErrors, setServerErrors] = useState<Record<string, string>>({});
+  const [formError, setFormError] = useState<string | null>(null);
+
+  const result = validateDraft(runConfigSchema, ROOT, draft);
+  const clientErrors = result.ok ? {} : result.errors;
+  const shown: Record<string, string> = {};
+  for (const [p, m] of Object.entries(clientErrors)) if (submitted || touched.has(p)) shown[p] = m;
+  Object.assign(shown, serverErrors);
+  const unplaced = Object.entries(serverErrors).filter(([p]) => !PATHS.has(p));
+
+  const change = (path: string[], value: unknown) => {
+    const p = path.join(".");
+    setDraft((d: unknown) => setAt(d, path, value));
+    setTouched((t) => new Set(t).add(p));
+    if (serverErrors[p]) setServerErrors(({ [p]: _drop, ...rest }) => rest);
+  };
+  const changeVariant = (node: FieldNode & { kind: "variant" }, path: string[], name: string) => {
+    setDraft((d: unknown) => setAt(d, path, switchVariant(node, getAt(d, path), name)));
+  };
+  const choosePreset = (name: string) => {
+    const p = presets.find((x) => x.name === name);
+    setPreset(name);
+    if (p) setDraft(configToDraft(ROOT, p.config));
+    setTouched(new Set());
+    setSubmitted(false);
+    setServerErrors({});
+    setFormError(null);
+  };
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setSubmitted(true);
+    setFormError(null);
+    if (!result.ok) {
+      const first = Object.keys(result.errors)[0];
+      document.querySelector<HTMLElement>(`[data-field="${first}"] input, [data-field="${first}"] select`)?.focus();
+      return;
+    }
+    const config = result.config;
+    try {
+      const run = await create.mutateAsync({
+        name: config.name,
+        preset: preset || undefined,
+        config,
+        tags: tags.split(",").map((t) => t.trim()).filter(Boolean),
+        notes: notes || undefined,
+        parentId: parent?.id,
+      });
+      router.push(`/runs/${run.id}`);
+    } catch (err) {
+      if (err instanceof ApiError && Object.keys(err.fieldErrors).length) {
+        setServerErrors(stripConfigPrefix(err.fieldErrors));
+        setFormError(err.message);
+      } else setFormError((err as Error).message);
+    }
+  };
+
+  const errorCount = Object.keys(shown).length;
+  return (
+    <form onSubmit={submit} noValidate data-testid="launch-form" className="stack">
+      <section className="panel">
+        <div className="form-grid">
+          <div className="field" data-field="preset">
+            <label htmlFor="f-preset">preset</label>
+            <select id="f-preset" name="preset" value={preset} onChange={(e) => choosePreset(e.target.value)} data-testid="preset-select">
+              {!presets.some((p) => p.name === preset) && <option value={preset}>{preset || "(custom)"}</option>}
+              {presets.map((p) => (
+                <option key={p.name} value={p.name}>
+                  {p.name}
+                </option>
+              ))}
+            </select>
+            <span className="hint">{parent ? <>cloned from <Link href={`/runs/${parent.id}`}>{parent.name}</Link></> : "from configs/presets"}</span>
+          </div>
+          <div className="field" data-field="tags">
+            <label htmlFor="f-tags">tags</label>
+            <input id="f-tags" value={tags} onChange={(e) => setTags(e.target.value)} placeholder="comma separated" />
+          </div>
+          <div className="field" data-field="notes" style={{ gridColumn: "span 2" }}>
+            <label htmlFor="f-notes">notes</label>
+            <input id="f-notes" value={notes} onChange={(e) => setNotes(e.target.value)} placeholder="optional" />
+          </div>
+        </div>
+      </section>
+      {(formError || unplaced.length > 0) && (
+        <div className="form-banner" role="alert" data-testid="form-error">
+          {formError}
+          {unplaced.map(([p, m]) => (
+            <div key={p}>
+              {p ? <code>{p}</code> : null} {m}
+            </div>
+          ))}
+        </div>
+      )}
+      <ConfigFields root={ROOT} draft={draft} errors={shown} onChange={change} onVariant={changeVariant} />
+      <div className="row">
+        <button type="submit" className="primary" disabled={create.isPending} data-testid="launch-button">
+          {create.isPending ? "Launching…" : "Launch run"}
+        </button>
+        {errorCount > 0 && (
+          <span className="error-text small">
+            {errorCount} field{errorCount === 1 ? "" : "s"} to fix
+          </span>
+        )}
+        {!result.ok && errorCount === 0 && <span className="muted small">some fields are incomplete</span>}
+      </div>
+    </form>
+  );
+}
+
+function NewRunPage() {
+  const sp = useSearchParams();
+  const cloneId = sp.get("clone") ?? undefined;
+  const presets = usePresets();
+  const clone = useRun(cloneId);
+
+  let body;
+  if (presets.error) body = <div className="form-banner">Could not load presets: {(presets.error as Error).message}</div>;
+  else if (clone.error) body = <div className="form-banner">Could not load run {cloneId}: {(clone.error as Error).message}</div>;
+  else if (!presets.data || (cloneId && !clone.data)) body = <div className="empty">Loading…</div>;
+  else {
+    const list = presets.data;
+    const parent = cloneId ? clone.data! : null;
+    const start = parent
+      ? { preset: parent.preset ?? "", config: parent.config, tags: parent.tags }
+      : (() => {
+          const p = list.find((x) => x.name === PREFERRED_PRESET) ?? list[0];
+          return { preset: p?.name ?? "", config: p?.config ?? {}, tags: [] as string[] };
+        })();
+    body = <LaunchForm key={cloneId ?? "new"} presets={list} initialPreset={start.preset} initialConfig={start.config} initialTags={start.tags} parent={parent} />;
+  }
+  return (
+    <main>
+      <div className="page-head">
+        <h1>{cloneId ? "Clone run" : "New run"}</h1>
+        <span className="muted">fields are generated from the engine&apos;s config schema and checked as you type</span>
+      </div>
+      {body}
+    </main>
+  );
+}
+
+export default function Page() {
+  return (
+    <Suspense fallback={<main className="empty">Loading…</main>}>
+      <NewRunPage />
+    </Suspense>
+  );
+}

@@ -1,0 +1,127 @@
+/** A simple view of one greedy episode: the question, gold facts, and each retrieval step. */
+import type { EpisodeRecord } from "../lib/protocol.ts";
+import { fmtNum } from "../lib/format.ts";
+
+function Scores({ label, s }: { label: string; s: { precision: number; recall: number; f1: number; coverage: number } }) {
+  return (
+    <tr>
+      <td>{label}</td>
+      <td className="num">{fmtNum(s.precision, 3)}</td>
+      <td className="num">{fmtNum(s.recall, 3)}</td>
+      <td className="num">{fmtNum(s.f1, 3)}</td>
+      <td className="num">{fmtNum(s.coverage, 3)}</td>
+    </tr>
+  );
+}
+
+export function EpisodeView({ record }: { record: EpisodeRecord }) {
+  const gold = new Set(record.sf_idx);
+  const found = record.steps.filter((s) => s.gold).length;
+  return (
+    <div className="stack" data-testid="episode-view">
+      <div className="grid2">
+        <section className="panel">
+          <h3>Question</h3>
+          <p style={{ fontSize: 16, margin: "0 0 10px" }} data-testid="episode-question">
+            {record.question}
+          </p>
+          <dl className="kv">
+            <dt>answer</dt>
+            <dd>
+              <b>{record.answer}</b>
+            </dd>
+            <dt>sample</dt>
+            <dd className="mono">{record.id}</dd>
+            <dt>context</dt>
+            <dd>
+              {record.num_chunks} chunks{record.text_len ? `, ~${record.text_len.toLocaleString()} GPT-2 tokens` : ""}
+            </dd>
+            <dt>return</dt>
+            <dd>{fmtNum(record.return, 3)}</dd>
+            <dt>stopping</dt>
+            <dd>
+              <span className={`badge ${record.oracle_stop ? "plain" : "ok"} label-oracle`} data-testid="oracle-label">
+                {record.oracle_stop ? "oracle stop (ground-truth completion)" : "no oracle stop"}
+              </span>
+            </dd>
+          </dl>
+        </section>
+        <section className="panel">
+          <h3>Gold facts ({found} of {record.sf_idx.length} found)</h3>
+          <ol className="facts" data-testid="gold-facts">
+            {record.sf_idx.map((idx, i) => (
+              <li key={idx}>
+                <span className="muted mono">#{idx}</span> {record.sf_texts[i]} {record.pred_idx.includes(idx) ? <span className="gold-mark">✓ retrieved</span> : <span className="muted">not retrieved</span>}
+              </li>
+            ))}
+          </ol>
+          <h3 style={{ marginTop: 14 }}>Retrieval metrics</h3>
+          <table className="table" data-testid="episode-metrics">
+            <thead>
+              <tr>
+                <th />
+                <th className="num">precision</th>
+                <th className="num">recall</th>
+                <th className="num">F1</th>
+                <th className="num">coverage</th>
+              </tr>
+            </thead>
+            <tbody>
+              <Scores label={`all picks (${record.pred_idx.length})`} s={record.metrics} />
+              <Scores label={`Q ≥ ${fmtNum(record.filtered.threshold, 3)} (${record.filtered.kept} kept)`} s={record.filtered} />
+            </tbody>
+          </table>
+        </section>
+      </div>
+      <section>
+        <h2>Steps</h2>
+        <div className="stack" style={{ gap: 10 }}>
+          {record.steps.map((s, i) => (
+            <div key={i} className={`step-card ${s.gold ? "gold" : "miss"}`} data-testid="episode-step">
+              <div className="row small">
+                <b>step {i + 1}</b>
+                <span className="mono">chunk #{s.index}</span>
+                <span className="muted">position {fmtNum(s.position, 3)}</span>
+                <span>Q {fmtNum(s.q, 4)}</span>
+                <span className="muted">
+                  Q1 {fmtNum(s.q1, 4)} · Q2 {fmtNum(s.q2, 4)}
+                </span>
+                <span className="muted">reward {fmtNum(s.reward, 3)}</span>
+                {s.gold ? <span className="gold-mark">gold ✓</span> : <span className="muted">not gold</span>}
+                {record.filtered.threshold !== undefined && s.q < record.filtered.threshold && <span className="badge plain">below Q threshold</span>}
+              </div>
+              <p className="chunk">{s.text}</p>
+              {s.topk.length > 0 && (
+                <details>
+                  <summary className="small muted">top-{s.topk.length} candidates</summary>
+                  <table className="table small">
+                    <thead>
+                      <tr>
+                        <th>chunk</th>
+                        <th className="num">Q</th>
+                        <th>gold</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {s.topk.map((c) => (
+                        <tr key={c.index}>
+                          <td className="mono">
+                            #{c.index}
+                            {c.index === s.index ? " (chosen)" : ""}
+                          </td>
+                          <td className="num">{fmtNum(c.q, 4)}</td>
+                          <td>{c.gold || gold.has(c.index) ? <span className="gold-mark">✓</span> : ""}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </details>
+              )}
+            </div>
+          ))}
+          {record.steps.length === 0 && <div className="empty">The agent stopped without retrieving anything.</div>}
+        </div>
+      </section>
+    </div>
+  );
+}

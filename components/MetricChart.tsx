@@ -1,0 +1,177 @@
+"use client";
+/**
+ * One chart per metric group (Recharts): each series is drawn twice, the raw curve faint behind
+ * and the debiased-EMA smoothed curve on top. x is the step or the wall time; the y axis can be
+ * logarithmic. The container exposes data-points (points held for this chart) and data-last-wall
+ * (wall seconds of the newest point) so tests and the latency benchmark can watch it grow.
+ */
+import { memo, useState } from "react";
+import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import type { SeriesPoint } from "../lib/protocol.ts";
+import type { XAxisKind } from "../lib/hooks/keys.ts";
+import { debiasedEma } from "../lib/smoothing.ts";
+import { fmtDuration, fmtNum } from "../lib/format.ts";
+import { linearAxis, logAxis } from "../lib/chart-ticks.ts";
+
+export interface ChartSeries {
+  key: string;
+  label: string;
+  color: string;
+  axis?: "left" | "right";
+}
+
+interface Props {
+  title: string;
+  /** data-testid of the container, e.g. "chart-qf_loss". */
+  testId: string;
+  series: readonly ChartSeries[];
+  data: Record<string, SeriesPoint[]> | undefined;
+  x: XAxisKind;
+  smoothing: number;
+  height?: number;
+}
+
+interface Row {
+  x: number;
+  raw: number;
+  smooth: number;
+}
+
+/** Most points drawn per series (about two per pixel); longer live tails are thinned, keeping the newest. */
+const MAX_DRAWN = 600;
+
+function thin(rows: Row[]): Row[] {
+  if (rows.length <= MAX_DRAWN) return rows;
+  const every = Math.ceil(rows.length / MAX_DRAWN);
+  const out = rows.filter((_, i) => i % every === 0);
+  if (out[out.length - 1] !== rows[rows.length - 1]) out.push(rows[rows.length - 1]);
+  return out;
+}
+
+/** Short tick labels: 0.25, 1200, 8e-4, 1.5e+6. */
+function fmtTick(v: number): string {
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 1e-3 || a >= 1e6)) return v.toExponential(1).replace(/\.0e/, "e");
+  return String(Number(v.toPrecision(4)));
+}
+
+// Props handed to Recharts are module constants where possible: a new function or object on every
+// render makes its selectors recompute, and the charts re-render on every live batch.
+const MARGIN = { top: 6, right: 12, bottom: 0, left: 0 };
+const MARGIN_RIGHT_AXIS = { top: 6, right: 4, bottom: 0, left: 0 };
+const fmtStep = (v: number) => fmtNum(v, 3);
+const fmtWall = (v: number) => fmtDuration(v);
+const stepLabel = (v: unknown) => `step ${fmtStep(Number(v))}`;
+const wallLabel = (v: unknown) => `wall ${fmtWall(Number(v))}`;
+const fmtValue = (v: unknown, name: unknown) => [fmtNum(Number(v)), String(name)] as [string, string];
+
+function buildRows(points: SeriesPoint[], x: XAxisKind, smoothing: number, log: boolean): Row[] {
+  const pts = log ? points.filter((p) => p.value > 0) : points;
+  const smooth = debiasedEma(pts.map((p) => p.value), smoothing);
+  return thin(pts.map((p, i) => ({ x: x === "wall" ? p.wall : p.step, raw: p.value, smooth: smooth[i] })));
+}
+
+function MetricChartImpl({ title, testId, series, data, x, smoothing, height = 220 }: Props) {
+  const [log, setLog] = useState(false);
+  const lists = series.map((s) => data?.[s.key] ?? []);
+  const count = lists.reduce((n, l) => n + l.length, 0);
+  const lastWall = lists.reduce((m, l) => (l.length ? Math.max(m, l[l.length - 1].wall) : m), 0);
+  // O(points) per render; memo() below skips renders where none of this chart's series changed
+  const rows = lists.map((l) => buildRows(l, x, smoothing, log));
+  const hasRight = series.some((s) => s.axis === "right");
+  const axisFor = (side: "left" | "right") => {
+    let lo = Infinity;
+    let hi = -Infinity;
+    series.forEach((s, i) => {
+      if ((s.axis ?? "left") !== side) return;
+      for (const r of rows[i]) {
+        for (const v of [r.raw, r.smooth]) {
+          if (Number.isFinite(v)) {
+            lo = Math.min(lo, v);
+            hi = Math.max(hi, v);
+          }
+        }
+      }
+    });
+    return log ? logAxis(lo, hi) : linearAxis(lo, hi);
+  };
+  const left = axisFor("left");
+  const xs = rows.flatMap((r) => (r.length ? [r[0].x, r[r.length - 1].x] : []));
+  let xMin = xs.length ? Math.min(...xs) : 0;
+  let xMax = xs.length ? Math.max(...xs) : 1;
+  if (xMax <= xMin) {
+    // one point (e.g. the evaluation at step 0): a zero-width domain breaks the scale
+    xMin -= 1;
+    xMax += 1;
+  }
+  const xTicks = linearAxis(xMin, xMax, 5).ticks.filter((t) => t >= xMin && t <= xMax);
+  const right = hasRight ? axisFor("right") : null;
+  const fmtX = x === "wall" ? fmtWall : fmtStep;
+
+  return (
+    <section className="chart" data-testid={testId} data-points={count} data-last-wall={lastWall}>
+      <div className="chart-head">
+        <h2>{title}</h2>
+        {series.length > 1 &&
+          series.map((s) => (
+            <span key={s.key} className="legend-item">
+              <span className="swatch" style={{ background: s.color }} />
+              {s.label}
+            </span>
+          ))}
+        <label>
+          <input type="checkbox" checked={log} onChange={(e) => setLog(e.target.checked)} /> log
+        </label>
+      </div>
+      {count === 0 ? (
+        <div className="chart-empty" style={{ height }}>
+          no points yet
+        </div>
+      ) : (
+        <ResponsiveContainer width="100%" height={height}>
+          <LineChart margin={hasRight ? MARGIN_RIGHT_AXIS : MARGIN}>
+            <CartesianGrid strokeDasharray="3 3" />
+            <XAxis dataKey="x" type="number" domain={[xMin, xMax]} ticks={xTicks} tickFormatter={fmtX} allowDuplicatedCategory={false} />
+            <YAxis yAxisId="left" scale={log ? "log" : "linear"} domain={left.domain} ticks={left.ticks} allowDataOverflow tickFormatter={fmtTick} width={58} />
+            {right && <YAxis yAxisId="right" orientation="right" scale={log ? "log" : "linear"} domain={right.domain} ticks={right.ticks} allowDataOverflow tickFormatter={fmtTick} width={58} />}
+            <Tooltip isAnimationActive={false} labelFormatter={x === "wall" ? wallLabel : stepLabel} formatter={fmtValue} />
+            {series.flatMap((s, i) => [
+              <Line
+                key={`${s.key}-raw`}
+                data={rows[i]}
+                dataKey="raw"
+                name={`${s.label} (raw)`}
+                yAxisId={s.axis ?? "left"}
+                stroke={s.color}
+                strokeOpacity={0.25}
+                strokeWidth={1}
+                dot={false}
+                activeDot={false}
+                isAnimationActive={false}
+                legendType="none"
+                tooltipType="none"
+              />,
+              <Line
+                key={`${s.key}-smooth`}
+                data={rows[i]}
+                dataKey="smooth"
+                name={s.label}
+                yAxisId={s.axis ?? "left"}
+                stroke={s.color}
+                strokeWidth={1.8}
+                dot={rows[i].length === 1}
+                isAnimationActive={false}
+              />,
+            ])}
+          </LineChart>
+        </ResponsiveContainer>
+      )}
+    </section>
+  );
+}
+
+/** Re-renders only when one of its own series (or a setting) changes. */
+export const MetricChart = memo(MetricChartImpl, (a, b) => {
+  if (a.x !== b.x || a.smoothing !== b.smoothing || a.title !== b.title || a.series !== b.series || a.height !== b.height) return false;
+  return a.series.every((s) => a.data?.[s.key] === b.data?.[s.key]);
+});

@@ -1,0 +1,38 @@
+"use client";
+import Link from "next/link";
+import { usePathname } from "next/navigation";
+import { useWorkers } from "../lib/hooks/useWorkers.ts";
+import { useSocketConnected } from "../lib/hooks/useSocketConnected.ts";
+
+export function TopBar() {
+  const path = usePathname();
+  const workers = useWorkers();
+  const connected = useSocketConnected();
+  const list = workers.data ?? [];
+  const online = list.filter((w) => w.status !== "offline");
+  const title = list.map((w) => `${w.name} (${w.backend}/${w.device}) ${w.status}`).join("\n") || "no workers registered";
+  return (
+    <header className="topbar">
+      <Link href="/" className="brand">
+        Q-RAG Studio
+      </Link>
+      <nav>
+        <Link href="/" className={path === "/" ? "active" : ""}>
+          Runs
+        </Link>
+        <Link href="/runs/new" className={path === "/runs/new" ? "active" : ""}>
+          New run
+        </Link>
+      </nav>
+      <span className="spacer" />
+      <span className="workers" title={title} data-testid="workers-count">
+        <span className={`badge ${online.length ? "ok" : "off"}`}>
+          {workers.isLoading ? "workers …" : `${online.length} worker${online.length === 1 ? "" : "s"} online`}
+        </span>
+        <span className={`badge ${connected ? "ok" : "off"}`} title="live updates (socket.io)">
+          {connected ? "live" : "offline"}
+        </span>
+      </span>
+    </header>
+  );
+}

@@ -1,0 +1,55 @@
+/** Small fetch wrapper for the dashboard's REST API (same origin). */
+import type { FieldErrorsDto } from "./protocol.ts";
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    /** Field path ("envs.task") → message, from a 400 FieldErrorsDto. */
+    readonly fieldErrors: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+function isFieldErrors(v: unknown): v is FieldErrorsDto {
+  return typeof v === "object" && v !== null && "fieldErrors" in v && typeof (v as FieldErrorsDto).fieldErrors === "object";
+}
+
+async function request<T>(method: string, url: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  const res = await fetch(url, {
+    method,
+    headers: body === undefined ? { accept: "application/json" } : { "content-type": "application/json", accept: "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal,
+    cache: "no-store",
+  });
+  const text = await res.text();
+  let data: unknown = undefined;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = text;
+    }
+  }
+  if (!res.ok) {
+    if (isFieldErrors(data)) throw new ApiError(res.status, data.error || `HTTP ${res.status}`, data.fieldErrors ?? {});
+    const msg = typeof data === "object" && data !== null && "error" in data ? String((data as { error: unknown }).error) : typeof data === "string" && data ? data.slice(0, 300) : res.statusText;
+    throw new ApiError(res.status, `${msg || "request failed"} (HTTP ${res.status})`);
+  }
+  return data as T;
+}
+
+export const apiGet = <T>(url: string, signal?: AbortSignal) => request<T>("GET", url, undefined, signal);
+export const apiPost = <T>(url: string, body?: unknown) => request<T>("POST", url, body ?? {});
+export const apiPatch = <T>(url: string, body: unknown) => request<T>("PATCH", url, body);
+
+/** Builds "?a=1&b=2", leaving out empty values. */
+export function qs(params: Record<string, string | number | undefined | null>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") p.set(k, String(v));
+  const s = p.toString();
+  return s ? `?${s}` : "";
+}

@@ -1,0 +1,14 @@
+"use client";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { apiGet, qs } from "../api.ts";
+import type { RunListDto } from "../protocol.ts";
+import { qk, type RunListParams } from "./keys.ts";
+
+/** The runs table. Kept live by useRunsChanged (socket "runs:changed" → invalidate). */
+export function useRuns(params: RunListParams) {
+  return useQuery({
+    queryKey: qk.runList(params),
+    queryFn: ({ signal }) => apiGet<RunListDto>(`/api/runs${qs({ ...params })}`, signal),
+    placeholderData: keepPreviousData,
+  });
+}

@@ -1,0 +1,151 @@
+/**
+ * Pure functions that fold one socket batch ("run:batch") into cached REST data. Each cache entry
+ * carries its own watermark (MetricsDto.lastSeq, RunDto.lastSeq, the seq of the last log line), and
+ * a batch at or below it is ignored, so replaying batches after a reconnect or a gap never
+ * duplicates anything. Episodes carry no seq and are de-duplicated by (phase, update, sample).
+ */
+import type { EngineEvent, EpisodeDto, LogLineDto, MetricsDto, RunBatchMsg, RunDetailDto, RunDto, RunSummary, SeriesPoint } from "./protocol.ts";
+
+const SUMMARY_KEYS = new Set<string>(["qf_loss", "eval_coverage", "eval_f1", "eval_return", "train_return", "transitions_per_s"]);
+
+/** Appends the batch's metric points for the keys this entry holds. */
+export function mergeMetrics(data: MetricsDto, batch: RunBatchMsg, keys: readonly string[]): MetricsDto {
+  if (batch.seq <= data.lastSeq) return data;
+  let series = data.series;
+  const wanted = new Set(keys);
+  let added: Record<string, SeriesPoint[]> | null = null;
+  for (const e of batch.events) {
+    if (e.type !== "metric" || !wanted.has(e.key)) continue;
+    added ??= {};
+    (added[e.key] ??= []).push({ step: e.step, update: e.update, wall: e.wall, value: e.value });
+  }
+  if (added) {
+    series = { ...series };
+    for (const [k, pts] of Object.entries(added)) series[k] = [...(series[k] ?? []), ...pts];
+  }
+  return { ...data, series, lastSeq: batch.seq };
+}
+
+/** Status, progress, backend, summary and checkpoints of a run (list row or detail). */
+export function mergeRun<T extends RunDto>(run: T, batch: RunBatchMsg, now = new Date()): T {
+  if (batch.seq <= run.lastSeq) return run;
+  const next: T = { ...run, lastSeq: batch.seq };
+  let summary: RunSummary | null = null;
+  for (const e of batch.events) applyRunEvent(next, e, now, () => (summary ??= { ...run.summary }));
+  if (summary) next.summary = summary;
+  return next;
+}
+
+function applyRunEvent<T extends RunDto>(run: T, e: EngineEvent, now: Date, summary: () => RunSummary): void {
+  switch (e.type) {
+    case "run_start":
+      if (run.status === "queued") run.status = "running";
+      run.backend = e.meta.backend;
+      run.device = e.meta.device;
+      run.startedAt ??= e.meta.startedAt;
+      break;
+    case "progress":
+      if (e.phase === "train") {
+        run.progressDone = e.done;
+        run.progressTotal = e.total;
+      }
+      break;
+    case "metric": {
+      const s = summary();
+      if (SUMMARY_KEYS.has(e.key)) (s as Record<string, number>)[e.key] = e.value;
+      s.step = e.step;
+      s.update = e.update;
+      break;
+    }
+    case "checkpoint":
+      if ("checkpoints" in run) {
+        const d = run as unknown as RunDetailDto;
+        const cp = { step: e.step, update: e.update, path: e.path, best: e.best, evalReturn: e.evalReturn ?? null, createdAt: now.toISOString() };
+        // the server keeps every save (the same folder, e.g. checkpoints/last, at each evaluation)
+        if (!d.checkpoints.some((c) => c.path === e.path && c.update === e.update)) d.checkpoints = [...d.checkpoints, cp];
+      }
+      break;
+    case "run_end":
+      run.status = e.status;
+      run.finishedAt ??= now.toISOString();
+      if (e.error) run.error = e.error;
+      break;
+    default:
+      break;
+  }
+}
+
+/** Appends the batch's log lines, keeping the last `limit`. */
+export function mergeLogs(lines: LogLineDto[], batch: RunBatchMsg, limit: number, now = new Date()): LogLineDto[] {
+  const last = lines.length ? lines[lines.length - 1].seq : -1;
+  if (batch.seq <= last) return lines;
+  const add: LogLineDto[] = [];
+  for (const e of batch.events) if (e.type === "log") add.push({ seq: batch.seq, level: e.level, message: e.message, at: now.toISOString() });
+  if (!add.length) return lines;
+  const out = [...lines, ...add];
+  return out.length > limit ? out.slice(out.length - limit) : out;
+}
+
+export const episodeKey = (e: Pick<EpisodeDto, "phase" | "update" | "sampleId">) => `${e.phase}:${e.update}:${e.sampleId}`;
+
+/**
+ * Prepends the batch's episodes (the list is latest first). Live episodes have no database id yet
+ * (id 0); a later refetch of the list brings the ids the episode page links to.
+ */
+export function mergeEpisodes(list: EpisodeDto[], batch: RunBatchMsg, limit: number, phase?: string): EpisodeDto[] {
+  const fresh: EpisodeDto[] = [];
+  for (const e of batch.events) {
+    if (e.type !== "episode" || (phase && e.phase !== phase)) continue;
+    const r = e.record;
+    fresh.push({ id: 0, phase: e.phase, step: e.step, update: e.update, sampleId: r.id, coverage: r.metrics.coverage, f1: r.metrics.f1, return: r.return, record: r });
+  }
+  if (!fresh.length) return list;
+  const seen = new Set(list.map(episodeKey));
+  const add = fresh.filter((e) => !seen.has(episodeKey(e))).reverse();
+  if (!add.length) return list;
+  return [...add, ...list].slice(0, limit);
+}
+
+/** True when the batch carries events that change this kind of data. */
+export const batchHas = (batch: RunBatchMsg, type: EngineEvent["type"]) => batch.events.some((e) => e.type === type);
+
+/**
+ * Orders one run's batches: applies seq = cursor + 1 at once, holds early ones, drops what was
+ * already applied, and on a gap asks for a re-subscription from the cursor (at most once per
+ * `resyncWaitMs` while the replay is on its way).
+ */
+export class BatchSequencer {
+  /** Last applied seq; -1 until the first subscription. */
+  cursor = -1;
+  private readonly held = new Map<number, RunBatchMsg>();
+  private resyncUntil = 0;
+
+  constructor(
+    private readonly resyncWaitMs = 2_000,
+    private readonly maxHeld = 1_000,
+  ) {}
+
+  /** A (re-)subscription from `afterSeq` was sent. */
+  subscribed(afterSeq: number, now: number): void {
+    this.cursor = afterSeq;
+    for (const s of [...this.held.keys()]) if (s <= afterSeq) this.held.delete(s);
+    this.resyncUntil = now + this.resyncWaitMs;
+  }
+
+  push(msg: RunBatchMsg, now: number): { apply: RunBatchMsg[]; resubscribe: boolean } {
+    if (this.cursor < 0 || msg.seq <= this.cursor) return { apply: [], resubscribe: false };
+    if (msg.seq !== this.cursor + 1) {
+      if (this.held.size < this.maxHeld) this.held.set(msg.seq, msg);
+      return { apply: [], resubscribe: now >= this.resyncUntil };
+    }
+    const apply = [msg];
+    this.cursor = msg.seq;
+    for (let next = this.held.get(this.cursor + 1); next; next = this.held.get(this.cursor + 1)) {
+      this.held.delete(next.seq);
+      apply.push(next);
+      this.cursor = next.seq;
+    }
+    if (this.held.size === 0) this.resyncUntil = 0;
+    return { apply, resubscribe: false };
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * Real-browser tests of the dashboard (playwright-core + Debian chromium), against the real
+ * server (server/main.ts, production Next build) and its real local worker running the engine's
+ * tiny preset. Screenshots go to test-results/screenshots/.
+ *
+ * Without chromium the tests are skipped with a message, except under CI=true where that fails.
+ * QRAG_E2E_URL=http://… reuses a running server instead of starting one.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, waitFor, type TestServer } from "./ui-browser-helpers.ts";
+
+const skip = browserUnavailable();
+if (skip) console.log(`browser tests skipped: ${skip}`);
+
+describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_000 }, () => {
+  let server: TestServer | null = null;
+  let base = process.env.QRAG_E2E_URL ?? "";
+  let browser: Browser;
+  let page: Page;
+  /** The run launched from the form; the later tests open its episodes and cancel it. */
+  let runId = "";
+  const errors: string[] = [];
+
+  const shot = async (name: string, p: Page = page) => {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await p.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  };
+  const points = (testId: string) => page.locator(`[data-testid="${testId}"]`).getAttribute("data-points").then((v) => Number(v ?? 0));
+
+  before(async () => {
+    if (!base) {
+      ensureNextBuild((m) => console.log(`# ${m}`));
+      server = await startTestServer();
+      base = server.url;
+    }
+    browser = await launchBrowser();
+    page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page.on("console", (m) => {
+      if (m.type() === "error") errors.push(`console: ${m.text()}`);
+    });
+    // the local worker must be connected before a run can start
+    await waitFor("a connected worker", async () => {
+      const r = await fetch(`${base}/api/workers`);
+      const ws = (await r.json()) as { status: string }[];
+      return ws.some((w) => w.status !== "offline");
+    });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("an invalid field shows its message, before submit and from the server", async () => {
+    await page.goto(`${base}/runs/new`);
+    await page.selectOption('[data-testid="preset-select"]', "tiny");
+    const steps = page.locator('[data-field="steps_count"] input');
+    const stepsError = page.locator('[data-field="steps_count"] .field-error');
+    await steps.fill("-1");
+    assert.equal(await stepsError.textContent(), "must be ≥ 1");
+    await steps.fill("many");
+    assert.equal(await stepsError.textContent(), "must be a number");
+    await page.locator('[data-field="algo.encoder.dim"] input').fill("30");
+    assert.match((await page.locator('[data-field="algo.encoder.dim"] .field-error').textContent()) ?? "", /divisible by 4/);
+    // submitting an invalid form sends nothing and keeps the messages
+    let posted = 0;
+    page.on("request", (r) => {
+      if (r.method() === "POST" && r.url().endsWith("/api/runs")) posted++;
+    });
+    await page.click('[data-testid="launch-button"]');
+    assert.equal(posted, 0);
+    assert.ok(page.url().endsWith("/runs/new"));
+    await shot("form-invalid");
+
+    // a 400 from the server puts its fieldErrors under the fields
+    await steps.fill("60");
+    await page.locator('[data-field="algo.encoder.dim"] input').fill("32");
+    await page.route("**/api/runs", (route) =>
+      route.request().method() === "POST"
+        ? route.fulfill({ status: 400, contentType: "application/json", body: JSON.stringify({ error: "invalid config: envs.task", fieldErrors: { "envs.task": "the server refused this task" } }) })
+        : route.continue(),
+    );
+    await page.click('[data-testid="launch-button"]');
+    await page.locator('[data-field="envs.task"] .field-error').waitFor();
+    assert.equal(await page.locator('[data-field="envs.task"] .field-error').textContent(), "the server refused this task");
+    await page.unroute("**/api/runs");
+    errors.length = 0; // the browser logs the mocked 400 as a failed resource load
+  });
+
+  test("launch a run from the form and watch the TD-loss chart gain points live", async () => {
+    await page.goto(`${base}/runs/new`);
+    await page.selectOption('[data-testid="preset-select"]', "tiny");
+    // long enough to watch it stream and to cancel it later; TD loss is logged every 10 updates
+    await page.locator('[data-field="steps_count"] input').fill("3000");
+    await page.locator('[data-field="eval_interval"] input').fill("50");
+    await page.locator('[data-field="name"] input').fill("e2e-launch");
+    await page.locator("#f-tags").fill("e2e, browser");
+    await page.click('[data-testid="launch-button"]');
+    await page.waitForURL((u) => /^\/runs\/(?!new$)[^/]+$/.test(u.pathname), { timeout: 15_000 });
+    runId = page.url().split("/").pop()!;
+    assert.equal(await page.locator('[data-testid="run-name"]').textContent(), "e2e-launch");
+
+    await page.waitForFunction(() => Number(document.querySelector('[data-testid="chart-qf_loss"]')?.getAttribute("data-points")) > 0, null, { timeout: 60_000 });
+    const first = await points("chart-qf_loss");
+    await page.waitForFunction((n) => Number(document.querySelector('[data-testid="chart-qf_loss"]')?.getAttribute("data-points")) >= n + 3, first, { timeout: 60_000 });
+    assert.equal(await page.locator('[data-testid="run-page"]').getAttribute("data-status"), "running");
+    // drawn, not only counted: the smoothed TD-loss curve is an SVG path
+    assert.ok((await page.locator('[data-testid="chart-qf_loss"] .recharts-line-curve').count()) >= 2);
+    await page.locator('[data-testid="backend-badge"]').waitFor();
+    await page.waitForTimeout(1500);
+    await shot("run-live");
+  });
+
+  test("open an episode and see its steps", async () => {
+    assert.ok(runId, "needs the launched run");
+    const link = page.locator('[data-testid="episode-link"]').first();
+    await link.waitFor({ timeout: 60_000 });
+    await link.click();
+    await page.waitForURL(/\/episodes\/\d+$/);
+    await page.locator('[data-testid="episode-view"]').waitFor();
+    const question = (await page.locator('[data-testid="episode-question"]').textContent()) ?? "";
+    assert.ok(question.trim().length > 0);
+    assert.ok((await page.locator('[data-testid="episode-step"]').count()) >= 1);
+    assert.ok((await page.locator('[data-testid="gold-facts"] li').count()) >= 1);
+    assert.match((await page.locator('[data-testid="oracle-label"]').textContent()) ?? "", /oracle stop/);
+    await shot("episode");
+  });
+
+  test("cancel a run and see status cancelled", async () => {
+    await page.goto(`${base}/runs/${runId}`);
+    await page.locator('[data-testid="run-page"][data-status="running"]').waitFor({ timeout: 30_000 });
+    await page.click('[data-testid="cancel-button"]');
+    await page.locator('[data-testid="run-page"][data-status="cancelled"]').waitFor({ timeout: 60_000 });
+    assert.equal(await page.locator('[data-testid="status-badge"]').first().getAttribute("data-status"), "cancelled");
+    await page.locator('[data-testid="resume-button"]').waitFor();
+    await shot("run-cancelled");
+    // clone it into the form: the fields come back with the run's config
+    await page.click('[data-testid="clone-link"]');
+    await page.waitForURL(/\/runs\/new\?clone=/);
+    await page.locator('[data-testid="launch-form"]').waitFor();
+    assert.equal(await page.locator('[data-field="steps_count"] input').inputValue(), "3000");
+    assert.equal(await page.locator('[data-field="name"] input').inputValue(), "e2e-launch");
+    assert.equal(await page.locator('[data-testid="preset-select"]').inputValue(), "tiny");
+  });
+
+  test("the runs table lists the run with its tags; light and dark screenshots", async () => {
+    await page.goto(`${base}/`);
+    const row = page.locator(`[data-testid="runs-table"] tr[data-run-id="${runId}"]`);
+    await row.waitFor();
+    assert.match((await row.textContent()) ?? "", /e2e-launch.*cancelled/);
+    await row.locator("button.chip", { hasText: "browser" }).click();
+    await page.waitForURL(/tag=browser/);
+    await row.waitFor();
+    await shot("runs-light");
+    const dark = await browser.newPage({ viewport: { width: 1360, height: 900 }, colorScheme: "dark" });
+    await dark.goto(`${base}/runs/${runId}`);
+    await dark.locator('[data-testid="chart-qf_loss"] .recharts-line-curve').first().waitFor();
+    await dark.waitForTimeout(500);
+    await shot("run-dark", dark);
+    await dark.close();
+    assert.deepEqual(errors, []);
+  });
+});

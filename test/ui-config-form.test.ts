@@ -1,0 +1,72 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { runConfigSchema } from "../server/qrag/config-schema.ts";
+import { resolveConfig } from "../server/qrag/config.ts";
+import { configToDraft, describeSchema, draftToConfig, setAt, switchVariant, validateDraft, type FieldNode } from "../lib/config-form.ts";
+
+const root = describeSchema(runConfigSchema);
+
+test("the form tree mirrors the zod schema: groups, variants, enums, numbers, lists", () => {
+  assert.equal(root.kind, "object");
+  if (root.kind !== "object") return;
+  const byKey = (n: FieldNode & { kind: "object" }, k: string) => n.children.find((c) => c.key === k)!;
+  const steps = byKey(root, "steps_count");
+  assert.ok(steps.kind === "number" && steps.bounds.int && steps.bounds.min === 1 && !steps.optional);
+  const seed = byKey(root, "seed");
+  assert.ok(seed.optional && seed.defaultValue === 42);
+  const backend = byKey(root, "backend");
+  assert.ok(backend.kind === "enum" && backend.values.includes("wasm"));
+  const envs = byKey(root, "envs");
+  assert.ok(envs.kind === "variant");
+  if (envs.kind !== "variant") return;
+  assert.deepEqual(Object.keys(envs.options), ["babilong", "niah", "hotpotqa", "musique"]);
+  const ns = byKey(envs.options.babilong, "num_sentences");
+  assert.ok(ns.kind === "numbers" && ns.scalar && ns.path === "envs.num_sentences");
+  const algo = byKey(root, "algo");
+  assert.ok(algo.kind === "object");
+  if (algo.kind !== "object") return;
+  const betas = byKey(byKey(algo, "optimizer") as FieldNode & { kind: "object" }, "betas");
+  assert.ok(betas.kind === "numbers" && betas.length === 2 && betas.path === "algo.optimizer.betas");
+});
+
+test("a preset survives config → draft → config unchanged", () => {
+  for (const preset of ["tiny", "babilong-cpu", "niah-cpu"]) {
+    const cfg = resolveConfig({ preset });
+    const back = validateDraft(runConfigSchema, root, configToDraft(root, cfg));
+    assert.ok(back.ok, preset);
+    if (back.ok) assert.deepEqual(back.config, cfg);
+  }
+});
+
+test("invalid fields get a message at their own path", () => {
+  const draft = configToDraft(root, resolveConfig({ preset: "tiny" }));
+  const bad = (path: string[], text: string) => {
+    const r = validateDraft(runConfigSchema, root, setAt(draft, path, text));
+    assert.ok(!r.ok);
+    return r.ok ? {} : r.errors;
+  };
+  assert.equal(bad(["steps_count"], "-1").steps_count, "must be ≥ 1");
+  assert.equal(bad(["steps_count"], "abc").steps_count, "must be a number");
+  assert.equal(bad(["steps_count"], "2.5").steps_count, "must be a whole number");
+  assert.equal(bad(["steps_count"], "").steps_count, "required");
+  assert.equal(bad(["algo", "encoder", "dim"], "30")["algo.encoder.dim"], "must be divisible by 4 (two heads of rotary pairs)");
+  assert.match(bad(["envs", "task"], "qa9")["envs.task"], /expected qa1\.\.qa5/);
+  assert.equal(bad(["batch_size"], "33").batch_size, "must be a multiple of envs_parallel");
+});
+
+test("number lists, optional fields and switching the environment", () => {
+  const draft = configToDraft(root, resolveConfig({ preset: "tiny" }));
+  const withList = draftToConfig(root, setAt(draft, ["envs", "num_sentences"], "10, 20")) as { envs: { num_sentences: unknown } };
+  assert.deepEqual(withList.envs.num_sentences, [10, 20]);
+  const noName = draftToConfig(root, setAt(draft, ["name"], "")) as Record<string, unknown>;
+  assert.ok(!("name" in noName));
+  if (root.kind !== "object") return;
+  const envs = root.children.find((c) => c.key === "envs")!;
+  if (envs.kind !== "variant") return;
+  const niah = switchVariant(envs, (draft as Record<string, unknown>).envs, "niah") as Record<string, unknown>;
+  assert.equal(niah.name, "niah");
+  assert.equal(niah.max_steps, "6"); // shared field kept
+  assert.ok(!("noise" in niah));
+  const r = validateDraft(runConfigSchema, root, setAt(setAt(draft, ["envs"], niah), ["envs", "task"], "niah_single_1"));
+  assert.ok(r.ok, JSON.stringify(!r.ok && r.errors));
+});

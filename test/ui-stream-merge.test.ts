@@ -1,0 +1,86 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { BatchSequencer, mergeEpisodes, mergeLogs, mergeMetrics, mergeRun } from "../lib/stream-merge.ts";
+import type { EngineEvent, EpisodeRecord, MetricsDto, RunBatchMsg, RunDetailDto } from "../lib/protocol.ts";
+
+const batch = (seq: number, events: EngineEvent[] = []): RunBatchMsg => ({ runId: "r1", seq, events });
+const metric = (key: "qf_loss" | "lr", update: number, value: number): EngineEvent => ({ type: "metric", key, step: update * 40, update, value, wall: update / 10 });
+
+const run: RunDetailDto = {
+  id: "r1", name: "tiny", status: "queued", preset: "tiny", envName: "babilong", task: "qa1", tags: [], notes: "",
+  workerId: null, workerName: null, backend: null, device: null, createdAt: "2026-01-01T00:00:00.000Z", startedAt: null,
+  finishedAt: null, durationSeconds: null, error: null, parentId: null, attempt: 1, lastSeq: 2, progressDone: 0,
+  progressTotal: 60, summary: {}, config: {}, resumeFrom: null, checkpoints: [],
+};
+
+test("metric points are appended once per cache entry, for the keys it holds", () => {
+  const data: MetricsDto = { series: { qf_loss: [{ step: 0, update: 0, wall: 0, value: 1 }] }, lastSeq: 3 };
+  const b4 = batch(4, [metric("qf_loss", 10, 0.5), metric("lr", 10, 1e-3), metric("qf_loss", 20, 0.25)]);
+  const m = mergeMetrics(data, b4, ["qf_loss"]);
+  assert.deepEqual(m.series.qf_loss.map((p) => p.value), [1, 0.5, 0.25]);
+  assert.equal(m.series.lr, undefined);
+  assert.equal(m.lastSeq, 4);
+  assert.equal(mergeMetrics(m, b4, ["qf_loss"]), m, "a replayed batch changes nothing");
+  assert.equal(mergeMetrics(m, batch(3, [metric("qf_loss", 5, 9)]), ["qf_loss"]), m, "a batch under the watermark is ignored");
+  assert.equal(data.series.qf_loss.length, 1, "the cached object is not mutated");
+});
+
+test("run status, backend, progress, summary and checkpoints follow the events", () => {
+  const r = mergeRun(run, batch(3, [
+    { type: "run_start", meta: { name: "tiny", backend: "wasm", device: "wasm (1 thread)", engineVersion: "0", config: {}, startedAt: "2026-01-01T00:00:01.000Z" } },
+    { type: "progress", phase: "train", done: 10, total: 60 },
+    metric("qf_loss", 10, 0.5),
+    { type: "checkpoint", step: 400, update: 10, path: "/runs/r1/checkpoints/last", best: false, evalReturn: 0.4 },
+  ]));
+  assert.equal(r.status, "running");
+  assert.equal(r.backend, "wasm");
+  assert.equal(r.progressDone, 10);
+  assert.equal(r.summary.qf_loss, 0.5);
+  assert.equal(r.summary.update, 10);
+  assert.equal(r.checkpoints.length, 1);
+  assert.equal(r.lastSeq, 3);
+  const r2 = mergeRun(r, batch(4, [
+    { type: "checkpoint", step: 800, update: 20, path: "/runs/r1/checkpoints/last", best: false },
+    { type: "run_end", status: "cancelled", step: 800, update: 20 },
+  ]));
+  assert.equal(r2.status, "cancelled");
+  assert.ok(r2.finishedAt);
+  assert.deepEqual(r2.checkpoints.map((c) => c.update), [10, 20], "every save of checkpoints/last is kept, as the server lists them");
+  assert.equal(mergeRun(r2, batch(4)), r2);
+  assert.equal(run.status, "queued");
+});
+
+test("log lines and episodes are not duplicated by a replay", () => {
+  const logs = mergeLogs([], batch(5, [{ type: "log", level: "info", message: "a" }, { type: "log", level: "warn", message: "b" }]), 3);
+  assert.deepEqual(logs.map((l) => [l.seq, l.message]), [[5, "a"], [5, "b"]]);
+  assert.equal(mergeLogs(logs, batch(5, [{ type: "log", level: "info", message: "a" }]), 3), logs);
+  assert.deepEqual(mergeLogs(logs, batch(6, [{ type: "log", level: "info", message: "c" }, { type: "log", level: "info", message: "d" }]), 3).map((l) => l.message), ["b", "c", "d"]);
+
+  const rec = (id: string) => ({ id, question: "q", answer: "a", return: 1, metrics: { precision: 1, recall: 1, f1: 1, coverage: 1 } }) as unknown as EpisodeRecord;
+  const ev = (id: string): EngineEvent => ({ type: "episode", phase: "eval", step: 0, update: 20, record: rec(id) });
+  const eps = mergeEpisodes([], batch(7, [ev("s0"), ev("s1")]), 10, "eval");
+  assert.deepEqual(eps.map((e) => e.sampleId), ["s1", "s0"], "latest first");
+  assert.equal(mergeEpisodes(eps, batch(7, [ev("s0"), ev("s1")]), 10, "eval"), eps);
+  assert.equal(mergeEpisodes(eps, batch(8, [{ ...ev("s2"), phase: "train" } as EngineEvent]), 10, "eval"), eps, "other phases are filtered out");
+});
+
+test("the sequencer applies in order, holds early batches and asks for a replay on a gap", () => {
+  const s = new BatchSequencer(2_000);
+  assert.deepEqual(s.push(batch(1), 0), { apply: [], resubscribe: false }, "nothing before the first subscription");
+  s.subscribed(4, 0);
+  assert.deepEqual(s.push(batch(5), 10).apply.map((b) => b.seq), [5]);
+  assert.deepEqual(s.push(batch(5), 11).apply, [], "duplicate");
+  // seq 6 is lost: 7 is held and a replay from 5 is asked for at once
+  assert.deepEqual(s.push(batch(7), 12), { apply: [], resubscribe: true });
+  s.subscribed(s.cursor, 12);
+  assert.equal(s.cursor, 5);
+  assert.equal(s.push(batch(8), 100).resubscribe, false, "a replay is on its way: no second request");
+  assert.equal(s.push(batch(9), 2_600).resubscribe, true, "still missing after the wait: ask again");
+  s.subscribed(s.cursor, 2_600);
+  assert.deepEqual(s.push(batch(6), 2_700).apply.map((b) => b.seq), [6, 7, 8, 9]);
+  assert.equal(s.cursor, 9);
+  // a reconnect re-subscribes from the cursor; replayed batches at or below it are ignored
+  s.subscribed(s.cursor, 3_000);
+  assert.deepEqual(s.push(batch(9), 3_001).apply, []);
+  assert.deepEqual(s.push(batch(10), 3_002).apply.map((b) => b.seq), [10]);
+});
