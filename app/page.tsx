@@ -2,13 +2,12 @@
 import Link from "next/link";
 import { Suspense, useEffect, useState } from "react";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { RUN_STATUSES } from "../lib/protocol.ts";
+import { RUN_LIST_SORTS, RUN_STATUSES } from "../lib/protocol.ts";
 import { useRuns } from "../lib/hooks/useRuns.ts";
 import type { RunListParams } from "../lib/hooks/keys.ts";
 import { RunsTable } from "../components/RunsTable.tsx";
 
 const PAGE = 50;
-const SORTS = ["createdAt", "name", "status", "duration"] as const;
 
 function RunsPage() {
   const sp = useSearchParams();
@@ -19,7 +18,7 @@ function RunsPage() {
     status: sp.get("status") ?? undefined,
     q: sp.get("q") ?? undefined,
     tag: sp.get("tag") ?? undefined,
-    sort: (SORTS as readonly string[]).includes(sortParam ?? "") ? (sortParam as RunListParams["sort"]) : "createdAt",
+    sort: (RUN_LIST_SORTS as readonly string[]).includes(sortParam ?? "") ? (sortParam as RunListParams["sort"]) : "createdAt",
     order: sp.get("order") === "asc" ? "asc" : "desc",
     limit: PAGE,
     offset: Number(sp.get("offset") ?? 0) || 0,

@@ -1,13 +1,8 @@
+import type { RunListQuery } from "../protocol.ts";
+
 /** React Query keys: everything about one run lives under ["run", id, …]. */
-export interface RunListParams {
-  status?: string;
-  q?: string;
-  tag?: string;
-  sort?: "createdAt" | "name" | "status" | "duration";
-  order?: "asc" | "desc";
-  limit?: number;
-  offset?: number;
-}
+
+export type RunListParams = RunListQuery<string>;
 export type XAxisKind = "step" | "wall";
 export interface MetricsParams {
   keys: readonly string[];

@@ -1,6 +1,6 @@
 /** REST handlers for /api/runs and /api/runs/:id/... (bound by the route files under app/api/runs). */
 import { z } from "zod";
-import { RUN_STATUSES, type RunStatus } from "../../lib/protocol.ts";
+import { RUN_LIST_SORTS, RUN_STATUSES, type RunStatus } from "../../lib/protocol.ts";
 import { cancelRun, cloneRun, createRun, getRun, listRuns, patchRun, resumeRun } from "../runs/service.ts";
 import { getEpisode, getMetrics, listEpisodes, listLogs, listSweep } from "../runs/queries.ts";
 import { ApiError, badRequest } from "../runs/errors.ts";
@@ -35,7 +35,7 @@ const listQuery = z.strictObject({
     }),
   q: z.string().max(200).optional(),
   tag: z.string().max(64).optional(),
-  sort: z.enum(["createdAt", "name", "status", "duration"]).optional(),
+  sort: z.enum(RUN_LIST_SORTS).optional(),
   order: z.enum(["asc", "desc"]).optional(),
   limit: intParam(1, 5000).optional(),
   offset: intParam(0, 10_000_000).optional(),

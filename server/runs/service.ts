@@ -5,7 +5,7 @@
  */
 import crypto from "node:crypto";
 import type { Prisma } from "../../generated/sqlite/client.ts";
-import type { RunDetailDto, RunDto, RunListDto, RunStatus } from "../../lib/protocol.ts";
+import type { RunDetailDto, RunDto, RunListDto, RunListQuery, RunStatus } from "../../lib/protocol.ts";
 import type { DbHandle } from "../db/client.ts";
 import { hooks } from "../realtime/hub.ts";
 import { applyOverrides, describeConfig, mergeEdits, presetTree, validateRunConfig } from "./config.ts";
@@ -69,15 +69,7 @@ export async function createRun(h: DbHandle, input: CreateRunInput): Promise<Run
   return created;
 }
 
-export interface ListRunsQuery {
-  status?: RunStatus[];
-  q?: string;
-  tag?: string;
-  sort?: "createdAt" | "name" | "status" | "duration";
-  order?: "asc" | "desc";
-  limit?: number;
-  offset?: number;
-}
+export type ListRunsQuery = RunListQuery<RunStatus[]>;
 
 /** The runs table: filters, search, sort and page in the database; 3 queries, no N+1. */
 export async function listRuns(h: DbHandle, query: ListRunsQuery = {}): Promise<RunListDto> {
