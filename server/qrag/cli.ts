@@ -153,10 +153,11 @@ program
   .command("bench")
   .description("run the benchmarks (JSON to stdout and bench-results/)")
   .option("--parts <list>", "comma-separated parts to run")
+  .option("--tasks <list>", "learning part: comma-separated tasks (qa1,qa2,qa3)")
   .option("--out <file>", "JSON output file")
-  .action(async (o: { parts?: string; out?: string }) => {
+  .action(async (o: { parts?: string; tasks?: string; out?: string }) => {
     const { runBench } = await import("./bench/main.ts");
-    const res = await runBench({ parts: o.parts?.split(","), outFile: o.out });
+    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), outFile: o.out });
     const file = o.out ?? path.resolve("bench-results", "latest.json");
     fs.mkdirSync(path.dirname(file), { recursive: true });
     console.log(JSON.stringify(res, null, 2));

@@ -23,7 +23,9 @@ class WorkloadChunks {
 
   at(i: number): string | undefined {
     if (i < 0 || i >= this.length) return undefined;
-    const r = new Rng((this.seed * 2654435761 + i) >>> 0);
+    // Math.imul keeps the mix in 32-bit integers: a float product would exceed 2^53 and round
+    // neighbouring i to the same seed (identical chunks that deduplication then skips).
+    const r = new Rng((Math.imul(this.seed, 0x9e3779b1) + i) >>> 0);
     const ws = new Array<string>(CHUNK_WORDS);
     for (let k = 0; k < CHUNK_WORDS; k++) ws[k] = word(r.int(CONTENT_WORDS));
     return ws.join(" ");
