@@ -15,6 +15,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Server } from "socket.io";
@@ -173,7 +174,13 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     // the token travels in the environment, not on a command line other users can read
     child = spawn(process.execPath, ["--import", "tsx", entry, "--url", url, "--name", "local", "--data-dir", dataDir], {
       cwd: ROOT,
-      env: { ...process.env, QRAG_DATA_DIR: dataDir, QRAG_WORKER_TOKEN: workerToken },
+      // One core stays with the dashboard (live charts), unless QRAG_WASM_THREADS says otherwise.
+      env: {
+        ...process.env,
+        QRAG_DATA_DIR: dataDir,
+        QRAG_WORKER_TOKEN: workerToken,
+        QRAG_WASM_THREADS: process.env.QRAG_WASM_THREADS ?? String(Math.max(1, os.cpus().length - 1)),
+      },
       stdio: ["ignore", "inherit", "inherit"],
     });
     const me = child;

@@ -7,6 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as tf from "@tensorflow/tfjs";
 import { parseBackendPref, pickBackend } from "../server/qrag/backend.ts";
+import { wasmThreadsWanted } from "../server/qrag/wasm-threads.ts";
 import {
   dropout,
   dropoutMask,
@@ -68,7 +69,8 @@ function assertClose(a: Arrays, b: Arrays, tol: number, what: string): void {
 
 test("pickBackend: wasm by default, idempotent, clear errors", async () => {
   assert.equal(info.backend, "wasm");
-  assert.match(info.device, /^wasm \(1 thread(, SIMD)?\)$/);
+  const threads = wasmThreadsWanted();
+  assert.match(info.device, threads === 1 ? /^wasm \(1 thread(, SIMD)?\)$/ : new RegExp(`^wasm \\(${threads} threads(, SIMD)?\\)$`));
   const again = await pickBackend("wasm");
   assert.deepEqual(again, info);
   assert.equal(tf.getBackend(), "wasm");

@@ -101,7 +101,12 @@ async function main() {
   };
   try {
     for (let i = 1; i < RUNS; i++) {
-      const c = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "server", "worker", "main.ts"), "--url", server.url, "--token", server.workerToken, "--name", `bench-${i}`, "--data-dir", path.join(server.dataDir, `w${i}`)], { cwd: ROOT, stdio: "ignore" });
+      const c = spawn(process.execPath, ["--import", "tsx", path.join(ROOT, "server", "worker", "main.ts"), "--url", server.url, "--token", server.workerToken, "--name", `bench-${i}`, "--data-dir", path.join(server.dataDir, `w${i}`)], {
+        cwd: ROOT,
+        stdio: "ignore",
+        // five trainers share the machine's cores: one wasm thread each, as before
+        env: { ...process.env, QRAG_WASM_THREADS: process.env.QRAG_WASM_THREADS ?? "1" },
+      });
       extra.push(c);
     }
     await waitFor(`${RUNS} workers`, async () => (await api<{ status: string }[]>("/api/workers")).filter((w) => w.status !== "offline").length >= RUNS, 90_000);

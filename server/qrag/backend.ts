@@ -3,9 +3,8 @@
  *
  * Order: tfjs-node-gpu → tfjs-node → wasm → cpu. The two native packages are not dependencies of
  * this project (their install downloads libtensorflow, which fails offline); they are used only if
- * someone installed them. The wasm binaries are loaded from node_modules (no network). wasm is
- * single-threaded in Node (emscripten's pthread workers need blob: URLs that worker_threads
- * rejects), so each process gets one core.
+ * someone installed them. The wasm binaries are loaded from node_modules (no network). wasm uses
+ * its pthreads build with one thread per core (`QRAG_WASM_THREADS`, see wasm-threads.ts).
  *
  * `QRAG_BACKEND` (or the argument) forces one backend: `tensorflow` (tfjs-node-gpu if installed,
  * else tfjs-node) | `tensorflow-gpu` (tfjs-node-gpu only) | `wasm` | `cpu` (aliases: `node-gpu`,
@@ -15,6 +14,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { unrefPoolWorkers, wasmThreadsWanted, withWasmThreadShims } from "./wasm-threads.ts";
 
 export interface BackendInfo {
   /** tfjs backend name as registered: "tensorflow", "wasm" or "cpu". */
@@ -141,22 +141,32 @@ async function tryOne(c: Choice): Promise<BackendInfo> {
         wasm.setWasmPaths(path.dirname(wasmFile) + path.sep);
         wasmPathsSet = true;
       }
-      await activate("wasm", "@tensorflow/tfjs-backend-wasm");
+      const threads = wasmThreadsWanted();
+      if (threads > 1) {
+        // Threaded build: needs the Node shims of wasm-threads.ts while it initialises.
+        tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", true);
+        wasm.setThreadsCount(threads);
+        await withWasmThreadShims(threads, () => activate("wasm", "@tensorflow/tfjs-backend-wasm"));
+        unrefPoolWorkers((tf.backend() as unknown as { wasm?: unknown }).wasm);
+      } else {
+        tf.env().set("WASM_HAS_MULTITHREAD_SUPPORT", false);
+        await activate("wasm", "@tensorflow/tfjs-backend-wasm");
+      }
       let simd = false;
       try {
         simd = Boolean(await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT"));
       } catch {
         /* flag missing: report without SIMD */
       }
-      let threads = 1;
+      let used = 1;
       try {
-        threads = wasm.getThreadsCount();
+        used = wasm.getThreadsCount();
       } catch {
         /* older builds: single thread */
       }
       return {
         backend: "wasm",
-        device: `wasm (${threads} thread${threads === 1 ? "" : "s"}${simd ? ", SIMD" : ""})`,
+        device: `wasm (${used} thread${used === 1 ? "" : "s"}${simd ? ", SIMD" : ""})`,
       };
     }
     case "cpu":

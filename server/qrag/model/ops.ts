@@ -1,5 +1,5 @@
 /**
- * Differentiable building blocks tuned for the tfjs wasm backend (single-threaded, SIMD).
+ * Differentiable building blocks tuned for the tfjs wasm backend (SIMD; XNNPACK threads matMul only).
  *
  * - `mm`: matMul whose gradient uses explicit `tf.transpose` + plain matMul. tfjs's stock matMul
  *   gradient calls matMul with transpose flags, which is 10–20× slower on wasm.
