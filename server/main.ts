@@ -15,7 +15,6 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Server } from "socket.io";
@@ -26,6 +25,7 @@ import { renewAllLeases } from "./runs/lease.ts";
 import { setPlatform } from "./realtime/hub.ts";
 import { attachUi } from "./realtime/ui.ts";
 import { attachWorkers } from "./realtime/workers.ts";
+import { wasmThreadsAuto } from "./qrag/wasm-threads.ts";
 
 /** Extra lease time running runs get when the server starts. */
 const RESTART_GRACE_MS = 10_000;
@@ -179,7 +179,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
         ...process.env,
         QRAG_DATA_DIR: dataDir,
         QRAG_WORKER_TOKEN: workerToken,
-        QRAG_WASM_THREADS: process.env.QRAG_WASM_THREADS ?? String(Math.max(1, os.cpus().length - 1)),
+        QRAG_WASM_THREADS: process.env.QRAG_WASM_THREADS ?? String(wasmThreadsAuto(1)),
       },
       stdio: ["ignore", "inherit", "inherit"],
     });

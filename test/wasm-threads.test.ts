@@ -10,7 +10,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { MAX_WASM_THREADS, wasmThreadsWanted } from "../server/qrag/wasm-threads.ts";
+import { MAX_WASM_THREADS, wasmThreadsAuto, wasmThreadsWanted } from "../server/qrag/wasm-threads.ts";
 
 const run = promisify(execFile);
 const CHILD = path.resolve("test/fixtures/scripts/wasm-threads-child.ts");
@@ -21,6 +21,10 @@ test("QRAG_WASM_THREADS: auto is one per core (1…8), explicit counts, bad valu
   assert.equal(wasmThreadsWanted("auto"), cores);
   assert.equal(wasmThreadsWanted("1"), 1);
   assert.equal(wasmThreadsWanted(" 3 "), 3);
+  // the dashboard's local worker keeps a core free, still within 1…8 on any machine
+  assert.equal(wasmThreadsAuto(1), Math.max(1, Math.min(MAX_WASM_THREADS, os.cpus().length - 1)));
+  assert.equal(wasmThreadsAuto(os.cpus().length + 4), 1);
+  assert.ok(wasmThreadsAuto(-64) <= MAX_WASM_THREADS);
   for (const bad of ["0", "9", "1.5", "two", "-2"]) {
     assert.throws(() => wasmThreadsWanted(bad), new RegExp(`QRAG_WASM_THREADS: expected an integer 1…8 or "auto", got "${bad.trim()}"`));
   }

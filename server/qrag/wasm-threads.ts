@@ -21,10 +21,15 @@ import path from "node:path";
 /** emscripten's pre-spawned pool (PTHREAD_POOL_SIZE of the tfjs build); more would need blobs later. */
 export const MAX_WASM_THREADS = 8;
 
+/** One thread per logical core, less `reserveCores` kept for other work, within 1…8. */
+export function wasmThreadsAuto(reserveCores = 0): number {
+  return Math.max(1, Math.min(MAX_WASM_THREADS, os.cpus().length - reserveCores));
+}
+
 /** Threads for the wasm backend: `QRAG_WASM_THREADS` (1…8) or one per logical core. */
 export function wasmThreadsWanted(env: string | undefined = process.env.QRAG_WASM_THREADS): number {
   const raw = (env ?? "").trim();
-  if (raw === "" || raw === "auto") return Math.max(1, Math.min(MAX_WASM_THREADS, os.cpus().length));
+  if (raw === "" || raw === "auto") return wasmThreadsAuto();
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > MAX_WASM_THREADS) {
     throw new Error(`QRAG_WASM_THREADS: expected an integer 1…${MAX_WASM_THREADS} or "auto", got "${raw}"`);
@@ -69,7 +74,7 @@ export async function withWasmThreadShims<T>(threads: number, init: () => Promis
     return file;
   };
   const cpus = nativeCpus();
-  (os as { cpus: () => os.CpuInfo[] }).cpus = () => Array.from({ length: Math.max(2 * threads, 2) }, (_, i) => cpus[i % cpus.length]!);
+  (os as { cpus: () => os.CpuInfo[] }).cpus = () => Array.from({ length: 2 * threads }, (_, i) => cpus[i % cpus.length]!);
   try {
     return await init();
   } finally {
