@@ -1,5 +1,5 @@
 /**
- * Prisma 6.19.3 CLI configuration for the offline stack (shared/specs/offline-stack.md §2):
+ * Prisma 6.19.3 CLI configuration for the offline stack (docs/offline-stack.md §1):
  * the JS/Wasm engine with driver adapters, one schema folder per provider (both symlink the
  * shared models), picked by DATABASE_URL: postgres:// or postgresql:// → PostgreSQL, anything
  * else → SQLite (default file:./data/qrag.db).

@@ -2,7 +2,7 @@
 import Link from "next/link";
 import { Suspense, useEffect, useState } from "react";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { RUN_LIST_SORTS, RUN_STATUSES } from "../lib/protocol.ts";
+import { RUN_LIST_SORTS, RUN_STATUSES } from "../lib/contracts/index.ts";
 import { useRuns } from "../lib/hooks/useRuns.ts";
 import type { RunListParams } from "../lib/hooks/keys.ts";
 import { RunsTable } from "../components/RunsTable.tsx";

@@ -1,4 +1,4 @@
-import type { RunStatus } from "../lib/protocol.ts";
+import type { RunStatus } from "../lib/contracts/index.ts";
 
 export function StatusBadge({ status }: { status: RunStatus | string }) {
   return (

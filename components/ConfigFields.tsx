@@ -1,11 +1,11 @@
 "use client";
 /**
- * Renders the launch form from the field tree that lib/config-form.ts derives from the zod schema:
+ * Renders the launch form from the field tree that lib/config-form.ts derives from the JSON Schema:
  * nested groups as fieldsets, the env variant as a select, enums as selects, booleans as checkboxes,
  * numbers and number lists as text (so a non-number reaches zod and gets its message).
  */
 import type { FieldNode } from "../lib/config-form.ts";
-import { FIELD_HINTS, getAt } from "../lib/config-form.ts";
+import { getAt } from "../lib/config-form.ts";
 
 export interface FieldsProps {
   draft: unknown;
@@ -33,7 +33,7 @@ function Leaf({ node, draft, errors, onChange }: { node: FieldNode } & Omit<Fiel
   const value = getAt(draft, path);
   const error = errors[node.path];
   const id = `f-${node.path}`;
-  const hint = [FIELD_HINTS[node.path], describeBounds(node)].filter(Boolean).join(" · ");
+  const hint = [node.hint, describeBounds(node)].filter(Boolean).join(" · ");
   const placeholder = node.defaultValue !== undefined ? `default ${Array.isArray(node.defaultValue) ? node.defaultValue.join(", ") : String(node.defaultValue)}` : node.optional ? "optional" : "";
   const common = { id, name: node.path, "aria-invalid": error ? true : undefined, "aria-describedby": error ? `${id}-err` : undefined };
 

@@ -1,5 +1,5 @@
 /** A simple view of one greedy episode: the question, gold facts, and each retrieval step. */
-import type { EpisodeRecord } from "../lib/protocol.ts";
+import type { EpisodeRecord } from "../lib/contracts/index.ts";
 import { fmtNum } from "../lib/format.ts";
 
 function Scores({ label, s }: { label: string; s: { precision: number; recall: number; f1: number; coverage: number } }) {

@@ -1,6 +1,6 @@
 "use client";
 import { memo, useEffect, useRef } from "react";
-import type { LogLineDto } from "../lib/protocol.ts";
+import type { LogLineDto } from "../lib/contracts/index.ts";
 import { fmtTime } from "../lib/format.ts";
 
 /** The last log lines of a run; follows new lines while scrolled to the bottom. */

@@ -7,8 +7,8 @@
  */
 import { memo, useState } from "react";
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
-import type { SeriesPoint } from "../lib/protocol.ts";
-import type { XAxisKind } from "../lib/hooks/keys.ts";
+import type { SeriesPoint } from "../lib/contracts/index.ts";
+import type { XAxis as XAxisKind } from "../lib/contracts/index.ts";
 import { debiasedEma } from "../lib/smoothing.ts";
 import { fmtDuration, fmtNum } from "../lib/format.ts";
 import { linearAxis, logAxis } from "../lib/chart-ticks.ts";

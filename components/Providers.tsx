@@ -1,10 +1,10 @@
 "use client";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { useState, type ReactNode } from "react";
-import { useRunsChanged } from "../lib/hooks/useRunsChanged.ts";
+import { useRunsState } from "../lib/hooks/useRunsState.ts";
 
 function RunsChangedListener() {
-  useRunsChanged();
+  useRunsState();
   return null;
 }
 

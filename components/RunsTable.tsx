@@ -1,6 +1,6 @@
 "use client";
 import Link from "next/link";
-import type { RunDto } from "../lib/protocol.ts";
+import type { RunDto } from "../lib/contracts/index.ts";
 import type { RunListParams } from "../lib/hooks/keys.ts";
 import { fmtDateTime, fmtDuration, fmtNum, runSeconds } from "../lib/format.ts";
 import { useNow } from "../lib/hooks/useNow.ts";

@@ -1,5 +1,5 @@
 /** Small fetch wrapper for the dashboard's REST API (same origin). */
-import type { FieldErrorsDto } from "./protocol.ts";
+import type { FieldErrorsDto } from "./contracts/index.ts";
 
 export class ApiError extends Error {
   constructor(

@@ -1,36 +1,24 @@
 /**
- * The launch form is generated from the engine's zod run-config schema (the same schema the CLI,
- * the worker and POST /api/runs validate with). `describeSchema` walks the zod definition into a
- * small field tree; the form edits a "draft" where every numeric leaf is the text the user typed,
- * and `draftToConfig` turns it back into a config for zod to validate, so a non-number is reported
- * by zod at its own field.
+ * The launch form is generated from the run config's JSON Schema (GET /api/schema, written by the
+ * engine with z.toJSONSchema; descriptions come from the schema's .describe()). `describeSchema`
+ * walks it into a small field tree; the form edits a "draft" where every numeric leaf is the text
+ * the user typed, and `draftToConfig` turns it back into a config candidate. Validation is the
+ * server's (POST /api/runs/validate, the same pipeline as create), so a non-number is reported
+ * by the engine's schema at its own field.
  */
-import type { z } from "zod";
+import type { JsonSchema } from "./contracts/dto.ts";
 
 type Obj = Record<string, unknown>;
 
-interface Def {
-  type: string;
-  shape?: Record<string, z.ZodType>;
-  innerType?: z.ZodType;
-  defaultValue?: unknown;
-  options?: z.ZodType[];
-  discriminator?: string;
-  entries?: Record<string, string | number>;
-  values?: unknown[];
-  element?: z.ZodType;
-  items?: z.ZodType[];
-  checks?: { _zod: { def: { check: string; value?: number; inclusive?: boolean; format?: string } } }[];
-}
-const defOf = (s: z.ZodType): Def => (s as unknown as { _zod: { def: Def } })._zod.def;
-
 interface Base {
   key: string;
-  /** Dotted path, as zod issue paths and server fieldErrors name fields ("envs.task"). */
+  /** Dotted path, as the server's fieldErrors name fields ("envs.task", without "config."). */
   path: string;
   /** The value may be left out (optional, or a default applies). */
   optional: boolean;
   defaultValue?: unknown;
+  /** The schema's description of the field. */
+  hint?: string;
 }
 export interface NumberBounds {
   int: boolean;
@@ -50,73 +38,60 @@ export type FieldNode =
   | (Base & { kind: "enum"; values: string[] })
   | (Base & { kind: "literal"; value: unknown });
 
-function numberBounds(s: z.ZodType): NumberBounds {
-  const b: NumberBounds = { int: false };
-  for (const c of defOf(s).checks ?? []) {
-    const d = c._zod.def;
-    if (d.check === "number_format" && d.format && /int/.test(d.format)) b.int = true;
-    else if (d.check === "greater_than" && d.value !== undefined) Object.assign(b, { min: d.value, minInclusive: !!d.inclusive });
-    else if (d.check === "less_than" && d.value !== undefined) Object.assign(b, { max: d.value, maxInclusive: !!d.inclusive });
-  }
+const isNumeric = (s: JsonSchema | boolean | undefined): s is JsonSchema => typeof s === "object" && (s.type === "number" || s.type === "integer");
+
+function numberBounds(s: JsonSchema): NumberBounds {
+  const b: NumberBounds = { int: s.type === "integer" };
+  if (s.exclusiveMinimum !== undefined) Object.assign(b, { min: s.exclusiveMinimum, minInclusive: false });
+  else if (s.minimum !== undefined) Object.assign(b, { min: s.minimum, minInclusive: true });
+  if (s.exclusiveMaximum !== undefined) Object.assign(b, { max: s.exclusiveMaximum, maxInclusive: false });
+  else if (s.maximum !== undefined) Object.assign(b, { max: s.maximum, maxInclusive: true });
   return b;
 }
 
-/** Walks a zod schema into the form's field tree. */
-export function describeSchema(schema: z.ZodType, path: string[] = [], key = ""): FieldNode {
-  let s = schema;
-  let optional = false;
-  let defaultValue: unknown = undefined;
-  // unwrap optional / default (in any order)
-  for (;;) {
-    const d = defOf(s);
-    if (d.type === "optional") optional = true;
-    else if (d.type === "default") {
-      optional = true;
-      defaultValue = typeof d.defaultValue === "function" ? (d.defaultValue as () => unknown)() : d.defaultValue;
-    } else break;
-    s = d.innerType!;
-  }
-  const base: Base = { key, path: path.join("."), optional, defaultValue };
-  const d = defOf(s);
-  switch (d.type) {
-    case "object":
-      return { ...base, kind: "object", children: Object.entries(d.shape!).map(([k, v]) => describeSchema(v, [...path, k], k)) };
-    case "union": {
-      const opts = d.options!;
-      if (d.discriminator) {
-        const options: Record<string, FieldNode & { kind: "object" }> = {};
-        for (const o of opts) {
-          const node = describeSchema(o, path, key);
-          if (node.kind !== "object") continue;
-          const disc = node.children.find((c) => c.key === d.discriminator);
-          if (disc?.kind === "literal") options[String(disc.value)] = node;
-        }
-        return { ...base, kind: "variant", discriminator: d.discriminator, options };
+/** The property every option fixes with a `const` (the discriminator of a tagged union). */
+function discriminatorOf(options: JsonSchema[]): string | undefined {
+  const first = options[0]?.properties ?? {};
+  return Object.keys(first).find((k) => options.every((o) => o.properties?.[k]?.const !== undefined));
+}
+
+/** Walks a JSON Schema into the form's field tree. */
+export function describeSchema(schema: JsonSchema, path: string[] = [], key = "", optional = false): FieldNode {
+  const base: Base = { key, path: path.join("."), optional: optional || schema.default !== undefined, defaultValue: schema.default, hint: schema.description };
+  const union = schema.oneOf ?? schema.anyOf;
+  if (union) {
+    const disc = discriminatorOf(union);
+    if (disc) {
+      const options: Record<string, FieldNode & { kind: "object" }> = {};
+      for (const o of union) {
+        const node = describeSchema(o, path, key);
+        if (node.kind === "object") options[String(o.properties![disc].const)] = node;
       }
-      // number | number[]
-      const num = opts.find((o) => defOf(o).type === "number");
-      const arr = opts.find((o) => defOf(o).type === "array");
-      if (num && arr) return { ...base, kind: "numbers", bounds: numberBounds(num), scalar: true };
-      return { ...base, kind: "string" };
+      return { ...base, kind: "variant", discriminator: disc, options };
     }
-    case "array": {
-      const el = d.element!;
-      if (defOf(el).type === "number") return { ...base, kind: "numbers", bounds: numberBounds(el), scalar: false };
-      return { ...base, kind: "string" };
+    // number | number[]
+    const num = union.find(isNumeric);
+    const arr = union.find((o) => o.type === "array" && isNumeric(o.items));
+    if (num && arr) return { ...base, kind: "numbers", bounds: numberBounds(num), scalar: true };
+    return { ...base, kind: "string" };
+  }
+  if (schema.const !== undefined) return { ...base, kind: "literal", value: schema.const };
+  if (schema.enum) return { ...base, kind: "enum", values: schema.enum.map(String) };
+  switch (schema.type) {
+    case "object": {
+      const required = new Set(schema.required ?? []);
+      const children = Object.entries(schema.properties ?? {}).map(([k, v]) => describeSchema(v, [...path, k], k, !required.has(k)));
+      return { ...base, kind: "object", children };
     }
-    case "tuple": {
-      const items = d.items!;
-      if (items.every((i) => defOf(i).type === "number")) return { ...base, kind: "numbers", bounds: numberBounds(items[0]), scalar: false, length: items.length };
+    case "array":
+      if (schema.prefixItems?.every(isNumeric)) return { ...base, kind: "numbers", bounds: numberBounds(schema.prefixItems[0]), scalar: false, length: schema.prefixItems.length };
+      if (isNumeric(schema.items)) return { ...base, kind: "numbers", bounds: numberBounds(schema.items), scalar: false };
       return { ...base, kind: "string" };
-    }
     case "number":
-      return { ...base, kind: "number", bounds: numberBounds(s) };
+    case "integer":
+      return { ...base, kind: "number", bounds: numberBounds(schema) };
     case "boolean":
       return { ...base, kind: "boolean" };
-    case "enum":
-      return { ...base, kind: "enum", values: Object.values(d.entries!).map(String) };
-    case "literal":
-      return { ...base, kind: "literal", value: d.values![0] };
     default:
       return { ...base, kind: "string" };
   }
@@ -125,7 +100,7 @@ export function describeSchema(schema: z.ZodType, path: string[] = [], key = "")
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 const NUMBER_RE = /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i;
 
-/** "12" → 12, "abc" stays "abc" (zod then reports "must be a number" at the field), "" → undefined. */
+/** "12" → 12, "abc" stays "abc" (the server then says "must be a number" at the field), "" → undefined. */
 export function parseNumberText(text: string): number | string | undefined {
   const t = text.trim();
   if (t === "") return undefined;
@@ -162,7 +137,7 @@ export function configToDraft(node: FieldNode, value: unknown): unknown {
   }
 }
 
-/** Draft → config candidate for zod (empty optional fields are left out so defaults apply). */
+/** Draft → config candidate for the server (empty optional fields are left out so defaults apply). */
 export function draftToConfig(node: FieldNode, draft: unknown): unknown {
   switch (node.kind) {
     case "object": {
@@ -222,53 +197,20 @@ export function setAt(obj: unknown, path: readonly string[], value: unknown): Ob
   return { ...o, [k]: rest.length ? setAt(o[k], rest, value) : value };
 }
 
-function fmtBound(n: number): string {
-  return Math.abs(n) >= 1e15 ? n.toExponential(0) : String(n);
-}
-
-/** Short, field-level wording for zod's generic messages; schema-specific messages are kept. */
-export function friendlyIssue(issue: z.core.$ZodIssue): string {
-  const i = issue as z.core.$ZodIssue & { expected?: string; origin?: string; minimum?: number | bigint; maximum?: number | bigint; inclusive?: boolean; received?: string };
-  if (i.code === "invalid_type") {
-    if (i.expected === "int") return "must be a whole number";
-    if (i.expected === "number") return /received undefined/.test(i.message) ? "required" : "must be a number";
-    if (/received undefined/.test(i.message)) return "required";
+/** Every field path the form renders (to tell field errors from form-level ones). */
+export function fieldPaths(node: FieldNode, out = new Set<string>()): Set<string> {
+  out.add(node.path);
+  if (node.kind === "object") node.children.forEach((c) => fieldPaths(c, out));
+  if (node.kind === "variant") {
+    out.add(`${node.path}.${node.discriminator}`);
+    Object.values(node.options).forEach((o) => fieldPaths(o, out));
   }
-  if (i.code === "too_small" && i.origin === "number") return `must be ${i.inclusive ? "≥" : ">"} ${fmtBound(Number(i.minimum))}`;
-  if (i.code === "too_big" && i.origin === "number") return `must be ${i.inclusive ? "≤" : "<"} ${fmtBound(Number(i.maximum))}`;
-  if (i.code === "invalid_union") return "expected a number or a list of numbers (e.g. 10, 20)";
-  if (i.code === "unrecognized_keys") return `unknown key(s): ${(i as { keys?: string[] }).keys?.join(", ")}`;
-  return i.message;
+  return out;
 }
 
-/** Validates a draft with the schema: the config when valid, otherwise messages per field path. */
-export function validateDraft<T>(schema: z.ZodType<T>, root: FieldNode, draft: unknown): { ok: true; config: T } | { ok: false; errors: Record<string, string> } {
-  const candidate = draftToConfig(root, draft);
-  const r = schema.safeParse(candidate);
-  if (r.success) return { ok: true, config: r.data };
-  const errors: Record<string, string> = {};
-  for (const issue of r.error.issues) {
-    const p = issue.path.map(String).join(".");
-    errors[p] ??= friendlyIssue(issue);
-  }
-  return { ok: false, errors };
+/** The server names config fields "config.envs.task"; the form's paths are "envs.task". */
+export function configFieldErrors(fieldErrors: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(fieldErrors)) out[k.replace(/^config\.?/, "")] = v;
+  return out;
 }
-
-/** Human hints for the run-config keys (the schema's doc comments, shortened). */
-export const FIELD_HINTS: Record<string, string> = {
-  name: "display name of the run (default <env>-<task>)",
-  learning_start: "uniform-random behaviour for the first 2·learning_start transitions",
-  steps_count: "optimizer steps",
-  batch_size: "trained transitions per micro-step; a multiple of envs_parallel",
-  eval_interval: "evaluate, log and checkpoint every this many optimizer steps",
-  eval_episodes_logged: "episodes per evaluation kept in the event stream",
-  "envs.task": "qa1..qa5 for BabiLong, a RULER task for NIAH",
-  "envs.num_sentences": "total chunks per sample; a list is sampled per sample",
-  "envs.noise": "\"sotu\" or a folder of .txt books",
-  "envs.max_seq_length": "GPT-2 token budget of a generated sample",
-  "envs.feedback.never_terminate": "off = stop at the ground-truth oracle",
-  "algo.hyperparams.alpha": "soft-value temperature α0 (follows the LR schedule)",
-  "algo.hyperparams.lambda_mode": "\"reference\" reproduces pqn-qa's off-by-one",
-  "algo.optimizer.betas": "two numbers, e.g. 0.9, 0.98",
-  "algo.encoder.dim": "divisible by 4",
-};

@@ -1,12 +1,12 @@
 /**
- * Pure functions that fold one socket batch ("run:batch") into cached REST data. Each cache entry
- * carries its own watermark (MetricsDto.lastSeq, RunDto.lastSeq, the seq of the last log line), and
- * a batch at or below it is ignored, so replaying batches after a reconnect or a gap never
- * duplicates anything. Episodes carry no seq and are de-duplicated by (phase, update, sample).
+ * Pure functions that fold one socket batch ("run:batch") into cached REST data: metric series,
+ * log lines, episodes. Each entry carries its own watermark (MetricsDto.lastSeq, the seq of the
+ * last log line), and a batch at or below it is ignored, so replaying batches after a reconnect
+ * or a gap never duplicates anything. Episodes carry no seq and are de-duplicated by (phase,
+ * update, sample). A run's own state (status, summary, progress) is not derived here: the server
+ * publishes it ("runs:state", merged by run-cache.ts).
  */
-import type { EngineEvent, EpisodeDto, LogLineDto, MetricsDto, RunBatchMsg, RunDetailDto, RunDto, RunSummary, SeriesPoint } from "./protocol.ts";
-
-const SUMMARY_KEYS = new Set<string>(["qf_loss", "eval_coverage", "eval_f1", "eval_return", "train_return", "transitions_per_s"]);
+import type { EngineEvent, EpisodeDto, LogLineDto, MetricsDto, RunBatchMsg, SeriesPoint } from "./contracts/index.ts";
 
 /** Appends the batch's metric points for the keys this entry holds. */
 export function mergeMetrics(data: MetricsDto, batch: RunBatchMsg, keys: readonly string[]): MetricsDto {
@@ -24,55 +24,6 @@ export function mergeMetrics(data: MetricsDto, batch: RunBatchMsg, keys: readonl
     for (const [k, pts] of Object.entries(added)) series[k] = [...(series[k] ?? []), ...pts];
   }
   return { ...data, series, lastSeq: batch.seq };
-}
-
-/** Status, progress, backend, summary and checkpoints of a run (list row or detail). */
-export function mergeRun<T extends RunDto>(run: T, batch: RunBatchMsg, now = new Date()): T {
-  if (batch.seq <= run.lastSeq) return run;
-  const next: T = { ...run, lastSeq: batch.seq };
-  let summary: RunSummary | null = null;
-  for (const e of batch.events) applyRunEvent(next, e, now, () => (summary ??= { ...run.summary }));
-  if (summary) next.summary = summary;
-  return next;
-}
-
-function applyRunEvent<T extends RunDto>(run: T, e: EngineEvent, now: Date, summary: () => RunSummary): void {
-  switch (e.type) {
-    case "run_start":
-      if (run.status === "queued") run.status = "running";
-      run.backend = e.meta.backend;
-      run.device = e.meta.device;
-      run.startedAt ??= e.meta.startedAt;
-      break;
-    case "progress":
-      if (e.phase === "train") {
-        run.progressDone = e.done;
-        run.progressTotal = e.total;
-      }
-      break;
-    case "metric": {
-      const s = summary();
-      if (SUMMARY_KEYS.has(e.key)) (s as Record<string, number>)[e.key] = e.value;
-      s.step = e.step;
-      s.update = e.update;
-      break;
-    }
-    case "checkpoint":
-      if ("checkpoints" in run) {
-        const d = run as unknown as RunDetailDto;
-        const cp = { step: e.step, update: e.update, path: e.path, best: e.best, evalReturn: e.evalReturn ?? null, createdAt: now.toISOString() };
-        // the server keeps every save (the same folder, e.g. checkpoints/last, at each evaluation)
-        if (!d.checkpoints.some((c) => c.path === e.path && c.update === e.update)) d.checkpoints = [...d.checkpoints, cp];
-      }
-      break;
-    case "run_end":
-      run.status = e.status;
-      run.finishedAt ??= now.toISOString();
-      if (e.error) run.error = e.error;
-      break;
-    default:
-      break;
-  }
 }
 
 /** Appends the batch's log lines, keeping the last `limit`. */

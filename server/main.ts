@@ -1,14 +1,12 @@
 /**
- * The dashboard server: Next.js (App Router) and socket.io on one HTTP server and one port.
- * At start it applies the database migrations, opens the one Prisma client, attaches the
- * /workers and /ui namespaces, and (by default) spawns one local trainer worker so that a new
- * user has a working product with one command.
+ * The dashboard server: Next.js (pages) and socket.io on one HTTP server and one port, with the
+ * REST API (/api/*) answered by server/api/router.ts in this process. At start it applies the
+ * database migrations, opens the one Prisma client, creates the scheduler and the /ui notifier,
+ * attaches the /workers and /ui namespaces, and (by default) spawns one local trainer worker so
+ * that a new user has a working product with one command.
  *
- *   tsx server/main.ts [--port 3000] [--host 127.0.0.1] [--no-worker] [--dev] [--no-next]
- *   env: PORT, HOST, DATABASE_URL (postgres://… or file:…; default file:data/qrag.db),
- *        QRAG_DATA_DIR (default data/), QRAG_WORKER_TOKEN (else generated into data/worker-token),
- *        NODE_ENV=production (serve the `next build` output; otherwise Next dev mode),
- *        QRAG_LEASE_MS (lease of a run without heartbeats; default LEASE_MS = 10 s)
+ *   tsx server/main.ts [--port 3000] [--host 127.0.0.1] [--data-dir data] [--no-worker] [--dev] [--no-next]
+ *   Environment: see server/env.ts (PORT, HOST, DATABASE_URL, QRAG_DATA_DIR, QRAG_WORKER_TOKEN, …).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
@@ -18,19 +16,18 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Server } from "socket.io";
-import { HEARTBEAT_MS, LEASE_MS, UI_NAMESPACE, WORKER_NAMESPACE } from "../lib/protocol.ts";
-import { closeDb, defaultDatabaseUrl, getDb, providerOf } from "./db/client.ts";
+import { HEARTBEAT_MS, UI_NAMESPACE, WORKER_NAMESPACE } from "../lib/contracts/index.ts";
+import { serveApi } from "./api/router.ts";
+import { closeDb, getDb, providerOf } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
-import { renewAllLeases } from "./runs/lease.ts";
-import { setPlatform } from "./realtime/hub.ts";
-import { attachUi } from "./realtime/ui.ts";
-import { attachWorkers } from "./realtime/workers.ts";
-import { wasmThreadsAuto } from "./qrag/wasm-threads.ts";
+import { env, ROOT } from "./env.ts";
+import { wasmThreadsAuto } from "./qrag/index.ts";
+import { createScheduler, schedulerStartup } from "./runs/scheduler.ts";
+import { attachUi, type UiNamespace } from "./realtime/ui.ts";
+import { attachWorkers, type WorkersNamespace } from "./realtime/workers.ts";
 
 /** Extra lease time running runs get when the server starts. */
 const RESTART_GRACE_MS = 10_000;
-
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 export interface ServerOptions {
   port?: number;
@@ -42,7 +39,7 @@ export interface ServerOptions {
   spawnWorker?: boolean;
   workerToken?: string;
   dataDir?: string;
-  /** Serve the Next app (default true); false leaves only socket.io and /api/health-less HTTP. */
+  /** Serve the Next app (default true); false leaves socket.io and /api only. */
   next?: boolean;
   leaseMs?: number;
   log?: (msg: string) => void;
@@ -58,10 +55,9 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** QRAG_WORKER_TOKEN, else the token stored under the data folder (created on first start). */
-export function workerTokenFor(dataDir: string, given?: string): string {
+/** The given token (QRAG_WORKER_TOKEN), else the one stored under the data folder (created on first start). */
+function workerTokenFor(dataDir: string, given?: string): string {
   if (given) return given;
-  if (process.env.QRAG_WORKER_TOKEN) return process.env.QRAG_WORKER_TOKEN;
   const file = path.join(dataDir, "worker-token");
   try {
     const t = fs.readFileSync(file, "utf8").trim();
@@ -81,15 +77,15 @@ function redact(url: string): string {
 
 export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
   const log = opts.log ?? ((m: string) => console.log(m));
-  const dataDir = path.resolve(opts.dataDir ?? process.env.QRAG_DATA_DIR ?? path.join(ROOT, "data"));
-  const databaseUrl = opts.databaseUrl ?? process.env.DATABASE_URL ?? defaultDatabaseUrl(dataDir);
-  const host = opts.host ?? process.env.HOST ?? "127.0.0.1";
-  const port = opts.port ?? Number(process.env.PORT ?? 3000);
-  const dev = opts.dev ?? process.env.NODE_ENV !== "production";
-  const leaseMs = opts.leaseMs ?? (Number(process.env.QRAG_LEASE_MS) || LEASE_MS);
+  const e = env();
+  const dataDir = opts.dataDir ? path.resolve(opts.dataDir) : e.dataDir;
+  const databaseUrl = opts.databaseUrl ?? e.databaseUrlFor(dataDir);
+  const host = opts.host ?? e.host;
+  const port = opts.port ?? e.port;
+  const dev = opts.dev ?? !e.production;
+  const leaseMs = opts.leaseMs ?? e.leaseMs;
   fs.mkdirSync(path.join(dataDir, "runs"), { recursive: true });
-  // the engine's and the API's default configs folder, for this graph and Next's bundle alike
-  process.env.QRAG_CONFIG_DIR ??= path.join(ROOT, "configs");
+  // telemetry off for Next and Prisma (this process and the worker it spawns)
   process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   process.env.CHECKPOINT_DISABLE ??= "1";
 
@@ -98,9 +94,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   log(`database: ${providerOf(databaseUrl)} ${redact(databaseUrl)}${applied.length ? ` (applied ${applied.join(", ")})` : ""}`);
   // workers could not heartbeat while this server was down: give them time to reconnect (their
   // socket.io clients back off for a few seconds between attempts) before leases can expire
-  await renewAllLeases(h, leaseMs + RESTART_GRACE_MS);
-  await h.write((db) => db.worker.updateMany({ where: { status: { not: "offline" } }, data: { status: "offline" } }));
-  const workerToken = workerTokenFor(dataDir, opts.workerToken);
+  await schedulerStartup(h, leaseMs + RESTART_GRACE_MS);
+  const workerToken = workerTokenFor(dataDir, opts.workerToken ?? e.workerToken);
 
   let nextHandle: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | null = null;
   let nextApp: { close?: () => Promise<void> } | null = null;
@@ -113,39 +108,31 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     nextApp = app as unknown as { close?: () => Promise<void> };
   }
 
+  // the socket namespaces and the API share one scheduler and one notifier
+  let apiDeps: Parameters<typeof serveApi>[2] | null = null;
   const http = createServer((req, res) => {
-    if (nextHandle) {
+    if (apiDeps && /^\/api(\/|$|\?)/.test(req.url ?? "")) {
+      serveApi(req, res, apiDeps).catch((err: Error) => {
+        log(`request ${req.url} failed: ${err.message}`);
+        if (!res.headersSent) res.writeHead(500);
+        res.end();
+      });
+    } else if (nextHandle) {
       nextHandle(req, res).catch((e: Error) => {
         log(`request ${req.url} failed: ${e.message}`);
         if (!res.headersSent) res.writeHead(500);
         res.end();
       });
-    } else if (req.url === "/api/health") {
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, next: false }));
     } else {
       res.writeHead(404).end();
     }
   });
   // destroyUpgrade:false leaves Next's own upgrade requests (dev HMR) alone
   const io = new Server(http, { destroyUpgrade: false, maxHttpBufferSize: 64 * 1024 * 1024, pingInterval: 10_000, pingTimeout: 20_000 });
-  const ui = attachUi(io.of(UI_NAMESPACE), h);
-  const workers = attachWorkers(io.of(WORKER_NAMESPACE), h, {
-    token: workerToken,
-    leaseMs,
-    runsDir: path.join(dataDir, "runs"),
-    ui,
-    onRunsChanged: (ids) => ui.runsChanged(ids),
-    log: (m) => log(`[workers] ${m}`),
-  });
-  setPlatform(
-    {
-      runsChanged: (ids) => ui.runsChanged(ids),
-      cancelOnWorker: (runId, workerId) => workers.cancel(runId, workerId),
-      kick: () => workers.kick(),
-      connectedWorkers: () => workers.connected(),
-    },
-    { dataDir, leaseMs },
-  );
+  const ui = attachUi(io.of(UI_NAMESPACE) as UiNamespace, h);
+  const scheduler = createScheduler(h, { leaseMs, runsDir: path.join(dataDir, "runs"), notifier: ui, log: (m) => log(`[scheduler] ${m}`) });
+  attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, log: (m) => log(`[workers] ${m}`) });
+  apiDeps = { db: h, notifier: ui, scheduler, connectedWorkers: () => scheduler.connectedWorkers(), leaseMs };
 
   await new Promise<void>((resolve, reject) => {
     http.once("error", reject);
@@ -158,10 +145,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const shownHost = host.includes(":") ? `[${host}]` : host;
   const url = `http://${shownHost}:${actualPort}`;
 
-  const timers = [
-    setInterval(() => void workers.sweep(), Math.min(1000, leaseMs / 4)),
-    setInterval(() => workers.kick(), HEARTBEAT_MS),
-  ];
+  const timers = [setInterval(() => void scheduler.sweep(), Math.min(1000, leaseMs / 4)), setInterval(() => scheduler.kick(), HEARTBEAT_MS)];
 
   // ---- the local worker -----------------------------------------------------------------------
   let child: ChildProcess | null = null;
@@ -179,7 +163,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
         ...process.env,
         QRAG_DATA_DIR: dataDir,
         QRAG_WORKER_TOKEN: workerToken,
-        QRAG_WASM_THREADS: process.env.QRAG_WASM_THREADS ?? String(wasmThreadsAuto(1)),
+        QRAG_WASM_THREADS: e.engine.wasmThreads ?? String(wasmThreadsAuto(1)),
       },
       stdio: ["ignore", "inherit", "inherit"],
     });
@@ -200,7 +184,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   if (opts.spawnWorker ?? true) spawnLocal();
 
   log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""})`);
-  log(`more workers: npm run worker -- --url ${url} --token "$(cat ${path.join(dataDir, "worker-token")})"${process.env.QRAG_WORKER_TOKEN ? " (or $QRAG_WORKER_TOKEN)" : ""}`);
+  log(`more workers: npm run worker -- --url ${url} --token ${e.workerToken ? "$QRAG_WORKER_TOKEN" : `"$(cat ${path.join(dataDir, "worker-token")})"`}`);
 
   let closing: Promise<void> | null = null;
   const close = () =>
@@ -216,9 +200,9 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
         await gone;
         clearTimeout(t);
       }
-      workers.close();
+      apiDeps = null;
+      scheduler.close();
       ui.close();
-      setPlatform(undefined);
       const closed = new Promise<void>((r) => io.close(() => r()));
       http.closeAllConnections?.();
       await closed;

@@ -1,5 +1,5 @@
 /**
- * The benchmark workload (shared/bench/WORKLOAD.md) must really be N distinct random chunks: a
+ * The benchmark workload (docs/workload.md §1.1) must really be N distinct random chunks: a
  * generator that repeated chunks once made encode and episode timings look 20–30× faster, because
  * identical rows are embedded once.
  */

@@ -32,7 +32,7 @@ test("overrides are typed as YAML scalars and lists, and the last one wins", () 
 test("bad configs are rejected with the field named", () => {
   const cases: [string[], RegExp][] = [
     [["steps_count=abc"], /steps_count: .*number/],
-    [["envs.num_sentence=3"], /unknown key\(s\) envs\.num_sentence/],
+    [["envs.num_sentence=3"], /envs\.num_sentence: unknown key/],
     [["envs.task=qa9"], /envs\.task: expected qa1\.\.qa5/],
     [["algo.encoder.dim=30"], /algo\.encoder\.dim: must be divisible by 4/],
     [["batch_size=63"], /batch_size: must be a multiple of envs_parallel/],

@@ -43,7 +43,7 @@ test("aggregate: means over episodes, NaN when empty", () => {
 });
 
 test("Q-threshold filter cuts at the first q ≤ threshold", () => {
-  assert.equal(qThresholdFilter([0.917, 0.99, 0.032, 0.015, 0.012, 0.006]), 2); // spec §4.2 example
+  assert.equal(qThresholdFilter([0.917, 0.99, 0.032, 0.015, 0.012, 0.006]), 2); // docs/method.md §4.2 example
   assert.equal(qThresholdFilter([0.917, 0.99, 0.032, 0.015, 0.012, 0.006], 0.95), 0);
   assert.equal(qThresholdFilter([0.917, 0.99, 0.032, 0.015, 0.012, 0.006], -Infinity), 6);
   assert.equal(qThresholdFilter([0.9, 0.5, 0.8]), 1); // equal to the threshold is cut

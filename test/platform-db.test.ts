@@ -5,12 +5,12 @@
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { EngineEvent, SeriesPoint } from "../lib/protocol.ts";
+import type { EngineEvent, SeriesPoint } from "../lib/contracts/index.ts";
 import { openDb, type DbHandle } from "../server/db/client.ts";
 import { migrate } from "../server/db/migrate.ts";
 import { ApiError } from "../server/runs/errors.ts";
 import { ingestBatch } from "../server/runs/ingest.ts";
-import { claimRun, expireLeases, heartbeat, queuedRunIds } from "../server/runs/lease.ts";
+import { claimRun, expireLeases, heartbeat, queuedRunIds } from "../server/runs/scheduler.ts";
 import { bucketSeries, getMetrics } from "../server/runs/queries.ts";
 import { cancelRun, cloneRun, createRun, getRun, listRuns, patchRun, resumeRun } from "../server/runs/service.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
@@ -40,7 +40,7 @@ function suite(label: string, makeUrl: () => Promise<string>, opts: { skip?: str
     before(async () => {
       url = await makeUrl();
       const first = await migrate(url);
-      assert.deepEqual(first, ["0001_init"]);
+      assert.deepEqual(first, ["0001_init", "0002_drop_sweep_point"]);
       assert.deepEqual(await migrate(url), [], "second migration run applies nothing");
       h = await openDb(url);
       // PostgreSQL: a second pool stands for a second dashboard node. SQLite has one writer
@@ -58,8 +58,9 @@ function suite(label: string, makeUrl: () => Promise<string>, opts: { skip?: str
       bad.steps_count = -3;
       (bad.envs as Record<string, unknown>).task = "qa9";
       (bad.algo as Record<string, unknown>).bogus = 1;
-      const fe = await rejects400(createRun(h, { config: bad }), ["steps_count", "envs.task", "algo.bogus"]);
-      assert.match(fe["envs.task"], /qa1\.\.qa5/);
+      const fe = await rejects400(createRun(h, { config: bad }), ["config.steps_count", "config.envs.task", "config.algo.bogus"]);
+      assert.match(fe["config.envs.task"], /qa1\.\.qa5/);
+      assert.equal(fe["config.steps_count"], "must be ≥ 1");
       await rejects400(createRun(h, {}), ["config"]);
       await rejects400(createRun(h, { preset: "nope" }), ["preset"]);
       await rejects400(createRun(h, { config: tiny(), parentId: "missing" }), ["parentId"]);
@@ -200,7 +201,7 @@ function suite(label: string, makeUrl: () => Promise<string>, opts: { skip?: str
       assert.equal(cfg.envs.task, "qa2");
       assert.equal(cfg.envs.num_sentences, 20, "untouched keys come from the source");
       const n = await h.prisma.run.count();
-      await rejects400(cloneRun(h, r.id, { config: { batch_size: 7 } }), ["batch_size"]);
+      await rejects400(cloneRun(h, r.id, { config: { batch_size: 7 } }), ["config.batch_size"]);
       assert.equal(await h.prisma.run.count(), n);
       const patched = await patchRun(h, clone.id, { notes: "hi", tags: ["x"] });
       assert.deepEqual([patched.notes, patched.tags], ["hi", ["x"]]);

@@ -1,7 +1,7 @@
 /**
- * Rotary positions of action embeddings (spec §2.3): hand-computed values, identical rotation of
- * both halves, floored/clamped positions, tf vs JS paths, the fused candidate scorer against
- * twinQ, and its speed at N = 400,000.
+ * Rotary positions of action embeddings (docs/method.md §2.3): hand-computed values, identical
+ * rotation of both halves, floored/clamped positions, tf vs JS paths, the fused candidate scorer
+ * against twinQ, and its speed at N = 400,000.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -12,7 +12,7 @@ import { resolveConfig } from "../server/qrag/config.ts";
 import { train } from "../server/qrag/train.ts";
 import { evaluate } from "../server/qrag/evaluate.ts";
 import { loadCheckpoint } from "../server/qrag/checkpoint.ts";
-import type { EngineEvent } from "../server/qrag/events.ts";
+import type { EngineEvent, EpisodeRecord } from "../server/qrag/events.ts";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-train-"));
 
@@ -26,6 +26,30 @@ function series(events: EngineEvent[], key: string): { update: number; step: num
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/**
+ * An eval episode (oracle stop on) ends exactly one way: at the step whose pick completes the
+ * support set (oracle_stop), or, the set never completed, truncated at max_steps or when every
+ * chunk is taken. Derived from the picks alone, not from the record's own flag.
+ */
+function assertStopReason(r: EpisodeRecord, maxSteps: number): void {
+  assert.deepEqual(r.steps.map((s) => s.index), r.pred_idx, `${r.id}: steps and pred_idx agree`);
+  assert.equal(new Set(r.pred_idx).size, r.pred_idx.length, `${r.id}: no chunk picked twice`);
+  const gold = new Set(r.sf_idx);
+  const found = new Set<number>();
+  let completedAt = -1;
+  r.pred_idx.forEach((j, i) => {
+    if (gold.has(j)) found.add(j);
+    if (completedAt < 0 && found.size === gold.size) completedAt = i;
+  });
+  if (r.oracle_stop) {
+    assert.equal(completedAt, r.steps.length - 1, `${r.id}: an oracle stop comes at the step that completed the support set (picks ${r.pred_idx}, gold ${r.sf_idx})`);
+  } else {
+    assert.equal(completedAt, -1, `${r.id}: the support set was completed at step ${completedAt} but the episode went on (picks ${r.pred_idx}, gold ${r.sf_idx})`);
+    assert.equal(r.steps.length, Math.min(maxSteps, r.num_chunks), `${r.id}: truncated at max_steps or when every chunk is taken`);
+  }
+  assert.equal(r.metrics.coverage, completedAt >= 0 ? 1 : 0, `${r.id}: coverage`);
+}
 
 test("tiny qa1 run: loss falls and coverage beats random", async () => {
   const config = resolveConfig({ preset: "tiny" });
@@ -48,7 +72,20 @@ test("tiny qa1 run: loss falls and coverage beats random", async () => {
   assert.ok(ep && ep.type === "episode");
   const s0 = ep.record.steps[0];
   assert.ok(s0.topk.length > 0 && typeof s0.q1 === "number" && typeof s0.position === "number");
-  assert.equal(ep.record.oracle_stop || ep.record.steps.length === 6 || ep.record.steps.length === ep.record.num_chunks, true);
+  // every eval episode of the run (episodes.jsonl holds all of them, the stream only some) ended
+  // for the reason its record gives, and the run saw both endings
+  const evalRecords = fs
+    .readFileSync(path.join(res.runDir, "episodes.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .flatMap((l) => {
+      const e = JSON.parse(l) as EngineEvent;
+      return e.type === "episode" && e.phase === "eval" ? [e.record] : [];
+    });
+  assert.ok(evalRecords.length >= config.eval_episodes, `${evalRecords.length} eval episodes on disk`);
+  for (const r of evalRecords) assertStopReason(r, config.envs.max_steps);
+  const oracleStops = evalRecords.filter((r) => r.oracle_stop).length;
+  assert.ok(oracleStops > 0 && oracleStops < evalRecords.length, `${oracleStops} of ${evalRecords.length} eval episodes stopped at the oracle`);
   // metrics arrive in order of update
   const ups = series(events, "qf_loss").map((p) => p.update);
   assert.deepEqual(ups, [...ups].sort((a, b) => a - b));
@@ -94,8 +131,13 @@ test("cancel saves a checkpoint; resume continues the same curves", async () => 
   assert.ok(evalUpdates.includes(16) && evalUpdates.includes(24));
 });
 
-test("a corrupted checkpoint is rejected with the file named", () => {
-  const dir = path.join(tmp, "run2", "checkpoints", "last");
+test("a corrupted checkpoint is rejected with the file named", async () => {
+  // its own short run (no reliance on another test's run directory)
+  const config = resolveConfig({ preset: "tiny", overrides: ["steps_count=2", "eval_interval=2", "eval_episodes=2"] });
+  const res = await train(config, { runDir: path.join(tmp, "run3") });
+  assert.equal(res.status, "completed");
+  const dir = path.join(res.runDir, "checkpoints", "last");
+  assert.equal(loadCheckpoint(dir).dir, dir, "the intact checkpoint loads");
   const bin = path.join(dir, "weights.bin");
   fs.truncateSync(bin, 100);
   assert.throws(() => loadCheckpoint(dir), /weights\.bin: expected \d+ bytes, found 100/);

@@ -13,7 +13,7 @@ import { chromium, type Browser } from "playwright-core";
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const SCREENSHOTS = path.join(ROOT, "test-results", "screenshots");
 
-/** Flags from specs/offline-stack.md §5 (headless is set by Playwright). */
+/** Flags from docs/offline-stack.md §3 (headless is set by Playwright). */
 export const CHROMIUM_ARGS = [
   "--no-sandbox",
   "--disable-gpu",

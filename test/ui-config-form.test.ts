@@ -1,23 +1,40 @@
+/**
+ * The launch form's field tree, drawn from the engine's JSON Schema (what GET /api/schema serves),
+ * and the round trip draft → config through the engine's one pipeline (what POST
+ * /api/runs/validate runs): messages land on the form's own field paths.
+ */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { runConfigSchema } from "../server/qrag/config-schema.ts";
-import { resolveConfig } from "../server/qrag/config.ts";
-import { configToDraft, describeSchema, draftToConfig, setAt, switchVariant, validateDraft, type FieldNode } from "../lib/config-form.ts";
+import type { JsonSchema } from "../lib/contracts/index.ts";
+import { configFieldErrors, configToDraft, describeSchema, draftToConfig, setAt, switchVariant, type FieldNode } from "../lib/config-form.ts";
+import { ConfigError, buildRunConfig, configJsonSchema, resolveConfig } from "../server/qrag/index.ts";
+import { fieldErrorsOf } from "../server/runs/errors.ts";
 
-const root = describeSchema(runConfigSchema);
+const root = describeSchema(configJsonSchema() as JsonSchema);
 
-test("the form tree mirrors the zod schema: groups, variants, enums, numbers, lists", () => {
+/** What the server answers for a draft: the config, or field errors as the form reads them. */
+function serverCheck(draft: unknown): { ok: true; config: unknown } | { ok: false; errors: Record<string, string> } {
+  try {
+    return { ok: true, config: buildRunConfig({ config: draftToConfig(root, draft) }) };
+  } catch (e) {
+    assert.ok(e instanceof ConfigError, String(e));
+    return { ok: false, errors: configFieldErrors(fieldErrorsOf(e.issues)) };
+  }
+}
+
+test("the form tree mirrors the schema: groups, variants, enums, numbers, lists, descriptions", () => {
   assert.equal(root.kind, "object");
   if (root.kind !== "object") return;
   const byKey = (n: FieldNode & { kind: "object" }, k: string) => n.children.find((c) => c.key === k)!;
   const steps = byKey(root, "steps_count");
-  assert.ok(steps.kind === "number" && steps.bounds.int && steps.bounds.min === 1 && !steps.optional);
+  assert.ok(steps.kind === "number" && steps.bounds.int && steps.bounds.min === 1 && steps.bounds.minInclusive && !steps.optional);
+  assert.equal(steps.hint, "optimizer steps");
   const seed = byKey(root, "seed");
   assert.ok(seed.optional && seed.defaultValue === 42);
   const backend = byKey(root, "backend");
   assert.ok(backend.kind === "enum" && backend.values.includes("wasm"));
   const envs = byKey(root, "envs");
-  assert.ok(envs.kind === "variant");
+  assert.ok(envs.kind === "variant" && envs.discriminator === "name");
   if (envs.kind !== "variant") return;
   assert.deepEqual(Object.keys(envs.options), ["babilong", "niah", "hotpotqa", "musique"]);
   const ns = byKey(envs.options.babilong, "num_sentences");
@@ -27,13 +44,15 @@ test("the form tree mirrors the zod schema: groups, variants, enums, numbers, li
   if (algo.kind !== "object") return;
   const betas = byKey(byKey(algo, "optimizer") as FieldNode & { kind: "object" }, "betas");
   assert.ok(betas.kind === "numbers" && betas.length === 2 && betas.path === "algo.optimizer.betas");
+  const lr = byKey(byKey(algo, "optimizer") as FieldNode & { kind: "object" }, "lr");
+  assert.ok(lr.kind === "number" && lr.bounds.min === 0 && lr.bounds.minInclusive === false && !lr.bounds.int);
 });
 
 test("a preset survives config → draft → config unchanged", () => {
   for (const preset of ["tiny", "babilong-cpu", "niah-cpu"]) {
     const cfg = resolveConfig({ preset });
-    const back = validateDraft(runConfigSchema, root, configToDraft(root, cfg));
-    assert.ok(back.ok, preset);
+    const back = serverCheck(configToDraft(root, cfg));
+    assert.ok(back.ok, `${preset}: ${JSON.stringify(!back.ok && back.errors)}`);
     if (back.ok) assert.deepEqual(back.config, cfg);
   }
 });
@@ -41,8 +60,8 @@ test("a preset survives config → draft → config unchanged", () => {
 test("invalid fields get a message at their own path", () => {
   const draft = configToDraft(root, resolveConfig({ preset: "tiny" }));
   const bad = (path: string[], text: string) => {
-    const r = validateDraft(runConfigSchema, root, setAt(draft, path, text));
-    assert.ok(!r.ok);
+    const r = serverCheck(setAt(draft, path, text));
+    assert.ok(!r.ok, `${path.join(".")}=${text} accepted`);
     return r.ok ? {} : r.errors;
   };
   assert.equal(bad(["steps_count"], "-1").steps_count, "must be ≥ 1");
@@ -52,6 +71,7 @@ test("invalid fields get a message at their own path", () => {
   assert.equal(bad(["algo", "encoder", "dim"], "30")["algo.encoder.dim"], "must be divisible by 4 (two heads of rotary pairs)");
   assert.match(bad(["envs", "task"], "qa9")["envs.task"], /expected qa1\.\.qa5/);
   assert.equal(bad(["batch_size"], "33").batch_size, "must be a multiple of envs_parallel");
+  assert.equal(bad(["name"], "x".repeat(201)).name.length > 0, true);
 });
 
 test("number lists, optional fields and switching the environment", () => {
@@ -67,6 +87,6 @@ test("number lists, optional fields and switching the environment", () => {
   assert.equal(niah.name, "niah");
   assert.equal(niah.max_steps, "6"); // shared field kept
   assert.ok(!("noise" in niah));
-  const r = validateDraft(runConfigSchema, root, setAt(setAt(draft, ["envs"], niah), ["envs", "task"], "niah_single_1"));
+  const r = serverCheck(setAt(setAt(draft, ["envs"], niah), ["envs", "task"], "niah_single_1"));
   assert.ok(r.ok, JSON.stringify(!r.ok && r.errors));
 });

@@ -22,8 +22,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { io } from "socket.io-client";
-import type { EngineEvent, RunBatchMsg, RunDto } from "../lib/protocol.ts";
-import { BATCH_MS } from "../lib/protocol.ts";
+import type { EngineEvent, RunBatchMsg, RunDto } from "../lib/contracts/index.ts";
+import { BATCH_MS } from "../lib/contracts/index.ts";
 import { ROOT, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, waitFor } from "./ui-browser-helpers.ts";
 
 const { values: args } = parseArgs({

@@ -1,7 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { BatchSequencer, mergeEpisodes, mergeLogs, mergeMetrics, mergeRun } from "../lib/stream-merge.ts";
-import type { EngineEvent, EpisodeRecord, MetricsDto, RunBatchMsg, RunDetailDto } from "../lib/protocol.ts";
+import { QueryClient } from "@tanstack/react-query";
+import { BatchSequencer, mergeEpisodes, mergeLogs, mergeMetrics } from "../lib/stream-merge.ts";
+import { putRuns } from "../lib/run-cache.ts";
+import { qk } from "../lib/hooks/keys.ts";
+import type { EngineEvent, EpisodeRecord, MetricsDto, RunBatchMsg, RunDetailDto, RunDto, RunListDto } from "../lib/contracts/index.ts";
 
 const batch = (seq: number, events: EngineEvent[] = []): RunBatchMsg => ({ runId: "r1", seq, events });
 const metric = (key: "qf_loss" | "lr", update: number, value: number): EngineEvent => ({ type: "metric", key, step: update * 40, update, value, wall: update / 10 });
@@ -25,29 +28,35 @@ test("metric points are appended once per cache entry, for the keys it holds", (
   assert.equal(data.series.qf_loss.length, 1, "the cached object is not mutated");
 });
 
-test("run status, backend, progress, summary and checkpoints follow the events", () => {
-  const r = mergeRun(run, batch(3, [
-    { type: "run_start", meta: { name: "tiny", backend: "wasm", device: "wasm (1 thread)", engineVersion: "0", config: {}, startedAt: "2026-01-01T00:00:01.000Z" } },
-    { type: "progress", phase: "train", done: 10, total: 60 },
-    metric("qf_loss", 10, 0.5),
-    { type: "checkpoint", step: 400, update: 10, path: "/runs/r1/checkpoints/last", best: false, evalReturn: 0.4 },
-  ]));
-  assert.equal(r.status, "running");
-  assert.equal(r.backend, "wasm");
-  assert.equal(r.progressDone, 10);
-  assert.equal(r.summary.qf_loss, 0.5);
-  assert.equal(r.summary.update, 10);
-  assert.equal(r.checkpoints.length, 1);
-  assert.equal(r.lastSeq, 3);
-  const r2 = mergeRun(r, batch(4, [
-    { type: "checkpoint", step: 800, update: 20, path: "/runs/r1/checkpoints/last", best: false },
-    { type: "run_end", status: "cancelled", step: 800, update: 20 },
-  ]));
-  assert.equal(r2.status, "cancelled");
-  assert.ok(r2.finishedAt);
-  assert.deepEqual(r2.checkpoints.map((c) => c.update), [10, 20], "every save of checkpoints/last is kept, as the server lists them");
-  assert.equal(mergeRun(r2, batch(4)), r2);
-  assert.equal(run.status, "queued");
+test("runs the server publishes replace list rows and detail fields; an older copy never wins", () => {
+  const qc = new QueryClient();
+  const { config: _c, resumeFrom: _r, checkpoints: _k, ...row } = run;
+  const other: RunDto = { ...row, id: "r2", name: "other" };
+  qc.setQueryData<RunListDto>(qk.runList({ sort: "createdAt" }), { runs: [row, other], total: 2 });
+  qc.setQueryData<RunListDto>(qk.runList({ status: "queued" }), { runs: [row], total: 1 });
+  const detail: RunDetailDto = { ...run, checkpoints: [{ step: 4, update: 1, path: "/c", best: false, evalReturn: null, createdAt: "2026-01-01T00:00:00.000Z" }] };
+  qc.setQueryData(qk.run("r1"), detail);
+
+  const running: RunDto = { ...row, status: "running", lastSeq: 3, progressDone: 10, summary: { qf_loss: 0.5, update: 10 }, backend: "wasm" };
+  const unlisted = putRuns(qc, [running, { ...row, id: "r9", lastSeq: 1 }]);
+  assert.deepEqual(unlisted, ["r9"], "a run no list holds is reported, so lists can be refetched");
+  for (const key of [qk.runList({ sort: "createdAt" }), qk.runList({ status: "queued" })]) {
+    const r1 = qc.getQueryData<RunListDto>(key)!.runs.find((r) => r.id === "r1")!;
+    assert.equal(r1.status, "running");
+    assert.equal(r1.summary.qf_loss, 0.5);
+  }
+  assert.equal(qc.getQueryData<RunListDto>(qk.runList({ sort: "createdAt" }))!.runs[1], other, "other rows are untouched");
+  const d = qc.getQueryData<RunDetailDto>(qk.run("r1"))!;
+  assert.equal(d.progressDone, 10);
+  assert.equal(d.backend, "wasm");
+  assert.deepEqual(d.checkpoints, detail.checkpoints, "the detail keeps its checkpoints and config");
+  assert.deepEqual(d.config, {});
+
+  putRuns(qc, [{ ...row, status: "queued", lastSeq: 2 }]);
+  assert.equal(qc.getQueryData<RunDetailDto>(qk.run("r1"))!.status, "running", "a stale copy (lower lastSeq) is ignored");
+  putRuns(qc, [{ ...running, status: "cancelled" }]);
+  assert.equal(qc.getQueryData<RunDetailDto>(qk.run("r1"))!.status, "cancelled", "a change at the same lastSeq (cancel) applies");
+  assert.equal(run.status, "queued", "cached objects are not mutated");
 });
 
 test("log lines and episodes are not duplicated by a replay", () => {

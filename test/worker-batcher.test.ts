@@ -10,7 +10,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Server, type Socket as ServerSocket } from "socket.io";
 import { io as connect, type Socket } from "socket.io-client";
-import { WORKER_NAMESPACE, type EngineEvent, type EventBatchMsg, type EventsAck } from "../lib/protocol.ts";
+import { WORKER_NAMESPACE, type EngineEvent, type EventBatchMsg, type EventsAck } from "../lib/contracts/index.ts";
 import { EventBatcher } from "../server/worker/batcher.ts";
 import type { LogLevel } from "../server/worker/log.ts";
 

@@ -1,18 +1,14 @@
-import type { RunListQuery } from "../protocol.ts";
+import type { EpisodesQuery, RunListParams, XAxis } from "../contracts/index.ts";
 
 /** React Query keys: everything about one run lives under ["run", id, …]. */
 
-export type RunListParams = RunListQuery<string>;
-export type XAxisKind = "step" | "wall";
+export type { RunListParams };
 export interface MetricsParams {
   keys: readonly string[];
   width: number;
-  x: XAxisKind;
+  x: XAxis;
 }
-export interface EpisodesParams {
-  limit: number;
-  phase?: string;
-}
+export type EpisodesParams = EpisodesQuery & { limit: number };
 
 export const qk = {
   runs: () => ["runs"] as const,
@@ -26,5 +22,6 @@ export const qk = {
   logsAll: (id: string) => ["run", id, "logs"] as const,
   logs: (id: string, limit: number) => ["run", id, "logs", { limit }] as const,
   presets: () => ["presets"] as const,
+  schema: () => ["schema"] as const,
   workers: () => ["workers"] as const,
 };

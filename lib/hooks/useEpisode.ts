@@ -1,7 +1,7 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
 import { apiGet } from "../api.ts";
-import type { EpisodeDto } from "../protocol.ts";
+import type { EpisodeDto } from "../contracts/index.ts";
 import { qk } from "./keys.ts";
 
 /** One stored episode with its full record (steps, top-k candidates, gold facts). */

@@ -1,7 +1,7 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
 import { apiGet, qs } from "../api.ts";
-import type { EpisodeDto } from "../protocol.ts";
+import type { EpisodeDto } from "../contracts/index.ts";
 import { qk, type EpisodesParams } from "./keys.ts";
 
 /** Latest episodes of a run (latest first); useRunStream prepends live ones. */

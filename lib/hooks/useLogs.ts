@@ -1,7 +1,7 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
 import { apiGet, qs } from "../api.ts";
-import type { LogLineDto } from "../protocol.ts";
+import type { LogLineDto } from "../contracts/index.ts";
 import { qk } from "./keys.ts";
 
 /** The log tail of a run (latest last); useRunStream appends live lines. */

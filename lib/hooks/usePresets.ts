@@ -1,7 +1,7 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
 import { apiGet } from "../api.ts";
-import type { PresetDto } from "../protocol.ts";
+import type { PresetDto } from "../contracts/index.ts";
 import { qk } from "./keys.ts";
 
 /** Presets from configs/presets, resolved by the engine. */

@@ -1,7 +1,7 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
 import { apiGet } from "../api.ts";
-import type { RunDetailDto } from "../protocol.ts";
+import type { RunDetailDto } from "../contracts/index.ts";
 import { qk } from "./keys.ts";
 
 /** One run with its config and checkpoints; useRunStream patches status, progress and summary. */

@@ -1,7 +1,7 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
 import { apiGet, qs } from "../api.ts";
-import type { MetricsDto } from "../protocol.ts";
+import type { MetricsDto } from "../contracts/index.ts";
 import { qk, type MetricsParams } from "./keys.ts";
 
 /**

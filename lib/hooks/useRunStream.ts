@@ -1,8 +1,8 @@
 "use client";
 /**
  * Live tail of one run: subscribes on the /ui socket with the last sequence number the query
- * cache holds, and folds every "run:batch" into the cached metrics, run detail, logs and episodes
- * (no refetch). Batches are applied strictly in seq order: an early one is held back, and a gap
+ * cache holds, and folds every "run:batch" into the cached metrics, logs and episodes (no
+ * refetch; the run's own state arrives as "runs:state", see useRunsState). Batches are applied strictly in seq order: an early one is held back, and a gap
  * (seq ≠ last + 1) re-subscribes from the last applied seq so the server replays what is missing.
  * After a reconnect the hook re-subscribes from the last applied seq as well.
  */
@@ -10,16 +10,13 @@ import { useEffect } from "react";
 import { useQueryClient, type Query, type QueryClient } from "@tanstack/react-query";
 import { getUiSocket } from "../socket.ts";
 import { useSocketConnected } from "./useSocketConnected.ts";
-import type { EpisodeDto, LogLineDto, MetricsDto, RunBatchMsg, RunDetailDto, SubscribeMsg } from "../protocol.ts";
-import { BatchSequencer, batchHas, mergeEpisodes, mergeLogs, mergeMetrics, mergeRun } from "../stream-merge.ts";
+import type { EpisodeDto, LogLineDto, MetricsDto, RunBatchMsg, RunDetailDto } from "../contracts/index.ts";
+import { BatchSequencer, batchHas, mergeEpisodes, mergeLogs, mergeMetrics } from "../stream-merge.ts";
 import { qk, type EpisodesParams, type MetricsParams } from "./keys.ts";
 
 export interface RunStreamState {
   connected: boolean;
 }
-
-/** Runs that have a live stream in this tab (useRunsChanged refreshes them less eagerly). */
-export const streamedRuns = new Set<string>();
 
 const RESYNC_WAIT_MS = 2_000;
 
@@ -32,7 +29,6 @@ function applyBatch(qc: QueryClient, runId: string, msg: RunBatchMsg) {
     const next = mergeMetrics(data, msg, params.keys);
     if (next !== data) qc.setQueryData(q.queryKey, next);
   }
-  qc.setQueryData<RunDetailDto>(qk.run(runId), (old) => (old ? mergeRun(old, msg) : old));
   if (batchHas(msg, "log")) {
     for (const q of cache.findAll({ queryKey: qk.logsAll(runId) })) {
       const data = q.state.data as LogLineDto[] | undefined;
@@ -77,11 +73,10 @@ export function useRunStream(runId: string | undefined): RunStreamState {
       if (timers.has(name)) return;
       timers.set(name, setTimeout(() => (timers.delete(name), fn()), ms));
     };
-    streamedRuns.add(runId);
 
     const subscribe = (afterSeq: number) => {
       seq.subscribed(afterSeq, Date.now());
-      socket.emit("subscribe", { runId, afterSeq } satisfies SubscribeMsg);
+      socket.emit("subscribe", { runId, afterSeq }, () => {});
     };
     const start = () => {
       if (!socket.connected) return;
@@ -98,7 +93,8 @@ export function useRunStream(runId: string | undefined): RunStreamState {
       for (const b of apply) {
         applyBatch(qc, runId, b);
         if (batchHas(b, "episode")) later("episodes", 1_500, () => void qc.invalidateQueries({ queryKey: qk.episodesAll(runId) }));
-        if (batchHas(b, "run_end")) later("run", 500, () => void qc.invalidateQueries({ queryKey: qk.run(runId), exact: true }));
+        // the detail's checkpoint list comes from the database
+        if (batchHas(b, "checkpoint") || batchHas(b, "run_end")) later("run", 500, () => void qc.invalidateQueries({ queryKey: qk.run(runId), exact: true }));
       }
     };
 
@@ -119,7 +115,6 @@ export function useRunStream(runId: string | undefined): RunStreamState {
       socket.off("run:batch", onBatch);
       unsubscribeCache();
       timers.forEach((t) => clearTimeout(t));
-      streamedRuns.delete(runId);
       if (socket.connected) socket.emit("unsubscribe", { runId });
     };
   }, [runId, qc]);

@@ -1,7 +1,7 @@
 "use client";
 import { useQuery } from "@tanstack/react-query";
 import { apiGet } from "../api.ts";
-import type { WorkerDto } from "../protocol.ts";
+import type { WorkerDto } from "../contracts/index.ts";
 import { qk } from "./keys.ts";
 
 /** Connected and recently seen trainer workers (polled; they change rarely). */

@@ -1,21 +1,16 @@
 /** REST handlers for /api/presets, /api/schema, /api/workers and /api/health. */
-import { z } from "zod";
-import type { PresetDto } from "../../lib/protocol.ts";
-import { presetNames, resolveConfig, runConfigSchema } from "../qrag/config.ts";
-import { ENGINE_VERSION } from "../qrag/version.ts";
-import { configDir } from "../runs/config.ts";
+import type { ConfigSchemaDto, JsonSchema, PresetDto } from "../../lib/contracts/index.ts";
+import { configJsonSchema, ENGINE_VERSION, presetNames, resolveConfig } from "../qrag/index.ts";
 import { listWorkers } from "../runs/queries.ts";
-import { hasPlatform, hooks } from "../realtime/hub.ts";
-import { handler, json } from "./http.ts";
+import { handler } from "./http.ts";
 
 /** Every preset in configs/presets, resolved and validated by the engine. */
 export const presets = {
   GET: handler(async () => {
-    const dir = configDir();
     const out: PresetDto[] = [];
-    for (const name of presetNames(dir)) {
+    for (const name of presetNames()) {
       try {
-        out.push({ name, config: resolveConfig({ preset: name, configDir: dir }) });
+        out.push({ name, config: resolveConfig({ preset: name }) });
       } catch (e) {
         console.error(`preset ${name}: ${(e as Error).message}`);
       }
@@ -24,22 +19,19 @@ export const presets = {
   }),
 };
 
-let schemaCache: unknown;
-/** The JSON Schema of the run config (input side: defaults are optional), for the launch form. */
+/** The run config's JSON Schema, from which the launch form is drawn. */
 export const schema = {
-  GET: handler(async () => (schemaCache ??= z.toJSONSchema(runConfigSchema, { io: "input", unrepresentable: "any" }))),
+  GET: handler(async (): Promise<ConfigSchemaDto> => ({ schema: configJsonSchema() as JsonSchema })),
 };
 
 export const workers = {
-  GET: handler(async (_req, _ctx, db) => {
-    return listWorkers(db, hasPlatform() ? new Set(hooks().connectedWorkers()) : null);
-  }),
+  GET: handler(async (_req, _p, d) => listWorkers(d.db, new Set(d.connectedWorkers()), d.leaseMs)),
 };
 
 export const health = {
-  GET: handler(async (_req, _ctx, db) => {
+  GET: handler(async (_req, _p, d) => {
     const t0 = performance.now();
-    await db.prisma.run.count({ where: { status: "running" } });
-    return json({ ok: true, engineVersion: ENGINE_VERSION, database: db.provider, dbMs: Math.round(performance.now() - t0), workers: hooks().connectedWorkers().length });
+    await d.db.prisma.run.count({ where: { status: "running" } });
+    return { ok: true, engineVersion: ENGINE_VERSION, database: d.db.provider, dbMs: Math.round(performance.now() - t0), workers: d.connectedWorkers().length };
   }),
 };

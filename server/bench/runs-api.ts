@@ -1,21 +1,22 @@
 /**
  * Benchmark: the runs API with 1,000 runs (target ≤ 300 ms). Starts the real server (Next
- * production build + socket.io, no worker) on a temporary database, inserts 1,000 finished runs
- * with realistic configs, tags and summaries, and times GET /api/runs through Next's route
- * handler: the median of 20 requests after 3 warm-ups, for the whole table (limit=1000), the
+ * production build + socket.io, no worker) on a temporary database, inserts N finished runs
+ * with realistic configs, tags and summaries, and times GET /api/runs through the server's API
+ * router: the median of 20 requests after 3 warm-ups, for the whole table (limit=1000), the
  * default page, a search and a duration sort. Prints JSON.
  *
- *   npx next build && tsx server/bench/runs-api.ts          # SQLite in a temp folder
- *   DATABASE_URL=postgresql://… tsx server/bench/runs-api.ts # an empty PostgreSQL database
+ *   npx next build && tsx server/bench/runs-api.ts [--runs 1000]   # SQLite in a temp folder
+ *   DATABASE_URL=postgresql://… tsx server/bench/runs-api.ts         # an empty PostgreSQL database
  */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { resolveConfig } from "../qrag/config.ts";
+import { parseArgs } from "node:util";
+import { resolveConfig } from "../qrag/index.ts";
 import { getDb } from "../db/client.ts";
 import { startServer } from "../main.ts";
 
-const N = Number(process.env.BENCH_RUNS ?? 1000);
+const N = Number(parseArgs({ options: { runs: { type: "string", default: "1000" } } }).values.runs);
 const REPS = 20;
 
 async function main() {

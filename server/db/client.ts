@@ -4,14 +4,12 @@
  * anything else → SQLite (generated/sqlite, better-sqlite3, WAL mode).
  *
  * Both generated clients come from the same models, so they expose the same API; the SQLite
- * client's type stands for both (shared/specs/offline-stack.md §2, the cast trick).
- *
- * The handle lives on globalThis so that the custom server (server/main.ts, loaded by tsx) and
- * Next's bundled route handlers share one client, one SQLite connection and one write lock.
+ * client's type stands for both (prisma/README.md: one models file, two datasources).
  */
 import fs from "node:fs";
 import path from "node:path";
 import type { PrismaClient } from "../../generated/sqlite/client.ts";
+import { env } from "../env.ts";
 
 export type Db = PrismaClient;
 export type Provider = "sqlite" | "postgresql";
@@ -31,10 +29,6 @@ export interface DbHandle {
 
 export function providerOf(url: string): Provider {
   return /^postgres(ql)?:\/\//i.test(url) ? "postgresql" : "sqlite";
-}
-
-export function defaultDatabaseUrl(dataDir = path.resolve("data")): string {
-  return `file:${path.join(dataDir, "qrag.db")}`;
 }
 
 /** The SQLite file of a file: URL (relative paths resolve against the working directory). */
@@ -92,24 +86,24 @@ export async function openDb(url: string): Promise<DbHandle> {
   };
 }
 
-const g = globalThis as unknown as { __qragDb?: { url: string; handle: Promise<DbHandle> } };
+let current: { url: string; handle: Promise<DbHandle> } | undefined;
 
-/** The process's database, opened on first use from DATABASE_URL (or data/qrag.db). */
+/** The process's database, opened on first use from DATABASE_URL (or <data>/qrag.db). */
 export function getDb(url?: string): Promise<DbHandle> {
-  const want = url ?? process.env.DATABASE_URL ?? defaultDatabaseUrl(process.env.QRAG_DATA_DIR);
-  if (g.__qragDb && (url === undefined || g.__qragDb.url === want)) return g.__qragDb.handle;
-  if (g.__qragDb) throw new Error(`database already open at ${g.__qragDb.url}`);
+  const want = url ?? env().databaseUrlFor(env().dataDir);
+  if (current && (url === undefined || current.url === want)) return current.handle;
+  if (current) throw new Error(`database already open at ${current.url}`);
   const handle = openDb(want);
-  g.__qragDb = { url: want, handle };
+  current = { url: want, handle };
   handle.catch(() => {
-    if (g.__qragDb?.handle === handle) g.__qragDb = undefined;
+    if (current?.handle === handle) current = undefined;
   });
   return handle;
 }
 
 /** Closes the process's database (server shutdown). */
 export async function closeDb(): Promise<void> {
-  const cur = g.__qragDb;
-  g.__qragDb = undefined;
+  const cur = current;
+  current = undefined;
   if (cur) await (await cur.handle).close();
 }

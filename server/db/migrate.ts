@@ -3,14 +3,15 @@
  * database has not seen yet, each in one transaction, recording them in "_app_migrations".
  * Idempotent: a second run applies nothing. On PostgreSQL an advisory lock keeps two dashboard
  * nodes starting at once from racing. (Prisma 6's `migrate deploy` cannot talk to PostgreSQL
- * through the JS engine here; shared/specs/offline-stack.md §2.)
+ * through the JS engine here; docs/offline-stack.md §1.1.)
  *
  *   tsx server/db/migrate.ts            # uses DATABASE_URL, default file:./data/qrag.db
  */
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { defaultDatabaseUrl, providerOf, sqlitePath } from "./client.ts";
+import { env } from "../env.ts";
+import { providerOf, sqlitePath } from "./client.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const TABLE = `"_app_migrations"`;
@@ -85,7 +86,7 @@ export async function migrate(url: string, opts: { root?: string; log?: (msg: st
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const url = process.env.DATABASE_URL ?? defaultDatabaseUrl();
+  const url = env().databaseUrlFor(env().dataDir);
   migrate(url, { log: (m) => console.log(m) })
     .then((a) => console.log(a.length ? `${a.length} migration(s) applied` : "database is up to date"))
     .catch((e: Error) => {

@@ -16,7 +16,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { unrefPoolWorkers, wasmThreadsWanted, withWasmThreadShims } from "./wasm-threads.ts";
 
-export interface BackendInfo {
+interface BackendInfo {
   /** tfjs backend name as registered: "tensorflow", "wasm" or "cpu". */
   backend: string;
   /** Human-readable device, e.g. "wasm (1 thread, SIMD)", "cpu", "tensorflow GPU (tfjs-node-gpu)". */
@@ -84,11 +84,6 @@ export function pickBackend(pref?: string): Promise<BackendInfo> {
   );
   pending = { key: choice, promise };
   return promise;
-}
-
-/** The backend picked so far, if any. */
-export function currentBackend(): BackendInfo | undefined {
-  return current?.info;
 }
 
 async function doPick(choice: Choice | "auto"): Promise<{ choice: Choice; info: BackendInfo }> {

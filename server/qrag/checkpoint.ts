@@ -8,7 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { InputError } from "./errors.ts";
 
-export const CHECKPOINT_VERSION = 1;
+const CHECKPOINT_VERSION = 1;
 
 type Packed = unknown;
 

@@ -11,7 +11,7 @@ const prob = z.number().min(0).max(1);
 export const feedbackSchema = z.strictObject({
   type: z.literal("gt").default("gt"),
   /** false = the episode stops when all support chunks are found (a ground-truth oracle stop). */
-  never_terminate: z.boolean().default(false),
+  never_terminate: z.boolean().default(false).describe("off = stop at the ground-truth oracle"),
   penalize_extra_steps: z.boolean().default(true),
   completion_reward: z.number().default(1),
   per_fact_reward: z.number().default(0),
@@ -36,11 +36,11 @@ const envCommon = {
 
 export const babilongEnvSchema = z.strictObject({
   name: z.literal("babilong"),
-  task: z.string().regex(/^qa[1-5](_[a-z-]+)?$/, "expected qa1..qa5 (or the reference name, e.g. qa2_two-supporting-facts)"),
+  task: z.string().regex(/^qa[1-5](_[a-z-]+)?$/, "expected qa1..qa5 (or the reference name, e.g. qa2_two-supporting-facts)").describe("qa1..qa5"),
   /** Total chunks (facts + noise) per training sample; a list is sampled per sample. */
-  num_sentences: z.union([int(1), z.array(int(1)).min(1)]),
+  num_sentences: z.union([int(1), z.array(int(1)).min(1)]).describe("total chunks per sample; a list is sampled per sample"),
   /** "sotu" (public-domain State of the Union prose from npm) or a folder of .txt books. */
-  noise: z.string().min(1).default("sotu"),
+  noise: z.string().min(1).default("sotu").describe('"sotu" or a folder of .txt books'),
   ...envCommon,
 });
 
@@ -49,9 +49,9 @@ export const niahEnvSchema = z.strictObject({
   task: z.enum([
     "niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
     "niah_multikey_3", "niah_multivalue", "niah_multiquery",
-  ]),
+  ]).describe("a RULER task"),
   /** GPT-2 token budget of a generated sample (RULER's max_seq_length). */
-  max_seq_length: int(256).default(4096),
+  max_seq_length: int(256).default(4096).describe("GPT-2 token budget of a generated sample"),
   /** Optional folder with real RULER files (train.jsonl, <split>.jsonl); generated when absent. */
   path: z.string().optional(),
   ...envCommon,
@@ -71,7 +71,7 @@ export type EnvConfig = z.infer<typeof envSchema>;
 
 export const encoderSchema = z.strictObject({
   type: z.enum(["bow", "transformer"]),
-  dim: int(4).refine((d) => d % 4 === 0, "must be divisible by 4 (two heads of rotary pairs)"),
+  dim: int(4).multipleOf(4, "must be divisible by 4 (two heads of rotary pairs)").describe("divisible by 4"),
   vocab_size: int(16),
   hidden: int(1),
   layers: int(1).default(2),
@@ -88,18 +88,18 @@ export const algoSchema = z.strictObject({
     gamma: prob.default(0.99),
     lambda: prob.default(0.65),
     /** Boltzmann / soft-value temperature α0; follows the LR schedule (α = α0·lr_t/lr0). */
-    alpha: z.number().nonnegative().default(0.01),
+    alpha: z.number().nonnegative().default(0.01).describe("soft-value temperature α0 (follows the LR schedule)"),
     tau: prob.default(0.1),
     max_grad_norm: z.number().positive().default(2),
     topk: int(1).default(5),
-    /** "intended" λ-returns, or "reference" to reproduce pqn-qa's off-by-one (spec §3.4). */
-    lambda_mode: z.enum(["intended", "reference"]).default("intended"),
+    /** "intended" λ-returns, or "reference" to reproduce pqn-qa's off-by-one (docs/method.md §3.4). */
+    lambda_mode: z.enum(["intended", "reference"]).default("intended").describe('"reference" reproduces pqn-qa\'s off-by-one'),
     /** Reference behaviour: the last transition of every rollout is executed but not trained on. */
     drop_last_transition: z.boolean().default(true),
   }),
   optimizer: z.strictObject({
     lr: z.number().positive(),
-    betas: z.tuple([prob, prob]).default([0.9, 0.98]),
+    betas: z.tuple([prob, prob]).default([0.9, 0.98]).describe("two numbers, e.g. 0.9, 0.98"),
     eps: z.number().positive().default(1e-6),
     weight_decay: z.number().nonnegative().default(0.01),
   }),
@@ -113,23 +113,23 @@ export type AlgoConfig = z.infer<typeof algoSchema>;
 
 export const runConfigSchema = z.strictObject({
   /** Display name of the run; defaults to "<env>-<task>". */
-  name: z.string().optional(),
+  name: z.string().max(200).optional().describe("display name of the run (default <env>-<task>)"),
   seed: int(0).default(42),
-  /** Uniform-random behaviour for the first 2·learning_start transitions (spec §3.3). */
-  learning_start: int(0).default(200),
+  /** Uniform-random behaviour for the first 2·learning_start transitions (docs/method.md §3.3). */
+  learning_start: int(0).default(200).describe("uniform-random behaviour for the first 2·learning_start transitions"),
   /** Optimizer steps. */
-  steps_count: int(1),
+  steps_count: int(1).describe("optimizer steps"),
   /** Trained transitions per micro-step. */
-  batch_size: int(1),
+  batch_size: int(1).describe("trained transitions per micro-step; a multiple of envs_parallel"),
   accumulate_grads: int(1).default(1),
   /** Evaluate, log and checkpoint every this many optimizer steps (and at step 0). */
-  eval_interval: int(1),
+  eval_interval: int(1).describe("evaluate, log and checkpoint every this many optimizer steps"),
   eval_episodes: int(1),
   envs_parallel: int(1),
   max_action_length: int(1),
   max_action_length_in_memory: int(1),
   /** Episodes kept in the event stream per evaluation (full records go to episodes.jsonl). */
-  eval_episodes_logged: int(0).default(8),
+  eval_episodes_logged: int(0).default(8).describe("episodes per evaluation kept in the event stream"),
   backend: z.enum(["auto", "tensorflow", "wasm", "cpu"]).default("auto"),
   envs: envSchema,
   algo: algoSchema,

@@ -5,9 +5,9 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import YAML from "yaml";
 import { z } from "zod";
+import { env } from "../env.ts";
 import { InputError } from "./errors.ts";
 import { runConfigSchema, type RunConfig } from "./config-schema.ts";
 
@@ -17,9 +17,9 @@ export const CONFIG_GROUPS = ["envs", "algo"] as const;
 type Group = (typeof CONFIG_GROUPS)[number];
 type Obj = Record<string, unknown>;
 
-/** The repository's configs/ folder (overridable for tests and installed copies). */
+/** The configs/ folder (QRAG_CONFIG_DIR, else the repository's). */
 export function defaultConfigDir(): string {
-  return process.env.QRAG_CONFIG_DIR ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../configs");
+  return env().configDir;
 }
 
 function isObj(v: unknown): v is Obj {
@@ -97,14 +97,12 @@ export function parseOverride(arg: string): { key: string; value: unknown } {
   return { key: m[1], value };
 }
 
+/** `obj` with the dotted key set to `value` (objects on the way are merged, not replaced). */
 function setPath(obj: Obj, dotted: string, value: unknown): Obj {
-  const keys = dotted.split(".");
-  const patch: Obj = {};
-  let cur = patch;
-  keys.forEach((k, i) => {
-    if (i === keys.length - 1) cur[k] = value;
-    else cur = cur[k] = {} as Obj;
-  });
+  const patch = dotted
+    .split(".")
+    .reverse()
+    .reduce<unknown>((inner, k) => ({ [k]: inner }), value) as Obj;
   return deepMerge(obj, patch);
 }
 
@@ -136,36 +134,56 @@ export function composeConfig(opts: ResolveOptions = {}): Obj {
     Object.assign(choices, p.defaults);
     body = deepMerge(body, p.body);
   }
-  const keyOverrides: { key: string; value: unknown }[] = [];
-  for (const arg of opts.overrides ?? []) {
-    const o = parseOverride(arg);
-    if ((CONFIG_GROUPS as readonly string[]).includes(o.key)) choices[o.key as Group] = String(o.value);
-    else keyOverrides.push(o);
-  }
+  const parsed = parseOverrides(opts.overrides ?? []);
+  for (const o of parsed) if (isGroup(o.key)) choices[o.key] = String(o.value);
   let tree: Obj = {};
   for (const g of CONFIG_GROUPS) if (choices[g]) tree[g] = loadGroup(g, choices[g]!, dir);
   // group files come first, then the training/preset body (a preset may tune envs.* or algo.*)
   tree = deepMerge(tree, body);
-  for (const o of keyOverrides) tree = setPath(tree, o.key, o.value);
+  tree = applyParsed(tree, parsed.filter((o) => !isGroup(o.key)));
   const envs = tree.envs as Obj | undefined;
-  if (envs && typeof envs.task === "string" && BABI_TASK_NAMES[envs.task]) envs.task = BABI_TASK_NAMES[envs.task];
+  if (envs && typeof envs.task === "string" && BABI_TASK_NAMES[envs.task]) tree = setPath(tree, "envs.task", BABI_TASK_NAMES[envs.task]);
   return tree;
 }
 
-/** Formats zod issues as "path.to.field: message" lines. */
-export function formatIssues(err: z.ZodError): string {
-  return err.issues
-    .map((i) => {
-      const p = i.path.join(".");
-      const msg = i.code === "unrecognized_keys" ? `unknown key(s) ${i.keys.map((k) => (p ? `${p}.${k}` : k)).join(", ")}` : i.message;
-      return p && i.code !== "unrecognized_keys" ? `${p}: ${msg}` : msg;
-    })
-    .join("\n");
+const isGroup = (k: string): k is Group => (CONFIG_GROUPS as readonly string[]).includes(k);
+
+/** Parses every override, naming each bad one by its index (`overrides.2`). */
+function parseOverrides(overrides: readonly string[]): { key: string; value: unknown }[] {
+  const issues: ConfigIssue[] = [];
+  const out = overrides.flatMap((arg, i) => {
+    try {
+      return [parseOverride(arg)];
+    } catch (e) {
+      issues.push({ path: `overrides.${i}`, message: (e as Error).message });
+      return [];
+    }
+  });
+  if (issues.length) throw new ConfigError(issues, issues.map((i) => i.message).join("\n"));
+  return out;
 }
 
+function applyParsed(tree: Obj, parsed: readonly { key: string; value: unknown }[]): Obj {
+  let out = tree;
+  for (const o of parsed) out = setPath(out, o.key, o.value);
+  return out;
+}
+
+/** key=value overrides on an existing tree (a stored run's config, the form's edits). */
+export function applyOverrides(tree: Obj, overrides: readonly string[]): Obj {
+  return applyParsed(tree, parseOverrides(overrides));
+}
+
+export interface ConfigIssue {
+  /** Dotted field path ("envs.task"), `overrides.N` or `preset`. */
+  path: string;
+  message: string;
+}
+
+/** A bad config: every problem with the field it belongs to (the CLI prints them, the API answers 400). */
 export class ConfigError extends InputError {
   constructor(
-    readonly issues: { path: string; message: string }[],
+    readonly issues: ConfigIssue[],
     message: string,
   ) {
     super(message);
@@ -173,19 +191,99 @@ export class ConfigError extends InputError {
   }
 }
 
+const bound = (n: number | bigint) => (Math.abs(Number(n)) >= 1e15 ? Number(n).toExponential(0) : String(n));
+
+/** zod's generic messages in a form's words; the schema's own messages are kept. */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  const i = issue as z.core.$ZodIssue & { expected?: string; origin?: string; minimum?: number | bigint; maximum?: number | bigint; inclusive?: boolean; input?: unknown };
+  const missing = /received undefined/.test(i.message);
+  if (i.code === "invalid_type") {
+    if (missing) return "required";
+    if (i.expected === "int") return "must be a whole number";
+    if (i.expected === "number") return "must be a number";
+  }
+  if (i.code === "too_small" && i.origin === "number") return `must be ${i.inclusive ? "≥" : ">"} ${bound(i.minimum!)}`;
+  if (i.code === "too_big" && i.origin === "number") return `must be ${i.inclusive ? "≤" : "<"} ${bound(i.maximum!)}`;
+  if (i.code === "invalid_union" && !i.message.includes("discriminator")) return "expected a number or a list of numbers (e.g. 10, 20)";
+  return i.message;
+}
+
+/** zod issues → one issue per field path (unknown keys named one by one); configs and REST inputs alike. */
+export function fieldIssues(err: z.ZodError): ConfigIssue[] {
+  const out: ConfigIssue[] = [];
+  const seen = new Set<string>();
+  const put = (p: readonly PropertyKey[], message: string) => {
+    const path = p.map(String).join(".");
+    if (seen.has(path)) return;
+    seen.add(path);
+    out.push({ path, message });
+  };
+  for (const i of err.issues) {
+    if (i.code === "unrecognized_keys") for (const k of i.keys) put([...i.path, k], "unknown key");
+    else put(i.path, issueMessage(i));
+  }
+  return out;
+}
+
 /** Validates a raw config tree; throws ConfigError naming every bad field. */
 export function validateConfig(raw: unknown): RunConfig {
   const r = runConfigSchema.safeParse(raw);
   if (!r.success) {
-    const issues = r.error.issues.map((i) => ({ path: i.path.join("."), message: i.message }));
-    throw new ConfigError(issues, `invalid config:\n${formatIssues(r.error)}`);
+    const issues = fieldIssues(r.error);
+    throw new ConfigError(issues, `invalid config:\n${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("\n")}`);
   }
   return r.data;
 }
 
-/** Compose + validate: what `qrag train preset=… key=value` and the worker call. */
+/** Compose + validate: what `qrag train preset=… key=value` calls. */
 export function resolveConfig(opts: ResolveOptions = {}): RunConfig {
   return validateConfig(composeConfig(opts));
+}
+
+export interface RunConfigInput {
+  /** A preset name (configs/presets), the base when no `config` is given. */
+  preset?: string;
+  /** A whole config tree, or a partial one merged onto `base`. */
+  config?: unknown;
+  /** A stored config that `config` edits (a clone). */
+  base?: unknown;
+  overrides?: readonly string[];
+  configDir?: string;
+}
+
+/**
+ * The platform's one entry into configs: a form's tree, a preset, or a stored run's config with
+ * edits, then key=value overrides, validated. Throws ConfigError (issues under `config.…`,
+ * `overrides.N` or `preset`); the API calls it on create and clone, the worker on assignment.
+ */
+export function buildRunConfig(input: RunConfigInput): RunConfig {
+  const dir = input.configDir ?? defaultConfigDir();
+  let tree: Obj;
+  if (input.config !== undefined || input.base !== undefined) {
+    if (input.config !== undefined && !isObj(input.config)) throw new ConfigError([{ path: "config", message: "expected an object" }], "config: expected an object");
+    tree = applyOverrides(deepMerge(isObj(input.base) ? input.base : {}, isObj(input.config) ? input.config : {}), input.overrides ?? []);
+  } else if (input.preset) {
+    if (!presetNames(dir).includes(input.preset)) {
+      const message = `unknown preset (available: ${presetNames(dir).join(", ")})`;
+      throw new ConfigError([{ path: "preset", message }], `preset "${input.preset}": ${message}`);
+    }
+    try {
+      tree = composeConfig({ preset: input.preset, overrides: input.overrides, configDir: dir });
+    } catch (e) {
+      // a group choice that does not exist (envs=nope) or a broken YAML file
+      if (e instanceof InputError && !(e instanceof ConfigError)) throw new ConfigError([{ path: "overrides", message: e.message }], e.message);
+      throw e;
+    }
+  } else {
+    throw new ConfigError([{ path: "config", message: "required (or give a preset)" }], "config or preset is required");
+  }
+  try {
+    return validateConfig(tree);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    const issues = e.issues.map((i) => ({ path: i.path ? `config.${i.path}` : "config", message: i.message }));
+    throw new ConfigError(issues, e.message);
+  }
 }
 
 /** The short task name used in labels and file names (qa2, niah_multivalue, hotpotqa…). */
@@ -198,4 +296,15 @@ export function taskLabel(c: RunConfig): string {
 
 export function runName(c: RunConfig): string {
   return c.name ?? `${c.envs.name}-${taskLabel(c)}`;
+}
+
+/** The columns a run is listed by. */
+export function describeConfig(c: RunConfig): { envName: string; task: string; defaultName: string } {
+  return { envName: c.envs.name, task: taskLabel(c), defaultName: runName(c) };
+}
+
+let jsonSchema: Record<string, unknown> | undefined;
+/** The run config as JSON Schema (input side: keys with defaults are optional), for forms. */
+export function configJsonSchema(): Record<string, unknown> {
+  return (jsonSchema ??= z.toJSONSchema(runConfigSchema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>);
 }

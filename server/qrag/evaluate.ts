@@ -15,7 +15,7 @@ import { evalOptions, summarize, type EvalSummary, type TrainCheckpoint } from "
 import { Rng } from "./util/rng.ts";
 import type { RunConfig } from "./config.ts";
 
-export interface EvaluateOptions {
+interface EvaluateOptions {
   /** Checkpoint folder or run folder. */
   checkpoint: string;
   numSamples?: number;
@@ -30,7 +30,7 @@ export interface EvaluateOptions {
   episodesFile?: string;
 }
 
-export interface EvaluateResult {
+interface EvaluateResult {
   summary: EvalSummary & { filtered: { precision: number; recall: number; f1: number; coverage: number; avgKept: number; threshold: number } };
   records: EpisodeRecord[];
   backend: string;

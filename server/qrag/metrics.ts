@@ -1,9 +1,9 @@
 /**
- * Retrieval metrics (spec §5.1, reference `calc_fact_f1_em`) and the Q-value stopping filter
- * (spec §4.2). Note the reference's "em" is coverage (gold ⊆ pred), not exact set equality; it
- * is named `coverage` here so nobody mistakes it for exact match.
+ * Retrieval metrics (docs/method.md §5.1, reference `calc_fact_f1_em`) and the Q-value stopping
+ * filter (docs/method.md §4.2). Note the reference's "em" is coverage (gold ⊆ pred), not exact set
+ * equality; it is named `coverage` here so nobody mistakes it for exact match.
  */
-export interface RetrievalMetrics {
+interface RetrievalMetrics {
   precision: number;
   recall: number;
   f1: number;

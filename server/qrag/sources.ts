@@ -53,7 +53,7 @@ export function buildSources(config: RunConfig): { train: SampleSource; test: Sa
   return { train: buildSource(config, "train"), test: buildSource(config, "test") };
 }
 
-/** Episode settings of the train or the test env (feedback differs, spec §1.5–1.6). */
+/** Episode settings of the train or the test env (feedback differs, docs/method.md §1.5–§1.6). */
 export function episodeConfig(config: RunConfig, split: Split): EpisodeConfig {
   const env = config.envs;
   const fb = split === "train" ? env.feedback : env.test_env.feedback;

@@ -1,9 +1,9 @@
 /**
- * `sweep()`: the context-length sweep (spec §5.3). A checkpoint is evaluated at growing haystack
- * sizes (default 50 / 160 / 1200 / 4600 / 40000 / 400000 chunks ≈ 1K … 10M tokens) with episodes
- * run to max_steps (never_terminate, as the reference sweep) and the Q-threshold filter, beside
- * BM25 and single-step dense baselines on the same samples. Haystacks are lazy views over the
- * noise pool and candidates are embedded in batches, so the text is never held twice.
+ * `sweep()`: the context-length sweep (docs/method.md §5.3). A checkpoint is evaluated at growing
+ * haystack sizes (default 50 / 160 / 1200 / 4600 / 40000 / 400000 chunks ≈ 1K … 10M tokens) with
+ * episodes run to max_steps (never_terminate, as the reference sweep) and the Q-threshold filter,
+ * beside BM25 and single-step dense baselines on the same samples. Haystacks are lazy views over
+ * the noise pool and candidates are embedded in batches, so the text is never held twice.
  */
 import fs from "node:fs";
 import type { EventSink, SweepPoint } from "./events.ts";
@@ -19,7 +19,7 @@ import { noisePoolFor } from "./data/noise/pool.ts";
 import { corpusSpecFrom } from "./data/noise/corpus.ts";
 import { InputError } from "./errors.ts";
 
-export interface SweepOptions {
+interface SweepOptions {
   checkpoint: string;
   /** Haystack sizes in chunks. */
   lengths?: number[];
@@ -36,7 +36,7 @@ export interface SweepOptions {
 }
 
 /** Default samples per length: plenty for short haystacks, a handful at 1M–10M tokens. */
-export function defaultSweepSamples(numChunks: number): number {
+function defaultSweepSamples(numChunks: number): number {
   if (numChunks <= 5_000) return 100;
   if (numChunks <= 50_000) return 20;
   return 3;

@@ -1,8 +1,9 @@
 /**
- * `train(config, { onEvent, signal, resumeFrom })`: the Q-RAG training loop (spec §3.1, §3.7).
- * One rollout of fresh data per micro-step, λ-return targets from collection-time target values,
- * one PQN update; every `eval_interval` optimizer steps (and at step 0) greedy evaluation on the
- * test split, metrics, episodes and a checkpoint. An aborted signal saves a checkpoint and returns.
+ * `train(config, { onEvent, signal, resumeFrom })`: the Q-RAG training loop (docs/method.md §3.1,
+ * §3.7). One rollout of fresh data per micro-step, λ-return targets from collection-time target
+ * values, one PQN update; every `eval_interval` optimizer steps (and at step 0) greedy evaluation
+ * on the test split, metrics, episodes and a checkpoint. An aborted signal saves a checkpoint and
+ * returns.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -24,7 +25,7 @@ import { saveCheckpoint, loadCheckpoint } from "./checkpoint.ts";
 import { ENGINE_VERSION } from "./version.ts";
 import type { SampleSource } from "./types.ts";
 
-export interface TrainOptions {
+interface TrainOptions {
   onEvent?: EventSink;
   signal?: AbortSignal;
   /** A checkpoint folder, or a run folder whose checkpoints/last is used. */
@@ -46,7 +47,7 @@ export interface EvalSummary {
   oracle_stop: boolean;
 }
 
-export interface TrainResult {
+interface TrainResult {
   status: "completed" | "cancelled";
   runDir: string;
   updates: number;

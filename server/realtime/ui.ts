@@ -1,18 +1,25 @@
 /**
- * socket.io namespace /ui (browsers). "subscribe" {runId, afterSeq} replays the stored batches
- * after afterSeq in order, then streams live ones ("run:batch"); "runs:changed" is broadcast
- * (coalesced) whenever runs change. Delivery is gapless per subscriber: a batch is emitted only
- * when it is the next sequence number the subscriber has; a hole is filled from the database
- * first, so a browser never receives seq n+1 before n.
+ * socket.io namespace /ui (browsers), the dashboard's RunNotifier. "subscribe" {runId, afterSeq}
+ * replays the stored batches after afterSeq in order, then streams live ones ("run:batch").
+ * "runs:state" is broadcast (coalesced) whenever runs change, carrying the runs as the server
+ * derived them (status, summary, progress, worker), so browsers merge instead of deriving.
+ * Delivery is gapless per subscriber: a batch is emitted only when it is the next sequence number
+ * the subscriber has; a hole is filled from the database first, so a browser never receives seq
+ * n+1 before n.
  */
 import type { Namespace, Socket } from "socket.io";
-import { z } from "zod";
-import type { EngineEvent, RunBatchMsg, RunsChangedMsg } from "../../lib/protocol.ts";
+import type { RunBatchMsg, RunsStateMsg, ServerToUi, UiToServer } from "../../lib/contracts/index.ts";
+import { issuesText, subscribeSchema, unsubscribeSchema } from "../../lib/contracts/index.ts";
 import type { DbHandle } from "../db/client.ts";
 import { batchesAfter } from "../runs/ingest.ts";
+import type { RunNotifier } from "../runs/notifier.ts";
+import { runDtos } from "../runs/service.ts";
+
+export type UiNamespace = Namespace<UiToServer, ServerToUi>;
+type UiSocket = Socket<UiToServer, ServerToUi>;
 
 interface Sub {
-  socket: Socket;
+  socket: UiSocket;
   runId: string;
   lastSent: number;
   busy: boolean;
@@ -20,16 +27,11 @@ interface Sub {
   closed: boolean;
 }
 
-const subscribeSchema = z.object({ runId: z.string().min(1).max(100), afterSeq: z.number().int().min(0).default(0) });
-
-export interface UiChannel {
-  /** A batch was committed: deliver it to the run's subscribers. Call in commit order. */
-  publish(runId: string, seq: number, events: EngineEvent[]): void;
-  runsChanged(runIds: string[]): void;
+export interface UiChannel extends RunNotifier {
   close(): void;
 }
 
-export function attachUi(nsp: Namespace, h: DbHandle, opts: { coalesceMs?: number } = {}): UiChannel {
+export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: number } = {}): UiChannel {
   const subs = new Map<string, Set<Sub>>();
   const log = (msg: string) => console.error(`[ui] ${msg}`);
 
@@ -78,17 +80,28 @@ export function attachUi(nsp: Namespace, h: DbHandle, opts: { coalesceMs?: numbe
     if (!s.closed && s.pending.length && !drain(s) && s.lastSent > startSent) void catchUp(s);
   };
 
+  // changed runs are read once per window and published in the order they were read
   let changed = new Set<string>();
   let timer: NodeJS.Timeout | null = null;
+  let publishing: Promise<void> = Promise.resolve();
   const flushChanged = () => {
     timer = null;
     if (!changed.size) return;
-    const msg: RunsChangedMsg = { runIds: [...changed] };
+    const ids = [...changed];
     changed = new Set();
-    nsp.emit("runs:changed", msg);
+    publishing = publishing.then(async () => {
+      try {
+        const runs = await runDtos(h, ids);
+        const found = new Set(runs.map((r) => r.id));
+        const msg: RunsStateMsg = { runs, gone: ids.filter((id) => !found.has(id)) };
+        nsp.emit("runs:state", msg);
+      } catch (e) {
+        log(`runs:state failed: ${(e as Error).message}`);
+      }
+    });
   };
 
-  const unsubscribe = (socket: Socket, runId: string) => {
+  const unsubscribe = (socket: UiSocket, runId: string) => {
     const set = subs.get(runId);
     if (!set) return;
     for (const s of set) {
@@ -102,10 +115,10 @@ export function attachUi(nsp: Namespace, h: DbHandle, opts: { coalesceMs?: numbe
   };
 
   nsp.on("connection", (socket) => {
-    socket.on("subscribe", (raw: unknown, ack?: (r: { ok: boolean; error?: string }) => void) => {
+    socket.on("subscribe", (raw, ack) => {
       const p = subscribeSchema.safeParse(raw);
       if (!p.success) {
-        if (typeof ack === "function") ack({ ok: false, error: p.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") });
+        if (typeof ack === "function") ack({ ok: false, error: issuesText(p.error) });
         return;
       }
       unsubscribe(socket, p.data.runId);
@@ -118,9 +131,9 @@ export function attachUi(nsp: Namespace, h: DbHandle, opts: { coalesceMs?: numbe
         if (typeof ack === "function") ack({ ok: true });
       });
     });
-    socket.on("unsubscribe", (raw: unknown) => {
-      const runId = typeof raw === "string" ? raw : (raw as { runId?: unknown })?.runId;
-      if (typeof runId === "string") unsubscribe(socket, runId);
+    socket.on("unsubscribe", (raw) => {
+      const p = unsubscribeSchema.safeParse(raw);
+      if (p.success) unsubscribe(socket, p.data.runId);
     });
     socket.on("disconnect", () => {
       for (const runId of [...subs.keys()]) unsubscribe(socket, runId);
@@ -128,7 +141,7 @@ export function attachUi(nsp: Namespace, h: DbHandle, opts: { coalesceMs?: numbe
   });
 
   return {
-    publish(runId, seq, events) {
+    batch({ runId, seq, events }) {
       const set = subs.get(runId);
       if (!set) return;
       for (const s of set) {
@@ -138,7 +151,7 @@ export function attachUi(nsp: Namespace, h: DbHandle, opts: { coalesceMs?: numbe
         if (!drain(s)) void catchUp(s);
       }
     },
-    runsChanged(runIds) {
+    changed(runIds) {
       for (const id of runIds) changed.add(id);
       timer ??= setTimeout(flushChanged, opts.coalesceMs ?? 150);
     },

@@ -1,5 +1,7 @@
-/** Database rows → the REST DTOs of lib/protocol.ts. */
-import type { CheckpointDto, RunDetailDto, RunDto, RunStatus, RunSummary } from "../../lib/protocol.ts";
+/** Database rows → the REST DTOs of lib/contracts/dto.ts (JSON-in-text columns parsed, dates as ISO). */
+import type { CheckpointDto, RunDetailDto, RunDto, RunListRow, RunStatus, RunSummary } from "../../lib/contracts/index.ts";
+import type { Prisma } from "../../generated/sqlite/client.ts";
+import { checkpointSelect } from "../../lib/contracts/index.ts";
 
 export function parseJson<T>(text: string | null | undefined, fallback: T): T {
   if (!text) return fallback;
@@ -10,38 +12,6 @@ export function parseJson<T>(text: string | null | undefined, fallback: T): T {
   }
 }
 
-/** The Run columns the runs table needs (no config: it can be large). */
-export const runListSelect = {
-  id: true, name: true, status: true, preset: true, envName: true, task: true, tags: true, notes: true,
-  workerId: true, backend: true, device: true, createdAt: true, startedAt: true, finishedAt: true,
-  error: true, parentId: true, attempt: true, lastSeq: true, progressDone: true, progressTotal: true,
-  summary: true,
-} as const;
-
-export interface RunListRow {
-  id: string;
-  name: string;
-  status: string;
-  preset: string | null;
-  envName: string;
-  task: string;
-  tags: string;
-  notes: string;
-  workerId: string | null;
-  backend: string | null;
-  device: string | null;
-  createdAt: Date;
-  startedAt: Date | null;
-  finishedAt: Date | null;
-  error: string | null;
-  parentId: string | null;
-  attempt: number;
-  lastSeq: number;
-  progressDone: number;
-  progressTotal: number;
-  summary: string;
-}
-
 export function durationSeconds(startedAt: Date | null, finishedAt: Date | null, status: string, now = Date.now()): number | null {
   if (!startedAt) return null;
   const end = finishedAt ? finishedAt.getTime() : status === "running" ? now : null;
@@ -50,49 +20,25 @@ export function durationSeconds(startedAt: Date | null, finishedAt: Date | null,
 
 export function toRunDto(r: RunListRow, workerNames: ReadonlyMap<string, string>, now = Date.now()): RunDto {
   return {
-    id: r.id,
-    name: r.name,
+    ...r,
     status: r.status as RunStatus,
-    preset: r.preset,
-    envName: r.envName,
-    task: r.task,
     tags: parseJson<string[]>(r.tags, []),
-    notes: r.notes,
-    workerId: r.workerId,
     workerName: r.workerId ? (workerNames.get(r.workerId) ?? null) : null,
-    backend: r.backend,
-    device: r.device,
     createdAt: r.createdAt.toISOString(),
     startedAt: r.startedAt?.toISOString() ?? null,
     finishedAt: r.finishedAt?.toISOString() ?? null,
     durationSeconds: durationSeconds(r.startedAt, r.finishedAt, r.status, now),
-    error: r.error,
-    parentId: r.parentId,
-    attempt: r.attempt,
-    lastSeq: r.lastSeq,
-    progressDone: r.progressDone,
-    progressTotal: r.progressTotal,
     summary: parseJson<RunSummary>(r.summary, {}),
   };
 }
 
-export interface CheckpointRow {
-  step: number;
-  update: number;
-  path: string;
-  best: boolean;
-  evalReturn: number | null;
-  createdAt: Date;
-}
+type CheckpointRow = Prisma.CheckpointGetPayload<{ select: typeof checkpointSelect }>;
 
 export function toCheckpointDto(c: CheckpointRow): CheckpointDto {
-  return { step: c.step, update: c.update, path: c.path, best: c.best, evalReturn: c.evalReturn, createdAt: c.createdAt.toISOString() };
+  return { ...c, createdAt: c.createdAt.toISOString() };
 }
 
-export function toRunDetailDto(
-  r: RunListRow & { config: string; resumeFrom: string | null },
-  checkpoints: CheckpointRow[],
-  workerNames: ReadonlyMap<string, string>,
-): RunDetailDto {
-  return { ...toRunDto(r, workerNames), config: parseJson<unknown>(r.config, null), resumeFrom: r.resumeFrom, checkpoints: checkpoints.map(toCheckpointDto) };
+export function toRunDetailDto(r: RunListRow & { config: string; resumeFrom: string | null }, checkpoints: CheckpointRow[], workerNames: ReadonlyMap<string, string>): RunDetailDto {
+  const { config, resumeFrom, ...row } = r;
+  return { ...toRunDto(row, workerNames), config: parseJson<unknown>(config, null), resumeFrom, checkpoints: checkpoints.map(toCheckpointDto) };
 }

@@ -1,4 +1,6 @@
 /** Errors the run services throw; the REST layer maps them to status codes and FieldErrorsDto. */
+import type { ConfigIssue } from "../qrag/index.ts";
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -13,3 +15,16 @@ export class ApiError extends Error {
 export const notFound = (what: string) => new ApiError(404, `${what} not found`);
 export const conflict = (message: string) => new ApiError(409, message);
 export const badRequest = (message: string, fieldErrors: Record<string, string>) => new ApiError(400, message, fieldErrors);
+
+/** Issues → { "config.envs.task": message } (the first message per path). */
+export function fieldErrorsOf(issues: readonly ConfigIssue[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const i of issues) out[i.path || "body"] ??= i.message;
+  return out;
+}
+
+/** A 400 naming every field of `issues`, summarised as "invalid <what>: a, b". */
+export function invalid(what: string, issues: readonly ConfigIssue[]): ApiError {
+  const fieldErrors = fieldErrorsOf(issues);
+  return badRequest(`invalid ${what}: ${Object.keys(fieldErrors).join(", ")}`, fieldErrors);
+}

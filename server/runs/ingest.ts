@@ -2,44 +2,17 @@
  * Event-batch ingestion: one numbered batch from a worker is written in one transaction,
  * idempotently on (run, seq). The batch itself is stored (the unit of replay for browsers), and
  * its events are derived into rows: metric points (skipping (run, key, step) already stored — a
- * resumed attempt re-sends points after its checkpoint), episodes, sweep points, checkpoints and
+ * resumed attempt re-sends points after its checkpoint), episodes, checkpoints and
  * log lines, plus the run's status, backend/device, progress, summary and lastSeq.
  *
  * Batches are accepted strictly in order (seq = lastSeq + 1) and only from the worker that holds
  * the run, so stored sequences have no gaps and a stale worker cannot write into a newer attempt.
  */
-import { z } from "zod";
-import type { EngineEvent, EventBatchMsg, EventsAck, RunSummary } from "../../lib/protocol.ts";
+import { SUMMARY_KEYS, type EngineEvent, type EventBatchMsg, type EventsAck, type RunSummary } from "../../lib/contracts/index.ts";
 import type { Db, DbHandle, Provider } from "../db/client.ts";
 import { parseJson } from "./dto.ts";
 
-const finite = z.number().refine(Number.isFinite, "must be a finite number");
-const int = z.number().int();
-
-export const eventBatchSchema = z.object({
-  runId: z.string().min(1).max(100),
-  seq: int.min(1),
-  events: z.array(z.object({ type: z.string() }).passthrough()).max(100_000),
-});
-
-// The events the server derives rows from; anything else is stored in the batch and replayed.
-const metricEv = z.object({ type: z.literal("metric"), key: z.string().min(1).max(100), step: int, update: int, value: z.number(), wall: z.number() });
-const episodeEv = z.object({
-  type: z.literal("episode"),
-  phase: z.string().max(20),
-  step: int,
-  update: int,
-  record: z.object({ id: z.union([z.string(), z.number()]), return: z.number(), metrics: z.object({ coverage: z.number(), f1: z.number() }).passthrough() }).passthrough(),
-});
-const checkpointEv = z.object({ type: z.literal("checkpoint"), step: int, update: int, path: z.string().min(1), best: z.boolean(), evalReturn: finite.optional() });
-const progressEv = z.object({ type: z.literal("progress"), phase: z.string(), done: z.number(), total: z.number() });
-const logEv = z.object({ type: z.literal("log"), level: z.string().max(20), message: z.string() });
-const sweepEv = z.object({ type: z.literal("sweep_point"), point: z.object({ numChunks: int }).passthrough() });
-const startEv = z.object({ type: z.literal("run_start"), meta: z.object({ backend: z.string(), device: z.string() }).passthrough() });
-const endEv = z.object({ type: z.literal("run_end"), status: z.enum(["completed", "cancelled", "failed"]), step: int, update: int, error: z.string().optional() });
-const derived = { metric: metricEv, episode: episodeEv, checkpoint: checkpointEv, progress: progressEv, log: logEv, sweep_point: sweepEv, run_start: startEv, run_end: endEv } as const;
-
-const SUMMARY_KEYS = new Set<string>(["qf_loss", "eval_coverage", "eval_f1", "eval_return", "train_return", "transitions_per_s"]);
+const summaryKeys = new Set<string>(SUMMARY_KEYS);
 
 export interface IngestResult extends EventsAck {
   /** The batch was written now (false for duplicates and refusals). */
@@ -80,8 +53,9 @@ function isUniqueViolation(e: unknown): boolean {
 }
 
 /**
- * Writes one batch for `workerId`. The acknowledgement is ok for a new or an already stored
- * batch; `stop` tells the worker to stop the run (cancel requested, or the run is not its own).
+ * Writes one batch for `workerId` (parsed with the contract's eventBatchSchema). The
+ * acknowledgement is ok for a new or an already stored batch; `stop` tells the worker to stop the
+ * run (cancel requested, or the run is not its own).
  */
 export async function ingestBatch(h: DbHandle, msg: EventBatchMsg, workerId: string): Promise<IngestResult> {
   // a lost race with another writer of the same run (another node) is decided on a second look
@@ -92,18 +66,7 @@ export async function ingestBatch(h: DbHandle, msg: EventBatchMsg, workerId: str
 }
 
 async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Promise<IngestResult & { retry?: boolean }> {
-  const parsed = eventBatchSchema.safeParse(msg);
-  if (!parsed.success) return { ok: false, seq: typeof msg?.seq === "number" ? msg.seq : 0, stored: false, error: `invalid batch: ${parsed.error.issues[0]?.message}` };
-  const { runId, seq } = parsed.data;
-  const events = parsed.data.events as unknown as EngineEvent[];
-
-  // validate derived events up front, so a bad one refuses the batch before anything is written
-  for (const [i, e] of events.entries()) {
-    const schema = derived[e.type as keyof typeof derived];
-    if (!schema) continue;
-    const r = schema.safeParse(e);
-    if (!r.success) return { ok: false, seq, stored: false, error: `invalid ${e.type} event at events.${i}: ${r.error.issues.map((x) => `${x.path.join(".")}: ${x.message}`).join("; ")}` };
-  }
+  const { runId, seq, events } = msg;
 
   try {
     return await h.write((db) =>
@@ -134,9 +97,8 @@ async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Pr
                 data.device = e.meta.device;
                 break;
               case "metric":
-                if (!Number.isFinite(e.value)) break;
                 metrics.push([runId, e.key, e.step, e.update, e.value, e.wall]);
-                if (SUMMARY_KEYS.has(e.key)) (summary as Record<string, number>)[e.key] = e.value;
+                if (summaryKeys.has(e.key)) (summary as Record<string, number>)[e.key] = e.value;
                 summary.update = Math.max(summary.update ?? 0, e.update);
                 summary.step = Math.max(summary.step ?? 0, e.step);
                 if (Number.isFinite(e.wall)) wall = Math.max(wall, e.wall);
@@ -159,13 +121,6 @@ async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Pr
                 break;
               case "log":
                 logs.push({ runId, seq, level: e.level, message: e.message, at: now });
-                break;
-              case "sweep_point":
-                await tx.sweepPoint.upsert({
-                  where: { runId_numChunks: { runId, numChunks: e.point.numChunks } },
-                  create: { runId, numChunks: e.point.numChunks, data: JSON.stringify(e.point) },
-                  update: { data: JSON.stringify(e.point) },
-                });
                 break;
               case "run_end":
                 ended = e.status;

@@ -1,14 +1,12 @@
 /**
  * Read side of a run for the REST API: metric series (deterministically bucketed for a pixel
- * width), episodes, logs, sweep points; and the workers list.
+ * width), episodes, logs; and the workers list.
  */
-import type { EpisodeDto, EpisodeRecord, LogLineDto, MetricsDto, SeriesPoint, SweepPoint, WorkerDto } from "../../lib/protocol.ts";
+import type { EpisodeDto, EpisodeRecord, EpisodesQuery, LogLineDto, MetricsDto, MetricsQuery, SeriesPoint, WorkerDto, XAxis } from "../../lib/contracts/index.ts";
+import { episodeListSelect, logLineSelect } from "../../lib/contracts/index.ts";
 import type { DbHandle } from "../db/client.ts";
-import { settings } from "../realtime/hub.ts";
 import { notFound } from "./errors.ts";
 import { parseJson } from "./dto.ts";
-
-export type XAxis = "step" | "wall";
 
 /**
  * Reduces a series sorted by x to at most `width` points: the x range is cut into `width` equal
@@ -38,12 +36,6 @@ export function bucketSeries(points: readonly SeriesPoint[], width: number, x: X
   return out;
 }
 
-export interface MetricsQuery {
-  keys?: string[];
-  width?: number;
-  x?: XAxis;
-}
-
 export async function getMetrics(h: DbHandle, runId: string, q: MetricsQuery = {}): Promise<MetricsDto> {
   // lastSeq first: points written after it are replayed again by the stream, never missed
   const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { lastSeq: true } });
@@ -66,41 +58,37 @@ async function ensureRun(h: DbHandle, runId: string): Promise<void> {
   if (!(await h.prisma.run.findUnique({ where: { id: runId }, select: { id: true } }))) throw notFound(`run ${runId}`);
 }
 
-export async function listEpisodes(h: DbHandle, runId: string, q: { limit?: number; phase?: string } = {}): Promise<EpisodeDto[]> {
+export async function listEpisodes(h: DbHandle, runId: string, q: EpisodesQuery = {}): Promise<EpisodeDto[]> {
   await ensureRun(h, runId);
   const rows = await h.prisma.episode.findMany({
     where: { runId, ...(q.phase ? { phase: q.phase } : {}) },
     orderBy: [{ update: "desc" }, { id: "desc" }],
     take: q.limit ?? 50,
-    select: { id: true, phase: true, step: true, update: true, sampleId: true, coverage: true, f1: true, return: true },
+    select: episodeListSelect,
   });
-  return rows.map((r) => ({ ...r }));
+  return rows;
 }
 
 export async function getEpisode(h: DbHandle, runId: string, episodeId: number): Promise<EpisodeDto> {
-  const r = await h.prisma.episode.findFirst({ where: { id: episodeId, runId } });
+  const r = await h.prisma.episode.findFirst({ where: { id: episodeId, runId }, select: { ...episodeListSelect, record: true } });
   if (!r) throw notFound(`episode ${episodeId} of run ${runId}`);
-  return {
-    id: r.id, phase: r.phase, step: r.step, update: r.update, sampleId: r.sampleId, coverage: r.coverage, f1: r.f1, return: r.return,
-    record: parseJson<EpisodeRecord>(r.record, undefined as unknown as EpisodeRecord),
-  };
+  const { record, ...row } = r;
+  return { ...row, record: parseJson<EpisodeRecord | undefined>(record, undefined) };
 }
 
 export async function listLogs(h: DbHandle, runId: string, q: { limit?: number } = {}): Promise<LogLineDto[]> {
   await ensureRun(h, runId);
-  const rows = await h.prisma.logLine.findMany({ where: { runId }, orderBy: { id: "desc" }, take: q.limit ?? 200 });
-  return rows.reverse().map((r) => ({ seq: r.seq, level: r.level, message: r.message, at: r.at.toISOString() }));
+  const rows = await h.prisma.logLine.findMany({ where: { runId }, orderBy: { id: "desc" }, take: q.limit ?? 200, select: logLineSelect });
+  return rows.reverse().map((r) => ({ ...r, at: r.at.toISOString() }));
 }
 
-export async function listSweep(h: DbHandle, runId: string): Promise<SweepPoint[]> {
-  await ensureRun(h, runId);
-  const rows = await h.prisma.sweepPoint.findMany({ where: { runId }, orderBy: { numChunks: "asc" }, select: { data: true } });
-  return rows.map((r) => parseJson<SweepPoint>(r.data, null as unknown as SweepPoint)).filter(Boolean);
-}
-
-export async function listWorkers(h: DbHandle, connected: ReadonlySet<string> | null): Promise<WorkerDto[]> {
+/**
+ * Workers seen by the database. `connected` (this node's sockets) decides who is online; without
+ * it (another node's view) a worker counts as online when seen within two leases.
+ */
+export async function listWorkers(h: DbHandle, connected: ReadonlySet<string> | null, leaseMs: number): Promise<WorkerDto[]> {
   const rows = await h.prisma.worker.findMany({ orderBy: [{ lastSeen: "desc" }, { id: "asc" }] });
-  const staleBefore = Date.now() - 2 * settings().leaseMs;
+  const staleBefore = Date.now() - 2 * leaseMs;
   return rows.map((w) => {
     const online = connected ? connected.has(w.id) : w.status !== "offline" && w.lastSeen.getTime() >= staleBefore;
     return {

@@ -1,19 +1,39 @@
 /**
  * Run lifecycle operations behind the REST API: create, list, detail, edit, cancel, resume,
- * clone. Writes go through the handle's write queue; every change is announced to browsers
- * through the platform hooks (runs:changed) and new queued work kicks the assignment loop.
+ * clone. Configs go through the engine's one pipeline (buildRunConfig). Writes go through the
+ * handle's write queue; every change is told to `deps.notifier` (browsers get the new state) and
+ * new queued work kicks the scheduler.
  */
 import crypto from "node:crypto";
 import type { Prisma } from "../../generated/sqlite/client.ts";
-import type { RunDetailDto, RunDto, RunListDto, RunListQuery, RunStatus } from "../../lib/protocol.ts";
+import type { CloneRunBody, CreateRunBody, PatchRunBody, RunDetailDto, RunDto, RunListDto, RunListQuery, RunListRow } from "../../lib/contracts/index.ts";
+import { checkpointSelect, runListSelect } from "../../lib/contracts/index.ts";
+import { buildRunConfig, ConfigError, describeConfig, type RunConfig, type RunConfigInput } from "../qrag/index.ts";
 import type { DbHandle } from "../db/client.ts";
-import { hooks } from "../realtime/hub.ts";
-import { applyOverrides, describeConfig, mergeEdits, presetTree, validateRunConfig } from "./config.ts";
-import { conflict, notFound, badRequest } from "./errors.ts";
-import { parseJson, runListSelect, toRunDetailDto, toRunDto, type RunListRow } from "./dto.ts";
+import { conflict, invalid, notFound } from "./errors.ts";
+import { parseJson, toRunDetailDto, toRunDto } from "./dto.ts";
+import { silentNotifier, type RunNotifier } from "./notifier.ts";
+import { lastCheckpointPath, type Scheduler } from "./scheduler.ts";
 
-export function newRunId(): string {
+/** Who hears of changes: the dashboard passes its notifier and scheduler; scripts and tests need neither. */
+export interface RunsDeps {
+  notifier: RunNotifier;
+  scheduler: Pick<Scheduler, "kick" | "cancel">;
+}
+const standalone: RunsDeps = { notifier: silentNotifier, scheduler: { kick: () => {}, cancel: () => {} } };
+
+function newRunId(): string {
   return `${Date.now().toString(36)}${crypto.randomBytes(4).toString("hex")}`;
+}
+
+/** The engine's config pipeline; its errors become a 400 naming each field. */
+export function runConfigFrom(input: RunConfigInput): RunConfig {
+  try {
+    return buildRunConfig(input);
+  } catch (e) {
+    if (e instanceof ConfigError) throw invalid("config", e.issues);
+    throw e;
+  }
 }
 
 async function workerNames(h: DbHandle): Promise<Map<string, string>> {
@@ -21,29 +41,15 @@ async function workerNames(h: DbHandle): Promise<Map<string, string>> {
   return new Map(ws.map((w) => [w.id, w.name]));
 }
 
-export interface CreateRunInput {
-  name?: string;
-  preset?: string;
-  config?: unknown;
-  overrides?: string[];
-  tags?: string[];
-  notes?: string;
-  parentId?: string;
-}
-
 function normTags(tags: readonly string[] | undefined): string[] {
   return [...new Set((tags ?? []).map((t) => t.trim()).filter(Boolean))];
 }
 
 /** Validates and stores a queued run. Nothing is written when the input is bad. */
-export async function createRun(h: DbHandle, input: CreateRunInput): Promise<RunDetailDto> {
-  let raw: unknown;
-  if (input.config !== undefined) raw = input.overrides?.length ? applyOverrides(mergeEdits({}, input.config), input.overrides) : input.config;
-  else if (input.preset) raw = presetTree(input.preset, input.overrides ?? []);
-  else throw badRequest("config or preset is required", { config: "required (or give a preset)" });
-  const config = validateRunConfig(raw);
+export async function createRun(h: DbHandle, input: CreateRunBody & { base?: unknown }, deps: RunsDeps = standalone): Promise<RunDetailDto> {
+  const config = runConfigFrom(input);
   if (input.parentId && !(await h.prisma.run.findUnique({ where: { id: input.parentId }, select: { id: true } }))) {
-    throw badRequest("unknown parent run", { parentId: "no such run" });
+    throw invalid("parent run", [{ path: "parentId", message: "no such run" }]);
   }
   const d = describeConfig(config);
   const id = newRunId();
@@ -51,7 +57,7 @@ export async function createRun(h: DbHandle, input: CreateRunInput): Promise<Run
     db.run.create({
       data: {
         id,
-        name: input.name?.trim() || d.defaultName,
+        name: (input.name?.trim() || d.defaultName).slice(0, 200),
         status: "queued",
         config: JSON.stringify(config),
         preset: input.preset ?? null,
@@ -63,16 +69,14 @@ export async function createRun(h: DbHandle, input: CreateRunInput): Promise<Run
       },
     }),
   );
-  hooks().runsChanged([id]);
+  deps.notifier.changed([id]);
   const created = await getRun(h, id);
-  hooks().kick();
+  deps.scheduler.kick();
   return created;
 }
 
-export type ListRunsQuery = RunListQuery<RunStatus[]>;
-
 /** The runs table: filters, search, sort and page in the database; 3 queries, no N+1. */
-export async function listRuns(h: DbHandle, query: ListRunsQuery = {}): Promise<RunListDto> {
+export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<RunListDto> {
   const and: Prisma.RunWhereInput[] = [];
   if (query.status?.length) and.push({ status: { in: query.status } });
   if (query.tag) and.push({ tags: { contains: JSON.stringify(query.tag) } });
@@ -128,44 +132,33 @@ export async function listRuns(h: DbHandle, query: ListRunsQuery = {}): Promise<
 export async function getRun(h: DbHandle, id: string): Promise<RunDetailDto> {
   const [run, checkpoints, names] = await Promise.all([
     h.prisma.run.findUnique({ where: { id }, select: { ...runListSelect, config: true, resumeFrom: true } }),
-    h.prisma.checkpoint.findMany({ where: { runId: id }, orderBy: [{ update: "asc" }, { best: "asc" }] }),
+    h.prisma.checkpoint.findMany({ where: { runId: id }, orderBy: [{ update: "asc" }, { best: "asc" }], select: checkpointSelect }),
     workerNames(h),
   ]);
   if (!run) throw notFound(`run ${id}`);
   return toRunDetailDto(run, checkpoints, names);
 }
 
-export async function getRunDto(h: DbHandle, id: string): Promise<RunDto> {
-  const run = await h.prisma.run.findUnique({ where: { id }, select: runListSelect });
-  if (!run) throw notFound(`run ${id}`);
-  return toRunDto(run, await workerNames(h));
+/** The list rows of these runs (what "runs:state" publishes); ids not found are left out. */
+export async function runDtos(h: DbHandle, ids: readonly string[]): Promise<RunDto[]> {
+  const [rows, names] = await Promise.all([h.prisma.run.findMany({ where: { id: { in: [...ids] } }, select: runListSelect }), workerNames(h)]);
+  const now = Date.now();
+  return rows.map((r) => toRunDto(r, names, now));
 }
 
-export interface PatchRunInput {
-  name?: string;
-  tags?: string[];
-  notes?: string;
-}
-
-export async function patchRun(h: DbHandle, id: string, patch: PatchRunInput): Promise<RunDetailDto> {
+export async function patchRun(h: DbHandle, id: string, patch: PatchRunBody, deps: RunsDeps = standalone): Promise<RunDetailDto> {
   const data: Prisma.RunUpdateManyMutationInput = {};
   if (patch.name !== undefined) data.name = patch.name.trim();
   if (patch.tags !== undefined) data.tags = JSON.stringify(normTags(patch.tags));
   if (patch.notes !== undefined) data.notes = patch.notes;
   const n = await h.write((db) => db.run.updateMany({ where: { id }, data }));
   if (n.count === 0) throw notFound(`run ${id}`);
-  hooks().runsChanged([id]);
+  deps.notifier.changed([id]);
   return getRun(h, id);
 }
 
-/** The checkpoint a new attempt resumes from: the latest "last" (else the latest best). */
-export async function lastCheckpointPath(db: DbHandle["prisma"], runId: string): Promise<string | null> {
-  const c = await db.checkpoint.findFirst({ where: { runId }, orderBy: [{ best: "asc" }, { update: "desc" }, { id: "desc" }], select: { path: true } });
-  return c?.path ?? null;
-}
-
 /** queued → cancelled at once; running → cancelRequested, forwarded to the worker. */
-export async function cancelRun(h: DbHandle, id: string): Promise<RunDetailDto> {
+export async function cancelRun(h: DbHandle, id: string, deps: RunsDeps = standalone): Promise<RunDetailDto> {
   const outcome = await h.write(async (db) => {
     const run = await db.run.findUnique({ where: { id }, select: { status: true, workerId: true } });
     if (!run) throw notFound(`run ${id}`);
@@ -179,13 +172,13 @@ export async function cancelRun(h: DbHandle, id: string): Promise<RunDetailDto> 
     }
     throw conflict(`run ${id} is ${run.status}; only queued or running runs can be cancelled`);
   });
-  if (outcome.forward) hooks().cancelOnWorker(id, outcome.forward);
-  hooks().runsChanged([id]);
+  if (outcome.forward) deps.scheduler.cancel(id, outcome.forward);
+  deps.notifier.changed([id]);
   return getRun(h, id);
 }
 
 /** A cancelled or failed run with a checkpoint → a new attempt of the same run. */
-export async function resumeRun(h: DbHandle, id: string): Promise<RunDetailDto> {
+export async function resumeRun(h: DbHandle, id: string, deps: RunsDeps = standalone): Promise<RunDetailDto> {
   await h.write(async (db) => {
     const run = await db.run.findUnique({ where: { id }, select: { status: true } });
     if (!run) throw notFound(`run ${id}`);
@@ -198,33 +191,28 @@ export async function resumeRun(h: DbHandle, id: string): Promise<RunDetailDto> 
     });
     if (n.count !== 1) throw conflict(`run ${id} changed while resuming; try again`);
   });
-  hooks().runsChanged([id]);
+  deps.notifier.changed([id]);
   const queued = await getRun(h, id);
-  hooks().kick();
+  deps.scheduler.kick();
   return queued;
 }
 
-export interface CloneInput {
-  /** A partial config deep-merged onto the source run's config. */
-  config?: unknown;
-  overrides?: string[];
-  name?: string;
-  tags?: string[];
-  notes?: string;
-}
-
 /** A new queued run with parentId = the source and the source's config with edits. */
-export async function cloneRun(h: DbHandle, id: string, edits: CloneInput): Promise<RunDetailDto> {
+export async function cloneRun(h: DbHandle, id: string, edits: CloneRunBody, deps: RunsDeps = standalone): Promise<RunDetailDto> {
   const src = await h.prisma.run.findUnique({ where: { id }, select: { config: true, preset: true, tags: true, name: true } });
   if (!src) throw notFound(`run ${id}`);
-  let tree = mergeEdits(parseJson<unknown>(src.config, {}), edits.config);
-  if (edits.overrides?.length) tree = applyOverrides(tree, edits.overrides);
-  return createRun(h, {
-    config: tree,
-    preset: src.preset ?? undefined,
-    name: edits.name ?? `${src.name} (clone)`,
-    tags: edits.tags ?? parseJson<string[]>(src.tags, []),
-    notes: edits.notes ?? "",
-    parentId: id,
-  });
+  return createRun(
+    h,
+    {
+      base: parseJson<unknown>(src.config, {}),
+      config: edits.config ?? {},
+      overrides: edits.overrides,
+      preset: src.preset ?? undefined,
+      name: edits.name ?? `${src.name} (clone)`,
+      tags: edits.tags ?? parseJson<string[]>(src.tags, []),
+      notes: edits.notes ?? "",
+      parentId: id,
+    },
+    deps,
+  );
 }

@@ -21,13 +21,13 @@
  * - Nothing is ever dropped otherwise; a backlog that grows large (dashboard down for long) is
  *   reported through `log` at doubling thresholds.
  */
-import type { Socket } from "socket.io-client";
-import type { EngineEvent, EventBatchMsg, EventsAck } from "../../lib/protocol.ts";
-import { BATCH_MS } from "../../lib/protocol.ts";
+import type { EngineEvent, EventBatchMsg, EventsAck } from "../../lib/contracts/index.ts";
+import { BATCH_MS } from "../../lib/contracts/index.ts";
 import { errorMessage, silentLogger, type Logger } from "./log.ts";
+import type { WorkerSocket } from "./main.ts";
 
 export interface BatcherOptions {
-  socket: Socket;
+  socket: WorkerSocket;
   runId: string;
   /** First seq to use (RunAssignment.nextSeq). */
   nextSeq: number;
@@ -54,7 +54,7 @@ interface Batch {
 
 export class EventBatcher {
   readonly runId: string;
-  private readonly socket: Socket;
+  private readonly socket: WorkerSocket;
   private readonly batchMs: number;
   private readonly ackTimeoutMs: number;
   private readonly maxBatchBytes: number;

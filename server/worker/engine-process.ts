@@ -8,12 +8,13 @@
  * IPC (JSON over the fork channel), parent → child: EngineRequest; child → parent: EngineReply.
  * If the parent goes away, the run is aborted (the engine saves a checkpoint) and the child exits.
  */
-import type { EngineEvent } from "../qrag/events.ts";
+import type { EngineEvent, RunConfig } from "../qrag/index.ts";
 import { errorMessage } from "./log.ts";
 
 export type EngineRequest =
   | { type: "probe" }
-  | { type: "start"; config: unknown; resumeFrom?: string; runDir?: string }
+  /** `config` was validated by the worker (runner.ts) before the engine process was forked. */
+  | { type: "start"; config: RunConfig; resumeFrom?: string; runDir?: string }
   | { type: "cancel" };
 
 export type EngineReply =
@@ -51,14 +52,12 @@ async function handle(msg: EngineRequest): Promise<void> {
   busy = true;
   try {
     if (msg.type === "probe") {
-      const { pickBackend } = await import("../qrag/backend.ts");
+      const { pickBackend } = await import("../qrag/runtime.ts");
       const info = await pickBackend();
       return await finish({ type: "backend", backend: info.backend, device: info.device }, 0);
     }
-    const { validateConfig } = await import("../qrag/config.ts");
-    const { train } = await import("../qrag/train.ts");
-    const config = validateConfig(msg.config);
-    const res = await train(config, {
+    const { train } = await import("../qrag/runtime.ts");
+    const res = await train(msg.config, {
       onEvent: (event) => void send({ type: "event", event }),
       signal: ac.signal,
       resumeFrom: msg.resumeFrom,

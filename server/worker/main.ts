@@ -4,7 +4,7 @@
  *
  *   npm run worker -- --url http://dashboard:3000 --token <token> [--name gpu-box] [--data-dir data]
  *
- * Environment equivalents: QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME,
+ * Environment equivalents (server/env.ts): QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME,
  * QRAG_WORKER_DATA_DIR; QRAG_BACKEND (or --backend) forces a tfjs backend. The worker id is kept
  * in <data-dir>/worker-<name>.id so a restarted worker keeps its identity. SIGINT/SIGTERM cancel
  * the active run (the engine saves a checkpoint), wait for its events to be acknowledged (at most
@@ -16,18 +16,17 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { io, type Socket } from "socket.io-client";
-import { HEARTBEAT_MS, WORKER_NAMESPACE, type HeartbeatMsg, type RunAssignment, type WorkerHello } from "../../lib/protocol.ts";
+import type { AssignAck, HeartbeatMsg, ServerToWorker, WorkerHello, WorkerToServer } from "../../lib/contracts/index.ts";
+import { HEARTBEAT_MS, WORKER_NAMESPACE, issuesText, runAssignmentSchema, runCancelSchema } from "../../lib/contracts/index.ts";
+import { env } from "../env.ts";
 import { errorMessage, stderrLogger, type Logger } from "./log.ts";
 import { probeBackend, startRun, type RunExecution } from "./runner.ts";
 
+/** The worker's socket, typed by the /workers contract. */
+export type WorkerSocket = Socket<ServerToWorker, WorkerToServer>;
+
 const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--backend auto|tensorflow-gpu|tensorflow|wasm|cpu]
   env: QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_BACKEND`;
-
-/** Reply the worker gives to "run:assign". */
-export interface AssignAck {
-  ok: boolean;
-  error?: string;
-}
 
 class UsageError extends Error {}
 
@@ -57,8 +56,9 @@ function parseCli(argv: string[]): Cli {
     process.stdout.write(USAGE + "\n");
     process.exit(0);
   }
-  const url = values.url ?? process.env.QRAG_DASHBOARD_URL;
-  const token = values.token ?? process.env.QRAG_WORKER_TOKEN;
+  const e = env();
+  const url = values.url ?? e.worker.dashboardUrl;
+  const token = values.token ?? e.workerToken;
   if (!url || !token) throw new UsageError(`missing ${!url ? "--url (or QRAG_DASHBOARD_URL)" : "--token (or QRAG_WORKER_TOKEN)"}`);
   try {
     const u = new URL(url);
@@ -69,8 +69,8 @@ function parseCli(argv: string[]): Cli {
   return {
     url: url.replace(/\/+$/, ""),
     token,
-    name: values.name ?? process.env.QRAG_WORKER_NAME ?? os.hostname(),
-    dataDir: path.resolve(values["data-dir"] ?? process.env.QRAG_WORKER_DATA_DIR ?? "data"),
+    name: values.name ?? e.worker.name,
+    dataDir: values["data-dir"] ? path.resolve(values["data-dir"]) : e.worker.dataDir,
     backend: values.backend,
   };
 }
@@ -91,19 +91,6 @@ export function workerIdFor(dataDir: string, name: string): string {
   return id;
 }
 
-function isAssignment(a: unknown): a is RunAssignment {
-  const r = a as Partial<RunAssignment> | null;
-  return (
-    !!r &&
-    typeof r === "object" &&
-    typeof r.runId === "string" &&
-    r.runId.length > 0 &&
-    Number.isInteger(r.nextSeq) &&
-    typeof r.runDir === "string" &&
-    (r.resumeFrom === null || r.resumeFrom === undefined || typeof r.resumeFrom === "string")
-  );
-}
-
 async function main(): Promise<void> {
   let cli: Cli;
   try {
@@ -115,6 +102,7 @@ async function main(): Promise<void> {
   const log: Logger = stderrLogger(cli.name);
   const workerId = workerIdFor(cli.dataDir, cli.name);
   // the engine (and tfjs) runs in a forked process per run; probe there which backend runs get
+  // (the forked processes read QRAG_BACKEND from the environment they inherit)
   if (cli.backend) process.env.QRAG_BACKEND = cli.backend;
   const { backend, device } = await probeBackend(log);
   const host = os.hostname();
@@ -129,7 +117,7 @@ async function main(): Promise<void> {
   const activeRuns = (): string[] => [...runs.keys()];
   const hello = (): WorkerHello => ({ token: cli.token, workerId, name: cli.name, host, backend, device, activeRuns: activeRuns() });
 
-  const socket: Socket = io(`${cli.url}${WORKER_NAMESPACE}`, {
+  const socket: WorkerSocket = io(`${cli.url}${WORKER_NAMESPACE}`, {
     auth: (cb) => cb(hello() as unknown as Record<string, unknown>),
     transports: ["websocket"],
     reconnection: true,
@@ -180,14 +168,16 @@ async function main(): Promise<void> {
     }
   });
 
-  socket.on("run:assign", (raw: unknown, ack?: (r: AssignAck) => void) => {
+  socket.on("run:assign", (msg, ack) => {
     const reply = (r: AssignAck) => {
       if (typeof ack === "function") ack(r);
     };
-    if (!isAssignment(raw)) {
-      log("warn", `ignored a malformed run assignment`);
-      return reply({ ok: false, error: "malformed RunAssignment" });
+    const p = runAssignmentSchema.safeParse(msg);
+    if (!p.success) {
+      log("warn", `ignored a malformed run assignment: ${issuesText(p.error)}`);
+      return reply({ ok: false, error: `malformed RunAssignment: ${issuesText(p.error)}` });
     }
+    const raw = p.data;
     const same = runs.get(raw.runId);
     if (same) {
       // the same assignment resent (e.g. after a reconnect) is fine; a new attempt of a run this
@@ -210,8 +200,9 @@ async function main(): Promise<void> {
     });
   });
 
-  socket.on("run:cancel", (msg: { runId?: string } | undefined) => {
-    const run = msg?.runId ? runs.get(msg.runId) : undefined;
+  socket.on("run:cancel", (msg) => {
+    const p = runCancelSchema.safeParse(msg);
+    const run = p.success ? runs.get(p.data.runId) : undefined;
     if (run && !run.ended) run.cancel("cancelled from the dashboard");
   });
 
@@ -222,7 +213,7 @@ async function main(): Promise<void> {
     exitCode = code;
     const pending = [...runs.values()];
     if (pending.length) {
-      const limit = Number(process.env.QRAG_WORKER_SHUTDOWN_MS) || 20_000;
+      const limit = env().worker.shutdownMs;
       const run = training();
       if (run) {
         log("info", `${why}: cancelling run ${run.runId}, saving a checkpoint (waiting up to ${limit / 1000} s)`);

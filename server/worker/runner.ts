@@ -12,13 +12,12 @@ import { fork, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Socket } from "socket.io-client";
-import type { EngineEvent, EventsAck, RunAssignment } from "../../lib/protocol.ts";
-import { validateConfig, type RunConfig } from "../qrag/config.ts";
-import { isCheckpoint } from "../qrag/checkpoint.ts";
+import type { EngineEvent, EventsAck, RunAssignment } from "../../lib/contracts/index.ts";
+import { isCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
 import type { EngineReply, EngineRequest } from "./engine-process.ts";
 import { EventBatcher, type BatcherOptions } from "./batcher.ts";
 import { clip, errorMessage, silentLogger, type Logger } from "./log.ts";
+import type { WorkerSocket } from "./main.ts";
 
 export type RunOutcome = {
   status: "completed" | "cancelled" | "failed";
@@ -28,7 +27,7 @@ export type RunOutcome = {
 };
 
 export interface RunnerOptions {
-  socket: Socket;
+  socket: WorkerSocket;
   log?: Logger;
   /** Batcher tuning (tests); socket, runId and nextSeq come from the assignment. */
   batcher?: Omit<BatcherOptions, "socket" | "runId" | "nextSeq" | "onStop" | "log">;
@@ -230,6 +229,7 @@ export class RunExecution {
   private async train(a: RunAssignment): Promise<void> {
     let config: RunConfig;
     try {
+      // the worker's one check of the config, with its own engine version; the engine process trusts it
       config = validateConfig(a.config);
     } catch (e) {
       return this.fail(errorMessage(e));

@@ -2,7 +2,7 @@
 import Link from "next/link";
 import { useParams } from "next/navigation";
 import { memo, useState } from "react";
-import { ACTIVE_STATUSES, type CheckpointDto, type RunDetailDto } from "../../../lib/protocol.ts";
+import { ACTIVE_STATUSES, type CheckpointDto, type RunDetailDto } from "../../../lib/contracts/index.ts";
 import { useRun } from "../../../lib/hooks/useRun.ts";
 import { useRunMetrics } from "../../../lib/hooks/useRunMetrics.ts";
 import { useEpisodes } from "../../../lib/hooks/useEpisodes.ts";
@@ -11,7 +11,7 @@ import { useWorkers } from "../../../lib/hooks/useWorkers.ts";
 import { useRunStream } from "../../../lib/hooks/useRunStream.ts";
 import { useCancelRun, usePatchRun, useResumeRun } from "../../../lib/hooks/useRunActions.ts";
 import { useNow } from "../../../lib/hooks/useNow.ts";
-import type { XAxisKind } from "../../../lib/hooks/keys.ts";
+import type { XAxis } from "../../../lib/contracts/index.ts";
 import { fmtDateTime, fmtDuration, fmtNum, runSeconds } from "../../../lib/format.ts";
 import { BackendBadge, Progress, StatusBadge, WorkerBadge } from "../../../components/Badges.tsx";
 import { MetricChart, type ChartSeries } from "../../../components/MetricChart.tsx";
@@ -261,7 +261,7 @@ const Config = memo(function Config({ config }: { config: unknown }) {
 export default function RunPage() {
   const { id } = useParams<{ id: string }>();
   const run = useRun(id);
-  const [x, setX] = useState<XAxisKind>("step");
+  const [x, setX] = useState<XAxis>("step");
   const [smoothing, setSmoothing] = useState(0.6);
   const metrics = useRunMetrics(id, { keys: METRIC_KEYS, width: CHART_WIDTH, x });
   const logs = useLogs(id, 300);
@@ -289,7 +289,7 @@ export default function RunPage() {
         </label>
         <label>
           x axis
-          <select value={x} onChange={(e) => setX(e.target.value as XAxisKind)} data-testid="x-axis">
+          <select value={x} onChange={(e) => setX(e.target.value as XAxis)} data-testid="x-axis">
             <option value="step">step</option>
             <option value="wall">wall time</option>
           </select>

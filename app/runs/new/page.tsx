@@ -1,40 +1,33 @@
 "use client";
 import Link from "next/link";
-import { Suspense, useState, type FormEvent } from "react";
+import { Suspense, useEffect, useMemo, useState, type FormEvent } from "react";
 import { useRouter, useSearchParams } from "next/navigation";
-import { runConfigSchema } from "../../../server/qrag/config-schema.ts";
-import { configToDraft, describeSchema, getAt, setAt, switchVariant, validateDraft, type FieldNode } from "../../../lib/config-form.ts";
+import { configFieldErrors, configToDraft, describeSchema, draftToConfig, fieldPaths, getAt, setAt, switchVariant, type FieldNode } from "../../../lib/config-form.ts";
 import { ApiError } from "../../../lib/api.ts";
-import type { PresetDto, RunDetailDto } from "../../../lib/protocol.ts";
+import type { PresetDto, RunDetailDto } from "../../../lib/contracts/index.ts";
+import { useConfigSchema } from "../../../lib/hooks/useConfigSchema.ts";
 import { usePresets } from "../../../lib/hooks/usePresets.ts";
 import { useRun } from "../../../lib/hooks/useRun.ts";
-import { useCreateRun } from "../../../lib/hooks/useRunActions.ts";
+import { useCreateRun, validateConfig } from "../../../lib/hooks/useRunActions.ts";
 import { ConfigFields } from "../../../components/ConfigFields.tsx";
 
-/** The field tree is derived once from the engine's zod schema. */
-const ROOT: FieldNode = describeSchema(runConfigSchema);
-
 const PREFERRED_PRESET = "babilong-cpu";
+/** Typing pauses this long before the server checks the config. */
+const CHECK_AFTER_MS = 150;
 
-function stripConfigPrefix(errors: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(errors)) out[k.replace(/^config\.?/, "")] = v;
-  return out;
-}
-
-/** Every field path the form renders (to tell field errors from form-level ones). */
-function fieldPaths(node: FieldNode, out = new Set<string>()): Set<string> {
-  out.add(node.path);
-  if (node.kind === "object") node.children.forEach((c) => fieldPaths(c, out));
-  if (node.kind === "variant") {
-    out.add(`${node.path}.${node.discriminator}`);
-    Object.values(node.options).forEach((o) => fieldPaths(o, out));
+/** The server's verdict on a config candidate: field errors (empty when valid). */
+async function check(config: unknown): Promise<Record<string, string>> {
+  try {
+    await validateConfig({ config });
+    return {};
+  } catch (err) {
+    if (err instanceof ApiError && Object.keys(err.fieldErrors).length) return configFieldErrors(err.fieldErrors);
+    return { "": (err as Error).message };
   }
-  return out;
 }
-const PATHS = fieldPaths(ROOT);
 
 interface FormProps {
+  root: FieldNode;
   presets: PresetDto[];
   initialPreset: string;
   initialConfig: unknown;
@@ -42,11 +35,15 @@ interface FormProps {
   parent: RunDetailDto | null;
 }
 
-function LaunchForm({ presets, initialPreset, initialConfig, initialTags, parent }: FormProps) {
+function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initialTags, parent }: FormProps) {
   const router = useRouter();
   const create = useCreateRun();
+  const PATHS = useMemo(() => fieldPaths(ROOT), [ROOT]);
   const [preset, setPreset] = useState(initialPreset);
   const [draft, setDraft] = useState<unknown>(() => configToDraft(ROOT, initialConfig));
+  const candidate = useMemo(() => draftToConfig(ROOT, draft), [ROOT, draft]);
+  // the server's errors for `candidate` (null while a check is on its way)
+  const [checked, setChecked] = useState<{ for: unknown; errors: Record<string, string> } | null>(null);
   const [tags, setTags] = useState(initialTags.join(", "));
   const [notes, setNotes] = useState("");
   const [touched, setTouched] = useState<ReadonlySet<string>>(new Set());
@@ -54,10 +51,17 @@ function LaunchForm({ presets, initialPreset, initialConfig, initialTags, parent
   const [serverErrors, setServerErrors] = useState<Record<string, string>>({});
   const [formError, setFormError] = useState<string | null>(null);
 
-  const result = validateDraft(runConfigSchema, ROOT, draft);
-  const clientErrors = result.ok ? {} : result.errors;
+  useEffect(() => {
+    let live = true;
+    const t = setTimeout(() => void check(candidate).then((errors) => live && setChecked({ for: candidate, errors })), CHECK_AFTER_MS);
+    return () => {
+      live = false;
+      clearTimeout(t);
+    };
+  }, [candidate]);
+  const checkErrors = checked?.errors ?? {};
   const shown: Record<string, string> = {};
-  for (const [p, m] of Object.entries(clientErrors)) if (submitted || touched.has(p)) shown[p] = m;
+  for (const [p, m] of Object.entries(checkErrors)) if (p && (submitted || touched.has(p))) shown[p] = m;
   Object.assign(shown, serverErrors);
   const unplaced = Object.entries(serverErrors).filter(([p]) => !PATHS.has(p));
 
@@ -84,17 +88,20 @@ function LaunchForm({ presets, initialPreset, initialConfig, initialTags, parent
     e.preventDefault();
     setSubmitted(true);
     setFormError(null);
-    if (!result.ok) {
-      const first = Object.keys(result.errors)[0];
+    const errors = checked && checked.for === candidate ? checked.errors : await check(candidate);
+    setChecked({ for: candidate, errors });
+    if (Object.keys(errors).length) {
+      const first = Object.keys(errors)[0];
       document.querySelector<HTMLElement>(`[data-field="${first}"] input, [data-field="${first}"] select`)?.focus();
+      if (errors[""]) setFormError(errors[""]);
       return;
     }
-    const config = result.config;
+    const name = (candidate as { name?: unknown }).name;
     try {
       const run = await create.mutateAsync({
-        name: config.name,
+        name: typeof name === "string" ? name : undefined,
         preset: preset || undefined,
-        config,
+        config: candidate,
         tags: tags.split(",").map((t) => t.trim()).filter(Boolean),
         notes: notes || undefined,
         parentId: parent?.id,
@@ -102,7 +109,7 @@ function LaunchForm({ presets, initialPreset, initialConfig, initialTags, parent
       router.push(`/runs/${run.id}`);
     } catch (err) {
       if (err instanceof ApiError && Object.keys(err.fieldErrors).length) {
-        setServerErrors(stripConfigPrefix(err.fieldErrors));
+        setServerErrors(configFieldErrors(err.fieldErrors));
         setFormError(err.message);
       } else setFormError((err as Error).message);
     }
@@ -155,7 +162,7 @@ function LaunchForm({ presets, initialPreset, initialConfig, initialTags, parent
             {errorCount} field{errorCount === 1 ? "" : "s"} to fix
           </span>
         )}
-        {!result.ok && errorCount === 0 && <span className="muted small">some fields are incomplete</span>}
+        {Object.keys(checkErrors).length > 0 && errorCount === 0 && <span className="muted small">some fields are incomplete</span>}
       </div>
     </form>
   );
@@ -165,12 +172,15 @@ function NewRunPage() {
   const sp = useSearchParams();
   const cloneId = sp.get("clone") ?? undefined;
   const presets = usePresets();
+  const schema = useConfigSchema();
   const clone = useRun(cloneId);
+  const root = useMemo(() => (schema.data ? describeSchema(schema.data.schema) : null), [schema.data]);
 
   let body;
   if (presets.error) body = <div className="form-banner">Could not load presets: {(presets.error as Error).message}</div>;
+  else if (schema.error) body = <div className="form-banner">Could not load the config schema: {(schema.error as Error).message}</div>;
   else if (clone.error) body = <div className="form-banner">Could not load run {cloneId}: {(clone.error as Error).message}</div>;
-  else if (!presets.data || (cloneId && !clone.data)) body = <div className="empty">Loading…</div>;
+  else if (!presets.data || !root || (cloneId && !clone.data)) body = <div className="empty">Loading…</div>;
   else {
     const list = presets.data;
     const parent = cloneId ? clone.data! : null;
@@ -180,13 +190,13 @@ function NewRunPage() {
           const p = list.find((x) => x.name === PREFERRED_PRESET) ?? list[0];
           return { preset: p?.name ?? "", config: p?.config ?? {}, tags: [] as string[] };
         })();
-    body = <LaunchForm key={cloneId ?? "new"} presets={list} initialPreset={start.preset} initialConfig={start.config} initialTags={start.tags} parent={parent} />;
+    body = <LaunchForm key={cloneId ?? "new"} root={root} presets={list} initialPreset={start.preset} initialConfig={start.config} initialTags={start.tags} parent={parent} />;
   }
   return (
     <main>
       <div className="page-head">
         <h1>{cloneId ? "Clone run" : "New run"}</h1>
-        <span className="muted">fields are generated from the engine&apos;s config schema and checked as you type</span>
+        <span className="muted">fields are generated from the engine&apos;s config schema and checked by the server as you type</span>
       </div>
       {body}
     </main>

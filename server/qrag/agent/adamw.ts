@@ -1,6 +1,6 @@
 /**
- * AdamW with torch.optim.AdamW semantics (spec §3.5): decoupled weight decay p ← p·(1 − lr·wd)
- * first, then the Adam update with bias correction:
+ * AdamW with torch.optim.AdamW semantics (docs/method.md §3.5): decoupled weight decay
+ * p ← p·(1 − lr·wd) first, then the Adam update with bias correction:
  *   m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
  *   p ← p − (lr/(1−β1^t))·m / (√v/√(1−β2^t) + ε)
  * Written here (not tf.train.adam) because tfjs has no decoupled decay, applies ε differently,
@@ -9,7 +9,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 
-export interface AdamWConfig {
+interface AdamWConfig {
   beta1: number;
   beta2: number;
   eps: number;
@@ -17,7 +17,7 @@ export interface AdamWConfig {
 }
 
 /** Q-RAG's settings (configs/algo/pqn.yaml): betas (0.9, 0.98), eps 1e-6, weight decay 0.01. */
-export const QRAG_ADAMW: AdamWConfig = { beta1: 0.9, beta2: 0.98, eps: 1e-6, weightDecay: 0.01 };
+const QRAG_ADAMW: AdamWConfig = { beta1: 0.9, beta2: 0.98, eps: 1e-6, weightDecay: 0.01 };
 
 export interface AdamWState {
   /** Number of step() calls. */
@@ -31,7 +31,7 @@ export interface AdamWState {
 }
 
 /** Gradients aligned with the variables (null/undefined = no gradient), or keyed by variable name. */
-export type Grads = tf.NamedTensorMap | (tf.Tensor | null | undefined)[];
+type Grads = tf.NamedTensorMap | (tf.Tensor | null | undefined)[];
 
 export class AdamW {
   readonly config: AdamWConfig;

@@ -1,7 +1,7 @@
 /**
- * Greedy evaluation episodes (spec §4.1): candidates embedded once per episode with E_a in eval
- * mode and only re-rotated per step; argmax of ⟨E_s(s), R(p)E_a(a)⟩ over available chunks. The
- * record keeps, for every step, the chosen chunk, its position, Q, Q1, Q2 and the top-k
+ * Greedy evaluation episodes (docs/method.md §4.1): candidates embedded once per episode with E_a
+ * in eval mode and only re-rotated per step; argmax of ⟨E_s(s), R(p)E_a(a)⟩ over available chunks.
+ * The record keeps, for every step, the chosen chunk, its position, Q, Q1, Q2 and the top-k
  * candidates, plus the reference's eval_seed*.jsonl fields and metrics with and without the
  * Q-threshold stopping filter.
  */
@@ -20,7 +20,7 @@ export interface GreedyOptions {
   maxActionLength: number;
   maxInMemory: number;
   sortByIndex: boolean;
-  /** Q-threshold of the stopping filter (spec §4.2; default 0.5). */
+  /** Q-threshold of the stopping filter (docs/method.md §4.2; default 0.5). */
   threshold: number;
   /** Candidates logged per step. */
   logTopK: number;
@@ -72,7 +72,7 @@ export function greedyEpisode(nets: QNetworks, sample: Sample, opts: GreedyOptio
       text: r.item.text,
       position: r.item.position,
       q: q1[best] + q2[best],
-      // each head is trained towards G/2, so 2·q_h is that head's Q estimate (spec §2.2)
+      // each head is trained towards G/2, so 2·q_h is that head's Q estimate (docs/method.md §2.2)
       q1: 2 * q1[best],
       q2: 2 * q2[best],
       gold: gold.has(best),

@@ -1,6 +1,6 @@
 /**
- * One training iteration (spec §3.7): rollout → λ-return targets → one PQN micro-step. Shared by
- * `train()` and the benchmarks, so the benchmark times exactly the code users train with.
+ * One training iteration (docs/method.md §3.7): rollout → λ-return targets → one PQN micro-step.
+ * Shared by `train()` and the benchmarks, so the benchmark times exactly the code users train with.
  */
 import type { RunConfig } from "../config.ts";
 import { episodeConfig } from "../sources.ts";
@@ -13,7 +13,7 @@ export function rolloutSettings(config: RunConfig): RolloutSettings {
   const perEnv = config.batch_size / config.envs_parallel;
   return {
     envs: config.envs_parallel,
-    // the reference collects B/E + 1 steps per env and trains on the first B/E (spec §3.2)
+    // the reference runs B/E + 1 steps per env and trains on the first B/E (docs/method.md §3.2)
     stepsPerEnv: config.algo.hyperparams.drop_last_transition ? perEnv + 1 : perEnv,
     maxActionLength: config.max_action_length,
     maxInMemory: config.max_action_length_in_memory,
@@ -23,7 +23,7 @@ export function rolloutSettings(config: RunConfig): RolloutSettings {
   };
 }
 
-export interface IterationResult extends MicroStepResult {
+interface IterationResult extends MicroStepResult {
   /** Env transitions executed (incl. a dropped last one per env). */
   transitions: number;
   rolloutSeconds: number;
@@ -49,7 +49,7 @@ export function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetw
  * reference) the last column only bootstraps; otherwise every collected transition is trained and
  * bootstrapped from V_target of the state after the rollout (the qrag_update_fix intent).
  */
-export function buildTargets(batch: Pick<RolloutBatch, "E" | "L" | "reward" | "notDone" | "value">, boot: Float32Array | null, config: RunConfig): { targets: Float32Array; keep: number[] } {
+function buildTargets(batch: Pick<RolloutBatch, "E" | "L" | "reward" | "notDone" | "value">, boot: Float32Array | null, config: RunConfig): { targets: Float32Array; keep: number[] } {
   const { E, L } = batch;
   const h = config.algo.hyperparams;
   if (!boot) {

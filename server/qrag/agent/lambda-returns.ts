@@ -1,16 +1,16 @@
 /**
- * λ-return targets (spec §3.4, §3.8). Inputs are rollout rows of length L per env, row-major
- * [E·L]: reward r_t, notDone nd_t = 1 − done_t, value V_t = V_target(s_t) at collection time.
- * The last column is only used to bootstrap, so the result is E·(L−1) targets, env-major (the
+ * λ-return targets (docs/method.md §3.4, §3.8). Inputs are rollout rows of length L per env,
+ * row-major [E·L]: reward r_t, notDone nd_t = 1 − done_t, value V_t = V_target(s_t) at collection
+ * time. The last column is only used to bootstrap, so the result is E·(L−1) targets, env-major (the
  * order of the training transitions).
  *
  * "intended":  G[L−2] = r + γ·nd·V[L−1];  G[t] = r_t + γ·nd_t·((1−λ)·V[t+1] + λ·G[t+1]).
  * "reference": pqn-qa's loop, whose bootstrap value at t = L−3 is nd[L−2]·V[L−1] instead of
  *              V[L−2] (a missing re-initialisation); identical to "intended" at every other t.
  */
-export type LambdaMode = "intended" | "reference";
+type LambdaMode = "intended" | "reference";
 
-export interface RolloutRows {
+interface RolloutRows {
   reward: Float32Array;
   notDone: Float32Array;
   value: Float32Array;

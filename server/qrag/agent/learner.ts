@@ -1,5 +1,5 @@
 /**
- * The PQN update (spec §3.5): twin-head loss 0.5·mse(2·q1, G) + 0.5·mse(2·q2, G) on the
+ * The PQN update (docs/method.md §3.5): twin-head loss 0.5·mse(2·q1, G) + 0.5·mse(2·q2, G) on the
  * selection-time rotated action embeddings, gradients accumulated over `accumulate_grads`
  * micro-steps, global-norm clipping, AdamW with the LR schedule, α following the LR, then Polyak
  * targets and the hard policy copy.

@@ -1,7 +1,7 @@
 /**
- * The five encoder copies of the agent (spec §2.4): trainable state/action encoders E_s, E_a;
- * Polyak targets E_s', E_a'; and the policy copy of E_s (hard-copied after every optimizer step).
- * Also the no-grad embedding helpers the rollout and evaluation use.
+ * The five encoder copies of the agent (docs/method.md §2.4): trainable state/action encoders E_s,
+ * E_a; Polyak targets E_s', E_a'; and the policy copy of E_s (hard-copied after every optimizer
+ * step). Also the no-grad embedding helpers the rollout and evaluation use.
  */
 import * as tf from "@tensorflow/tfjs";
 import type { EncoderConfig, SerializedTensor } from "../model/encoder.ts";
@@ -41,7 +41,7 @@ export class QNetworks {
     return [...this.state.variables, ...this.action.variables];
   }
 
-  /** After an optimizer step: Polyak targets, hard policy copy (spec §3.5). */
+  /** After an optimizer step: Polyak targets, hard policy copy (docs/method.md §3.5). */
   afterOptimizerStep(tau: number): void {
     this.stateTarget.polyakFrom(this.state, tau);
     this.actionTarget.polyakFrom(this.action, tau);
@@ -85,7 +85,8 @@ export class QNetworks {
 
 /**
  * Embeds chunk texts without gradient into a flat [n·D] array (batched to bound memory). Eval mode
- * takes the encoder's tape-free path; train mode (rollouts: dropout on, spec §3.3) a tidy forward.
+ * takes the encoder's tape-free path; train mode (rollouts: dropout on, docs/method.md §3.3) a
+ * tidy forward.
  */
 export function embedActions(enc: QEncoder, texts: readonly string[], maxTokens: number, training: boolean, out?: Float32Array, offset = 0, batch = 2048): Float32Array {
   const D = enc.dim;

@@ -1,7 +1,7 @@
 /**
- * Action choice (spec §3.3, §4.1): greedy argmax at evaluation, uniform over available chunks
- * during the first 2·learning_start transitions, then Boltzmann sampling restricted to the top-k
- * available candidates (no ε-greedy).
+ * Action choice (docs/method.md §3.3, §4.1): greedy argmax at evaluation, uniform over available
+ * chunks during the first 2·learning_start transitions, then Boltzmann sampling restricted to the
+ * top-k available candidates (no ε-greedy).
  */
 import type { Rng } from "../util/rng.ts";
 import { topkIndices } from "./topk.ts";

@@ -1,6 +1,6 @@
 /**
- * PQN rollout (spec §3.2, §3.7): E environments step in lock-step; candidate embeddings are
- * computed once per episode and per rollout start with the current weights (dropout on), and
+ * PQN rollout (docs/method.md §3.2, §3.7): E environments step in lock-step; candidate embeddings
+ * are computed once per episode and per rollout start with the current weights (dropout on), and
  * only re-rotated at each step. The behaviour policy is uniform during warm-up, then Boltzmann
  * over the top-5; V_target(s_t) is stored at collection time for the λ-returns.
  */
@@ -107,7 +107,7 @@ export class ParallelEnvs {
   collect(nets: QNetworks, opts: { random: boolean; alpha: number }): RolloutBatch {
     const { envs: E, stepsPerEnv: L, maxInMemory, sortByIndex, topk } = this.settings;
     while (this.slots.length < E) this.slots.push(this.newSlot());
-    // Embeddings are recomputed at rollout start with the current weights (spec §3.2).
+    // Embeddings are recomputed at rollout start with the current weights (docs/method.md §3.2).
     this.embed(nets, this.slots);
     const D = nets.dim;
     const batch: RolloutBatch = {
@@ -143,7 +143,7 @@ export class ParallelEnvs {
         const k = e * L + t;
         batch.states[k] = states[e];
         batch.actionTexts[k] = r.item.text;
-        batch.actionPositions[k] = rotPos; // selection-time position (spec §3.5)
+        batch.actionPositions[k] = rotPos; // selection-time position (docs/method.md §3.5)
         batch.reward[k] = r.reward;
         batch.notDone[k] = r.done ? 0 : 1;
         batch.value[k] = v;

@@ -1,11 +1,11 @@
 /**
- * Learning-rate multipliers (spec §3.5, reference `rl/optim.py`), as a function of the number of
- * optimizer steps taken. The exploration/soft-value temperature follows the same factor:
+ * Learning-rate multipliers (docs/method.md §3.5, reference `rl/optim.py`), as a function of the
+ * number of optimizer steps taken. The exploration/soft-value temperature follows the same factor:
  * α_t = α0·lr_t/lr0 = α0·lrFactor(t).
  */
-export type ScheduleType = "warmup_linear" | "cosine" | "constant";
+type ScheduleType = "warmup_linear" | "cosine" | "constant";
 
-export interface ScheduleConfig {
+interface ScheduleConfig {
   type: ScheduleType;
   warmup: number;
   total: number;

@@ -1,6 +1,6 @@
 /**
- * Soft value of a state for the λ-return targets (spec §2.5, reference `TextVNet`): per head h,
- * take the top-k candidates by q_h over ALL candidates (before the availability mask), then
+ * Soft value of a state for the λ-return targets (docs/method.md §2.5, reference `TextVNet`): per
+ * head h, take the top-k candidates by q_h over ALL candidates (before the availability mask), then
  *   v_h = m + α·log(clamp(Σ_{j ∈ topk ∩ available} exp((q_h,j − m)/α), 1e-10)),
  * with m the max over the whole top-k (masked ones included). If no top-k candidate is
  * available, v_h = m − 23.03·α. V = v1 + v2 (each head is trained towards G/2).

@@ -9,12 +9,12 @@
 import { chunkAt, type ChunkList } from "../types.ts";
 import { words } from "../model/tokenizer.ts";
 
-export interface Bm25Options {
+interface Bm25Options {
   k1?: number;
   b?: number;
 }
 
-export interface Bm25Hit {
+interface Bm25Hit {
   index: number;
   score: number;
 }

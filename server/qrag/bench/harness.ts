@@ -19,7 +19,7 @@ function procBusy(): { busy: number; total: number } | null {
   }
 }
 
-export interface Repeat {
+interface Repeat {
   wall: number;
   cpu: number;
   /** Share of the machine's capacity used by other processes during the repeat. */
@@ -27,7 +27,7 @@ export interface Repeat {
   clean: boolean;
 }
 
-export interface Stats {
+interface Stats {
   median: number;
   min: number;
   max: number;

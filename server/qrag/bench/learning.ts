@@ -8,7 +8,7 @@ import { resolveConfig } from "../config.ts";
 import { train } from "../train.ts";
 import { sweep } from "../sweep.ts";
 
-export interface LearningTask {
+interface LearningTask {
   task: "qa1" | "qa2" | "qa3";
   /** The preset trained (qa3 has its own: per-fact reward shaping, a longer schedule). */
   preset: string;

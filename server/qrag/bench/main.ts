@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: benchmarks as JSON (stdout and bench-results/latest.json).
  *   matmul                 tfjs matMul GFLOP/s on the active backend (context for the rest)
- *   workload-transformer   shared/bench/WORKLOAD.md with the transformer encoder
+ *   workload-transformer   the reference workload (docs/workload.md), transformer encoder
  *   workload-bow           the same workload with the default CPU (bag-of-words) encoder
  *   learning               (long) CPU presets trained on qa1/qa2/qa3, then swept — see learning.ts
  */
@@ -14,9 +14,9 @@ import { measure } from "./harness.ts";
 import { benchWorkload } from "./workload-bench.ts";
 import { ENGINE_VERSION } from "../version.ts";
 
-export const DEFAULT_PARTS = ["matmul", "workload-bow", "workload-transformer"];
+const DEFAULT_PARTS = ["matmul", "workload-bow", "workload-transformer"];
 
-export interface BenchOptions {
+interface BenchOptions {
   parts?: string[];
   /** Learning tasks to run (default all: qa1, qa2, qa3). */
   tasks?: string[];

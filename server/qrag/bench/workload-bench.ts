@@ -1,5 +1,5 @@
 /**
- * The reference workload (shared/bench/WORKLOAD.md) on our engine: training transitions/s and
+ * The reference workload (docs/workload.md) on our engine: training transitions/s and
  * update time (E=4, B=64, N=100, never_terminate, 6-step episodes), encode chunks/s (40,000
  * chunks, batch 1024) and greedy episode latency at N = 40,000 and 400,000 candidates. The
  * training loop is `trainIteration`, the code `train()` runs.
@@ -15,7 +15,7 @@ import { evalOptions } from "../train.ts";
 import { workloadSource } from "./workload.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
 
-export function workloadConfig(encoder: "bow" | "transformer"): RunConfig {
+function workloadConfig(encoder: "bow" | "transformer"): RunConfig {
   return resolveConfig({
     preset: "babilong",
     overrides: [

@@ -1,5 +1,5 @@
 /**
- * The reference benchmark workload of shared/bench/WORKLOAD.md as a SampleSource: documents of N
+ * The reference benchmark workload of docs/workload.md as a SampleSource: documents of N
  * chunks of 24 random "words" from a vocabulary of 8189, two supporting chunks, and a 12-word
  * question taking 6 words from each. Each word is a distinct token, so our packing gives the
  * workload's shapes exactly: actions [CLS] c1..c24 [SEP] padded to 32, states 14 + 25k tokens.

@@ -29,7 +29,7 @@ export class ProgressLine {
   }
 }
 
-export function formatSeconds(s: number): string {
+function formatSeconds(s: number): string {
   if (s < 90) return `${Math.round(s)}s`;
   if (s < 5400) return `${Math.round(s / 60)}m`;
   return `${(s / 3600).toFixed(1)}h`;

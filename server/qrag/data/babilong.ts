@@ -1,6 +1,6 @@
 /**
- * BabiLong samples the way Q-RAG's retrieval loader builds them (spec benchmark-data §2.4,
- * qrag-method §6.1): one chunk = one sentence; `numSentences` is the TOTAL chunk count;
+ * BabiLong samples the way Q-RAG's retrieval loader builds them (docs/data.md §2,
+ * docs/method.md §6): one chunk = one sentence; `numSentences` is the TOTAL chunk count;
  * `numNoise = max(numSentences − nFacts, 0)` noise sentences come from the pool as runs of ≤100
  * contiguous sentences; the facts keep their order and occupy `nFacts` slots chosen uniformly
  * without replacement among all positions; supporting-fact indices are mapped to their slots.
@@ -12,7 +12,7 @@ import { chunkAt, type ChunkList, type Sample, type SampleSource } from "../type
 import { Rng } from "../util/rng.ts";
 import type { NoisePool } from "./noise/pool.ts";
 
-export interface BabilongOptions {
+interface BabilongOptions {
   /** Source of bAbI-style samples: `chunks` = the story facts, `supportIdx` into them. */
   facts: SampleSource;
   /** Total chunks per sample; a list means one value drawn per sample with the sample's rng. */
@@ -69,10 +69,10 @@ function toArray(list: ChunkList): string[] {
 }
 
 /**
- * Mixes one fact sample with noise per Q-RAG (§2.4). Exposed for callers that manage their own rng;
- * `babilongSource` derives the rng from (seed, split, index).
+ * Mixes one fact sample with noise per Q-RAG (docs/data.md §2). Exposed for callers that manage
+ * their own rng; `babilongSource` derives the rng from (seed, split, index).
  */
-export function mixBabilongSample(
+function mixBabilongSample(
   fact: Sample,
   numSentences: number,
   pool: NoisePool,

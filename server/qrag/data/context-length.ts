@@ -1,5 +1,5 @@
 /**
- * Chunk counts ↔ GPT-2 tokens for the BabiLong context-length sweep (qrag-method §5.3).
+ * Chunk counts ↔ GPT-2 tokens for the BabiLong context-length sweep (docs/method.md §5.3).
  *
  * Q-RAG sweeps num_sentences ∈ {50, 160, 1200, 4600, 40000, 400000} and labels them
  * 1K/4K/32K/128K/1M/10M tokens, assuming ~20–25 GPT-2 tokens per PG19 sentence. Our noise text
@@ -14,7 +14,7 @@ import { chunkAt, type SampleSource } from "../types.ts";
 import { Rng } from "../util/rng.ts";
 import type { NoisePool } from "./noise/pool.ts";
 
-export interface SweepLength {
+interface SweepLength {
   chunks: number;
   /** The reference's label. */
   label: string;
@@ -31,7 +31,7 @@ export const SWEEP_LENGTHS: readonly SweepLength[] = [
   { chunks: 400000, label: "10M", nominalTokens: 10_000_000 },
 ];
 
-export interface TokenStats {
+interface TokenStats {
   /** Chunks measured. */
   n: number;
   mean: number;
@@ -43,13 +43,13 @@ export interface TokenStats {
   max: number;
 }
 
-export interface TokensPerChunk {
+interface TokensPerChunk {
   noise: TokenStats;
   /** Present when a fact source was given: per-fact tokens and facts per sample. */
   facts?: TokenStats & { perSample: number; samples: number };
 }
 
-export function tokenStats(counts: readonly number[]): TokenStats {
+function tokenStats(counts: readonly number[]): TokenStats {
   const n = counts.length;
   if (n === 0) return { n: 0, mean: 0, std: 0, min: 0, p10: 0, median: 0, p90: 0, max: 0 };
   const sorted = [...counts].sort((a, b) => a - b);
@@ -60,7 +60,7 @@ export function tokenStats(counts: readonly number[]): TokenStats {
 }
 
 /** GPT-2 tokens of one chunk as it appears in a space-joined haystack. */
-export function chunkTokens(text: string): number {
+function chunkTokens(text: string): number {
   return countGpt2Tokens(" " + text);
 }
 

@@ -53,7 +53,7 @@ const SCHEMAS = {
 };
 
 /** One record in a layout-independent form. */
-export interface HotpotRecord {
+interface HotpotRecord {
   id: string;
   question: string;
   answer: string;
@@ -64,7 +64,7 @@ export interface HotpotRecord {
 }
 
 /** Validates one raw record (either layout) and normalises it; throws DataFileError at `line`. */
-export function parseHotpotRecord(raw: unknown, file: string, line: number): HotpotRecord {
+function parseHotpotRecord(raw: unknown, file: string, line: number): HotpotRecord {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new DataFileError(file, line, `expected a record object, got ${Array.isArray(raw) ? "array" : raw === null ? "null" : typeof raw}`);
   }
@@ -90,7 +90,7 @@ export function parseHotpotRecord(raw: unknown, file: string, line: number): Hot
 }
 
 /** Q-RAG's chunking and support rule; throws if a supporting title is not a paragraph title. */
-export function hotpotRecordToSample(rec: HotpotRecord, file: string, line: number): Sample {
+function hotpotRecordToSample(rec: HotpotRecord, file: string, line: number): Sample {
   const chunks = rec.paragraphs.map((p) => `${p.title} ${p.sentences.join(" ")}`);
   const titles = new Set(rec.paragraphs.map((p) => p.title));
   const supportTitles = new Set<string>();

@@ -14,7 +14,7 @@ import { DataFileError } from "../errors.ts";
 import type { Sample, SampleSource } from "../types.ts";
 import { Rng } from "../util/rng.ts";
 
-export interface LocatedRecord {
+interface LocatedRecord {
   /** 0-based position of the record in the file. */
   index: number;
   /** 1-based line where the record starts. */

@@ -38,10 +38,10 @@ const MusiqueRecordSchema = z.object({
   question_decomposition: z.array(Hop),
 });
 
-export type MusiqueRecord = z.infer<typeof MusiqueRecordSchema>;
+type MusiqueRecord = z.infer<typeof MusiqueRecordSchema>;
 
 /** Validates one raw record; throws DataFileError at `line` naming the field. */
-export function parseMusiqueRecord(raw: unknown, file: string, line: number): MusiqueRecord {
+function parseMusiqueRecord(raw: unknown, file: string, line: number): MusiqueRecord {
   const r = MusiqueRecordSchema.safeParse(raw);
   if (!r.success) {
     const id = typeof raw === "object" && raw !== null && typeof (raw as { id?: unknown }).id === "string" ? (raw as { id: string }).id : undefined;
@@ -62,14 +62,14 @@ export function parseMusiqueRecord(raw: unknown, file: string, line: number): Mu
 }
 
 /** Support paragraphs in hop order (nulls skipped, duplicates kept). */
-export function musiqueSupportHops(rec: MusiqueRecord): number[] {
+function musiqueSupportHops(rec: MusiqueRecord): number[] {
   const hops: number[] = [];
   for (const h of rec.question_decomposition) if (h.paragraph_support_idx !== null) hops.push(h.paragraph_support_idx);
   return hops;
 }
 
 /** Q-RAG's chunking and support rule. */
-export function musiqueRecordToSample(rec: MusiqueRecord, file: string, line: number): Sample {
+function musiqueRecordToSample(rec: MusiqueRecord, file: string, line: number): Sample {
   const chunks = rec.paragraphs.map((p) => `${p.title}. ${p.paragraph_text}`);
   const hops = musiqueSupportHops(rec);
   const supportIdx = [...new Set(hops)].sort((a, b) => a - b);

@@ -1,8 +1,8 @@
 /**
- * One retrieval episode over a Sample (spec §1.2–§1.5): each action takes one still-available
- * chunk; positions are recomputed from the selected set after every step; the episode ends on
- * completion (unless never_terminate) or is truncated when every chunk is taken or max_steps is
- * reached. Truncation is treated like termination by the learner (no bootstrap).
+ * One retrieval episode over a Sample (docs/method.md §1.2–§1.5): each action takes one
+ * still-available chunk; positions are recomputed from the selected set after every step; the
+ * episode ends on completion (unless never_terminate) or is truncated when every chunk is taken or
+ * max_steps is reached. Truncation is treated like termination by the learner (no bootstrap).
  */
 import { chunkAt, type Sample } from "../types.ts";
 import { GroundTruthFeedback, type FeedbackConfig } from "./feedback.ts";
@@ -11,20 +11,20 @@ import { positionsFor, type PositionsMode } from "./positions.ts";
 export interface EpisodeConfig {
   maxSteps: number;
   positions: PositionsMode;
-  /** Relative-position step size (spec: 20). */
+  /** Relative-position step size (the reference's 20, docs/method.md §1.4). */
   stepSize?: number;
   feedback?: Partial<FeedbackConfig>;
 }
 
 /** What a transition records about the chosen chunk (reference `TextMemoryItem`). */
-export interface MemoryItem {
+interface MemoryItem {
   index: number;
   /** Position value of the chunk at selection time, i.e. before positions are updated. */
   position: number;
   text: string;
 }
 
-export interface StepResult {
+interface StepResult {
   reward: number;
   done: boolean;
   terminated: boolean;
@@ -98,7 +98,8 @@ export class RetrievalEpisode {
 
   /**
    * The state as its pieces: [question, ...chosen chunk texts], chunks in document order when
-   * `sortByIndex` (BabiLong) else in retrieval order. Pieces are tokenised separately (§1.2).
+   * `sortByIndex` (BabiLong) else in retrieval order. Pieces are tokenised separately
+   * (docs/method.md §1.2).
    */
   stateTexts(sortByIndex: boolean): string[] {
     const idx = sortByIndex ? [...this.order].sort((a, b) => a - b) : this.order;

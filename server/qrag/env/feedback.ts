@@ -1,6 +1,6 @@
 /**
- * Ground-truth feedback (spec §1.6, reference `GroundTruthFeedback`): the completion reward is
- * paid once, at the step the last missing support chunk enters the state; with
+ * Ground-truth feedback (docs/method.md §1.6, reference `GroundTruthFeedback`): the completion
+ * reward is paid once, at the step the last missing support chunk enters the state; with
  * penalize_extra_steps it is scaled by 0.5 + 0.5·|sf|/(|pred| + 1e-5), so using exactly |sf| steps
  * earns the full reward. `never_terminate` keeps the episode running (later steps pay 0).
  */
@@ -14,14 +14,14 @@ export interface FeedbackConfig {
   neverTerminate: boolean;
 }
 
-export const DEFAULT_FEEDBACK: FeedbackConfig = {
+const DEFAULT_FEEDBACK: FeedbackConfig = {
   perFactReward: 0,
   completionReward: 1,
   penalizeExtraSteps: true,
   neverTerminate: false,
 };
 
-export interface FeedbackResult {
+interface FeedbackResult {
   reward: number;
   /** All support chunks found (stays true once reached). */
   completed: boolean;

@@ -1,7 +1,7 @@
 /**
- * Position values of candidate chunks (spec §1.4, WORKLOAD §1.3). The rotary lookup floors
- * positions, so they are produced directly as integers with exact integer arithmetic: the
- * reference's float32 `linspace` + floor can land one below an integer, this cannot.
+ * Position values of candidate chunks (docs/method.md §1.4, docs/workload.md §1.3). The rotary
+ * lookup floors positions, so they are produced directly as integers with exact integer arithmetic:
+ * the reference's float32 `linspace` + floor can land one below an integer, this cannot.
  */
 export type PositionsMode = "relative" | "none" | "absolute";
 

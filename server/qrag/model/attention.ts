@@ -22,7 +22,7 @@ import type { Rng } from "../util/rng.ts";
  * Which rows of the [rows, d] inputs form each sequence (absolute row indices, in order). A dense
  * [B, T] batch with a mask gives `denseLayout`; packed sequences give `packedLayout`.
  */
-export interface SeqLayout {
+interface SeqLayout {
   rows: number;
   seqs: Int32Array[];
 }
@@ -35,7 +35,7 @@ export interface PerHeadArgs {
   rng?: Rng;
 }
 
-export interface BatchedArgs {
+interface BatchedArgs {
   batch: number;
   len: number;
   heads: number;
@@ -102,7 +102,7 @@ function tapeActive(): boolean {
 }
 
 /** Default row budget of a group of (sequence, head) blocks computed by one set of 2-D matmuls. */
-export const GROUP_ROWS = 96;
+const GROUP_ROWS = 96;
 
 interface Block {
   seq: number;

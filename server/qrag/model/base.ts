@@ -23,7 +23,7 @@ export interface QEncoder extends Encoder {
   readonly dropoutRng: Rng;
 }
 
-export type Init =
+type Init =
   | { kind: "normal"; std: number }
   | { kind: "uniform"; bound: number }
   | { kind: "zeros" }
@@ -191,7 +191,7 @@ function checkSameArch(src: BaseEncoder, config: EncoderConfig, specs: readonly 
   });
 }
 
-export function validateConfig(c: EncoderConfig): void {
+function validateConfig(c: EncoderConfig): void {
   const bad = (m: string) => {
     throw new Error(`encoder config: ${m}`);
   };
@@ -211,7 +211,7 @@ export function validateConfig(c: EncoderConfig): void {
 }
 
 /** Normal samples via Box–Muller, both outputs used. */
-export function fillNormal(out: Float32Array, std: number, rng: Rng): void {
+function fillNormal(out: Float32Array, std: number, rng: Rng): void {
   let i = 0;
   for (; i < out.length; i += 2) {
     let u = 0;
@@ -249,19 +249,11 @@ export function checkBatch(b: TokenBatch): void {
   }
 }
 
-/** Number of mask-1 tokens of row r. */
-export function rowLength(b: TokenBatch, r: number): number {
-  let n = 0;
-  const m = b.mask;
-  for (let t = r * b.len, e = t + b.len; t < e; t++) if (m[t] > 0) n++;
-  return n;
-}
-
 /**
  * Rows [r0, r1) of a batch (views, no copy). With `trim`, the length is cut to the next power of
  * two of the longest row's last unmasked token (rows are right-padded), which copies.
  */
-export function subBatch(b: TokenBatch, r0: number, r1: number, trim: boolean): TokenBatch {
+function subBatch(b: TokenBatch, r0: number, r1: number, trim: boolean): TokenBatch {
   const L = b.len;
   const n = r1 - r0;
   let len = L;
@@ -293,7 +285,7 @@ export function subBatch(b: TokenBatch, r0: number, r1: number, trim: boolean): 
  * Unique rows of a batch (same ids and mask) and, for every row, the index of its unique row;
  * null when all rows are distinct.
  */
-export function dedupeRows(b: TokenBatch): { unique: TokenBatch; index: Int32Array } | null {
+function dedupeRows(b: TokenBatch): { unique: TokenBatch; index: Int32Array } | null {
   const L = b.len;
   const index = new Int32Array(b.batch);
   const firstOf = new Map<number, number[]>(); // hash → unique ids (first rows)

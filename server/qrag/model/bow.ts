@@ -1,9 +1,9 @@
 /**
- * `bow`: the fast CPU encoder (see cpu-encoder-evidence.md).
+ * `bow`: the fast CPU encoder (docs/method.md §11: why, and what it learns).
  *
  *   e = masked mean of hashed-word embeddings        (table [vocab, D], init N(0, init_std))
  *   h = e + W2·drop(gelu(W1·e + b1)) + b2             (D → hidden → D, exact erf GELU)
- *   y = LayerNorm(h) / 10                             (spec §2.1: no projection, no normalisation)
+ *   y = LayerNorm(h) / 10                             (no projection, no normalisation: docs/method.md §2.1)
  *
  * Tokens are words only (no CLS/SEP): actions are a chunk's words truncated to `maxTokens`;
  * states are the words of each piece truncated separately, concatenated. Rows are right-padded to

@@ -3,8 +3,8 @@
  * targets and a policy copy), all implementing this interface, so the encoder architecture is a
  * config choice (`bow` = fast CPU default, `transformer` = small pre-LN transformer).
  *
- * Every encoder returns masked-mean-pooled embeddings divided by 10 (spec §2.1): no projection,
- * no normalisation.
+ * Every encoder returns masked-mean-pooled embeddings divided by 10 (docs/method.md §2.1): no
+ * projection, no normalisation.
  */
 import type * as tf from "@tensorflow/tfjs";
 
@@ -51,8 +51,8 @@ export interface Encoder {
   packActions(texts: readonly string[], maxTokens: number): TokenBatch;
   /**
    * Packs states. A state is its pieces `[question, chunk1, chunk2, …]` (already ordered);
-   * each piece is truncated to `maxTokensPerPiece` words separately (spec §1.2), joined with SEP,
-   * and the batch is right-padded to the next power of two of its longest row.
+   * each piece is truncated to `maxTokensPerPiece` words separately (docs/method.md §1.2), joined
+   * with SEP, and the batch is right-padded to the next power of two of its longest row.
    */
   packStates(states: readonly (readonly string[])[], maxTokensPerPiece: number): TokenBatch;
   /** [batch, dim] embeddings (already ÷10). Dropout is active iff `training`. Call inside tf.tidy. */

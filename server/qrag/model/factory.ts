@@ -1,18 +1,14 @@
 /**
- * Encoder construction and weight helpers. Both encoders share one implementation of clone /
- * copyFrom / polyakFrom / exportWeights / importWeights over their ordered variable list
- * (`BaseEncoder` in base.ts).
+ * Encoder construction. Both encoders share one implementation of clone / copyFrom / polyakFrom /
+ * exportWeights / importWeights over their ordered variable list (`BaseEncoder` in base.ts).
  */
-import type { Encoder, EncoderConfig, SerializedTensor } from "./encoder.ts";
+import type { EncoderConfig } from "./encoder.ts";
 import type { QEncoder } from "./base.ts";
 import { BowEncoder } from "./bow.ts";
 import { TransformerEncoder } from "./transformer.ts";
 import type { Rng } from "../util/rng.ts";
 
 export type { QEncoder } from "./base.ts";
-export { BaseEncoder, validateConfig } from "./base.ts";
-export { BowEncoder } from "./bow.ts";
-export { TransformerEncoder } from "./transformer.ts";
 
 /** A new encoder of `config.type`, weights drawn from `rng` (deterministic by seed). */
 export function createEncoder(config: EncoderConfig, rng: Rng): QEncoder {
@@ -26,20 +22,9 @@ export function createEncoder(config: EncoderConfig, rng: Rng): QEncoder {
   }
 }
 
-/** Defaults per type: `bow` as in cpu-encoder-evidence.md, `transformer` as in WORKLOAD.md §1.2. */
+/** Defaults per type: `bow` as in docs/method.md §11, `transformer` as in docs/workload.md §1.2. */
 export function defaultEncoderConfig(type: EncoderConfig["type"]): EncoderConfig {
   return type === "bow"
     ? { type, dim: 128, vocab_size: 16384, hidden: 256, layers: 0, heads: 1, max_len: 512, dropout: 0.1, init_std: 0.1 }
     : { type, dim: 128, vocab_size: 8192, hidden: 512, layers: 2, heads: 4, max_len: 256, dropout: 0.1, init_std: 0.02 };
-}
-
-/** Deep copy of exported weights (e.g. to keep a snapshot that later training cannot alter). */
-export function cloneWeights(ws: readonly SerializedTensor[]): SerializedTensor[] {
-  return ws.map((w) => ({ shape: [...w.shape], data: Float32Array.from(w.data) }));
-}
-
-/** Total number of values in a weight list. */
-export function countWeights(ws: readonly SerializedTensor[] | Encoder): number {
-  const list = Array.isArray(ws) ? (ws as SerializedTensor[]).map((w) => w.data.length) : (ws as Encoder).variables.map((v) => v.size);
-  return list.reduce((a, b) => a + b, 0);
 }

@@ -11,7 +11,7 @@
  * - `dropout`: identity unless training; masks drawn from a seeded `Rng` so runs are reproducible.
  *
  * Avoid in model code: `tf.where(tf.greater(..))` (no gradient for Greater), rank-5 slices (slow on
- * wasm), `tf.pow(x, 3)` (use x*x*x).
+ * wasm), `tf.pow(x, 3)` (use x*x*x). Measurements behind these choices: docs/offline-stack.md §2.
  */
 import * as tf from "@tensorflow/tfjs";
 import type { Rng } from "../util/rng.ts";
@@ -58,12 +58,6 @@ export function mm(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
     throw new Error(`mm: unsupported ranks ${a.rank} and ${b.rank} (need 2·2, 3·3 or 3·2)`);
   }
   return mmGrad(a, b);
-}
-
-/** `x·W + b` for x [n, k] (or [B, T, k], flattened internally), W [k, m], b [m]. */
-export function linear(x: tf.Tensor, w: tf.Tensor2D, b?: tf.Tensor1D): tf.Tensor {
-  const y = mm(x, w);
-  return b ? tf.add(y, b) : y;
 }
 
 function idsToArray(ids: tf.Tensor1D | Int32Array): Int32Array {
@@ -142,7 +136,7 @@ export function embedBag(
   return f(table) as tf.Tensor2D;
 }
 
-export interface BagIndex {
+interface BagIndex {
   /** Table row of every kept (mask > 0) token, row-major. */
   idx: Int32Array;
   /** Output row (segment) of every kept token; non-decreasing, and ends at batch − 1. */
@@ -247,7 +241,7 @@ const SQRT1_2 = Math.SQRT1_2;
 const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
 const TANH_C = Math.sqrt(2 / Math.PI);
 
-export type GeluKind = "erf" | "tanh";
+type GeluKind = "erf" | "tanh";
 
 const geluErf = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
   // Φ(x) = ½(1 + erf(x/√2)); tfjs's erf is the Abramowitz–Stegun 7.1.26 approximation

@@ -1,5 +1,5 @@
 /**
- * Twin-head Q from one embedding pair (spec §2.2): with h = D/2,
+ * Twin-head Q from one embedding pair (docs/method.md §2.2): with h = D/2,
  *   q1 = ⟨s[:h], a[:h]⟩,  q2 = ⟨s[h:], a[h:]⟩,  Q = q1 + q2 = ⟨s, a⟩,
  * where `a` is the (rotated) action embedding. The training targets use 2·q1 and 2·q2.
  */

@@ -1,5 +1,6 @@
 /**
- * Rotary position encoding of action (candidate) embeddings, spec §2.3 / WORKLOAD §1.3.
+ * Rotary position encoding of action (candidate) embeddings: docs/method.md §2.3,
+ * docs/workload.md §1.3.
  *
  * An action embedding of size D is split into two halves of h = D/2 (one per Q head). Each half is
  * rotated with the *same* angles in interleaved pairs:
@@ -12,7 +13,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 
-export interface RotaryOptions {
+interface RotaryOptions {
   /** "relative" (rotate by position) or "none" (identity). Default "relative". */
   mode?: "relative" | "none";
   /** Default 10000. */
@@ -23,7 +24,7 @@ export interface RotaryOptions {
 
 /** Marker for "no positions" (rotary disabled): pass `positionsNone` instead of a position array. */
 export const positionsNone = null;
-export type Positions = Int32Array | ArrayLike<number> | null;
+type Positions = Int32Array | ArrayLike<number> | null;
 
 export class Rotary {
   readonly dim: number;

@@ -10,7 +10,7 @@ export function words(text: string): string[] {
 }
 
 /** 32-bit FNV-1a of a word. */
-export function hashWord(w: string): number {
+function hashWord(w: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < w.length; i++) {
     h ^= w.charCodeAt(i);
@@ -23,7 +23,7 @@ export function hashWord(w: string): number {
 export const PAD = 0;
 export const CLS = 1;
 export const SEP = 2;
-export const FIRST_WORD_ID = 3;
+const FIRST_WORD_ID = 3;
 
 /** Word id in [FIRST_WORD_ID, vocabSize). */
 export function wordId(w: string, vocabSize: number): number {

@@ -1,5 +1,5 @@
 /**
- * `transformer`: the small pre-LN transformer of WORKLOAD.md §1.2 (stand-in for BERT).
+ * `transformer`: the small pre-LN transformer of docs/workload.md §1.2 (stand-in for BERT).
  *
  *   x = drop(tok[ids] + pos[0..T))
  *   per layer: x += drop(proj(attn(LN1(x))));  x += drop(fc2(gelu(fc1(LN2(x)))))
@@ -11,14 +11,14 @@
  * N(0, init_std) for all weights and embeddings, zero biases, LayerNorm (1, 0). With vocab 8192,
  * d 128, 2 layers, FFN 512, max_len 256 that is 1,478,144 weights.
  *
- * Packing (spec §1.2): states `[CLS] q [SEP] c1 [SEP] c2 [SEP]`, each piece cut to
+ * Packing (docs/method.md §1.2): states `[CLS] q [SEP] c1 [SEP] c2 [SEP]`, each piece cut to
  * `maxTokensPerPiece` words; actions `[CLS] w.. [SEP]`; right-padded to the next power of two of
  * the longest row, capped at `max_len` (longer rows are cut at max_len).
  *
  * Implementation (same function, organised for wasm):
  * - Real tokens are packed one after another ([Σ real tokens, d] instead of [B·T, d]): PAD rows
  *   never influence real rows (PAD keys are masked, pooling skips them), so they are not computed.
- *   On the WORKLOAD state batch (rows of 14–139 tokens padded to 256) that removes most of the work.
+ *   On the workload state batch (rows of 14–139 tokens padded to 256) that removes most of the work.
  * - Attention is `attentionPerHead`: each sequence attends over its own tokens only, which is
  *   exactly the −1e9 PAD-key mask; per-(sequence, head) 2-D matmuls instead of wasm's slow batched
  *   matmul (see attention.ts). `attentionBatched` (dense, −1e9 mask) is the tested reference.

@@ -16,7 +16,7 @@ function splitmix32(seed: number): () => number {
 }
 
 /** Stable 32-bit hash of a string (FNV-1a), used to derive sub-seeds from names. */
-export function hashString(s: string): number {
+function hashString(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);

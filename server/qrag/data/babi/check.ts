@@ -13,7 +13,7 @@ import { parseQuery } from "./sentences.ts";
 import type { BabiQuery, BabiStory } from "./types.ts";
 import { BABI_TASKS, type BabiTask } from "./vocab.ts";
 
-export interface BabiCheckResult {
+interface BabiCheckResult {
   /** One line per disagreement: `file:line: expected <key>-><answer> {ids}, derived <answer> {ids}`. */
   lines: string[];
   agree: number;
@@ -32,7 +32,7 @@ export function taskFromFileName(path: string): BabiTask | undefined {
 }
 
 /** Task whose grammar reads every statement and question of the stories, for unnamed files. */
-export function detectTask(stories: BabiStory[]): BabiTask | undefined {
+function detectTask(stories: BabiStory[]): BabiTask | undefined {
   return BABI_TASKS.find((task) =>
     stories.every((s) => {
       try {

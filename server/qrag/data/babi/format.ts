@@ -1,7 +1,8 @@
 /**
- * Reader and writer of the bAbI v1.2 text format (spec §1.1): `<id> <text>` per line, ids restart
- * at 1 per story, questions carry `\t<answer>\t<support ids>`. The reader validates structure
- * only (ids, tabs, support references); sentence meaning is checked later by the resolver.
+ * Reader and writer of the bAbI v1.2 text format (docs/data.md §1.1): `<id> <text>` per line, ids
+ * restart at 1 per story, questions carry `\t<answer>\t<support ids>`. The reader validates
+ * structure only (ids, tabs, support references); sentence meaning is checked later by the
+ * resolver.
  */
 import { DataFileError } from "../../errors.ts";
 import type { BabiLine, BabiStory } from "./types.ts";

@@ -1,6 +1,6 @@
 /**
- * Story generator with the structure of the real v1.2 data (spec §1.5). Facts come from the true
- * world simulation (BabiWorld); which questions may be asked comes from the reader's knowledge
+ * Story generator with the structure of the real v1.2 data (docs/data.md §1.5). Facts come from the
+ * true world simulation (BabiWorld); which questions may be asked comes from the reader's knowledge
  * (askableQueries); every answer and support set is computed by resolveQuestion, the same rules
  * the oracle check validates on real files.
  */
@@ -12,7 +12,7 @@ import type { BabiFact, BabiLine, BabiQuery, BabiStory } from "./types.ts";
 import { BabiWorld, type ActionKind } from "./world.ts";
 import { LOCATIONS, TASK_ACTORS, TASK_OBJECTS, WORLD_BASIC_START, type BabiObject, type BabiTask, type Direction, type Location } from "./vocab.ts";
 
-/** Questions per story: qa4 stories hold one, the others five (spec §1.1). */
+/** Questions per story: qa4 stories hold one, the others five (docs/data.md §1.1). */
 export function questionsPerStory(task: BabiTask): number {
   return task === "qa4" ? 1 : 5;
 }
@@ -134,7 +134,7 @@ function newWorld(task: BabiTask, rng: Rng): BabiWorld {
 
 /**
  * qa1: 5 × (2 moves + "Where is A?"). A is the actor of a fact drawn uniformly from the last 5
- * facts, which reproduces the real question-to-support distance profile (spec §1.5).
+ * facts, which reproduces the real question-to-support distance profile (docs/data.md §1.5).
  */
 function genQa1(rng: Rng): BabiStory {
   const b = new StoryBuilder("qa1", newWorld("qa1", rng));

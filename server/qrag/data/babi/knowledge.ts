@@ -1,6 +1,6 @@
 /**
- * What a reader knows after reading a story's statements in order (spec §1.4 "Knowledge"): only
- * move sentences reveal where an actor is; gets/drops/gives reveal who holds what; initial
+ * What a reader knows after reading a story's statements in order (docs/data.md §1.4 "Knowledge"):
+ * only move sentences reveal where an actor is; gets/drops/gives reveal who holds what; initial
  * positions are never known. On top of that it keeps the per-object bookkeeping the qa2/qa3/qa5
  * rules need (last mention, carried-location history, gives, direction facts). Fact indices are
  * 0-based positions in the story's statement list.
@@ -8,13 +8,13 @@
 import type { BabiFact } from "./types.ts";
 import type { Actor, BabiObject, Direction, Location } from "./vocab.ts";
 
-export interface KnownMove {
+interface KnownMove {
   idx: number;
   loc: Location;
 }
 
 /** One entry of an object's carried-location history. */
-export interface CarryEntry {
+interface CarryEntry {
   loc: Location;
   /** The move fact that shows the holder at `loc`. */
   idx: number;
@@ -26,26 +26,26 @@ export interface CarryEntry {
 }
 
 /** A stretch during which one actor held the object without interruption. */
-export interface CarryRun {
+interface CarryRun {
   holder: Actor;
   entries: CarryEntry[];
 }
 
-export interface ObjectMention {
+interface ObjectMention {
   idx: number;
   fact: Extract<BabiFact, { kind: "get" | "drop" | "give" }>;
   /** The actor's last move before this fact (for a drop: where the object was left). */
   actorMoveBefore?: KnownMove;
 }
 
-export interface GiveRecord {
+interface GiveRecord {
   idx: number;
   giver: Actor;
   obj: BabiObject;
   receiver: Actor;
 }
 
-export interface RelRecord {
+interface RelRecord {
   idx: number;
   a: Location;
   dir: Direction;
@@ -53,7 +53,7 @@ export interface RelRecord {
 }
 
 /** A statement that contradicts what the story already said (e.g. dropping an object not held). */
-export class BabiConsistencyError extends Error {
+class BabiConsistencyError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "BabiConsistencyError";

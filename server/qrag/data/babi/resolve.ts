@@ -1,8 +1,8 @@
 /**
  * Resolution rules: derive a question's answer and supporting facts from the statements before it
- * (spec §1.5). The generator asks only questions these rules can answer and takes the answer from
- * here, and the oracle check re-derives every real v1.2 question with the same code, so one set of
- * rules is validated against real data and used to produce new data.
+ * (docs/data.md §1.5). The generator asks only questions these rules can answer and takes the
+ * answer from here, and the oracle check re-derives every real v1.2 question with the same code, so
+ * one set of rules is validated against real data and used to produce new data.
  */
 import { BabiKnowledge } from "./knowledge.ts";
 import { BabiSentenceError, parseFact, parseQuery } from "./sentences.ts";
@@ -19,7 +19,7 @@ export class BabiResolveError extends Error {
 }
 
 /** Statement kinds each task's real data contains; anything else means a wrong task or a bad file. */
-export const TASK_FACT_KINDS: Record<BabiTask, readonly BabiFactKind[]> = {
+const TASK_FACT_KINDS: Record<BabiTask, readonly BabiFactKind[]> = {
   qa1: ["move"],
   qa2: ["move", "get", "drop"],
   qa3: ["move", "get", "drop"],
@@ -27,7 +27,7 @@ export const TASK_FACT_KINDS: Record<BabiTask, readonly BabiFactKind[]> = {
   qa5: ["move", "get", "drop", "give"],
 };
 
-export const TASK_QUERY_KINDS: Record<BabiTask, readonly BabiQueryKind[]> = {
+const TASK_QUERY_KINDS: Record<BabiTask, readonly BabiQueryKind[]> = {
   qa1: ["whereActor"],
   qa2: ["whereObject"],
   qa3: ["whereWas"],
@@ -72,7 +72,7 @@ export function resolveQuestion(task: BabiTask, facts: readonly string[], questi
 }
 
 /** Same as resolveQuestion on already-read knowledge. */
-export function resolveQuery(task: BabiTask, k: BabiKnowledge, q: BabiQuery): BabiResolution {
+function resolveQuery(task: BabiTask, k: BabiKnowledge, q: BabiQuery): BabiResolution {
   if (!TASK_QUERY_KINDS[task].includes(q.kind)) throw new BabiSentenceError(`a ${q.kind} question does not belong to ${task}`);
   const fail = (why: string) => new BabiResolveError(`${task} "${renderQuery(q)}": ${why}`);
   switch (q.kind) {

@@ -10,7 +10,7 @@ import { storyQuestions } from "./questions.ts";
 import type { BabiQA } from "./types.ts";
 import type { BabiTask } from "./vocab.ts";
 
-export interface BabiSourceOptions {
+interface BabiSourceOptions {
   seed: number;
   split: "train" | "test";
 }

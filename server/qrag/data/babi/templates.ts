@@ -1,5 +1,5 @@
 /**
- * Surface templates of the real bAbI v1.2 data (spec §1.3 "observed" table — not the Lua
+ * Surface templates of the real bAbI v1.2 data (docs/data.md §1.3 "observed" table — not the Lua
  * stringify.lua strings, which differ). The same lists drive rendering (generator) and the regex
  * grammar (parser), so a template can never be generated that the parser does not read back.
  */
@@ -14,7 +14,7 @@ export const GIVE_VERBS = ["gave", "handed", "passed"] as const;
 
 /**
  * Share of get/drop sentences ending in " there", per task: qa2 and qa5 put it on every get and
- * on no drop; qa3 on about 30% of both (spec §1.3).
+ * on no drop; qa3 on about 30% of both (docs/data.md §1.3).
  */
 export const THERE_RATE: Record<BabiTask, { get: number; drop: number }> = {
   qa1: { get: 0, drop: 0 },
@@ -35,7 +35,6 @@ export const QA5_FORM_SHARES: Record<Qa5Form, number> = {
   whoGaveTo: 0.17,
   whoReceived: 0.15,
 };
-export const QA5_FORMS = Object.keys(QA5_FORM_SHARES) as Qa5Form[];
 
 /** Renders a statement exactly as the v1.2 files print it. */
 export function renderFact(f: BabiFact): string {

@@ -35,7 +35,7 @@ export type BabiFact =
 
 export type BabiFactKind = BabiFact["kind"];
 
-/** The five qa5 question forms (spec §1.3). */
+/** The five qa5 question forms (docs/data.md §1.3). */
 export type Qa5Form = "whatGave" | "whoGave" | "whoDidGiveTo" | "whoGaveTo" | "whoReceived";
 
 /** Meaning of one question sentence. */

@@ -1,7 +1,7 @@
 /**
- * Closed bAbI qa1–qa5 vocabulary (spec §1.2) and the task names. The sets are closed in the real
- * v1.2 data, so the sentence parser accepts only these words: a typo or a sentence from another
- * task family then fails loudly instead of silently creating a new actor or place.
+ * Closed bAbI qa1–qa5 vocabulary (docs/data.md §1.2) and the task names. The sets are closed in the
+ * real v1.2 data, so the sentence parser accepts only these words: a typo or a sentence from
+ * another task family then fails loudly instead of silently creating a new actor or place.
  */
 import { InputError } from "../../errors.ts";
 
@@ -9,7 +9,7 @@ export const BABI_TASKS = ["qa1", "qa2", "qa3", "qa4", "qa5"] as const;
 export type BabiTask = (typeof BABI_TASKS)[number];
 
 /** The reference's (bAbI v1.2 / BabiLong / Q-RAG) long task names. */
-export const BABI_TASK_NAMES: Record<BabiTask, string> = {
+const BABI_TASK_NAMES: Record<BabiTask, string> = {
   qa1: "qa1_single-supporting-fact",
   qa2: "qa2_two-supporting-facts",
   qa3: "qa3_three-supporting-facts",
@@ -28,9 +28,9 @@ export function toBabiTask(name: string): BabiTask {
 export const LOCATIONS = ["bathroom", "bedroom", "garden", "hallway", "kitchen", "office"] as const;
 export const OBJECTS = ["apple", "football", "milk"] as const;
 /** Actors of qa1–qa3 (and of the world_basic.txt file). */
-export const BASIC_ACTORS = ["Mary", "John", "Daniel", "Sandra"] as const;
-/** qa5 uses a different cast (spec §1.2). */
-export const QA5_ACTORS = ["Bill", "Fred", "Jeff", "Mary"] as const;
+const BASIC_ACTORS = ["Mary", "John", "Daniel", "Sandra"] as const;
+/** qa5 uses a different cast (docs/data.md §1.2). */
+const QA5_ACTORS = ["Bill", "Fred", "Jeff", "Mary"] as const;
 export const DIRECTIONS = ["north", "south", "east", "west"] as const;
 
 export type Location = (typeof LOCATIONS)[number];
@@ -70,16 +70,3 @@ export const WORLD_BASIC_START: Partial<Record<Actor, Location>> = {
   Sandra: "garden",
   Daniel: "hallway",
 };
-
-export function isLocation(s: string): s is Location {
-  return (LOCATIONS as readonly string[]).includes(s);
-}
-export function isObject(s: string): s is BabiObject {
-  return (OBJECTS as readonly string[]).includes(s);
-}
-export function isActor(s: string): s is Actor {
-  return (ALL_ACTORS as readonly string[]).includes(s);
-}
-export function isDirection(s: string): s is Direction {
-  return (DIRECTIONS as readonly string[]).includes(s);
-}

@@ -1,6 +1,6 @@
 /**
- * The true world state behind a generated story (spec §1.4, from actions.lua): where every actor
- * really is (including unstated starting places) and who holds or where lies each object. The
+ * The true world state behind a generated story (docs/data.md §1.4, from actions.lua): where every
+ * actor really is (including unstated starting places) and who holds or where lies each object. The
  * generator only emits actions valid in this state, so the text never contradicts itself, and a
  * move never goes to the place the actor is already in.
  */
@@ -27,7 +27,7 @@ export class BabiWorld {
     rng: Rng,
   ) {
     for (const a of actors) this.loc.set(a, start[a] ?? rng.choice(LOCATIONS));
-    // Initial object places are never stated (spec §1.4); uniform is an inferred choice.
+    // Initial object places are never stated (docs/data.md §1.4); uniform is an inferred choice.
     for (const o of objects) this.place.set(o, rng.choice(LOCATIONS));
   }
 

@@ -26,7 +26,7 @@ import { splitSentences } from "../text/sentences.ts";
 import { countGpt2Tokens } from "../tokens.ts";
 import { randomKey } from "./words.ts";
 
-export type NiahTask =
+type NiahTask =
   | "niah_single_1"
   | "niah_single_2"
   | "niah_single_3"
@@ -36,10 +36,10 @@ export type NiahTask =
   | "niah_multivalue"
   | "niah_multiquery";
 
-export type NiahHaystack = "noise" | "essay" | "needle";
-export type NiahItemType = "words" | "numbers" | "uuids";
+type NiahHaystack = "noise" | "essay" | "needle";
+type NiahItemType = "words" | "numbers" | "uuids";
 
-export interface NiahTaskConfig {
+interface NiahTaskConfig {
   haystack: NiahHaystack;
   keyType: NiahItemType;
   valueType: NiahItemType;
@@ -72,7 +72,7 @@ export const DEPTHS: readonly number[] = [
 export const NOISE_UNIT = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
 
 /** RULER's `tokens_to_generate` default, reserved in the length budget. */
-export const TOKENS_TO_GENERATE = 128;
+const TOKENS_TO_GENERATE = 128;
 
 const NEEDLE = (type: string, key: string, value: string): string => `One of the special magic ${type} for ${key} is: ${value}.`;
 
@@ -84,7 +84,7 @@ const ANSWER_PREFIX = " The special magic {type_needle_v} for {query} mentioned 
 // random keys and values
 
 /** `randint(1000000, 9999999)` as a string. */
-export function randomNumberValue(rng: Rng): string {
+function randomNumberValue(rng: Rng): string {
   return String(rng.range(1000000, 9999999));
 }
 
@@ -111,7 +111,7 @@ export function randomUuid(rng: Rng): string {
 }
 
 /** RULER's `generate_random(type)`. */
-export function randomItem(type: NiahItemType, rng: Rng): string {
+function randomItem(type: NiahItemType, rng: Rng): string {
   switch (type) {
     case "numbers":
       return randomNumberValue(rng);
@@ -149,7 +149,7 @@ const REACTION = /\s*[\u2014-]*\((?:applause|laughter)[^)]*\)[\u2014-]*\s*/gi;
  * average over 30), with the transcripts' "(Applause.)" markers removed. A folder corpus is taken in
  * title order as loaded.
  */
-export function essayWords(spec: CorpusSpec = { kind: "sotu" }): string[] {
+function essayWords(spec: CorpusSpec = { kind: "sotu" }): string[] {
   const key = JSON.stringify(spec);
   let words = essayCache.get(key);
   if (!words) {
@@ -177,7 +177,7 @@ function essayPrefix(words: readonly string[], n: number): string {
 // ---------------------------------------------------------------------------------------------
 // one input
 
-export interface NiahInput {
+interface NiahInput {
   /** Instruction, haystack with needles, and the question (ends with "?"). */
   input: string;
   /** Values of the queried keys, in generation order. */
@@ -190,7 +190,7 @@ export interface NiahInput {
   needles: string[];
 }
 
-export interface BuildOptions {
+interface BuildOptions {
   /** Seed of RULER's fixed needle permutation `random.Random(seed).shuffle(needles)`. */
   orderSeed: number;
   /** Essay words (required for essay tasks); default: the SOTU corpus. */
@@ -307,7 +307,7 @@ export function rulerInputToSample(
 // ---------------------------------------------------------------------------------------------
 // length fitting
 
-export interface FitResult {
+interface FitResult {
   /** Largest haystack size found to fit the budget for the calibration sample. */
   size: number;
   /** tokens(input) at that size. */
@@ -317,7 +317,7 @@ export interface FitResult {
 }
 
 /** RULER's step for the per-sample fallback (and the first probe of the search). */
-export function incrementalFor(haystack: NiahHaystack, maxSeqLength: number): number {
+function incrementalFor(haystack: NiahHaystack, maxSeqLength: number): number {
   if (haystack === "essay") return 500;
   return maxSeqLength < 4096 ? 5 : 25;
 }
@@ -404,7 +404,7 @@ export function searchLargestFit(
 // ---------------------------------------------------------------------------------------------
 // source
 
-export interface NiahSourceOptions {
+interface NiahSourceOptions {
   task: NiahTask;
   /** Token budget: GPT-2 tokens(input) + tokensToGenerate ≤ maxSeqLength. */
   maxSeqLength: number;
@@ -420,7 +420,7 @@ export interface NiahSourceOptions {
 }
 
 /** One generated sample in RULER's record shape (plus our bookkeeping). */
-export interface NiahRecord {
+interface NiahRecord {
   index: number;
   input: string;
   outputs: string[];
@@ -442,7 +442,7 @@ export interface NiahSource extends SampleSource {
   record(index: number): NiahRecord;
 }
 
-export function isNiahTask(x: string): x is NiahTask {
+function isNiahTask(x: string): x is NiahTask {
   return Object.prototype.hasOwnProperty.call(NIAH_TASK_CONFIGS, x);
 }
 

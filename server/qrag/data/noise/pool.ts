@@ -1,5 +1,5 @@
 /**
- * Noise-sentence pool for BabiLong-style haystacks (spec benchmark-data §2.4, §4).
+ * Noise-sentence pool for BabiLong-style haystacks (docs/data.md §2, §3).
  *
  * Every book is sentence-split once; the kept sentences live in one `string[]` with per-book
  * offsets (`Int32Array`), so a haystack is just an `Int32Array` of pool indices and the text is
@@ -20,12 +20,15 @@ import { loadCorpus, type Book, type CorpusSpec } from "./corpus.ts";
 /** Longest contiguous run `sampleRuns` takes from one book (Q-RAG's subsample_size). */
 export const MAX_RUN = 100;
 
-/** bAbI qa1–qa5 actors (spec §1.2). Matched case-sensitively as whole words ("the bill" stays). */
-export const BABI_ACTORS = ["Mary", "John", "Daniel", "Sandra", "Bill", "Fred", "Jeff"] as const;
+/**
+ * bAbI qa1–qa5 actors (docs/data.md §1.2). Matched case-sensitively as whole words ("the bill"
+ * stays).
+ */
+const BABI_ACTORS = ["Mary", "John", "Daniel", "Sandra", "Bill", "Fred", "Jeff"] as const;
 /** bAbI locations, matched case-insensitively as whole words. */
-export const BABI_LOCATIONS = ["bathroom", "bedroom", "garden", "hallway", "kitchen", "office"] as const;
+const BABI_LOCATIONS = ["bathroom", "bedroom", "garden", "hallway", "kitchen", "office"] as const;
 /** bAbI objects, matched case-insensitively as whole words. */
-export const BABI_OBJECTS = ["apple", "football", "milk"] as const;
+const BABI_OBJECTS = ["apple", "football", "milk"] as const;
 
 const ACTOR_RE = new RegExp(`\\b(?:${BABI_ACTORS.join("|")})\\b`);
 const LOCATION_RE = new RegExp(`\\b(?:${BABI_LOCATIONS.join("|")})\\b`, "i");
@@ -34,7 +37,7 @@ const DIRECTION_RE = /\bis\s+(?:north|south|east|west)\s+of\s+the\b/i;
 const LETTER_RE = /\p{L}/u;
 
 /** Why a sentence was dropped; each removed sentence is counted under the first reason that applies, in this order. */
-export type FilterReason = "degenerate" | "actor" | "location" | "object" | "direction";
+type FilterReason = "degenerate" | "actor" | "location" | "object" | "direction";
 
 /** Returns why a noise sentence must be dropped, or null if it is kept. */
 export function noiseFilterReason(sentence: string): FilterReason | null {
@@ -47,7 +50,7 @@ export function noiseFilterReason(sentence: string): FilterReason | null {
   return null;
 }
 
-export interface NoisePoolStats {
+interface NoisePoolStats {
   books: number;
   /** Books left with at least one sentence (the ones `sampleRuns` draws from). */
   nonEmptyBooks: number;

@@ -1,13 +1,13 @@
 /**
  * Quick timing print of the model layer on the picked backend (~20–40 s):
- *   npx tsx server/qrag/model/speed.ts [backend]
+ *   npx tsx server/qrag/bench/model-speed.ts [backend]
  * Not a benchmark harness: single process, a few repetitions, medians.
  */
 import * as tf from "@tensorflow/tfjs";
 import { pickBackend } from "../backend.ts";
-import { createEncoder, defaultEncoderConfig } from "./factory.ts";
-import { twinQ } from "./qfunction.ts";
-import { scoreCandidates } from "./rotary.ts";
+import { createEncoder, defaultEncoderConfig } from "../model/factory.ts";
+import { twinQ } from "../model/qfunction.ts";
+import { scoreCandidates } from "../model/rotary.ts";
 import { Rng } from "../util/rng.ts";
 
 function median(xs: number[]): number {
@@ -78,7 +78,7 @@ async function main(): Promise<void> {
   const tgt = bow.clone(false);
   console.log(`bow polyakFrom (2.16 M weights): ${ms(time(10, () => tgt.polyakFrom(bow, 0.1)))}`);
 
-  // --- transformer (WORKLOAD.md §1.2 size) ---
+  // --- transformer (the reference workload's encoder size, docs/workload.md §1.2) ---
   const tr = createEncoder(defaultEncoderConfig("transformer"), rng.fork("tr"));
   const trA = tr.clone();
   const full256 = tr.packStates(Array.from({ length: 64 }, () => [sent(254)]), 256);
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
   const fwd = (b: typeof acts) => () => tf.tidy(() => void tr.forward(b, false).dataSync());
   console.log(`transformer forward [64,256], every token real: ${ms(time(2, fwd(full256)))}`);
   console.log(`transformer forward [64,256], 139-token states (k=5): ${ms(time(2, fwd(k5)))}`);
-  console.log(`transformer forward [64,256], WORKLOAD mix (k ~ U{0..5}): ${ms(time(3, fwd(mixed)))}`);
+  console.log(`transformer forward [64,256], workload mix (k ~ U{0..5}): ${ms(time(3, fwd(mixed)))}`);
   console.log(`transformer forward [100,32] actions: ${ms(time(5, fwd(acts)))}`);
   const trVars = [...tr.variables, ...trA.variables];
   const trOpt = tf.train.adam(1e-4);

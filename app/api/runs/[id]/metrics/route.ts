@@ -1,8 +1,0 @@
-import { runMetrics } from "../../../../../server/api/runs.ts";
-
-export const dynamic = "force-dynamic";
-export const runtime = "nodejs";
-
-export async function GET(req: Request, { params }: { params: Promise<{ id: string }> }) {
-  return runMetrics.GET(req, { params: await params });
-}

@@ -1,8 +1,0 @@
-import { workers } from "../../../server/api/misc.ts";
-
-export const dynamic = "force-dynamic";
-export const runtime = "nodejs";
-
-export async function GET(req: Request) {
-  return workers.GET(req, { params: {} });
-}

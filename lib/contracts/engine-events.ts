@@ -1,0 +1,115 @@
+/**
+ * The events the engine emits (`train()`, `evaluate()`, `sweep()`), as zod schemas. The engine
+ * imports its event types from here (server/qrag/events.ts re-exports them), the worker sends them
+ * in numbered batches, the server validates them with these schemas before deriving rows, and the
+ * browser merges them into charts. Every event is plain JSON, so it crosses sockets unchanged.
+ */
+import { z } from "zod";
+
+const int = z.number().int();
+const finite = z.number().refine(Number.isFinite, "must be a finite number");
+
+/** Metric keys, as in the reference's TensorBoard scalars where one exists. */
+export const METRIC_KEYS = [
+  "qf_loss", "train_return", "eval_return", "eval_coverage", "eval_f1", "eval_precision", "eval_recall",
+  "eval_steps", "alpha", "lr", "grad_norm", "transitions_per_s", "updates_per_s",
+] as const;
+export const metricKeySchema = z.enum(METRIC_KEYS);
+export type MetricKey = z.infer<typeof metricKeySchema>;
+
+export const stepCandidateSchema = z.object({ index: int, q: z.number(), gold: z.boolean() });
+export type StepCandidate = z.infer<typeof stepCandidateSchema>;
+
+/** One retrieval step of an episode (a superset of the reference's eval_seed*.jsonl per-step data). */
+export const episodeStepSchema = z.object({
+  index: int,
+  text: z.string(),
+  /** Relative position value of the chosen chunk at selection time. */
+  position: z.number(),
+  q: z.number(),
+  q1: z.number(),
+  q2: z.number(),
+  gold: z.boolean(),
+  reward: z.number(),
+  topk: z.array(stepCandidateSchema),
+});
+export type EpisodeStep = z.infer<typeof episodeStepSchema>;
+
+export const retrievalScoresSchema = z.object({
+  precision: z.number(),
+  recall: z.number(),
+  f1: z.number(),
+  /** The reference's "em": all supporting facts retrieved. */
+  coverage: z.number(),
+});
+export type RetrievalScores = z.infer<typeof retrievalScoresSchema>;
+
+export const episodeRecordSchema = z.object({
+  id: z.string(),
+  question: z.string(),
+  answer: z.string(),
+  /** Reference field names kept for compatibility with eval_seed*.jsonl consumers. */
+  sf_idx: z.array(int),
+  pred_idx: z.array(int),
+  q_values: z.array(z.number()),
+  sf_texts: z.array(z.string()),
+  pred_texts: z.array(z.string()),
+  return: z.number(),
+  num_chunks: int,
+  /** Measured or estimated GPT-2 tokens of the whole context. */
+  text_len: z.number().optional(),
+  /** true when the episode stopped at the ground-truth completion oracle. */
+  oracle_stop: z.boolean(),
+  /** Metrics of all picks, and after the Q-threshold stopping filter. */
+  metrics: retrievalScoresSchema,
+  filtered: retrievalScoresSchema.extend({ threshold: z.number(), kept: int }),
+  steps: z.array(episodeStepSchema),
+});
+export type EpisodeRecord = z.infer<typeof episodeRecordSchema>;
+
+export const runMetaSchema = z.object({
+  name: z.string(),
+  backend: z.string().max(100),
+  device: z.string().max(500),
+  engineVersion: z.string(),
+  config: z.unknown(),
+  startedAt: z.string(),
+  resumedFrom: z.string().optional(),
+});
+export type RunMeta = z.infer<typeof runMetaSchema>;
+
+/** One context length of a sweep (`qrag sweep`): Q-RAG beside the single-step baselines. */
+export const sweepPointSchema = z.object({
+  numChunks: int,
+  /** Reference label (1K, 4K, …) and the GPT-2 token count measured on our text. */
+  label: z.string(),
+  tokens: z.number(),
+  samples: int,
+  oracle_stop: z.boolean(),
+  threshold: z.number(),
+  qrag: retrievalScoresSchema,
+  qragFiltered: retrievalScoresSchema.extend({ avgKept: z.number() }),
+  bm25: retrievalScoresSchema,
+  dense: retrievalScoresSchema,
+  /** Baselines retrieve this many chunks in one step. */
+  baselineK: int,
+  episodeSeconds: z.number(),
+  encodeSeconds: z.number(),
+});
+export type SweepPoint = z.infer<typeof sweepPointSchema>;
+
+export const RUN_END_STATUSES = ["completed", "cancelled", "failed"] as const;
+
+export const engineEventSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("run_start"), meta: runMetaSchema }),
+  // the engine emits finite values only (JSON would turn NaN into null)
+  z.object({ type: z.literal("metric"), key: metricKeySchema, step: int, update: int, value: finite, wall: z.number() }),
+  z.object({ type: z.literal("episode"), phase: z.enum(["train", "eval"]), step: int, update: int, record: episodeRecordSchema }),
+  z.object({ type: z.literal("checkpoint"), step: int, update: int, path: z.string().min(1), best: z.boolean(), evalReturn: finite.optional() }),
+  z.object({ type: z.literal("progress"), phase: z.string().max(40), done: z.number(), total: z.number(), etaSeconds: z.number().optional(), message: z.string().optional() }),
+  z.object({ type: z.literal("log"), level: z.enum(["info", "warn", "error"]), message: z.string() }),
+  z.object({ type: z.literal("sweep_point"), point: sweepPointSchema }),
+  z.object({ type: z.literal("run_end"), status: z.enum(RUN_END_STATUSES), step: int, update: int, error: z.string().optional() }),
+]);
+export type EngineEvent = z.infer<typeof engineEventSchema>;
+export type EventSink = (e: EngineEvent) => void;

@@ -1,0 +1,9 @@
+/**
+ * The platform's one contract: REST inputs (rest.ts) and answers (dto.ts), socket.io messages of
+ * /workers and /ui (sockets.ts), and the engine's events (engine-events.ts). Browser code, the
+ * server and the worker import from here; the browser imports nothing of server/.
+ */
+export * from "./engine-events.ts";
+export * from "./dto.ts";
+export * from "./rest.ts";
+export * from "./sockets.ts";

@@ -1,0 +1,50 @@
+"use client";
+/**
+ * Keeps the runs table and run details fresh: the server broadcasts "runs:state" with every run
+ * whose status, summary, progress or worker changed, as it derived them; they are merged into the
+ * cache (run-cache.ts). A list is refetched (at most once a second) only when a run it may now
+ * include or exclude changed: a run it does not hold yet, a status change, or a deleted run.
+ */
+import { useEffect } from "react";
+import { useQueryClient } from "@tanstack/react-query";
+import { getUiSocket } from "../socket.ts";
+import type { RunListDto, RunsStateMsg } from "../contracts/index.ts";
+import { putRuns } from "../run-cache.ts";
+import { qk } from "./keys.ts";
+
+const LIST_EVERY_MS = 1_000;
+
+function statusChanged(qc: ReturnType<typeof useQueryClient>, msg: RunsStateMsg): boolean {
+  const status = new Map(msg.runs.map((r) => [r.id, r.status]));
+  for (const q of qc.getQueryCache().findAll({ queryKey: qk.runs() })) {
+    for (const r of (q.state.data as RunListDto | undefined)?.runs ?? []) if (status.has(r.id) && status.get(r.id) !== r.status) return true;
+  }
+  return false;
+}
+
+export function useRunsState() {
+  const qc = useQueryClient();
+  useEffect(() => {
+    const socket = getUiSocket();
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const refetchLists = () => {
+      timer ??= setTimeout(() => {
+        timer = null;
+        void qc.invalidateQueries({ queryKey: qk.runs() });
+      }, LIST_EVERY_MS);
+    };
+    const onState = (msg: RunsStateMsg) => {
+      const refetch = statusChanged(qc, msg) || msg.gone.length > 0;
+      if (putRuns(qc, msg.runs).length || refetch) refetchLists();
+    };
+    // after a reconnect, anything may have changed while we were away
+    const onReconnect = () => void qc.invalidateQueries({ queryKey: qk.runs() });
+    socket.on("runs:state", onState);
+    socket.io.on("reconnect", onReconnect);
+    return () => {
+      socket.off("runs:state", onState);
+      socket.io.off("reconnect", onReconnect);
+      if (timer) clearTimeout(timer);
+    };
+  }, [qc]);
+}

@@ -1,0 +1,95 @@
+/**
+ * /api/* on the dashboard's own HTTP server, in the same process and module graph as the
+ * scheduler and the socket namespaces, so handlers get their dependencies passed in (ApiDeps)
+ * rather than through a global seam. Next.js serves the pages only.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ApiDeps, Handler, Params } from "./http.ts";
+import { json } from "./http.ts";
+import { health, presets, schema, workers } from "./misc.ts";
+import { runCancel, runClone, runEpisode, runEpisodes, runItem, runLogs, runMetrics, runResume, runsCollection, runsValidate } from "./runs.ts";
+
+type Methods = Partial<Record<"GET" | "POST" | "PATCH", Handler>>;
+
+/** Path patterns (":name" is one segment) → handlers per method. */
+const ROUTES: [string, Methods][] = [
+  ["/api/health", health],
+  ["/api/presets", presets],
+  ["/api/schema", schema],
+  ["/api/workers", workers],
+  ["/api/runs", runsCollection],
+  ["/api/runs/validate", runsValidate],
+  ["/api/runs/:id", runItem],
+  ["/api/runs/:id/cancel", runCancel],
+  ["/api/runs/:id/resume", runResume],
+  ["/api/runs/:id/clone", runClone],
+  ["/api/runs/:id/metrics", runMetrics],
+  ["/api/runs/:id/episodes", runEpisodes],
+  ["/api/runs/:id/episodes/:episodeId", runEpisode],
+  ["/api/runs/:id/logs", runLogs],
+];
+
+const compiled = ROUTES.map(([pattern, methods]) => {
+  const names: string[] = [];
+  const re = new RegExp(`^${pattern.replace(/:(\w+)/g, (_m, n: string) => (names.push(n), "([^/]+)"))}/?$`);
+  return { re, names, methods };
+});
+
+/** Request bodies larger than this are refused (413) before they are read. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+function match(pathname: string): { methods: Methods; params: Params } | null {
+  for (const r of compiled) {
+    const m = r.re.exec(pathname);
+    if (!m) continue;
+    const params: Params = {};
+    r.names.forEach((n, i) => {
+      try {
+        params[n] = decodeURIComponent(m[i + 1]);
+      } catch {
+        params[n] = m[i + 1];
+      }
+    });
+    return { methods: r.methods, params };
+  }
+  return null;
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer | "too large"> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > MAX_BODY_BYTES) return "too large";
+    chunks.push(c as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Answers an /api request; the caller routes only paths under /api/ here. */
+export async function serveApi(req: IncomingMessage, res: ServerResponse, deps: ApiDeps): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://localhost");
+  const method = (req.method ?? "GET").toUpperCase();
+  const route = match(url.pathname);
+  let response: Response;
+  if (!route) response = json({ error: `no API route ${url.pathname}` }, 404);
+  else if (!route.methods[method as keyof Methods]) {
+    response = json({ error: `${method} is not allowed on ${url.pathname}` }, 405);
+    response.headers.set("allow", Object.keys(route.methods).join(", "));
+  } else {
+    const body = method === "GET" || method === "HEAD" ? undefined : await readBody(req);
+    if (body === "too large") {
+      response = json({ error: `request body over ${MAX_BODY_BYTES} bytes` }, 413);
+      response.headers.set("connection", "close"); // the rest of the body is not read
+    } else {
+      const headers = new Headers();
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
+      const request = new Request(url, { method, headers, body: body?.length ? new Uint8Array(body) : undefined });
+      response = await route.methods[method as keyof Methods]!(request, route.params, deps);
+    }
+  }
+  const headers: Record<string, string> = {};
+  response.headers.forEach((v, k) => (headers[k] = v));
+  res.writeHead(response.status, headers);
+  res.end(Buffer.from(await response.arrayBuffer()));
+}

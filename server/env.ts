@@ -1,0 +1,83 @@
+/**
+ * The process environment, validated once: every variable the server, the worker, the engine's
+ * CLI and the benchmarks read, with its default. Nothing else reads `process.env`; a bad value
+ * stops the process at start with a message naming the variable.
+ *
+ *   PORT, HOST                   dashboard listen address (3000, 127.0.0.1)
+ *   NODE_ENV                     "production" serves the `next build` output, else Next dev mode
+ *   QRAG_DATA_DIR                database file, worker token, run folders (<repo>/data)
+ *   DATABASE_URL                 postgres://… or file:… (file:<QRAG_DATA_DIR>/qrag.db)
+ *   QRAG_CONFIG_DIR              YAML presets and groups (<repo>/configs)
+ *   QRAG_WORKER_TOKEN            the token workers present (else generated into <data>/worker-token)
+ *   QRAG_LEASE_MS                a run without heartbeats for this long loses its lease (10 s)
+ *   QRAG_DASHBOARD_URL, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_WORKER_SHUTDOWN_MS   worker
+ *   QRAG_BACKEND                 force a tfjs backend (auto)
+ *   QRAG_WASM_THREADS            wasm threads, 1…8 or auto (one per core)
+ */
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+
+/** The repository root (configs/, data/, the Next app). */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((s) => (s?.trim() ? s.trim() : undefined));
+const ms = (fallback: number) => z.coerce.number().int().min(100).max(3_600_000).default(fallback);
+
+const schema = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65_535).default(3000),
+    HOST: optionalText.transform((s) => s ?? "127.0.0.1"),
+    NODE_ENV: optionalText,
+    QRAG_DATA_DIR: optionalText,
+    DATABASE_URL: optionalText,
+    QRAG_CONFIG_DIR: optionalText,
+    QRAG_WORKER_TOKEN: optionalText,
+    QRAG_LEASE_MS: ms(10_000),
+    QRAG_DASHBOARD_URL: optionalText,
+    QRAG_WORKER_NAME: optionalText,
+    QRAG_WORKER_DATA_DIR: optionalText,
+    QRAG_WORKER_SHUTDOWN_MS: ms(20_000),
+    QRAG_BACKEND: optionalText,
+    QRAG_WASM_THREADS: optionalText.refine((s) => s === undefined || s === "auto" || /^[1-8]$/.test(s), 'expected an integer 1…8 or "auto"'),
+  })
+  .transform((e) => {
+    const dataDir = path.resolve(e.QRAG_DATA_DIR ?? path.join(ROOT, "data"));
+    return {
+      port: e.PORT,
+      host: e.HOST,
+      production: e.NODE_ENV === "production",
+      dataDir,
+      /** The database of the data folder `dir`: DATABASE_URL when set, else file:<dir>/qrag.db. */
+      databaseUrlFor: (dir: string) => e.DATABASE_URL ?? `file:${path.join(dir, "qrag.db")}`,
+      configDir: path.resolve(e.QRAG_CONFIG_DIR ?? path.join(ROOT, "configs")),
+      workerToken: e.QRAG_WORKER_TOKEN,
+      leaseMs: e.QRAG_LEASE_MS,
+      worker: {
+        dashboardUrl: e.QRAG_DASHBOARD_URL,
+        name: e.QRAG_WORKER_NAME ?? os.hostname(),
+        dataDir: path.resolve(e.QRAG_WORKER_DATA_DIR ?? dataDir),
+        shutdownMs: e.QRAG_WORKER_SHUTDOWN_MS,
+      },
+      /** Engine settings (server/qrag reads only these). */
+      engine: { backend: e.QRAG_BACKEND, wasmThreads: e.QRAG_WASM_THREADS },
+    };
+  });
+export type Env = z.output<typeof schema>;
+
+/** Parses an environment (tests pass their own); throws one line per bad variable. */
+export function parseEnv(source: Record<string, string | undefined>): Env {
+  const r = schema.safeParse(source);
+  if (!r.success) throw new Error(`bad environment: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  return r.data;
+}
+
+let current: Env | undefined;
+/** This process's environment, read on first use. */
+export function env(): Env {
+  return (current ??= parseEnv(process.env));
+}

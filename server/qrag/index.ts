@@ -1,0 +1,15 @@
+/**
+ * The engine's public face for the platform (server/api, server/runs, server/worker, server/main):
+ * configs, events, errors and checkpoint inspection. Light to import: nothing here loads
+ * TensorFlow.js. Training itself (`train`, `pickBackend`) is in ./runtime.ts, which the worker's
+ * engine process imports on its own. Lint forbids the platform any other path into server/qrag.
+ */
+export {
+  buildRunConfig, configJsonSchema, ConfigError, defaultConfigDir, describeConfig, fieldIssues, presetNames, resolveConfig, validateConfig,
+  type ConfigIssue, type RunConfig, type RunConfigInput,
+} from "./config.ts";
+export type { EngineEvent } from "./events.ts";
+export { InputError } from "./errors.ts";
+export { isCheckpoint } from "./checkpoint.ts";
+export { ENGINE_VERSION } from "./version.ts";
+export { wasmThreadsAuto } from "./wasm-threads.ts";

@@ -1,0 +1,6 @@
+/**
+ * The engine's training entry points for the worker's engine process (server/worker/engine-process.ts).
+ * Importing this loads TensorFlow.js and picks a backend, so the dashboard server never does.
+ */
+export { train } from "./train.ts";
+export { pickBackend } from "./backend.ts";
