@@ -23,7 +23,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { io, type Socket } from "socket.io-client";
-import type { EngineEvent, MetricsDto, RunBatchMsg, RunDetailDto, RunListDto, WorkerDto } from "../lib/protocol.ts";
+import type { EngineEvent, MetricsDto, RunBatchMsg, RunDetailDto, RunListDto, WorkerDto } from "../lib/contracts/index.ts";
 import { GiveUp, ROOT, freePort, sqliteUrl, startPostgres, tmpDir, uniqueDbName, waitFor } from "./platform-helpers.ts";
 
 const TOKEN = "e2e-token";

@@ -9,7 +9,7 @@ import { createServer, type Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Server } from "socket.io";
 import { io as connect } from "socket.io-client";
-import type { EngineEvent, RunBatchMsg } from "../lib/protocol.ts";
+import type { EngineEvent, RunBatchMsg, RunsStateMsg } from "../lib/contracts/index.ts";
 import { openDb, type DbHandle } from "../server/db/client.ts";
 import { migrate } from "../server/db/migrate.ts";
 import { attachUi, type UiChannel } from "../server/realtime/ui.ts";
@@ -53,7 +53,7 @@ test("replay then live, in order, while batches keep arriving", async () => {
   const got: number[] = [];
   const changed: string[][] = [];
   client.on("run:batch", (b: RunBatchMsg) => got.push(b.seq));
-  client.on("runs:changed", (m: { runIds: string[] }) => changed.push(m.runIds));
+  client.on("runs:state", (m: RunsStateMsg) => changed.push([...m.runs.map((r) => r.id), ...m.gone]));
   await waitFor("connect", () => client.connected, 10_000, 20);
 
   // subscribe, and while the replay (600 stored batches, read 200 at a time) runs, commit and
@@ -62,8 +62,8 @@ test("replay then live, in order, while batches keep arriving", async () => {
   for (let s = 601; s <= 700; s++) {
     await commit(runId, s);
     if (s === 650) continue;
-    ui.publish(runId, s, ev(s));
-    if (s === 660) ui.publish(runId, 650, ev(650));
+    ui.batch({ runId, seq: s, events: ev(s) });
+    if (s === 660) ui.batch({ runId, seq: 650, events: ev(650) });
   }
   assert.deepEqual(await subscribed, { ok: true });
   await waitFor("all batches", () => got.length >= 700, 20_000, 20);
@@ -72,10 +72,10 @@ test("replay then live, in order, while batches keep arriving", async () => {
   // a hole in what is published is filled from the database
   await commit(runId, 701);
   await commit(runId, 702);
-  ui.publish(runId, 702, ev(702));
+  ui.batch({ runId, seq: 702, events: ev(702) });
   await waitFor("the hole filled", () => got.length >= 702, 10_000, 20);
   assert.deepEqual(got.slice(700), [701, 702]);
-  ui.publish(runId, 701, ev(701)); // late: already delivered, not repeated
+  ui.batch({ runId, seq: 701, events: ev(701) }); // late: already delivered, not repeated
 
   // a re-subscribe from an older seq replays from there
   got.length = 0;
@@ -83,10 +83,10 @@ test("replay then live, in order, while batches keep arriving", async () => {
   await waitFor("the replay", () => got.length >= 7, 10_000, 20);
   assert.deepEqual(got, [696, 697, 698, 699, 700, 701, 702]);
 
-  ui.runsChanged([runId]);
-  ui.runsChanged([runId, "other"]);
-  await waitFor("runs:changed", () => changed.length > 0, 5_000, 20);
-  assert.deepEqual(changed, [[runId, "other"]], "coalesced into one message");
+  ui.changed([runId]);
+  ui.changed([runId, "other"]);
+  await waitFor("runs:state", () => changed.length > 0, 5_000, 20);
+  assert.deepEqual(changed, [[runId, "other"]], "coalesced into one message: the run as stored, and the unknown id as gone");
 
   const bad = await client.timeout(5_000).emitWithAck("subscribe", { afterSeq: -1 });
   assert.equal(bad.ok, false);

@@ -24,9 +24,9 @@ import {
   type HeartbeatMsg,
   type RunAssignment,
   type WorkerHello,
-} from "../lib/protocol.ts";
+  type AssignAck,
+} from "../lib/contracts/index.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
-import type { AssignAck } from "../server/worker/main.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const TOKEN = "test-token";

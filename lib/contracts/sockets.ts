@@ -34,8 +34,7 @@ export const workerHelloSchema = z.object({
   /** Runs this worker is still executing (after a dashboard restart or reconnect). */
   activeRuns: z.array(runId).max(100).default([]),
 });
-export type WorkerHello = z.input<typeof workerHelloSchema>;
-export type WorkerHelloParsed = z.output<typeof workerHelloSchema>;
+export type WorkerHello = z.output<typeof workerHelloSchema>;
 
 /** server → worker "run:assign" (answered with AssignAck). */
 export const runAssignmentSchema = z.object({

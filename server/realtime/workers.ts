@@ -6,11 +6,11 @@
  */
 import crypto from "node:crypto";
 import type { Namespace } from "socket.io";
-import type { AssignAck, EventsAck, ServerToWorker, WorkerHelloParsed, WorkerToServer } from "../../lib/contracts/index.ts";
+import type { AssignAck, EventsAck, ServerToWorker, WorkerHello, WorkerToServer } from "../../lib/contracts/index.ts";
 import { assignAckSchema, heartbeatSchema, issuesText, workerHelloSchema } from "../../lib/contracts/index.ts";
 import type { Scheduler, WorkerLink } from "../runs/scheduler.ts";
 
-export type WorkersNamespace = Namespace<WorkerToServer, ServerToWorker, Record<string, never>, { hello: WorkerHelloParsed }>;
+export type WorkersNamespace = Namespace<WorkerToServer, ServerToWorker, Record<string, never>, { hello: WorkerHello }>;
 
 function tokenOk(given: string, want: string): boolean {
   const a = crypto.createHash("sha256").update(given).digest();

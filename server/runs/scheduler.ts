@@ -13,7 +13,7 @@
  * gives each connected worker a `WorkerLink` to reach it. What changed is told to `notifier`.
  */
 import path from "node:path";
-import type { AssignAck, EventsAck, RunAssignment, WorkerHelloParsed } from "../../lib/contracts/index.ts";
+import type { AssignAck, EventsAck, RunAssignment, WorkerHello } from "../../lib/contracts/index.ts";
 import { eventBatchSchema, issuesText } from "../../lib/contracts/index.ts";
 import type { DbHandle } from "../db/client.ts";
 import { parseJson } from "./dto.ts";
@@ -39,7 +39,7 @@ export interface SchedulerOptions {
 
 export interface Scheduler {
   /** A worker connected (authenticated); resolves once it is registered. */
-  connected(hello: WorkerHelloParsed, link: WorkerLink): Promise<void>;
+  connected(hello: WorkerHello, link: WorkerLink): Promise<void>;
   disconnected(workerId: string, link: WorkerLink): void;
   heartbeat(workerId: string, runs: readonly string[]): Promise<void>;
   /** One "run:events" message from a worker: validated, written, acknowledged. */
@@ -56,7 +56,7 @@ export interface Scheduler {
 }
 
 interface Conn {
-  hello: WorkerHelloParsed;
+  hello: WorkerHello;
   link: WorkerLink;
   /** Runs this worker executes (as far as this server knows). */
   runs: Set<string>;
