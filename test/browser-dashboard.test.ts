@@ -61,12 +61,14 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
     await page.selectOption('[data-testid="preset-select"]', "tiny");
     const steps = page.locator('[data-field="steps_count"] input');
     const stepsError = page.locator('[data-field="steps_count"] .field-error');
+    // the server checks the config as it is typed (POST /api/runs/validate)
+    const shows = (loc: typeof stepsError, want: RegExp) => waitFor(`"${want.source}" shown`, async () => want.test((await loc.textContent({ timeout: 250 }).catch(() => "")) ?? ""), 10_000);
     await steps.fill("-1");
-    assert.equal(await stepsError.textContent(), "must be ≥ 1");
+    await shows(stepsError, /^must be ≥ 1$/);
     await steps.fill("many");
-    assert.equal(await stepsError.textContent(), "must be a number");
+    await shows(stepsError, /^must be a number$/);
     await page.locator('[data-field="algo.encoder.dim"] input').fill("30");
-    assert.match((await page.locator('[data-field="algo.encoder.dim"] .field-error').textContent()) ?? "", /divisible by 4/);
+    await shows(page.locator('[data-field="algo.encoder.dim"] .field-error'), /divisible by 4/);
     // submitting an invalid form sends nothing and keeps the messages
     let posted = 0;
     page.on("request", (r) => {

@@ -181,7 +181,7 @@ class UiStream {
       list.push(b);
       this.batches.set(b.runId, list);
     });
-    this.socket.on("runs:changed", () => this.changed++);
+    this.socket.on("runs:state", () => this.changed++);
   }
   private readonly from = new Map<string, number>();
   async subscribe(runId: string, afterSeq = 0): Promise<void> {
@@ -279,7 +279,7 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
       assertIncreasing(streamed, "qf_loss");
       const stored = await storedPoints(env, run.id);
       assert.deepEqual(new Set(stored.map(ptKey)), new Set(streamed.map(ptKey)), "the stream and the database hold the same points");
-      assert.ok(ui.changed > 0, "runs:changed was broadcast");
+      assert.ok(ui.changed > 0, "runs:state was broadcast");
       // a late subscriber gets the same history replayed
       const late = new UiStream(env);
       await late.subscribe(run.id, 3);
@@ -425,10 +425,10 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
         tags: "nope",
       });
       assert.equal(bad.status, 400);
-      for (const f of ["tags", "steps_count", "envs.task", "batch_size"]) assert.ok(f in bad.body.fieldErrors, `${f} in ${JSON.stringify(bad.body.fieldErrors)}`);
+      for (const f of ["tags", "config.steps_count", "config.envs.task", "config.batch_size"]) assert.ok(f in bad.body.fieldErrors, `${f} in ${JSON.stringify(bad.body.fieldErrors)}`);
       const bad2 = await api<{ fieldErrors: Record<string, string> }>(env, "POST", "/api/runs", { preset: "tiny", overrides: ["algo.encoder.dim=30"] });
       assert.equal(bad2.status, 400);
-      assert.ok("algo.encoder.dim" in bad2.body.fieldErrors);
+      assert.ok("config.algo.encoder.dim" in bad2.body.fieldErrors);
       assert.equal((await api(env, "POST", "/api/runs", "{not json")).status, 400);
       assert.equal((await api(env, "GET", "/api/runs?sort=sideways")).status, 400);
       const some = (await api<RunListDto>(env, "GET", "/api/runs?limit=1")).body.runs[0];
@@ -437,7 +437,7 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
       assert.ok("tags.0" in patch.body.fieldErrors && "color" in patch.body.fieldErrors);
       const clone = await api<{ fieldErrors: Record<string, string> }>(env, "POST", `/api/runs/${some.id}/clone`, { config: { batch_size: 7 } });
       assert.equal(clone.status, 400);
-      assert.ok("batch_size" in clone.body.fieldErrors);
+      assert.ok("config.batch_size" in clone.body.fieldErrors);
       assert.equal((await getRun(env, some.id)).tags.join(), "e2e", "the bad PATCH changed nothing");
       assert.equal(await total(), n, "no run was created");
       assert.equal((await api(env, "GET", "/api/runs/doesnotexist")).status, 404);

@@ -1,7 +1,8 @@
 /**
  * The /ui namespace's ordering promise, with a real socket.io server and client on a real
  * (SQLite) database: batches committed while a subscriber's replay is still running, and batches
- * published with a hole, still reach the browser as 1, 2, 3, … without gaps or repeats.
+ * published with a hole, still reach the browser as 1, 2, 3, … without gaps or repeats; batches
+ * published late (already delivered) are not sent again.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -44,6 +45,17 @@ async function commit(runId: string, seq: number): Promise<void> {
   await h.write((db) => db.eventBatch.create({ data: { runId, seq, events: JSON.stringify(ev(seq)) } }));
 }
 
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+/** Exactly the batches from..to, each once, in order, no gaps, each with its own run id and events. */
+function assertDeliveredOnce(batches: RunBatchMsg[], runId: string, from: number, to: number, what: string): void {
+  assert.deepEqual(batches.map((b) => b.seq), range(from, to), `${what}: every seq once, in order, without gaps`);
+  for (const b of batches) {
+    assert.equal(b.runId, runId);
+    assert.deepEqual(b.events, ev(b.seq), `${what}: batch ${b.seq} carries its own events, once`);
+  }
+}
+
 test("replay then live, in order, while batches keep arriving", async () => {
   const runId = "rt-run";
   await h.write((db) => db.run.create({ data: { id: runId, name: "rt", config: "{}", envName: "babilong", task: "qa1", status: "running" } }));
@@ -51,8 +63,12 @@ test("replay then live, in order, while batches keep arriving", async () => {
 
   const client = connect(`${url}/ui`, { transports: ["websocket"] });
   const got: number[] = [];
+  const batches: RunBatchMsg[] = [];
   const changed: string[][] = [];
-  client.on("run:batch", (b: RunBatchMsg) => got.push(b.seq));
+  client.on("run:batch", (b: RunBatchMsg) => {
+    got.push(b.seq);
+    batches.push(b);
+  });
   client.on("runs:state", (m: RunsStateMsg) => changed.push([...m.runs.map((r) => r.id), ...m.gone]));
   await waitFor("connect", () => client.connected, 10_000, 20);
 
@@ -67,7 +83,7 @@ test("replay then live, in order, while batches keep arriving", async () => {
   }
   assert.deepEqual(await subscribed, { ok: true });
   await waitFor("all batches", () => got.length >= 700, 20_000, 20);
-  assert.deepEqual(got, Array.from({ length: 700 }, (_, i) => i + 1));
+  assertDeliveredOnce(batches, runId, 1, 700, "replay then live");
 
   // a hole in what is published is filled from the database
   await commit(runId, 701);
@@ -75,13 +91,27 @@ test("replay then live, in order, while batches keep arriving", async () => {
   ui.batch({ runId, seq: 702, events: ev(702) });
   await waitFor("the hole filled", () => got.length >= 702, 10_000, 20);
   assert.deepEqual(got.slice(700), [701, 702]);
-  ui.batch({ runId, seq: 701, events: ev(701) }); // late: already delivered, not repeated
+  ui.batch({ runId, seq: 701, events: ev(701) }); // late: already delivered, must not be repeated
+  // a marker published after the late batch: one socket delivers in order, so once the marker is
+  // here anything sent for the late batch would be here too
+  await commit(runId, 703);
+  ui.batch({ runId, seq: 703, events: ev(703) });
+  await waitFor("the marker batch 703", () => got.includes(703), 10_000, 20);
+  assertDeliveredOnce(batches, runId, 1, 703, "after a late publish");
 
   // a re-subscribe from an older seq replays from there
   got.length = 0;
+  batches.length = 0;
   await client.timeout(10_000).emitWithAck("subscribe", { runId, afterSeq: 695 });
-  await waitFor("the replay", () => got.length >= 7, 10_000, 20);
-  assert.deepEqual(got, [696, 697, 698, 699, 700, 701, 702]);
+  await waitFor("the replay", () => got.length >= 8, 10_000, 20);
+  // and live again after the replay, nothing repeated from it
+  await commit(runId, 704);
+  ui.batch({ runId, seq: 704, events: ev(704) });
+  ui.batch({ runId, seq: 700, events: ev(700) }); // late again, after the replay
+  await commit(runId, 705);
+  ui.batch({ runId, seq: 705, events: ev(705) });
+  await waitFor("the live batches after the replay", () => got.includes(705), 10_000, 20);
+  assertDeliveredOnce(batches, runId, 696, 705, "re-subscribe from 695");
 
   ui.changed([runId]);
   ui.changed([runId, "other"]);

@@ -112,7 +112,5 @@ export interface JsonSchema {
   pattern?: string;
 }
 
-/** POST /api/runs/validate: the config as it would be stored (defaults applied). */
-export interface ValidatedConfigDto {
-  config: unknown;
-}
+/** POST /api/runs/validate: the config as it would be stored (defaults applied), or why not. */
+export type ValidatedConfigDto = { ok: true; config: unknown } | ({ ok: false } & FieldErrorsDto);

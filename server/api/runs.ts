@@ -2,6 +2,7 @@
 import {
   cloneRunBody, createRunBody, episodeIdParams, episodesQuery, logsQuery, metricsQuery, patchRunBody, runIdParams, runListQuery, validateConfigBody,
 } from "../../lib/contracts/index.ts";
+import type { ValidatedConfigDto } from "../../lib/contracts/index.ts";
 import { cancelRun, cloneRun, createRun, getRun, listRuns, patchRun, resumeRun, runConfigFrom } from "../runs/service.ts";
 import { getEpisode, getMetrics, listEpisodes, listLogs } from "../runs/queries.ts";
 import { ApiError, badRequest, fieldErrorsOf } from "../runs/errors.ts";
@@ -32,11 +33,16 @@ export const runsCollection = {
   }, 201),
 };
 
-/** The launch form's live check: the create pipeline without the write. */
+/** The launch form's live check: the create pipeline without the write (200 with the verdict). */
 export const runsValidate = {
-  POST: handler(async (req) => {
+  POST: handler(async (req): Promise<ValidatedConfigDto> => {
     const body = parseWith(validateConfigBody, await readJson(req), "body");
-    return { config: runConfigFrom(body) };
+    try {
+      return { ok: true, config: runConfigFrom(body) };
+    } catch (e) {
+      if (e instanceof ApiError && e.fieldErrors) return { ok: false, error: e.message, fieldErrors: e.fieldErrors };
+      throw e;
+    }
   }),
 };
 

@@ -1,75 +1,16 @@
 /**
- * The one zod schema for a Q-RAG run config. Key names follow the reference's Hydra configs
+ * The one zod schema for a Q-RAG run config (the `envs` part comes from the dataset registry,
+ * datasets.ts). Key names follow the reference's Hydra configs
  * (configs/training.yaml, configs/envs/*.yaml, configs/algo/pqn.yaml) so Q-RAG users recognise
  * them. The CLI, the worker and the dashboard's launch form all validate with this schema.
  */
 import { z } from "zod";
+import { envSchema } from "./datasets.ts";
 
 const int = (min = 0) => z.number().int().min(min);
 const prob = z.number().min(0).max(1);
 
-export const feedbackSchema = z.strictObject({
-  type: z.literal("gt").default("gt"),
-  /** false = the episode stops when all support chunks are found (a ground-truth oracle stop). */
-  never_terminate: z.boolean().default(false).describe("off = stop at the ground-truth oracle"),
-  penalize_extra_steps: z.boolean().default(true),
-  completion_reward: z.number().default(1),
-  per_fact_reward: z.number().default(0),
-});
-export type FeedbackConfig = z.infer<typeof feedbackSchema>;
-
-const testEnvSchema = z.strictObject({
-  num_sentences: z.union([int(1), z.array(int(1)).min(1)]).optional(),
-  feedback: feedbackSchema.default(feedbackSchema.parse({})),
-});
-
-const envCommon = {
-  max_steps: int(1),
-  positions_processor: z.enum(["relative", "none", "absolute"]),
-  step_size: int(2).default(20),
-  sort_by_index: z.boolean(),
-  /** The reference packs state text with this separator; kept for display and compatibility. */
-  separator: z.string().default(" [SEP] "),
-  feedback: feedbackSchema.default(feedbackSchema.parse({})),
-  test_env: testEnvSchema.default(testEnvSchema.parse({})),
-};
-
-export const babilongEnvSchema = z.strictObject({
-  name: z.literal("babilong"),
-  task: z.string().regex(/^qa[1-5](_[a-z-]+)?$/, "expected qa1..qa5 (or the reference name, e.g. qa2_two-supporting-facts)").describe("qa1..qa5"),
-  /** Total chunks (facts + noise) per training sample; a list is sampled per sample. */
-  num_sentences: z.union([int(1), z.array(int(1)).min(1)]).describe("total chunks per sample; a list is sampled per sample"),
-  /** "sotu" (public-domain State of the Union prose from npm) or a folder of .txt books. */
-  noise: z.string().min(1).default("sotu").describe('"sotu" or a folder of .txt books'),
-  ...envCommon,
-});
-
-export const niahEnvSchema = z.strictObject({
-  name: z.literal("niah"),
-  task: z.enum([
-    "niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
-    "niah_multikey_3", "niah_multivalue", "niah_multiquery",
-  ]).describe("a RULER task"),
-  /** GPT-2 token budget of a generated sample (RULER's max_seq_length). */
-  max_seq_length: int(256).default(4096).describe("GPT-2 token budget of a generated sample"),
-  /** Optional folder with real RULER files (train.jsonl, <split>.jsonl); generated when absent. */
-  path: z.string().optional(),
-  ...envCommon,
-});
-
-const fileEnv = {
-  /** Training file and evaluation file, supplied by the user (not downloadable here). */
-  train_path: z.string().min(1),
-  eval_path: z.string().min(1),
-  ...envCommon,
-};
-export const hotpotqaEnvSchema = z.strictObject({ name: z.literal("hotpotqa"), ...fileEnv });
-export const musiqueEnvSchema = z.strictObject({ name: z.literal("musique"), ...fileEnv });
-
-export const envSchema = z.discriminatedUnion("name", [babilongEnvSchema, niahEnvSchema, hotpotqaEnvSchema, musiqueEnvSchema]);
-export type EnvConfig = z.infer<typeof envSchema>;
-
-export const encoderSchema = z.strictObject({
+const encoderSchema = z.strictObject({
   type: z.enum(["bow", "transformer"]),
   dim: int(4).multipleOf(4, "must be divisible by 4 (two heads of rotary pairs)").describe("divisible by 4"),
   vocab_size: int(16),
@@ -81,7 +22,7 @@ export const encoderSchema = z.strictObject({
   init_std: z.number().positive().default(0.02),
 });
 
-export const algoSchema = z.strictObject({
+const algoSchema = z.strictObject({
   name: z.string().default("pqn"),
   encoder: encoderSchema,
   hyperparams: z.strictObject({

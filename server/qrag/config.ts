@@ -10,10 +10,11 @@ import { z } from "zod";
 import { env } from "../env.ts";
 import { InputError } from "./errors.ts";
 import { runConfigSchema, type RunConfig } from "./config-schema.ts";
+import { datasetLabel } from "./datasets.ts";
 
-export { runConfigSchema, type RunConfig } from "./config-schema.ts";
+export type { RunConfig } from "./config-schema.ts";
 
-export const CONFIG_GROUPS = ["envs", "algo"] as const;
+const CONFIG_GROUPS = ["envs", "algo"] as const;
 type Group = (typeof CONFIG_GROUPS)[number];
 type Obj = Record<string, unknown>;
 
@@ -27,7 +28,7 @@ function isObj(v: unknown): v is Obj {
 }
 
 /** Deep merge where `b` wins; arrays and scalars are replaced, not merged (as Hydra does). */
-export function deepMerge(a: Obj, b: Obj): Obj {
+function deepMerge(a: Obj, b: Obj): Obj {
   const out: Obj = { ...a };
   for (const [k, v] of Object.entries(b)) out[k] = isObj(v) && isObj(out[k]) ? deepMerge(out[k] as Obj, v) : v;
   return out;
@@ -115,7 +116,7 @@ const BABI_TASK_NAMES: Record<string, string> = {
   qa5: "qa5_three-arg-relations",
 };
 
-export interface ResolveOptions {
+interface ResolveOptions {
   preset?: string;
   overrides?: readonly string[];
   configDir?: string;
@@ -170,7 +171,7 @@ function applyParsed(tree: Obj, parsed: readonly { key: string; value: unknown }
 }
 
 /** key=value overrides on an existing tree (a stored run's config, the form's edits). */
-export function applyOverrides(tree: Obj, overrides: readonly string[]): Obj {
+function applyOverrides(tree: Obj, overrides: readonly string[]): Obj {
   return applyParsed(tree, parseOverrides(overrides));
 }
 
@@ -287,11 +288,8 @@ export function buildRunConfig(input: RunConfigInput): RunConfig {
 }
 
 /** The short task name used in labels and file names (qa2, niah_multivalue, hotpotqa…). */
-export function taskLabel(c: RunConfig): string {
-  const e = c.envs;
-  if (e.name === "babilong") return e.task.slice(0, 3);
-  if (e.name === "niah") return e.task;
-  return e.name;
+function taskLabel(c: RunConfig): string {
+  return datasetLabel(c.envs);
 }
 
 export function runName(c: RunConfig): string {

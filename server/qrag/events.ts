@@ -4,5 +4,5 @@
  * them too; the engine imports nothing else from outside server/qrag.
  */
 export type {
-  EngineEvent, EpisodeRecord, EpisodeStep, EventSink, MetricKey, RetrievalScores, RunMeta, StepCandidate, SweepPoint,
+  EngineEvent, EpisodeRecord, EpisodeStep, EventSink, MetricKey, RunMeta, SweepPoint,
 } from "../../lib/contracts/engine-events.ts";

@@ -5,11 +5,10 @@
  * engine process imports on its own. Lint forbids the platform any other path into server/qrag.
  */
 export {
-  buildRunConfig, configJsonSchema, ConfigError, defaultConfigDir, describeConfig, fieldIssues, presetNames, resolveConfig, validateConfig,
+  buildRunConfig, configJsonSchema, ConfigError, describeConfig, fieldIssues, presetNames, resolveConfig, validateConfig,
   type ConfigIssue, type RunConfig, type RunConfigInput,
 } from "./config.ts";
 export type { EngineEvent } from "./events.ts";
-export { InputError } from "./errors.ts";
 export { isCheckpoint } from "./checkpoint.ts";
 export { ENGINE_VERSION } from "./version.ts";
 export { wasmThreadsAuto } from "./wasm-threads.ts";

@@ -18,10 +18,9 @@ const CHECK_AFTER_MS = 150;
 /** The server's verdict on a config candidate: field errors (empty when valid). */
 async function check(config: unknown): Promise<Record<string, string>> {
   try {
-    await validateConfig({ config });
-    return {};
+    const r = await validateConfig({ config });
+    return r.ok ? {} : configFieldErrors(r.fieldErrors);
   } catch (err) {
-    if (err instanceof ApiError && Object.keys(err.fieldErrors).length) return configFieldErrors(err.fieldErrors);
     return { "": (err as Error).message };
   }
 }
