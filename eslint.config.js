@@ -5,6 +5,7 @@ import reactHooks from "eslint-plugin-react-hooks";
 // Layer rules (DESIGN.md): the engine imports nothing of the platform; browser code imports
 // nothing of server/; the platform enters the engine through its public face only.
 const restrict = (...patterns) => ["error", { patterns }];
+const engineFace = { regex: "(^|/)qrag/(?!(index|runtime)\\.ts$)", message: "the platform enters the engine through server/qrag/index.ts (or runtime.ts for training)" };
 const platformPackages = { regex: "^(next(/.*)?|react(-dom)?(/.*)?|socket\\.io(-client)?|@prisma/.*|pg|better-sqlite3|@tanstack/.*|recharts)$", message: "the engine (server/qrag) uses no platform package" };
 
 export default tseslint.config(
@@ -52,9 +53,15 @@ export default tseslint.config(
     },
   },
   {
-    files: ["server/{api,runs,realtime,worker,db,bench}/**/*.ts", "server/main.ts", "server/env.ts"],
+    files: ["server/{api,realtime,worker,db,bench}/**/*.ts", "server/main.ts", "server/env.ts"],
     rules: {
-      "@typescript-eslint/no-restricted-imports": restrict({ regex: "(^|/)qrag/(?!(index|runtime)\\.ts$)", message: "the platform enters the engine through server/qrag/index.ts (or runtime.ts for training)" }),
+      "@typescript-eslint/no-restricted-imports": restrict(engineFace),
+    },
+  },
+  {
+    files: ["server/runs/**/*.ts"],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": restrict(engineFace, { regex: "(^|/)(realtime|api)/", message: "server/runs knows no sockets or HTTP: changes go out through the RunNotifier passed in" }),
     },
   },
 );

@@ -15,11 +15,17 @@
  *   4. cancel leaves a checkpoint; resume continues the same curves;
  *   5. bad payloads get 400 naming the fields and write nothing; unknown ids 404.
  *
- * Needs the Next production build (`npx next build`); it is built here when missing.
+ * Each test starts its own server (and workers) on its own fresh database and data folder, and
+ * stops them afterwards, so any test can run alone or in any order.
+ *
+ * Needs the Next production build in .next/: `npm test` builds it (`npm run build:test`, i.e.
+ * `next build`) before the unit tests run, and this file relies on that build rather than
+ * building. When running this file alone, run `npm run build:test` first; without a build every
+ * scenario fails in its setup saying so.
  */
-import { after, before, describe, test } from "node:test";
+import { after, afterEach, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { io, type Socket } from "socket.io-client";
@@ -44,13 +50,21 @@ function newestMtime(p: string): number {
   return m;
 }
 
-/** Builds Next when there is no build, or when a source it bundles is newer than the build. */
-function ensureBuild(): void {
+/**
+ * Setup, not a test: the Next production build must exist (npm test builds it before the unit
+ * tests; this file never builds). A build older than the sources it bundles is reported, since
+ * the pages then come from older code.
+ */
+function requireBuild(): void {
   const id = fs.statSync(path.join(ROOT, ".next", "BUILD_ID"), { throwIfNoEntry: false });
-  const sources = ["app", "components", "lib", "server", "configs", "next.config.ts", "package.json"].map((p) => newestMtime(path.join(ROOT, p)));
-  if (id && Math.max(...sources) <= id.mtimeMs) return;
-  const r = spawnSync("npx", ["next", "build"], { cwd: ROOT, stdio: "inherit", env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } });
-  assert.equal(r.status, 0, "next build failed");
+  if (!id) {
+    throw new Error(
+      "no Next production build (.next/BUILD_ID is missing): `npm test` runs `next build` before the unit tests; " +
+        "to run this file alone, run `npm run build:test` first",
+    );
+  }
+  const sources = ["app", "components", "lib", "next.config.ts", "package.json"].map((p) => newestMtime(path.join(ROOT, p)));
+  if (Math.max(...sources) > id.mtimeMs) console.log("# note: the Next build is older than app/, components/ or lib/; `npm run build:test` rebuilds it");
 }
 
 // ---- processes ---------------------------------------------------------------------------------
@@ -228,24 +242,38 @@ async function createTinyRun(env: Env, name: string, steps = LONG_STEPS): Promis
 
 function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: string) {
   describe(label, { skip, timeout: 15 * 60_000 }, () => {
-    let env: Env;
+    /** Processes the current test started; stopped after it, whatever its outcome. */
     const procs: Proc[] = [];
-    let server: Proc;
-    let w1: Proc;
-    let w2: Proc | undefined;
-
-    before(async () => {
-      assert.ok(buildOk, "no current Next production build");
+    const started = (p: Proc): Proc => {
+      procs.push(p);
+      return p;
+    };
+    /** A fresh database, data folder and port: nothing carries over from another test. */
+    const newEnv = async (): Promise<Env> => {
       const port = await freePort();
-      env = { dbUrl: await makeDbUrl(), dataDir: tmpDir("qrag-e2e-"), port, url: `http://127.0.0.1:${port}` };
-    });
-    after(async () => {
-      for (const p of procs.reverse()) await p.stop();
+      return { dbUrl: await makeDbUrl(), dataDir: tmpDir("qrag-e2e-"), port, url: `http://127.0.0.1:${port}` };
+    };
+    /** A server without a local worker, plus the named workers, all up and healthy. */
+    const serverWithWorkers = async (env: Env, ...names: string[]): Promise<{ server: Proc; workers: Proc[] }> => {
+      const server = started(startServer(env, { worker: false }));
+      await waitHealthy(env, server);
+      const workers = names.map((n) => started(startWorker(env, n)));
+      await waitFor(`workers ${names.join(", ")} online`, async () => {
+        for (const w of workers) if (!w.alive()) throw new GiveUp(`${w.name} exited\n${w.tail()}`);
+        const ws = (await api<WorkerDto[]>(env, "GET", "/api/workers")).body;
+        return names.every((n) => ws.some((w) => w.name === n && w.status === "idle"));
+      }, 60_000);
+      return { server, workers };
+    };
+
+    before(() => requireBuild());
+    afterEach(async () => {
+      for (const p of procs.splice(0).reverse()) await p.stop();
     });
 
     test("default mode: local worker, queued → running → completed, ordered stream", async () => {
-      server = startServer(env, { worker: true });
-      procs.push(server);
+      const env = await newEnv();
+      const server = started(startServer(env, { worker: true }));
       await waitHealthy(env, server);
       const workers = await waitFor("the local worker", async () => {
         const ws = (await api<WorkerDto[]>(env, "GET", "/api/workers")).body;
@@ -313,11 +341,10 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
     });
 
     test("kill -9 the server mid-run: nothing acknowledged is lost, nothing duplicated", async () => {
-      server = startServer(env, { worker: false });
-      procs.push(server);
-      await waitHealthy(env, server);
-      w1 = startWorker(env, "w1");
-      procs.push(w1);
+      const env = await newEnv();
+      const up = await serverWithWorkers(env, "w1");
+      let server = up.server;
+      const [w1] = up.workers;
       const run = await createTinyRun(env, "e2e-server-crash");
       let ui = new UiStream(env);
       await ui.subscribe(run.id, 0);
@@ -333,8 +360,7 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
       assert.deepEqual(ui.violations, []);
       ui.close();
 
-      server = startServer(env, { worker: false });
-      procs.push(server);
+      server = started(startServer(env, { worker: false }));
       await waitHealthy(env, server);
       ui = new UiStream(env);
       await ui.subscribe(run.id, ackedSeq);
@@ -358,6 +384,8 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
     });
 
     test("kill -9 the worker: the lease expires, the run resumes from its checkpoint elsewhere", async () => {
+      const env = await newEnv();
+      const { server, workers: [w1] } = await serverWithWorkers(env, "w1");
       const run = await createTinyRun(env, "e2e-worker-crash");
       const first = await waitFor("a checkpoint after training began", async () => {
         const r = await getRun(env, run.id);
@@ -365,13 +393,12 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
       }, RUN_TIMEOUT, 100).catch((e: Error) => assert.fail(`${e.message}\n${server.tail()}\n${w1.tail()}`));
       assert.equal(first.workerName, "w1");
       const pointsBefore = await storedPoints(env, run.id);
-      w2 = startWorker(env, "w2");
-      procs.push(w2);
+      const w2 = started(startWorker(env, "w2"));
       await w1.kill9();
       const resumed = await waitFor("the run on w2", async () => {
         const r = await getRun(env, run.id);
         return r.attempt === 2 && r.workerName === "w2" ? r : null;
-      }, 60_000, 100).catch((e: Error) => assert.fail(`${e.message}\n${server.tail()}\n${w2!.tail()}`));
+      }, 60_000, 100).catch((e: Error) => assert.fail(`${e.message}\n${server.tail()}\n${w2.tail()}`));
       assert.match(resumed.resumeFrom ?? "", /checkpoints/);
       const done = await waitStatus(env, run.id, ["completed", "failed"], [server, w2]);
       assert.equal(done.status, "completed", done.error ?? "");
@@ -387,6 +414,8 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
     });
 
     test("cancel leaves a checkpoint; resume continues the same curves", async () => {
+      const env = await newEnv();
+      const { server, workers: [w1] } = await serverWithWorkers(env, "w1");
       const run = await createTinyRun(env, "e2e-cancel-resume");
       await waitFor("training under way", async () => {
         const r = await getRun(env, run.id);
@@ -395,7 +424,7 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
       const ckBefore = (await getRun(env, run.id)).checkpoints.length;
       const c = await api<RunDetailDto>(env, "POST", `/api/runs/${run.id}/cancel`);
       assert.equal(c.status, 200);
-      const cancelled = await waitStatus(env, run.id, ["cancelled", "completed", "failed"], [server, w2!]);
+      const cancelled = await waitStatus(env, run.id, ["cancelled", "completed", "failed"], [server, w1]);
       assert.equal(cancelled.status, "cancelled", cancelled.error ?? "");
       assert.ok(cancelled.progressDone < LONG_STEPS, "cancelled before the end");
       assert.ok(cancelled.checkpoints.length > ckBefore || cancelled.checkpoints.some((k) => k.update === cancelled.summary.update), "cancel saved a checkpoint");
@@ -405,7 +434,7 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
       const r = await api<RunDetailDto>(env, "POST", `/api/runs/${run.id}/resume`);
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.equal(r.body.id, run.id);
-      const done = await waitStatus(env, run.id, ["completed", "failed"], [server, w2!]);
+      const done = await waitStatus(env, run.id, ["completed", "failed"], [server, w1]);
       assert.equal(done.status, "completed", done.error ?? "");
       assert.equal(done.attempt, 2);
       assert.equal(done.progressDone, LONG_STEPS);
@@ -418,6 +447,13 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
     });
 
     test("bad payloads: 400 naming the fields, nothing written; unknown ids: 404", async () => {
+      // its own finished run (with eval episodes) to PATCH, clone and read
+      const env = await newEnv();
+      const server = started(startServer(env, { worker: true }));
+      await waitHealthy(env, server);
+      const own = await createTinyRun(env, "e2e-payloads", 10);
+      const finished = await waitStatus(env, own.id, ["completed", "failed"], [server]);
+      assert.equal(finished.status, "completed", finished.error ?? "");
       const total = async () => (await api<RunListDto>(env, "GET", "/api/runs?limit=1")).body.total;
       const n = await total();
       const bad = await api<{ error: string; fieldErrors: Record<string, string> }>(env, "POST", "/api/runs", {
@@ -432,6 +468,7 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
       assert.equal((await api(env, "POST", "/api/runs", "{not json")).status, 400);
       assert.equal((await api(env, "GET", "/api/runs?sort=sideways")).status, 400);
       const some = (await api<RunListDto>(env, "GET", "/api/runs?limit=1")).body.runs[0];
+      assert.equal(some.id, own.id);
       const patch = await api<{ fieldErrors: Record<string, string> }>(env, "PATCH", `/api/runs/${some.id}`, { tags: [""], color: "red" });
       assert.equal(patch.status, 400);
       assert.ok("tags.0" in patch.body.fieldErrors && "color" in patch.body.fieldErrors);
@@ -468,16 +505,10 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
       intruder.close();
       assert.match(refused, /unauthorized/);
       assert.ok(!(await api<WorkerDto[]>(env, "GET", "/api/workers")).body.some((w) => w.id === "intruder"));
-      assert.equal((await api<{ type: string }>(env, "GET", "/api/schema")).body.type, "object");
+      assert.equal((await api<{ schema: { type: string } }>(env, "GET", "/api/schema")).body.schema.type, "object");
     });
   });
 }
-
-let buildOk = false;
-test("the Next production build is current (built here when not)", { timeout: 300_000 }, () => {
-  ensureBuild();
-  buildOk = true;
-});
 
 // QRAG_TEST_DB=sqlite or =postgresql runs one of the two
 const only = process.env.QRAG_TEST_DB;

@@ -56,12 +56,13 @@ function assertDeliveredOnce(batches: RunBatchMsg[], runId: string, from: number
   }
 }
 
-test("replay then live, in order, while batches keep arriving", async () => {
+test("replay then live, in order, while batches keep arriving", async (t) => {
   const runId = "rt-run";
   await h.write((db) => db.run.create({ data: { id: runId, name: "rt", config: "{}", envName: "babilong", task: "qa1", status: "running" } }));
   for (let s = 1; s <= 600; s++) await commit(runId, s);
 
   const client = connect(`${url}/ui`, { transports: ["websocket"] });
+  t.after(() => client.close()); // also when an assertion fails (a live client keeps the process up)
   const got: number[] = [];
   const batches: RunBatchMsg[] = [];
   const changed: string[][] = [];

@@ -150,23 +150,25 @@ function assignment(runId: string, overrides: string[], extra: Partial<RunAssign
   };
 }
 
-const dataDir = path.join(tmp, "worker-data");
-let firstWorkerId = "";
+/** A data folder of its own for each test (the worker keeps its id file there). */
+let dataDirs = 0;
+const newDataDir = () => path.join(tmp, `worker-data-${++dataDirs}`);
+const idFile = (dataDir: string) => path.join(dataDir, "worker-test_worker.id");
 
 test("worker: hello, heartbeats, a tiny run across a dashboard restart, one run at a time, cancel from the dashboard", async () => {
   const dash = new Dashboard();
   await dash.start();
+  const dataDir = newDataDir();
   const w = spawnWorker(dash.url, dataDir);
   try {
     await waitFor(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
     const hello = dash.hellos[0];
-    firstWorkerId = hello.workerId;
     assert.equal(hello.token, TOKEN);
     assert.equal(hello.name, "test worker");
     assert.equal(hello.host, os.hostname());
     assert.ok(hello.backend.length > 0 && hello.device.length > 0, "backend and device in the hello");
     assert.deepEqual(hello.activeRuns, []);
-    assert.ok(fs.existsSync(path.join(dataDir, "worker-test_worker.id")), "worker id persisted");
+    assert.equal(fs.readFileSync(idFile(dataDir), "utf8").trim(), hello.workerId, "worker id persisted");
 
     // run A completes, across a dashboard restart mid-run: the worker reconnects naming its run,
     // and nothing is lost
@@ -241,10 +243,23 @@ test("worker: hello, heartbeats, a tiny run across a dashboard restart, one run 
 test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and exits cleanly", async () => {
   const dash = new Dashboard();
   await dash.start();
+  const dataDir = newDataDir();
+  // a first worker on this data folder creates the id; the restarted one (used below) keeps it
+  const first = spawnWorker(dash.url, dataDir);
+  try {
+    await waitFor(() => dash.hellos.length === 1, 30_000, "the first worker's hello", first);
+    first.proc.kill("SIGTERM");
+    assert.equal(await exitCode(first, 15_000), 0, first.stderr());
+  } finally {
+    first.proc.kill("SIGKILL");
+  }
+  const firstId = dash.hellos[0].workerId;
+  assert.match(firstId, /^[A-Za-z0-9._-]{8,128}$/);
+  assert.equal(fs.readFileSync(idFile(dataDir), "utf8").trim(), firstId, "the id is persisted");
   const w = spawnWorker(dash.url, dataDir);
   try {
-    await waitFor(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
-    if (firstWorkerId) assert.equal(dash.hellos[0].workerId, firstWorkerId, "a restarted worker keeps its id");
+    await waitFor(() => dash.hellos.length === 2, 30_000, "the restarted worker's hello", w);
+    assert.equal(dash.hellos[1].workerId, firstId, "a restarted worker keeps its id");
 
     // an unreadable resume checkpoint fails the run with the reason
     const missing = path.join(tmp, "nowhere", "checkpoints", "last");
@@ -300,7 +315,7 @@ test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and e
 test("worker: a wrong token is refused and the idle worker exits with a message", async () => {
   const dash = new Dashboard();
   await dash.start();
-  const w = spawnWorker(dash.url, dataDir, "wrong");
+  const w = spawnWorker(dash.url, newDataDir(), "wrong");
   try {
     assert.equal(await exitCode(w, 30_000), 3);
     assert.ok(dash.rejected.includes("wrong"));

@@ -14,6 +14,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { env } from "../env.ts";
 import { unrefPoolWorkers, wasmThreadsWanted, withWasmThreadShims } from "./wasm-threads.ts";
 
 interface BackendInfo {
@@ -66,7 +67,7 @@ let wasmPathsSet = false;
  * different backend switches to it.
  */
 export function pickBackend(pref?: string): Promise<BackendInfo> {
-  const choice = parseBackendPref(pref ?? process.env.QRAG_BACKEND);
+  const choice = parseBackendPref(pref ?? env().engine.backend);
   if (current && tf.getBackend() === current.info.backend && (choice === "auto" || choice === current.choice)) {
     return Promise.resolve(current.info);
   }

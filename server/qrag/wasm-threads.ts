@@ -17,6 +17,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { env } from "../env.ts";
 
 /** emscripten's pre-spawned pool (PTHREAD_POOL_SIZE of the tfjs build); more would need blobs later. */
 export const MAX_WASM_THREADS = 8;
@@ -27,8 +28,8 @@ export function wasmThreadsAuto(reserveCores = 0): number {
 }
 
 /** Threads for the wasm backend: `QRAG_WASM_THREADS` (1…8) or one per logical core. */
-export function wasmThreadsWanted(env: string | undefined = process.env.QRAG_WASM_THREADS): number {
-  const raw = (env ?? "").trim();
+export function wasmThreadsWanted(setting: string | undefined = env().engine.wasmThreads): number {
+  const raw = (setting ?? "").trim();
   if (raw === "" || raw === "auto") return wasmThreadsAuto();
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > MAX_WASM_THREADS) {

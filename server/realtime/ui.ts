@@ -45,7 +45,7 @@ export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: num
     s.pending.sort((a, b) => a.seq - b.seq);
     while (s.pending.length) {
       const b = s.pending[0];
-      if (b.seq <= s.lastSent) s.socket.emit("run:batch", s.pending.shift()!);
+      if (b.seq <= s.lastSent) s.pending.shift();
       else if (b.seq === s.lastSent + 1) emit(s, s.pending.shift()!);
       else return false;
     }
