@@ -31,7 +31,7 @@ export interface UiChannel extends RunNotifier {
   close(): void;
 }
 
-export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: number } = {}): UiChannel {
+export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: number; progressMs?: number } = {}): UiChannel {
   const subs = new Map<string, Set<Sub>>();
   const log = (msg: string) => console.error(`[ui] ${msg}`);
 
@@ -80,12 +80,16 @@ export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: num
     if (!s.closed && s.pending.length && !drain(s) && s.lastSent > startSent) void catchUp(s);
   };
 
-  // changed runs are read once per window and published in the order they were read
+  // Changed runs are read once per window and published in the order they were read. Status
+  // changes go out within `coalesceMs`; progress of streaming runs within `progressMs` (every
+  // batch brings some, and a read per batch would cost the live charts' tail latency).
   let changed = new Set<string>();
   let timer: NodeJS.Timeout | null = null;
+  let due = Infinity;
   let publishing: Promise<void> = Promise.resolve();
   const flushChanged = () => {
     timer = null;
+    due = Infinity;
     if (!changed.size) return;
     const ids = [...changed];
     changed = new Set();
@@ -99,6 +103,13 @@ export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: num
         log(`runs:state failed: ${(e as Error).message}`);
       }
     });
+  };
+  const flushWithin = (ms: number) => {
+    const at = Date.now() + ms;
+    if (at >= due) return;
+    if (timer) clearTimeout(timer);
+    due = at;
+    timer = setTimeout(flushChanged, ms);
   };
 
   const unsubscribe = (socket: UiSocket, runId: string) => {
@@ -151,9 +162,9 @@ export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: num
         if (!drain(s)) void catchUp(s);
       }
     },
-    changed(runIds) {
+    changed(runIds, kind = "status") {
       for (const id of runIds) changed.add(id);
-      timer ??= setTimeout(flushChanged, opts.coalesceMs ?? 150);
+      flushWithin(kind === "status" ? (opts.coalesceMs ?? 150) : (opts.progressMs ?? 1_000));
     },
     close() {
       if (timer) clearTimeout(timer);

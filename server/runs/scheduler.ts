@@ -234,7 +234,8 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
         const r = await ingestBatch(h, msg, workerId);
         if (r.stored) {
           o.notifier.batch({ runId: msg.runId, seq: msg.seq, events: msg.events });
-          o.notifier.changed([msg.runId]);
+          const statusChanged = r.ended || msg.events.some((e) => e.type === "run_start");
+          o.notifier.changed([msg.runId], statusChanged ? "status" : "progress");
         }
         if (r.ended || (r.stop && !r.ok)) {
           const c = conns.get(workerId);
