@@ -26,17 +26,7 @@ export default tseslint.config(
     files: ["server/qrag/**/*.ts"],
     rules: {
       "@typescript-eslint/no-restricted-imports": restrict(
-        { regex: "(^|/)(api|runs|realtime|worker|db|bench)/|(^|\\.\\./)main\\.ts$", message: "the engine imports nothing of the platform (server/api, runs, realtime, worker, db)" },
-        { regex: "(^|/)lib/(?!contracts/)|(^|/)(app|components|generated)/", message: "the engine may use lib/contracts only" },
-        platformPackages,
-      ),
-    },
-  },
-  {
-    files: ["server/qrag/bench/**/*.ts"],
-    rules: {
-      "@typescript-eslint/no-restricted-imports": restrict(
-        { regex: "^\\.\\./\\.\\./(api|runs|realtime|worker|db)/", message: "the engine imports nothing of the platform" },
+        { regex: "(^|/)(api|runs|realtime|worker|db)/|(^|\\.\\./)main\\.ts$", message: "the engine imports nothing of the platform (server/api, runs, realtime, worker, db)" },
         { regex: "(^|/)lib/(?!contracts/)|(^|/)(app|components|generated)/", message: "the engine may use lib/contracts only" },
         platformPackages,
       ),

@@ -41,7 +41,7 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
   const [preset, setPreset] = useState(initialPreset);
   const [draft, setDraft] = useState<unknown>(() => configToDraft(ROOT, initialConfig));
   const candidate = useMemo(() => draftToConfig(ROOT, draft), [ROOT, draft]);
-  // the server's errors for `candidate` (null while a check is on its way)
+  // the server's last verdict and the candidate it judged (a newer check may be on its way)
   const [checked, setChecked] = useState<{ for: unknown; errors: Record<string, string> } | null>(null);
   const [tags, setTags] = useState(initialTags.join(", "));
   const [notes, setNotes] = useState("");
