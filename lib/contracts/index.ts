@@ -7,3 +7,4 @@ export * from "./engine-events.ts";
 export * from "./dto.ts";
 export * from "./rest.ts";
 export * from "./sockets.ts";
+export * from "./retrieval-metrics.ts";

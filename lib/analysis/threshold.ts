@@ -1,0 +1,35 @@
+/**
+ * The Q-threshold slider of the episode player: which picks the stopping filter keeps at a given
+ * threshold, and the scores that would give, recomputed in the browser with the engine's own
+ * definitions (lib/contracts/retrieval-metrics.ts), so at the episode's own threshold it
+ * reproduces `record.filtered` exactly.
+ */
+import type { EpisodeRecord, RetrievalScores } from "../contracts/engine-events.ts";
+import { qThresholdFilter, retrievalMetrics } from "../contracts/retrieval-metrics.ts";
+
+export interface ThresholdView extends RetrievalScores {
+  threshold: number;
+  /** Picks kept: the prefix before the first step with Q ≤ threshold. */
+  kept: number;
+}
+
+export function thresholdView(record: Pick<EpisodeRecord, "pred_idx" | "q_values" | "sf_idx">, threshold: number): ThresholdView {
+  const kept = qThresholdFilter(record.q_values, threshold);
+  return { ...retrievalMetrics(record.pred_idx.slice(0, kept), record.sf_idx), threshold, kept };
+}
+
+/** Mean scores of many episodes at one threshold (a sweep's samples, an evaluation's episodes). */
+export function meanThresholdView(records: readonly Pick<EpisodeRecord, "pred_idx" | "q_values" | "sf_idx">[], threshold: number): ThresholdView & { episodes: number } {
+  const sum = { precision: 0, recall: 0, f1: 0, coverage: 0, kept: 0 };
+  for (const r of records) {
+    const v = thresholdView(r, threshold);
+    sum.precision += v.precision;
+    sum.recall += v.recall;
+    sum.f1 += v.f1;
+    sum.coverage += v.coverage;
+    sum.kept += v.kept;
+  }
+  const n = records.length;
+  const mean = (x: number) => (n ? x / n : NaN);
+  return { precision: mean(sum.precision), recall: mean(sum.recall), f1: mean(sum.f1), coverage: mean(sum.coverage), kept: mean(sum.kept), threshold, episodes: n };
+}
