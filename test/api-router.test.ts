@@ -5,8 +5,12 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import type { ConfigSchemaDto, RunDetailDto, ValidatedConfigDto } from "../lib/contracts/index.ts";
+import YAML from "yaml";
+import type { ConfigSchemaDto, EngineEvent, EpisodeRecord, RunDetailDto, ValidatedConfigDto } from "../lib/contracts/index.ts";
 import { MAX_BODY_BYTES } from "../server/api/router.ts";
+import { getDb } from "../server/db/client.ts";
+import { ingestBatch } from "../server/runs/ingest.ts";
+import { claimRun } from "../server/runs/scheduler.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
 import { resolveConfig } from "../server/qrag/index.ts";
 import { tmpDir } from "./platform-helpers.ts";
@@ -38,16 +42,20 @@ test("routes: unknown paths 404, wrong methods 405 with Allow, path parameters d
   assert.equal((await call("GET", "/api/runs/bad%20id")).status, 400, "a decoded id that fails the contract is a 400");
 });
 
+const runCount = async () => (await call<{ total: number }>("GET", "/api/runs?limit=1")).body.total;
+
 test("a body over the limit is refused with 413 before it is read", async () => {
+  const before = await runCount();
   const big = JSON.stringify({ notes: "x".repeat(MAX_BODY_BYTES) });
   const r = await call<{ error: string }>("POST", "/api/runs", big);
   assert.equal(r.status, 413);
   assert.match(r.body.error, /request body over/);
-  assert.equal((await call<{ total: number }>("GET", "/api/runs?limit=1")).body.total, 0, "nothing was created");
+  assert.equal(await runCount(), before, "nothing was created");
 });
 
 test("the form's live check answers the engine's verdict per field, and writes nothing", async () => {
   const tiny = resolveConfig({ preset: "tiny" });
+  const before = await runCount();
   const ok = await call<ValidatedConfigDto>("POST", "/api/runs/validate", JSON.stringify({ config: tiny }));
   assert.equal(ok.status, 200);
   assert.ok(ok.body.ok);
@@ -62,7 +70,7 @@ test("the form's live check answers the engine's verdict per field, and writes n
   const malformed = await call<{ fieldErrors: Record<string, string> }>("POST", "/api/runs/validate", JSON.stringify({ config: tiny, extra: 1 }));
   assert.equal(malformed.status, 400, "a malformed request is still a 400");
   assert.ok("extra" in malformed.body.fieldErrors);
-  assert.equal((await call<{ total: number }>("GET", "/api/runs?limit=1")).body.total, 0);
+  assert.equal(await runCount(), before, "checking writes nothing");
   const created = await call<RunDetailDto>("POST", "/api/runs", JSON.stringify({ config: tiny, name: "api-router" }));
   assert.equal(created.status, 201);
   assert.deepEqual(created.body.config, ok.body.config, "validate and create run the same pipeline");
@@ -75,4 +83,44 @@ test("the schema endpoint serves the run config's JSON Schema with descriptions"
   assert.equal(r.body.schema.properties?.steps_count?.description, "optimizer steps");
   assert.ok(r.body.schema.required?.includes("envs"));
   assert.equal(r.body.schema.properties?.envs?.oneOf?.length, 4, "one option per registered dataset");
+});
+
+test("export: metrics as CSV and JSON, episodes as JSONL, the config as YAML, all as stored", async () => {
+  const tiny = resolveConfig({ preset: "tiny" });
+  const run = (await call<RunDetailDto>("POST", "/api/runs", JSON.stringify({ config: tiny, name: "export me/1" }))).body;
+  const h = await getDb();
+  assert.ok(await claimRun(h, run.id, "w-export", 60_000));
+  const metric = (key: "qf_loss" | "lr", step: number, value: number): EngineEvent => ({ type: "metric", key, step, update: step / 40, value, wall: step / 100 });
+  const record = (id: string, q: number[]): EpisodeRecord => ({
+    id, question: "Where is Mary?", answer: "garden", sf_idx: [2], pred_idx: [2, 5], q_values: q, sf_texts: ["Mary went to the garden."], pred_texts: ["Mary went to the garden.", "noise"],
+    return: 1, num_chunks: 10, oracle_stop: true, metrics: { precision: 0.5, recall: 1, f1: 2 / 3, coverage: 1 },
+    filtered: { precision: 1, recall: 1, f1: 1, coverage: 1, threshold: 0.5, kept: 1 }, steps: [],
+  });
+  const events: EngineEvent[] = [
+    metric("qf_loss", 40, 0.5), metric("lr", 40, 1e-3), metric("qf_loss", 80, 0.25),
+    { type: "episode", phase: "eval", step: 80, update: 2, record: record("s0", [0.9, 0.1]) },
+    { type: "episode", phase: "eval", step: 80, update: 2, record: record("s1", [0.8, 0.3]) },
+  ];
+  assert.ok((await ingestBatch(h, { runId: run.id, seq: 1, events }, "w-export")).ok);
+
+  const csv = await fetch(`${server.url}/api/runs/${run.id}/export/metrics.csv`);
+  assert.equal(csv.status, 200);
+  assert.match(csv.headers.get("content-disposition") ?? "", new RegExp(`attachment; filename="export_me_1-${run.id}-metrics.csv"`));
+  const lines = (await csv.text()).trim().split("\n");
+  assert.equal(lines[0], "key,step,update,wall,value");
+  const rows = lines.slice(1).map((l) => l.split(",")).map(([key, step, update, wall, value]) => ({ key, step: +step, update: +update, wall: +wall, value: +value }));
+  const want = events.filter((e) => e.type === "metric").map(({ key, step, update, wall, value }) => ({ key, step, update, wall, value }));
+  const byKey = (a: { key: string; step: number }, b: { key: string; step: number }) => a.key.localeCompare(b.key) || a.step - b.step;
+  assert.deepEqual(rows, [...want].sort(byKey));
+  assert.deepEqual((await call<unknown[]>("GET", `/api/runs/${run.id}/export/metrics.json`)).body, [...want].sort(byKey));
+
+  const jsonl = (await (await fetch(`${server.url}/api/runs/${run.id}/export/episodes.jsonl`)).text()).trim().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(jsonl.map((e) => [e.phase, e.step, e.update, e.record.id]), [["eval", 80, 2, "s0"], ["eval", 80, 2, "s1"]]);
+  assert.deepEqual(jsonl[1].record, (events[4] as Extract<EngineEvent, { type: "episode" }>).record);
+
+  const yaml = await (await fetch(`${server.url}/api/runs/${run.id}/export/config.yaml`)).text();
+  assert.deepEqual(YAML.parse(yaml), tiny, "the YAML reads back as the stored config");
+
+  assert.equal((await call("GET", `/api/runs/${run.id}/export/passwords.txt`)).status, 400, "only the listed files");
+  assert.equal((await call("GET", "/api/runs/nope/export/metrics.csv")).status, 404);
 });

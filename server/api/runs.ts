@@ -1,10 +1,11 @@
 /** REST handlers for /api/runs and /api/runs/:id/... (bound to paths in router.ts). */
 import {
-  cloneRunBody, createRunBody, episodeIdParams, episodesQuery, logsQuery, metricsQuery, patchRunBody, runIdParams, runListQuery, validateConfigBody,
+  cloneRunBody, createRunBody, episodeIdParams, episodesQuery, exportParams, logsQuery, metricsQuery, patchRunBody, runIdParams, runListQuery, validateConfigBody,
 } from "../../lib/contracts/index.ts";
 import type { ValidatedConfigDto } from "../../lib/contracts/index.ts";
 import { cancelRun, cloneRun, createRun, getRun, listRuns, patchRun, resumeRun, runConfigFrom } from "../runs/service.ts";
 import { getEpisode, getMetrics, listEpisodes, listLogs } from "../runs/queries.ts";
+import { exportRun } from "../runs/export.ts";
 import { ApiError, badRequest, fieldErrorsOf } from "../runs/errors.ts";
 import { fieldIssues } from "../qrag/index.ts";
 import { handler, parseWith, queryOf, readJson, type Params } from "./http.ts";
@@ -63,3 +64,12 @@ export const runEpisode = {
   }),
 };
 export const runLogs = { GET: handler(async (req, p, d) => listLogs(d.db, idOf(p), parseWith(logsQuery, queryOf(req), "query"))) };
+
+/** A run's files for download (metrics CSV/JSON, episodes JSONL, config YAML). */
+export const runExport = {
+  GET: handler(async (_req, p, d) => {
+    const { id, file } = parseWith(exportParams, p, "export");
+    const f = await exportRun(d.db, id, file);
+    return new Response(f.body, { headers: { "content-type": f.contentType, "content-disposition": `attachment; filename="${f.filename}"`, "cache-control": "no-store" } });
+  }),
+};
