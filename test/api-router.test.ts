@@ -14,6 +14,7 @@ import { claimRun } from "../server/runs/scheduler.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
 import { resolveConfig } from "../server/qrag/index.ts";
 import { tmpDir } from "./platform-helpers.ts";
+import { readEvents } from "./tfevents-reader.ts";
 
 let server: RunningServer;
 
@@ -120,6 +121,17 @@ test("export: metrics as CSV and JSON, episodes as JSONL, the config as YAML, al
 
   const yaml = await (await fetch(`${server.url}/api/runs/${run.id}/export/config.yaml`)).text();
   assert.deepEqual(YAML.parse(yaml), tiny, "the YAML reads back as the stored config");
+
+  const tf = await fetch(`${server.url}/api/runs/${run.id}/export/tfevents`);
+  assert.match(tf.headers.get("content-disposition") ?? "", /filename="events\.out\.tfevents\.\d+\.[\w.-]+"/);
+  const [header, ...scalars] = readEvents(new Uint8Array(await tf.arrayBuffer()));
+  assert.equal(header.fileVersion, "brain.Event:2");
+  const started = Date.parse((await call<RunDetailDto>("GET", `/api/runs/${run.id}`)).body.startedAt!) / 1000;
+  assert.deepEqual(
+    scalars.map((e) => ({ key: e.values[0].tag, step: Number(e.step), value: e.values[0].value, wall: e.wall })),
+    [...want].sort(byKey).map((p) => ({ key: p.key, step: p.step, value: Math.fround(p.value), wall: started + p.wall })),
+    "TensorBoard reads the same scalars, at the run's start plus the engine's clock",
+  );
 
   assert.equal((await call("GET", `/api/runs/${run.id}/export/passwords.txt`)).status, 400, "only the listed files");
   assert.equal((await call("GET", "/api/runs/nope/export/metrics.csv")).status, 404);

@@ -70,6 +70,6 @@ export const runExport = {
   GET: handler(async (_req, p, d) => {
     const { id, file } = parseWith(exportParams, p, "export");
     const f = await exportRun(d.db, id, file);
-    return new Response(f.body, { headers: { "content-type": f.contentType, "content-disposition": `attachment; filename="${f.filename}"`, "cache-control": "no-store" } });
+    return new Response(typeof f.body === "string" ? f.body : new Uint8Array(f.body), { headers: { "content-type": f.contentType, "content-disposition": `attachment; filename="${f.filename}"`, "cache-control": "no-store" } });
   }),
 };

@@ -1,21 +1,24 @@
 /**
  * A run's files for download: every metric point (CSV or JSON, one row per key and step, with
  * update and wall time), every stored episode (JSONL, the engine's record plus where it came
- * from) and the config (YAML, as the CLI reads it). Rows are read in pages so a long run does
- * not hold the database for one huge query.
+ * from), the config (YAML, as the CLI reads it), and the scalars as a TensorBoard event file
+ * (`tensorboard --logdir` reads it; wall times are the run's start plus the engine's clock).
+ * Rows are read in pages so a long run does not hold the database for one huge query.
  */
+import os from "node:os";
 import YAML from "yaml";
 import type { EXPORT_FILES } from "../../lib/contracts/index.ts";
 import type { DbHandle } from "../db/client.ts";
 import { notFound } from "./errors.ts";
 import { parseJson } from "./dto.ts";
+import { encodeTfEvents, tfEventsFileName } from "./tfevents.ts";
 
 export type ExportFile = (typeof EXPORT_FILES)[number];
 
 export interface ExportedFile {
   filename: string;
   contentType: string;
-  body: string;
+  body: string | Uint8Array;
 }
 
 const PAGE = 5_000;
@@ -40,7 +43,7 @@ async function* metricRows(h: DbHandle, runId: string): AsyncGenerator<PointRow[
 const safeName = (name: string) => name.replace(/[^\w.-]+/g, "_").slice(0, 80) || "run";
 
 export async function exportRun(h: DbHandle, runId: string, file: ExportFile): Promise<ExportedFile> {
-  const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { name: true, config: true } });
+  const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { name: true, config: true, startedAt: true, createdAt: true } });
   if (!run) throw notFound(`run ${runId}`);
   const base = `${safeName(run.name)}-${runId}`;
   switch (file) {
@@ -62,6 +65,13 @@ export async function exportRun(h: DbHandle, runId: string, file: ExportFile): P
         if (rows.length < PAGE) break;
       }
       return { filename: `${base}-episodes.jsonl`, contentType: "application/x-ndjson; charset=utf-8", body: lines.length ? lines.join("\n") + "\n" : "" };
+    }
+    case "tfevents": {
+      const start = (run.startedAt ?? run.createdAt).getTime() / 1000;
+      const points: { key: string; step: number; wall: number; value: number }[] = [];
+      for await (const rows of metricRows(h, runId)) for (const r of rows) points.push({ key: r.key, step: r.step, wall: start + r.wall, value: r.value });
+      const host = os.hostname().replace(/[^\w.-]+/g, "_") || "qrag";
+      return { filename: tfEventsFileName(start, host), contentType: "application/octet-stream", body: encodeTfEvents(points, start) };
     }
     case "config.yaml":
       return { filename: `${base}-config.yaml`, contentType: "application/yaml; charset=utf-8", body: YAML.stringify(parseJson<unknown>(run.config, {})) };
