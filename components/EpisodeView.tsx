@@ -1,10 +1,18 @@
-/** A simple view of one greedy episode: the question, gold facts, and each retrieval step. */
+"use client";
+/**
+ * One greedy episode: the question, gold facts, each retrieval step, and a Q-threshold slider that
+ * shows which picks the stopping filter keeps at any threshold and the scores that would give
+ * (recomputed here with the engine's definitions, lib/analysis/threshold.ts). Chunk text is
+ * untrusted and rendered as text only.
+ */
+import { useState } from "react";
 import type { EpisodeRecord } from "../lib/contracts/index.ts";
+import { thresholdView } from "../lib/analysis/threshold.ts";
 import { fmtNum } from "../lib/format.ts";
 
-function Scores({ label, s }: { label: string; s: { precision: number; recall: number; f1: number; coverage: number } }) {
+function Scores({ label, s, testId }: { label: string; s: { precision: number; recall: number; f1: number; coverage: number }; testId?: string }) {
   return (
-    <tr>
+    <tr data-testid={testId}>
       <td>{label}</td>
       <td className="num">{fmtNum(s.precision, 3)}</td>
       <td className="num">{fmtNum(s.recall, 3)}</td>
@@ -17,6 +25,8 @@ function Scores({ label, s }: { label: string; s: { precision: number; recall: n
 export function EpisodeView({ record }: { record: EpisodeRecord }) {
   const gold = new Set(record.sf_idx);
   const found = record.steps.filter((s) => s.gold).length;
+  const [threshold, setThreshold] = useState(record.filtered.threshold);
+  const view = thresholdView(record, threshold);
   return (
     <div className="stack" data-testid="episode-view">
       <div className="grid2">
@@ -68,16 +78,34 @@ export function EpisodeView({ record }: { record: EpisodeRecord }) {
             </thead>
             <tbody>
               <Scores label={`all picks (${record.pred_idx.length})`} s={record.metrics} />
-              <Scores label={`Q ≥ ${fmtNum(record.filtered.threshold, 3)} (${record.filtered.kept} kept)`} s={record.filtered} />
+              <Scores label={`Q > ${fmtNum(record.filtered.threshold, 3)}, as evaluated (${record.filtered.kept} kept)`} s={record.filtered} />
+              <Scores label={`Q > ${fmtNum(threshold, 2)} (${view.kept} kept)`} s={view} testId="threshold-row" />
             </tbody>
           </table>
+          <label className="row small" style={{ marginTop: 8 }}>
+            Q threshold
+            <input
+              type="range"
+              min={0}
+              max={1}
+              step={0.01}
+              value={threshold}
+              onChange={(e) => setThreshold(Number(e.target.value))}
+              aria-label="Q threshold of the stopping filter"
+              data-testid="threshold-slider"
+            />
+            <span className="mono" data-testid="threshold-value">
+              {fmtNum(threshold, 2)}
+            </span>
+            <span className="muted">keeps the picks before the first step with Q ≤ threshold</span>
+          </label>
         </section>
       </div>
       <section>
         <h2>Steps</h2>
         <div className="stack" style={{ gap: 10 }}>
           {record.steps.map((s, i) => (
-            <div key={i} className={`step-card ${s.gold ? "gold" : "miss"}`} data-testid="episode-step">
+            <div key={i} className={`step-card ${s.gold ? "gold" : "miss"}`} data-testid="episode-step" data-kept={i < view.kept ? "yes" : "no"}>
               <div className="row small">
                 <b>step {i + 1}</b>
                 <span className="mono">chunk #{s.index}</span>
@@ -88,7 +116,7 @@ export function EpisodeView({ record }: { record: EpisodeRecord }) {
                 </span>
                 <span className="muted">reward {fmtNum(s.reward, 3)}</span>
                 {s.gold ? <span className="gold-mark">gold ✓</span> : <span className="muted">not gold</span>}
-                {record.filtered.threshold !== undefined && s.q < record.filtered.threshold && <span className="badge plain">below Q threshold</span>}
+                {i < view.kept ? <span className="badge ok">kept at Q &gt; {fmtNum(threshold, 2)}</span> : <span className="badge plain">dropped by the stopping filter</span>}
               </div>
               <p className="chunk">{s.text}</p>
               {s.topk.length > 0 && (

@@ -11,6 +11,9 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
+import type { EpisodeDto } from "../lib/contracts/index.ts";
+import { thresholdView } from "../lib/analysis/threshold.ts";
+import { fmtNum } from "../lib/format.ts";
 import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, waitFor, type TestServer } from "./ui-browser-helpers.ts";
 
 const skip = browserUnavailable();
@@ -130,6 +133,27 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
     assert.ok((await page.locator('[data-testid="episode-step"]').count()) >= 1);
     assert.ok((await page.locator('[data-testid="gold-facts"] li').count()) >= 1);
     assert.match((await page.locator('[data-testid="oracle-label"]').textContent()) ?? "", /oracle stop/);
+
+    // the Q-threshold slider: kept steps and scores as the engine's definitions give them
+    const episodeId = /\/episodes\/(\d+)$/.exec(page.url())![1];
+    const { record } = (await (await fetch(`${base}/api/runs/${runId}/episodes/${episodeId}`)).json()) as EpisodeDto;
+    assert.ok(record);
+    // thresholds just below and just above each pick's Q (on the slider's 0.01 grid), so the kept
+    // prefix changes between them wherever a Q lies inside (0, 1)
+    const grid = (v: number) => Math.round(Math.min(1, Math.max(0, v)) * 100) / 100;
+    const ts = [...new Set([0, 1, record.filtered.threshold, ...record.q_values.flatMap((q) => [grid(Math.floor(q * 100) / 100 - 0.01), grid(Math.ceil(q * 100) / 100)])])];
+    const keptCounts = new Set(ts.map((t) => thresholdView(record, t).kept));
+    if (record.q_values.some((q) => q > 0.02 && q < 0.98)) assert.ok(keptCounts.size >= 2, "the thresholds tried change what is kept");
+    for (const t of ts) {
+      await page.locator('[data-testid="threshold-slider"]').fill(String(t));
+      const want = thresholdView(record, t);
+      await waitFor(`threshold ${t} applied`, async () => (await page.locator('[data-testid="threshold-value"]').textContent()) === fmtNum(t, 2), 10_000);
+      assert.equal(await page.locator('[data-testid="episode-step"][data-kept="yes"]').count(), want.kept, `kept steps at Q > ${t}`);
+      const cells = await page.locator('[data-testid="threshold-row"] td.num').allTextContents();
+      assert.deepEqual(cells, [want.precision, want.recall, want.f1, want.coverage].map((v) => fmtNum(v, 3)), `scores at Q > ${t}`);
+    }
+    const own = thresholdView(record, record.filtered.threshold);
+    assert.deepEqual([own.kept, own.f1], [record.filtered.kept, record.filtered.f1], "at its own threshold the view is the engine's filtered score");
     await shot("episode");
   });
 
