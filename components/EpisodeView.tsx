@@ -8,6 +8,7 @@
 import { useState } from "react";
 import type { EpisodeRecord } from "../lib/contracts/index.ts";
 import { thresholdView } from "../lib/analysis/threshold.ts";
+import { useStepCursor } from "../lib/hooks/useStepCursor.ts";
 import { fmtNum } from "../lib/format.ts";
 
 function Scores({ label, s, testId }: { label: string; s: { precision: number; recall: number; f1: number; coverage: number }; testId?: string }) {
@@ -27,6 +28,7 @@ export function EpisodeView({ record }: { record: EpisodeRecord }) {
   const found = record.steps.filter((s) => s.gold).length;
   const [threshold, setThreshold] = useState(record.filtered.threshold);
   const view = thresholdView(record, threshold);
+  const cursor = useStepCursor(record.steps.length);
   return (
     <div className="stack" data-testid="episode-view">
       <div className="grid2">
@@ -102,10 +104,31 @@ export function EpisodeView({ record }: { record: EpisodeRecord }) {
         </section>
       </div>
       <section>
-        <h2>Steps</h2>
+        <div className="row">
+          <h2 style={{ margin: 0 }}>Steps</h2>
+          {record.steps.length > 0 && (
+            <div className="row small" data-testid="step-player">
+              <button type="button" onClick={() => cursor.go(0)} aria-label="first step">⏮</button>
+              <button type="button" onClick={() => cursor.go(cursor.step - 1)} aria-label="previous step">◀</button>
+              <span className="mono" data-testid="step-position">
+                step {cursor.step + 1} of {record.steps.length}
+              </span>
+              <button type="button" onClick={() => cursor.go(cursor.step + 1)} aria-label="next step">▶</button>
+              <button type="button" onClick={() => cursor.go(record.steps.length - 1)} aria-label="last step">⏭</button>
+              <span className="muted">← → Home End</span>
+            </div>
+          )}
+        </div>
         <div className="stack" style={{ gap: 10 }}>
           {record.steps.map((s, i) => (
-            <div key={i} className={`step-card ${s.gold ? "gold" : "miss"}`} data-testid="episode-step" data-kept={i < view.kept ? "yes" : "no"}>
+            <div
+              key={i}
+              className={`step-card ${s.gold ? "gold" : "miss"}${i === cursor.step ? " current" : ""}`}
+              data-testid="episode-step"
+              data-kept={i < view.kept ? "yes" : "no"}
+              data-current={i === cursor.step ? "yes" : undefined}
+              aria-current={i === cursor.step ? "step" : undefined}
+            >
               <div className="row small">
                 <b>step {i + 1}</b>
                 <span className="mono">chunk #{s.index}</span>

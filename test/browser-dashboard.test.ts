@@ -155,6 +155,38 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
     const own = thresholdView(record, record.filtered.threshold);
     assert.deepEqual([own.kept, own.f1], [record.filtered.kept, record.filtered.f1], "at its own threshold the view is the engine's filtered score");
     await shot("episode");
+
+    // the step player on the run's longest stored episode: keys move the highlighted step, the
+    // URL names it, and opening that URL shows the same step
+    const list = (await (await fetch(`${base}/api/runs/${runId}/episodes?limit=100`)).json()) as EpisodeDto[];
+    const full = await Promise.all(list.map(async (e) => (await (await fetch(`${base}/api/runs/${runId}/episodes/${e.id}`)).json()) as EpisodeDto));
+    const longest = full.reduce((a, b) => ((b.record?.steps.length ?? 0) > (a.record?.steps.length ?? 0) ? b : a));
+    const n = longest.record!.steps.length;
+    assert.ok(n >= 2, `an episode with at least 2 steps to step through (longest has ${n})`);
+    await page.goto(`${base}/runs/${runId}/episodes/${longest.id}`);
+    const current = page.locator('[data-testid="episode-step"][data-current="yes"]');
+    const at = async (k: number) => {
+      await waitFor(`step ${k} highlighted`, async () => (await page.locator('[data-testid="step-position"]').textContent()) === `step ${k} of ${n}`, 10_000);
+      assert.equal(await current.count(), 1);
+      assert.equal(await page.locator('[data-testid="episode-step"]').nth(k - 1).getAttribute("data-current"), "yes");
+      assert.equal(new URL(page.url()).searchParams.get("step"), k === 1 && !new URL(page.url()).searchParams.has("step") ? null : String(k));
+    };
+    await page.locator('[data-testid="step-position"]').waitFor();
+    await at(1);
+    await page.keyboard.press("ArrowRight");
+    await at(2);
+    await page.keyboard.press("End");
+    await at(n);
+    await page.keyboard.press("ArrowRight");
+    await at(n);
+    await page.keyboard.press("ArrowLeft");
+    await at(n - 1);
+    await page.keyboard.press("Home");
+    await at(1);
+    await page.goto(`${base}/runs/${runId}/episodes/${longest.id}?step=${n}`);
+    await page.locator('[data-testid="step-position"]').waitFor();
+    await at(n);
+    assert.match((await current.textContent()) ?? "", new RegExp(`chunk #${longest.record!.steps[n - 1].index}(?!\\d)`), "the highlighted card is that step's chunk");
   });
 
   test("cancel a run and see status cancelled", async () => {
