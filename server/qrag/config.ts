@@ -255,7 +255,8 @@ export interface RunConfigInput {
 /**
  * The platform's one entry into configs: a form's tree, a preset, or a stored run's config with
  * edits, then key=value overrides, validated. Throws ConfigError (issues under `config.…`,
- * `overrides.N` or `preset`); the API calls it on create and clone, the worker on assignment.
+ * `overrides.N` or `preset`). The API calls it on create, clone and the form's live check; the
+ * worker re-validates the stored config on assignment with `validateConfig`.
  */
 export function buildRunConfig(input: RunConfigInput): RunConfig {
   const dir = input.configDir ?? defaultConfigDir();
