@@ -37,7 +37,7 @@ export function mergeLogs(lines: LogLineDto[], batch: RunBatchMsg, limit: number
   return out.length > limit ? out.slice(out.length - limit) : out;
 }
 
-export const episodeKey = (e: Pick<EpisodeDto, "phase" | "update" | "sampleId">) => `${e.phase}:${e.update}:${e.sampleId}`;
+export const episodeKey = (e: Pick<EpisodeDto, "phase" | "update" | "sampleId" | "numChunks">) => `${e.phase}:${e.update}:${e.sampleId}:${e.numChunks}`;
 
 /**
  * Prepends the batch's episodes (the list is latest first). Live episodes have no database id yet
@@ -48,7 +48,7 @@ export function mergeEpisodes(list: EpisodeDto[], batch: RunBatchMsg, limit: num
   for (const e of batch.events) {
     if (e.type !== "episode" || (phase && e.phase !== phase)) continue;
     const r = e.record;
-    fresh.push({ id: 0, phase: e.phase, step: e.step, update: e.update, sampleId: r.id, coverage: r.metrics.coverage, f1: r.metrics.f1, return: r.return, record: r });
+    fresh.push({ id: 0, phase: e.phase, step: e.step, update: e.update, sampleId: r.id, numChunks: r.num_chunks, coverage: r.metrics.coverage, f1: r.metrics.f1, return: r.return, record: r });
   }
   if (!fresh.length) return list;
   const seen = new Set(list.map(episodeKey));

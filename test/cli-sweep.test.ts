@@ -52,7 +52,7 @@ test("sweep: per-length results with Q-RAG, BM25 and dense on the same samples",
     assert.equal(p.samples, 8);
     assert.equal(p.oracle_stop, false);
     assert.ok(p.tokens > p.numChunks * 5, `tokens ${p.tokens}`);
-    for (const m of [p.qrag, p.qragFiltered, p.bm25, p.dense]) for (const v of Object.values(m)) assert.ok(Number.isFinite(v));
+    for (const m of [p.qrag, p.qragFiltered, p.bm25!, p.dense!]) for (const v of Object.values(m)) assert.ok(Number.isFinite(v));
     assert.equal(p.baselineK, config.envs.max_steps);
   }
   // the trained retriever finds qa1's single fact far more often than chance (6 of 400 → 0.015)

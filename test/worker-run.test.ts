@@ -146,6 +146,7 @@ function assignment(runId: string, overrides: string[], extra: Partial<RunAssign
     nextSeq: 1,
     attempt: 1,
     runDir: path.join(tmp, runId),
+    kind: "train",
     ...extra,
   };
 }

@@ -22,7 +22,7 @@ export type RunSummary = Partial<Record<(typeof SUMMARY_KEYS)[number] | "update"
 export const runListSelect = {
   id: true, name: true, status: true, preset: true, envName: true, task: true, tags: true, notes: true,
   workerId: true, backend: true, device: true, createdAt: true, startedAt: true, finishedAt: true,
-  error: true, parentId: true, attempt: true, lastSeq: true, progressDone: true, progressTotal: true,
+  error: true, kind: true, sweepOf: true, parentId: true, attempt: true, lastSeq: true, progressDone: true, progressTotal: true,
   summary: true,
 } as const satisfies Prisma.RunSelect;
 export type RunListRow = Prisma.RunGetPayload<{ select: typeof runListSelect }>;
@@ -66,7 +66,7 @@ export interface MetricsDto {
   lastSeq: number;
 }
 
-export const episodeListSelect = { id: true, phase: true, step: true, update: true, sampleId: true, coverage: true, f1: true, return: true } as const satisfies Prisma.EpisodeSelect;
+export const episodeListSelect = { id: true, phase: true, step: true, update: true, sampleId: true, numChunks: true, coverage: true, f1: true, return: true } as const satisfies Prisma.EpisodeSelect;
 export type EpisodeDto = Wire<Prisma.EpisodeGetPayload<{ select: typeof episodeListSelect }>> & { record?: EpisodeRecord };
 
 export const logLineSelect = { seq: true, level: true, message: true, at: true } as const satisfies Prisma.LogLineSelect;

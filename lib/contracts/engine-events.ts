@@ -89,8 +89,11 @@ export const sweepPointSchema = z.object({
   threshold: z.number(),
   qrag: retrievalScoresSchema,
   qragFiltered: retrievalScoresSchema.extend({ avgKept: z.number() }),
-  bm25: retrievalScoresSchema,
-  dense: retrievalScoresSchema,
+  /** Absent when the sweep ran without baselines. */
+  bm25: retrievalScoresSchema.optional(),
+  dense: retrievalScoresSchema.optional(),
+  /** Sample standard deviation of the per-episode F1 (coverage is a proportion: Wilson needs only n). */
+  f1Sd: z.object({ qrag: z.number(), qragFiltered: z.number(), bm25: z.number().optional(), dense: z.number().optional() }).optional(),
   /** Baselines retrieve this many chunks in one step. */
   baselineK: int,
   episodeSeconds: z.number(),
@@ -104,7 +107,7 @@ export const engineEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("run_start"), meta: runMetaSchema }),
   // the engine emits finite values only (JSON would turn NaN into null)
   z.object({ type: z.literal("metric"), key: metricKeySchema, step: int, update: int, value: finite, wall: z.number() }),
-  z.object({ type: z.literal("episode"), phase: z.enum(["train", "eval"]), step: int, update: int, record: episodeRecordSchema }),
+  z.object({ type: z.literal("episode"), phase: z.enum(["train", "eval", "sweep"]), step: int, update: int, record: episodeRecordSchema }),
   z.object({ type: z.literal("checkpoint"), step: int, update: int, path: z.string().min(1), best: z.boolean(), evalReturn: finite.optional() }),
   z.object({ type: z.literal("progress"), phase: z.string().max(40), done: z.number(), total: z.number(), etaSeconds: z.number().optional(), message: z.string().optional() }),
   z.object({ type: z.literal("log"), level: z.enum(["info", "warn", "error"]), message: z.string() }),

@@ -91,7 +91,12 @@ export const metricsQuery = z.strictObject({
 export type MetricsQuery = Partial<z.output<typeof metricsQuery>>;
 
 /** GET /api/runs/:id/episodes?limit=&phase= (latest first) */
-export const episodesQuery = z.strictObject({ limit: intParam(1, 1000).optional(), phase: z.enum(["train", "eval"]).optional() });
+export const episodesQuery = z.strictObject({
+  limit: intParam(1, 1000).optional(),
+  phase: z.enum(["train", "eval", "sweep"]).optional(),
+  /** Sweep episodes of one haystack size. */
+  numChunks: intParam(1, 10_000_000).optional(),
+});
 export type EpisodesQuery = z.output<typeof episodesQuery>;
 
 /** GET /api/runs/:id/logs?limit= (latest last) */

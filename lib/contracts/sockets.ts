@@ -48,6 +48,10 @@ export const runAssignmentSchema = z.object({
   attempt: z.number().int().min(1),
   /** Where the engine writes this run's files (checkpoints, JSONL). */
   runDir: z.string().min(1),
+  /** "sweep": `config` is a SweepSpec, the job evaluates a checkpoint (no training). */
+  kind: z.enum(["train", "sweep"]).default("train"),
+  /** A resumed sweep: lengths whose points are stored already. */
+  skipLengths: z.array(z.number().int()).max(100).optional(),
 });
 export type RunAssignment = z.infer<typeof runAssignmentSchema>;
 

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ApiDeps, Handler, Params } from "./http.ts";
 import { json } from "./http.ts";
 import { health, presets, schema, workers } from "./misc.ts";
+import { runSweeps, runSweepUpload, sweepAcross, sweepItem } from "./sweeps.ts";
 import { runCancel, runClone, runEpisode, runEpisodes, runExport, runItem, runLogs, runMetrics, runResume, runsCollection, runsValidate } from "./runs.ts";
 
 type Methods = Partial<Record<"GET" | "POST" | "PATCH", Handler>>;
@@ -28,6 +29,10 @@ const ROUTES: [string, Methods][] = [
   ["/api/runs/:id/episodes/:episodeId", runEpisode],
   ["/api/runs/:id/logs", runLogs],
   ["/api/runs/:id/export/:file", runExport],
+  ["/api/runs/:id/sweeps", runSweeps],
+  ["/api/runs/:id/sweeps/upload", runSweepUpload],
+  ["/api/sweeps/:id", sweepItem],
+  ["/api/sweeps/:id/across", sweepAcross],
 ];
 
 const compiled = ROUTES.map(([pattern, methods]) => {

@@ -37,7 +37,7 @@ function printer(quiet: boolean): (e: EngineEvent) => void {
     else if (e.type === "log") bar.log(`[${e.level}] ${e.message}`);
     else if (e.type === "sweep_point") {
       const p = e.point;
-      bar.log(`${p.label.padEnd(5)} ${String(p.numChunks).padStart(7)} chunks ≈${p.tokens} tok | Q-RAG cov ${p.qrag.coverage.toFixed(3)} f1@${p.threshold} ${p.qragFiltered.f1.toFixed(3)} | BM25 cov ${p.bm25.coverage.toFixed(3)} | dense cov ${p.dense.coverage.toFixed(3)} | ${p.episodeSeconds.toFixed(2)} s/episode`);
+      bar.log(`${p.label.padEnd(5)} ${String(p.numChunks).padStart(7)} chunks ≈${p.tokens} tok | Q-RAG cov ${p.qrag.coverage.toFixed(3)} f1@${p.threshold} ${p.qragFiltered.f1.toFixed(3)} | BM25 cov ${p.bm25?.coverage.toFixed(3) ?? "–"} | dense cov ${p.dense?.coverage.toFixed(3) ?? "–"} | ${p.episodeSeconds.toFixed(2)} s/episode`);
     }
   };
 }

@@ -18,6 +18,7 @@ import { SWEEP_LENGTHS, measureTokensPerChunk, estimateContextTokens } from "./d
 import { noisePoolFor } from "./data/noise/pool.ts";
 import { corpusSpecFrom } from "./data/noise/corpus.ts";
 import { InputError } from "./errors.ts";
+import { ENGINE_VERSION } from "./version.ts";
 
 interface SweepOptions {
   checkpoint: string;
@@ -28,6 +29,12 @@ interface SweepOptions {
   threshold?: number;
   /** Default true, as the reference sweep (every episode runs max_steps; no oracle stop). */
   neverTerminate?: boolean;
+  /** BM25 and single-step dense on the same samples (default true). */
+  baselines?: boolean;
+  /** Lengths already done (a resumed sweep job): not run again. */
+  skipLengths?: readonly number[];
+  /** Emit an "episode" event (phase "sweep") per episode, for the dashboard to store. */
+  emitEpisodes?: boolean;
   onEvent?: EventSink;
   signal?: AbortSignal;
   /** Write sweep points (JSONL) and per-episode records here. */
@@ -42,12 +49,21 @@ function defaultSweepSamples(numChunks: number): number {
   return 3;
 }
 
+/** Sample standard deviation of per-episode F1 (0 for fewer than 2 episodes). */
+function f1Sd(list: readonly { f1: number }[]): number {
+  if (list.length < 2) return 0;
+  const mean = list.reduce((a, m) => a + m.f1, 0) / list.length;
+  return Math.sqrt(list.reduce((a, m) => a + (m.f1 - mean) ** 2, 0) / (list.length - 1));
+}
+
 export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
   const emit: EventSink = opts.onEvent ?? (() => {});
-  const { nets, config } = await loadAgent(opts.checkpoint);
+  const { nets, config, backend, device } = await loadAgent(opts.checkpoint);
   if (config.envs.name !== "babilong") throw new InputError(`sweep: needs a BabiLong run (this checkpoint was trained on ${config.envs.name})`);
   const env = config.envs;
-  const lengths = opts.lengths ?? SWEEP_LENGTHS.map((l) => l.chunks);
+  const skip = new Set(opts.skipLengths ?? []);
+  const lengths = (opts.lengths ?? SWEEP_LENGTHS.map((l) => l.chunks)).filter((n) => !skip.has(n));
+  const baselines = opts.baselines ?? true;
   const samplesFor = (n: number) => (typeof opts.samples === "function" ? opts.samples(n) : opts.samples ?? defaultSweepSamples(n));
   const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate ?? true, threshold: opts.threshold });
   const tpc = measureTokensPerChunk({ pool: noisePoolFor(corpusSpecFrom(env.noise)), seed: config.seed });
@@ -57,6 +73,7 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
   const totalEpisodes = lengths.reduce((a, n) => a + samplesFor(n), 0);
   let done = 0;
   const k = env.max_steps;
+  emit({ type: "run_start", meta: { name: `sweep of ${opts.checkpoint}`, backend, device, engineVersion: ENGINE_VERSION, config: { checkpoint: opts.checkpoint, lengths, baselines, threshold: gOpts.threshold }, startedAt: new Date().toISOString() } });
   try {
     for (const numChunks of lengths) {
       const source = buildSource(config, "test", numChunks);
@@ -77,9 +94,12 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
         q.push(rec.metrics);
         qf.push(rec.filtered);
         kept += rec.filtered.kept;
-        bm.push(retrievalMetrics(Bm25Index.build(sample.chunks).topK(sample.question, k).map((h) => h.index), sample.supportIdx));
-        de.push(retrievalMetrics(denseSingleStep(nets, sample.question, emb, n, k, { maxInMemory: config.max_action_length_in_memory, positions: env.positions_processor, stepSize: env.step_size }), sample.supportIdx));
+        if (baselines) {
+          bm.push(retrievalMetrics(Bm25Index.build(sample.chunks).topK(sample.question, k).map((h) => h.index), sample.supportIdx));
+          de.push(retrievalMetrics(denseSingleStep(nets, sample.question, emb, n, k, { maxInMemory: config.max_action_length_in_memory, positions: env.positions_processor, stepSize: env.step_size }), sample.supportIdx));
+        }
         if (epOut !== undefined) fs.writeSync(epOut, JSON.stringify({ numChunks, ...rec }) + "\n");
+        if (opts.emitEpisodes) emit({ type: "episode", phase: "sweep", step: 0, update: 0, record: rec });
         done++;
         emit({ type: "progress", phase: "sweep", done, total: totalEpisodes, message: `${numChunks} chunks: ${i + 1}/${m}` });
       }
@@ -92,8 +112,8 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
         threshold: gOpts.threshold,
         qrag: pick(aggregate(q)),
         qragFiltered: { ...pick(aggregate(qf)), avgKept: kept / Math.max(1, q.length) },
-        bm25: pick(aggregate(bm)),
-        dense: pick(aggregate(de)),
+        ...(baselines ? { bm25: pick(aggregate(bm)), dense: pick(aggregate(de)) } : {}),
+        f1Sd: { qrag: f1Sd(q), qragFiltered: f1Sd(qf), ...(baselines ? { bm25: f1Sd(bm), dense: f1Sd(de) } : {}) },
         baselineK: k,
         episodeSeconds: episodeSecs / Math.max(1, q.length),
         encodeSeconds: encodeSecs / Math.max(1, q.length),

@@ -2,7 +2,7 @@
  * Event-batch ingestion: one numbered batch from a worker is written in one transaction,
  * idempotently on (run, seq). The batch itself is stored (the unit of replay for browsers), and
  * its events are derived into rows: metric points (skipping (run, key, step) already stored — a
- * resumed attempt re-sends points after its checkpoint), episodes, checkpoints and
+ * resumed attempt re-sends points after its checkpoint), episodes, checkpoints, sweep points and
  * log lines, plus the run's status, backend/device, progress, summary and lastSeq.
  *
  * Batches are accepted strictly in order (seq = lastSeq + 1) and only from the worker that holds
@@ -104,7 +104,7 @@ async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Pr
                 if (Number.isFinite(e.wall)) wall = Math.max(wall, e.wall);
                 break;
               case "episode":
-                episodes.push([runId, seq, e.phase, e.step, e.update, String(e.record.id), e.record.metrics.coverage, e.record.metrics.f1, e.record.return, JSON.stringify(e.record)]);
+                episodes.push([runId, seq, e.phase, e.step, e.update, String(e.record.id), e.record.num_chunks, e.record.metrics.coverage, e.record.metrics.f1, e.record.return, JSON.stringify(e.record)]);
                 break;
               case "checkpoint":
                 await tx.checkpoint.upsert({
@@ -113,8 +113,14 @@ async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Pr
                   update: { step: e.step, path: e.path, evalReturn: e.evalReturn ?? null, createdAt: now },
                 });
                 break;
+              case "sweep_point": {
+                const p = e.point;
+                const row = { tokens: p.tokens, samples: p.samples, point: JSON.stringify(p) };
+                await tx.sweepPoint.upsert({ where: { runId_numChunks: { runId, numChunks: p.numChunks } }, create: { runId, numChunks: p.numChunks, ...row }, update: row });
+                break;
+              }
               case "progress":
-                if (e.phase === "train" || data.progressTotal === undefined) {
+                if (e.phase === "train" || e.phase === "sweep" || data.progressTotal === undefined) {
                   data.progressDone = Math.round(e.done);
                   data.progressTotal = Math.round(e.total);
                 }
@@ -143,7 +149,7 @@ async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Pr
           await tx.eventBatch.create({ data: { runId, seq, events: JSON.stringify(events), createdAt: now } });
           if (metrics.length) await insertIgnore(tx as unknown as Db, h.provider, "MetricPoint", ["runId", "key", "step", "update", "value", "wall"], metrics);
           if (episodes.length) {
-            await insertIgnore(tx as unknown as Db, h.provider, "Episode", ["runId", "seq", "phase", "step", "update", "sampleId", "coverage", "f1", "return", "record"], episodes);
+            await insertIgnore(tx as unknown as Db, h.provider, "Episode", ["runId", "seq", "phase", "step", "update", "sampleId", "numChunks", "coverage", "f1", "return", "record"], episodes);
           }
           if (logs.length) await tx.logLine.createMany({ data: logs });
           const stop = !ended && run.cancelRequested;

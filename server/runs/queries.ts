@@ -61,7 +61,7 @@ async function ensureRun(h: DbHandle, runId: string): Promise<void> {
 export async function listEpisodes(h: DbHandle, runId: string, q: EpisodesQuery = {}): Promise<EpisodeDto[]> {
   await ensureRun(h, runId);
   const rows = await h.prisma.episode.findMany({
-    where: { runId, ...(q.phase ? { phase: q.phase } : {}) },
+    where: { runId, ...(q.phase ? { phase: q.phase } : {}), ...(q.numChunks ? { numChunks: q.numChunks } : {}) },
     orderBy: [{ update: "desc" }, { id: "desc" }],
     take: q.limit ?? 50,
     select: episodeListSelect,

@@ -124,6 +124,8 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
               nextSeq: claimed.lastSeq + 1,
               attempt: claimed.attempt,
               runDir: path.join(o.runsDir, id),
+              kind: claimed.kind === "sweep" ? "sweep" : "train",
+              ...(claimed.skipLengths.length ? { skipLengths: claimed.skipLengths } : {}),
             };
             log(`run ${id} (attempt ${a.attempt}${a.resumeFrom ? `, resuming from ${a.resumeFrom}` : ""}) → ${who(c)}`);
             await setWorkerRow(c).catch(() => undefined);
@@ -289,6 +291,9 @@ export interface Claimed {
   resumeFrom: string | null;
   lastSeq: number;
   attempt: number;
+  kind: string;
+  /** A sweep job: lengths whose points are stored (a resumed attempt skips them). */
+  skipLengths: number[];
 }
 
 /** queued → running for `workerId`, if and only if the run is still queued; null when another claim won. */
@@ -301,8 +306,9 @@ export async function claimRun(h: DbHandle, runId: string, workerId: string, lea
     });
     if (n.count !== 1) return null;
     await db.run.updateMany({ where: { id: runId, startedAt: null }, data: { startedAt: now } });
-    const r = await db.run.findUniqueOrThrow({ where: { id: runId }, select: { config: true, resumeFrom: true, lastSeq: true, attempt: true } });
-    return { runId, ...r };
+    const r = await db.run.findUniqueOrThrow({ where: { id: runId }, select: { config: true, resumeFrom: true, lastSeq: true, attempt: true, kind: true } });
+    const skipLengths = r.kind === "sweep" ? (await db.sweepPoint.findMany({ where: { runId }, select: { numChunks: true } })).map((p) => p.numChunks) : [];
+    return { runId, ...r, skipLengths };
   });
 }
 
@@ -355,23 +361,25 @@ export interface Expired {
 
 /**
  * Running runs whose lease passed: a cancel in flight → cancelled; a checkpoint → queued again,
- * resuming from it; otherwise failed ("worker lost").
+ * resuming from it; otherwise failed ("worker lost"). A sweep job always queues again: its stored
+ * points are its checkpoint (the next attempt skips those lengths).
  */
 export async function expireLeases(h: DbHandle, now = new Date()): Promise<Expired[]> {
   const due = await h.prisma.run.findMany({ where: { status: "running", leaseUntil: { lt: now } }, select: { id: true } });
   const out: Expired[] = [];
   for (const { id } of due) {
     const r = await h.write(async (db): Promise<Expired | null> => {
-      const run = await db.run.findUnique({ where: { id }, select: { workerId: true, cancelRequested: true, lastSeq: true } });
+      const run = await db.run.findUnique({ where: { id }, select: { workerId: true, cancelRequested: true, lastSeq: true, kind: true } });
       if (!run) return null;
-      const from = await lastCheckpointPath(db, id);
+      const sweepJob = run.kind === "sweep";
+      const from = sweepJob ? null : await lastCheckpointPath(db, id);
       const gone = `worker lost: no heartbeat from ${run.workerId ?? "its worker"} before the lease ran out`;
       let outcome: Expired["outcome"];
       let data;
       if (run.cancelRequested) {
         outcome = "cancelled";
         data = { status: "cancelled", finishedAt: now, leaseUntil: null, cancelRequested: false, ...(from ? { resumeFrom: from } : {}) };
-      } else if (from) {
+      } else if (from || sweepJob) {
         outcome = "queued";
         data = { status: "queued", workerId: null, leaseUntil: null, resumeFrom: from };
       } else {
@@ -381,7 +389,7 @@ export async function expireLeases(h: DbHandle, now = new Date()): Promise<Expir
       const n = await db.run.updateMany({ where: { id, status: "running", leaseUntil: { lt: now } }, data });
       if (n.count !== 1) return null;
       const message =
-        outcome === "queued" ? `${gone}; queued again to resume from ${from}` : outcome === "cancelled" ? `${gone}; cancel completed` : `${gone}; no checkpoint to resume from`;
+        outcome === "queued" ? `${gone}; queued again to resume from ${from ?? "its stored sweep points"}` : outcome === "cancelled" ? `${gone}; cancel completed` : `${gone}; no checkpoint to resume from`;
       await db.logLine.create({ data: { runId: id, seq: run.lastSeq, level: outcome === "failed" ? "error" : "warn", message, at: now } });
       return { runId: id, workerId: run.workerId, outcome, resumeFrom: outcome === "queued" ? from : null };
     });

@@ -77,7 +77,8 @@ export async function createRun(h: DbHandle, input: CreateRunBody & { base?: unk
 
 /** The runs table: filters, search, sort and page in the database; 3 queries, no N+1. */
 export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<RunListDto> {
-  const and: Prisma.RunWhereInput[] = [];
+  // sweep jobs belong to the run they evaluate (its Sweep section), not to the runs table
+  const and: Prisma.RunWhereInput[] = [{ kind: { not: "sweep" } }];
   if (query.status?.length) and.push({ status: { in: query.status } });
   if (query.tag) and.push({ tags: { contains: JSON.stringify(query.tag) } });
   if (query.q) {
@@ -94,7 +95,7 @@ export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<R
       ],
     });
   }
-  const where: Prisma.RunWhereInput = and.length ? { AND: and } : {};
+  const where: Prisma.RunWhereInput = { AND: and };
   const order = query.order ?? (query.sort === "name" || query.sort === "status" ? "asc" : "desc");
   const limit = query.limit ?? 100;
   const offset = query.offset ?? 0;
@@ -151,14 +152,24 @@ export async function patchRun(h: DbHandle, id: string, patch: PatchRunBody, dep
   if (patch.name !== undefined) data.name = patch.name.trim();
   if (patch.tags !== undefined) data.tags = JSON.stringify(normTags(patch.tags));
   if (patch.notes !== undefined) data.notes = patch.notes;
+  await writable(h, id);
   const n = await h.write((db) => db.run.updateMany({ where: { id }, data }));
   if (n.count === 0) throw notFound(`run ${id}`);
   deps.notifier.changed([id]);
   return getRun(h, id);
 }
 
+/** Imported runs are records of someone else's run: read-only (409 on edits and lifecycle actions). */
+async function writable(h: DbHandle, id: string): Promise<{ kind: string }> {
+  const run = await h.prisma.run.findUnique({ where: { id }, select: { kind: true } });
+  if (!run) throw notFound(`run ${id}`);
+  if (run.kind === "imported") throw conflict(`run ${id} is imported and read-only`);
+  return run;
+}
+
 /** queued → cancelled at once; running → cancelRequested, forwarded to the worker. */
 export async function cancelRun(h: DbHandle, id: string, deps: RunsDeps = standalone): Promise<RunDetailDto> {
+  await writable(h, id);
   const outcome = await h.write(async (db) => {
     const run = await db.run.findUnique({ where: { id }, select: { status: true, workerId: true } });
     if (!run) throw notFound(`run ${id}`);
@@ -177,14 +188,18 @@ export async function cancelRun(h: DbHandle, id: string, deps: RunsDeps = standa
   return getRun(h, id);
 }
 
-/** A cancelled or failed run with a checkpoint → a new attempt of the same run. */
+/**
+ * A cancelled or failed run with a checkpoint → a new attempt of the same run. A sweep job needs
+ * none: the new attempt skips the lengths whose points are stored.
+ */
 export async function resumeRun(h: DbHandle, id: string, deps: RunsDeps = standalone): Promise<RunDetailDto> {
+  await writable(h, id);
   await h.write(async (db) => {
-    const run = await db.run.findUnique({ where: { id }, select: { status: true } });
+    const run = await db.run.findUnique({ where: { id }, select: { status: true, kind: true } });
     if (!run) throw notFound(`run ${id}`);
     if (run.status !== "cancelled" && run.status !== "failed") throw conflict(`run ${id} is ${run.status}; only cancelled or failed runs can be resumed`);
-    const from = await lastCheckpointPath(db, id);
-    if (!from) throw conflict(`run ${id} has no checkpoint to resume from`);
+    const from = run.kind === "sweep" ? null : await lastCheckpointPath(db, id);
+    if (!from && run.kind !== "sweep") throw conflict(`run ${id} has no checkpoint to resume from`);
     const n = await db.run.updateMany({
       where: { id, status: run.status },
       data: { status: "queued", resumeFrom: from, finishedAt: null, error: null, cancelRequested: false, leaseUntil: null, workerId: null },
@@ -199,8 +214,9 @@ export async function resumeRun(h: DbHandle, id: string, deps: RunsDeps = standa
 
 /** A new queued run with parentId = the source and the source's config with edits. */
 export async function cloneRun(h: DbHandle, id: string, edits: CloneRunBody, deps: RunsDeps = standalone): Promise<RunDetailDto> {
-  const src = await h.prisma.run.findUnique({ where: { id }, select: { config: true, preset: true, tags: true, name: true } });
+  const src = await h.prisma.run.findUnique({ where: { id }, select: { config: true, preset: true, tags: true, name: true, kind: true } });
   if (!src) throw notFound(`run ${id}`);
+  if (src.kind === "sweep") throw conflict(`run ${id} is a sweep job; start a new sweep from the run it evaluates`);
   return createRun(
     h,
     {

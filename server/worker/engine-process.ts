@@ -9,12 +9,15 @@
  * If the parent goes away, the run is aborted (the engine saves a checkpoint) and the child exits.
  */
 import type { EngineEvent, RunConfig } from "../qrag/index.ts";
+import type { SweepSpec } from "../../lib/contracts/index.ts";
 import { errorMessage } from "./log.ts";
 
 export type EngineRequest =
   | { type: "probe" }
   /** `config` was validated by the worker (runner.ts) before the engine process was forked. */
   | { type: "start"; config: RunConfig; resumeFrom?: string; runDir?: string }
+  /** A sweep job; `checkpoint` is resolved and checked readable by the worker. */
+  | { type: "sweep"; spec: SweepSpec; checkpoint: string; skipLengths: number[] }
   | { type: "cancel" };
 
 export type EngineReply =
@@ -55,6 +58,16 @@ async function handle(msg: EngineRequest): Promise<void> {
       const { pickBackend } = await import("../qrag/runtime.ts");
       const info = await pickBackend();
       return await finish({ type: "backend", backend: info.backend, device: info.device }, 0);
+    }
+    if (msg.type === "sweep") {
+      const { sweep } = await import("../qrag/runtime.ts");
+      const { spec } = msg;
+      await sweep({
+        checkpoint: msg.checkpoint, lengths: spec.lengths, samples: spec.samples, threshold: spec.threshold, baselines: spec.baselines,
+        neverTerminate: !spec.oracleStop, skipLengths: msg.skipLengths, emitEpisodes: true,
+        onEvent: (event) => void send({ type: "event", event }), signal: ac.signal,
+      });
+      return await finish({ type: "done", status: ac.signal.aborted ? "cancelled" : "completed", step: 0, updates: 0 }, 0);
     }
     const { train } = await import("../qrag/runtime.ts");
     const res = await train(msg.config, {

@@ -13,6 +13,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { EngineEvent, EventsAck, RunAssignment } from "../../lib/contracts/index.ts";
+import { sweepSpecSchema, issuesText } from "../../lib/contracts/index.ts";
 import { isCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
 import type { EngineReply, EngineRequest } from "./engine-process.ts";
 import { EventBatcher, type BatcherOptions } from "./batcher.ts";
@@ -226,7 +227,17 @@ export class RunExecution {
     return { status: end.status, ...(end.error ? { error: end.error } : {}), delivered: !this.batcher.isRejected };
   }
 
+  /** A sweep job: its spec checked here, its checkpoint readable on this worker. */
+  private async sweep(a: RunAssignment): Promise<void> {
+    const spec = sweepSpecSchema.safeParse(a.config);
+    if (!spec.success) return this.fail(`invalid sweep spec: ${issuesText(spec.error)}`);
+    const checkpoint = path.resolve(this.opts.baseDir ?? process.cwd(), spec.data.checkpoint);
+    if (!checkpointReachable(checkpoint)) return this.fail(`checkpoint not reachable on this worker: ${spec.data.checkpoint}`);
+    await this.runEngine({ type: "sweep", spec: spec.data, checkpoint, skipLengths: a.skipLengths ?? [] });
+  }
+
   private async train(a: RunAssignment): Promise<void> {
+    if (a.kind === "sweep") return this.sweep(a);
     let config: RunConfig;
     try {
       // the worker's one check of the config, with its own engine version; the engine process trusts it
@@ -241,10 +252,10 @@ export class RunExecution {
       if (!checkpointReachable(resumeFrom)) return this.fail(`checkpoint not reachable on this worker: ${a.resumeFrom}`);
     }
     const runDir = a.runDir ? path.resolve(base, a.runDir) : undefined;
-    await this.runEngine(config, resumeFrom, runDir);
+    await this.runEngine({ type: "start", config, resumeFrom, runDir });
   }
 
-  private async runEngine(config: RunConfig, resumeFrom: string | undefined, runDir: string | undefined): Promise<void> {
+  private async runEngine(request: Extract<EngineRequest, { type: "start" | "sweep" }>): Promise<void> {
     const engine = spawnEngine(this.log, `run ${this.runId}`);
     this.engine = engine;
     let error: string | undefined;
@@ -254,7 +265,7 @@ export class RunExecution {
       else if (m.type === "error") error = m.message;
       else if (m.type === "done") done = m;
     });
-    engine.send({ type: "start", config, resumeFrom, runDir });
+    engine.send(request);
     if (this.cancelRequested) engine.send({ type: "cancel" });
     const { code, signal } = await engine.exited;
     this.engine = null;

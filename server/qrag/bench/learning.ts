@@ -39,7 +39,7 @@ export async function benchLearning(log: (m: string) => void, tasks = LEARNING_T
       checkpoint: path.join(runDir, "checkpoints", "best"),
       lengths,
       samples: (n) => (n <= 5_000 ? 200 : n <= 50_000 ? 30 : 3),
-      onEvent: (e) => e.type === "sweep_point" && log(`  ${t.task} ${e.point.label}: coverage ${e.point.qrag.coverage.toFixed(3)} (bm25 ${e.point.bm25.coverage.toFixed(3)}, dense ${e.point.dense.coverage.toFixed(3)})`),
+      onEvent: (e) => e.type === "sweep_point" && log(`  ${t.task} ${e.point.label}: coverage ${e.point.qrag.coverage.toFixed(3)} (bm25 ${e.point.bm25?.coverage.toFixed(3) ?? "–"}, dense ${e.point.dense?.coverage.toFixed(3) ?? "–"})`),
     });
     out.push({ task: t.task, status: res.status, updates: res.updates, trainSeconds, budgetSeconds: t.budgetSeconds, lastEval: res.lastEval, bestEvalReturn: res.bestEvalReturn, sweep: points });
   }

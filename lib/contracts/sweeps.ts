@@ -1,0 +1,88 @@
+/**
+ * Context-length sweeps as dashboard jobs: what the "Sweep" form posts, the spec stored on the
+ * sweep job (a Run of kind "sweep") and sent to the worker, an upload of `qrag sweep --out /
+ * --episodes` files, and the answers. Sizes are bounded here: a sweep at 400,000 chunks costs
+ * seconds to minutes per episode on a CPU.
+ */
+import { z } from "zod";
+import type { RunDto } from "./dto.ts";
+import type { SweepPoint } from "./engine-events.ts";
+
+/** The reference lengths (chunks) in the order the paper reports them: ≈1K … 1M tokens. */
+export const DEFAULT_SWEEP_LENGTHS = [50, 160, 1200, 4600, 40000] as const;
+export const MAX_SWEEP_CHUNKS = 400_000;
+
+const lengths = z
+  .array(z.number().int().min(2, "at least 2 chunks").max(MAX_SWEEP_CHUNKS, `at most ${MAX_SWEEP_CHUNKS} chunks`))
+  .min(1, "at least one length")
+  .max(8, "at most 8 lengths")
+  .refine((l) => new Set(l).size === l.length, "lengths must be distinct");
+
+/** POST /api/runs/:id/sweeps */
+export const createSweepBody = z.strictObject({
+  /** "best", "last", or the update number of a stored checkpoint. */
+  checkpoint: z.union([z.literal("best"), z.literal("last"), z.number().int().min(0)]).default("best"),
+  lengths: lengths.default([...DEFAULT_SWEEP_LENGTHS]),
+  samples: z.number().int().min(1).max(500).default(20),
+  threshold: z.number().min(-1000).max(1000).default(0.5),
+  baselines: z.boolean().default(true),
+  oracleStop: z.boolean().default(false),
+});
+export type CreateSweepBody = z.input<typeof createSweepBody>;
+
+/** The sweep job's stored config, and what the worker runs. */
+export const sweepSpecSchema = z.strictObject({
+  /** The checkpoint folder, as stored on the evaluated run's checkpoint row. */
+  checkpoint: z.string().min(1).max(4096),
+  /** "best @ update 120", "last @ update 200", or "uploaded". */
+  checkpointLabel: z.string().max(200),
+  lengths,
+  samples: z.number().int().min(1).max(500),
+  threshold: z.number(),
+  baselines: z.boolean(),
+  oracleStop: z.boolean(),
+  source: z.enum(["dashboard", "upload"]),
+});
+export type SweepSpec = z.infer<typeof sweepSpecSchema>;
+
+/** POST /api/runs/:id/sweeps/upload: the text of `qrag sweep --out` (and `--episodes`) files. */
+export const uploadSweepBody = z.strictObject({
+  name: z.string().trim().max(200).optional(),
+  points: z.strictObject({ name: z.string().min(1).max(255), text: z.string().min(1).max(1_000_000) }),
+  episodes: z.strictObject({ name: z.string().min(1).max(255), text: z.string().max(3_000_000) }).optional(),
+});
+export type UploadSweepBody = z.input<typeof uploadSweepBody>;
+
+export interface SweepDto {
+  /** The sweep job (status, progress, worker, error). */
+  run: RunDto;
+  spec: SweepSpec;
+  points: SweepPoint[];
+}
+
+export interface SweepListDto {
+  sweeps: SweepDto[];
+}
+
+/** One sample of a sweep at every length (the "across lengths" view). */
+export interface AcrossCellDto {
+  episodeId: number;
+  coverage: number;
+  f1: number;
+  /** Per step: chosen chunk, its Q, gold or not. */
+  steps: { index: number; q: number; gold: boolean }[];
+  /** Gold facts the episode found / all gold facts. */
+  found: number;
+  gold: number;
+}
+export interface AcrossSampleDto {
+  /** The sample id without its haystack size (the same question and facts at every length). */
+  sample: string;
+  question: string;
+  /** numChunks → the episode at that length (absent: not run there). */
+  cells: Record<number, AcrossCellDto>;
+}
+export interface AcrossLengthsDto {
+  lengths: number[];
+  samples: AcrossSampleDto[];
+}

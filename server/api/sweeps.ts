@@ -1,0 +1,16 @@
+/** REST handlers for context-length sweeps (bound to paths in router.ts); cancel/resume are the runs' own. */
+import { createSweepBody, runIdParams, uploadSweepBody } from "../../lib/contracts/index.ts";
+import { acrossLengths, createSweep, getSweep, listSweeps, uploadSweep } from "../runs/sweeps.ts";
+import { handler, parseWith, readJson, type Params } from "./http.ts";
+
+const idOf = (params: Params) => parseWith(runIdParams, params, "run id").id;
+
+export const runSweeps = {
+  GET: handler(async (_req, p, d) => listSweeps(d.db, idOf(p))),
+  POST: handler(async (req, p, d) => createSweep(d.db, idOf(p), parseWith(createSweepBody, await readJson(req), "body"), d), 201),
+};
+export const runSweepUpload = {
+  POST: handler(async (req, p, d) => uploadSweep(d.db, idOf(p), parseWith(uploadSweepBody, await readJson(req), "body"), d), 201),
+};
+export const sweepItem = { GET: handler(async (_req, p, d) => getSweep(d.db, idOf(p))) };
+export const sweepAcross = { GET: handler(async (_req, p, d) => acrossLengths(d.db, idOf(p))) };
