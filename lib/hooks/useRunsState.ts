@@ -35,7 +35,9 @@ export function useRunsState() {
     };
     const onState = (msg: RunsStateMsg) => {
       const refetch = statusChanged(qc, msg) || msg.gone.length > 0;
-      if (putRuns(qc, msg.runs).length || refetch) refetchLists();
+      // sweep jobs are never in the runs table: one that no list holds needs no refetch
+      const sweeps = new Set(msg.runs.filter((r) => r.kind === "sweep").map((r) => r.id));
+      if (putRuns(qc, msg.runs).some((id) => !sweeps.has(id)) || refetch) refetchLists();
     };
     // after a reconnect, anything may have changed while we were away
     const onReconnect = () => void qc.invalidateQueries({ queryKey: qk.runs() });

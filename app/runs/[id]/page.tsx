@@ -17,6 +17,7 @@ import { BackendBadge, Progress, StatusBadge, WorkerBadge } from "../../../compo
 import { MetricChart, type ChartSeries } from "../../../components/MetricChart.tsx";
 import { LogTail } from "../../../components/LogTail.tsx";
 import { ConfigView } from "../../../components/ConfigView.tsx";
+import { SweepSection } from "../../../components/sweeps/SweepSection.tsx";
 
 const GROUPS: { id: string; title: string; series: ChartSeries[] }[] = [
   { id: "qf_loss", title: "TD loss", series: [{ key: "qf_loss", label: "TD loss", color: "#e4572e" }] },
@@ -276,6 +277,13 @@ export default function RunPage() {
   }
   if (!run.data) return <main className="empty">Loading run…</main>;
   const r = run.data;
+  if (r.kind === "sweep") {
+    return (
+      <main className="empty">
+        {r.name} is a sweep job: <Link href={`/sweeps/${r.id}`}>open the sweep</Link>
+      </main>
+    );
+  }
   return (
     <main className="stack" data-testid="run-page" data-run-id={r.id} data-status={r.status}>
       <Header run={r} />
@@ -303,6 +311,7 @@ export default function RunPage() {
           <MetricChart key={g.id} testId={`chart-${g.id}`} title={g.title} series={g.series} data={metrics.data?.series} x={x} smoothing={smoothing} />
         ))}
       </div>
+      <SweepSection run={r} />
       <div className="grid2">
         <Episodes runId={r.id} />
         <Checkpoints checkpoints={r.checkpoints} resumeFrom={r.resumeFrom} />

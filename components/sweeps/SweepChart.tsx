@@ -1,0 +1,100 @@
+"use client";
+/**
+ * Coverage or F1 against context length: a log x-axis at the sweep's measured token counts
+ * (labelled 1.7K … 13.4M), one colour per sweep (overlays), one dash per method (Q-RAG all picks,
+ * after the Q-threshold, BM25, dense), and a 95 % interval bar at every point. The container's
+ * data-points counts the points drawn, so tests can watch a live sweep fill it in.
+ */
+import { useState } from "react";
+import { CartesianGrid, ErrorBar, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import type { SweepDto } from "../../lib/contracts/index.ts";
+import { METHOD_LABELS, SWEEP_METHODS, fmtTokens, sweepCurve, type SweepMethod, type SweepMetric } from "../../lib/analysis/sweep-series.ts";
+import { fmtNum } from "../../lib/format.ts";
+
+export const SWEEP_COLORS = ["#6d28d9", "#e4572e", "#17a398", "#3a86ff", "#d4a017", "#ef476f", "#2a9d8f", "#8d6e63"];
+const DASH: Record<SweepMethod, string | undefined> = { qrag: undefined, qragFiltered: "6 3", bm25: "2 3", dense: "9 3 2 3" };
+const MARGIN = { top: 8, right: 16, bottom: 4, left: 0 };
+
+interface Row {
+  x: number;
+  y: number;
+  /** Distances below and above y (Recharts' ErrorBar form). */
+  ci: [number, number];
+  n: number;
+}
+
+export function SweepChart({ sweeps, height = 280 }: { sweeps: SweepDto[]; height?: number }) {
+  const [metric, setMetric] = useState<SweepMetric>("coverage");
+  const [methods, setMethods] = useState<Set<SweepMethod>>(new Set(SWEEP_METHODS));
+  const lines = sweeps.flatMap((s, si) =>
+    SWEEP_METHODS.filter((m) => methods.has(m)).map((m) => {
+      const rows: Row[] = sweepCurve(s.points, m, metric).map((f) => ({ x: f.tokens, y: f.value, n: f.samples, ci: f.interval ? [f.value - f.interval.low, f.interval.high - f.value] : [0, 0] }));
+      return { key: `${s.run.id}:${m}`, name: `${sweeps.length > 1 ? `${s.spec.checkpointLabel} · ` : ""}${METHOD_LABELS[m]}`, color: SWEEP_COLORS[si % SWEEP_COLORS.length], dash: DASH[m], rows };
+    }),
+  ).filter((l) => l.rows.length);
+  const ticks = [...new Set(lines.flatMap((l) => l.rows.map((r) => r.x)))].sort((a, b) => a - b);
+  const count = lines.reduce((n, l) => n + l.rows.length, 0);
+  const domain: [number, number] = ticks.length ? [ticks[0] / 1.4, ticks[ticks.length - 1] * 1.4] : [1, 10];
+  const toggle = (m: SweepMethod) => setMethods((old) => {
+    const next = new Set(old);
+    if (next.has(m)) next.delete(m);
+    else next.add(m);
+    return next;
+  });
+  return (
+    <section className="chart" data-testid="sweep-chart" data-points={count} data-metric={metric}>
+      <div className="chart-head">
+        <h2>{metric === "coverage" ? "Coverage" : "F1"} vs context length (95 % interval)</h2>
+        <select value={metric} onChange={(e) => setMetric(e.target.value as SweepMetric)} data-testid="sweep-metric" aria-label="metric">
+          <option value="coverage">coverage</option>
+          <option value="f1">F1</option>
+        </select>
+      </div>
+      <div className="row small" style={{ gap: 12, marginBottom: 4 }}>
+        {SWEEP_METHODS.map((m) => (
+          <label key={m} className="legend-item">
+            <input type="checkbox" checked={methods.has(m)} onChange={() => toggle(m)} data-testid={`sweep-method-${m}`} />
+            <svg width="22" height="6" aria-hidden>
+              <line x1="0" y1="3" x2="22" y2="3" stroke="currentColor" strokeWidth="2" strokeDasharray={DASH[m]} />
+            </svg>
+            {METHOD_LABELS[m]}
+          </label>
+        ))}
+        {sweeps.length > 1 &&
+          sweeps.map((s, si) => (
+            <span key={s.run.id} className="legend-item">
+              <span className="swatch" style={{ background: SWEEP_COLORS[si % SWEEP_COLORS.length], width: 12, height: 3, display: "inline-block" }} />
+              {s.spec.checkpointLabel}, Q ≥ {s.spec.threshold}
+            </span>
+          ))}
+      </div>
+      {count === 0 ? (
+        <div className="chart-empty" style={{ height }}>
+          no lengths finished yet
+        </div>
+      ) : (
+        <ResponsiveContainer width="100%" height={height}>
+          <LineChart margin={MARGIN}>
+            <CartesianGrid strokeDasharray="3 3" />
+            <XAxis dataKey="x" type="number" scale="log" domain={domain} ticks={ticks} tickFormatter={fmtTokens} allowDuplicatedCategory={false} label={{ value: "context (GPT-2 tokens, measured)", position: "insideBottom", offset: -2, fontSize: 11 }} height={40} />
+            <YAxis domain={[0, 1]} ticks={[0, 0.25, 0.5, 0.75, 1]} width={44} />
+            <Tooltip
+              isAnimationActive={false}
+              labelFormatter={(v) => `${fmtTokens(Number(v))} tokens`}
+              formatter={(v, name, item) => {
+                const r = (item as { payload?: Row }).payload;
+                const ci = r ? ` [${fmtNum(r.y - r.ci[0], 3)}, ${fmtNum(r.y + r.ci[1], 3)}] n=${r.n}` : "";
+                return [`${fmtNum(Number(v), 3)}${ci}`, String(name)];
+              }}
+            />
+            {lines.map((l) => (
+              <Line key={l.key} data={l.rows} dataKey="y" name={l.name} stroke={l.color} strokeDasharray={l.dash} strokeWidth={1.8} dot={{ r: 3 }} isAnimationActive={false}>
+                <ErrorBar dataKey="ci" width={4} strokeWidth={1} stroke={l.color} direction="y" />
+              </Line>
+            ))}
+          </LineChart>
+        </ResponsiveContainer>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,100 @@
+"use client";
+/**
+ * The "Sweep" form of a run page: which checkpoint, which lengths (chunks), samples per length,
+ * the Q-threshold, baselines and oracle stop. The server validates (bounds live in the contract);
+ * its field errors are shown beside the fields.
+ */
+import { useState } from "react";
+import { DEFAULT_SWEEP_LENGTHS, MAX_SWEEP_CHUNKS, type CheckpointDto, type CreateSweepBody } from "../../lib/contracts/index.ts";
+import { ApiError } from "../../lib/api.ts";
+import { useStartSweep } from "../../lib/hooks/useSweeps.ts";
+
+function FieldError({ errors, name }: { errors: Record<string, string>; name: string }) {
+  const msg = Object.entries(errors).find(([k]) => k === name || k.startsWith(`${name}.`))?.[1];
+  return msg ? <p className="field-error" data-testid={`sweep-error-${name}`}>{msg}</p> : null;
+}
+
+export function SweepForm({ runId, checkpoints, onDone }: { runId: string; checkpoints: CheckpointDto[]; onDone: () => void }) {
+  const start = useStartSweep(runId);
+  const updates = [...new Set(checkpoints.map((c) => c.update))].sort((a, b) => b - a);
+  const [checkpoint, setCheckpoint] = useState<string>(checkpoints.some((c) => c.best) ? "best" : "last");
+  const [lengths, setLengths] = useState(DEFAULT_SWEEP_LENGTHS.join(","));
+  const [samples, setSamples] = useState("20");
+  const [threshold, setThreshold] = useState("0.5");
+  const [baselines, setBaselines] = useState(true);
+  const [oracleStop, setOracleStop] = useState(false);
+  const [local, setLocal] = useState<Record<string, string>>({});
+  const server = start.error instanceof ApiError ? start.error.fieldErrors : {};
+  const errors = { ...server, ...local };
+
+  const submit = (e: React.FormEvent) => {
+    e.preventDefault();
+    const bad: Record<string, string> = {};
+    const list = lengths.split(/[\s,]+/).filter(Boolean).map(Number);
+    if (!list.length || list.some((n) => !Number.isInteger(n))) bad.lengths = "whole numbers of chunks, separated by commas";
+    const body: CreateSweepBody = {
+      checkpoint: checkpoint === "best" || checkpoint === "last" ? checkpoint : Number(checkpoint),
+      lengths: list,
+      samples: Number(samples),
+      threshold: Number(threshold),
+      baselines,
+      oracleStop,
+    };
+    setLocal(bad);
+    if (Object.keys(bad).length) return;
+    start.mutate(body, { onSuccess: onDone });
+  };
+
+  return (
+    <form className="panel stack" style={{ gap: 10 }} onSubmit={submit} data-testid="sweep-form">
+      <div className="form-grid">
+        <div className="field">
+          <label htmlFor="sweep-checkpoint">checkpoint</label>
+          <select id="sweep-checkpoint" value={checkpoint} onChange={(e) => setCheckpoint(e.target.value)} data-testid="sweep-checkpoint">
+            <option value="best">best</option>
+            <option value="last">last</option>
+            {updates.map((u) => (
+              <option key={u} value={String(u)}>
+                update {u}
+              </option>
+            ))}
+          </select>
+          <FieldError errors={errors} name="checkpoint" />
+        </div>
+        <div className="field">
+          <label htmlFor="sweep-lengths">lengths (chunks)</label>
+          <input id="sweep-lengths" value={lengths} onChange={(e) => setLengths(e.target.value)} data-testid="sweep-lengths" />
+          <span className="hint">≈ 1K, 4K, 32K, 128K, 1M tokens by default; up to {MAX_SWEEP_CHUNKS.toLocaleString()} chunks (≈ 10M tokens)</span>
+          <FieldError errors={errors} name="lengths" />
+        </div>
+        <div className="field">
+          <label htmlFor="sweep-samples">samples per length</label>
+          <input id="sweep-samples" type="number" min={1} max={500} value={samples} onChange={(e) => setSamples(e.target.value)} data-testid="sweep-samples" />
+          <FieldError errors={errors} name="samples" />
+        </div>
+        <div className="field">
+          <label htmlFor="sweep-threshold">Q-threshold</label>
+          <input id="sweep-threshold" type="number" step="0.05" value={threshold} onChange={(e) => setThreshold(e.target.value)} data-testid="sweep-threshold" />
+          <FieldError errors={errors} name="threshold" />
+        </div>
+        <div className="field">
+          <label>
+            <input type="checkbox" checked={baselines} onChange={(e) => setBaselines(e.target.checked)} data-testid="sweep-baselines" /> BM25 and dense baselines
+          </label>
+          <label>
+            <input type="checkbox" checked={oracleStop} onChange={(e) => setOracleStop(e.target.checked)} data-testid="sweep-oracle" /> oracle stop (ground-truth completion)
+          </label>
+        </div>
+      </div>
+      {start.error && !Object.keys(server).length && <div className="form-banner">{(start.error as Error).message}</div>}
+      <div className="row">
+        <button type="submit" className="primary" disabled={start.isPending} data-testid="sweep-submit">
+          {start.isPending ? "Queueing…" : "Queue sweep"}
+        </button>
+        <button type="button" onClick={onDone}>
+          Close
+        </button>
+      </div>
+    </form>
+  );
+}

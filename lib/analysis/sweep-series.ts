@@ -1,0 +1,51 @@
+/**
+ * Sweep points → chart and table figures: per method (Q-RAG all picks, Q-RAG after the
+ * Q-threshold, BM25, dense) and metric, the value at each length with its 95 % interval — Wilson
+ * for coverage (a proportion of episodes), mean ± 1.96·sd/√n for F1 (a mean of per-episode F1).
+ */
+import type { SweepPoint } from "../contracts/index.ts";
+import { wilsonInterval, type Interval } from "./wilson.ts";
+
+export const SWEEP_METHODS = ["qrag", "qragFiltered", "bm25", "dense"] as const;
+export type SweepMethod = (typeof SWEEP_METHODS)[number];
+export type SweepMetric = "coverage" | "f1";
+
+export const METHOD_LABELS: Record<SweepMethod, string> = { qrag: "Q-RAG (all picks)", qragFiltered: "Q-RAG (Q ≥ threshold)", bm25: "BM25", dense: "dense (1 step)" };
+
+export interface SweepFigure {
+  numChunks: number;
+  tokens: number;
+  samples: number;
+  value: number;
+  interval: Interval | null;
+}
+
+/** The 95 % interval of one method's metric at one length (null: not computable). */
+export function sweepInterval(p: SweepPoint, method: SweepMethod, metric: SweepMetric): Interval | null {
+  const scores = p[method];
+  if (!scores || !(p.samples > 0)) return null;
+  if (metric === "coverage") return wilsonInterval(Math.round(scores.coverage * p.samples), p.samples);
+  const sd = p.f1Sd?.[method];
+  if (sd === undefined || p.samples < 2) return null;
+  const half = (1.96 * sd) / Math.sqrt(p.samples);
+  return { low: Math.max(0, scores.f1 - half), high: Math.min(1, scores.f1 + half) };
+}
+
+/** One method's curve over a sweep's lengths, in token order (lengths it lacks are left out). */
+export function sweepCurve(points: readonly SweepPoint[], method: SweepMethod, metric: SweepMetric): SweepFigure[] {
+  return [...points]
+    .sort((a, b) => a.tokens - b.tokens)
+    .flatMap((p) => {
+      const s = p[method];
+      return s ? [{ numChunks: p.numChunks, tokens: p.tokens, samples: p.samples, value: s[metric], interval: sweepInterval(p, method, metric) }] : [];
+    });
+}
+
+/** 1,700 → "1.7K", 13,400,000 → "13.4M" (measured tokens on the log x-axis). */
+export function fmtTokens(n: number): string {
+  if (!Number.isFinite(n)) return "–";
+  const a = Math.abs(n);
+  const [div, unit] = a >= 1e9 ? [1e9, "B"] : a >= 1e6 ? [1e6, "M"] : a >= 1e3 ? [1e3, "K"] : [1, ""];
+  const v = n / div;
+  return `${div === 1 ? Math.round(v) : Number(v.toFixed(v >= 100 ? 0 : 1))}${unit}`;
+}
