@@ -3,7 +3,8 @@
  * SQLite file: a tiny run trained by the real local worker is swept through the worker (points and
  * episodes stored per length, across-lengths view), the form's bounds and refusals, uploads of
  * `qrag sweep` files (atomic, errors naming file/line/field), a lost worker's sweep queued again
- * to skip its stored lengths, and imported runs being read-only.
+ * to skip its stored lengths, and imported runs being read-only — the API cases on SQLite and on a
+ * throwaway PostgreSQL (skipped with a message when PostgreSQL is not installed; CI installs it).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -14,7 +15,7 @@ import { ingestBatch } from "../server/runs/ingest.ts";
 import { claimRun, expireLeases } from "../server/runs/scheduler.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
 import { resolveConfig } from "../server/qrag/index.ts";
-import { tmpDir, waitFor } from "./platform-helpers.ts";
+import { startPostgres, tmpDir, uniqueDbName, waitFor } from "./platform-helpers.ts";
 
 async function call<T>(server: RunningServer, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
   const res = await fetch(`${server.url}${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: body === undefined ? {} : { "content-type": "application/json" } });
@@ -112,10 +113,15 @@ describe("sweeps through the real worker", () => {
   });
 });
 
-describe("sweep API without a worker", () => {
+const pg = await startPostgres();
+if ("skip" in pg) console.log(`# ${pg.skip}`);
+else after(() => pg.stop());
+
+for (const provider of ["SQLite", "PostgreSQL"] as const) describe(`sweep API without a worker (${provider})`, provider === "PostgreSQL" && "skip" in pg ? { skip: pg.skip } : {}, () => {
   let server: RunningServer;
   before(async () => {
-    server = await startServer({ port: 0, dataDir: tmpDir("qrag-sweep-api-"), spawnWorker: false, next: false, log: () => {} });
+    const databaseUrl = provider === "SQLite" || "skip" in pg ? undefined : await pg.createDatabase(uniqueDbName("qrag_sweeps"));
+    server = await startServer({ port: 0, dataDir: tmpDir("qrag-sweep-api-"), ...(databaseUrl ? { databaseUrl } : {}), spawnWorker: false, next: false, log: () => {} });
   });
   after(() => server?.close());
 

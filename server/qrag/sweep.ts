@@ -77,6 +77,7 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
   try {
     for (const numChunks of lengths) {
       const source = buildSource(config, "test", numChunks);
+      const tokens = Math.round(estimateContextTokens(numChunks, tpc.noise.mean));
       const m = samplesFor(numChunks);
       const q = [], qf = [], bm = [], de = [];
       let kept = 0, episodeSecs = 0, encodeSecs = 0;
@@ -87,7 +88,7 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
         const t0 = performance.now();
         const emb = embedSampleChunks(nets, sample, config.max_action_length);
         const t1 = performance.now();
-        const rec = greedyEpisode(nets, sample, gOpts, emb);
+        const rec = { ...greedyEpisode(nets, sample, gOpts, emb), text_len: tokens };
         const t2 = performance.now();
         encodeSecs += (t1 - t0) / 1000;
         episodeSecs += (t2 - t0) / 1000;
@@ -103,7 +104,6 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
         done++;
         emit({ type: "progress", phase: "sweep", done, total: totalEpisodes, message: `${numChunks} chunks: ${i + 1}/${m}` });
       }
-      const tokens = Math.round(estimateContextTokens(numChunks, tpc.noise.mean));
       const pick = (x: ReturnType<typeof aggregate>) => ({ precision: x.precision, recall: x.recall, f1: x.f1, coverage: x.coverage });
       const label = SWEEP_LENGTHS.find((l) => l.chunks === numChunks)?.label ?? `${numChunks} chunks`;
       const point: SweepPoint = {

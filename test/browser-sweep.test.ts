@@ -1,0 +1,110 @@
+/**
+ * Issue 9 check (a), in real Chromium against the real server and its local worker: a tiny run is
+ * trained, a sweep is started from its run page's form, and the sweep chart fills in live (points
+ * appear while the sweep still runs); the table, the sweep page and its across-lengths view show
+ * the stored figures. Screenshots: test-results/screenshots/sweep-*.png.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import type { Browser, Page } from "playwright-core";
+import type { RunDetailDto, SweepDto, SweepListDto } from "../lib/contracts/index.ts";
+import { fmtNum } from "../lib/format.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, waitFor, type TestServer } from "./ui-browser-helpers.ts";
+
+const skip = browserUnavailable();
+if (skip) console.log(`browser tests skipped: ${skip}`);
+
+describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000 }, () => {
+  let server: TestServer;
+  let browser: Browser;
+  let page: Page;
+  const errors: string[] = [];
+  const api = async <T,>(p: string, init?: RequestInit): Promise<T> => (await (await fetch(`${server.url}${p}`, init)).json()) as T;
+  const shot = async (name: string) => {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  };
+
+  before(async () => {
+    ensureNextBuild((m) => console.log(`# ${m}`));
+    server = await startTestServer();
+    browser = await launchBrowser();
+    page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("start a sweep from the run page and watch the chart fill in live", async () => {
+    const run = await api<RunDetailDto>("/api/runs", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ preset: "tiny", overrides: ["steps_count=30", "eval_interval=10", "eval_episodes=8"] }) });
+    await waitFor("the tiny run to complete", async () => {
+      const r = await api<RunDetailDto>(`/api/runs/${run.id}`);
+      assert.notEqual(r.status, "failed", r.error ?? "");
+      return r.status === "completed";
+    }, 240_000);
+
+    await page.goto(`${server.url}/runs/${run.id}`);
+    await page.click('[data-testid="sweep-button"]');
+    // a length over the bound is refused by the server, named beside its field, and nothing is queued
+    await page.fill('[data-testid="sweep-lengths"]', "20,500000");
+    await page.click('[data-testid="sweep-submit"]');
+    await page.waitForSelector('[data-testid="sweep-error-lengths"]');
+    assert.match((await page.textContent('[data-testid="sweep-error-lengths"]')) ?? "", /400000/);
+    assert.equal((await api<SweepListDto>(`/api/runs/${run.id}/sweeps`)).sweeps.length, 0);
+
+    // every value the chart's point count takes, with the sweep's status then, recorded in the page
+    await page.evaluate(() => {
+      const w = window as unknown as { __points: string[] };
+      w.__points = [];
+      new MutationObserver(() => {
+        const n = Number(document.querySelector('[data-testid="sweep-chart"]')?.getAttribute("data-points") ?? 0);
+        const status = document.querySelector('[data-testid="sweep-item"]')?.getAttribute("data-status") ?? "";
+        const entry = `${n} ${status}`;
+        if (w.__points.at(-1) !== entry) w.__points.push(entry);
+      }).observe(document.body, { subtree: true, attributes: true, childList: true, attributeFilter: ["data-points", "data-status"] });
+    });
+    // the last length is large enough to take seconds, so earlier lengths must show before it ends
+    await page.fill('[data-testid="sweep-lengths"]', "20,300,20000");
+    await page.fill('[data-testid="sweep-samples"]', "4");
+    await page.click('[data-testid="sweep-submit"]');
+    await page.waitForSelector('[data-testid="sweep-item"]');
+    const sweepId = (await page.getAttribute('[data-testid="sweep-item"]', "data-sweep-id"))!;
+    await page.waitForSelector('[data-testid="sweep-item"][data-status="completed"]', { timeout: 180_000 });
+    // 3 lengths × 4 methods (Q-RAG, Q-RAG after the threshold, BM25, dense)
+    await page.waitForSelector('[data-testid="sweep-chart"][data-points="12"]');
+    const seen = await page.evaluate(() => (window as unknown as { __points: string[] }).__points);
+    assert.ok(seen.includes("4 running") || seen.includes("8 running"), `points drawn while the sweep still ran (saw ${seen.join(" → ")})`);
+    await shot("sweep-run-page");
+
+    // the table shows what the API stored, with its Wilson interval
+    const stored = await api<SweepDto>(`/api/sweeps/${sweepId}`);
+    const rows = page.locator('[data-testid="sweep-row"]');
+    assert.equal(await rows.count(), 3);
+    for (const p of stored.points) {
+      const text = (await page.locator(`[data-testid="sweep-row"][data-chunks="${p.numChunks}"]`).textContent()) ?? "";
+      assert.ok(text.includes(fmtNum(p.qrag.coverage, 3)), `row ${p.numChunks}: ${text}`);
+      assert.match(text, /\[[\d.]+, [\d.]+\]/, "an interval beside the coverage");
+    }
+
+    // the sweep page: its episodes and the same samples across lengths
+    await page.click(`a[href="/sweeps/${sweepId}"]`);
+    await page.waitForSelector('[data-testid="sweep-page"]');
+    await page.waitForSelector('[data-testid="across-row"]');
+    assert.equal(await page.locator('[data-testid="across-row"]').count(), 4, "4 samples, each at every length");
+    assert.equal(await page.locator('[data-testid="across-cell"]').count(), 12);
+    const failures = stored.points.some((p) => p.qrag.coverage < 1);
+    await page.click('[data-testid="across-filter-failures"]');
+    if (!failures) await page.waitForSelector("text=No samples match.");
+    else assert.ok((await page.locator('[data-testid="across-row"]').count()) >= 1);
+    await page.click('[data-testid="across-filter-all"]');
+    await shot("sweep-page");
+    // an episode of the sweep opens in the replay player
+    await page.locator('[data-testid="sweep-episodes"] a').first().click();
+    await page.waitForSelector('[data-testid="episode-view"]');
+    assert.deepEqual(errors, []);
+  });
+});
