@@ -44,12 +44,12 @@ function defaultSweepSamples(numChunks: number): number {
 
 export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
   const emit: EventSink = opts.onEvent ?? (() => {});
-  const { nets, config } = await loadAgent(opts.checkpoint);
+  const { nets, config, alpha } = await loadAgent(opts.checkpoint);
   if (config.envs.name !== "babilong") throw new InputError(`sweep: needs a BabiLong run (this checkpoint was trained on ${config.envs.name})`);
   const env = config.envs;
   const lengths = opts.lengths ?? SWEEP_LENGTHS.map((l) => l.chunks);
   const samplesFor = (n: number) => (typeof opts.samples === "function" ? opts.samples(n) : opts.samples ?? defaultSweepSamples(n));
-  const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate ?? true, threshold: opts.threshold });
+  const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate ?? true, threshold: opts.threshold, alpha });
   const tpc = measureTokensPerChunk({ pool: noisePoolFor(corpusSpecFrom(env.noise)), seed: config.seed });
   const out = opts.outFile ? fs.openSync(opts.outFile, "w") : undefined;
   const epOut = opts.episodesFile ? fs.openSync(opts.episodesFile, "w") : undefined;
