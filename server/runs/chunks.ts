@@ -60,17 +60,14 @@ export async function getEpisodeChunks(h: DbHandle, runId: string, episodeId: nu
   const key = createHash("sha256").update(JSON.stringify([config, record.id, n])).digest("hex");
   let hay: Haystack;
   try {
-    hay = cached(key, () => {
-      const made = regenerateHaystack(config, record.id, n);
-      // the gold facts must sit where the record says: same haystack, not just same size
-      record.sf_idx.forEach((idx, k) => {
-        if (made.chunk(idx) !== record.sf_texts[k]) throw new HaystackUnavailable("the regenerated sample differs from the episode's (config or engine version changed)");
-      });
-      return made;
-    });
+    hay = cached(key, () => regenerateHaystack(config, record.id, n));
   } catch (e) {
     if (e instanceof HaystackUnavailable) throw unavailable(e.message);
     throw e;
+  }
+  // per record, not per cached haystack: the gold facts must sit where this record says
+  if (!record.sf_idx.every((idx, k) => idx >= 0 && idx < n && hay.chunk(idx) === record.sf_texts[k])) {
+    throw unavailable("the regenerated sample differs from the episode's (config or engine version changed)");
   }
   const texts: string[] = [];
   for (let i = q.from; i < q.to; i++) texts.push(hay.chunk(i));
