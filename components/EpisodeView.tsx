@@ -129,16 +129,16 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
           <h2 style={{ margin: 0 }}>Replay</h2>
           {record.steps.length > 0 && (
             <div className="row small" data-testid="step-player" data-playing={play.playing ? "yes" : "no"}>
-              <button type="button" onMouseDown={noFocus} onClick={() => goBy(0)} aria-label="first step">⏮</button>
+              <button type="button" onMouseDown={noFocus} onClick={() => goBy(0)} aria-label="first step">|◀</button>
               <button type="button" onMouseDown={noFocus} onClick={() => goBy(cursor.step - 1)} aria-label="previous step">◀</button>
               <button type="button" onMouseDown={noFocus} onClick={play.toggle} aria-label={play.playing ? "pause" : "play"} data-testid="play-toggle" disabled={record.steps.length < 2}>
-                {play.playing ? "⏸ pause" : "⏵ play"}
+                {play.playing ? "pause" : "play"}
               </button>
               <span className="mono" data-testid="step-position">
                 step {cursor.step + 1} of {record.steps.length}
               </span>
               <button type="button" onMouseDown={noFocus} onClick={() => goBy(cursor.step + 1)} aria-label="next step">▶</button>
-              <button type="button" onMouseDown={noFocus} onClick={() => goBy(record.steps.length - 1)} aria-label="last step">⏭</button>
+              <button type="button" onMouseDown={noFocus} onClick={() => goBy(record.steps.length - 1)} aria-label="last step">▶|</button>
               <label className="row small">
                 speed
                 <select

@@ -149,8 +149,8 @@ export function HaystackStrip(p: Props) {
         <span className="muted">
           {n.toLocaleString()} chunks · showing {Math.floor(view.start).toLocaleString()}–{Math.min(n, Math.ceil(view.start + view.span)).toLocaleString()}
         </span>
-        <button type="button" onMouseDown={noFocus} onClick={() => zoomBy(4)} aria-label="zoom in" data-testid="strip-zoom-in">＋</button>
-        <button type="button" onMouseDown={noFocus} onClick={() => zoomBy(1 / 4)} aria-label="zoom out" data-testid="strip-zoom-out">－</button>
+        <button type="button" onMouseDown={noFocus} onClick={() => zoomBy(4)} aria-label="zoom in" data-testid="strip-zoom-in">+</button>
+        <button type="button" onMouseDown={noFocus} onClick={() => zoomBy(1 / 4)} aria-label="zoom out" data-testid="strip-zoom-out">-</button>
         <button type="button" onMouseDown={noFocus} onClick={() => setView(fullView(n))} data-testid="strip-fit">fit</button>
         <span className="muted">
           <Swatch c={C.gold} /> gold <Swatch c={C.picked} /> picked <Swatch c={C.pickedGold} /> picked gold <Swatch c={C.current} /> this step <Swatch c={C.future} /> later picks
