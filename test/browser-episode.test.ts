@@ -42,6 +42,8 @@ describe("episode replay in a real browser", { skip: skip ?? false, timeout: 15 
   const runId = "replay-run";
   let episodeId = 0;
   let xssId = 0;
+  /** The same record under a run whose dataset is file-backed: its haystack cannot be regenerated. */
+  let filesId = 0;
 
   before(async () => {
     ensureNextBuild((m) => console.log(`# ${m}`));
@@ -73,6 +75,9 @@ describe("episode replay in a real browser", { skip: skip ?? false, timeout: 15 
       });
       episodeId = (await db.prisma.episode.create({ data: row(record, 1) })).id;
       xssId = (await db.prisma.episode.create({ data: row(poisoned, 2) })).id;
+      const hotpot = { ...config, envs: { name: "hotpotqa", train_path: "/nowhere/train.json", eval_path: "/nowhere/dev.json", max_steps: 6, positions_processor: "relative", sort_by_index: true } };
+      await db.prisma.run.create({ data: { id: "replay-files", name: "files", status: "completed", config: JSON.stringify(hotpot), envName: "hotpotqa", task: "hotpotqa" } });
+      filesId = (await db.prisma.episode.create({ data: { ...row(record, 3), runId: "replay-files" } })).id;
     } finally {
       await db.close();
     }
@@ -228,5 +233,17 @@ describe("episode replay in a real browser", { skip: skip ?? false, timeout: 15 
     assert.equal(await page.locator('[data-testid="episode-view"] img').count(), 0, "no <img> element");
     assert.equal(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss), undefined, "nothing ran");
     assert.deepEqual(errors, []);
+  });
+
+  test("when the haystack cannot be regenerated, hovering says the text is unavailable", async () => {
+    await page.goto(`${server.url}/runs/replay-files/episodes/${filesId}`);
+    await strip().waitFor();
+    const box = (await page.locator('[data-testid="haystack-canvas"]').boundingBox())!;
+    const c = await cellCentre(record.sf_idx[0]);
+    await page.mouse.move(box.x + c.x, box.y + c.y);
+    const msg = page.locator('[data-testid="hover-unavailable"]');
+    await msg.waitFor({ timeout: 15_000 });
+    assert.match((await msg.textContent()) ?? "", /hover text unavailable: .*hotpotqa.*cannot be regenerated/);
+    assert.equal(await page.locator('[data-testid="hover-chunk-text"]').count(), 0);
   });
 });
