@@ -2,14 +2,18 @@
 /**
  * One greedy episode: the question, gold facts, each retrieval step, and a Q-threshold slider that
  * shows which picks the stopping filter keeps at any threshold and the scores that would give
- * (recomputed here with the engine's definitions, lib/analysis/threshold.ts). Chunk text is
- * untrusted and rendered as text only.
+ * (recomputed here with the engine's definitions, lib/analysis/threshold.ts). The replay panel
+ * steps through it (← → Home End, space plays) with the state, the top-k Q bars and the haystack
+ * strip of the current step. Chunk text is untrusted and rendered as text only.
  */
 import { useState } from "react";
 import type { EpisodeRecord } from "../lib/contracts/index.ts";
 import { thresholdView } from "../lib/analysis/threshold.ts";
 import { useStepCursor } from "../lib/hooks/useStepCursor.ts";
+import { PLAY_SPEEDS, useAutoplay, type PlaySpeed } from "../lib/hooks/useAutoplay.ts";
 import { fmtNum } from "../lib/format.ts";
+import { HaystackStrip } from "./episode/HaystackStrip.tsx";
+import { StepDetail } from "./episode/StepDetail.tsx";
 
 function Scores({ label, s, testId }: { label: string; s: { precision: number; recall: number; f1: number; coverage: number }; testId?: string }) {
   return (
@@ -23,12 +27,29 @@ function Scores({ label, s, testId }: { label: string; s: { precision: number; r
   );
 }
 
-export function EpisodeView({ record }: { record: EpisodeRecord }) {
+interface EpisodeViewProps {
+  record: EpisodeRecord;
+  /** Where the haystack's chunk texts are fetched from. */
+  runId: string;
+  episodeId: string;
+  /** The run's envs.sort_by_index: the order the state encoder reads the picks in. */
+  sortByIndex: boolean;
+}
+
+/** Player buttons keep the focus where it was, so space and the arrows stay with the player. */
+const noFocus = (e: React.MouseEvent) => e.preventDefault();
+
+export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeViewProps) {
   const gold = new Set(record.sf_idx);
   const found = record.steps.filter((s) => s.gold).length;
   const [threshold, setThreshold] = useState(record.filtered.threshold);
   const view = thresholdView(record, threshold);
   const cursor = useStepCursor(record.steps.length);
+  const play = useAutoplay(record.steps.length, cursor.step, cursor.go);
+  const goBy = (to: number) => {
+    play.pause();
+    cursor.go(to);
+  };
   return (
     <div className="stack" data-testid="episode-view">
       <div className="grid2">
@@ -103,21 +124,49 @@ export function EpisodeView({ record }: { record: EpisodeRecord }) {
           </label>
         </section>
       </div>
-      <section>
+      <section className="panel stack" data-testid="replay">
         <div className="row">
-          <h2 style={{ margin: 0 }}>Steps</h2>
+          <h2 style={{ margin: 0 }}>Replay</h2>
           {record.steps.length > 0 && (
-            <div className="row small" data-testid="step-player">
-              <button type="button" onClick={() => cursor.go(0)} aria-label="first step">⏮</button>
-              <button type="button" onClick={() => cursor.go(cursor.step - 1)} aria-label="previous step">◀</button>
+            <div className="row small" data-testid="step-player" data-playing={play.playing ? "yes" : "no"}>
+              <button type="button" onMouseDown={noFocus} onClick={() => goBy(0)} aria-label="first step">|◀</button>
+              <button type="button" onMouseDown={noFocus} onClick={() => goBy(cursor.step - 1)} aria-label="previous step">◀</button>
+              <button type="button" onMouseDown={noFocus} onClick={play.toggle} aria-label={play.playing ? "pause" : "play"} data-testid="play-toggle" disabled={record.steps.length < 2}>
+                {play.playing ? "pause" : "play"}
+              </button>
               <span className="mono" data-testid="step-position">
                 step {cursor.step + 1} of {record.steps.length}
               </span>
-              <button type="button" onClick={() => cursor.go(cursor.step + 1)} aria-label="next step">▶</button>
-              <button type="button" onClick={() => cursor.go(record.steps.length - 1)} aria-label="last step">⏭</button>
-              <span className="muted">← → Home End</span>
+              <button type="button" onMouseDown={noFocus} onClick={() => goBy(cursor.step + 1)} aria-label="next step">▶</button>
+              <button type="button" onMouseDown={noFocus} onClick={() => goBy(record.steps.length - 1)} aria-label="last step">▶|</button>
+              <label className="row small">
+                speed
+                <select
+                  value={play.speed}
+                  onChange={(e) => {
+                    play.setSpeed(Number(e.target.value) as PlaySpeed);
+                    e.currentTarget.blur(); // hand space back to the player
+                  }}
+                  aria-label="autoplay speed, steps per second"
+                  data-testid="play-speed"
+                >
+                  {PLAY_SPEEDS.map((v) => (
+                    <option key={v} value={v}>
+                      {v} step/s
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <span className="muted">← → Home End · space plays</span>
             </div>
           )}
+        </div>
+        <HaystackStrip runId={runId} episodeId={episodeId} numChunks={record.num_chunks} gold={record.sf_idx} picks={record.pred_idx} current={cursor.step} />
+        <StepDetail record={record} step={cursor.step} sortByIndex={sortByIndex} />
+      </section>
+      <section>
+        <div className="row">
+          <h2 style={{ margin: 0 }}>Steps</h2>
         </div>
         <div className="stack" style={{ gap: 10 }}>
           {record.steps.map((s, i) => (

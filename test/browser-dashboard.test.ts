@@ -154,7 +154,7 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
     }
     const own = thresholdView(record, record.filtered.threshold);
     assert.deepEqual([own.kept, own.f1], [record.filtered.kept, record.filtered.f1], "at its own threshold the view is the engine's filtered score");
-    await shot("episode");
+    await shot("episode-threshold");
 
     // the step player on the run's longest stored episode: keys move the highlighted step, the
     // URL names it, and opening that URL shows the same step

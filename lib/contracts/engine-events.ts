@@ -32,6 +32,14 @@ export const episodeStepSchema = z.object({
   gold: z.boolean(),
   reward: z.number(),
   topk: z.array(stepCandidateSchema),
+  /**
+   * Soft value V(s) = v1 + v2 of the state the chunk was chosen from, as the learner's λ-return
+   * bootstraps it (server/qrag/agent/soft-value.ts: per head α-logsumexp over the top-k), on the
+   * same scale as `q` and the top-k Q-values; and the temperature α at evaluation time. Optional:
+   * records written before they were added still parse.
+   */
+  v: z.number().optional(),
+  alpha: z.number().optional(),
 });
 export type EpisodeStep = z.infer<typeof episodeStepSchema>;
 

@@ -9,3 +9,4 @@ export * from "./rest.ts";
 export * from "./sockets.ts";
 export * from "./retrieval-metrics.ts";
 export * from "./sweeps.ts";
+export * from "./episode-chunks.ts";

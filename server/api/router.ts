@@ -8,6 +8,7 @@ import type { ApiDeps, Handler, Params } from "./http.ts";
 import { json } from "./http.ts";
 import { health, presets, schema, workers } from "./misc.ts";
 import { runSweeps, runSweepUpload, sweepAcross, sweepItem } from "./sweeps.ts";
+import { episodeChunks } from "./chunks.ts";
 import { runCancel, runClone, runEpisode, runEpisodes, runExport, runItem, runLogs, runMetrics, runResume, runsCollection, runsValidate } from "./runs.ts";
 
 type Methods = Partial<Record<"GET" | "POST" | "PATCH", Handler>>;
@@ -27,6 +28,7 @@ const ROUTES: [string, Methods][] = [
   ["/api/runs/:id/metrics", runMetrics],
   ["/api/runs/:id/episodes", runEpisodes],
   ["/api/runs/:id/episodes/:episodeId", runEpisode],
+  ["/api/runs/:id/episodes/:episodeId/chunks", episodeChunks],
   ["/api/runs/:id/logs", runLogs],
   ["/api/runs/:id/export/:file", runExport],
   ["/api/runs/:id/sweeps", runSweeps],

@@ -37,22 +37,23 @@ interface EvaluateResult {
 }
 
 /** Loads the trained state/action encoders of a checkpoint (eval mode is chosen per call). */
-export async function loadAgent(checkpoint: string, backendPref?: string): Promise<{ nets: QNetworks; config: RunConfig; backend: string; device: string; dir: string }> {
+export async function loadAgent(checkpoint: string, backendPref?: string): Promise<{ nets: QNetworks; config: RunConfig; backend: string; device: string; dir: string; alpha: number }> {
   const { dir, state } = loadCheckpoint<TrainCheckpoint>(checkpoint);
   const pref = backendPref ?? (state.config.backend === "auto" ? undefined : state.config.backend);
   const { backend, device } = await pickBackend(pref);
   const nets = new QNetworks(state.config.algo.encoder, new Rng(0));
   nets.importWeights(state.weights);
-  return { nets, config: state.config, backend, device, dir };
+  // the learner's α when the checkpoint was saved (it follows the LR schedule)
+  return { nets, config: state.config, backend, device, dir, alpha: state.learner.alpha };
 }
 
 export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
   const emit: EventSink = opts.onEvent ?? (() => {});
-  const { nets, config, backend } = await loadAgent(opts.checkpoint);
+  const { nets, config, backend, alpha } = await loadAgent(opts.checkpoint);
   try {
     const source = buildSource(config, "test", opts.numSentences);
     const n = Number.isFinite(source.size) ? Math.min(opts.numSamples ?? config.eval_episodes, source.size) : opts.numSamples ?? config.eval_episodes;
-    const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate, threshold: opts.threshold });
+    const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate, threshold: opts.threshold, alpha });
     const out = opts.episodesFile ? fs.openSync(opts.episodesFile, "w") : undefined;
     const records: EpisodeRecord[] = [];
     const t0 = performance.now();

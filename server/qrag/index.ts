@@ -12,3 +12,4 @@ export type { EngineEvent } from "./events.ts";
 export { isCheckpoint } from "./checkpoint.ts";
 export { ENGINE_VERSION } from "./version.ts";
 export { wasmThreadsAuto } from "./wasm-threads.ts";
+export { regenerateHaystack, HaystackUnavailable, type Haystack } from "./replay.ts";

@@ -58,14 +58,14 @@ function f1Sd(list: readonly { f1: number }[]): number {
 
 export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
   const emit: EventSink = opts.onEvent ?? (() => {});
-  const { nets, config, backend, device } = await loadAgent(opts.checkpoint);
+  const { nets, config, alpha, backend, device } = await loadAgent(opts.checkpoint);
   if (config.envs.name !== "babilong") throw new InputError(`sweep: needs a BabiLong run (this checkpoint was trained on ${config.envs.name})`);
   const env = config.envs;
   const skip = new Set(opts.skipLengths ?? []);
   const lengths = (opts.lengths ?? SWEEP_LENGTHS.map((l) => l.chunks)).filter((n) => !skip.has(n));
   const baselines = opts.baselines ?? true;
   const samplesFor = (n: number) => (typeof opts.samples === "function" ? opts.samples(n) : opts.samples ?? defaultSweepSamples(n));
-  const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate ?? true, threshold: opts.threshold });
+  const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate ?? true, threshold: opts.threshold, alpha });
   const tpc = measureTokensPerChunk({ pool: noisePoolFor(corpusSpecFrom(env.noise)), seed: config.seed });
   const out = opts.outFile ? fs.openSync(opts.outFile, "w") : undefined;
   const epOut = opts.episodesFile ? fs.openSync(opts.episodesFile, "w") : undefined;

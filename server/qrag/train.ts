@@ -79,7 +79,7 @@ function defaultRunDir(config: RunConfig): string {
 }
 
 /** Greedy-eval settings of a run (test env feedback: the reference's oracle stop by default). */
-export function evalOptions(config: RunConfig, overrides: { neverTerminate?: boolean; threshold?: number } = {}): GreedyOptions {
+export function evalOptions(config: RunConfig, overrides: { neverTerminate?: boolean; threshold?: number; alpha?: number } = {}): GreedyOptions {
   const ep = episodeConfig(config, "test");
   if (overrides.neverTerminate !== undefined) ep.feedback = { ...ep.feedback, neverTerminate: overrides.neverTerminate };
   return {
@@ -89,6 +89,9 @@ export function evalOptions(config: RunConfig, overrides: { neverTerminate?: boo
     sortByIndex: config.envs.sort_by_index,
     threshold: overrides.threshold ?? 0.5,
     logTopK: 5,
+    // α follows the LR schedule: callers that know the learner's current α pass it (else α0)
+    alpha: overrides.alpha ?? config.algo.hyperparams.alpha,
+    softValueTopK: config.algo.hyperparams.topk,
   };
 }
 
@@ -171,7 +174,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
   const gOpts = evalOptions(config);
   let lastEval: EvalSummary | undefined;
   const runEval = () => {
-    const records = evalSet.map((i) => greedyEpisode(nets, testSource.sample(i), gOpts));
+    const records = evalSet.map((i) => greedyEpisode(nets, testSource.sample(i), { ...gOpts, alpha: learner.alpha }));
     const s = summarize(records, learner.updates, step);
     lastEval = s;
     metric("eval_return", s.return);

@@ -3,7 +3,9 @@
  * in eval mode and only re-rotated per step; argmax of ⟨E_s(s), R(p)E_a(a)⟩ over available chunks.
  * The record keeps, for every step, the chosen chunk, its position, Q, Q1, Q2 and the top-k
  * candidates, plus the reference's eval_seed*.jsonl fields and metrics with and without the
- * Q-threshold stopping filter.
+ * Q-threshold stopping filter. With `alpha` set, each step also records the state's soft value
+ * V(s) (the learner's definition, soft-value.ts) and α, so a replay can show where V sits among
+ * the candidates' Q-values.
  */
 import type { Sample } from "../types.ts";
 import { chunkAt } from "../types.ts";
@@ -14,6 +16,7 @@ import type { EpisodeRecord, EpisodeStep } from "../events.ts";
 import { embedStates, embedActions, type QNetworks } from "./networks.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { topkIndices } from "./topk.ts";
+import { softValue } from "./soft-value.ts";
 
 export interface GreedyOptions {
   episode: EpisodeConfig;
@@ -26,6 +29,10 @@ export interface GreedyOptions {
   logTopK: number;
   /** Batch size for embedding candidates. */
   embedBatch?: number;
+  /** Soft-value temperature α at evaluation time; when set, steps record V(s) and α. */
+  alpha?: number;
+  /** Top-k of the soft value (the learner's `algo.hyperparams.topk`; default 5). */
+  softValueTopK?: number;
 }
 
 /** Embeds every chunk of a sample with E_a in eval mode, streaming over the chunk list. */
@@ -64,6 +71,8 @@ export function greedyEpisode(nets: QNetworks, sample: Sample, opts: GreedyOptio
     }
     if (best < 0) break;
     const top = topkIndices(q, Math.min(opts.logTopK, n)).filter((j) => avail[j]);
+    // V(s) over the availability at selection time, before the pick is masked
+    const soft = opts.alpha === undefined ? undefined : { v: softValue(q1, q2, avail, opts.alpha, opts.softValueTopK ?? 5), alpha: opts.alpha };
     const r = ep.step(best);
     ret += r.reward;
     oracleStop = r.terminated;
@@ -78,6 +87,7 @@ export function greedyEpisode(nets: QNetworks, sample: Sample, opts: GreedyOptio
       gold: gold.has(best),
       reward: r.reward,
       topk: top.map((j) => ({ index: j, q: q[j], gold: gold.has(j) })),
+      ...(soft && Number.isFinite(soft.v) ? soft : {}),
     });
   }
   const pred = steps.map((s) => s.index);

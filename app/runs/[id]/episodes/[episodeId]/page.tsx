@@ -6,6 +6,12 @@ import { useRun } from "../../../../../lib/hooks/useRun.ts";
 import { EpisodeView } from "../../../../../components/EpisodeView.tsx";
 import { fmtNum } from "../../../../../lib/format.ts";
 
+/** envs.sort_by_index of the run's config (the engine's default, true, until the run has loaded). */
+function sortByIndexOf(config: unknown): boolean {
+  const envs = (config as { envs?: { sort_by_index?: unknown } } | null | undefined)?.envs;
+  return typeof envs?.sort_by_index === "boolean" ? envs.sort_by_index : true;
+}
+
 export default function EpisodePage() {
   const { id, episodeId } = useParams<{ id: string; episodeId: string }>();
   const run = useRun(id);
@@ -14,11 +20,11 @@ export default function EpisodePage() {
   return (
     <main className="stack">
       <div className="page-head" style={{ margin: 0 }}>
-        <Link href={`/runs/${id}`}>← {run.data?.name ?? "run"}</Link>
+        <Link href={run.data?.kind === "sweep" ? `/sweeps/${id}` : `/runs/${id}`}>← {run.data?.name ?? "run"}</Link>
         <h1>Episode {e ? e.sampleId : episodeId}</h1>
         {e && (
           <span className="muted">
-            {e.phase} at update {e.update} (step {e.step}) · coverage {fmtNum(e.coverage, 3)} · F1 {fmtNum(e.f1, 3)} · return {fmtNum(e.return, 3)}
+            {e.phase === "sweep" ? `sweep at ${e.numChunks.toLocaleString()} chunks` : `${e.phase} at update ${e.update} (step ${e.step})`} · coverage {fmtNum(e.coverage, 3)} · F1 {fmtNum(e.f1, 3)} · return {fmtNum(e.return, 3)}
           </span>
         )}
       </div>
@@ -27,7 +33,7 @@ export default function EpisodePage() {
       ) : !e ? (
         <div className="empty">Loading episode…</div>
       ) : e.record ? (
-        <EpisodeView record={e.record} />
+        <EpisodeView record={e.record} runId={id} episodeId={episodeId} sortByIndex={sortByIndexOf(run.data?.config)} />
       ) : (
         <div className="empty">This episode has no stored record.</div>
       )}
