@@ -7,9 +7,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ApiDeps, Handler, Params } from "./http.ts";
 import { json } from "./http.ts";
 import { health, presets, schema, workers } from "./misc.ts";
+import { dashboardItem, dashboardsCollection } from "./dashboards.ts";
 import { runCancel, runClone, runEpisode, runEpisodes, runExport, runItem, runLogs, runMetrics, runResume, runsCollection, runsValidate } from "./runs.ts";
 
-type Methods = Partial<Record<"GET" | "POST" | "PATCH", Handler>>;
+type Methods = Partial<Record<"GET" | "POST" | "PATCH" | "DELETE", Handler>>;
 
 /** Path patterns (":name" is one segment) → handlers per method. */
 const ROUTES: [string, Methods][] = [
@@ -28,6 +29,8 @@ const ROUTES: [string, Methods][] = [
   ["/api/runs/:id/episodes/:episodeId", runEpisode],
   ["/api/runs/:id/logs", runLogs],
   ["/api/runs/:id/export/:file", runExport],
+  ["/api/dashboards", dashboardsCollection],
+  ["/api/dashboards/:id", dashboardItem],
 ];
 
 const compiled = ROUTES.map(([pattern, methods]) => {
