@@ -142,8 +142,12 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
       if (hidden.has(id)) return [];
       return [{ id, label: groupLabel(state.group!, label), band: groupBand(alignSteps(gids.map((g) => seriesOf(g, key)), COMPARE_WIDTH)) }];
     });
-    const bands: CompareBand[] = rows.map((r) => ({ id: r.id, label: r.label, color: legend.find((l) => l.id === r.id)!.color, band: r.band }));
-    return { key, lines: [] as CompareLine[], bands, rows };
+    const colorOf = (id: string) => legend.find((l) => l.id === id)!.color;
+    // a group of one run has no band: its line is drawn instead
+    const single = new Map(groups.filter(([, gids]) => gids.length === 1).map(([label, gids]) => [`g:${label}`, gids[0]]));
+    const bands: CompareBand[] = rows.filter((r) => !single.has(r.id)).map((r) => ({ id: r.id, label: r.label, color: colorOf(r.id), band: r.band }));
+    const lines: CompareLine[] = rows.filter((r) => single.has(r.id)).map((r) => ({ id: r.id, label: r.label, color: colorOf(r.id), points: seriesOf(single.get(r.id)!, key) }));
+    return { key, lines, bands, rows };
   });
 
   const active = runs.filter((r) => r && ACTIVE_STATUSES.includes(r.status)).map((r) => r!.id);
