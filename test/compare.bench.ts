@@ -31,36 +31,35 @@ const walk = (n: number, seed: number) => {
   return Array.from({ length: n }, (_, i) => ({ step: i * 64, value: (v = Math.max(1e-4, v * 0.9997 + Math.sin(i * 0.01 + seed) * 0.002)) }));
 };
 
-/** Arms a probe, runs `act`, resolves with ms from the click to the painted chart. */
-async function clickToPaint(page: Page, clickSel: string, chartSel: string, want: { lines?: number; minPoints?: number }): Promise<number> {
-  await page.evaluate(
-    ({ clickSel, chartSel, want }) => {
-      const w = window as unknown as { __done?: Promise<number> };
-      w.__done = new Promise<number>((resolve) => {
-        let t0 = 0;
-        document.addEventListener("click", (e) => {
-          if ((e.target as Element).closest(clickSel)) t0 = performance.now();
-        }, { capture: true, once: true });
-        const ok = () => {
-          const el = document.querySelector(chartSel);
-          if (!el || !t0) return false;
-          const lines = Number(el.getAttribute("data-lines")) + Number(el.getAttribute("data-bands"));
-          return (want.lines === undefined || lines === want.lines) && Number(el.getAttribute("data-points")) >= (want.minPoints ?? 1) && !!el.querySelector("path");
-        };
-        const obs = new MutationObserver(() => {
-          if (!ok()) return;
-          obs.disconnect();
-          requestAnimationFrame(() => {
-            const ch = new MessageChannel();
-            ch.port1.onmessage = () => resolve(performance.now() - t0);
-            ch.port2.postMessage(0);
-          });
-        });
-        obs.observe(document.body, { subtree: true, childList: true, attributes: true });
+/** Plain JS (no transpiler helpers reach the page): sets window.__done to click → painted ms. */
+const PROBE = `({ clickSel, chartSel, want }) => {
+  window.__done = new Promise((resolve) => {
+    let t0 = 0;
+    document.addEventListener("click", (e) => {
+      if (e.target.closest(clickSel)) t0 = performance.now();
+    }, { capture: true, once: true });
+    const ok = () => {
+      const el = document.querySelector(chartSel);
+      if (!el || !t0) return false;
+      const lines = Number(el.getAttribute("data-lines")) + Number(el.getAttribute("data-bands"));
+      return (want.lines === undefined || lines === want.lines) && Number(el.getAttribute("data-points")) >= (want.minPoints || 1) && !!el.querySelector("path");
+    };
+    const obs = new MutationObserver(() => {
+      if (!ok()) return;
+      obs.disconnect();
+      requestAnimationFrame(() => {
+        const ch = new MessageChannel();
+        ch.port1.onmessage = () => resolve(performance.now() - t0);
+        ch.port2.postMessage(0);
       });
-    },
-    { clickSel, chartSel, want },
-  );
+    });
+    obs.observe(document.body, { subtree: true, childList: true, attributes: true });
+  });
+}`;
+
+/** Arms a probe, clicks, resolves with ms from the click to the painted chart. */
+async function clickToPaint(page: Page, clickSel: string, chartSel: string, want: { lines?: number; minPoints?: number }): Promise<number> {
+  await page.evaluate(`(${PROBE})(${JSON.stringify({ clickSel, chartSel, want })})`);
   await page.click(clickSel);
   return page.evaluate(() => (window as unknown as { __done: Promise<number> }).__done);
 }
