@@ -2,10 +2,12 @@
 import Link from "next/link";
 import { Suspense, useEffect, useState } from "react";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { RUN_LIST_SORTS, RUN_STATUSES } from "../lib/contracts/index.ts";
+import { MAX_COMPARE_RUNS, RUN_LIST_SORTS, RUN_STATUSES, type RunStatus } from "../lib/contracts/index.ts";
 import { useRuns } from "../lib/hooks/useRuns.ts";
 import type { RunListParams } from "../lib/hooks/keys.ts";
 import { RunsTable } from "../components/RunsTable.tsx";
+import { toggleRows } from "../lib/selection.ts";
+import { searchFromState, withDefaults } from "../lib/compare-state.ts";
 
 const PAGE = 50;
 
@@ -42,6 +44,32 @@ function RunsPage() {
     return () => clearTimeout(t);
   });
 
+  // selection for Compare: rows by id (kept across pages), or "every run matching the filter"
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
+  const [anchor, setAnchor] = useState<string | null>(null);
+  const filterKey = `${params.status ?? ""}|${params.q ?? ""}|${params.tag ?? ""}`;
+  const [allMatching, setAllMatching] = useState<string | null>(null);
+  const matchingAll = allMatching === filterKey;
+  const shown = runs.data?.runs ?? [];
+  const selection = {
+    selected,
+    onToggle: (id: string, range: boolean) => {
+      setSelected(toggleRows(shown.map((r) => r.id), selected, anchor, id, range));
+      setAnchor(id);
+      setAllMatching(null);
+    },
+    onToggleAll: () => {
+      const all = shown.length > 0 && shown.every((r) => selected.has(r.id));
+      const next = new Set(selected);
+      for (const r of shown) if (all) next.delete(r.id); else next.add(r.id);
+      setSelected(next);
+      setAllMatching(null);
+    },
+  };
+  const compareHref = matchingAll
+    ? `/compare?${searchFromState(withDefaults({ filter: { ...(params.status ? { status: params.status.split(",") as RunStatus[] } : {}), ...(params.q ? { q: params.q } : {}), ...(params.tag ? { tag: params.tag } : {}) } }))}`
+    : `/compare?runs=${[...selected].slice(0, MAX_COMPARE_RUNS).join(",")}`;
+
   const onSort = (k: NonNullable<RunListParams["sort"]>) =>
     setParams({ sort: k, order: params.sort === k && params.order === "desc" ? "asc" : "desc" });
   const total = runs.data?.total ?? 0;
@@ -77,12 +105,28 @@ function RunsPage() {
         )}
         {runs.isPlaceholderData && <span className="muted small">loading…</span>}
       </div>
+      {(selected.size > 0 || matchingAll) && (
+        <div className="row selection-bar" style={{ marginBottom: 12 }} data-testid="selection-bar">
+          <span data-testid="selection-count">{matchingAll ? `all ${total} matching runs selected${total > MAX_COMPARE_RUNS ? ` (the newest ${MAX_COMPARE_RUNS} are compared)` : ""}` : `${selected.size} selected`}</span>
+          {!matchingAll && total > shown.length && shown.every((r) => selected.has(r.id)) && (
+            <button type="button" className="link" onClick={() => setAllMatching(filterKey)} data-testid="select-all-matching">
+              Select all {total} matching
+            </button>
+          )}
+          <Link href={compareHref} className={`button primary${matchingAll || selected.size >= 1 ? "" : " disabled"}`} data-testid="compare-button">
+            Compare
+          </Link>
+          <button type="button" className="link" onClick={() => (setSelected(new Set()), setAllMatching(null))}>
+            clear
+          </button>
+        </div>
+      )}
       {runs.error ? (
         <div className="form-banner">Could not load runs: {(runs.error as Error).message}</div>
       ) : runs.isLoading ? (
         <div className="empty">Loading runs…</div>
       ) : (
-        <RunsTable runs={runs.data?.runs ?? []} sort={params.sort!} order={params.order!} onSort={onSort} activeTag={params.tag} onTag={(t) => setParams({ tag: t === params.tag ? undefined : t })} />
+        <RunsTable runs={runs.data?.runs ?? []} sort={params.sort!} order={params.order!} onSort={onSort} activeTag={params.tag} onTag={(t) => setParams({ tag: t === params.tag ? undefined : t })} selection={selection} />
       )}
       {total > PAGE && (
         <div className="row" style={{ marginTop: 10 }}>

@@ -15,6 +15,14 @@ interface Props {
   onSort: (key: SortKey) => void;
   activeTag?: string;
   onTag: (tag: string) => void;
+  /** Row selection for Compare (checkbox column shown when given). */
+  selection?: {
+    selected: ReadonlySet<string>;
+    /** A row's checkbox clicked; `range`: with shift (select from the last clicked row). */
+    onToggle: (id: string, range: boolean) => void;
+    /** The header checkbox: select (or clear) every row shown. */
+    onToggleAll: () => void;
+  };
 }
 
 function SortHeader({ label, k, sort, order, onSort, className }: { label: string; k: SortKey; sort: SortKey; order: string; onSort: (k: SortKey) => void; className?: string }) {
@@ -27,7 +35,7 @@ function SortHeader({ label, k, sort, order, onSort, className }: { label: strin
 }
 
 /** The runs table: status, preset, task, live key metrics, created, duration, tags. */
-export function RunsTable({ runs, sort, order, onSort, activeTag, onTag }: Props) {
+export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selection }: Props) {
   const now = useNow(1_000);
   const h = { sort, order, onSort };
   return (
@@ -35,6 +43,17 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag }: Props
       <table className="table" data-testid="runs-table">
         <thead>
           <tr>
+            {selection && (
+              <th style={{ width: 28 }}>
+                <input
+                  type="checkbox"
+                  aria-label="select all shown"
+                  checked={runs.length > 0 && runs.every((r) => selection.selected.has(r.id))}
+                  onChange={selection.onToggleAll}
+                  data-testid="select-all-shown"
+                />
+              </th>
+            )}
             <SortHeader label="Run" k="name" {...h} />
             <SortHeader label="Status" k="status" {...h} />
             <th>Preset</th>
@@ -52,7 +71,20 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag }: Props
         </thead>
         <tbody>
           {runs.map((r) => (
-            <tr key={r.id} data-run-id={r.id}>
+            <tr key={r.id} data-run-id={r.id} className={selection?.selected.has(r.id) ? "selected" : undefined}>
+              {selection && (
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`select ${r.name}`}
+                    checked={selection.selected.has(r.id)}
+                    // onClick sees the shift key; onChange is kept for React's controlled input
+                    onClick={(e) => selection.onToggle(r.id, e.shiftKey)}
+                    onChange={() => {}}
+                    data-testid="select-run"
+                  />
+                </td>
+              )}
               <td className="name">
                 <Link href={`/runs/${r.id}`} title={r.name}>
                   {r.name}
@@ -88,7 +120,7 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag }: Props
           ))}
           {runs.length === 0 && (
             <tr>
-              <td colSpan={13} className="empty">
+              <td colSpan={selection ? 14 : 13} className="empty">
                 No runs match. <Link href="/runs/new">Launch one</Link>.
               </td>
             </tr>

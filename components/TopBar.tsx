@@ -23,6 +23,9 @@ export function TopBar() {
         <Link href="/runs/new" className={path === "/runs/new" ? "active" : ""}>
           New run
         </Link>
+        <Link href="/dashboards" className={path.startsWith("/dashboards") || path === "/compare" ? "active" : ""} data-testid="nav-dashboards">
+          Dashboards
+        </Link>
       </nav>
       <span className="spacer" />
       <span className="workers" title={title} data-testid="workers-count">

@@ -79,6 +79,7 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
     const seen = await page.evaluate(() => (window as unknown as { __points: string[] }).__points);
     assert.ok(seen.includes("4 running") || seen.includes("8 running"), `points drawn while the sweep still ran (saw ${seen.join(" → ")})`);
     await shot("sweep-run-page");
+    await page.locator('[data-testid="sweep-section"]').screenshot({ path: path.join(SCREENSHOTS, "sweep.png") });
 
     // the table shows what the API stored, with its Wilson interval
     const stored = await api<SweepDto>(`/api/sweeps/${sweepId}`);

@@ -15,6 +15,8 @@ export const SWEEP_COLORS = ["#6d28d9", "#e4572e", "#17a398", "#3a86ff", "#d4a01
 const DASH: Record<SweepMethod, string | undefined> = { qrag: undefined, qragFiltered: "6 3", bm25: "2 3", dense: "9 3 2 3" };
 const MARGIN = { top: 8, right: 16, bottom: 4, left: 0 };
 
+const defaultLabel = (s: SweepDto) => `${s.spec.checkpointLabel}, Q ≥ ${s.spec.threshold}`;
+
 interface Row {
   x: number;
   y: number;
@@ -23,13 +25,14 @@ interface Row {
   n: number;
 }
 
-export function SweepChart({ sweeps, height = 280 }: { sweeps: SweepDto[]; height?: number }) {
+/** `labelOf` names each sweep in overlays (default: its checkpoint and threshold). */
+export function SweepChart({ sweeps, height = 280, labelOf = defaultLabel }: { sweeps: SweepDto[]; height?: number; labelOf?: (s: SweepDto) => string }) {
   const [metric, setMetric] = useState<SweepMetric>("coverage");
   const [methods, setMethods] = useState<Set<SweepMethod>>(new Set(SWEEP_METHODS));
   const lines = sweeps.flatMap((s, si) =>
     SWEEP_METHODS.filter((m) => methods.has(m)).map((m) => {
       const rows: Row[] = sweepCurve(s.points, m, metric).map((f) => ({ x: f.tokens, y: f.value, n: f.samples, ci: f.interval ? [f.value - f.interval.low, f.interval.high - f.value] : [0, 0] }));
-      return { key: `${s.run.id}:${m}`, name: `${sweeps.length > 1 ? `${s.spec.checkpointLabel} · ` : ""}${METHOD_LABELS[m]}`, color: SWEEP_COLORS[si % SWEEP_COLORS.length], dash: DASH[m], rows };
+      return { key: `${s.run.id}:${m}`, name: `${sweeps.length > 1 ? `${labelOf(s)} · ` : ""}${METHOD_LABELS[m]}`, color: SWEEP_COLORS[si % SWEEP_COLORS.length], dash: DASH[m], rows };
     }),
   ).filter((l) => l.rows.length);
   const ticks = [...new Set(lines.flatMap((l) => l.rows.map((r) => r.x)))].sort((a, b) => a - b);
@@ -64,7 +67,7 @@ export function SweepChart({ sweeps, height = 280 }: { sweeps: SweepDto[]; heigh
           sweeps.map((s, si) => (
             <span key={s.run.id} className="legend-item">
               <span className="swatch" style={{ background: SWEEP_COLORS[si % SWEEP_COLORS.length], width: 12, height: 3, display: "inline-block" }} />
-              {s.spec.checkpointLabel}, Q ≥ {s.spec.threshold}
+              {labelOf(s)}
             </span>
           ))}
       </div>

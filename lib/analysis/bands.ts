@@ -52,3 +52,34 @@ export function groupBand(series: readonly (readonly StepValue[])[], minRuns = 2
   }
   return { points, runs: series.length, endsAt };
 }
+
+/**
+ * Puts runs on one step grid before `groupBand`: the server buckets each run for the chart's
+ * width over the run's own range, so two runs of unequal length come back with different steps.
+ * When all runs together have at most `buckets` distinct steps nothing changes (exact steps).
+ * Otherwise [first, last] step is cut into `buckets` equal bins; each run gives its last point in
+ * a bin, placed at the bin's largest step seen in any run (a real step, shared by every run).
+ */
+export function alignSteps(series: readonly (readonly StepValue[])[], buckets: number): StepValue[][] {
+  const steps = new Set<number>();
+  for (const s of series) for (const p of s) steps.add(p.step);
+  const n = Math.max(1, Math.floor(buckets));
+  if (steps.size <= n) return series.map((s) => [...s]);
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const st of steps) {
+    lo = Math.min(lo, st);
+    hi = Math.max(hi, st);
+  }
+  const bin = (step: number) => Math.min(n - 1, Math.floor(((step - lo) / (hi - lo)) * n));
+  const binStep = new Map<number, number>();
+  for (const st of steps) {
+    const b = bin(st);
+    binStep.set(b, Math.max(binStep.get(b) ?? -Infinity, st));
+  }
+  return series.map((s) => {
+    const last = new Map<number, number>();
+    for (const p of s) last.set(bin(p.step), p.value); // points are in step order: the last wins
+    return [...last.entries()].sort((a, b) => a[0] - b[0]).map(([b, value]) => ({ step: binStep.get(b)!, value }));
+  });
+}

@@ -10,3 +10,4 @@ export * from "./sockets.ts";
 export * from "./retrieval-metrics.ts";
 export * from "./sweeps.ts";
 export * from "./episode-chunks.ts";
+export * from "./dashboards.ts";

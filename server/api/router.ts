@@ -9,9 +9,10 @@ import { json } from "./http.ts";
 import { health, presets, schema, workers } from "./misc.ts";
 import { runSweeps, runSweepUpload, sweepAcross, sweepItem } from "./sweeps.ts";
 import { episodeChunks } from "./chunks.ts";
+import { dashboardItem, dashboardsCollection } from "./dashboards.ts";
 import { runCancel, runClone, runEpisode, runEpisodes, runExport, runItem, runLogs, runMetrics, runResume, runsCollection, runsValidate } from "./runs.ts";
 
-type Methods = Partial<Record<"GET" | "POST" | "PATCH", Handler>>;
+type Methods = Partial<Record<"GET" | "POST" | "PATCH" | "DELETE", Handler>>;
 
 /** Path patterns (":name" is one segment) → handlers per method. */
 const ROUTES: [string, Methods][] = [
@@ -35,6 +36,8 @@ const ROUTES: [string, Methods][] = [
   ["/api/runs/:id/sweeps/upload", runSweepUpload],
   ["/api/sweeps/:id", sweepItem],
   ["/api/sweeps/:id/across", sweepAcross],
+  ["/api/dashboards", dashboardsCollection],
+  ["/api/dashboards/:id", dashboardItem],
 ];
 
 const compiled = ROUTES.map(([pattern, methods]) => {

@@ -14,46 +14,12 @@ import { useNow } from "../../../lib/hooks/useNow.ts";
 import type { XAxis } from "../../../lib/contracts/index.ts";
 import { fmtDateTime, fmtDuration, fmtNum, runSeconds } from "../../../lib/format.ts";
 import { BackendBadge, Progress, StatusBadge, WorkerBadge } from "../../../components/Badges.tsx";
-import { MetricChart, type ChartSeries } from "../../../components/MetricChart.tsx";
+import { MetricChart } from "../../../components/MetricChart.tsx";
+import { METRIC_PANELS as GROUPS } from "../../../lib/metric-panels.ts";
 import { LogTail } from "../../../components/LogTail.tsx";
 import { ConfigView } from "../../../components/ConfigView.tsx";
 import { SweepSection } from "../../../components/sweeps/SweepSection.tsx";
 
-const GROUPS: { id: string; title: string; series: ChartSeries[] }[] = [
-  { id: "qf_loss", title: "TD loss", series: [{ key: "qf_loss", label: "TD loss", color: "#e4572e" }] },
-  {
-    id: "return",
-    title: "Return",
-    series: [
-      { key: "train_return", label: "train", color: "#3a7bd5" },
-      { key: "eval_return", label: "eval", color: "#17a398" },
-    ],
-  },
-  {
-    id: "eval",
-    title: "Eval coverage & F1",
-    series: [
-      { key: "eval_coverage", label: "coverage", color: "#9b5de5" },
-      { key: "eval_f1", label: "F1", color: "#f29e4c" },
-    ],
-  },
-  {
-    id: "lr",
-    title: "Learning rate & α",
-    series: [
-      { key: "lr", label: "lr", color: "#3a86ff" },
-      { key: "alpha", label: "α (right)", color: "#ef476f", axis: "right" },
-    ],
-  },
-  {
-    id: "throughput",
-    title: "Throughput",
-    series: [
-      { key: "transitions_per_s", label: "transitions/s", color: "#2a9d8f" },
-      { key: "updates_per_s", label: "updates/s (right)", color: "#d4a017", axis: "right" },
-    ],
-  },
-];
 const METRIC_KEYS = GROUPS.flatMap((g) => g.series.map((s) => s.key));
 const CHART_WIDTH = 800;
 

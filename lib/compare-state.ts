@@ -1,0 +1,101 @@
+/**
+ * The compare view's state ⇄ its URL (`/compare?runs=a,b,c&group=envs.task&band=minmax&…`), and
+ * its defaults. The URL is read leniently (an unreadable parameter falls back to its default, so
+ * a hand-edited link still opens); a dashboard's spec is the same object, validated strictly by
+ * the contract when it is saved.
+ */
+import { BAND_KINDS, MAX_COMPARE_RUNS, RUN_STATUSES, X_AXES, type BandKind, type DashboardSpec, type RunFilterSpec, type RunStatus, type XAxis } from "./contracts/index.ts";
+
+/** Panels shown when none are chosen: the run page's first charts. */
+export const DEFAULT_PANELS = ["qf_loss", "train_return", "eval_return", "eval_coverage"] as const;
+export const DEFAULT_SMOOTHING = 0.6;
+
+/** A spec with every default filled in. */
+export interface CompareState {
+  runs?: string[];
+  filter?: RunFilterSpec;
+  panels: string[];
+  group?: string;
+  band: BandKind;
+  smoothing: number;
+  x: XAxis;
+  hidden: string[];
+}
+
+const list = (s: string | null) => (s ? s.split(",").map((x) => x.trim()).filter(Boolean) : []);
+
+export function withDefaults(spec: Partial<DashboardSpec>): CompareState {
+  return {
+    runs: spec.runs,
+    filter: spec.filter,
+    panels: spec.panels?.length ? spec.panels : [...DEFAULT_PANELS],
+    group: spec.group,
+    band: spec.band ?? "std",
+    smoothing: spec.smoothing ?? DEFAULT_SMOOTHING,
+    x: spec.x ?? "step",
+    hidden: spec.hidden ?? [],
+  };
+}
+
+const KEY_RE = /^[\w.-]{1,200}$/;
+
+/** URL → state. `filter.status`, `filter.q`, `filter.tag` come as `status=`, `q=`, `tag=` (the runs table's names). */
+export function stateFromSearch(sp: URLSearchParams): CompareState {
+  const runs = list(sp.get("runs")).filter((r) => /^[\w-]{1,100}$/.test(r)).slice(0, MAX_COMPARE_RUNS);
+  const statuses = list(sp.get("status")).filter((s): s is RunStatus => (RUN_STATUSES as readonly string[]).includes(s));
+  const q = sp.get("q")?.slice(0, 200) || undefined;
+  const tag = sp.get("tag")?.slice(0, 64) || undefined;
+  const filter: RunFilterSpec | undefined = sp.get("filter") === "1" || (!runs.length && (statuses.length || q || tag)) ? { ...(statuses.length ? { status: statuses } : {}), ...(q ? { q } : {}), ...(tag ? { tag } : {}) } : undefined;
+  const group = sp.get("group") ?? "";
+  const band = sp.get("band") ?? "";
+  const smoothing = Number(sp.get("smooth") ?? NaN);
+  const x = sp.get("x") ?? "";
+  return withDefaults({
+    runs: runs.length && !filter ? runs : undefined,
+    filter,
+    panels: list(sp.get("panels")).filter((k) => /^[\w.-]{1,100}$/.test(k)).slice(0, 20),
+    group: KEY_RE.test(group) ? group : undefined,
+    band: (BAND_KINDS as readonly string[]).includes(band) ? (band as BandKind) : undefined,
+    smoothing: Number.isFinite(smoothing) && smoothing >= 0 && smoothing <= 0.99 ? smoothing : undefined,
+    x: (X_AXES as readonly string[]).includes(x) ? (x as XAxis) : undefined,
+    hidden: list(sp.get("hidden")).slice(0, MAX_COMPARE_RUNS),
+  });
+}
+
+/** State → URL query (defaults left out, so links stay short). */
+export function searchFromState(s: CompareState): string {
+  const p = new URLSearchParams();
+  if (s.runs?.length) p.set("runs", s.runs.join(","));
+  if (s.filter) {
+    p.set("filter", "1");
+    if (s.filter.status?.length) p.set("status", s.filter.status.join(","));
+    if (s.filter.q) p.set("q", s.filter.q);
+    if (s.filter.tag) p.set("tag", s.filter.tag);
+  }
+  if (s.panels.join(",") !== DEFAULT_PANELS.join(",")) p.set("panels", s.panels.join(","));
+  if (s.group) p.set("group", s.group);
+  if (s.band !== "std") p.set("band", s.band);
+  if (s.smoothing !== DEFAULT_SMOOTHING) p.set("smooth", String(s.smoothing));
+  if (s.x !== "step") p.set("x", s.x);
+  if (s.hidden.length) p.set("hidden", s.hidden.join(","));
+  return p.toString();
+}
+
+/** State → the spec a dashboard stores (every field explicit). */
+export function specFromState(s: CompareState): DashboardSpec {
+  return {
+    ...(s.runs ? { runs: s.runs } : {}),
+    ...(s.filter ? { filter: s.filter } : {}),
+    panels: s.panels,
+    ...(s.group ? { group: s.group } : {}),
+    band: s.band,
+    smoothing: s.smoothing,
+    x: s.x,
+    hidden: s.hidden,
+  };
+}
+
+/** A filter as the runs list's query (GET /api/runs), capped at MAX_COMPARE_RUNS newest runs. */
+export function filterQuery(f: RunFilterSpec): { status?: string; q?: string; tag?: string; sort: "createdAt"; order: "desc"; limit: number } {
+  return { status: f.status?.length ? f.status.join(",") : undefined, q: f.q || undefined, tag: f.tag || undefined, sort: "createdAt", order: "desc", limit: MAX_COMPARE_RUNS };
+}

@@ -1,0 +1,68 @@
+/**
+ * Compare views and saved dashboards: which runs (a list, or a runs-table filter), which metric
+ * panels, the grouping and the chart settings. The same spec is the /compare URL's state and a
+ * Dashboard row's `spec` (JSON text), so a saved dashboard opens exactly as it was saved.
+ * Every size a user can set is bounded here.
+ */
+import { z } from "zod";
+import { RUN_STATUSES } from "./dto.ts";
+import { X_AXES, idParam } from "./rest.ts";
+
+/** Most runs one comparison overlays (and one filter resolves to). */
+export const MAX_COMPARE_RUNS = 200;
+/** Most metric panels one comparison shows. */
+export const MAX_COMPARE_PANELS = 20;
+export const BAND_KINDS = ["std", "minmax"] as const;
+export type BandKind = (typeof BAND_KINDS)[number];
+
+/** A metric key or a dotted config key ("algo.encoder.type"). */
+const dottedKey = z.string().min(1).max(200, "at most 200 characters").regex(/^[\w.-]+$/, "letters, digits, _ . - only");
+
+/** The runs table's filter (GET /api/runs query), as a comparison of "every run matching". */
+export const runFilterSpec = z.strictObject({
+  status: z
+    .array(z.enum(RUN_STATUSES))
+    .max(RUN_STATUSES.length)
+    .optional(),
+  q: z.string().max(200, "at most 200 characters").optional(),
+  tag: z.string().max(64, "at most 64 characters").optional(),
+});
+export type RunFilterSpec = z.infer<typeof runFilterSpec>;
+
+export const dashboardSpec = z
+  .strictObject({
+    /** Explicit run ids (mutually exclusive with `filter`). */
+    runs: z.array(idParam).max(MAX_COMPARE_RUNS, `at most ${MAX_COMPARE_RUNS} runs`).optional(),
+    /** Every run matching (up to MAX_COMPARE_RUNS, newest first). */
+    filter: runFilterSpec.optional(),
+    /** Metric keys, one panel each, in order. */
+    panels: z.array(z.string().min(1).max(100).regex(/^[\w.-]+$/, "invalid metric key")).min(1, "at least one panel").max(MAX_COMPARE_PANELS, `at most ${MAX_COMPARE_PANELS} panels`).optional(),
+    /** Config key to group by (one band per value); none: one line per run. */
+    group: dottedKey.optional(),
+    band: z.enum(BAND_KINDS).optional(),
+    smoothing: z.number().min(0).max(0.99).optional(),
+    x: z.enum(X_AXES).optional(),
+    /** Runs (or group labels when grouped) hidden from the charts via the legend. */
+    hidden: z.array(z.string().min(1).max(300)).max(MAX_COMPARE_RUNS).optional(),
+  })
+  .refine((s) => !(s.runs && s.filter), { message: "either runs or filter, not both", path: ["runs"] })
+  .refine((s) => (s.runs?.length ?? 0) > 0 || s.filter !== undefined, { message: "name at least one run or a filter", path: ["runs"] });
+export type DashboardSpec = z.infer<typeof dashboardSpec>;
+
+const dashboardName = z.string().trim().min(1, "must not be empty").max(200, "at most 200 characters");
+
+/** POST /api/dashboards */
+export const createDashboardBody = z.strictObject({ name: dashboardName, spec: dashboardSpec });
+export type CreateDashboardBody = z.infer<typeof createDashboardBody>;
+/** PATCH /api/dashboards/:id */
+export const patchDashboardBody = z.strictObject({ name: dashboardName.optional(), spec: dashboardSpec.optional() });
+export type PatchDashboardBody = z.infer<typeof patchDashboardBody>;
+export const dashboardIdParams = z.object({ id: idParam });
+
+export interface DashboardDto {
+  id: string;
+  name: string;
+  spec: DashboardSpec;
+  createdAt: string;
+  updatedAt: string;
+}

@@ -1,0 +1,70 @@
+/**
+ * The compare view's pure parts: aligning runs bucketed over different ranges onto one step grid
+ * before banding, the runs table's shift-click ranges, and the URL ⇄ state ⇄ dashboard spec.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { alignSteps, groupBand } from "../lib/analysis/bands.ts";
+import { toggleRows } from "../lib/selection.ts";
+import { DEFAULT_PANELS, searchFromState, specFromState, stateFromSearch, withDefaults } from "../lib/compare-state.ts";
+import { dashboardSpec } from "../lib/contracts/index.ts";
+import { bucketSeries } from "../server/runs/queries.ts";
+
+const series = (steps: number[], f: (s: number) => number) => steps.map((step) => ({ step, value: f(step) }));
+const range = (from: number, to: number, by: number) => Array.from({ length: Math.floor((to - from) / by) + 1 }, (_, i) => from + i * by);
+
+test("alignSteps leaves runs alone when their steps fit the grid", () => {
+  const a = series([0, 10, 20], (s) => s);
+  const b = series([0, 10, 20, 30], (s) => s + 1);
+  assert.deepEqual(alignSteps([a, b], 10), [a, b]);
+});
+
+test("alignSteps puts runs bucketed over different ranges on shared steps, so they band", () => {
+  // run a logs 0..1000, run b 0..600, every 2 steps; the server buckets each over its own range
+  const pts = (last: number, off: number) => range(0, last, 2).map((step) => ({ step, update: step, wall: step, value: step / 100 + off }));
+  const a = bucketSeries(pts(1000, 0), 100).map((p) => ({ step: p.step, value: p.value }));
+  const b = bucketSeries(pts(600, 1), 100).map((p) => ({ step: p.step, value: p.value }));
+  const shared = new Set(a.map((p) => p.step).filter((s) => b.some((q) => q.step === s)));
+  assert.ok(shared.size < 40, `raw buckets barely line up (${shared.size} shared steps)`);
+  const aligned = alignSteps([a, b], 100);
+  const band = groupBand(aligned);
+  assert.ok(band.points.length >= 55, `most of b's range is banded (${band.points.length} points)`);
+  for (const p of band.points) {
+    assert.equal(p.runs, 2);
+    assert.ok(Math.abs(p.mean - (p.step / 100 + 0.5)) < 0.12, `mean at ${p.step} near the truth: ${p.mean}`);
+  }
+  assert.ok(band.endsAt !== null && band.endsAt > 590 && band.endsAt < 630, `the band ends after b's last step: ${band.endsAt}`);
+  for (const s of aligned) {
+    assert.ok(s.length <= 100);
+    assert.deepEqual(s.map((p) => p.step), [...s.map((p) => p.step)].sort((x, y) => x - y), "steps stay in order");
+  }
+});
+
+test("shift-click selects the range from the last clicked row; a plain click toggles one", () => {
+  const order = ["a", "b", "c", "d", "e"];
+  let sel = toggleRows(order, new Set(), null, "b", false);
+  assert.deepEqual([...sel], ["b"]);
+  sel = toggleRows(order, sel, "b", "e", true);
+  assert.deepEqual([...sel].sort(), ["b", "c", "d", "e"]);
+  sel = toggleRows(order, sel, "e", "c", true);
+  assert.deepEqual([...sel].sort(), ["b"], "shift on a selected row clears the range (c..e)");
+  sel = toggleRows(order, sel, "gone", "a", true);
+  assert.deepEqual([...sel].sort(), ["a", "b"], "an anchor not shown: a plain click");
+  sel = toggleRows(order, sel, "a", "a", false);
+  assert.deepEqual([...sel].sort(), ["b"]);
+});
+
+test("compare state round-trips through the URL and is a valid dashboard spec", () => {
+  const s = withDefaults({ runs: ["r1", "r2"], group: "envs.task", band: "minmax", smoothing: 0.25, hidden: ["g:\"qa1\""], panels: ["qf_loss", "eval_f1"] });
+  const back = stateFromSearch(new URLSearchParams(searchFromState(s)));
+  assert.deepEqual(back, s);
+  assert.ok(dashboardSpec.safeParse(specFromState(s)).success);
+  const f = withDefaults({ filter: { status: ["running"], q: "qa2", tag: "t" } });
+  assert.deepEqual(stateFromSearch(new URLSearchParams(searchFromState(f))), f);
+  assert.ok(dashboardSpec.safeParse(specFromState(f)).success);
+  assert.equal(searchFromState(withDefaults({ runs: ["x"] })), "runs=x", "defaults stay out of the link");
+  // a hand-edited link: bad values fall back to defaults
+  const odd = stateFromSearch(new URLSearchParams("runs=a,b%20c,d&band=wide&smooth=7&x=time&group=a;b&status=bogus"));
+  assert.deepEqual(odd, withDefaults({ runs: ["a", "d"] }));
+  assert.deepEqual(odd.panels, [...DEFAULT_PANELS]);
+});
