@@ -40,7 +40,7 @@ function suite(label: string, makeUrl: () => Promise<string>, opts: { skip?: str
     before(async () => {
       url = await makeUrl();
       const first = await migrate(url);
-      assert.deepEqual(first, ["0001_init", "0002_drop_sweep_point"]);
+      assert.deepEqual(first, ["0001_init", "0002_drop_sweep_point", "0003_sweeps_dashboards"]);
       assert.deepEqual(await migrate(url), [], "second migration run applies nothing");
       h = await openDb(url);
       // PostgreSQL: a second pool stands for a second dashboard node. SQLite has one writer
@@ -241,6 +241,16 @@ function suite(label: string, makeUrl: () => Promise<string>, opts: { skip?: str
       assert.equal(s.at(-1)!.step, 3000, "the last point is kept");
       const raw = await getMetrics(h, id, { keys: ["qf_loss"], width: 5000 });
       assert.equal(raw.series.qf_loss.length, 3000);
+      // the database's bucketing (step axis) is bucketSeries exactly, for any width, on uneven steps too
+      const uneven: EngineEvent[] = [];
+      for (let s = 1, k = 0; k < 2500; k++, s += 1 + ((k * 7919) % 13)) uneven.push(metric("lr", s, Math.cos(k / 37) * (k % 97 === 0 ? 50 : 1)));
+      assert.ok((await ingestBatch(h, { runId: id, seq: 2, events: uneven }, "ws")).ok);
+      const rawLr = (await getMetrics(h, id, { keys: ["lr"], width: 20_000 })).series.lr;
+      assert.equal(rawLr.length, 2500);
+      for (const width of [1, 7, 100, 997, 2499]) {
+        assert.deepEqual((await getMetrics(h, id, { keys: ["lr"], width })).series.lr, bucketSeries(rawLr, width), `width ${width}`);
+        assert.deepEqual((await getMetrics(h, id, { keys: ["qf_loss"], width })).series.qf_loss, bucketSeries(raw.series.qf_loss, width), `width ${width}`);
+      }
     });
   });
 }

@@ -36,15 +36,69 @@ export function bucketSeries(points: readonly SeriesPoint[], width: number, x: X
   return out;
 }
 
+interface BucketRow {
+  key: string;
+  step: number;
+  update: number;
+  value: number;
+  wall: number;
+  mn: number | null;
+  mx: number | null;
+}
+
+/**
+ * bucketSeries on the step axis, in the database: only the last point of each bucket (with the
+ * bucket's min and max) leaves it, so a 100k-point series costs one row per pixel instead of
+ * 100k rows through the driver. Integer division gives the same buckets as bucketSeries (exactly,
+ * where floating point could round at a boundary); series no longer than the width come back raw.
+ */
+async function bucketedBySteps(h: DbHandle, runId: string, keys: readonly string[] | undefined, width: number): Promise<Record<string, SeriesPoint[]>> {
+  const w = Math.max(1, Math.floor(width));
+  const params: unknown[] = [];
+  const p = (v: unknown) => (params.push(v), h.provider === "postgresql" ? `$${params.length}` : "?");
+  const keyFilter = (alias: string) => (keys?.length ? ` AND ${alias}."key" IN (${keys.map((k) => p(k)).join(",")})` : "");
+  // placeholders are numbered in text order, so each use takes its own parameter; the width is
+  // inlined (an integer we computed): a bound number can arrive as REAL, making the division inexact
+  const sql = `
+    WITH r AS (SELECT m."key", MIN(m."step") AS lo, MAX(m."step") - MIN(m."step") AS span, COUNT(*) AS n
+               FROM "MetricPoint" m WHERE m."runId" = ${p(runId)}${keyFilter("m")} GROUP BY m."key"),
+    b AS (SELECT x."key", MAX(x."step") AS ls, MIN(x."value") AS mn, MAX(x."value") AS mx
+          FROM (SELECT m."key", m."step", m."value",
+                       CASE WHEN ((m."step" - r.lo) * ${w}) / r.span >= ${w} THEN ${w - 1} ELSE ((m."step" - r.lo) * ${w}) / r.span END AS bucket
+                FROM "MetricPoint" m JOIN r ON r."key" = m."key"
+                WHERE m."runId" = ${p(runId)} AND r.n > ${w} AND r.span > 0) x
+          GROUP BY x."key", x.bucket)
+    SELECT m."key", m."step", m."update", m."value", m."wall", b.mn, b.mx
+      FROM b JOIN "MetricPoint" m ON m."runId" = ${p(runId)} AND m."key" = b."key" AND m."step" = b.ls
+    UNION ALL
+    SELECT m."key", m."step", m."update", m."value", m."wall", NULL, NULL
+      FROM "MetricPoint" m JOIN r ON r."key" = m."key"
+      WHERE m."runId" = ${p(runId)} AND (r.n <= ${w} OR r.span = 0)
+    ORDER BY 1, 2`;
+  const rows = await h.prisma.$queryRawUnsafe<BucketRow[]>(sql, ...params);
+  const byKey: Record<string, SeriesPoint[]> = {};
+  for (const r of rows) {
+    const pt: SeriesPoint = { step: Number(r.step), update: Number(r.update), wall: Number(r.wall), value: Number(r.value) };
+    if (r.mn !== null && r.mx !== null) Object.assign(pt, { min: Number(r.mn), max: Number(r.mx) });
+    (byKey[r.key] ??= []).push(pt);
+  }
+  return byKey;
+}
+
 export async function getMetrics(h: DbHandle, runId: string, q: MetricsQuery = {}): Promise<MetricsDto> {
   // lastSeq first: points written after it are replayed again by the stream, never missed
   const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { lastSeq: true } });
   if (!run) throw notFound(`run ${runId}`);
   const x = q.x ?? "step";
+  if (x === "step") {
+    const series = await bucketedBySteps(h, runId, q.keys, q.width ?? 1000);
+    for (const k of q.keys ?? []) series[k] ??= [];
+    return { series, lastSeq: run.lastSeq };
+  }
   const rows = await h.prisma.metricPoint.findMany({
     where: { runId, ...(q.keys?.length ? { key: { in: q.keys } } : {}) },
     select: { key: true, step: true, update: true, value: true, wall: true },
-    orderBy: x === "step" ? [{ key: "asc" }, { step: "asc" }] : [{ key: "asc" }, { wall: "asc" }, { step: "asc" }],
+    orderBy: [{ key: "asc" }, { wall: "asc" }, { step: "asc" }],
   });
   const byKey: Record<string, SeriesPoint[]> = {};
   for (const r of rows) (byKey[r.key] ??= []).push({ step: r.step, update: r.update, wall: r.wall, value: r.value });
