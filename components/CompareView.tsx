@@ -17,6 +17,7 @@ import { useRunStream } from "../lib/hooks/useRunStream.ts";
 import { fmtNum } from "../lib/format.ts";
 import { CompareChart, type CompareBand, type CompareLine } from "./CompareChart.tsx";
 import { ConfigDiffTable } from "./ConfigDiffTable.tsx";
+import { SweepOverlay } from "./sweeps/SweepOverlay.tsx";
 
 /** Distinct colours for any number of runs: hues a golden angle apart. */
 export const runColor = (i: number) => `hsl(${Math.round((i * 137.508) % 360)} 62% 46%)`;
@@ -235,6 +236,7 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
               </div>
             ))}
           </div>
+          <SweepOverlay runs={named} />
           <section className="panel">
             <h2>Config differences</h2>
             <ConfigDiffTable rows={diff} runs={named.filter((r) => r.id in configs)} />

@@ -106,6 +106,17 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
     // an episode of the sweep opens in the replay player
     await page.locator('[data-testid="sweep-episodes"] a').first().click();
     await page.waitForSelector('[data-testid="episode-view"]');
+
+    // a second run with a CLI sweep uploaded: the compare view overlays both runs' sweeps
+    const other = await api<RunDetailDto>("/api/runs", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ preset: "tiny", name: "other run" }) });
+    await api(`/api/runs/${other.id}/cancel`, { method: "POST" });
+    const halved = stored.points.slice(0, 2).map((p) => JSON.stringify({ ...p, qrag: { ...p.qrag, coverage: p.qrag.coverage / 2 } })).join("\n");
+    const up = await fetch(`${server.url}/api/runs/${other.id}/sweeps/upload`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points: { name: "sweep.jsonl", text: halved } }) });
+    assert.equal(up.status, 201);
+    await page.goto(`${server.url}/compare?runs=${run.id},${other.id}`);
+    // 3 + 2 lengths × 4 methods
+    await page.waitForSelector('[data-testid="sweep-overlay"][data-sweeps="2"] [data-testid="sweep-chart"][data-points="20"]');
+    await page.locator('[data-testid="sweep-overlay"]').screenshot({ path: path.join(SCREENSHOTS, "sweep-overlay.png") });
     assert.deepEqual(errors, []);
   });
 });
