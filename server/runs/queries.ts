@@ -36,53 +36,49 @@ export function bucketSeries(points: readonly SeriesPoint[], width: number, x: X
   return out;
 }
 
-interface BucketRow {
-  key: string;
-  step: number;
-  update: number;
-  value: number;
-  wall: number;
-  mn: number | null;
-  mx: number | null;
-}
-
 /**
- * bucketSeries on the step axis, in the database: only the last point of each bucket (with the
- * bucket's min and max) leaves it, so a 100k-point series costs one row per pixel instead of
- * 100k rows through the driver. Integer division gives the same buckets as bucketSeries (exactly,
- * where floating point could round at a boundary); series no longer than the width come back raw.
+ * bucketSeries on the step axis, in the database: per key, the range and count first; a series
+ * longer than the width is then grouped by bucket there (integer division: the same buckets as
+ * bucketSeries, exactly, where floating point could round at a boundary), and only each bucket's
+ * last point (with the bucket's min and max) is read back — one row per pixel instead of 100k
+ * through the driver. Shorter series come back raw. The numbers inlined in the SQL are integers
+ * read from the database or computed here (a bound number can arrive as REAL, making the division
+ * inexact); text goes in as parameters. Each query is driven by the (runId, key, step) index.
  */
 async function bucketedBySteps(h: DbHandle, runId: string, keys: readonly string[] | undefined, width: number): Promise<Record<string, SeriesPoint[]>> {
   const w = Math.max(1, Math.floor(width));
-  const params: unknown[] = [];
-  const p = (v: unknown) => (params.push(v), h.provider === "postgresql" ? `$${params.length}` : "?");
-  const keyFilter = (alias: string) => (keys?.length ? ` AND ${alias}."key" IN (${keys.map((k) => p(k)).join(",")})` : "");
-  // placeholders are numbered in text order, so each use takes its own parameter; the width is
-  // inlined (an integer we computed): a bound number can arrive as REAL, making the division inexact
-  const sql = `
-    WITH r AS (SELECT m."key", MIN(m."step") AS lo, MAX(m."step") - MIN(m."step") AS span, COUNT(*) AS n
-               FROM "MetricPoint" m WHERE m."runId" = ${p(runId)}${keyFilter("m")} GROUP BY m."key"),
-    b AS (SELECT x."key", MAX(x."step") AS ls, MIN(x."value") AS mn, MAX(x."value") AS mx
-          FROM (SELECT m."key", m."step", m."value",
-                       CASE WHEN ((m."step" - r.lo) * ${w}) / r.span >= ${w} THEN ${w - 1} ELSE ((m."step" - r.lo) * ${w}) / r.span END AS bucket
-                FROM "MetricPoint" m JOIN r ON r."key" = m."key"
-                WHERE m."runId" = ${p(runId)} AND r.n > ${w} AND r.span > 0) x
-          GROUP BY x."key", x.bucket)
-    SELECT m."key", m."step", m."update", m."value", m."wall", b.mn, b.mx
-      FROM b JOIN "MetricPoint" m ON m."runId" = ${p(runId)} AND m."key" = b."key" AND m."step" = b.ls
-    UNION ALL
-    SELECT m."key", m."step", m."update", m."value", m."wall", NULL, NULL
-      FROM "MetricPoint" m JOIN r ON r."key" = m."key"
-      WHERE m."runId" = ${p(runId)} AND (r.n <= ${w} OR r.span = 0)
-    ORDER BY 1, 2`;
-  const rows = await h.prisma.$queryRawUnsafe<BucketRow[]>(sql, ...params);
-  const byKey: Record<string, SeriesPoint[]> = {};
-  for (const r of rows) {
-    const pt: SeriesPoint = { step: Number(r.step), update: Number(r.update), wall: Number(r.wall), value: Number(r.value) };
-    if (r.mn !== null && r.mx !== null) Object.assign(pt, { min: Number(r.mn), max: Number(r.mx) });
-    (byKey[r.key] ??= []).push(pt);
+  const ph = (i: number) => (h.provider === "postgresql" ? `$${i}` : "?");
+  const keyList = keys?.length ? ` AND "key" IN (${keys.map((_, i) => ph(i + 2)).join(",")})` : "";
+  const ranges = await h.prisma.$queryRawUnsafe<{ key: string; lo: number | bigint; hi: number | bigint; n: number | bigint }[]>(
+    `SELECT "key", MIN("step") AS lo, MAX("step") AS hi, COUNT(*) AS n FROM "MetricPoint" WHERE "runId" = ${ph(1)}${keyList} GROUP BY "key"`,
+    runId, ...(keys ?? []),
+  );
+  const series: Record<string, SeriesPoint[]> = {};
+  const cols = `"step", "update", "value", "wall"`;
+  const point = (r: { step: unknown; update: unknown; value: unknown; wall: unknown }): SeriesPoint => ({ step: Number(r.step), update: Number(r.update), wall: Number(r.wall), value: Number(r.value) });
+  for (const r of ranges) {
+    const lo = Number(r.lo);
+    const span = Number(r.hi) - lo;
+    if (Number(r.n) <= w || span <= 0) {
+      const rows = await h.prisma.$queryRawUnsafe<SeriesPoint[]>(`SELECT ${cols} FROM "MetricPoint" WHERE "runId" = ${ph(1)} AND "key" = ${ph(2)} ORDER BY "step"`, runId, r.key);
+      series[r.key] = rows.map(point);
+      continue;
+    }
+    const bucket = `(("step" - ${lo}) * ${w}) / ${span}`;
+    const agg = await h.prisma.$queryRawUnsafe<{ ls: number | bigint; mn: number; mx: number }[]>(
+      `SELECT MAX("step") AS ls, MIN("value") AS mn, MAX("value") AS mx FROM "MetricPoint" WHERE "runId" = ${ph(1)} AND "key" = ${ph(2)}
+       GROUP BY CASE WHEN ${bucket} >= ${w} THEN ${w - 1} ELSE ${bucket} END`,
+      runId, r.key,
+    );
+    const last = agg.map((a) => Number(a.ls)).sort((a, b) => a - b);
+    const rows = await h.prisma.$queryRawUnsafe<SeriesPoint[]>(`SELECT ${cols} FROM "MetricPoint" WHERE "runId" = ${ph(1)} AND "key" = ${ph(2)} AND "step" IN (${last.join(",")}) ORDER BY "step"`, runId, r.key);
+    const spread = new Map(agg.map((a) => [Number(a.ls), a]));
+    series[r.key] = rows.map((row) => {
+      const a = spread.get(Number(row.step))!;
+      return { ...point(row), min: Number(a.mn), max: Number(a.mx) };
+    });
   }
-  return byKey;
+  return series;
 }
 
 export async function getMetrics(h: DbHandle, runId: string, q: MetricsQuery = {}): Promise<MetricsDto> {
