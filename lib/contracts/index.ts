@@ -8,3 +8,4 @@ export * from "./dto.ts";
 export * from "./rest.ts";
 export * from "./sockets.ts";
 export * from "./retrieval-metrics.ts";
+export * from "./import.ts";
