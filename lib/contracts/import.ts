@@ -13,7 +13,7 @@ export const IMPORT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 export const IMPORT_MAX_FILES = 200;
 const NAME_MAX = 300;
 
-export const IMPORT_FILE_KINDS = ["eval_seed", "tfevents", "metrics.json", "metrics.csv", "episodes.jsonl", "config.yaml"] as const;
+export const IMPORT_FILE_KINDS = ["eval_seed", "tfevents", "metrics.json", "metrics.csv", "metrics.jsonl", "episodes.jsonl", "config.yaml"] as const;
 export type ImportFileKind = (typeof IMPORT_FILE_KINDS)[number];
 
 /** The last path segment ("run/tb_logs/events…" → "events…"). */
@@ -21,7 +21,8 @@ export const baseName = (name: string) => name.split(/[\\/]/).pop() ?? name;
 
 /**
  * The kind of a file by its name, or null for files the importer does not read. Ours are
- * "<run>-<id>-metrics.csv" etc. (export.ts); the reference's eval logs are
+ * "<run>-<id>-metrics.csv" etc. (export.ts), or metrics.jsonl/episodes.jsonl of a `qrag train`
+ * folder; the reference's eval logs are
  * `eval_seed{seed}_ns{num_sentences}.jsonl` (or `eval_seed{seed}.jsonl`).
  */
 export function importFileKind(name: string): ImportFileKind | null {
@@ -30,6 +31,7 @@ export function importFileKind(name: string): ImportFileKind | null {
   if (/tfevents/.test(b)) return "tfevents";
   if (/(^|[-_.])metrics\.json$/.test(b)) return "metrics.json";
   if (/(^|[-_.])metrics\.csv$/.test(b)) return "metrics.csv";
+  if (/(^|[-_.])metrics\.jsonl$/.test(b)) return "metrics.jsonl";
   if (/(^|[-_.])episodes\.jsonl$/.test(b)) return "episodes.jsonl";
   if (/(^|[-_.])config\.ya?ml$/.test(b)) return "config.yaml";
   return null;
