@@ -23,6 +23,9 @@ export function TopBar() {
         <Link href="/runs/new" className={path === "/runs/new" ? "active" : ""}>
           New run
         </Link>
+        <Link href="/import" className={path === "/import" ? "active" : ""}>
+          Import
+        </Link>
       </nav>
       <span className="spacer" />
       <span className="workers" title={title} data-testid="workers-count">
