@@ -60,11 +60,12 @@ describe("import page in a real browser", { skip: skip ?? false, timeout: 15 * 6
 
     // a broken episodes file beside a good metrics file: the error names file, line and field
     const epName = fs.readdirSync(folder).find((n) => n.endsWith("-episodes.jsonl"))!;
+    const csvName = fs.readdirSync(folder).find((n) => n.endsWith("-metrics.csv"))!;
     const lines = fs.readFileSync(path.join(folder, epName), "utf8").trim().split("\n");
     const broken = JSON.parse(lines[1]);
     broken.record.pred_idx = ["<img src=x onerror=alert(1)>"];
     await page.setInputFiles('[data-testid="import-files-input"]', [
-      path.join(folder, fs.readdirSync(folder).find((n) => n.endsWith("-metrics.csv"))!),
+      { name: csvName, mimeType: "text/csv", buffer: fs.readFileSync(path.join(folder, csvName)) },
       { name: epName, mimeType: "application/x-ndjson", buffer: Buffer.from([lines[0], JSON.stringify(broken), ...lines.slice(2)].join("\n")) },
     ]);
     await page.click('[data-testid="import-submit"]');
