@@ -13,7 +13,7 @@
  */
 import crypto from "node:crypto";
 import { baseName, importFileKind, runListSelect, SUMMARY_KEYS, type ImportFileKind, type ImportRunBody, type ImportRunDto, type RunSummary } from "../../lib/contracts/index.ts";
-import type { DbHandle } from "../db/client.ts";
+import type { Db, DbHandle, Provider } from "../db/client.ts";
 import { badRequest } from "./errors.ts";
 import { toRunDto } from "./dto.ts";
 import { ImportFileError } from "./import-errors.ts";
@@ -23,8 +23,8 @@ import type { RunNotifier } from "./notifier.ts";
 import { readTfEvents, TfEventsError, type TfEventsFile } from "./tfevents-read.ts";
 
 const INT_MAX = 2_147_483_647;
-/** Rows per INSERT (SQLite's bound-parameter limit is 32766; 10 columns per episode). */
-const CHUNK = 1000;
+/** Bound parameters per INSERT: under SQLite's 32766 and PostgreSQL's 65535. */
+const PARAMS_PER_INSERT = 9000;
 
 /** Lower number = more exact (wins a (key, step) clash). */
 const METRIC_PRIORITY: Partial<Record<ImportFileKind, number>> = { "metrics.json": 0, "metrics.csv": 1, "metrics.jsonl": 2, tfevents: 3 };
@@ -181,6 +181,21 @@ function summaryOf(points: readonly ParsedPoint[]): RunSummary {
   return summary;
 }
 
+/**
+ * Multi-row INSERTs: Prisma's createMany took ≈ 130 µs a row on SQLite (14 s for 105k points);
+ * plain statements with many rows each are an order of magnitude faster.
+ */
+async function insertRows(db: Db, provider: Provider, table: string, cols: readonly string[], rows: unknown[][]): Promise<void> {
+  const per = Math.max(1, Math.floor(PARAMS_PER_INSERT / cols.length));
+  for (let i = 0; i < rows.length; i += per) {
+    const chunk = rows.slice(i, i + per);
+    let k = 0;
+    const row = () => `(${cols.map(() => (provider === "postgresql" ? `$${++k}` : "?")).join(",")})`;
+    const sql = `INSERT INTO "${table}" (${cols.map((c) => `"${c}"`).join(",")}) VALUES ${chunk.map(row).join(",")}`;
+    await db.$executeRawUnsafe(sql, ...chunk.flat());
+  }
+}
+
 const newRunId = () => `${Date.now().toString(36)}${crypto.randomBytes(4).toString("hex")}`;
 
 export async function importRun(h: DbHandle, body: ImportRunBody, deps: { notifier: RunNotifier }): Promise<ImportRunDto> {
@@ -217,17 +232,12 @@ export async function importRun(h: DbHandle, body: ImportRunBody, deps: { notifi
           },
           select: runListSelect,
         });
-        for (let i = 0; i < points.length; i += CHUNK) {
-          await tx.metricPoint.createMany({ data: points.slice(i, i + CHUNK).map((p) => ({ runId: id, ...p })) });
-        }
-        for (let i = 0; i < parsed.episodes.length; i += CHUNK) {
-          await tx.episode.createMany({
-            data: parsed.episodes.slice(i, i + CHUNK).map((e) => ({
-              runId: id, seq: 0, phase: e.phase, step: e.step, update: e.update, sampleId: e.sampleId, numChunks: e.numChunks,
-              coverage: e.record.metrics.coverage, f1: e.record.metrics.f1, return: e.record.return, record: JSON.stringify(e.record),
-            })),
-          });
-        }
+        const db = tx as unknown as Db;
+        await insertRows(db, h.provider, "MetricPoint", ["runId", "key", "step", "update", "wall", "value"], points.map((p) => [id, p.key, p.step, p.update, p.wall, p.value]));
+        await insertRows(
+          db, h.provider, "Episode", ["runId", "seq", "phase", "step", "update", "sampleId", "numChunks", "coverage", "f1", "return", "record"],
+          parsed.episodes.map((e) => [id, 0, e.phase, e.step, e.update, e.sampleId, e.numChunks, e.record.metrics.coverage, e.record.metrics.f1, e.record.return, JSON.stringify(e.record)]),
+        );
         return run;
       },
       { maxWait: 20_000, timeout: 300_000 },
