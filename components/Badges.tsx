@@ -40,3 +40,13 @@ export function Progress({ done, total, wide }: { done: number; total: number; w
     </span>
   );
 }
+
+/** Marks runs that did not train here (kind "imported"); training runs get none. */
+export function KindBadge({ kind }: { kind: string }) {
+  if (kind !== "imported") return null;
+  return (
+    <span className="badge plain" title="imported from files: read-only" data-testid="kind-badge" data-kind={kind}>
+      imported
+    </span>
+  );
+}

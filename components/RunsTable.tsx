@@ -4,7 +4,7 @@ import type { RunDto } from "../lib/contracts/index.ts";
 import type { RunListParams } from "../lib/hooks/keys.ts";
 import { fmtDateTime, fmtDuration, fmtNum, runSeconds } from "../lib/format.ts";
 import { useNow } from "../lib/hooks/useNow.ts";
-import { Progress, StatusBadge } from "./Badges.tsx";
+import { KindBadge, Progress, StatusBadge } from "./Badges.tsx";
 
 type SortKey = NonNullable<RunListParams["sort"]>;
 
@@ -91,7 +91,7 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selecti
                 </Link>
               </td>
               <td>
-                <StatusBadge status={r.status} />
+                <StatusBadge status={r.status} /> <KindBadge kind={r.kind} />
               </td>
               <td>{r.preset ?? <span className="muted">custom</span>}</td>
               <td className="mono">

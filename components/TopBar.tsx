@@ -26,6 +26,9 @@ export function TopBar() {
         <Link href="/dashboards" className={path.startsWith("/dashboards") || path === "/compare" ? "active" : ""} data-testid="nav-dashboards">
           Dashboards
         </Link>
+        <Link href="/import" className={path === "/import" ? "active" : ""}>
+          Import
+        </Link>
       </nav>
       <span className="spacer" />
       <span className="workers" title={title} data-testid="workers-count">

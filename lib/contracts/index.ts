@@ -11,3 +11,4 @@ export * from "./retrieval-metrics.ts";
 export * from "./sweeps.ts";
 export * from "./episode-chunks.ts";
 export * from "./dashboards.ts";
+export * from "./import.ts";

@@ -10,18 +10,26 @@ import { health, presets, schema, workers } from "./misc.ts";
 import { runSweeps, runSweepUpload, sweepAcross, sweepItem } from "./sweeps.ts";
 import { episodeChunks } from "./chunks.ts";
 import { dashboardItem, dashboardsCollection } from "./dashboards.ts";
+import { runsImport } from "./import.ts";
+import { IMPORT_MAX_BODY_BYTES } from "../../lib/contracts/index.ts";
 import { runCancel, runClone, runEpisode, runEpisodes, runExport, runItem, runLogs, runMetrics, runResume, runsCollection, runsValidate } from "./runs.ts";
 
-type Methods = Partial<Record<"GET" | "POST" | "PATCH" | "DELETE", Handler>>;
+/** Request bodies larger than this (or the route's own maxBodyBytes) are refused (413) before they are read. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
-/** Path patterns (":name" is one segment) → handlers per method. */
-const ROUTES: [string, Methods][] = [
+type Methods = Partial<Record<"GET" | "POST" | "PATCH" | "DELETE", Handler>>;
+/** Per-route options: a larger request-body limit than MAX_BODY_BYTES (imports carry whole runs). */
+type RouteOptions = { maxBodyBytes?: number };
+
+/** Path patterns (":name" is one segment) → handlers per method (first match wins). */
+const ROUTES: [string, Methods, RouteOptions?][] = [
   ["/api/health", health],
   ["/api/presets", presets],
   ["/api/schema", schema],
   ["/api/workers", workers],
   ["/api/runs", runsCollection],
   ["/api/runs/validate", runsValidate],
+  ["/api/runs/import", runsImport, { maxBodyBytes: IMPORT_MAX_BODY_BYTES }],
   ["/api/runs/:id", runItem],
   ["/api/runs/:id/cancel", runCancel],
   ["/api/runs/:id/resume", runResume],
@@ -40,16 +48,13 @@ const ROUTES: [string, Methods][] = [
   ["/api/dashboards/:id", dashboardItem],
 ];
 
-const compiled = ROUTES.map(([pattern, methods]) => {
+const compiled = ROUTES.map(([pattern, methods, options]) => {
   const names: string[] = [];
   const re = new RegExp(`^${pattern.replace(/:(\w+)/g, (_m, n: string) => (names.push(n), "([^/]+)"))}/?$`);
-  return { re, names, methods };
+  return { re, names, methods, maxBodyBytes: options?.maxBodyBytes ?? MAX_BODY_BYTES };
 });
 
-/** Request bodies larger than this are refused (413) before they are read. */
-export const MAX_BODY_BYTES = 4 * 1024 * 1024;
-
-function match(pathname: string): { methods: Methods; params: Params } | null {
+function match(pathname: string): { methods: Methods; params: Params; maxBodyBytes: number } | null {
   for (const r of compiled) {
     const m = r.re.exec(pathname);
     if (!m) continue;
@@ -61,17 +66,17 @@ function match(pathname: string): { methods: Methods; params: Params } | null {
         params[n] = m[i + 1];
       }
     });
-    return { methods: r.methods, params };
+    return { methods: r.methods, params, maxBodyBytes: r.maxBodyBytes };
   }
   return null;
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer | "too large"> {
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "too large"> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req) {
     size += (c as Buffer).length;
-    if (size > MAX_BODY_BYTES) return "too large";
+    if (size > limit) return "too large";
     chunks.push(c as Buffer);
   }
   return Buffer.concat(chunks);
@@ -88,9 +93,9 @@ export async function serveApi(req: IncomingMessage, res: ServerResponse, deps: 
     response = json({ error: `${method} is not allowed on ${url.pathname}` }, 405);
     response.headers.set("allow", Object.keys(route.methods).join(", "));
   } else {
-    const body = method === "GET" || method === "HEAD" ? undefined : await readBody(req);
+    const body = method === "GET" || method === "HEAD" ? undefined : await readBody(req, route.maxBodyBytes);
     if (body === "too large") {
-      response = json({ error: `request body over ${MAX_BODY_BYTES} bytes` }, 413);
+      response = json({ error: `request body over ${route.maxBodyBytes} bytes` }, 413);
       response.headers.set("connection", "close"); // the rest of the body is not read
     } else {
       const headers = new Headers();

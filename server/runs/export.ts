@@ -60,8 +60,9 @@ export async function exportRun(h: DbHandle, runId: string, file: ExportFile): P
     case "episodes.jsonl": {
       const lines: string[] = [];
       for (let skip = 0; ; skip += PAGE) {
-        const rows = await h.prisma.episode.findMany({ where: { runId }, orderBy: [{ update: "asc" }, { id: "asc" }], skip, take: PAGE, select: { phase: true, step: true, update: true, record: true } });
-        for (const r of rows) lines.push(JSON.stringify({ phase: r.phase, step: r.step, update: r.update, record: parseJson<unknown>(r.record, null) }));
+        const rows = await h.prisma.episode.findMany({ where: { runId }, orderBy: [{ update: "asc" }, { id: "asc" }], skip, take: PAGE, select: { phase: true, step: true, update: true, numChunks: true, record: true } });
+        // numChunks tells sweep episodes of one sample apart (an import needs it back)
+        for (const r of rows) lines.push(JSON.stringify({ phase: r.phase, step: r.step, update: r.update, numChunks: r.numChunks, record: parseJson<unknown>(r.record, null) }));
         if (rows.length < PAGE) break;
       }
       return { filename: `${base}-episodes.jsonl`, contentType: "application/x-ndjson; charset=utf-8", body: lines.length ? lines.join("\n") + "\n" : "" };
