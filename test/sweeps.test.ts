@@ -178,6 +178,18 @@ for (const provider of ["SQLite", "PostgreSQL"] as const) describe(`sweep API wi
     assert.deepEqual([s2.cells[50].found, s2.cells[160].found], [1, 0], "s2 finds its fact at 50 chunks, not at 160");
   });
 
+  test("upload: an episodes file over the 4 MiB default body limit is accepted on this route", async () => {
+    const runId = await seedRun(server);
+    const lines: string[] = [];
+    for (let i = 0; lines.join("\n").length < 5 * 1024 * 1024 && i < 20_000; i++) {
+      for (let k = 0; k < 200; k++, i++) lines.push(JSON.stringify({ numChunks: 50, ...record(`s${i}@n50`, 50, i % 3 > 0), question: `Where is Mary? ${"x".repeat(600)}` }));
+    }
+    const up = await call<SweepDto>(server, "POST", `/api/runs/${runId}/sweeps/upload`, { points: { name: "sweep.jsonl", text: JSON.stringify(point(50, lines.length)) }, episodes: { name: "eps.jsonl", text: lines.join("\n") } });
+    assert.equal(up.status, 201, JSON.stringify(up.body).slice(0, 300));
+    const eps = (await call<EpisodeDto[]>(server, "GET", `/api/runs/${up.body.run.id}/episodes?phase=sweep&limit=1000`)).body;
+    assert.equal(eps.length, Math.min(1000, lines.length));
+  });
+
   test("a lost worker's sweep is queued again and its next attempt skips the stored lengths", async () => {
     const runId = await seedRun(server, { checkpoint: true });
     const h = await getDb(server.databaseUrl);

@@ -49,7 +49,8 @@ export type SweepSpec = z.infer<typeof sweepSpecSchema>;
 export const uploadSweepBody = z.strictObject({
   name: z.string().trim().max(200).optional(),
   points: z.strictObject({ name: z.string().min(1).max(255), text: z.string().min(1).max(1_000_000) }),
-  episodes: z.strictObject({ name: z.string().min(1).max(255), text: z.string().max(3_000_000) }).optional(),
+  /** The route accepts import-sized bodies (IMPORT_MAX_BODY_BYTES): 500 samples × 8 lengths of episodes. */
+  episodes: z.strictObject({ name: z.string().min(1).max(255), text: z.string().max(60_000_000) }).optional(),
 });
 export type UploadSweepBody = z.input<typeof uploadSweepBody>;
 

@@ -41,7 +41,7 @@ const ROUTES: [string, Methods, RouteOptions?][] = [
   ["/api/runs/:id/logs", runLogs],
   ["/api/runs/:id/export/:file", runExport],
   ["/api/runs/:id/sweeps", runSweeps],
-  ["/api/runs/:id/sweeps/upload", runSweepUpload],
+  ["/api/runs/:id/sweeps/upload", runSweepUpload, { maxBodyBytes: IMPORT_MAX_BODY_BYTES }],
   ["/api/sweeps/:id", sweepItem],
   ["/api/sweeps/:id/across", sweepAcross],
   ["/api/dashboards", dashboardsCollection],

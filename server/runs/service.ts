@@ -53,8 +53,10 @@ export async function createRun(h: DbHandle, input: CreateRunBody & { base?: unk
   }
   const d = describeConfig(config);
   const id = newRunId();
-  await h.write((db) =>
+  // the answer is the row as written: an idle worker may claim the run before a second read
+  const row = await h.write((db) =>
     db.run.create({
+      select: { ...runListSelect, config: true, resumeFrom: true },
       data: {
         id,
         name: (input.name?.trim() || d.defaultName).slice(0, 200),
@@ -70,7 +72,7 @@ export async function createRun(h: DbHandle, input: CreateRunBody & { base?: unk
     }),
   );
   deps.notifier.changed([id]);
-  const created = await getRun(h, id);
+  const created = toRunDetailDto(row, [], await workerNames(h));
   deps.scheduler.kick();
   return created;
 }

@@ -50,8 +50,9 @@ export async function createSweep(h: DbHandle, runId: string, input: CreateSweep
     }),
   );
   deps.notifier.changed([id]);
+  const [created] = await sweepDtos(h, { id });
   deps.scheduler.kick();
-  return (await sweepDtos(h, { id }))[0];
+  return created;
 }
 
 async function sweepDtos(h: DbHandle, where: { id: string } | { sweepOf: string }): Promise<SweepDto[]> {
