@@ -91,6 +91,20 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
       assert.match(text, /\[[\d.]+, [\d.]+\]/, "an interval beside the coverage");
     }
 
+    // a CLI sweep uploaded from the run page: a bad line is named (file and line), then a good file adds a sweep
+    const good = stored.points.slice(0, 2).map((p) => JSON.stringify({ ...p, threshold: 0.9 }));
+    await page.click('[data-testid="sweep-upload-button"]');
+    await page.setInputFiles('[data-testid="sweep-points-file"]', { name: "cli-sweep.jsonl", mimeType: "application/json", buffer: Buffer.from([good[0], '{"numChunks": "many"}'].join("\n")) });
+    await page.click('[data-testid="sweep-upload-submit"]');
+    await page.waitForSelector('[data-testid="sweep-upload-error"]');
+    assert.match((await page.textContent('[data-testid="sweep-upload-error"]')) ?? "", /cli-sweep\.jsonl line 2: numChunks/);
+    assert.equal((await api<SweepListDto>(`/api/runs/${run.id}/sweeps`)).sweeps.length, 1, "nothing stored from the bad file");
+    await page.setInputFiles('[data-testid="sweep-points-file"]', { name: "cli-sweep.jsonl", mimeType: "application/json", buffer: Buffer.from(good.join("\n")) });
+    await page.click('[data-testid="sweep-upload-submit"]');
+    await page.waitForSelector('[data-testid="sweep-item"] >> nth=1');
+    // both sweeps overlay: 3 + 2 lengths × 4 methods
+    await page.waitForSelector('[data-testid="sweep-section"] [data-testid="sweep-chart"][data-points="20"]');
+
     // the sweep page: its episodes and the same samples across lengths
     await page.click(`a[href="/sweeps/${sweepId}"]`);
     await page.waitForSelector('[data-testid="sweep-page"]');
@@ -114,8 +128,8 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
     const up = await fetch(`${server.url}/api/runs/${other.id}/sweeps/upload`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points: { name: "sweep.jsonl", text: halved } }) });
     assert.equal(up.status, 201);
     await page.goto(`${server.url}/compare?runs=${run.id},${other.id}`);
-    // 3 + 2 lengths × 4 methods
-    await page.waitForSelector('[data-testid="sweep-overlay"][data-sweeps="2"] [data-testid="sweep-chart"][data-points="20"]');
+    // each run's latest sweep (the uploaded 2-length one for the first run) : 2 + 2 lengths × 4 methods
+    await page.waitForSelector('[data-testid="sweep-overlay"][data-sweeps="2"] [data-testid="sweep-chart"][data-points="16"]');
     await page.locator('[data-testid="sweep-overlay"]').screenshot({ path: path.join(SCREENSHOTS, "sweep-overlay.png") });
     assert.deepEqual(errors, []);
   });
