@@ -11,6 +11,7 @@
  *   QRAG_WORKER_TOKEN            the token workers present (else generated into <data>/worker-token)
  *   QRAG_LEASE_MS                a run without heartbeats for this long loses its lease (10 s)
  *   QRAG_DASHBOARD_URL, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_WORKER_SHUTDOWN_MS   worker
+ *   QRAG_ALLOWED_ORIGINS         extra origins (a reverse proxy's https://studio.example.org), comma-separated
  *   QRAG_BACKEND                 force a tfjs backend (auto)
  *   QRAG_WASM_THREADS            wasm threads, 1…8 or auto (one per core)
  */
@@ -42,6 +43,13 @@ const schema = z
     QRAG_WORKER_NAME: optionalText,
     QRAG_WORKER_DATA_DIR: optionalText,
     QRAG_WORKER_SHUTDOWN_MS: ms(20_000),
+    QRAG_ALLOWED_ORIGINS: optionalText.pipe(
+      z
+        .string()
+        .optional()
+        .transform((s) => (s ?? "").split(",").map((o) => o.trim()).filter(Boolean))
+        .refine((list) => list.every((o) => URL.canParse(o) && new URL(o).origin === o.replace(/\/$/, "")), "expected origins like https://studio.example.org, comma-separated"),
+    ),
     QRAG_BACKEND: optionalText,
     QRAG_WASM_THREADS: optionalText.refine((s) => s === undefined || s === "auto" || /^[1-8]$/.test(s), 'expected an integer 1…8 or "auto"'),
   })
@@ -50,6 +58,7 @@ const schema = z
     return {
       port: e.PORT,
       host: e.HOST,
+      allowedOrigins: e.QRAG_ALLOWED_ORIGINS.map((o) => o.replace(/\/$/, "")),
       production: e.NODE_ENV === "production",
       dataDir,
       /** The database of the data folder `dir`: DATABASE_URL when set, else file:<dir>/qrag.db. */

@@ -17,6 +17,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Server } from "socket.io";
 import { HEARTBEAT_MS, UI_NAMESPACE, WORKER_NAMESPACE } from "../lib/contracts/index.ts";
+import { sameOrigin } from "./http/same-origin.ts";
 import { serveApi } from "./api/router.ts";
 import { closeDb, getDb, providerOf } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
@@ -42,6 +43,8 @@ export interface ServerOptions {
   /** Serve the Next app (default true); false leaves socket.io and /api only. */
   next?: boolean;
   leaseMs?: number;
+  /** Origins besides the server's own that may call it (default QRAG_ALLOWED_ORIGINS). */
+  allowedOrigins?: string[];
   log?: (msg: string) => void;
 }
 
@@ -110,7 +113,13 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
 
   // the socket namespaces and the API share one scheduler and one notifier
   let apiDeps: Parameters<typeof serveApi>[2] | null = null;
+  const guard = sameOrigin({ host, allowedOrigins: opts.allowedOrigins ?? e.allowedOrigins });
   const http = createServer((req, res) => {
+    const refused = guard.check(req);
+    if (refused) {
+      res.writeHead(refused.status, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ error: refused.error }));
+      return;
+    }
     if (apiDeps && /^\/api(\/|$|\?)/.test(req.url ?? "")) {
       serveApi(req, res, apiDeps).catch((err: Error) => {
         log(`request ${req.url} failed: ${err.message}`);
@@ -128,7 +137,13 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     }
   });
   // destroyUpgrade:false leaves Next's own upgrade requests (dev HMR) alone
-  const io = new Server(http, { destroyUpgrade: false, maxHttpBufferSize: 64 * 1024 * 1024, pingInterval: 10_000, pingTimeout: 20_000 });
+  const io = new Server(http, {
+    destroyUpgrade: false,
+    maxHttpBufferSize: 64 * 1024 * 1024,
+    pingInterval: 10_000,
+    pingTimeout: 20_000,
+    allowRequest: (req, done) => done(null, guard.allowSocket(req)),
+  });
   const ui = attachUi(io.of(UI_NAMESPACE) as UiNamespace, h);
   const scheduler = createScheduler(h, { leaseMs, runsDir: path.join(dataDir, "runs"), notifier: ui, log: (m) => log(`[scheduler] ${m}`) });
   attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, log: (m) => log(`[workers] ${m}`) });

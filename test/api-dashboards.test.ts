@@ -11,7 +11,7 @@ import { startServer, type RunningServer } from "../server/main.ts";
 import { startPostgres, tmpDir, uniqueDbName } from "./platform-helpers.ts";
 
 async function call<T>(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(`${base}${path}`, { method, body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body), headers: body === undefined ? {} : { "content-type": "application/json" } });
+  const res = await fetch(`${base}${path}`, { method, body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body), headers: method === "GET" ? {} : { "content-type": "application/json" } });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
 }

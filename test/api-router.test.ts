@@ -24,7 +24,7 @@ before(async () => {
 after(() => server?.close());
 
 async function call<T>(method: string, path: string, body?: string): Promise<{ status: number; body: T; headers: Headers }> {
-  const res = await fetch(`${server.url}${path}`, { method, body, headers: body === undefined ? {} : { "content-type": "application/json" } });
+  const res = await fetch(`${server.url}${path}`, { method, body, headers: method === "GET" ? {} : { "content-type": "application/json" } });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, headers: res.headers };
 }

@@ -123,7 +123,7 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
 
     // a second run with a CLI sweep uploaded: the compare view overlays both runs' sweeps
     const other = await api<RunDetailDto>("/api/runs", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ preset: "tiny", name: "other run" }) });
-    await api(`/api/runs/${other.id}/cancel`, { method: "POST" });
+    await api(`/api/runs/${other.id}/cancel`, { method: "POST", headers: { "content-type": "application/json" } });
     const halved = stored.points.slice(0, 2).map((p) => JSON.stringify({ ...p, qrag: { ...p.qrag, coverage: p.qrag.coverage / 2 } })).join("\n");
     const up = await fetch(`${server.url}/api/runs/${other.id}/sweeps/upload`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points: { name: "sweep.jsonl", text: halved } }) });
     assert.equal(up.status, 201);

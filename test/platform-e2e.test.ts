@@ -146,7 +146,7 @@ function startWorker(env: Env, name: string): Proc {
 async function api<T>(env: Env, method: string, p: string, body?: unknown): Promise<{ status: number; body: T }> {
   const res = await fetch(`${env.url}${p}`, {
     method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
+    headers: method === "GET" ? {} : { "content-type": "application/json" },
     body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
   });
   const text = await res.text();

@@ -18,7 +18,7 @@ import { resolveConfig } from "../server/qrag/index.ts";
 import { startPostgres, tmpDir, uniqueDbName, waitFor } from "./platform-helpers.ts";
 
 async function call<T>(server: RunningServer, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(`${server.url}${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: body === undefined ? {} : { "content-type": "application/json" } });
+  const res = await fetch(`${server.url}${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: method === "GET" ? {} : { "content-type": "application/json" } });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
 }

@@ -18,7 +18,7 @@ export async function apiFetch<T>(server: string, path: string, init: { method: 
   try {
     res = await fetch(new URL(path, server), {
       method: init.method,
-      headers: { accept: "application/json", ...(init.body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: { accept: "application/json", ...((init.method ?? "GET") === "GET" ? {} : { "content-type": "application/json" }) },
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
     });
   } catch (e) {
