@@ -84,7 +84,8 @@ export const metricsQuery = z.strictObject({
     .string()
     .max(2000)
     .optional()
-    .transform((s) => (s ? s.split(",").map((k) => k.trim()).filter(Boolean) : undefined)),
+    .transform((s) => (s ? s.split(",").map((k) => k.trim()).filter(Boolean) : undefined))
+    .refine((keys) => (keys?.length ?? 0) <= 64, "at most 64 keys"),
   width: intParam(1, 20_000).optional(),
   x: z.enum(X_AXES).optional(),
 });

@@ -31,14 +31,50 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what: 
   return r.data;
 }
 
-export async function readJson(req: Request): Promise<unknown> {
-  const text = await req.text();
-  if (!text.trim()) return {};
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw badRequest("body is not valid JSON", { body: (e as Error).message });
+/** The first string (key or value) holding an unpaired UTF-16 surrogate, as a field path; null if none. */
+function loneSurrogateAt(v: unknown, path: string[] = []): string | null {
+  // with the u flag a paired surrogate is one code point, so only unpaired halves match
+  const bad = (t: string) => /[\uD800-\uDFFF]/u.test(t);
+  if (typeof v === "string") return bad(v) ? path.join(".") || "body" : null;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const at = loneSurrogateAt(v[i], [...path, String(i)]);
+      if (at) return at;
+    }
+  } else if (v && typeof v === "object") {
+    for (const [k, x] of Object.entries(v)) {
+      if (bad(k)) return [...path, "(key)"].join(".");
+      const at = loneSurrogateAt(x, [...path, k]);
+      if (at) return at;
+    }
   }
+  return null;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The body as JSON: invalid UTF-8, invalid JSON and unpaired surrogates (which no database text
+ * column takes) answer 400. Messages give a position or a field, never the body's text.
+ */
+export async function readJson(req: Request): Promise<unknown> {
+  let text: string;
+  try {
+    text = utf8.decode(await req.arrayBuffer());
+  } catch {
+    throw badRequest("body is not valid UTF-8", { body: "not valid UTF-8" });
+  }
+  if (!text.trim()) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    const at = /position (\d+)/.exec((e as Error).message)?.[1];
+    throw badRequest("body is not valid JSON", { body: `not valid JSON${at ? ` (at character ${at})` : ""}` });
+  }
+  const at = loneSurrogateAt(value);
+  if (at) throw badRequest(`invalid body: ${at}`, { [at]: "contains an unpaired surrogate (not valid Unicode text)" });
+  return value;
 }
 
 export function queryOf(req: Request): Record<string, string> {
@@ -56,8 +92,10 @@ export function handler(fn: (req: Request, params: Params, deps: ApiDeps) => Pro
         const body: FieldErrorsDto | { error: string } = e.fieldErrors ? { error: e.message, fieldErrors: e.fieldErrors } : { error: e.message };
         return json(body, e.status);
       }
-      console.error(`${req.method} ${new URL(req.url).pathname}:`, e);
-      return json({ error: `internal error: ${(e as Error).message}` }, 500);
+      // details go to the server log only: a driver's message can quote the query and its data
+      const ref = Math.random().toString(36).slice(2, 10);
+      console.error(`${req.method} ${new URL(req.url).pathname} [${ref}]:`, e);
+      return json({ error: `internal error (reference ${ref} in the server log)` }, 500);
     }
   };
 }

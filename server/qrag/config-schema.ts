@@ -7,17 +7,18 @@
 import { z } from "zod";
 import { envSchema } from "./datasets.ts";
 
-const int = (min = 0) => z.number().int().min(min);
+/** Every size a user can set has a ceiling: a run must not be able to exhaust the worker's memory or time. */
+const int = (min = 0, max = 10_000_000) => z.number().int().min(min).max(max);
 const prob = z.number().min(0).max(1);
 
 const encoderSchema = z.strictObject({
   type: z.enum(["bow", "transformer"]),
-  dim: int(4).multipleOf(4, "must be divisible by 4 (two heads of rotary pairs)").describe("divisible by 4"),
-  vocab_size: int(16),
-  hidden: int(1),
-  layers: int(1).default(2),
-  heads: int(1).default(4),
-  max_len: int(8).default(256),
+  dim: int(4, 4096).multipleOf(4, "must be divisible by 4 (two heads of rotary pairs)").describe("divisible by 4"),
+  vocab_size: int(16, 4_194_304),
+  hidden: int(1, 16_384),
+  layers: int(1, 48).default(2),
+  heads: int(1, 64).default(4),
+  max_len: int(8, 8192).default(256),
   dropout: prob.default(0.1),
   init_std: z.number().positive().default(0.02),
 });
@@ -32,7 +33,7 @@ const algoSchema = z.strictObject({
     alpha: z.number().nonnegative().default(0.01).describe("soft-value temperature α0 (follows the LR schedule)"),
     tau: prob.default(0.1),
     max_grad_norm: z.number().positive().default(2),
-    topk: int(1).default(5),
+    topk: int(1, 1000).default(5),
     /** "intended" λ-returns, or "reference" to reproduce pqn-qa's off-by-one (docs/method.md §3.4). */
     lambda_mode: z.enum(["intended", "reference"]).default("intended").describe('"reference" reproduces pqn-qa\'s off-by-one'),
     /** Reference behaviour: the last transition of every rollout is executed but not trained on. */
@@ -55,22 +56,22 @@ export type AlgoConfig = z.infer<typeof algoSchema>;
 export const runConfigSchema = z.strictObject({
   /** Display name of the run; defaults to "<env>-<task>". */
   name: z.string().max(200).optional().describe("display name of the run (default <env>-<task>)"),
-  seed: int(0).default(42),
+  seed: int(0, 2_147_483_647).default(42),
   /** Uniform-random behaviour for the first 2·learning_start transitions (docs/method.md §3.3). */
   learning_start: int(0).default(200).describe("uniform-random behaviour for the first 2·learning_start transitions"),
   /** Optimizer steps. */
   steps_count: int(1).describe("optimizer steps"),
   /** Trained transitions per micro-step. */
-  batch_size: int(1).describe("trained transitions per micro-step; a multiple of envs_parallel"),
-  accumulate_grads: int(1).default(1),
+  batch_size: int(1, 65_536).describe("trained transitions per micro-step; a multiple of envs_parallel"),
+  accumulate_grads: int(1, 1024).default(1),
   /** Evaluate, log and checkpoint every this many optimizer steps (and at step 0). */
   eval_interval: int(1).describe("evaluate, log and checkpoint every this many optimizer steps"),
-  eval_episodes: int(1),
-  envs_parallel: int(1),
-  max_action_length: int(1),
-  max_action_length_in_memory: int(1),
+  eval_episodes: int(1, 10_000),
+  envs_parallel: int(1, 4096),
+  max_action_length: int(1, 8192),
+  max_action_length_in_memory: int(1, 8192),
   /** Episodes kept in the event stream per evaluation (full records go to episodes.jsonl). */
-  eval_episodes_logged: int(0).default(8).describe("episodes per evaluation kept in the event stream"),
+  eval_episodes_logged: int(0, 1000).default(8).describe("episodes per evaluation kept in the event stream"),
   backend: z.enum(["auto", "tensorflow", "wasm", "cpu"]).default("auto"),
   envs: envSchema,
   algo: algoSchema,

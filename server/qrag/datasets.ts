@@ -20,7 +20,9 @@ import { musiqueSource } from "./data/musique.ts";
 
 export type Split = "train" | "test";
 
-const int = (min = 0) => z.number().int().min(min);
+/** Sizes a user sets are bounded (memory and time of a worker); a haystack is at most 400,000 chunks (≈ 10M tokens). */
+const int = (min = 0, max = 10_000_000) => z.number().int().min(min).max(max);
+export const MAX_CHUNKS = 400_000;
 
 const feedbackSchema = z.strictObject({
   type: z.literal("gt").default("gt"),
@@ -32,15 +34,15 @@ const feedbackSchema = z.strictObject({
 });
 
 const testEnvSchema = z.strictObject({
-  num_sentences: z.union([int(1), z.array(int(1)).min(1)]).optional(),
+  num_sentences: z.union([int(1, MAX_CHUNKS), z.array(int(1, MAX_CHUNKS)).min(1).max(64)]).optional(),
   feedback: feedbackSchema.default(feedbackSchema.parse({})),
 });
 
 /** Keys every dataset's env has (episode length, positions, feedback of the train and test env). */
 const envCommon = {
-  max_steps: int(1),
+  max_steps: int(1, 1000),
   positions_processor: z.enum(["relative", "none", "absolute"]),
-  step_size: int(2).default(20),
+  step_size: int(2, 100_000).default(20),
   sort_by_index: z.boolean(),
   /** The reference packs state text with this separator; kept for display and compatibility. */
   separator: z.string().max(100).default(" [SEP] "),
@@ -69,7 +71,7 @@ const babilong = dataset({
     name: z.literal("babilong"),
     task: z.string().regex(/^qa[1-5](_[a-z-]+)?$/, "expected qa1..qa5 (or the reference name, e.g. qa2_two-supporting-facts)").describe("qa1..qa5"),
     /** Total chunks (facts + noise) per training sample; a list is sampled per sample. */
-    num_sentences: z.union([int(1), z.array(int(1)).min(1)]).describe("total chunks per sample; a list is sampled per sample"),
+    num_sentences: z.union([int(1, MAX_CHUNKS), z.array(int(1, MAX_CHUNKS)).min(1).max(64)]).describe("total chunks per sample; a list is sampled per sample"),
     /** "sotu" (public-domain State of the Union prose from npm) or a folder of .txt books. */
     noise: z.string().min(1).default("sotu").describe('"sotu" or a folder of .txt books'),
     ...envCommon,
@@ -90,7 +92,7 @@ const niah = dataset({
     name: z.literal("niah"),
     task: z.enum(NIAH_TASKS).describe("a RULER task"),
     /** GPT-2 token budget of a generated sample (RULER's max_seq_length). */
-    max_seq_length: int(256).default(4096).describe("GPT-2 token budget of a generated sample"),
+    max_seq_length: int(256, 16_000_000).default(4096).describe("GPT-2 token budget of a generated sample"),
     /** Optional folder with real RULER files (train.jsonl, <split>.jsonl); generated when absent. */
     path: z.string().optional(),
     ...envCommon,

@@ -1,0 +1,64 @@
+/**
+ * Issue 10's input findings, replayed against the real server (no Next, a real SQLite file):
+ * lone surrogates and invalid UTF-8 answer 400 naming the field (they were 500s quoting Prisma),
+ * a JSON syntax error never quotes the body, metric key lists are capped, and sizes that drive a
+ * worker's memory or time (chunks per sample, eval episodes) have ceilings — nothing is written.
+ */
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import type { FieldErrorsDto, RunDetailDto, RunListDto } from "../lib/contracts/index.ts";
+import { startServer, type RunningServer } from "../server/main.ts";
+import { tmpDir } from "./platform-helpers.ts";
+
+let server: RunningServer;
+before(async () => {
+  server = await startServer({ port: 0, dataDir: tmpDir("qrag-inputs-"), spawnWorker: false, next: false, log: () => {} });
+});
+after(() => server?.close());
+
+const send = async (method: string, path: string, body: string | Uint8Array) => {
+  const r = await fetch(`${server.url}${path}`, { method, headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : new Uint8Array(body) });
+  return { status: r.status, body: (await r.json()) as FieldErrorsDto };
+};
+const runCount = async () => ((await (await fetch(`${server.url}/api/runs?limit=1`)).json()) as RunListDto).total;
+
+test("unpaired surrogates and invalid UTF-8 are 400s naming the field; nothing is written", async () => {
+  const before = await runCount();
+  const post = await send("POST", "/api/runs", '{"preset":"tiny","name":"\\ud800"}');
+  assert.equal(post.status, 400);
+  assert.equal(post.body.fieldErrors.name, "contains an unpaired surrogate (not valid Unicode text)");
+  const nested = await send("POST", "/api/runs", '{"preset":"tiny","tags":["ok","x\\udfff"]}');
+  assert.deepEqual(Object.keys(nested.body.fieldErrors), ["tags.1"]);
+  const paired = await send("POST", "/api/runs", '{"preset":"tiny","name":"emoji \\ud83d\\ude00"}');
+  assert.equal(paired.status, 201, "a paired surrogate is a real character");
+  const id = (paired.body as unknown as RunDetailDto).id;
+  const patch = await send("PATCH", `/api/runs/${id}`, '{"notes":"\\udc00"}');
+  assert.equal(patch.status, 400);
+  assert.ok(patch.body.fieldErrors.notes);
+  const bytes = await send("POST", "/api/runs", Buffer.concat([Buffer.from('{"preset":"tiny","name":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]));
+  assert.equal(bytes.status, 400);
+  assert.match(bytes.body.error, /UTF-8/);
+  assert.equal(await runCount(), before + 1, "only the valid run was created");
+});
+
+test("a JSON syntax error gives a position, never the body's text", async () => {
+  const r = await send("POST", "/api/runs", '{"preset": tiny-secret-value}');
+  assert.equal(r.status, 400);
+  assert.match(r.body.fieldErrors.body, /^not valid JSON/);
+  assert.ok(!JSON.stringify(r.body).includes("secret"));
+});
+
+test("sizes that drive memory or time have ceilings, named per field", async () => {
+  const before = await runCount();
+  const big = await send("POST", "/api/runs", JSON.stringify({ preset: "tiny", overrides: ["envs.num_sentences=30000000", "eval_episodes=1000000", "algo.encoder.dim=100000"] }));
+  assert.equal(big.status, 400);
+  assert.match(big.body.fieldErrors["config.envs.num_sentences"], /400000/);
+  assert.match(big.body.fieldErrors["config.eval_episodes"], /10000/);
+  assert.ok(big.body.fieldErrors["config.algo.encoder.dim"]);
+  assert.equal(await runCount(), before);
+  const keys = Array.from({ length: 300 }, (_, i) => `k${i}`).join(",");
+  const run = (await (await fetch(`${server.url}/api/runs?limit=1`)).json()) as RunListDto;
+  const m = await fetch(`${server.url}/api/runs/${run.runs[0].id}/metrics?keys=${keys}`);
+  assert.equal(m.status, 400);
+  assert.equal(((await m.json()) as FieldErrorsDto).fieldErrors.keys, "at most 64 keys");
+});
