@@ -313,6 +313,53 @@ test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and e
   }
 });
 
+/** Pids of `parent`'s children running the engine process. */
+function engineChildren(parent: number): number[] {
+  return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      return ppid === parent && fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes("engine-process.ts") ? [Number(d)] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+const alive = (pid: number) => fs.existsSync(`/proc/${pid}`) && !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8"));
+
+/** Newest modification time under a folder (0 when missing). */
+function newestUnder(dir: string): number {
+  if (!fs.existsSync(dir)) return 0;
+  return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).reduce((m, e) => Math.max(m, fs.statSync(path.join(e.parentPath, e.name)).mtimeMs), fs.statSync(dir).mtimeMs);
+}
+
+test("worker: kill -9 mid-run takes its engine child with it, and no checkpoint is written after", { skip: process.platform !== "linux" ? "reads /proc" : false }, async () => {
+  const dash = new Dashboard();
+  await dash.start();
+  const w = spawnWorker(dash.url, newDataDir());
+  let child = 0;
+  let killedAt = 0;
+  try {
+    await waitFor(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    const a = assignment("run-k", ["steps_count=2000", "eval_interval=1000", "eval_episodes=8"]);
+    dash.onBatch = (msg) => {
+      if (killedAt || msg.runId !== "run-k" || !msg.events.some((e) => e.type === "metric" && e.key === "qf_loss")) return;
+      child = engineChildren(w.proc.pid!)[0] ?? 0;
+      killedAt = Date.now();
+      w.proc.kill("SIGKILL");
+    };
+    assert.deepEqual(await dash.assign(a), { ok: true });
+    await waitFor(() => killedAt > 0, 60_000, "the first TD-loss batch", w);
+    assert.ok(child > 0, "the engine child was running");
+    await waitFor(() => !alive(child), 10_000, "the orphaned engine child to exit");
+    assert.ok(newestUnder(path.join(a.runDir, "checkpoints")) < killedAt, "no checkpoint written after the worker died");
+  } finally {
+    w.proc.kill("SIGKILL");
+    if (child && alive(child)) process.kill(child, "SIGKILL");
+    await dash.stop();
+  }
+});
+
 test("worker: a wrong token is refused and the idle worker exits with a message", async () => {
   const dash = new Dashboard();
   await dash.start();

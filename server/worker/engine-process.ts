@@ -6,7 +6,7 @@
  * memory) fails one run instead of the worker. Each run also starts from a fresh tfjs state.
  *
  * IPC (JSON over the fork channel), parent → child: EngineRequest; child → parent: EngineReply.
- * If the parent goes away, the run is aborted (the engine saves a checkpoint) and the child exits.
+ * If the parent goes away, the child exits at once (no checkpoint: see the "disconnect" handler).
  */
 import type { EngineEvent, RunConfig } from "../qrag/index.ts";
 import type { SweepSpec } from "../../lib/contracts/index.ts";
@@ -87,8 +87,10 @@ if (!process.send) {
   process.exit(2);
 }
 process.on("message", (m: EngineRequest) => void handle(m));
-// the worker went away: stop at the next iteration (the engine checkpoints), then exit
-process.on("disconnect", () => ac.abort());
+// The worker went away (killed, crashed): exit now, without the checkpoint an abort would save.
+// Events it had not yet delivered died with it, so a checkpoint now would run ahead of what the
+// dashboard stored, and the next attempt would resume past points it never received.
+process.on("disconnect", () => process.exit(70));
 // Report crashes concisely: Node would print the throwing source line, which for tfjs-wasm is its
 // whole minified bundle.
 process.on("uncaughtException", (e) => void finish({ type: "error", message: errorMessage(e) }, 1));
