@@ -8,12 +8,18 @@ export function toggleRows(order: readonly string[], selected: ReadonlySet<strin
   const on = !selected.has(id);
   const a = anchor === null ? -1 : order.indexOf(anchor);
   const b = order.indexOf(id);
-  if (range && a >= 0 && b >= 0) {
-    for (let i = Math.min(a, b); i <= Math.max(a, b); i++) {
-      if (on) next.add(order[i]);
-      else next.delete(order[i]);
-    }
-  } else if (on) next.add(id);
-  else next.delete(id);
+  if (!(range && a >= 0 && b >= 0)) return toggled(selected, id);
+  for (let i = Math.min(a, b); i <= Math.max(a, b); i++) {
+    if (on) next.add(order[i]);
+    else next.delete(order[i]);
+  }
+  return next;
+}
+
+/** A copy of `set` with `item` removed if it was there, else added (checkbox lists, legends). */
+export function toggled<T>(set: ReadonlySet<T>, item: T): Set<T> {
+  const next = new Set(set);
+  if (next.has(item)) next.delete(item);
+  else next.add(item);
   return next;
 }

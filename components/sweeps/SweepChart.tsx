@@ -10,6 +10,7 @@ import { CartesianGrid, ErrorBar, Line, LineChart, ResponsiveContainer, Tooltip,
 import type { SweepDto } from "../../lib/contracts/index.ts";
 import { METHOD_LABELS, SWEEP_METHODS, fmtTokens, sweepCurve, type SweepMethod, type SweepMetric } from "../../lib/analysis/sweep-series.ts";
 import { fmtNum } from "../../lib/format.ts";
+import { toggled } from "../../lib/selection.ts";
 
 export const SWEEP_COLORS = ["#6d28d9", "#e4572e", "#17a398", "#3a86ff", "#d4a017", "#ef476f", "#2a9d8f", "#8d6e63"];
 const DASH: Record<SweepMethod, string | undefined> = { qrag: undefined, qragFiltered: "6 3", bm25: "2 3", dense: "9 3 2 3" };
@@ -38,12 +39,7 @@ export function SweepChart({ sweeps, height = 280, labelOf = defaultLabel }: { s
   const ticks = [...new Set(lines.flatMap((l) => l.rows.map((r) => r.x)))].sort((a, b) => a - b);
   const count = lines.reduce((n, l) => n + l.rows.length, 0);
   const domain: [number, number] = ticks.length ? [ticks[0] / 1.4, ticks[ticks.length - 1] * 1.4] : [1, 10];
-  const toggle = (m: SweepMethod) => setMethods((old) => {
-    const next = new Set(old);
-    if (next.has(m)) next.delete(m);
-    else next.add(m);
-    return next;
-  });
+  const toggle = (m: SweepMethod) => setMethods((old) => toggled(old, m));
   return (
     <section className="chart" data-testid="sweep-chart" data-points={count} data-metric={metric}>
       <div className="chart-head">

@@ -9,6 +9,7 @@ import { useState } from "react";
 import { ACTIVE_STATUSES, type RunDetailDto, type SweepDto } from "../../lib/contracts/index.ts";
 import { useRunSweeps } from "../../lib/hooks/useSweeps.ts";
 import { useCancelRun, useResumeRun } from "../../lib/hooks/useRunActions.ts";
+import { toggled } from "../../lib/selection.ts";
 import { Progress, StatusBadge } from "../Badges.tsx";
 import { SWEEP_COLORS, SweepChart } from "./SweepChart.tsx";
 import { SweepTable } from "./SweepTable.tsx";
@@ -64,12 +65,7 @@ export function SweepSection({ run }: { run: RunDetailDto }) {
   const shown = list.filter((s) => !hidden.has(s.run.id));
   const latest = shown.at(-1);
   const canSweep = run.envName === "babilong" && run.checkpoints.length > 0 && run.kind !== "sweep";
-  const toggle = (id: string) => setHidden((old) => {
-    const next = new Set(old);
-    if (next.has(id)) next.delete(id);
-    else next.add(id);
-    return next;
-  });
+  const toggle = (id: string) => setHidden((old) => toggled(old, id));
   return (
     <section className="panel stack" style={{ gap: 12 }} data-testid="sweep-section">
       <div className="row">

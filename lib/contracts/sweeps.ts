@@ -28,7 +28,10 @@ export const createSweepBody = z.strictObject({
   baselines: z.boolean().default(true),
   oracleStop: z.boolean().default(false),
 });
+/** What the form sends (defaults optional) … */
 export type CreateSweepBody = z.input<typeof createSweepBody>;
+/** … and what the service gets once the API parsed it. */
+export type SweepRequest = z.output<typeof createSweepBody>;
 
 /** The sweep job's stored config, and what the worker runs. */
 export const sweepSpecSchema = z.strictObject({
@@ -53,6 +56,7 @@ export const uploadSweepBody = z.strictObject({
   episodes: z.strictObject({ name: z.string().min(1).max(255), text: z.string().max(60_000_000) }).optional(),
 });
 export type UploadSweepBody = z.input<typeof uploadSweepBody>;
+export type SweepUpload = z.output<typeof uploadSweepBody>;
 
 export interface SweepDto {
   /** The sweep job (status, progress, worker, error). */

@@ -11,9 +11,10 @@
  * metrics.json > metrics.csv > metrics.jsonl > event files (float32, no update count). Event file
  * wall times are made relative to the earliest event, which becomes the run's start.
  */
-import crypto from "node:crypto";
 import { baseName, importFileKind, runListSelect, SUMMARY_KEYS, type ImportFileKind, type ImportRunBody, type ImportRunDto, type RunSummary } from "../../lib/contracts/index.ts";
-import type { Db, DbHandle, Provider } from "../db/client.ts";
+import type { Db, DbHandle } from "../db/client.ts";
+import { insertRows } from "../db/bulk-insert.ts";
+import { newRunId } from "./service.ts";
 import { badRequest } from "./errors.ts";
 import { toRunDto } from "./dto.ts";
 import { ImportFileError } from "./import-errors.ts";
@@ -181,23 +182,6 @@ function summaryOf(points: readonly ParsedPoint[]): RunSummary {
   return summary;
 }
 
-/**
- * Multi-row INSERTs: Prisma's createMany took ≈ 130 µs a row on SQLite (14 s for 105k points);
- * plain statements with many rows each are an order of magnitude faster.
- */
-async function insertRows(db: Db, provider: Provider, table: string, cols: readonly string[], rows: unknown[][]): Promise<void> {
-  const per = Math.max(1, Math.floor(PARAMS_PER_INSERT / cols.length));
-  for (let i = 0; i < rows.length; i += per) {
-    const chunk = rows.slice(i, i + per);
-    let k = 0;
-    const row = () => `(${cols.map(() => (provider === "postgresql" ? `$${++k}` : "?")).join(",")})`;
-    const sql = `INSERT INTO "${table}" (${cols.map((c) => `"${c}"`).join(",")}) VALUES ${chunk.map(row).join(",")}`;
-    await db.$executeRawUnsafe(sql, ...chunk.flat());
-  }
-}
-
-const newRunId = () => `${Date.now().toString(36)}${crypto.randomBytes(4).toString("hex")}`;
-
 export async function importRun(h: DbHandle, body: ImportRunBody, deps: { notifier: RunNotifier }): Promise<ImportRunDto> {
   const parsed = parseAll(body);
   const { points, shadowed } = mergePoints(parsed);
@@ -233,10 +217,11 @@ export async function importRun(h: DbHandle, body: ImportRunBody, deps: { notifi
           select: runListSelect,
         });
         const db = tx as unknown as Db;
-        await insertRows(db, h.provider, "MetricPoint", ["runId", "key", "step", "update", "wall", "value"], points.map((p) => [id, p.key, p.step, p.update, p.wall, p.value]));
+        await insertRows(db, h.provider, "MetricPoint", ["runId", "key", "step", "update", "wall", "value"], points.map((p) => [id, p.key, p.step, p.update, p.wall, p.value]), { paramsPerStatement: PARAMS_PER_INSERT });
         await insertRows(
           db, h.provider, "Episode", ["runId", "seq", "phase", "step", "update", "sampleId", "numChunks", "coverage", "f1", "return", "record"],
           parsed.episodes.map((e) => [id, 0, e.phase, e.step, e.update, e.sampleId, e.numChunks, e.record.metrics.coverage, e.record.metrics.f1, e.record.return, JSON.stringify(e.record)]),
+          { paramsPerStatement: PARAMS_PER_INSERT },
         );
         return run;
       },

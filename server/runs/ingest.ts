@@ -10,6 +10,7 @@
  */
 import { SUMMARY_KEYS, type EngineEvent, type EventBatchMsg, type EventsAck, type RunSummary } from "../../lib/contracts/index.ts";
 import type { Db, DbHandle, Provider } from "../db/client.ts";
+import { insertRows } from "../db/bulk-insert.ts";
 import { parseJson } from "./dto.ts";
 
 const summaryKeys = new Set<string>(SUMMARY_KEYS);
@@ -22,23 +23,9 @@ export interface IngestResult extends EventsAck {
   duplicate?: boolean;
 }
 
-function placeholders(provider: Provider, rows: number, cols: number): string {
-  let k = 0;
-  const row = () => `(${Array.from({ length: cols }, () => (provider === "postgresql" ? `$${++k}` : "?")).join(",")})`;
-  return Array.from({ length: rows }, row).join(",");
-}
-
-/** INSERT … ON CONFLICT DO NOTHING (same syntax on SQLite ≥ 3.24 and PostgreSQL). */
-async function insertIgnore(db: Db, provider: Provider, table: string, cols: readonly string[], rows: unknown[][]): Promise<number> {
-  let inserted = 0;
-  const per = Math.max(1, Math.floor(900 / cols.length));
-  for (let i = 0; i < rows.length; i += per) {
-    const chunk = rows.slice(i, i + per);
-    const sql = `INSERT INTO "${table}" (${cols.map((c) => `"${c}"`).join(",")}) VALUES ${placeholders(provider, chunk.length, cols.length)} ON CONFLICT DO NOTHING`;
-    inserted += await db.$executeRawUnsafe(sql, ...chunk.flat());
-  }
-  return inserted;
-}
+/** Batches are small (one worker flush): 900 parameters per statement as before. */
+const insertIgnore = (db: Db, provider: Provider, table: string, cols: readonly string[], rows: unknown[][]) =>
+  insertRows(db, provider, table, cols, rows, { paramsPerStatement: 900, onConflict: "ignore" });
 
 class Refused extends Error {
   constructor(readonly ack: IngestResult & { retry?: boolean }) {

@@ -5,6 +5,7 @@
 import type { EpisodeDto, EpisodeRecord, EpisodesQuery, LogLineDto, MetricsDto, MetricsQuery, SeriesPoint, WorkerDto, XAxis } from "../../lib/contracts/index.ts";
 import { episodeListSelect, logLineSelect } from "../../lib/contracts/index.ts";
 import type { DbHandle } from "../db/client.ts";
+import { placeholder } from "../db/bulk-insert.ts";
 import { notFound } from "./errors.ts";
 import { parseJson } from "./dto.ts";
 
@@ -47,7 +48,7 @@ export function bucketSeries(points: readonly SeriesPoint[], width: number, x: X
  */
 async function bucketedBySteps(h: DbHandle, runId: string, keys: readonly string[] | undefined, width: number): Promise<Record<string, SeriesPoint[]>> {
   const w = Math.max(1, Math.floor(width));
-  const ph = (i: number) => (h.provider === "postgresql" ? `$${i}` : "?");
+  const ph = (i: number) => placeholder(h.provider, i);
   const keyList = keys?.length ? ` AND "key" IN (${keys.map((_, i) => ph(i + 2)).join(",")})` : "";
   const ranges = await h.prisma.$queryRawUnsafe<{ key: string; lo: number | bigint; hi: number | bigint; n: number | bigint }[]>(
     `SELECT "key", MIN("step") AS lo, MAX("step") AS hi, COUNT(*) AS n FROM "MetricPoint" WHERE "runId" = ${ph(1)}${keyList} GROUP BY "key"`,
@@ -104,7 +105,7 @@ export async function getMetrics(h: DbHandle, runId: string, q: MetricsQuery = {
   return { series, lastSeq: run.lastSeq };
 }
 
-async function ensureRun(h: DbHandle, runId: string): Promise<void> {
+export async function ensureRun(h: DbHandle, runId: string): Promise<void> {
   if (!(await h.prisma.run.findUnique({ where: { id: runId }, select: { id: true } }))) throw notFound(`run ${runId}`);
 }
 

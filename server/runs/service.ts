@@ -22,7 +22,8 @@ export interface RunsDeps {
 }
 const standalone: RunsDeps = { notifier: silentNotifier, scheduler: { kick: () => {}, cancel: () => {} } };
 
-function newRunId(): string {
+/** Run ids sort by creation time (base-36 ms) and carry 32 random bits against same-ms clashes. */
+export function newRunId(): string {
   return `${Date.now().toString(36)}${crypto.randomBytes(4).toString("hex")}`;
 }
 
@@ -36,7 +37,8 @@ export function runConfigFrom(input: RunConfigInput): RunConfig {
   }
 }
 
-async function workerNames(h: DbHandle): Promise<Map<string, string>> {
+/** Worker id → name, for run rows' workerName. */
+export async function workerNames(h: DbHandle): Promise<Map<string, string>> {
   const ws = await h.prisma.worker.findMany({ select: { id: true, name: true } });
   return new Map(ws.map((w) => [w.id, w.name]));
 }

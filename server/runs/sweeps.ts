@@ -4,20 +4,18 @@
  * its events store sweep points and one Episode row (phase "sweep") per episode. A sweep run by
  * the CLI (`qrag sweep --out/--episodes`) can be uploaded as a completed sweep job.
  */
-import crypto from "node:crypto";
 import { z } from "zod";
-import type { AcrossLengthsDto, AcrossSampleDto, CreateSweepBody, EpisodeRecord, SweepDto, SweepListDto, SweepPoint, SweepSpec, UploadSweepBody } from "../../lib/contracts/index.ts";
-import { createSweepBody, episodeRecordSchema, runListSelect, sweepPointSchema, uploadSweepBody } from "../../lib/contracts/index.ts";
-import type { DbHandle } from "../db/client.ts";
+import type { AcrossLengthsDto, AcrossSampleDto, EpisodeRecord, SweepDto, SweepListDto, SweepPoint, SweepRequest, SweepSpec, SweepUpload } from "../../lib/contracts/index.ts";
+import { episodeRecordSchema, runListSelect, sweepPointSchema } from "../../lib/contracts/index.ts";
+import type { Db, DbHandle } from "../db/client.ts";
+import { insertRows } from "../db/bulk-insert.ts";
 import { badRequest, conflict, notFound } from "./errors.ts";
 import { parseJson, toRunDto } from "./dto.ts";
-import type { RunsDeps } from "./service.ts";
-
-const newId = () => `${Date.now().toString(36)}${crypto.randomBytes(4).toString("hex")}`;
+import { ensureRun } from "./queries.ts";
+import { newRunId, workerNames, type RunsDeps } from "./service.ts";
 
 /** Queues a sweep of one of `runId`'s checkpoints. */
-export async function createSweep(h: DbHandle, runId: string, input: CreateSweepBody, deps: RunsDeps): Promise<SweepDto> {
-  const body = createSweepBody.parse(input);
+export async function createSweep(h: DbHandle, runId: string, body: SweepRequest, deps: RunsDeps): Promise<SweepDto> {
   const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { name: true, kind: true, envName: true, task: true } });
   if (!run) throw notFound(`run ${runId}`);
   if (run.kind === "sweep") throw conflict(`run ${runId} is a sweep job; sweep the run it evaluates`);
@@ -40,7 +38,7 @@ export async function createSweep(h: DbHandle, runId: string, input: CreateSweep
     oracleStop: body.oracleStop,
     source: "dashboard",
   };
-  const id = newId();
+  const id = newRunId();
   await h.write((db) =>
     db.run.create({
       data: {
@@ -61,7 +59,7 @@ async function sweepDtos(h: DbHandle, where: { id: string } | { sweepOf: string 
     select: { ...runListSelect, config: true, sweepPoints: { select: { point: true }, orderBy: { numChunks: "asc" } } },
     orderBy: [{ createdAt: "asc" }, { id: "asc" }],
   });
-  const names = new Map((await h.prisma.worker.findMany({ select: { id: true, name: true } })).map((w) => [w.id, w.name]));
+  const names = await workerNames(h);
   const now = Date.now();
   return rows.map(({ config, sweepPoints, ...row }) => ({
     run: toRunDto(row, names, now),
@@ -72,7 +70,7 @@ async function sweepDtos(h: DbHandle, where: { id: string } | { sweepOf: string 
 
 /** The sweeps of a run, oldest first, with their points. */
 export async function listSweeps(h: DbHandle, runId: string): Promise<SweepListDto> {
-  if (!(await h.prisma.run.findUnique({ where: { id: runId }, select: { id: true } }))) throw notFound(`run ${runId}`);
+  await ensureRun(h, runId);
   return { sweeps: await sweepDtos(h, { sweepOf: runId }) };
 }
 
@@ -113,8 +111,7 @@ const sweepEpisodeLine = episodeRecordSchema.extend({ numChunks: z.number().int(
  * Stores `qrag sweep --out` (and `--episodes`) files as a completed sweep of `runId`, in one
  * transaction: any bad line (named by file and line) leaves nothing behind.
  */
-export async function uploadSweep(h: DbHandle, runId: string, input: UploadSweepBody, deps: RunsDeps): Promise<SweepDto> {
-  const body = uploadSweepBody.parse(input);
+export async function uploadSweep(h: DbHandle, runId: string, body: SweepUpload, deps: RunsDeps): Promise<SweepDto> {
   const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { name: true, kind: true, envName: true, task: true } });
   if (!run) throw notFound(`run ${runId}`);
   if (run.kind === "sweep") throw conflict(`run ${runId} is a sweep job; upload to the run it evaluates`);
@@ -150,7 +147,7 @@ export async function uploadSweep(h: DbHandle, runId: string, input: UploadSweep
     oracleStop: first.oracle_stop,
     source: "upload",
   };
-  const id = newId();
+  const id = newRunId();
   const now = new Date();
   await h.write((db) =>
     db.$transaction(
@@ -163,14 +160,12 @@ export async function uploadSweep(h: DbHandle, runId: string, input: UploadSweep
           },
         });
         await tx.sweepPoint.createMany({ data: points.map(({ value: p }) => ({ runId: id, numChunks: p.numChunks, tokens: p.tokens, samples: p.samples, point: JSON.stringify(p) })) });
-        for (let i = 0; i < episodes.length; i += 200) {
-          await tx.episode.createMany({
-            data: episodes.slice(i, i + 200).map(({ value: { numChunks, ...rec } }) => ({
-              runId: id, seq: 0, phase: "sweep", step: 0, update: 0, sampleId: rec.id, numChunks,
-              coverage: rec.metrics.coverage, f1: rec.metrics.f1, return: rec.return, record: JSON.stringify(rec),
-            })),
-          });
-        }
+        await insertRows(
+          tx as unknown as Db, h.provider, "Episode",
+          ["runId", "seq", "phase", "step", "update", "sampleId", "numChunks", "coverage", "f1", "return", "record"],
+          episodes.map(({ value: { numChunks, ...rec } }) => [id, 0, "sweep", 0, 0, rec.id, numChunks, rec.metrics.coverage, rec.metrics.f1, rec.return, JSON.stringify(rec)]),
+          { paramsPerStatement: 9000 },
+        );
       },
       { maxWait: 20_000, timeout: 120_000 },
     ),
