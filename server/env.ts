@@ -42,7 +42,9 @@ const schema = z
     QRAG_DASHBOARD_URL: optionalText,
     QRAG_WORKER_NAME: optionalText,
     QRAG_WORKER_DATA_DIR: optionalText,
-    QRAG_WORKER_SHUTDOWN_MS: ms(20_000),
+    // SIGTERM must end a worker within 5 s (service managers then SIGKILL): the wait for the last
+    // acknowledgements stays below that
+    QRAG_WORKER_SHUTDOWN_MS: z.coerce.number().int().min(100).max(4_500).default(4_000),
     QRAG_ALLOWED_ORIGINS: optionalText.pipe(
       z
         .string()

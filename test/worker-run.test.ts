@@ -111,7 +111,7 @@ function spawnWorker(url: string, dataDir: string, token = TOKEN): Worker {
   const proc = spawn(
     process.execPath,
     ["--import", "tsx", "server/worker/main.ts", "--url", url, "--token", token, "--name", "test worker", "--data-dir", dataDir],
-    { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, QRAG_WORKER_SHUTDOWN_MS: "15000" } },
+    { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"], env: process.env },
   );
   let err = "";
   proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
@@ -368,6 +368,57 @@ test("worker: a wrong token is refused and the idle worker exits with a message"
     assert.equal(await exitCode(w, 30_000), 3);
     assert.ok(dash.rejected.includes("wrong"));
     assert.match(w.stderr(), /rejected this worker/);
+  } finally {
+    if (process.env.SHOW_WORKER_STDERR) process.stderr.write(w.stderr());
+    w.proc.kill("SIGKILL");
+    await dash.stop();
+  }
+});
+
+test("worker: cancel inside a long evaluation ends the run within 2 s with a checkpoint; SIGTERM there exits within 5 s", async () => {
+  const dash = new Dashboard();
+  await dash.start();
+  const w = spawnWorker(dash.url, newDataDir());
+  try {
+    await waitFor(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    // the first evaluation (update 0) of 10,000 episodes of 400 chunks takes minutes on this machine
+    const long = ["steps_count=100", "eval_interval=50", "eval_episodes=10000", "envs.test_env.num_sentences=400"];
+    let cancelAt = 0;
+    dash.onBatch = (msg) => {
+      if (msg.runId === "run-ev" && !cancelAt && msg.events.some((e) => e.type === "log" && /^starting/.test(e.message))) {
+        // the engine is past its setup and inside the first evaluation
+        setTimeout(() => {
+          cancelAt = Date.now();
+          dash.worker!.emit("run:cancel", { runId: "run-ev" });
+        }, 300);
+      }
+    };
+    assert.deepEqual(await dash.assign(assignment("run-ev", long)), { ok: true });
+    await waitFor(() => dash.end("run-ev") !== undefined, 120_000, "run-ev's run_end", w);
+    const took = Date.now() - cancelAt;
+    const end = dash.end("run-ev")!;
+    assert.equal(end.status, "cancelled");
+    assert.equal(end.update, 0, "cancelled inside the first evaluation");
+    assert.ok(took < 2_000, `cancel took ${took} ms`);
+    const evs = dash.events("run-ev", 1);
+    assert.ok(!evs.some((e) => e.type === "metric" && e.key.startsWith("eval_")), "a cut-short evaluation emits no eval metrics");
+    // the engine took the cancel itself (not killed as stuck): a checkpoint at the cancel point
+    assert.ok(evs.some((e) => e.type === "checkpoint" && e.update === 0), "checkpoint saved on cancel");
+
+    // SIGTERM in the same situation: the worker is gone within 5 s, its run_end delivered
+    let termAt = 0;
+    dash.onBatch = (msg) => {
+      if (msg.runId === "run-ev2" && !termAt && msg.events.some((e) => e.type === "log" && /^starting/.test(e.message))) {
+        setTimeout(() => {
+          termAt = Date.now();
+          w.proc.kill("SIGTERM");
+        }, 300);
+      }
+    };
+    assert.deepEqual(await dash.assign(assignment("run-ev2", long)), { ok: true });
+    await waitFor(() => termAt > 0, 60_000, "run-ev2's evaluation", w);
+    assert.equal(await exitCode(w, 5_000), 0, w.stderr());
+    assert.equal(dash.end("run-ev2")?.status, "cancelled", "run_end delivered before exit");
   } finally {
     if (process.env.SHOW_WORKER_STDERR) process.stderr.write(w.stderr());
     w.proc.kill("SIGKILL");

@@ -56,18 +56,29 @@ export function saveCheckpoint(dir: string, state: Record<string, unknown>): voi
     fs.closeSync(fd);
   }
   fs.writeFileSync(path.join(tmp, "checkpoint.json"), JSON.stringify({ version: CHECKPOINT_VERSION, floats: offset.n, state: manifest }, null, 1));
-  fs.rmSync(dir, { recursive: true, force: true });
+  // swap by renames: at every instant either `dir` or `dir.prev` holds a whole checkpoint (a kill
+  // between removing the old one and renaming the new one would otherwise leave neither)
+  const prev = `${dir}.prev`;
+  fs.rmSync(prev, { recursive: true, force: true });
+  if (fs.existsSync(dir)) fs.renameSync(dir, prev);
   fs.renameSync(tmp, dir);
+  fs.rmSync(prev, { recursive: true, force: true });
 }
 
 export function isCheckpoint(dir: string): boolean {
   return fs.existsSync(path.join(dir, "checkpoint.json")) && fs.existsSync(path.join(dir, "weights.bin"));
 }
 
+/** The checkpoint folder `dirOrRun` names (itself, or a run folder's checkpoints/last), or null. */
+export function findCheckpoint(dirOrRun: string): string | null {
+  const last = path.join(dirOrRun, "checkpoints", "last");
+  // `.prev`: a save was killed mid-swap (see saveCheckpoint)
+  return [dirOrRun, `${dirOrRun}.prev`, last, `${last}.prev`].find(isCheckpoint) ?? null;
+}
+
 /** Loads a checkpoint folder (or a run folder, whose `checkpoints/last` is used). */
 export function loadCheckpoint<T = Record<string, unknown>>(dirOrRun: string): { dir: string; state: T } {
-  let dir = dirOrRun;
-  if (!isCheckpoint(dir) && isCheckpoint(path.join(dir, "checkpoints", "last"))) dir = path.join(dir, "checkpoints", "last");
+  const dir = findCheckpoint(dirOrRun) ?? dirOrRun;
   const file = path.join(dir, "checkpoint.json");
   if (!isCheckpoint(dir)) throw new InputError(`not a checkpoint folder (no checkpoint.json + weights.bin): ${dirOrRun}`);
   let doc: { version: number; floats: number; state: Packed };

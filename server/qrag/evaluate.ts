@@ -14,6 +14,7 @@ import { aggregate } from "./metrics.ts";
 import { evalOptions, summarize, type EvalSummary, type TrainCheckpoint } from "./train.ts";
 import { Rng } from "./util/rng.ts";
 import type { RunConfig } from "./config.ts";
+import { breather } from "./util/breathe.ts";
 
 interface EvaluateOptions {
   /** Checkpoint folder or run folder. */
@@ -57,7 +58,9 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
     const out = opts.episodesFile ? fs.openSync(opts.episodesFile, "w") : undefined;
     const records: EpisodeRecord[] = [];
     const t0 = performance.now();
+    const breathe = breather();
     for (let i = 0; i < n; i++) {
+      await breathe();
       if (opts.signal?.aborted) break;
       const r = greedyEpisode(nets, source.sample(i), gOpts);
       records.push(r);

@@ -19,6 +19,7 @@ import { noisePoolFor } from "./data/noise/pool.ts";
 import { corpusSpecFrom } from "./data/noise/corpus.ts";
 import { InputError } from "./errors.ts";
 import { ENGINE_VERSION } from "./version.ts";
+import { breather } from "./util/breathe.ts";
 
 interface SweepOptions {
   checkpoint: string;
@@ -74,6 +75,7 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
   let done = 0;
   const k = env.max_steps;
   emit({ type: "run_start", meta: { name: `sweep of ${opts.checkpoint}`, backend, device, engineVersion: ENGINE_VERSION, config: { checkpoint: opts.checkpoint, lengths, baselines, threshold: gOpts.threshold }, startedAt: new Date().toISOString() } });
+  const breathe = breather();
   try {
     for (const numChunks of lengths) {
       const source = buildSource(config, "test", numChunks);
@@ -82,6 +84,7 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
       const q = [], qf = [], bm = [], de = [];
       let kept = 0, episodeSecs = 0, encodeSecs = 0;
       for (let i = 0; i < m; i++) {
+        await breathe();
         if (opts.signal?.aborted) break;
         const sample = source.sample(i);
         const n = sample.chunks.length;
@@ -104,6 +107,8 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
         done++;
         emit({ type: "progress", phase: "sweep", done, total: totalEpisodes, message: `${numChunks} chunks: ${i + 1}/${m}` });
       }
+      // a length cut short by cancel is not a point: a resumed sweep measures it again
+      if (opts.signal?.aborted) break;
       const pick = (x: ReturnType<typeof aggregate>) => ({ precision: x.precision, recall: x.recall, f1: x.f1, coverage: x.coverage });
       const label = SWEEP_LENGTHS.find((l) => l.chunks === numChunks)?.label ?? `${numChunks} chunks`;
       const point: SweepPoint = {

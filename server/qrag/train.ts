@@ -23,6 +23,7 @@ import { aggregate } from "./metrics.ts";
 import { buildSources, episodeConfig } from "./sources.ts";
 import { saveCheckpoint, loadCheckpoint } from "./checkpoint.ts";
 import { ENGINE_VERSION } from "./version.ts";
+import { breather } from "./util/breathe.ts";
 import type { SampleSource } from "./types.ts";
 
 interface TrainOptions {
@@ -32,6 +33,13 @@ interface TrainOptions {
   resumeFrom?: string;
   /** Where checkpoints, metrics.jsonl and episodes.jsonl go (default runs/<name>-<time>). */
   runDir?: string;
+  /**
+   * Asked before each checkpoint is written: resolves true once every event emitted so far is
+   * stored by whoever consumes them (the worker waits for the dashboard's acknowledgement), false
+   * to skip this checkpoint. A checkpoint must never run ahead of the stored events: a resumed
+   * attempt restarts from it, and points emitted before it but never stored would be lost.
+   */
+  beforeCheckpoint?: () => Promise<boolean>;
 }
 
 export interface EvalSummary {
@@ -159,7 +167,11 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
   emit({ type: "run_start", meta });
   emit({ type: "log", level: "info", message: `${resume ? "resuming" : "starting"} ${meta.name} on ${device}; run folder ${runDir}` });
 
-  const checkpoint = (name: string, best: boolean, evalReturn?: number) => {
+  const checkpoint = async (name: string, best: boolean, evalReturn?: number) => {
+    if (opts.beforeCheckpoint && !(await opts.beforeCheckpoint())) {
+      emit({ type: "log", level: "warn", message: `checkpoint "${name}" at update ${learner.updates} skipped: earlier events are not yet stored` });
+      return;
+    }
     const dir = path.join(runDir, "checkpoints", name);
     const state: TrainCheckpoint = {
       kind: "qrag-train", engineVersion: ENGINE_VERSION, config, backend, savedAt: new Date().toISOString(),
@@ -173,8 +185,15 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
   const evalSet = fixedEvalSet(testSource, config.eval_episodes);
   const gOpts = evalOptions(config);
   let lastEval: EvalSummary | undefined;
-  const runEval = () => {
-    const records = evalSet.map((i) => greedyEpisode(nets, testSource.sample(i), { ...gOpts, alpha: learner.alpha }));
+  const breathe = breather();
+  /** Greedy evaluation, metrics and checkpoints; false when cancelled midway (nothing emitted). */
+  const runEval = async (): Promise<boolean> => {
+    const records: EpisodeRecord[] = [];
+    for (const i of evalSet) {
+      await breathe();
+      if (opts.signal?.aborted) return false;
+      records.push(greedyEpisode(nets, testSource.sample(i), { ...gOpts, alpha: learner.alpha }));
+    }
     const s = summarize(records, learner.updates, step);
     lastEval = s;
     metric("eval_return", s.return);
@@ -191,9 +210,10 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     lastEvalUpdate = learner.updates;
     const best = s.return > bestEvalReturn;
     if (best) bestEvalReturn = s.return;
-    checkpoint("last", false, s.return);
-    if (best) checkpoint("best", true, s.return);
     emit({ type: "log", level: "info", message: `eval @${learner.updates}: return ${s.return.toFixed(3)} coverage ${s.coverage.toFixed(3)} f1 ${s.f1.toFixed(3)} (${s.oracle_stop ? "oracle stop" : "no oracle stop"})` });
+    await checkpoint("last", false, s.return);
+    if (best) await checkpoint("best", true, s.return);
+    return true;
   };
 
   const logEvery = Math.max(1, Math.min(10, Math.floor(config.eval_interval / 5)));
@@ -206,12 +226,12 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     while (learner.updates < config.steps_count || lastEvalUpdate < learner.updates) {
       if (opts.signal?.aborted) {
         status = "cancelled";
-        checkpoint("last", false);
+        await checkpoint("last", false);
         break;
       }
-      if (learner.updates % config.eval_interval === 0 && lastEvalUpdate < learner.updates) runEval();
+      if (learner.updates % config.eval_interval === 0 && lastEvalUpdate < learner.updates && !(await runEval())) continue;
       if (learner.updates >= config.steps_count) {
-        if (lastEvalUpdate < learner.updates) runEval();
+        if (lastEvalUpdate < learner.updates && !(await runEval())) continue;
         break;
       }
       const res = trainIteration(envs, learner, nets, config, step < 2 * config.learning_start);

@@ -20,6 +20,12 @@ export interface IngestResult extends EventsAck {
   stored: boolean;
   /** The run reached a final status with this batch. */
   ended?: "completed" | "cancelled" | "failed";
+  /**
+   * The events as stored (when `stored`): the batch without the metric points and episodes a
+   * resumed attempt re-sent for steps already stored. Live subscribers get exactly these, so a
+   * live chart after a resume equals the stored series (no repeated steps, no backward jump).
+   */
+  events?: EngineEvent[];
   duplicate?: boolean;
 }
 
@@ -70,6 +76,7 @@ async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Pr
           if (seq !== run.lastSeq + 1) throw new Refused({ ok: false, seq, stored: false, error: `out of order: expected seq ${run.lastSeq + 1}, got ${seq}` });
 
           const summary = parseJson<RunSummary>(run.summary, {});
+          const kept = await withoutStored(tx as unknown as Db, runId, events, summary.step ?? -1, summary.update ?? -1);
           let wall = run.wallSeconds;
           const data: Record<string, unknown> = { lastSeq: seq };
           const metrics: unknown[][] = [];
@@ -77,7 +84,7 @@ async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Pr
           const logs: { runId: string; seq: number; level: string; message: string; at: Date }[] = [];
           let ended: IngestResult["ended"];
           const now = new Date();
-          for (const e of events) {
+          for (const e of kept) {
             switch (e.type) {
               case "run_start":
                 data.backend = e.meta.backend;
@@ -133,14 +140,14 @@ async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Pr
           // the conditional update is the guard against a concurrent writer of the same seq
           const n = await tx.run.updateMany({ where: { id: runId, lastSeq: run.lastSeq, status: "running", workerId }, data });
           if (n.count !== 1) throw new Refused({ ok: false, seq, stored: false, error: "run changed while writing; resend", retry: true });
-          await tx.eventBatch.create({ data: { runId, seq, events: JSON.stringify(events), createdAt: now } });
+          await tx.eventBatch.create({ data: { runId, seq, events: JSON.stringify(kept), createdAt: now } });
           if (metrics.length) await insertIgnore(tx as unknown as Db, h.provider, "MetricPoint", ["runId", "key", "step", "update", "value", "wall"], metrics);
           if (episodes.length) {
             await insertIgnore(tx as unknown as Db, h.provider, "Episode", ["runId", "seq", "phase", "step", "update", "sampleId", "numChunks", "coverage", "f1", "return", "record"], episodes);
           }
           if (logs.length) await tx.logLine.createMany({ data: logs });
           const stop = !ended && run.cancelRequested;
-          return { ok: true, seq, stored: true, ...(ended ? { ended } : {}), ...(stop ? { stop: true } : {}) };
+          return { ok: true, seq, stored: true, events: kept, ...(ended ? { ended } : {}), ...(stop ? { stop: true } : {}) };
         },
         { maxWait: 20_000, timeout: 60_000 },
       ),
@@ -151,6 +158,33 @@ async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Pr
     if (isUniqueViolation(e)) return { ok: false, seq, stored: false, retry: true };
     throw e;
   }
+}
+
+/**
+ * `events` less the metric points and episodes already stored for this run. Only a resumed
+ * attempt re-sends those (it restarts from a checkpoint behind the last stored step), so the
+ * database is asked only when the batch reaches back to a step (update) at or below the stored maximum.
+ */
+async function withoutStored(db: Db, runId: string, events: EngineEvent[], maxStep: number, maxUpdate: number): Promise<EngineEvent[]> {
+  let lo = Infinity;
+  let loUpdate = Infinity;
+  for (const e of events) {
+    if (e.type === "metric") lo = Math.min(lo, e.step);
+    else if (e.type === "episode") loUpdate = Math.min(loUpdate, e.update);
+  }
+  if (lo > maxStep && loUpdate > maxUpdate) return events;
+  const [points, eps] = await Promise.all([
+    lo <= maxStep ? db.metricPoint.findMany({ where: { runId, step: { gte: lo, lte: maxStep } }, select: { key: true, step: true } }) : [],
+    loUpdate <= maxUpdate ? db.episode.findMany({ where: { runId, update: { gte: loUpdate, lte: maxUpdate } }, select: { update: true, phase: true, sampleId: true, numChunks: true } }) : [],
+  ]);
+  if (!points.length && !eps.length) return events;
+  const have = new Set(points.map((p) => `${p.key}\u0000${p.step}`));
+  const haveEp = new Set(eps.map((x) => `${x.update}\u0000${x.phase}\u0000${x.sampleId}\u0000${x.numChunks}`));
+  return events.filter((e) => {
+    if (e.type === "metric") return !have.has(`${e.key}\u0000${e.step}`);
+    if (e.type === "episode") return !haveEp.has(`${e.update}\u0000${e.phase}\u0000${String(e.record.id)}\u0000${e.record.num_chunks}`);
+    return true;
+  });
 }
 
 /** Stored batches after `afterSeq`, in order (browser replay). */

@@ -235,7 +235,7 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
         await conns.get(workerId)?.ready;
         const r = await ingestBatch(h, msg, workerId);
         if (r.stored) {
-          o.notifier.batch({ runId: msg.runId, seq: msg.seq, events: msg.events });
+          o.notifier.batch({ runId: msg.runId, seq: msg.seq, events: r.events ?? msg.events });
           const statusChanged = r.ended || msg.events.some((e) => e.type === "run_start");
           o.notifier.changed([msg.runId], statusChanged ? "status" : "progress");
         }

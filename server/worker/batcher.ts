@@ -179,7 +179,11 @@ export class EventBatcher {
       }
     }
     if (this.queue.length > 0 && !this.inFlight && !this.retryTimer && this.socket.connected) this.send(this.queue[0]);
-    if (this.queue.length === 0 && this.buffer.length === 0) this.resolveDrains();
+    if (this.queue.length === 0 && this.buffer.length === 0) {
+      // a drain is over: later events batch normally again (unless a run_end is pushed)
+      this.flushNow = false;
+      this.resolveDrains();
+    }
   }
 
   /** Freezes buffered events into numbered batches where the rules above say so. */

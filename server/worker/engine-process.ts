@@ -18,16 +18,33 @@ export type EngineRequest =
   | { type: "start"; config: RunConfig; resumeFrom?: string; runDir?: string }
   /** A sweep job; `checkpoint` is resolved and checked readable by the worker. */
   | { type: "sweep"; spec: SweepSpec; checkpoint: string; skipLengths: number[] }
-  | { type: "cancel" };
+  | { type: "cancel" }
+  /** Answer to a "barrier": `ok` once every event sent before it was acknowledged by the dashboard. */
+  | { type: "barrier_ok"; id: number; ok: boolean };
 
 export type EngineReply =
   | { type: "backend"; backend: string; device: string }
   | { type: "event"; event: EngineEvent }
   | { type: "done"; status: "completed" | "cancelled"; step: number; updates: number }
-  | { type: "error"; message: string };
+  | { type: "error"; message: string }
+  /** The cancel request arrived (the event loop is free, so the abort will be seen at once). */
+  | { type: "cancel_seen" }
+  /** Asks the worker to confirm that everything sent so far is stored, before a checkpoint. */
+  | { type: "barrier"; id: number };
 
 const ac = new AbortController();
 let busy = false;
+const barriers = new Map<number, (ok: boolean) => void>();
+let barrierIds = 0;
+
+/** Resolves true once the worker confirmed that the dashboard stored every event sent before. */
+function barrier(): Promise<boolean> {
+  const id = ++barrierIds;
+  return new Promise((resolve) => {
+    barriers.set(id, resolve);
+    void send({ type: "barrier", id });
+  });
+}
 
 function send(m: EngineReply): Promise<void> {
   return new Promise((resolve) => {
@@ -49,6 +66,12 @@ async function finish(m: EngineReply, code: number): Promise<never> {
 async function handle(msg: EngineRequest): Promise<void> {
   if (msg.type === "cancel") {
     ac.abort();
+    void send({ type: "cancel_seen" });
+    return;
+  }
+  if (msg.type === "barrier_ok") {
+    barriers.get(msg.id)?.(msg.ok);
+    barriers.delete(msg.id);
     return;
   }
   if (busy) return;
@@ -75,6 +98,7 @@ async function handle(msg: EngineRequest): Promise<void> {
       signal: ac.signal,
       resumeFrom: msg.resumeFrom,
       runDir: msg.runDir,
+      beforeCheckpoint: barrier,
     });
     await finish({ type: "done", status: res.status, step: res.step, updates: res.updates }, 0);
   } catch (e) {

@@ -8,7 +8,7 @@
  * QRAG_WORKER_DATA_DIR; QRAG_BACKEND (or --backend) forces a tfjs backend. The worker id is kept
  * in <data-dir>/worker-<name>.id so a restarted worker keeps its identity. SIGINT/SIGTERM cancel
  * the active run (the engine saves a checkpoint), wait for its events to be acknowledged (at most
- * QRAG_WORKER_SHUTDOWN_MS, default 20 s) and exit.
+ * QRAG_WORKER_SHUTDOWN_MS, default 4 s, at most 4.5 s: SIGTERM ends a worker within 5 s) and exit.
  */
 import crypto from "node:crypto";
 import fs from "node:fs";

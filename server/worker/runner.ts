@@ -14,7 +14,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { EngineEvent, EventsAck, RunAssignment } from "../../lib/contracts/index.ts";
 import { sweepSpecSchema, issuesText } from "../../lib/contracts/index.ts";
-import { isCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
+import { findCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
 import type { EngineReply, EngineRequest } from "./engine-process.ts";
 import { EventBatcher, type BatcherOptions } from "./batcher.ts";
 import { clip, errorMessage, silentLogger, type Logger } from "./log.ts";
@@ -39,9 +39,8 @@ export interface RunnerOptions {
 /** Checks that a resume path holds a checkpoint this process can read. */
 export function checkpointReachable(p: string): boolean {
   try {
-    fs.accessSync(p, fs.constants.R_OK);
-    const dir = isCheckpoint(p) ? p : path.join(p, "checkpoints", "last");
-    if (!isCheckpoint(dir)) return false;
+    const dir = findCheckpoint(p);
+    if (!dir) return false;
     fs.accessSync(path.join(dir, "checkpoint.json"), fs.constants.R_OK);
     fs.accessSync(path.join(dir, "weights.bin"), fs.constants.R_OK);
     return true;
@@ -49,6 +48,15 @@ export function checkpointReachable(p: string): boolean {
     return false;
   }
 }
+
+/**
+ * A cancelled engine that has not even read the cancel request after this long is stuck in
+ * synchronous work (building a huge dataset, one long step): it is killed and the run ends
+ * cancelled without a new checkpoint (the next attempt resumes from the previous one).
+ */
+const CANCEL_GRACE_MS = 1_500;
+/** How long a checkpoint waits for the dashboard to acknowledge the events before it; then it is skipped. */
+const BARRIER_TIMEOUT_MS = 10_000;
 
 const ENGINE_ENTRY = fileURLToPath(new URL("./engine-process.ts", import.meta.url));
 
@@ -136,6 +144,9 @@ export class RunExecution {
   private lastLogged = "";
   private step = 0;
   private update = 0;
+  private cancelSeen = false;
+  private killedStuck = false;
+  private graceTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly assignment: RunAssignment,
@@ -174,7 +185,28 @@ export class RunExecution {
     this.cancelRequested = true;
     if (note) this.endNote = note;
     this.log("info", `run ${this.runId}: cancelling (${reason})`);
-    this.engine?.send({ type: "cancel" });
+    if (this.engine) this.sendCancel(this.engine);
+  }
+
+  private sendCancel(engine: EngineProcess): void {
+    engine.send({ type: "cancel" });
+    this.graceTimer ??= setTimeout(() => {
+      if (this.cancelSeen || this.engine !== engine || this.endEvent) return;
+      this.killedStuck = true;
+      this.log("warn", `run ${this.runId}: the engine did not take the cancel within ${CANCEL_GRACE_MS} ms; killing it`);
+      engine.child.kill("SIGKILL");
+    }, CANCEL_GRACE_MS);
+  }
+
+  /** Answers the engine's pre-checkpoint barrier once the dashboard acknowledged every event so far. */
+  private async answerBarrier(engine: EngineProcess, id: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const ok = await Promise.race([
+      this.batcher.drain().then(() => !this.batcher.isRejected),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), BARRIER_TIMEOUT_MS))),
+    ]);
+    clearTimeout(timer);
+    engine.send({ type: "barrier_ok", id, ok });
   }
 
   private emit = (e: EngineEvent): void => {
@@ -264,13 +296,20 @@ export class RunExecution {
       if (m.type === "event") this.emit(m.event);
       else if (m.type === "error") error = m.message;
       else if (m.type === "done") done = m;
+      else if (m.type === "cancel_seen") this.cancelSeen = true;
+      else if (m.type === "barrier") void this.answerBarrier(engine, m.id);
     });
     engine.send(request);
-    if (this.cancelRequested) engine.send({ type: "cancel" });
+    if (this.cancelRequested) this.sendCancel(engine);
     const { code, signal } = await engine.exited;
     this.engine = null;
+    if (this.graceTimer) clearTimeout(this.graceTimer);
     if (this.endEvent) return;
     if (done) return this.emit({ type: "run_end", status: done.status, step: done.step, update: done.updates });
+    if (this.killedStuck) {
+      const note = this.endNote ?? `cancelled; the engine was busy and was stopped without a new checkpoint (resume starts from the previous one)`;
+      return this.emit({ type: "run_end", status: "cancelled", step: this.step, update: this.update, error: note });
+    }
     const last = engine.tail().at(-1);
     this.fail(error ?? `the engine process exited with ${signal ? `signal ${signal}` : `code ${code}`}${last ? ` (${last})` : ""}`);
   }
