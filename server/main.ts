@@ -8,7 +8,6 @@
  *   tsx server/main.ts [--port 3000] [--host 127.0.0.1] [--data-dir data] [--no-worker] [--dev] [--no-next]
  *   Environment: see server/env.ts (PORT, HOST, DATABASE_URL, QRAG_DATA_DIR, QRAG_WORKER_TOKEN, …).
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -26,6 +25,7 @@ import { wasmThreadsAuto } from "./qrag/index.ts";
 import { createScheduler, schedulerStartup } from "./runs/scheduler.ts";
 import { attachUi, type UiNamespace } from "./realtime/ui.ts";
 import { attachWorkers, type WorkersNamespace } from "./realtime/workers.ts";
+import { startLocalWorker } from "./local/local-worker.ts";
 
 /** Extra lease time running runs get when the server starts. */
 const RESTART_GRACE_MS = 10_000;
@@ -163,40 +163,17 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const timers = [setInterval(() => void scheduler.sweep(), Math.min(1000, leaseMs / 4)), setInterval(() => scheduler.kick(), HEARTBEAT_MS)];
 
   // ---- the local worker -----------------------------------------------------------------------
-  let child: ChildProcess | null = null;
-  let stopping = false;
-  let restartDelay = 1000;
-  let restartTimer: NodeJS.Timeout | null = null;
-  const spawnLocal = () => {
-    const started = Date.now();
-    const entry = path.join(ROOT, "server", "worker", "main.ts");
-    // the token travels in the environment, not on a command line other users can read
-    child = spawn(process.execPath, ["--import", "tsx", entry, "--url", url, "--name", "local", "--data-dir", dataDir], {
-      cwd: ROOT,
-      // One core stays with the dashboard (live charts), unless QRAG_WASM_THREADS says otherwise.
-      env: {
-        ...process.env,
-        QRAG_DATA_DIR: dataDir,
-        QRAG_WORKER_TOKEN: workerToken,
-        QRAG_WASM_THREADS: e.engine.wasmThreads ?? String(wasmThreadsAuto(1)),
-      },
-      stdio: ["ignore", "inherit", "inherit"],
-    });
-    const me = child;
-    log(`local worker started (pid ${me.pid})`);
-    me.on("exit", (code, signal) => {
-      if (child === me) child = null;
-      if (stopping) return;
-      if (Date.now() - started > 60_000) restartDelay = 1000;
-      log(`local worker exited (${signal ?? `code ${code}`}); restarting in ${restartDelay / 1000}s`);
-      restartTimer = setTimeout(() => {
-        restartTimer = null;
-        if (!stopping) spawnLocal();
-      }, restartDelay);
-      restartDelay = Math.min(30_000, restartDelay * 2);
-    });
-  };
-  if (opts.spawnWorker ?? true) spawnLocal();
+  const local = (opts.spawnWorker ?? true)
+    ? await startLocalWorker({
+        url,
+        dataDir,
+        entry: path.join(ROOT, "server", "worker", "main.ts"),
+        cwd: ROOT,
+        // One core stays with the dashboard (live charts), unless QRAG_WASM_THREADS says otherwise.
+        env: { ...process.env, QRAG_DATA_DIR: dataDir, QRAG_WORKER_TOKEN: workerToken, QRAG_WASM_THREADS: e.engine.wasmThreads ?? String(wasmThreadsAuto(1)) },
+        log,
+      })
+    : null;
 
   log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""})`);
   log(`more workers: npm run worker -- --url ${url} --token ${e.workerToken ? "$QRAG_WORKER_TOKEN" : `"$(cat ${path.join(dataDir, "worker-token")})"`}`);
@@ -204,17 +181,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
-      stopping = true;
-      if (restartTimer) clearTimeout(restartTimer);
       for (const t of timers) clearInterval(t);
-      const c = child;
-      if (c && c.exitCode === null && c.signalCode === null) {
-        const gone = new Promise<void>((r) => c.once("exit", () => r()));
-        c.kill("SIGTERM");
-        const t = setTimeout(() => c.kill("SIGKILL"), 5000);
-        await gone;
-        clearTimeout(t);
-      }
+      await local?.stop();
       apiDeps = null;
       scheduler.close();
       ui.close();
@@ -225,7 +193,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       await closeDb();
     })());
 
-  return { url, port: actualPort, workerToken, databaseUrl, localWorkerPid: () => child?.pid ?? null, close };
+  return { url, port: actualPort, workerToken, databaseUrl, localWorkerPid: () => local?.pid() ?? null, close };
 }
 
 function flag(args: string[], name: string): string | undefined {

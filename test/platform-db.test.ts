@@ -10,7 +10,7 @@ import { openDb, type DbHandle } from "../server/db/client.ts";
 import { migrate } from "../server/db/migrate.ts";
 import { ApiError } from "../server/runs/errors.ts";
 import { ingestBatch } from "../server/runs/ingest.ts";
-import { claimRun, expireLeases, heartbeat, queuedRunIds } from "../server/runs/scheduler.ts";
+import { MAX_ATTEMPTS, claimRun, expireLeases, heartbeat, queuedRunIds } from "../server/runs/scheduler.ts";
 import { bucketSeries, getMetrics } from "../server/runs/queries.ts";
 import { cancelRun, cloneRun, createRun, getRun, listRuns, patchRun, resumeRun } from "../server/runs/service.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
@@ -145,15 +145,17 @@ function suite(label: string, makeUrl: () => Promise<string>, opts: { skip?: str
       assert.equal(await h.prisma.metricPoint.count({ where: { runId: id2 } }), 1);
     });
 
-    test("lease expiry: requeue from the last checkpoint, else fail; heartbeats extend", async () => {
+    test("lease expiry: requeue from the last checkpoint (or the start), fail after MAX_ATTEMPTS; heartbeats extend", async () => {
       const withCk = (await createRun(h, { config: tiny(), name: "lease-ck" })).id;
       const without = (await createRun(h, { config: tiny(), name: "lease-none" })).id;
       const cancelling = (await createRun(h, { config: tiny(), name: "lease-cancel" })).id;
-      for (const id of [withCk, without, cancelling]) assert.ok(await claimRun(h, id, "wl", 1_000));
+      const doomed = (await createRun(h, { config: tiny(), name: "lease-doomed" })).id;
+      for (const id of [withCk, without, cancelling, doomed]) assert.ok(await claimRun(h, id, "wl", 1_000));
+      await h.prisma.run.update({ where: { id: doomed }, data: { attempt: MAX_ATTEMPTS } });
       await ingestBatch(h, { runId: withCk, seq: 1, events: [{ type: "checkpoint", step: 5, update: 5, path: "/x/checkpoints/last", best: false }, { type: "checkpoint", step: 5, update: 5, path: "/x/checkpoints/best", best: true }] }, "wl");
       await cancelRun(h, cancelling);
       // a heartbeat moves the lease past "now + 1 s"
-      const hb = await heartbeat(h, "wl", [withCk, without, cancelling, "someone-elses"], 60_000);
+      const hb = await heartbeat(h, "wl", [withCk, without, cancelling, doomed, "someone-elses"], 60_000);
       assert.deepEqual(hb.stop, ["someone-elses"]);
       assert.deepEqual(hb.cancel, [cancelling]);
       assert.deepEqual(await expireLeases(h, new Date(Date.now() + 5_000)), []);
@@ -161,18 +163,44 @@ function suite(label: string, makeUrl: () => Promise<string>, opts: { skip?: str
       const by = Object.fromEntries(expired.map((e) => [e.runId, e]));
       assert.equal(by[withCk].outcome, "queued");
       assert.equal(by[withCk].resumeFrom, "/x/checkpoints/last");
-      assert.equal(by[without].outcome, "failed");
+      // no checkpoint yet: start over (ingestion drops the points the new attempt sends again)
+      assert.equal(by[without].outcome, "queued");
+      assert.equal(by[without].resumeFrom, null);
       assert.equal(by[cancelling].outcome, "cancelled");
+      assert.equal(by[doomed].outcome, "failed");
       const a = await getRun(h, withCk);
       assert.deepEqual([a.status, a.resumeFrom, a.workerId], ["queued", "/x/checkpoints/last", null]);
-      const b = await getRun(h, without);
+      const b = await getRun(h, doomed);
       assert.equal(b.status, "failed");
-      assert.match(b.error ?? "", /worker lost/);
+      assert.match(b.error ?? "", new RegExp(`worker lost.*gave up after ${MAX_ATTEMPTS} attempts`));
+      assert.deepEqual([(await getRun(h, without)).status, (await getRun(h, without)).resumeFrom], ["queued", null]);
       // the next attempt continues the sequence and counts the attempt
       const again = await claimRun(h, withCk, "wl2", 10_000);
       assert.deepEqual([again?.attempt, again?.lastSeq, again?.resumeFrom], [2, 1, "/x/checkpoints/last"]);
       assert.equal((await ingestBatch(h, { runId: withCk, seq: 2, events: [] }, "wl2")).ok, true);
       assert.equal((await ingestBatch(h, { runId: withCk, seq: 3, events: [] }, "wl")).stop, true, "the lost worker is told to stop");
+    });
+
+    test("a resumed attempt's re-sent points and episodes are dropped from what is stored and published", async () => {
+      const id = (await createRun(h, { config: tiny(), name: "resent" })).id;
+      assert.ok(await claimRun(h, id, "wa", 60_000));
+      const m = (step: number, value: number): EngineEvent => ({ type: "metric", key: "qf_loss", step, update: step, value, wall: step });
+      const ep = (update: number): EngineEvent => ({ type: "episode", phase: "eval", step: update, update, record: {
+        id: "s1", question: "q", answer: "a", sf_idx: [1], pred_idx: [1], q_values: [0.5], sf_texts: ["x"], pred_texts: ["x"], return: 1, num_chunks: 4, oracle_stop: true,
+        metrics: { precision: 1, recall: 1, f1: 1, coverage: 1 }, filtered: { precision: 1, recall: 1, f1: 1, coverage: 1, threshold: 0.5, kept: 1 }, steps: [],
+      } });
+      assert.equal((await ingestBatch(h, { runId: id, seq: 1, events: [m(1, 0.5), m(2, 0.4), ep(2), m(3, 0.3)] }, "wa")).ok, true);
+      await h.write((db) => db.run.update({ where: { id }, data: { status: "queued", workerId: null } }));
+      assert.ok(await claimRun(h, id, "wb", 60_000));
+      // the new attempt restarts behind the stored steps, with other values (its own timing)
+      const r = await ingestBatch(h, { runId: id, seq: 2, events: [m(2, 9), ep(2), m(3, 9), m(4, 0.2)] }, "wb");
+      assert.equal(r.stored, true);
+      assert.deepEqual(r.events, [m(4, 0.2)]);
+      const stored = await h.prisma.eventBatch.findUnique({ where: { runId_seq: { runId: id, seq: 2 } } });
+      assert.deepEqual(JSON.parse(stored!.events), [m(4, 0.2)]);
+      const pts = await h.prisma.metricPoint.findMany({ where: { runId: id }, orderBy: { step: "asc" }, select: { step: true, value: true } });
+      assert.deepEqual(pts, [{ step: 1, value: 0.5 }, { step: 2, value: 0.4 }, { step: 3, value: 0.3 }, { step: 4, value: 0.2 }]);
+      assert.equal(await h.prisma.episode.count({ where: { runId: id } }), 1);
     });
 
     test("cancel, resume and clone", async () => {

@@ -25,15 +25,13 @@
  */
 import { after, afterEach, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { io, type Socket } from "socket.io-client";
-import type { EngineEvent, MetricsDto, RunBatchMsg, RunDetailDto, RunListDto, WorkerDto } from "../lib/contracts/index.ts";
+import { io } from "socket.io-client";
+import type { RunDetailDto, RunListDto, WorkerDto } from "../lib/contracts/index.ts";
 import { GiveUp, ROOT, freePort, sqliteUrl, startPostgres, tmpDir, uniqueDbName, waitFor } from "./platform-helpers.ts";
+import { UiStream, api, assertIncreasing, close, getRun, metricsOf, ptKey, startServer, startWorker, storedPoints, waitHealthy, waitStatus, type Env, type Proc, type Pt } from "./e2e-helpers.ts";
 
-const TOKEN = "e2e-token";
-const LEASE_MS = 4_000;
 /** Optimizer steps of the default-mode run; the crash, cancel and resume runs get LONG_STEPS so
  * that there is time to act while they train. */
 const STEPS = 30;
@@ -65,170 +63,6 @@ function requireBuild(): void {
   }
   const sources = ["app", "components", "lib", "next.config.ts", "package.json"].map((p) => newestMtime(path.join(ROOT, p)));
   if (Math.max(...sources) > id.mtimeMs) console.log("# note: the Next build is older than app/, components/ or lib/; `npm run build:test` rebuilds it");
-}
-
-// ---- processes ---------------------------------------------------------------------------------
-
-class Proc {
-  readonly lines: string[] = [];
-  readonly exited: Promise<number | null>;
-  constructor(
-    readonly name: string,
-    readonly child: ChildProcess,
-  ) {
-    const take = (b: Buffer) => {
-      for (const l of b.toString().split("\n")) if (l.trim()) this.lines.push(l);
-      if (this.lines.length > 400) this.lines.splice(0, this.lines.length - 400);
-      if (process.env.QRAG_TEST_VERBOSE) process.stderr.write(b.toString().replace(/^/gm, `[${name}] `));
-    };
-    child.stdout?.on("data", take);
-    child.stderr?.on("data", take);
-    this.exited = new Promise((r) => child.once("exit", (code) => r(code)));
-  }
-  get pid(): number {
-    return this.child.pid!;
-  }
-  alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-  tail(n = 40): string {
-    return `--- ${this.name} (last ${n} lines)\n${this.lines.slice(-n).join("\n")}`;
-  }
-  kill9(): Promise<number | null> {
-    if (this.alive()) process.kill(this.pid, "SIGKILL");
-    return this.exited;
-  }
-  async stop(): Promise<void> {
-    if (!this.alive()) return;
-    this.child.kill("SIGTERM");
-    const t = setTimeout(() => this.alive() && this.child.kill("SIGKILL"), 15_000);
-    await this.exited;
-    clearTimeout(t);
-  }
-}
-
-interface Env {
-  dbUrl: string;
-  dataDir: string;
-  port: number;
-  url: string;
-}
-
-function startServer(env: Env, opts: { worker: boolean }): Proc {
-  const args = ["--import", "tsx", path.join(ROOT, "server/main.ts"), ...(opts.worker ? [] : ["--no-worker"])];
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_ENV: "production",
-      PORT: String(env.port),
-      HOST: "127.0.0.1",
-      DATABASE_URL: env.dbUrl,
-      QRAG_DATA_DIR: env.dataDir,
-      QRAG_WORKER_TOKEN: TOKEN,
-      QRAG_LEASE_MS: String(LEASE_MS),
-      NEXT_TELEMETRY_DISABLED: "1",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  return new Proc(`server:${env.port}`, child);
-}
-
-function startWorker(env: Env, name: string): Proc {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", path.join(ROOT, "server/worker/main.ts"), "--url", env.url, "--token", TOKEN, "--name", name, "--data-dir", path.join(env.dataDir, `worker-${name}`)],
-    { cwd: ROOT, env: { ...process.env, NODE_ENV: "production" }, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  return new Proc(`worker:${name}`, child);
-}
-
-async function api<T>(env: Env, method: string, p: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(`${env.url}${p}`, {
-    method,
-    headers: method === "GET" ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
-}
-
-async function waitHealthy(env: Env, server: Proc): Promise<void> {
-  await waitFor(
-    `the server on ${env.url}`,
-    async () => {
-      if (!server.alive()) throw new GiveUp(`server exited\n${server.tail()}`);
-      return (await fetch(`${env.url}/api/health`)).ok;
-    },
-    90_000,
-    200,
-  );
-}
-
-const getRun = async (env: Env, id: string) => (await api<RunDetailDto>(env, "GET", `/api/runs/${id}`)).body;
-
-async function waitStatus(env: Env, id: string, want: string[], procs: Proc[], timeout = RUN_TIMEOUT): Promise<RunDetailDto> {
-  try {
-    return await waitFor(`run ${id} to be ${want.join("|")}`, async () => {
-      const r = await getRun(env, id);
-      return want.includes(r.status) ? r : null;
-    }, timeout, 200);
-  } catch (e) {
-    const r = await getRun(env, id).catch(() => null);
-    throw new Error(`${(e as Error).message}; run is ${JSON.stringify(r && { status: r.status, error: r.error, attempt: r.attempt, lastSeq: r.lastSeq })}\n${procs.map((p) => p.tail()).join("\n")}`);
-  }
-}
-
-// ---- the browser stand-in ------------------------------------------------------------------------
-
-class UiStream {
-  readonly socket: Socket;
-  readonly batches = new Map<string, RunBatchMsg[]>();
-  readonly violations: string[] = [];
-  changed = 0;
-  constructor(env: Env) {
-    this.socket = io(`${env.url}/ui`, { transports: ["websocket"], reconnection: false });
-    this.socket.on("run:batch", (b: RunBatchMsg) => {
-      const list = this.batches.get(b.runId) ?? [];
-      const last = list.at(-1)?.seq ?? this.from.get(b.runId) ?? 0;
-      if (b.seq !== last + 1) this.violations.push(`run ${b.runId}: got seq ${b.seq} after ${last}`);
-      list.push(b);
-      this.batches.set(b.runId, list);
-    });
-    this.socket.on("runs:state", () => this.changed++);
-  }
-  private readonly from = new Map<string, number>();
-  async subscribe(runId: string, afterSeq = 0): Promise<void> {
-    this.from.set(runId, afterSeq);
-    await waitFor("the /ui socket", () => this.socket.connected, 20_000, 50);
-    await this.socket.timeout(20_000).emitWithAck("subscribe", { runId, afterSeq });
-  }
-  events(runId: string): EngineEvent[] {
-    return (this.batches.get(runId) ?? []).flatMap((b) => b.events);
-  }
-  lastSeq(runId: string): number {
-    return this.batches.get(runId)?.at(-1)?.seq ?? this.from.get(runId) ?? 0;
-  }
-  close(): void {
-    this.socket.close();
-  }
-}
-
-type Pt = { key: string; step: number; value: number };
-/** Prisma 6's engine round-trips doubles to about 16 significant digits. */
-const close = (a: number | undefined, b: number) => a !== undefined && Math.abs(a - b) <= 1e-12 * Math.max(1, Math.abs(b));
-const metricsOf = (events: EngineEvent[]): Pt[] => events.flatMap((e) => (e.type === "metric" ? [{ key: e.key, step: e.step, value: e.value }] : []));
-const ptKey = (p: { key: string; step: number }) => `${p.key}@${p.step}`;
-
-async function storedPoints(env: Env, id: string): Promise<Pt[]> {
-  const m = (await api<MetricsDto>(env, "GET", `/api/runs/${id}/metrics?width=20000`)).body;
-  return Object.entries(m.series).flatMap(([key, pts]) => pts.map((p) => ({ key, step: p.step, value: p.value })));
-}
-
-function assertIncreasing(points: Pt[], key: string): number[] {
-  const steps = points.filter((p) => p.key === key).map((p) => p.step);
-  for (let i = 1; i < steps.length; i++) assert.ok(steps[i] > steps[i - 1], `${key} steps increase: ${steps.join(",")}`);
-  return steps;
 }
 
 async function createTinyRun(env: Env, name: string, steps = LONG_STEPS): Promise<RunDetailDto> {

@@ -33,6 +33,11 @@ export const workerHelloSchema = z.object({
   device: z.string().max(500).default("unknown"),
   /** Runs this worker is still executing (after a dashboard restart or reconnect). */
   activeRuns: z.array(runId).max(100).default([]),
+  /**
+   * Random per worker process: a reconnect of the same process may replace its old connection
+   * (which may not have timed out yet); another process with the same id is refused.
+   */
+  instance: z.string().max(100).default(""),
 });
 export type WorkerHello = z.output<typeof workerHelloSchema>;
 

@@ -29,6 +29,12 @@ export function attachWorkers(nsp: WorkersNamespace, scheduler: Scheduler, o: { 
     next();
   });
 
+  // after authentication: one live connection per worker id (see Scheduler.refusal)
+  nsp.use((socket, next) => {
+    const why = scheduler.refusal(socket.data.hello);
+    next(why ? new Error(why) : undefined);
+  });
+
   nsp.on("connection", (socket) => {
     const hello = socket.data.hello;
     const link: WorkerLink = {

@@ -38,6 +38,12 @@ export interface SchedulerOptions {
 }
 
 export interface Scheduler {
+  /**
+   * Why this hello may not connect now (null: it may): a live connection of the same worker id
+   * from another process. Two processes with one id would otherwise take the connection from each
+   * other without end, both running jobs.
+   */
+  refusal(hello: WorkerHello): string | null;
   /** A worker connected (authenticated); resolves once it is registered. */
   connected(hello: WorkerHello, link: WorkerLink): Promise<void>;
   disconnected(workerId: string, link: WorkerLink): void;
@@ -197,6 +203,11 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
   };
 
   return {
+    refusal(hello) {
+      const old = conns.get(hello.workerId);
+      if (!old || (hello.instance && old.hello.instance === hello.instance)) return null;
+      return `worker id ${hello.workerId} is already connected (${old.hello.host || "unknown host"}); start this worker with its own --data-dir or --name`;
+    },
     async connected(hello, link) {
       const id = hello.workerId;
       const old = conns.get(id);
@@ -359,17 +370,21 @@ export interface Expired {
   resumeFrom: string | null;
 }
 
+/** A run whose workers keep dying (a config that crashes every machine) stops after this many attempts. */
+export const MAX_ATTEMPTS = 100;
+
 /**
- * Running runs whose lease passed: a cancel in flight → cancelled; a checkpoint → queued again,
- * resuming from it; otherwise failed ("worker lost"). A sweep job always queues again: its stored
- * points are its checkpoint (the next attempt skips those lengths).
+ * Running runs whose lease passed: a cancel in flight → cancelled; otherwise queued again,
+ * resuming from the last checkpoint, or from the start when it had none yet (ingestion drops the
+ * points the new attempt re-sends, so nothing is doubled). A sweep job's stored points are its
+ * checkpoint (the next attempt skips those lengths). After MAX_ATTEMPTS attempts: failed.
  */
 export async function expireLeases(h: DbHandle, now = new Date()): Promise<Expired[]> {
   const due = await h.prisma.run.findMany({ where: { status: "running", leaseUntil: { lt: now } }, select: { id: true } });
   const out: Expired[] = [];
   for (const { id } of due) {
     const r = await h.write(async (db): Promise<Expired | null> => {
-      const run = await db.run.findUnique({ where: { id }, select: { workerId: true, cancelRequested: true, lastSeq: true, kind: true } });
+      const run = await db.run.findUnique({ where: { id }, select: { workerId: true, cancelRequested: true, lastSeq: true, kind: true, attempt: true } });
       if (!run) return null;
       const sweepJob = run.kind === "sweep";
       const from = sweepJob ? null : await lastCheckpointPath(db, id);
@@ -379,17 +394,21 @@ export async function expireLeases(h: DbHandle, now = new Date()): Promise<Expir
       if (run.cancelRequested) {
         outcome = "cancelled";
         data = { status: "cancelled", finishedAt: now, leaseUntil: null, cancelRequested: false, ...(from ? { resumeFrom: from } : {}) };
-      } else if (from || sweepJob) {
+      } else if (run.attempt < MAX_ATTEMPTS) {
         outcome = "queued";
         data = { status: "queued", workerId: null, leaseUntil: null, resumeFrom: from };
       } else {
         outcome = "failed";
-        data = { status: "failed", finishedAt: now, leaseUntil: null, error: gone };
+        data = { status: "failed", finishedAt: now, leaseUntil: null, error: `${gone}; gave up after ${run.attempt} attempts` };
       }
       const n = await db.run.updateMany({ where: { id, status: "running", leaseUntil: { lt: now } }, data });
       if (n.count !== 1) return null;
       const message =
-        outcome === "queued" ? `${gone}; queued again to resume from ${from ?? "its stored sweep points"}` : outcome === "cancelled" ? `${gone}; cancel completed` : `${gone}; no checkpoint to resume from`;
+        outcome === "queued"
+          ? `${gone}; queued again to ${from ? `resume from ${from}` : sweepJob ? "resume from its stored sweep points" : "start over (no checkpoint yet)"}`
+          : outcome === "cancelled"
+            ? `${gone}; cancel completed`
+            : `${gone}; gave up after ${run.attempt} attempts`;
       await db.logLine.create({ data: { runId: id, seq: run.lastSeq, level: outcome === "failed" ? "error" : "warn", message, at: now } });
       return { runId: id, workerId: run.workerId, outcome, resumeFrom: outcome === "queued" ? from : null };
     });

@@ -115,7 +115,8 @@ async function main(): Promise<void> {
   const training = (): RunExecution | undefined => [...runs.values()].find((r) => !r.ended);
   let shuttingDown = false;
   const activeRuns = (): string[] => [...runs.keys()];
-  const hello = (): WorkerHello => ({ token: cli.token, workerId, name: cli.name, host, backend, device, activeRuns: activeRuns() });
+  const instance = crypto.randomUUID();
+  const hello = (): WorkerHello => ({ token: cli.token, workerId, name: cli.name, host, backend, device, activeRuns: activeRuns(), instance });
 
   const socket: WorkerSocket = io(`${cli.url}${WORKER_NAMESPACE}`, {
     auth: (cb) => cb(hello() as unknown as Record<string, unknown>),
