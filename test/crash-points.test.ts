@@ -1,10 +1,10 @@
 /**
  * Crash tests with real processes on a real SQLite file: one run of the `tiny` preset trains
  * while, at seeded random moments around its metric emissions, a worker is killed with -9 (alone,
- * or together with its engine child), and a few times the dashboard server itself. Two workers
+ * or, every other trial, together with its engine child), and a few times the dashboard server itself. Two workers
  * share the work; a killed one is started again. After every trial the run goes on (lease expiry,
  * resume from the last checkpoint); at the end it completes and:
- *   - every per-update key holds exactly the updates the engine logs (every 2nd of 400), every
+ *   - every per-update key holds exactly the updates the engine logs (every 2nd of 160), every
  *     eval key exactly the evaluations (every 10th): no point lost, none doubled;
  *   - (key, step) and (key, update) are unique in the database;
  *   - a live /ui subscriber (re-subscribing after each server restart) received exactly the stored
@@ -24,7 +24,7 @@ import { UiStream, api, close, getRun, metricsOf, startServer, startWorker, wait
 const SEED = Number(process.env.QRAG_CRASH_SEED ?? 20261124);
 const TRIALS = Number(process.env.QRAG_CRASH_TRIALS ?? 20);
 const SERVER_KILLS = Number(process.env.QRAG_CRASH_SERVER_KILLS ?? 3);
-const STEPS = 400;
+const STEPS = 160;
 const EVAL_INTERVAL = 10;
 /** The engine logs per-update metrics every max(1, min(10, ⌊eval_interval / 5⌋)) updates. */
 const LOG_EVERY = Math.max(1, Math.min(10, Math.floor(EVAL_INTERVAL / 5)));
@@ -109,7 +109,7 @@ test(`crash trials (seed ${SEED}): ${TRIALS} worker kills and ${SERVER_KILLS} se
     const run = await getRun(env, runId);
     if (run.status !== "running") assert.fail(`trial ${trial}: run is ${run.status}: ${run.error}\n${tails()}`);
     const delay = Math.floor(random() * 120);
-    const withChild = random() < 0.5;
+    const withChild = trial % 2 === 1;
     await new Promise((r) => setTimeout(r, delay));
     const name = (await getRun(env, runId)).workerName ?? "";
     const w = workers.get(name);
