@@ -21,6 +21,8 @@ import { InputError } from "./errors.ts";
 import { ENGINE_VERSION } from "./version.ts";
 
 interface SweepOptions {
+  /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
+  dataRoot?: string;
   checkpoint: string;
   /** Haystack sizes in chunks. */
   lengths?: number[];
@@ -76,7 +78,7 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
   emit({ type: "run_start", meta: { name: `sweep of ${opts.checkpoint}`, backend, device, engineVersion: ENGINE_VERSION, config: { checkpoint: opts.checkpoint, lengths, baselines, threshold: gOpts.threshold }, startedAt: new Date().toISOString() } });
   try {
     for (const numChunks of lengths) {
-      const source = buildSource(config, "test", numChunks);
+      const source = buildSource(config, "test", numChunks, opts.dataRoot);
       const tokens = Math.round(estimateContextTokens(numChunks, tpc.noise.mean));
       const m = samplesFor(numChunks);
       const q = [], qf = [], bm = [], de = [];

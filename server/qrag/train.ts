@@ -32,6 +32,8 @@ interface TrainOptions {
   resumeFrom?: string;
   /** Where checkpoints, metrics.jsonl and episodes.jsonl go (default runs/<name>-<time>). */
   runDir?: string;
+  /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
+  dataRoot?: string;
 }
 
 export interface EvalSummary {
@@ -140,7 +142,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     wallBase = s.counters.wallSeconds;
     sampleCursor = s.counters.sampleCursor;
   }
-  const { train: trainSource, test: testSource } = buildSources(config);
+  const { train: trainSource, test: testSource } = buildSources(config, opts.dataRoot);
   const envs = new ParallelEnvs(trainSource, rolloutSettings(config), rolloutRng, sampleCursor);
 
   const t0 = performance.now();
