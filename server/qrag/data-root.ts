@@ -119,3 +119,65 @@ export function dataPathOrThrow(root: string, field: string, value: string, kind
   if (!r.ok) throw new InputError(`${field}: ${r.message}`);
   return r;
 }
+
+export interface DataEntry {
+  /** Relative to the root, "/"-separated. */
+  path: string;
+  kind: DataPathKind;
+  /** Bytes (0 for folders). */
+  size: number;
+}
+
+/**
+ * What the data root holds, for the launch form's suggestions: breadth-first, folders before their
+ * contents, at most `maxEntries` entries and `maxDepth` levels, leaving out reserved internals
+ * (database, worker token, runs/, dot-files) and links that lead out of the root. A link inside
+ * is listed as what it points to but not descended into (no cycles).
+ */
+export function listDataRoot(root: string, opts: { maxEntries?: number; maxDepth?: number } = {}): { entries: DataEntry[]; truncated: boolean } {
+  const maxEntries = opts.maxEntries ?? 500;
+  const maxDepth = opts.maxDepth ?? 3;
+  const realRoot = realDataRoot(root);
+  const entries: DataEntry[] = [];
+  const queue: { rel: string; depth: number }[] = [{ rel: "", depth: 0 }];
+  while (queue.length) {
+    const { rel, depth } = queue.shift()!;
+    let names: fs.Dirent[];
+    try {
+      names = fs.readdirSync(path.join(realRoot, rel), { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const d of names) {
+      const p = rel ? `${rel}/${d.name}` : d.name;
+      if (isReservedDataPath(p)) continue;
+      let kind: DataPathKind;
+      let size = 0;
+      if (d.isSymbolicLink()) {
+        const r = resolveDataPath(realRoot, p, { kind: "file", mustExist: false });
+        if (!r.ok) continue;
+        try {
+          const st = fs.statSync(r.abs);
+          kind = st.isDirectory() ? "dir" : "file";
+          size = st.isFile() ? st.size : 0;
+        } catch {
+          continue;
+        }
+      } else if (d.isDirectory()) {
+        kind = "dir";
+        if (depth + 1 < maxDepth) queue.push({ rel: p, depth: depth + 1 });
+      } else if (d.isFile()) {
+        kind = "file";
+        try {
+          size = fs.statSync(path.join(realRoot, p)).size;
+        } catch {
+          continue;
+        }
+      } else continue;
+      if (entries.length >= maxEntries) return { entries, truncated: true };
+      entries.push({ path: p, kind, size });
+    }
+  }
+  return { entries, truncated: false };
+}
