@@ -14,6 +14,7 @@ import path from "node:path";
 import type { DataFilesDto, FieldErrorsDto, RunDetailDto, RunListDto } from "../lib/contracts/index.ts";
 import { resolveConfig } from "../server/qrag/index.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
+import { openDb } from "../server/db/client.ts";
 import { ROOT, tmpDir, waitFor } from "./platform-helpers.ts";
 
 const MARKER = "MARKER-c0ffee-secret-line";
@@ -53,6 +54,34 @@ const call = async <T>(method: string, p: string, body?: unknown): Promise<{ sta
   answers.push(text);
   return { status: r.status, body: JSON.parse(text) as T };
 };
+/** One real worker process (its own data root = the server's data folder), its output kept. */
+function ensureWorker(): void {
+  if (worker) return;
+  worker = spawn(process.execPath, ["--import", "tsx", "server/worker/main.ts", "--url", server.url, "--token", server.workerToken, "--name", "paths", "--data-dir", root], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, QRAG_WASM_THREADS: "1" },
+  });
+  worker.stdout!.on("data", (d: Buffer) => (workerOut += d.toString()));
+  worker.stderr!.on("data", (d: Buffer) => (workerOut += d.toString()));
+}
+
+/** Nowhere: API answers, the database (every byte of the SQLite files), the server's and worker's logs. */
+function assertMarkerNowhere(): void {
+  for (const text of answers) assert.ok(!text.includes(MARKER), `an API answer holds the marker: ${text.slice(0, 300)}`);
+  for (const f of fs.readdirSync(root).filter((f) => f.startsWith("qrag.db"))) {
+    assert.ok(!fs.readFileSync(path.join(root, f)).includes(MARKER), `${f} holds the marker`);
+  }
+  assert.ok(!serverLog.join("\n").includes(MARKER), "the server log holds the marker");
+  assert.ok(!workerOut.includes(MARKER), "the worker's output holds the marker");
+}
+
+const finished = (id: string) =>
+  waitFor(`run ${id} to end`, async () => {
+    const r = await call<RunDetailDto>("GET", `/api/runs/${id}`);
+    return r.body.status === "failed" || r.body.status === "completed" ? r.body : undefined;
+  }, 120_000, 200);
+
 const runCount = async () => (await call<RunListDto>("GET", "/api/runs?limit=1")).body.total;
 
 const tiny = resolveConfig({ preset: "tiny" }) as unknown as Record<string, unknown> & { envs: Record<string, unknown> };
@@ -118,31 +147,41 @@ test("GET /api/data-files lists the root without internals or links out", async 
 });
 
 test("a malformed file inside the root fails its run naming file and line; its text is nowhere", async () => {
-  worker = spawn(process.execPath, ["--import", "tsx", "server/worker/main.ts", "--url", server.url, "--token", server.workerToken, "--name", "paths", "--data-dir", root], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, QRAG_WASM_THREADS: "1" },
-  });
-  worker.stdout!.on("data", (d: Buffer) => (workerOut += d.toString()));
-  worker.stderr!.on("data", (d: Buffer) => (workerOut += d.toString()));
+  ensureWorker();
   const created = await call<RunDetailDto>("POST", "/api/runs", { config: musique("musique/bad.jsonl") });
   assert.equal(created.status, 201);
   const id = created.body.id;
-  const done = await waitFor("the run to fail", async () => {
-    const r = await call<RunDetailDto>("GET", `/api/runs/${id}`);
-    return r.body.status === "failed" || r.body.status === "completed" ? r.body : undefined;
-  }, 120_000, 200);
+  const done = await finished(id);
   assert.equal(done.status, "failed", workerOut);
   assert.equal(done.error, "musique/bad.jsonl:1: invalid JSON");
   await call("GET", `/api/runs/${id}/logs`);
   await call("GET", `/api/runs`);
-
-  // nowhere: API answers, the database (every byte of the SQLite files), the server's and worker's logs
-  for (const text of answers) assert.ok(!text.includes(MARKER), `an API answer holds the marker: ${text.slice(0, 300)}`);
-  for (const f of fs.readdirSync(root).filter((f) => f.startsWith("qrag.db"))) {
-    assert.ok(!fs.readFileSync(path.join(root, f)).includes(MARKER), `${f} holds the marker`);
-  }
-  assert.ok(!serverLog.join("\n").includes(MARKER), "the server log holds the marker");
-  assert.ok(!workerOut.includes(MARKER), "the worker's output holds the marker");
+  assertMarkerNowhere();
   assert.ok(answers.some((t) => t.includes("musique/bad.jsonl:1")), "the error named file and line");
+});
+
+test("stored configs naming outside paths (rows from before the data root) are refused by the worker and the chunks view", async () => {
+  ensureWorker();
+  const db = await openDb(server.databaseUrl);
+  const outsideRun = `paths-old-${Date.now().toString(36)}`;
+  const noiseRun = `${outsideRun}-noise`;
+  let episodeId: number;
+  try {
+    await db.prisma.run.create({ data: { id: outsideRun, name: "old", status: "queued", config: JSON.stringify(musique(path.join(outside, "secret.jsonl"))), envName: "musique", task: "musique" } });
+    const noisy = { ...tiny, envs: { ...tiny.envs, noise: path.join(outside, "books") } };
+    await db.prisma.run.create({ data: { id: noiseRun, name: "old noise", status: "completed", config: JSON.stringify(noisy), envName: "babilong", task: "qa1" } });
+    const record = { id: "qa1-test-0@n20", num_chunks: 20 };
+    episodeId = (await db.prisma.episode.create({
+      data: { runId: noiseRun, seq: 1, phase: "eval", step: 0, update: 0, sampleId: record.id, numChunks: 20, coverage: 0, f1: 0, return: 0, record: JSON.stringify(record) },
+    })).id;
+  } finally {
+    await db.close();
+  }
+  const done = await finished(outsideRun);
+  assert.equal(done.status, "failed");
+  assert.equal(done.error, `config.envs.train_path: must be inside the data root ${root}`);
+  const chunks = await call<{ error?: string }>("GET", `/api/runs/${noiseRun}/episodes/${episodeId}/chunks?from=0&to=20`);
+  assert.notEqual(chunks.status, 200, "the outside books are not read");
+  await call("GET", `/api/runs/${outsideRun}/logs`);
+  assertMarkerNowhere();
 });
