@@ -12,7 +12,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import type { DataFilesDto, FieldErrorsDto, RunDetailDto, RunListDto } from "../lib/contracts/index.ts";
-import { resolveConfig } from "../server/qrag/index.ts";
+import { resolveConfig, validateConfig } from "../server/qrag/index.ts";
+import { buildSource } from "../server/qrag/sources.ts";
+import { chunkAt } from "../server/qrag/types.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
 import { openDb } from "../server/db/client.ts";
 import { ROOT, tmpDir, waitFor } from "./platform-helpers.ts";
@@ -29,7 +31,7 @@ let workerOut = "";
 
 before(async () => {
   fs.mkdirSync(path.join(outside, "books"), { recursive: true });
-  fs.writeFileSync(path.join(outside, "books", "secret.txt"), `${MARKER}. This sentence is long enough to be kept as noise text here.\n`);
+  fs.writeFileSync(path.join(outside, "books", "secret.txt"), `The note ${MARKER} was written on the wall of the old house.\nAnother note ${MARKER} was left under the big stone.\n`);
   fs.writeFileSync(path.join(outside, "secret.jsonl"), `${MARKER}\n`);
   server = await startServer({ port: 0, dataDir: root, spawnWorker: false, next: false, log: (m) => serverLog.push(m) });
   fs.mkdirSync(path.join(root, "musique"), { recursive: true });
@@ -170,7 +172,9 @@ test("stored configs naming outside paths (rows from before the data root) are r
     await db.prisma.run.create({ data: { id: outsideRun, name: "old", status: "queued", config: JSON.stringify(musique(path.join(outside, "secret.jsonl"))), envName: "musique", task: "musique" } });
     const noisy = { ...tiny, envs: { ...tiny.envs, noise: path.join(outside, "books") } };
     await db.prisma.run.create({ data: { id: noiseRun, name: "old noise", status: "completed", config: JSON.stringify(noisy), envName: "babilong", task: "qa1" } });
-    const record = { id: "qa1-test-0@n20", num_chunks: 20 };
+    // the episode as an engine that read the outside books would have stored it
+    const sample = buildSource(validateConfig(noisy), "test", 20, outside).sample(0);
+    const record = { id: sample.id, num_chunks: 20, sf_idx: sample.supportIdx, sf_texts: sample.supportIdx.map((i) => chunkAt(sample.chunks, i)) };
     episodeId = (await db.prisma.episode.create({
       data: { runId: noiseRun, seq: 1, phase: "eval", step: 0, update: 0, sampleId: record.id, numChunks: 20, coverage: 0, f1: 0, return: 0, record: JSON.stringify(record) },
     })).id;
@@ -181,7 +185,8 @@ test("stored configs naming outside paths (rows from before the data root) are r
   assert.equal(done.status, "failed");
   assert.equal(done.error, `config.envs.train_path: must be inside the data root ${root}`);
   const chunks = await call<{ error?: string }>("GET", `/api/runs/${noiseRun}/episodes/${episodeId}/chunks?from=0&to=20`);
-  assert.notEqual(chunks.status, 200, "the outside books are not read");
+  assert.equal(chunks.status, 404, "the outside books are not read");
+  assert.match(chunks.body.error ?? "", /chunk texts unavailable/);
   await call("GET", `/api/runs/${outsideRun}/logs`);
   assertMarkerNowhere();
 });
