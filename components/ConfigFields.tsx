@@ -6,6 +6,7 @@
  */
 import type { FieldNode } from "../lib/config-form.ts";
 import { getAt } from "../lib/config-form.ts";
+import { dataFilesListId, dataPathKind } from "../lib/contracts/index.ts";
 
 export interface FieldsProps {
   draft: unknown;
@@ -66,9 +67,11 @@ function Leaf({ node, draft, errors, onChange }: { node: FieldNode } & Omit<Fiel
   } else if (node.kind === "literal") {
     input = <input {...common} value={String(node.value)} readOnly />;
   } else {
+    const pathKind = dataPathKind(node.path);
     input = (
       <input
         {...common}
+        list={pathKind ? dataFilesListId(pathKind) : undefined}
         type="text"
         inputMode={node.kind === "number" ? "decimal" : undefined}
         autoComplete="off"

@@ -6,6 +6,7 @@
  *   PORT, HOST                   dashboard listen address (3000, 127.0.0.1)
  *   NODE_ENV                     "production" serves the `next build` output, else Next dev mode
  *   QRAG_DATA_DIR                database file, worker token, run folders (<repo>/data)
+ *   QRAG_DATA_ROOT               the only folder a run config's files may come from (QRAG_DATA_DIR)
  *   DATABASE_URL                 postgres://… or file:… (file:<QRAG_DATA_DIR>/qrag.db)
  *   QRAG_CONFIG_DIR              YAML presets and groups (<repo>/configs)
  *   QRAG_WORKER_TOKEN            the token workers present (else generated into <data>/worker-token)
@@ -35,6 +36,7 @@ const schema = z
     HOST: optionalText.transform((s) => s ?? "127.0.0.1"),
     NODE_ENV: optionalText,
     QRAG_DATA_DIR: optionalText,
+    QRAG_DATA_ROOT: optionalText,
     DATABASE_URL: optionalText,
     QRAG_CONFIG_DIR: optionalText,
     QRAG_WORKER_TOKEN: optionalText,
@@ -63,6 +65,10 @@ const schema = z
       allowedOrigins: e.QRAG_ALLOWED_ORIGINS.map((o) => o.replace(/\/$/, "")),
       production: e.NODE_ENV === "production",
       dataDir,
+      /** Where config paths resolve (data-root.ts): QRAG_DATA_ROOT, else the data folder. */
+      dataRoot: path.resolve(e.QRAG_DATA_ROOT ?? dataDir),
+      /** The data root of a process whose data folder is `dir`: QRAG_DATA_ROOT when set, else `dir`. */
+      dataRootFor: (dir: string) => (e.QRAG_DATA_ROOT ? path.resolve(e.QRAG_DATA_ROOT) : dir),
       /** The database of the data folder `dir`: DATABASE_URL when set, else file:<dir>/qrag.db. */
       databaseUrlFor: (dir: string) => e.DATABASE_URL ?? `file:${path.join(dir, "qrag.db")}`,
       configDir: path.resolve(e.QRAG_CONFIG_DIR ?? path.join(ROOT, "configs")),

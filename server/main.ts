@@ -40,6 +40,8 @@ export interface ServerOptions {
   spawnWorker?: boolean;
   workerToken?: string;
   dataDir?: string;
+  /** The only folder run configs may name files in (default QRAG_DATA_ROOT, else the data folder). */
+  dataRoot?: string;
   /** Serve the Next app (default true); false leaves socket.io and /api only. */
   next?: boolean;
   leaseMs?: number;
@@ -88,6 +90,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const dev = opts.dev ?? !e.production;
   const leaseMs = opts.leaseMs ?? e.leaseMs;
   fs.mkdirSync(path.join(dataDir, "runs"), { recursive: true });
+  const dataRoot = path.resolve(opts.dataRoot ?? e.dataRootFor(dataDir));
+  fs.mkdirSync(dataRoot, { recursive: true });
   // telemetry off for Next and Prisma (this process and the worker it spawns)
   process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   process.env.CHECKPOINT_DISABLE ??= "1";
@@ -148,6 +152,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const scheduler = createScheduler(h, { leaseMs, runsDir: path.join(dataDir, "runs"), notifier: ui, log: (m) => log(`[scheduler] ${m}`) });
   attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, log: (m) => log(`[workers] ${m}`) });
   apiDeps = { db: h, notifier: ui, scheduler, connectedWorkers: () => scheduler.connectedWorkers(), leaseMs };
+  apiDeps.dataRoot = dataRoot; // issue 10 part 3: config paths resolve inside it
 
   await new Promise<void>((resolve, reject) => {
     http.once("error", reject);
@@ -170,7 +175,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
         entry: path.join(ROOT, "server", "worker", "main.ts"),
         cwd: ROOT,
         // One core stays with the dashboard (live charts), unless QRAG_WASM_THREADS says otherwise.
-        env: { ...process.env, QRAG_DATA_DIR: dataDir, QRAG_WORKER_TOKEN: workerToken, QRAG_WASM_THREADS: e.engine.wasmThreads ?? String(wasmThreadsAuto(1)) },
+        env: { ...process.env, QRAG_DATA_DIR: dataDir, QRAG_DATA_ROOT: dataRoot, QRAG_WORKER_TOKEN: workerToken, QRAG_WASM_THREADS: e.engine.wasmThreads ?? String(wasmThreadsAuto(1)) },
         log,
       })
     : null;

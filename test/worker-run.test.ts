@@ -280,7 +280,8 @@ test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and e
     // an error inside the engine (a data file missing on this worker) fails the run with its message
     const tiny = resolveConfig({ preset: "tiny" });
     const env = tiny.envs as unknown as Record<string, unknown>;
-    const missingFile = path.join(tmp, "missing", "train.jsonl");
+    // inside the worker's data root (its data dir) but absent; outside the root it would be refused unread
+    const missingFile = path.join(dataDir, "missing", "train.jsonl");
     const hotpot = {
       name: "hotpotqa", max_steps: env.max_steps, positions_processor: env.positions_processor, sort_by_index: env.sort_by_index,
       train_path: missingFile, eval_path: missingFile,

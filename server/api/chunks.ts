@@ -6,6 +6,6 @@ import { handler, parseWith, queryOf } from "./http.ts";
 export const episodeChunks = {
   GET: handler(async (req, p, d) => {
     const { id, episodeId } = parseWith(episodeIdParams, p, "episode id");
-    return getEpisodeChunks(d.db, id, episodeId, parseWith(episodeChunksQuery, queryOf(req), "query"));
+    return getEpisodeChunks(d.db, id, episodeId, parseWith(episodeChunksQuery, queryOf(req), "query"), d.dataRoot);
   }),
 };

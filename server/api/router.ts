@@ -12,6 +12,7 @@ import { episodeChunks } from "./chunks.ts";
 import { dashboardItem, dashboardsCollection } from "./dashboards.ts";
 import { runsImport } from "./import.ts";
 import { IMPORT_MAX_BODY_BYTES } from "../../lib/contracts/index.ts";
+import { dataFiles } from "./data-files.ts";
 import { runCancel, runClone, runEpisode, runEpisodes, runExport, runItem, runLogs, runMetrics, runResume, runsCollection, runsValidate } from "./runs.ts";
 
 /** Request bodies larger than this (or the route's own maxBodyBytes) are refused (413) before they are read. */
@@ -46,6 +47,7 @@ const ROUTES: [string, Methods, RouteOptions?][] = [
   ["/api/sweeps/:id/across", sweepAcross],
   ["/api/dashboards", dashboardsCollection],
   ["/api/dashboards/:id", dashboardItem],
+  ["/api/data-files", dataFiles],
 ];
 
 const compiled = ROUTES.map(([pattern, methods, options]) => {

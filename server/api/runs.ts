@@ -23,7 +23,7 @@ export const runsCollection = {
       const config = (raw as { config?: unknown } | null)?.config;
       if (config !== undefined && !Object.keys(fieldErrors).some((k) => k === "config" || k.startsWith("config."))) {
         try {
-          runConfigFrom({ config });
+          runConfigFrom({ config }, d.dataRoot);
         } catch (e) {
           if (e instanceof ApiError && e.fieldErrors) Object.assign(fieldErrors, e.fieldErrors, fieldErrors);
         }
@@ -36,10 +36,10 @@ export const runsCollection = {
 
 /** The launch form's live check: the create pipeline without the write (200 with the verdict). */
 export const runsValidate = {
-  POST: handler(async (req): Promise<ValidatedConfigDto> => {
+  POST: handler(async (req, _p, d): Promise<ValidatedConfigDto> => {
     const body = parseWith(validateConfigBody, await readJson(req), "body");
     try {
-      return { ok: true, config: runConfigFrom(body) };
+      return { ok: true, config: runConfigFrom(body, d.dataRoot) };
     } catch (e) {
       if (e instanceof ApiError && e.fieldErrors) return { ok: false, error: e.message, fieldErrors: e.fieldErrors };
       throw e;

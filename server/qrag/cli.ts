@@ -42,6 +42,9 @@ function printer(quiet: boolean): (e: EngineEvent) => void {
   };
 }
 
+/** Files and folders a config names (datasets, noise books) are read only from inside this folder. */
+const DATA_ROOT_OPTION = ["--data-root <dir>", "the only folder config paths may name; relative paths start there (default QRAG_DATA_ROOT, else data/)", (v: string) => path.resolve(v)] as const;
+
 const program = new Command();
 program.name("qrag").description("Q-RAG engine: train, evaluate and sweep multi-step retrievers").version(ENGINE_VERSION);
 
@@ -51,8 +54,9 @@ program
   .argument("[overrides...]", "preset=NAME, envs=babilong, envs.task=qa2, steps_count=3000, …")
   .option("--resume <dir>", "resume from a checkpoint or run folder")
   .option("--run-dir <dir>", "where checkpoints, metrics.jsonl and episodes.jsonl go")
+  .option(...DATA_ROOT_OPTION)
   .option("-q, --quiet", "no progress output")
-  .action(async (args: string[], o: { resume?: string; runDir?: string; quiet?: boolean }) => {
+  .action(async (args: string[], o: { resume?: string; runDir?: string; dataRoot?: string; quiet?: boolean }) => {
     const { train } = await import("./train.ts");
     const { preset, overrides } = splitPreset(args);
     let config;
@@ -67,7 +71,7 @@ program
       process.stderr.write("\ninterrupted: saving a checkpoint…\n");
       ac.abort();
     });
-    const res = await train(config, { onEvent: printer(Boolean(o.quiet)), signal: ac.signal, resumeFrom: o.resume, runDir: o.runDir });
+    const res = await train(config, { onEvent: printer(Boolean(o.quiet)), signal: ac.signal, resumeFrom: o.resume, runDir: o.runDir, dataRoot: o.dataRoot });
     console.log(JSON.stringify({ status: res.status, runDir: res.runDir, updates: res.updates, step: res.step, backend: res.backend, lastEval: res.lastEval }, null, 2));
   });
 
@@ -80,11 +84,12 @@ program
   .option("--never-terminate", "run every episode to max_steps (no ground-truth oracle stop)")
   .option("--threshold <q>", "Q-threshold of the stopping filter", parseFloat, 0.5)
   .option("--out <file>", "write one JSON line per episode")
+  .option(...DATA_ROOT_OPTION)
   .option("-q, --quiet", "no progress output")
-  .action(async (ckpt: string, o: { samples?: number; numSentences?: number; neverTerminate?: boolean; threshold: number; out?: string; quiet?: boolean }) => {
+  .action(async (ckpt: string, o: { samples?: number; numSentences?: number; neverTerminate?: boolean; threshold: number; out?: string; dataRoot?: string; quiet?: boolean }) => {
     const { evaluate } = await import("./evaluate.ts");
     const onEvent = printer(Boolean(o.quiet));
-    const r = await evaluate({ checkpoint: ckpt, numSamples: o.samples, numSentences: o.numSentences, neverTerminate: o.neverTerminate, threshold: o.threshold, episodesFile: o.out, onEvent: (e) => e.type !== "episode" && onEvent(e) });
+    const r = await evaluate({ checkpoint: ckpt, numSamples: o.samples, numSentences: o.numSentences, neverTerminate: o.neverTerminate, threshold: o.threshold, episodesFile: o.out, dataRoot: o.dataRoot, onEvent: (e) => e.type !== "episode" && onEvent(e) });
     console.log(JSON.stringify({ backend: r.backend, ...r.summary }, null, 2));
   });
 
@@ -98,15 +103,16 @@ program
   .option("--oracle-stop", "stop episodes at the ground-truth completion oracle")
   .option("--out <file>", "sweep points as JSONL")
   .option("--episodes <file>", "episode records as JSONL")
+  .option(...DATA_ROOT_OPTION)
   .option("-q, --quiet", "no progress output")
-  .action(async (ckpt: string, o: { lengths: string; samples?: number; threshold: number; oracleStop?: boolean; out?: string; episodes?: string; quiet?: boolean }) => {
+  .action(async (ckpt: string, o: { lengths: string; samples?: number; threshold: number; oracleStop?: boolean; out?: string; episodes?: string; dataRoot?: string; quiet?: boolean }) => {
     const { sweep } = await import("./sweep.ts");
     const lengths = o.lengths.split(",").map((s, i) => {
       const n = Number(s);
       if (!Number.isInteger(n) || n < 1) throw new InputError(`--lengths: item ${i + 1} ("${s}") is not a positive integer`);
       return n;
     });
-    const points = await sweep({ checkpoint: ckpt, lengths, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, episodesFile: o.episodes, onEvent: printer(Boolean(o.quiet)) });
+    const points = await sweep({ checkpoint: ckpt, lengths, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, episodesFile: o.episodes, dataRoot: o.dataRoot, onEvent: printer(Boolean(o.quiet)) });
     console.log(JSON.stringify(points, null, 2));
   });
 

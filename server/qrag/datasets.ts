@@ -8,17 +8,21 @@
 import path from "node:path";
 import { z } from "zod";
 import type { SampleSource } from "./types.ts";
+import { env as processEnv } from "../env.ts";
+import { dataPathOrThrow, resolveDataPath, type DataPathKind } from "./data-root.ts";
 import { babiSource } from "./data/babi/source.ts";
 import { toBabiTask } from "./data/babi/vocab.ts";
 import { babilongSource } from "./data/babilong.ts";
 import { noisePoolFor } from "./data/noise/pool.ts";
-import { corpusSpecFrom } from "./data/noise/corpus.ts";
+import { corpusSpecFrom, type CorpusSpec } from "./data/noise/corpus.ts";
 import { NIAH_TASKS, niahSource } from "./data/niah/generate.ts";
 import { rulerFileSource } from "./data/ruler-file.ts";
 import { hotpotqaSource } from "./data/hotpotqa.ts";
 import { musiqueSource } from "./data/musique.ts";
 
 export type Split = "train" | "test";
+
+const rootOf = (a: { dataRoot?: string }): string => a.dataRoot ?? processEnv().dataRoot;
 
 /** Sizes a user sets are bounded (memory and time of a worker); a haystack is at most 400,000 chunks (≈ 10M tokens). */
 const int = (min = 0, max = 10_000_000) => z.number().int().min(min).max(max);
@@ -56,6 +60,15 @@ interface SourceArgs {
   seed: number;
   /** Overrides the haystack size (sweeps). */
   numSentences?: number;
+  /** Where the env's files and folders are looked up (default: this process's QRAG_DATA_ROOT). */
+  dataRoot?: string;
+}
+
+/** An env key that names a file or folder under the data root; `keyword` values name no path ("sotu"). */
+interface PathField {
+  key: string;
+  kind: DataPathKind;
+  keyword?: string;
 }
 
 interface Dataset<S extends z.ZodObject> {
@@ -63,8 +76,16 @@ interface Dataset<S extends z.ZodObject> {
   /** The short task name used in labels and file names (qa2, niah_multivalue, hotpotqa…). */
   label(env: z.output<S>): string;
   source(env: z.output<S>, a: SourceArgs): SampleSource;
+  /** Its keys that name files or folders (resolved inside the data root; data-root.ts). */
+  paths?: readonly PathField[];
 }
 const dataset = <S extends z.ZodObject>(d: Dataset<S>) => d;
+
+/** A noise folder inside the data root; its books are checked one by one when read (corpus.ts). */
+function noiseFolder(value: string, root: string): CorpusSpec {
+  const d = dataPathOrThrow(root, "envs.noise", value, "dir");
+  return { kind: "dir", path: d.abs, shown: d.rel, root };
+}
 
 const babilong = dataset({
   schema: z.strictObject({
@@ -73,18 +94,21 @@ const babilong = dataset({
     /** Total chunks (facts + noise) per training sample; a list is sampled per sample. */
     num_sentences: z.union([int(1, MAX_CHUNKS), z.array(int(1, MAX_CHUNKS)).min(1).max(64)]).describe("total chunks per sample; a list is sampled per sample"),
     /** "sotu" (public-domain State of the Union prose from npm) or a folder of .txt books. */
-    noise: z.string().min(1).default("sotu").describe('"sotu" or a folder of .txt books'),
+    noise: z.string().min(1).max(1024).default("sotu").describe('"sotu" or a folder of .txt books in the data root'),
     ...envCommon,
   }),
   label: (env) => env.task.slice(0, 3),
-  source: (env, { split, seed, numSentences }) =>
-    babilongSource({
+  source: (env, a) => {
+    const { split, seed, numSentences } = a;
+    return babilongSource({
       facts: babiSource(toBabiTask(env.task), { seed, split }),
       numSentences: numSentences ?? (split === "test" ? (env.test_env.num_sentences ?? env.num_sentences) : env.num_sentences),
-      pool: noisePoolFor(corpusSpecFrom(env.noise)),
+      pool: noisePoolFor(env.noise === "sotu" ? corpusSpecFrom("sotu") : noiseFolder(env.noise, rootOf(a))),
       seed,
       split,
-    }),
+    });
+  },
+  paths: [{ key: "noise", kind: "dir", keyword: "sotu" }],
 });
 
 const niah = dataset({
@@ -94,27 +118,47 @@ const niah = dataset({
     /** GPT-2 token budget of a generated sample (RULER's max_seq_length). */
     max_seq_length: int(256, 16_000_000).default(4096).describe("GPT-2 token budget of a generated sample"),
     /** Optional folder with real RULER files (train.jsonl, <split>.jsonl); generated when absent. */
-    path: z.string().optional(),
+    path: z.string().min(1).max(1024).optional().describe("a folder in the data root with train.jsonl and test.jsonl (generated when empty)"),
     ...envCommon,
   }),
   label: (env) => env.task,
-  source: (env, { split, seed }) =>
-    env.path ? rulerFileSource(path.join(env.path, split === "train" ? "train.jsonl" : "test.jsonl")) : niahSource({ task: env.task, maxSeqLength: env.max_seq_length, seed, split }),
+  source: (env, a) => {
+    if (!env.path) return niahSource({ task: env.task, maxSeqLength: env.max_seq_length, seed: a.seed, split: a.split });
+    const dir = dataPathOrThrow(rootOf(a), "envs.path", env.path, "dir");
+    // the file itself is resolved too: it may be a link out of the root
+    const f = dataPathOrThrow(rootOf(a), "envs.path", path.posix.join(dir.rel, a.split === "train" ? "train.jsonl" : "test.jsonl"), "file");
+    return rulerFileSource({ file: f.abs, shown: f.rel });
+  },
+  paths: [{ key: "path", kind: "dir" }],
 });
 
 /** Training file and evaluation file, supplied by the user (not downloadable here). */
-const fileEnv = { train_path: z.string().min(1), eval_path: z.string().min(1), ...envCommon };
+const fileEnv = {
+  train_path: z.string().min(1).max(1024).describe("a file in the data root"),
+  eval_path: z.string().min(1).max(1024).describe("a file in the data root"),
+  ...envCommon,
+};
+const filePaths: readonly PathField[] = [{ key: "train_path", kind: "file" }, { key: "eval_path", kind: "file" }];
+
+/** The split's file, resolved inside the data root: the real path to open and the name errors show. */
+function qaFile(env: { train_path: string; eval_path: string }, a: SourceArgs): { file: string; shown: string } {
+  const key = a.split === "train" ? "train_path" : "eval_path";
+  const f = dataPathOrThrow(rootOf(a), `envs.${key}`, env[key], "file");
+  return { file: f.abs, shown: f.rel };
+}
 
 const hotpotqa = dataset({
   schema: z.strictObject({ name: z.literal("hotpotqa"), ...fileEnv }),
   label: () => "hotpotqa",
-  source: (env, { split, seed }) => hotpotqaSource({ file: split === "train" ? env.train_path : env.eval_path, seed }),
+  source: (env, a) => hotpotqaSource({ ...qaFile(env, a), seed: a.seed }),
+  paths: filePaths,
 });
 
 const musique = dataset({
   schema: z.strictObject({ name: z.literal("musique"), ...fileEnv }),
   label: () => "musique",
-  source: (env, { split, seed }) => musiqueSource({ file: split === "train" ? env.train_path : env.eval_path, seed }),
+  source: (env, a) => musiqueSource({ ...qaFile(env, a), seed: a.seed }),
+  paths: filePaths,
 });
 
 /** The `envs` part of a run config: one of the registered datasets, chosen by `name`. */
@@ -130,3 +174,21 @@ function datasetOf(env: EnvConfig): Dataset<z.ZodObject> {
 
 export const datasetLabel = (env: EnvConfig): string => datasetOf(env).label(env);
 export const datasetSource = (env: EnvConfig, a: SourceArgs): SampleSource => datasetOf(env).source(env, a);
+
+/**
+ * Checks every path `env` names against the data root: `env` with those paths made relative to the
+ * root (what is stored, so workers with their own root find the same files), or one issue per field
+ * (`envs.train_path: must be inside the data root /srv/qrag/data`).
+ */
+export function checkEnvPaths(env: EnvConfig, root: string, opts: { mustExist?: boolean } = {}): { env: EnvConfig; issues: { path: string; message: string }[] } {
+  const out = { ...env } as Record<string, unknown>;
+  const issues: { path: string; message: string }[] = [];
+  for (const f of datasetOf(env).paths ?? []) {
+    const value = out[f.key];
+    if (typeof value !== "string" || value === f.keyword) continue;
+    const r = resolveDataPath(root, value, { kind: f.kind, mustExist: opts.mustExist });
+    if (r.ok) out[f.key] = r.rel;
+    else issues.push({ path: `envs.${f.key}`, message: r.message });
+  }
+  return { env: out as EnvConfig, issues };
+}

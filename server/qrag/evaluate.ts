@@ -17,6 +17,8 @@ import type { RunConfig } from "./config.ts";
 import { breather } from "./util/breathe.ts";
 
 interface EvaluateOptions {
+  /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
+  dataRoot?: string;
   /** Checkpoint folder or run folder. */
   checkpoint: string;
   numSamples?: number;
@@ -52,7 +54,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
   const emit: EventSink = opts.onEvent ?? (() => {});
   const { nets, config, backend, alpha } = await loadAgent(opts.checkpoint);
   try {
-    const source = buildSource(config, "test", opts.numSentences);
+    const source = buildSource(config, "test", opts.numSentences, opts.dataRoot);
     const n = Number.isFinite(source.size) ? Math.min(opts.numSamples ?? config.eval_episodes, source.size) : opts.numSamples ?? config.eval_episodes;
     const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate, threshold: opts.threshold, alpha });
     const out = opts.episodesFile ? fs.openSync(opts.episodesFile, "w") : undefined;

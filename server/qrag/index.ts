@@ -13,3 +13,5 @@ export { findCheckpoint, isCheckpoint } from "./checkpoint.ts";
 export { ENGINE_VERSION } from "./version.ts";
 export { wasmThreadsAuto } from "./wasm-threads.ts";
 export { regenerateHaystack, HaystackUnavailable, type Haystack } from "./replay.ts";
+export { checkEnvPaths } from "./datasets.ts";
+export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot } from "./data-root.ts";

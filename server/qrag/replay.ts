@@ -32,7 +32,7 @@ const ID = /^[a-z0-9_]+-(train|test)-(\d{1,9})(?:@n(\d{1,7}))?$/i;
  * episode. Throws HaystackUnavailable when the dataset is file-backed, the id does not locate a
  * sample, or the regenerated sample differs from the record (another engine version or config).
  */
-export function regenerateHaystack(config: RunConfig, sampleId: string, numChunks: number): Haystack {
+export function regenerateHaystack(config: RunConfig, sampleId: string, numChunks: number, dataRoot?: string): Haystack {
   const env = config.envs;
   if (env.name !== "babilong" && !(env.name === "niah" && !env.path)) {
     throw new HaystackUnavailable(`chunk texts of ${env.name} episodes cannot be regenerated (the samples come from files)`);
@@ -45,7 +45,8 @@ export function regenerateHaystack(config: RunConfig, sampleId: string, numChunk
   const size = env.name === "babilong" ? Number(m[3] ?? numChunks) : undefined;
   let sample;
   try {
-    sample = buildSource(config, split, size).sample(index);
+    // a stored config's noise folder is read only from inside the data root (issue 10)
+    sample = buildSource(config, split, size, dataRoot).sample(index);
   } catch (e) {
     throw new HaystackUnavailable(`the sample could not be regenerated: ${(e as Error).name}`);
   }

@@ -14,13 +14,16 @@ function splitSeed(config: RunConfig, split: Split): number {
   return split === "train" ? config.seed : config.seed + 1_000_003;
 }
 
-/** The sample source of one split; `numSentences` overrides the haystack size (sweeps). */
-export function buildSource(config: RunConfig, split: Split, numSentences?: number): SampleSource {
-  return datasetSource(config.envs, { split, seed: splitSeed(config, split), numSentences });
+/**
+ * The sample source of one split; `numSentences` overrides the haystack size (sweeps). Files and
+ * folders the config names are read only from inside `dataRoot` (default: QRAG_DATA_ROOT).
+ */
+export function buildSource(config: RunConfig, split: Split, numSentences?: number, dataRoot?: string): SampleSource {
+  return datasetSource(config.envs, { split, seed: splitSeed(config, split), numSentences, dataRoot });
 }
 
-export function buildSources(config: RunConfig): { train: SampleSource; test: SampleSource } {
-  return { train: buildSource(config, "train"), test: buildSource(config, "test") };
+export function buildSources(config: RunConfig, dataRoot?: string): { train: SampleSource; test: SampleSource } {
+  return { train: buildSource(config, "train", undefined, dataRoot), test: buildSource(config, "test", undefined, dataRoot) };
 }
 
 /** Episode settings of the train or the test env (feedback differs, docs/method.md §1.5–§1.6). */

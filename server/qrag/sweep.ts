@@ -22,6 +22,8 @@ import { ENGINE_VERSION } from "./version.ts";
 import { breather } from "./util/breathe.ts";
 
 interface SweepOptions {
+  /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
+  dataRoot?: string;
   checkpoint: string;
   /** Haystack sizes in chunks. */
   lengths?: number[];
@@ -78,7 +80,7 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
   const breathe = breather();
   try {
     for (const numChunks of lengths) {
-      const source = buildSource(config, "test", numChunks);
+      const source = buildSource(config, "test", numChunks, opts.dataRoot);
       const tokens = Math.round(estimateContextTokens(numChunks, tpc.noise.mean));
       const m = samplesFor(numChunks);
       const q = [], qf = [], bm = [], de = [];

@@ -40,6 +40,8 @@ interface TrainOptions {
    * attempt restarts from it, and points emitted before it but never stored would be lost.
    */
   beforeCheckpoint?: () => Promise<boolean>;
+  /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
+  dataRoot?: string;
 }
 
 export interface EvalSummary {
@@ -148,7 +150,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     wallBase = s.counters.wallSeconds;
     sampleCursor = s.counters.sampleCursor;
   }
-  const { train: trainSource, test: testSource } = buildSources(config);
+  const { train: trainSource, test: testSource } = buildSources(config, opts.dataRoot);
   const envs = new ParallelEnvs(trainSource, rolloutSettings(config), rolloutRng, sampleCursor);
 
   const t0 = performance.now();

@@ -49,7 +49,8 @@ async function runConfigOf(h: DbHandle, runId: string): Promise<RunConfig> {
   throw unavailable("the run's config is not one this engine can regenerate samples from");
 }
 
-export async function getEpisodeChunks(h: DbHandle, runId: string, episodeId: number, q: EpisodeChunksQuery): Promise<EpisodeChunksDto> {
+/** `dataRoot`: a stored config's noise folder is read only from inside it (issue 10). */
+export async function getEpisodeChunks(h: DbHandle, runId: string, episodeId: number, q: EpisodeChunksQuery, dataRoot?: string): Promise<EpisodeChunksDto> {
   const row = await h.prisma.episode.findFirst({ where: { id: episodeId, runId }, select: { record: true } });
   if (!row) throw notFound(`episode ${episodeId} of run ${runId}`);
   const record = parseJson<EpisodeRecord | undefined>(row.record, undefined);
@@ -57,10 +58,10 @@ export async function getEpisodeChunks(h: DbHandle, runId: string, episodeId: nu
   const n = record.num_chunks;
   if (q.to > n) throw badRequest(`invalid query: to`, { to: `beyond the haystack (${n} chunks)` });
   const config = await runConfigOf(h, runId);
-  const key = createHash("sha256").update(JSON.stringify([config, record.id, n])).digest("hex");
+  const key = createHash("sha256").update(JSON.stringify([config, record.id, n, dataRoot])).digest("hex");
   let hay: Haystack;
   try {
-    hay = cached(key, () => regenerateHaystack(config, record.id, n));
+    hay = cached(key, () => regenerateHaystack(config, record.id, n, dataRoot));
   } catch (e) {
     if (e instanceof HaystackUnavailable) throw unavailable(e.message);
     throw e;

@@ -8,7 +8,8 @@ import crypto from "node:crypto";
 import type { Prisma } from "../../generated/sqlite/client.ts";
 import type { CloneRunBody, CreateRunBody, PatchRunBody, RunDetailDto, RunDto, RunListDto, RunListQuery, RunListRow } from "../../lib/contracts/index.ts";
 import { checkpointSelect, runListSelect } from "../../lib/contracts/index.ts";
-import { buildRunConfig, ConfigError, describeConfig, type RunConfig, type RunConfigInput } from "../qrag/index.ts";
+import { buildRunConfig, checkEnvPaths, ConfigError, describeConfig, type RunConfig, type RunConfigInput } from "../qrag/index.ts";
+import { env } from "../env.ts";
 import type { DbHandle } from "../db/client.ts";
 import { conflict, invalid, notFound } from "./errors.ts";
 import { parseJson, toRunDetailDto, toRunDto } from "./dto.ts";
@@ -19,6 +20,8 @@ import { lastCheckpointPath, type Scheduler } from "./scheduler.ts";
 export interface RunsDeps {
   notifier: RunNotifier;
   scheduler: Pick<Scheduler, "kick" | "cancel">;
+  /** The folder every path a config names must lie in (default QRAG_DATA_ROOT, else the data folder). */
+  dataRoot?: string;
 }
 const standalone: RunsDeps = { notifier: silentNotifier, scheduler: { kick: () => {}, cancel: () => {} } };
 
@@ -27,14 +30,22 @@ export function newRunId(): string {
   return `${Date.now().toString(36)}${crypto.randomBytes(4).toString("hex")}`;
 }
 
-/** The engine's config pipeline; its errors become a 400 naming each field. */
-export function runConfigFrom(input: RunConfigInput): RunConfig {
+/**
+ * The engine's config pipeline; its errors become a 400 naming each field. Paths the config names
+ * must lie in the data root (issue 10): they are stored relative to it, so a worker with its own
+ * root finds the same files; a path outside answers the same 400 whether it exists or not.
+ */
+export function runConfigFrom(input: RunConfigInput, dataRoot: string = env().dataRoot): RunConfig {
+  let config: RunConfig;
   try {
-    return buildRunConfig(input);
+    config = buildRunConfig(input);
   } catch (e) {
     if (e instanceof ConfigError) throw invalid("config", e.issues);
     throw e;
   }
+  const paths = checkEnvPaths(config.envs, dataRoot);
+  if (paths.issues.length) throw invalid("config", paths.issues.map((i) => ({ path: `config.${i.path}`, message: i.message })));
+  return { ...config, envs: paths.env };
 }
 
 /** Worker id → name, for run rows' workerName. */
@@ -49,7 +60,7 @@ function normTags(tags: readonly string[] | undefined): string[] {
 
 /** Validates and stores a queued run. Nothing is written when the input is bad. */
 export async function createRun(h: DbHandle, input: CreateRunBody & { base?: unknown }, deps: RunsDeps = standalone): Promise<RunDetailDto> {
-  const config = runConfigFrom(input);
+  const config = runConfigFrom(input, deps.dataRoot);
   if (input.parentId && !(await h.prisma.run.findUnique({ where: { id: input.parentId }, select: { id: true } }))) {
     throw invalid("parent run", [{ path: "parentId", message: "no such run" }]);
   }

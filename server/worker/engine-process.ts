@@ -15,9 +15,9 @@ import { errorMessage } from "./log.ts";
 export type EngineRequest =
   | { type: "probe" }
   /** `config` was validated by the worker (runner.ts) before the engine process was forked. */
-  | { type: "start"; config: RunConfig; resumeFrom?: string; runDir?: string }
+  | { type: "start"; config: RunConfig; resumeFrom?: string; runDir?: string; dataRoot: string }
   /** A sweep job; `checkpoint` is resolved and checked readable by the worker. */
-  | { type: "sweep"; spec: SweepSpec; checkpoint: string; skipLengths: number[] }
+  | { type: "sweep"; spec: SweepSpec; checkpoint: string; skipLengths: number[]; dataRoot: string }
   | { type: "cancel" }
   /** Answer to a "barrier": `ok` once every event sent before it was acknowledged by the dashboard. */
   | { type: "barrier_ok"; id: number; ok: boolean };
@@ -87,7 +87,7 @@ async function handle(msg: EngineRequest): Promise<void> {
       const { spec } = msg;
       await sweep({
         checkpoint: msg.checkpoint, lengths: spec.lengths, samples: spec.samples, threshold: spec.threshold, baselines: spec.baselines,
-        neverTerminate: !spec.oracleStop, skipLengths: msg.skipLengths, emitEpisodes: true,
+        neverTerminate: !spec.oracleStop, skipLengths: msg.skipLengths, emitEpisodes: true, dataRoot: msg.dataRoot,
         onEvent: (event) => void send({ type: "event", event }), signal: ac.signal,
       });
       return await finish({ type: "done", status: ac.signal.aborted ? "cancelled" : "completed", step: 0, updates: 0 }, 0);
@@ -99,6 +99,7 @@ async function handle(msg: EngineRequest): Promise<void> {
       resumeFrom: msg.resumeFrom,
       runDir: msg.runDir,
       beforeCheckpoint: barrier,
+      dataRoot: msg.dataRoot,
     });
     await finish({ type: "done", status: res.status, step: res.step, updates: res.updates }, 0);
   } catch (e) {

@@ -25,8 +25,8 @@ import { probeBackend, startRun, type RunExecution } from "./runner.ts";
 /** The worker's socket, typed by the /workers contract. */
 export type WorkerSocket = Socket<ServerToWorker, WorkerToServer>;
 
-const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--backend auto|tensorflow-gpu|tensorflow|wasm|cpu]
-  env: QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_BACKEND`;
+const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--data-root <dir>] [--backend auto|tensorflow-gpu|tensorflow|wasm|cpu]
+  env: QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_DATA_ROOT (config paths resolve inside it; default the data dir), QRAG_BACKEND`;
 
 class UsageError extends Error {}
 
@@ -35,6 +35,8 @@ interface Cli {
   token: string;
   name: string;
   dataDir: string;
+  /** The only folder run configs may read files from (data-root.ts). */
+  dataRoot: string;
   backend?: string;
 }
 
@@ -46,6 +48,7 @@ function parseCli(argv: string[]): Cli {
       token: { type: "string" },
       name: { type: "string" },
       "data-dir": { type: "string" },
+      "data-root": { type: "string" },
       backend: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -66,11 +69,13 @@ function parseCli(argv: string[]): Cli {
   } catch {
     throw new UsageError(`--url must be an http(s) URL, got "${url}"`);
   }
+  const dataDir = values["data-dir"] ? path.resolve(values["data-dir"]) : e.worker.dataDir;
   return {
     url: url.replace(/\/+$/, ""),
     token,
     name: values.name ?? e.worker.name,
-    dataDir: values["data-dir"] ? path.resolve(values["data-dir"]) : e.worker.dataDir,
+    dataDir,
+    dataRoot: values["data-root"] ? path.resolve(values["data-root"]) : e.dataRootFor(dataDir),
     backend: values.backend,
   };
 }
@@ -190,7 +195,7 @@ async function main(): Promise<void> {
     const busy = training();
     if (busy) return reply({ ok: false, error: `busy with run ${busy.runId}` });
     log("info", `assigned run ${raw.runId} (attempt ${raw.attempt}, seq from ${raw.nextSeq}${raw.resumeFrom ? `, resume ${raw.resumeFrom}` : ""})`);
-    const run = startRun(raw, { socket, log });
+    const run = startRun(raw, { socket, log, dataRoot: cli.dataRoot });
     runs.set(run.runId, run);
     reply({ ok: true });
     heartbeat();

@@ -14,7 +14,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { EngineEvent, EventsAck, RunAssignment } from "../../lib/contracts/index.ts";
 import { sweepSpecSchema, issuesText } from "../../lib/contracts/index.ts";
-import { findCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
+import { checkEnvPaths, findCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
+import { env } from "../env.ts";
 import type { EngineReply, EngineRequest } from "./engine-process.ts";
 import { EventBatcher, type BatcherOptions } from "./batcher.ts";
 import { clip, errorMessage, silentLogger, type Logger } from "./log.ts";
@@ -34,6 +35,8 @@ export interface RunnerOptions {
   batcher?: Omit<BatcherOptions, "socket" | "runId" | "nextSeq" | "onStop" | "log">;
   /** Base folder for a relative `runDir` (default: the current directory). */
   baseDir?: string;
+  /** The only folder a config's files may come from (default QRAG_DATA_ROOT, else the data folder). */
+  dataRoot?: string;
 }
 
 /** Checks that a resume path holds a checkpoint this process can read. */
@@ -139,6 +142,9 @@ export class RunExecution {
   private engine: EngineProcess | null = null;
   private readonly batcher: EventBatcher;
   private readonly log: Logger;
+  private get dataRoot(): string {
+    return this.opts.dataRoot ?? env().dataRoot;
+  }
   private endEvent: Extract<EngineEvent, { type: "run_end" }> | null = null;
   private endNote: string | null = null;
   private lastLogged = "";
@@ -265,7 +271,7 @@ export class RunExecution {
     if (!spec.success) return this.fail(`invalid sweep spec: ${issuesText(spec.error)}`);
     const checkpoint = path.resolve(this.opts.baseDir ?? process.cwd(), spec.data.checkpoint);
     if (!checkpointReachable(checkpoint)) return this.fail(`checkpoint not reachable on this worker: ${spec.data.checkpoint}`);
-    await this.runEngine({ type: "sweep", spec: spec.data, checkpoint, skipLengths: a.skipLengths ?? [] });
+    await this.runEngine({ type: "sweep", spec: spec.data, checkpoint, skipLengths: a.skipLengths ?? [], dataRoot: this.dataRoot });
   }
 
   private async train(a: RunAssignment): Promise<void> {
@@ -277,6 +283,9 @@ export class RunExecution {
     } catch (e) {
       return this.fail(errorMessage(e));
     }
+    // defence in depth: the dashboard checked the paths against its root; this worker reads only from its own
+    const paths = checkEnvPaths(config.envs, this.dataRoot);
+    if (paths.issues.length) return this.fail(paths.issues.map((i) => `config.${i.path}: ${i.message}`).join("; "));
     const base = this.opts.baseDir ?? process.cwd();
     let resumeFrom: string | undefined;
     if (a.resumeFrom) {
@@ -284,7 +293,7 @@ export class RunExecution {
       if (!checkpointReachable(resumeFrom)) return this.fail(`checkpoint not reachable on this worker: ${a.resumeFrom}`);
     }
     const runDir = a.runDir ? path.resolve(base, a.runDir) : undefined;
-    await this.runEngine({ type: "start", config, resumeFrom, runDir });
+    await this.runEngine({ type: "start", config, resumeFrom, runDir, dataRoot: this.dataRoot });
   }
 
   private async runEngine(request: Extract<EngineRequest, { type: "start" | "sweep" }>): Promise<void> {

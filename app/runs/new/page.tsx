@@ -10,6 +10,7 @@ import { usePresets } from "../../../lib/hooks/usePresets.ts";
 import { useRun } from "../../../lib/hooks/useRun.ts";
 import { useCreateRun, validateConfig } from "../../../lib/hooks/useRunActions.ts";
 import { ConfigFields } from "../../../components/ConfigFields.tsx";
+import { DataRootSuggestions } from "../../../components/DataRootSuggestions.tsx";
 
 const PREFERRED_PRESET = "babilong-cpu";
 /** Typing pauses this long before the server checks the config. */
@@ -151,6 +152,7 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
           ))}
         </div>
       )}
+      <DataRootSuggestions />
       <ConfigFields root={ROOT} draft={draft} errors={shown} onChange={change} onVariant={changeVariant} />
       <div className="row">
         <button type="submit" className="primary" disabled={create.isPending} data-testid="launch-button">

@@ -72,9 +72,8 @@ function parseHotpotRecord(raw: unknown, file: string, line: number): HotpotReco
   const layout = (v: unknown): Layout => (Array.isArray(v) ? "tuple" : "columnar");
   const schema = SCHEMAS[`${layout(obj.supporting_facts)}/${layout(obj.context)}`];
   const r = schema.safeParse(raw);
-  const idHint = typeof obj._id === "string" ? obj._id : typeof obj.id === "string" ? obj.id : undefined;
-  const who = idHint ? `record ${idHint}: ` : "";
-  if (!r.success) throw new DataFileError(file, line, who + formatZodIssues(r.error));
+  // field paths and zod's words only: nothing the file holds (not even the record's id) is quoted
+  if (!r.success) throw new DataFileError(file, line, formatZodIssues(r.error));
   const v = r.data;
   const id = v._id ?? v.id;
   if (id === undefined) throw new DataFileError(file, line, "_id: missing (expected string; `id` is accepted too)");
@@ -96,7 +95,7 @@ function hotpotRecordToSample(rec: HotpotRecord, file: string, line: number): Sa
   const supportTitles = new Set<string>();
   for (const f of rec.supportingFacts) {
     if (!titles.has(f.title)) {
-      throw new DataFileError(file, line, `record ${rec.id}: supporting_facts title ${JSON.stringify(f.title)} is not among the context paragraphs`);
+      throw new DataFileError(file, line, "a supporting_facts title is not among the context paragraphs");
     }
     supportTitles.add(f.title);
   }
@@ -110,25 +109,25 @@ function hotpotRecordToSample(rec: HotpotRecord, file: string, line: number): Sa
   return { id: rec.id, question: rec.question, answer: rec.answer, chunks, supportIdx, meta };
 }
 
-/** Loads every record of a HotpotQA file. Records with an empty `supporting_facts` are skipped. */
-export function loadHotpotqa(file: string): QaLoadResult {
-  const buf = readDataFile(file);
+/** Loads every record of a HotpotQA file (errors name `shown`, default `file`). Records with an empty `supporting_facts` are skipped. */
+export function loadHotpotqa(file: string, shown = file): QaLoadResult {
+  const buf = readDataFile(file, shown);
   const samples: Sample[] = [];
   const skipped: QaLoadResult["skipped"] = [];
-  for (const { line, value } of iterJsonArrayRecords(buf, file)) {
-    const rec = parseHotpotRecord(value, file, line);
+  for (const { line, value } of iterJsonArrayRecords(buf, shown)) {
+    const rec = parseHotpotRecord(value, shown, line);
     if (rec.supportingFacts.length === 0) {
       skipped.push({ line, id: rec.id, reason: "no supporting_facts" });
       continue;
     }
-    samples.push(hotpotRecordToSample(rec, file, line));
+    samples.push(hotpotRecordToSample(rec, shown, line));
   }
-  if (samples.length === 0) throw new DataFileError(file, undefined, "no usable HotpotQA records");
+  if (samples.length === 0) throw new DataFileError(shown, undefined, "no usable HotpotQA records");
   return { samples, skipped };
 }
 
 /** SampleSource over a HotpotQA file (loaded eagerly). */
 export function hotpotqaSource(opts: FileSourceOptions): SampleSource & { skipped: QaLoadResult["skipped"] } {
-  const { samples, skipped } = loadHotpotqa(opts.file);
+  const { samples, skipped } = loadHotpotqa(opts.file, opts.shown);
   return { ...listSource(opts.name ?? `hotpotqa:${path.basename(opts.file)}`, samples, opts.seed), skipped };
 }

@@ -22,13 +22,13 @@ interface LocatedRecord {
   value: unknown;
 }
 
-/** Reads a data file as bytes, turning a missing/unreadable file into a DataFileError. */
-export function readDataFile(file: string): Buffer {
+/** Reads a data file as bytes, turning a missing/unreadable file into a DataFileError naming `shown`. */
+export function readDataFile(file: string, shown = file): Buffer {
   try {
     return fs.readFileSync(file);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new DataFileError(file, undefined, code === "ENOENT" ? "file not found" : `cannot read file (${code ?? String(e)})`);
+    throw new DataFileError(shown, undefined, code === "ENOENT" ? "file not found" : `cannot read file (${code ?? "error"})`);
   }
 }
 
@@ -52,7 +52,11 @@ function isWs(b: number): boolean {
   return b === SPACE || b === NL || b === CR || b === TAB;
 }
 
-/** Parses one record's text; a syntax error is reported at the line of the error position when V8 gives one. */
+/**
+ * Parses one record's text. A syntax error names the line (and column) only: V8's message quotes
+ * the input ("Unexpected token 'r', \"root:x:0:0:\"... is not valid JSON"), and a data file's
+ * contents must never reach a run error, a log row or the server log.
+ */
 function parseAt(text: string, file: string, startLine: number): unknown {
   try {
     return JSON.parse(text);
@@ -60,13 +64,20 @@ function parseAt(text: string, file: string, startLine: number): unknown {
     const msg = e instanceof Error ? e.message : String(e);
     const pos = /at position (\d+)/.exec(msg);
     let line = startLine;
+    let column: number | undefined;
     if (pos) {
       const p = Math.min(Number(pos[1]), text.length);
-      for (let i = 0; i < p; i++) if (text.charCodeAt(i) === NL) line++;
+      let lineStart = 0;
+      for (let i = 0; i < p; i++) {
+        if (text.charCodeAt(i) === NL) {
+          line++;
+          lineStart = i + 1;
+        }
+      }
+      column = p - lineStart + 1;
     }
-    // V8 quotes the whole input in some messages; keep the detail short
-    const short = msg.replace(/, "[\s\S]*" is not valid JSON$/, "").replace(/ in JSON at position \d+.*$/, "");
-    throw new DataFileError(file, line, `invalid JSON: ${short}`);
+    const what = /end of (JSON )?input|Unterminated/i.test(msg) ? "invalid JSON (unexpected end of the record)" : "invalid JSON";
+    throw new DataFileError(file, line, column === undefined ? what : `${what} at column ${column}`);
   }
 }
 
@@ -205,7 +216,10 @@ export function listSource(name: string, samples: Sample[], seed?: number): Samp
 }
 
 export interface FileSourceOptions {
+  /** The file to open. */
   file: string;
+  /** How errors name the file (relative to the data root); default `file`. */
+  shown?: string;
   /** Source name; default `<dataset>:<file basename>`. */
   name?: string;
   /** If given, the samples are permuted once with this seed (Q-RAG permutes at load). */

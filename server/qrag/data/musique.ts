@@ -44,8 +44,8 @@ type MusiqueRecord = z.infer<typeof MusiqueRecordSchema>;
 function parseMusiqueRecord(raw: unknown, file: string, line: number): MusiqueRecord {
   const r = MusiqueRecordSchema.safeParse(raw);
   if (!r.success) {
-    const id = typeof raw === "object" && raw !== null && typeof (raw as { id?: unknown }).id === "string" ? (raw as { id: string }).id : undefined;
-    throw new DataFileError(file, line, (id ? `record ${id}: ` : "") + formatZodIssues(r.error));
+    // field paths and zod's words only: nothing the file holds (not even the record's id) is quoted
+    throw new DataFileError(file, line, formatZodIssues(r.error));
   }
   const rec = r.data;
   rec.question_decomposition.forEach((h, k) => {
@@ -54,7 +54,7 @@ function parseMusiqueRecord(raw: unknown, file: string, line: number): MusiqueRe
       throw new DataFileError(
         file,
         line,
-        `record ${rec.id}: question_decomposition[${k}].paragraph_support_idx: ${p} is out of range (${rec.paragraphs.length} paragraphs)`,
+        `question_decomposition[${k}].paragraph_support_idx: out of range (${rec.paragraphs.length} paragraphs)`,
       );
     }
   });
@@ -84,13 +84,13 @@ function musiqueRecordToSample(rec: MusiqueRecord, file: string, line: number): 
   return { id: rec.id, question: rec.question, answer: rec.answer, chunks, supportIdx, meta };
 }
 
-/** Loads every record of a MuSiQue JSONL file. */
-export function loadMusique(file: string): QaLoadResult {
-  const buf = readDataFile(file);
+/** Loads every record of a MuSiQue JSONL file; errors name `shown` (default `file`) and a line. */
+export function loadMusique(file: string, shown = file): QaLoadResult {
+  const buf = readDataFile(file, shown);
   const samples: Sample[] = [];
   const skipped: QaLoadResult["skipped"] = [];
-  for (const { line, value } of iterJsonlRecords(buf, file)) {
-    const rec = parseMusiqueRecord(value, file, line);
+  for (const { line, value } of iterJsonlRecords(buf, shown)) {
+    const rec = parseMusiqueRecord(value, shown, line);
     const sample = musiqueRecordToSample(rec, file, line);
     if (sample.supportIdx.length === 0) {
       skipped.push({ line, id: rec.id, reason: "no question_decomposition hop has a paragraph_support_idx" });
@@ -98,12 +98,12 @@ export function loadMusique(file: string): QaLoadResult {
     }
     samples.push(sample);
   }
-  if (samples.length === 0) throw new DataFileError(file, undefined, "no usable MuSiQue records");
+  if (samples.length === 0) throw new DataFileError(shown, undefined, "no usable MuSiQue records");
   return { samples, skipped };
 }
 
 /** SampleSource over a MuSiQue file (loaded eagerly). */
 export function musiqueSource(opts: FileSourceOptions): SampleSource & { skipped: QaLoadResult["skipped"] } {
-  const { samples, skipped } = loadMusique(opts.file);
+  const { samples, skipped } = loadMusique(opts.file, opts.shown);
   return { ...listSource(opts.name ?? `musique:${path.basename(opts.file)}`, samples, opts.seed), skipped };
 }

@@ -18,34 +18,34 @@ const RulerRecordSchema = z.looseObject({
   outputs: z.array(z.string().min(1)).min(1),
 });
 
-/** Loads a RULER NIAH JSONL file; a record none of whose outputs occurs in a chunk is an error. */
-export function loadRulerFile(file: string): Sample[] {
-  const buf = readDataFile(file);
+/** Loads a RULER NIAH JSONL file (errors name `shown`, default `file`); a record none of whose outputs occurs in a chunk is an error. */
+export function loadRulerFile(file: string, shown = file): Sample[] {
+  const buf = readDataFile(file, shown);
   const stem = path.basename(file).replace(/\.jsonl?$/, "");
   const samples: Sample[] = [];
-  for (const { index, line, value } of iterJsonlRecords(buf, file)) {
+  for (const { index, line, value } of iterJsonlRecords(buf, shown)) {
     const r = RulerRecordSchema.safeParse(value);
-    if (!r.success) throw new DataFileError(file, line, formatZodIssues(r.error));
+    if (!r.success) throw new DataFileError(shown, line, formatZodIssues(r.error));
     const meta: Record<string, string | number> = { source: "ruler-file", file: path.basename(file), line };
     if (r.data.index !== undefined) meta.rulerIndex = r.data.index;
     let sample: Sample;
     try {
       sample = rulerInputToSample(r.data.input, r.data.outputs, `${stem}-${index}`, meta);
     } catch (e) {
-      if (e instanceof InputError) throw new DataFileError(file, line, e.message);
+      if (e instanceof InputError) throw new DataFileError(shown, line, e.message);
       throw e;
     }
     if (sample.supportIdx.length === 0) {
-      throw new DataFileError(file, line, `${sample.id}: no sentence of input contains any of outputs ${JSON.stringify(r.data.outputs)}`);
+      throw new DataFileError(shown, line, "no sentence of input contains any of outputs");
     }
     samples.push(sample);
   }
-  if (samples.length === 0) throw new DataFileError(file, undefined, "no records");
+  if (samples.length === 0) throw new DataFileError(shown, undefined, "no records");
   return samples;
 }
 
 /** SampleSource over a RULER NIAH file (loaded eagerly); accepts a path or options. */
 export function rulerFileSource(opts: string | FileSourceOptions): SampleSource {
   const o = typeof opts === "string" ? { file: opts } : opts;
-  return listSource(o.name ?? `ruler:${path.basename(o.file)}`, loadRulerFile(o.file), o.seed);
+  return listSource(o.name ?? `ruler:${path.basename(o.file)}`, loadRulerFile(o.file, o.shown), o.seed);
 }

@@ -7,13 +7,18 @@ import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { InputError } from "../../errors.ts";
+import { resolveDataPath } from "../../data-root.ts";
 
 export interface Book {
   title: string;
   text: string;
 }
 
-export type CorpusSpec = { kind: "sotu" } | { kind: "dir"; path: string };
+/**
+ * A folder corpus read for a run config carries its data root and the name errors show (relative
+ * to the root): every book is then resolved inside the root, so a link to a file outside is refused.
+ */
+export type CorpusSpec = { kind: "sotu" } | { kind: "dir"; path: string; shown?: string; root?: string };
 
 const require = createRequire(import.meta.url);
 
@@ -25,12 +30,21 @@ function sotuDir(): string {
 /** Loads every book of a corpus, sorted by title so the order (and so sampling) is stable. */
 export function loadCorpus(spec: CorpusSpec): Book[] {
   const dir = spec.kind === "sotu" ? sotuDir() : path.resolve(spec.path);
+  const shown = spec.kind === "dir" ? (spec.shown ?? dir) : "sotu";
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
-    throw new InputError(`noise corpus folder not found: ${dir}`);
+    throw new InputError(`noise corpus folder not found: ${shown}`);
   }
   const files = fs.readdirSync(dir).filter((f) => f.endsWith(".txt")).sort();
-  if (files.length === 0) throw new InputError(`noise corpus folder ${dir} has no .txt files`);
-  return files.map((f) => ({ title: f.replace(/\.txt$/, ""), text: fs.readFileSync(path.join(dir, f), "utf8") }));
+  if (files.length === 0) throw new InputError(`noise corpus folder ${shown} has no .txt files`);
+  return files.map((f) => {
+    let file = path.join(dir, f);
+    if (spec.kind === "dir" && spec.root !== undefined) {
+      const r = resolveDataPath(spec.root, path.posix.join(spec.shown ?? ".", f), { kind: "file" });
+      if (!r.ok) throw new InputError(`envs.noise: ${path.posix.join(shown, f)}: ${r.message}`);
+      file = r.abs;
+    }
+    return { title: f.replace(/\.txt$/, ""), text: fs.readFileSync(file, "utf8") };
+  });
 }
 
 /** Parses the CLI/config form: "sotu" or a folder path. */
