@@ -17,7 +17,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Server } from "socket.io";
 import { HEARTBEAT_MS, UI_NAMESPACE, WORKER_NAMESPACE } from "../lib/contracts/index.ts";
-import { sameOrigin } from "./http/same-origin.ts";
+import { isLoopback, sameOrigin } from "./http/same-origin.ts";
+import { checkWorkerToken } from "./auth/accounts.ts";
+import { createAuthGate } from "./auth/gate.ts";
 import { serveApi } from "./api/router.ts";
 import { closeDb, getDb, providerOf } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
@@ -25,7 +27,7 @@ import { env, ROOT } from "./env.ts";
 import { wasmThreadsAuto } from "./qrag/index.ts";
 import { createScheduler, schedulerStartup } from "./runs/scheduler.ts";
 import { attachUi, type UiNamespace } from "./realtime/ui.ts";
-import { attachWorkers, type WorkersNamespace } from "./realtime/workers.ts";
+import { attachWorkers, workerTokenRoom, type WorkersNamespace } from "./realtime/workers.ts";
 
 /** Extra lease time running runs get when the server starts. */
 const RESTART_GRACE_MS = 10_000;
@@ -45,6 +47,8 @@ export interface ServerOptions {
   leaseMs?: number;
   /** Origins besides the server's own that may call it (default QRAG_ALLOWED_ORIGINS). */
   allowedOrigins?: string[];
+  /** Require sign-in even on loopback (default QRAG_AUTH=on); beyond loopback it is always required. */
+  auth?: boolean;
   log?: (msg: string) => void;
 }
 
@@ -53,6 +57,8 @@ export interface RunningServer {
   port: number;
   workerToken: string;
   databaseUrl: string;
+  /** Whether REST calls, pages and the /ui socket need a signed-in user. */
+  authRequired: boolean;
   /** The local worker's pid, when one runs. */
   localWorkerPid(): number | null;
   close(): Promise<void>;
@@ -100,6 +106,12 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   await schedulerStartup(h, leaseMs + RESTART_GRACE_MS);
   const workerToken = workerTokenFor(dataDir, opts.workerToken ?? e.workerToken);
 
+  // ---- accounts: nothing in the way on loopback; a sign-in everywhere else ----
+  const authRequired = !isLoopback(host.toLowerCase()) || (opts.auth ?? e.auth.forced);
+  const auth = createAuthGate(h, { required: authRequired, cookieSecure: e.auth.cookieSecure });
+  // pages anyone may load: the login page and the static assets it needs
+  const publicPage = (url: string) => /^\/(login(\/|\?|$)|_next\/static\/|icon\.svg|favicon\.ico)/.test(url) || (dev && url.startsWith("/_next/"));
+
   let nextHandle: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | null = null;
   let nextApp: { close?: () => Promise<void> } | null = null;
   if (opts.next !== false) {
@@ -127,11 +139,17 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
         res.end();
       });
     } else if (nextHandle) {
-      nextHandle(req, res).catch((e: Error) => {
-        log(`request ${req.url} failed: ${e.message}`);
-        if (!res.headersSent) res.writeHead(500);
-        res.end();
-      });
+      const handle = nextHandle;
+      (authRequired && !publicPage(req.url ?? "/") ? auth.identify(req.headers) : Promise.resolve(true))
+        .then((who) => {
+          if (who) return handle(req, res);
+          res.writeHead(302, { location: `/login?next=${encodeURIComponent(req.url ?? "/")}`, "cache-control": "no-store" }).end();
+        })
+        .catch((e: Error) => {
+          log(`request ${req.url} failed: ${e.message}`);
+          if (!res.headersSent) res.writeHead(500);
+          res.end();
+        });
     } else {
       res.writeHead(404).end();
     }
@@ -145,9 +163,20 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     allowRequest: (req, done) => done(null, guard.allowSocket(req)),
   });
   const ui = attachUi(io.of(UI_NAMESPACE) as UiNamespace, h);
+  // the /ui socket carries run data: a session cookie (or Bearer token in extraHeaders) when accounts are required
+  io.of(UI_NAMESPACE).use((socket, next) => {
+    auth.identify(socket.handshake.headers).then(
+      (who) => (who ? next() : next(new Error("unauthorized: sign in first"))),
+      () => next(new Error("unauthorized: sign-in check failed")),
+    );
+  });
   const scheduler = createScheduler(h, { leaseMs, runsDir: path.join(dataDir, "runs"), notifier: ui, log: (m) => log(`[scheduler] ${m}`) });
-  attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, log: (m) => log(`[workers] ${m}`) });
-  apiDeps = { db: h, notifier: ui, scheduler, connectedWorkers: () => scheduler.connectedWorkers(), leaseMs };
+  attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, checkWorkerToken: (t) => checkWorkerToken(h, t), log: (m) => log(`[workers] ${m}`) });
+  apiDeps = {
+    db: h, notifier: ui, scheduler, connectedWorkers: () => scheduler.connectedWorkers(), leaseMs,
+    auth,
+    revokeWorkerToken: (id) => io.of(WORKER_NAMESPACE).in(workerTokenRoom(id)).disconnectSockets(true),
+  };
 
   await new Promise<void>((resolve, reject) => {
     http.once("error", reject);
@@ -198,7 +227,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   };
   if (opts.spawnWorker ?? true) spawnLocal();
 
-  log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""})`);
+  log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""}${authRequired ? ", sign-in required" : ""})`);
+  if (authRequired && (await h.prisma.user.count()) === 0) log("no accounts yet: add the first admin with `npm run user -- add NAME --role admin`");
   log(`more workers: npm run worker -- --url ${url} --token ${e.workerToken ? "$QRAG_WORKER_TOKEN" : `"$(cat ${path.join(dataDir, "worker-token")})"`}`);
 
   let closing: Promise<void> | null = null;
@@ -225,7 +255,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       await closeDb();
     })());
 
-  return { url, port: actualPort, workerToken, databaseUrl, localWorkerPid: () => child?.pid ?? null, close };
+  return { url, port: actualPort, workerToken, databaseUrl, authRequired, localWorkerPid: () => child?.pid ?? null, close };
 }
 
 function flag(args: string[], name: string): string | undefined {

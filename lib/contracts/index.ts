@@ -12,3 +12,4 @@ export * from "./sweeps.ts";
 export * from "./episode-chunks.ts";
 export * from "./dashboards.ts";
 export * from "./import.ts";
+export * from "./auth.ts";

@@ -19,6 +19,8 @@ import { lastCheckpointPath, type Scheduler } from "./scheduler.ts";
 export interface RunsDeps {
   notifier: RunNotifier;
   scheduler: Pick<Scheduler, "kick" | "cancel">;
+  /** Who asks (recorded as Run.createdBy on new runs); absent for scripts and tests. */
+  actor?: string;
 }
 const standalone: RunsDeps = { notifier: silentNotifier, scheduler: { kick: () => {}, cancel: () => {} } };
 
@@ -70,6 +72,7 @@ export async function createRun(h: DbHandle, input: CreateRunBody & { base?: unk
         tags: JSON.stringify(normTags(input.tags)),
         notes: input.notes ?? "",
         parentId: input.parentId ?? null,
+        createdBy: deps.actor ?? null,
       },
     }),
   );
