@@ -39,6 +39,10 @@ describe("sign-in in a real browser", { skip: skip ?? false, timeout: 10 * 60_00
   });
 
   test("/ redirects to /login; signing in shows the runs list and the user's name; signing out returns to /login", async () => {
+    // the server itself redirects pages (the client's 401 fallback is a second line only)
+    const first = await fetch(`${server.url}/runs/new`, { redirect: "manual" });
+    assert.equal(first.status, 302);
+    assert.equal(first.headers.get("location"), "/login?next=%2Fruns%2Fnew");
     await page.goto(`${server.url}/`);
     await page.waitForURL(/\/login\?next=%2F$/);
 
