@@ -3,6 +3,7 @@ import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useWorkers } from "../lib/hooks/useWorkers.ts";
 import { useSocketConnected } from "../lib/hooks/useSocketConnected.ts";
+import { UserBadge } from "./UserBadge.tsx";
 
 export function TopBar() {
   const path = usePathname();
@@ -39,6 +40,7 @@ export function TopBar() {
           {connected ? "live" : "offline"}
         </span>
       </span>
+      <UserBadge />
     </header>
   );
 }

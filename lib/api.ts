@@ -25,6 +25,10 @@ async function request<T>(method: string, url: string, body?: unknown, signal?: 
     signal,
     cache: "no-store",
   });
+  // signed out (session expired, or revoked): back to the login page, then here again
+  if (res.status === 401 && typeof window !== "undefined" && window.location.pathname !== "/login") {
+    window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname + window.location.search)}`);
+  }
   const text = await res.text();
   let data: unknown = undefined;
   if (text) {
@@ -45,6 +49,7 @@ async function request<T>(method: string, url: string, body?: unknown, signal?: 
 export const apiGet = <T>(url: string, signal?: AbortSignal) => request<T>("GET", url, undefined, signal);
 export const apiPost = <T>(url: string, body?: unknown) => request<T>("POST", url, body ?? {});
 export const apiPatch = <T>(url: string, body: unknown) => request<T>("PATCH", url, body);
+export const apiDelete = <T>(url: string) => request<T>("DELETE", url, {});
 
 /** Builds "?a=1&b=2", leaving out empty values. */
 export function qs(params: Record<string, string | number | undefined | null>): string {

@@ -13,6 +13,9 @@
  *   QRAG_LEASE_MS                a run without heartbeats for this long loses its lease (10 s)
  *   QRAG_DASHBOARD_URL, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_WORKER_SHUTDOWN_MS   worker
  *   QRAG_ALLOWED_ORIGINS         extra origins (a reverse proxy's https://studio.example.org), comma-separated
+ *   QRAG_AUTH                    "on": require sign-in even on loopback (beyond loopback it always is)
+ *   QRAG_COOKIE_SECURE           "1": the session cookie is Secure (serve behind https)
+ *   QRAG_TOKEN                   a personal API token the CLI (npm run import) sends
  *   QRAG_BACKEND                 force a tfjs backend (auto)
  *   QRAG_WASM_THREADS            wasm threads, 1…8 or auto (one per core)
  */
@@ -54,6 +57,9 @@ const schema = z
         .transform((s) => (s ?? "").split(",").map((o) => o.trim()).filter(Boolean))
         .refine((list) => list.every((o) => URL.canParse(o) && new URL(o).origin === o.replace(/\/$/, "")), "expected origins like https://studio.example.org, comma-separated"),
     ),
+    QRAG_AUTH: optionalText.refine((s) => s === undefined || s === "on" || s === "auto", 'expected "on" or "auto"'),
+    QRAG_COOKIE_SECURE: optionalText.refine((s) => s === undefined || s === "0" || s === "1", 'expected "0" or "1"'),
+    QRAG_TOKEN: optionalText,
     QRAG_BACKEND: optionalText,
     QRAG_WASM_THREADS: optionalText.refine((s) => s === undefined || s === "auto" || /^[1-8]$/.test(s), 'expected an integer 1…8 or "auto"'),
   })
@@ -73,6 +79,8 @@ const schema = z
       databaseUrlFor: (dir: string) => e.DATABASE_URL ?? `file:${path.join(dir, "qrag.db")}`,
       configDir: path.resolve(e.QRAG_CONFIG_DIR ?? path.join(ROOT, "configs")),
       workerToken: e.QRAG_WORKER_TOKEN,
+      /** Accounts: forced on (else required only beyond loopback), Secure cookies, the CLI's API token. */
+      auth: { forced: e.QRAG_AUTH === "on", cookieSecure: e.QRAG_COOKIE_SECURE === "1", apiToken: e.QRAG_TOKEN },
       leaseMs: e.QRAG_LEASE_MS,
       worker: {
         dashboardUrl: e.QRAG_DASHBOARD_URL,

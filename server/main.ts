@@ -16,7 +16,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Server } from "socket.io";
 import { HEARTBEAT_MS, UI_NAMESPACE, WORKER_NAMESPACE } from "../lib/contracts/index.ts";
-import { sameOrigin } from "./http/same-origin.ts";
+import { isLoopback, sameOrigin } from "./http/same-origin.ts";
+import { checkWorkerToken } from "./auth/accounts.ts";
+import { createAuthGate } from "./auth/gate.ts";
 import { serveApi } from "./api/router.ts";
 import { closeDb, getDb, providerOf } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
@@ -24,7 +26,7 @@ import { env, ROOT } from "./env.ts";
 import { wasmThreadsAuto } from "./qrag/index.ts";
 import { createScheduler, schedulerStartup } from "./runs/scheduler.ts";
 import { attachUi, type UiNamespace } from "./realtime/ui.ts";
-import { attachWorkers, type WorkersNamespace } from "./realtime/workers.ts";
+import { attachWorkers, workerTokenRoom, type WorkersNamespace } from "./realtime/workers.ts";
 import { startLocalWorker } from "./local/local-worker.ts";
 
 /** Extra lease time running runs get when the server starts. */
@@ -47,6 +49,8 @@ export interface ServerOptions {
   leaseMs?: number;
   /** Origins besides the server's own that may call it (default QRAG_ALLOWED_ORIGINS). */
   allowedOrigins?: string[];
+  /** Require sign-in even on loopback (default QRAG_AUTH=on); beyond loopback it is always required. */
+  auth?: boolean;
   log?: (msg: string) => void;
 }
 
@@ -55,6 +59,8 @@ export interface RunningServer {
   port: number;
   workerToken: string;
   databaseUrl: string;
+  /** Whether REST calls, pages and the /ui socket need a signed-in user. */
+  authRequired: boolean;
   /** The local worker's pid, when one runs. */
   localWorkerPid(): number | null;
   close(): Promise<void>;
@@ -104,6 +110,12 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   await schedulerStartup(h, leaseMs + RESTART_GRACE_MS);
   const workerToken = workerTokenFor(dataDir, opts.workerToken ?? e.workerToken);
 
+  // ---- accounts: nothing in the way on loopback; a sign-in everywhere else ----
+  const authRequired = !isLoopback(host.toLowerCase()) || (opts.auth ?? e.auth.forced);
+  const auth = createAuthGate(h, { required: authRequired, cookieSecure: e.auth.cookieSecure });
+  // pages anyone may load: the login page and the static assets it needs
+  const publicPage = (url: string) => /^\/(login(\/|\?|$)|_next\/static\/|icon\.svg|favicon\.ico)/.test(url) || (dev && url.startsWith("/_next/"));
+
   let nextHandle: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | null = null;
   let nextApp: { close?: () => Promise<void> } | null = null;
   if (opts.next !== false) {
@@ -131,11 +143,17 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
         res.end();
       });
     } else if (nextHandle) {
-      nextHandle(req, res).catch((e: Error) => {
-        log(`request ${req.url} failed: ${e.message}`);
-        if (!res.headersSent) res.writeHead(500);
-        res.end();
-      });
+      const handle = nextHandle;
+      (authRequired && !publicPage(req.url ?? "/") ? auth.identify(req.headers) : Promise.resolve(true))
+        .then((who) => {
+          if (who) return handle(req, res);
+          res.writeHead(302, { location: `/login?next=${encodeURIComponent(req.url ?? "/")}`, "cache-control": "no-store" }).end();
+        })
+        .catch((e: Error) => {
+          log(`request ${req.url} failed: ${e.message}`);
+          if (!res.headersSent) res.writeHead(500);
+          res.end();
+        });
     } else {
       res.writeHead(404).end();
     }
@@ -149,10 +167,21 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     allowRequest: (req, done) => done(null, guard.allowSocket(req)),
   });
   const ui = attachUi(io.of(UI_NAMESPACE) as UiNamespace, h);
+  // the /ui socket carries run data: a session cookie (or Bearer token in extraHeaders) when accounts are required
+  io.of(UI_NAMESPACE).use((socket, next) => {
+    auth.identify(socket.handshake.headers).then(
+      (who) => (who ? next() : next(new Error("unauthorized: sign in first"))),
+      () => next(new Error("unauthorized: sign-in check failed")),
+    );
+  });
   const scheduler = createScheduler(h, { leaseMs, runsDir: path.join(dataDir, "runs"), notifier: ui, log: (m) => log(`[scheduler] ${m}`) });
-  attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, log: (m) => log(`[workers] ${m}`) });
-  apiDeps = { db: h, notifier: ui, scheduler, connectedWorkers: () => scheduler.connectedWorkers(), leaseMs };
-  apiDeps.dataRoot = dataRoot; // issue 10 part 3: config paths resolve inside it
+  attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, checkWorkerToken: (t) => checkWorkerToken(h, t), log: (m) => log(`[workers] ${m}`) });
+  apiDeps = {
+    db: h, notifier: ui, scheduler, connectedWorkers: () => scheduler.connectedWorkers(), leaseMs,
+    auth,
+    revokeWorkerToken: (id) => io.of(WORKER_NAMESPACE).in(workerTokenRoom(id)).disconnectSockets(true),
+    dataRoot, // config paths resolve inside it
+  };
 
   await new Promise<void>((resolve, reject) => {
     http.once("error", reject);
@@ -180,7 +209,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       })
     : null;
 
-  log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""})`);
+  log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""}${authRequired ? ", sign-in required" : ""})`);
+  if (authRequired && (await h.prisma.user.count()) === 0) log("no accounts yet: add the first admin with `npm run user -- add NAME --role admin`");
   log(`more workers: npm run worker -- --url ${url} --token ${e.workerToken ? "$QRAG_WORKER_TOKEN" : `"$(cat ${path.join(dataDir, "worker-token")})"`}`);
 
   let closing: Promise<void> | null = null;
@@ -198,7 +228,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       await closeDb();
     })());
 
-  return { url, port: actualPort, workerToken, databaseUrl, localWorkerPid: () => local?.pid() ?? null, close };
+  return { url, port: actualPort, workerToken, databaseUrl, authRequired, localWorkerPid: () => local?.pid() ?? null, close };
 }
 
 function flag(args: string[], name: string): string | undefined {

@@ -23,7 +23,7 @@ export const runListSelect = {
   id: true, name: true, status: true, preset: true, envName: true, task: true, tags: true, notes: true,
   workerId: true, backend: true, device: true, createdAt: true, startedAt: true, finishedAt: true,
   error: true, kind: true, sweepOf: true, parentId: true, attempt: true, lastSeq: true, progressDone: true, progressTotal: true,
-  summary: true,
+  summary: true, createdBy: true,
 } as const satisfies Prisma.RunSelect;
 export type RunListRow = Prisma.RunGetPayload<{ select: typeof runListSelect }>;
 

@@ -13,3 +13,4 @@ export * from "./episode-chunks.ts";
 export * from "./dashboards.ts";
 export * from "./import.ts";
 export * from "./data-files.ts";
+export * from "./auth.ts";

@@ -9,12 +9,22 @@ import type { DbHandle } from "../db/client.ts";
 import { fieldIssues } from "../qrag/index.ts";
 import { ApiError, badRequest, invalid } from "../runs/errors.ts";
 import type { RunsDeps } from "../runs/service.ts";
+import type { Principal } from "../auth/accounts.ts";
+import type { AuthGate } from "../auth/gate.ts";
 
 /** What handlers reach: the database, who hears of run changes, and this node's workers. */
 export interface ApiDeps extends RunsDeps {
   db: DbHandle;
   connectedWorkers(): string[];
   leaseMs: number;
+  // ---- accounts (server/auth) ----
+  auth: AuthGate;
+  /** This request's caller (set per request by the router). */
+  principal?: Principal;
+  /** The client's address (failed-login throttle). */
+  remoteAddress?: string;
+  /** Disconnects the live sockets of a revoked worker token. */
+  revokeWorkerToken(id: number): void;
 }
 
 export type Params = Record<string, string>;

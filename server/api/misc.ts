@@ -32,6 +32,8 @@ export const health = {
   GET: handler(async (_req, _p, d) => {
     const t0 = performance.now();
     await d.db.prisma.run.count({ where: { status: "running" } });
+    // public when sign-in is required: up or not, nothing more until signed in
+    if (d.auth.required && !d.principal) return { ok: true };
     return { ok: true, engineVersion: ENGINE_VERSION, database: d.db.provider, dbMs: Math.round(performance.now() - t0), workers: d.connectedWorkers().length };
   }),
 };

@@ -13,6 +13,11 @@ import { dashboardItem, dashboardsCollection } from "./dashboards.ts";
 import { runsImport } from "./import.ts";
 import { IMPORT_MAX_BODY_BYTES } from "../../lib/contracts/index.ts";
 import { dataFiles } from "./data-files.ts";
+import { auditList, authLogin, authLogout, authMe, tokensCollection, userItem, usersCollection, workerTokenRevoke, workerTokensCollection } from "./accounts.ts";
+import { requiredRole } from "../auth/roles.ts";
+import { audit } from "../auth/accounts.ts";
+import { auditNeedsAnswer, auditOf } from "../auth/audit-routes.ts";
+import { roleRank } from "../../lib/contracts/index.ts";
 import { runCancel, runClone, runEpisode, runEpisodes, runExport, runItem, runLogs, runMetrics, runResume, runsCollection, runsValidate } from "./runs.ts";
 
 /** Request bodies larger than this (or the route's own maxBodyBytes) are refused (413) before they are read. */
@@ -48,15 +53,28 @@ const ROUTES: [string, Methods, RouteOptions?][] = [
   ["/api/dashboards", dashboardsCollection],
   ["/api/dashboards/:id", dashboardItem],
   ["/api/data-files", dataFiles],
+  // ---- accounts (roles per route: server/auth/roles.ts) ----
+  ["/api/auth/login", authLogin],
+  ["/api/auth/logout", authLogout],
+  ["/api/auth/me", authMe],
+  ["/api/tokens", tokensCollection],
+  ["/api/users", usersCollection],
+  ["/api/users/:id", userItem],
+  ["/api/worker-tokens", workerTokensCollection],
+  ["/api/worker-tokens/:id/revoke", workerTokenRevoke],
+  ["/api/audit", auditList],
 ];
+
+/** Every route's pattern and methods (the security tests walk them all). */
+export const API_ROUTES: readonly { pattern: string; methods: string[] }[] = ROUTES.map(([pattern, methods]) => ({ pattern, methods: Object.keys(methods) }));
 
 const compiled = ROUTES.map(([pattern, methods, options]) => {
   const names: string[] = [];
   const re = new RegExp(`^${pattern.replace(/:(\w+)/g, (_m, n: string) => (names.push(n), "([^/]+)"))}/?$`);
-  return { re, names, methods, maxBodyBytes: options?.maxBodyBytes ?? MAX_BODY_BYTES };
+  return { pattern, re, names, methods, maxBodyBytes: options?.maxBodyBytes ?? MAX_BODY_BYTES };
 });
 
-function match(pathname: string): { methods: Methods; params: Params; maxBodyBytes: number } | null {
+function match(pathname: string): { pattern: string; methods: Methods; params: Params; maxBodyBytes: number } | null {
   for (const r of compiled) {
     const m = r.re.exec(pathname);
     if (!m) continue;
@@ -68,7 +86,7 @@ function match(pathname: string): { methods: Methods; params: Params; maxBodyByt
         params[n] = m[i + 1];
       }
     });
-    return { methods: r.methods, params, maxBodyBytes: r.maxBodyBytes };
+    return { pattern: r.pattern, methods: r.methods, params, maxBodyBytes: r.maxBodyBytes };
   }
   return null;
 }
@@ -84,13 +102,29 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | "
   return Buffer.concat(chunks);
 }
 
+/** Records a successful mutation in the audit trail (a failure to record is logged, not answered). */
+async function auditCall(deps: ApiDeps, actor: string, pattern: string, method: string, params: Params, response: Response): Promise<void> {
+  try {
+    const answer = auditNeedsAnswer(pattern, method) ? await response.clone().json() : null;
+    const entry = auditOf(actor, pattern, method, params, answer);
+    if (entry) await audit(deps.db, entry);
+  } catch (e) {
+    console.error(`audit of ${method} ${pattern} failed: ${(e as Error).message}`);
+  }
+}
+
 /** Answers an /api request; the caller routes only paths under /api/ here. */
 export async function serveApi(req: IncomingMessage, res: ServerResponse, deps: ApiDeps): Promise<void> {
   const url = new URL(req.url ?? "/", "http://localhost");
   const method = (req.method ?? "GET").toUpperCase();
   const route = match(url.pathname);
+  // accounts: who calls, and whether their role may (before the body is read)
+  const principal = await deps.auth.identify(req.headers);
+  const need = route?.methods[method as keyof Methods] ? requiredRole(route.pattern, method) : "viewer";
   let response: Response;
-  if (!route) response = json({ error: `no API route ${url.pathname}` }, 404);
+  if (need !== "public" && !principal) response = json({ error: "sign in first (or send Authorization: Bearer <token>)" }, 401);
+  else if (need !== "public" && roleRank(principal!.role) < roleRank(need)) response = json({ error: `this needs the ${need} role (you are ${principal!.role})` }, 403);
+  else if (!route) response = json({ error: `no API route ${url.pathname}` }, 404);
   else if (!route.methods[method as keyof Methods]) {
     response = json({ error: `${method} is not allowed on ${url.pathname}` }, 405);
     response.headers.set("allow", Object.keys(route.methods).join(", "));
@@ -103,7 +137,9 @@ export async function serveApi(req: IncomingMessage, res: ServerResponse, deps: 
       const headers = new Headers();
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
       const request = new Request(url, { method, headers, body: body?.length ? new Uint8Array(body) : undefined });
-      response = await route.methods[method as keyof Methods]!(request, route.params, deps);
+      const actor = principal?.name;
+      response = await route.methods[method as keyof Methods]!(request, route.params, { ...deps, principal: principal ?? undefined, actor, remoteAddress: req.socket.remoteAddress });
+      if (actor && response.ok) await auditCall(deps, actor, route.pattern, method, route.params, response);
     }
   }
   const headers: Record<string, string> = {};

@@ -13,12 +13,17 @@ export class ApiCallError extends Error {
   }
 }
 
-export async function apiFetch<T>(server: string, path: string, init: { method: "GET" | "POST"; body?: unknown }): Promise<T> {
+/** `token`: a personal API token (npm run user -- token NAME), sent as `Authorization: Bearer`. */
+export async function apiFetch<T>(server: string, path: string, init: { method: "GET" | "POST"; body?: unknown; token?: string }): Promise<T> {
   let res: Response;
   try {
     res = await fetch(new URL(path, server), {
       method: init.method,
-      headers: { accept: "application/json", ...((init.method ?? "GET") === "GET" ? {} : { "content-type": "application/json" }) },
+      headers: {
+        accept: "application/json",
+        ...((init.method ?? "GET") === "GET" ? {} : { "content-type": "application/json" }),
+        ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
+      },
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
     });
   } catch (e) {

@@ -10,6 +10,7 @@ import path from "node:path";
 import { Command } from "commander";
 import { IMPORT_MAX_BODY_BYTES, IMPORT_MAX_FILES, importEncodingOf, importFileKind, type ImportFile, type ImportRunDto } from "../../lib/contracts/index.ts";
 import { ApiCallError, apiFetch } from "./api-client.ts";
+import { env } from "../env.ts";
 
 const MAX_DEPTH = 4;
 
@@ -39,9 +40,10 @@ async function main(argv: string[]): Promise<void> {
     .argument("<folder>", "folder with eval_seed*.jsonl / events.out.tfevents.* / *metrics.csv|json / *episodes.jsonl / config.yaml")
     .option("--server <url>", "dashboard URL", process.env.QRAG_SERVER ?? "http://127.0.0.1:3000")
     .option("--name <name>", "name of the imported run")
+    .option("--token <token>", "personal API token, when the dashboard requires sign-in (default $QRAG_TOKEN)")
     .parse(argv);
   const [folder] = program.args;
-  const opts = program.opts<{ server: string; name?: string }>();
+  const opts = program.opts<{ server: string; name?: string; token?: string }>();
   if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory()) throw new Error(`${folder}: not a folder`);
   const files = collectImportFiles(folder);
   if (!files.length) throw new Error(`${folder}: no importable files (eval_seed*.jsonl, events.out.tfevents.*, *metrics.csv|json|jsonl, *episodes.jsonl, *config.yaml)`);
@@ -50,7 +52,7 @@ async function main(argv: string[]): Promise<void> {
   const size = Buffer.byteLength(JSON.stringify(body));
   if (size > IMPORT_MAX_BODY_BYTES) throw new Error(`${folder}: ${size} bytes to send, the server takes at most ${IMPORT_MAX_BODY_BYTES}`);
   console.log(`importing ${files.length} file(s) from ${folder}: ${files.map((f) => f.name).join(", ")}`);
-  const r = await apiFetch<ImportRunDto>(opts.server, "/api/runs/import", { method: "POST", body });
+  const r = await apiFetch<ImportRunDto>(opts.server, "/api/runs/import", { method: "POST", body, token: opts.token ?? env().auth.apiToken });
   for (const w of r.warnings) console.log(`warning: ${w}`);
   console.log(`imported run ${r.run.id} "${r.run.name}": ${r.points} metric points, ${r.episodes} episodes`);
   console.log(new URL(`/runs/${r.run.id}`, opts.server).toString());

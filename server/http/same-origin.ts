@@ -24,7 +24,7 @@ export interface Refusal {
 }
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "::1", "[::1]"]);
-const isLoopback = (host: string) => LOOPBACK_HOSTS.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
+export const isLoopback = (host: string) => LOOPBACK_HOSTS.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
 
 /** The hostname of a Host header ("127.0.0.1:3000" → "127.0.0.1", "[::1]:3000" → "[::1]"). */
 function hostnameOf(hostHeader: string): string {

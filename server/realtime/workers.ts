@@ -10,7 +10,11 @@ import type { AssignAck, EventsAck, ServerToWorker, WorkerHello, WorkerToServer 
 import { assignAckSchema, heartbeatSchema, issuesText, workerHelloSchema } from "../../lib/contracts/index.ts";
 import type { Scheduler, WorkerLink } from "../runs/scheduler.ts";
 
-export type WorkersNamespace = Namespace<WorkerToServer, ServerToWorker, Record<string, never>, { hello: WorkerHello }>;
+/** workerTokenId: the per-worker token (server/auth) it signed in with; absent for the shared token. */
+export type WorkersNamespace = Namespace<WorkerToServer, ServerToWorker, Record<string, never>, { hello: WorkerHello; workerTokenId?: number }>;
+
+/** The room of the sockets that signed in with one worker token (revoking it disconnects them). */
+export const workerTokenRoom = (id: number) => `worker-token:${id}`;
 
 function tokenOk(given: string, want: string): boolean {
   const a = crypto.createHash("sha256").update(given).digest();
@@ -18,15 +22,32 @@ function tokenOk(given: string, want: string): boolean {
   return crypto.timingSafeEqual(a, b);
 }
 
-export function attachWorkers(nsp: WorkersNamespace, scheduler: Scheduler, o: { token: string; assignAckMs?: number; log?: (m: string) => void }): void {
+/**
+ * o.token is the server's own shared token: the local worker it spawns gets it through the
+ * environment and it never leaves this machine. Remote workers use per-worker tokens, which
+ * o.checkWorkerToken looks up (unrevoked only; stored as sha256).
+ */
+export function attachWorkers(
+  nsp: WorkersNamespace,
+  scheduler: Scheduler,
+  o: { token: string; checkWorkerToken?: (token: string) => Promise<{ id: number; name: string } | null>; assignAckMs?: number; log?: (m: string) => void },
+): void {
   const log = o.log ?? ((m: string) => console.log(`[workers] ${m}`));
 
   nsp.use((socket, next) => {
     const p = workerHelloSchema.safeParse(socket.handshake.auth);
     if (!p.success) return next(new Error(`bad hello: ${issuesText(p.error)}`));
-    if (!tokenOk(p.data.token, o.token)) return next(new Error("unauthorized: wrong worker token"));
     socket.data.hello = p.data;
-    next();
+    if (tokenOk(p.data.token, o.token)) return next();
+    if (!o.checkWorkerToken) return next(new Error("unauthorized: wrong worker token"));
+    o.checkWorkerToken(p.data.token).then(
+      (t) => {
+        if (!t) return next(new Error("unauthorized: wrong worker token"));
+        socket.data.workerTokenId = t.id;
+        next();
+      },
+      () => next(new Error("unauthorized: worker token check failed")),
+    );
   });
 
   // after authentication: one live connection per worker id (see Scheduler.refusal)
@@ -37,6 +58,7 @@ export function attachWorkers(nsp: WorkersNamespace, scheduler: Scheduler, o: { 
 
   nsp.on("connection", (socket) => {
     const hello = socket.data.hello;
+    if (socket.data.workerTokenId !== undefined) void socket.join(workerTokenRoom(socket.data.workerTokenId));
     const link: WorkerLink = {
       assign: (a) =>
         new Promise<AssignAck | null>((resolve) => {

@@ -22,6 +22,8 @@ export interface RunsDeps {
   scheduler: Pick<Scheduler, "kick" | "cancel">;
   /** The folder every path a config names must lie in (default QRAG_DATA_ROOT, else the data folder). */
   dataRoot?: string;
+  /** Who asks (recorded as Run.createdBy on new runs); absent for scripts and tests. */
+  actor?: string;
 }
 const standalone: RunsDeps = { notifier: silentNotifier, scheduler: { kick: () => {}, cancel: () => {} } };
 
@@ -81,6 +83,7 @@ export async function createRun(h: DbHandle, input: CreateRunBody & { base?: unk
         tags: JSON.stringify(normTags(input.tags)),
         notes: input.notes ?? "",
         parentId: input.parentId ?? null,
+        createdBy: deps.actor ?? null,
       },
     }),
   );

@@ -44,6 +44,7 @@ export async function createSweep(h: DbHandle, runId: string, body: SweepRequest
       data: {
         id, kind: "sweep", sweepOf: runId, status: "queued", name: `${run.name} · sweep ${spec.checkpointLabel}`.slice(0, 200),
         config: JSON.stringify(spec), envName: run.envName, task: run.task, progressTotal: spec.lengths.length * spec.samples,
+        createdBy: deps.actor ?? null,
       },
     }),
   );
@@ -156,7 +157,7 @@ export async function uploadSweep(h: DbHandle, runId: string, body: SweepUpload,
           data: {
             id, kind: "sweep", sweepOf: runId, status: "completed", name: (body.name || `${run.name} · ${spec.checkpointLabel}`).slice(0, 200),
             config: JSON.stringify(spec), envName: run.envName, task: run.task, startedAt: now, finishedAt: now,
-            progressDone: episodes.length, progressTotal: episodes.length,
+            progressDone: episodes.length, progressTotal: episodes.length, createdBy: deps.actor ?? null,
           },
         });
         await tx.sweepPoint.createMany({ data: points.map(({ value: p }) => ({ runId: id, numChunks: p.numChunks, tokens: p.tokens, samples: p.samples, point: JSON.stringify(p) })) });

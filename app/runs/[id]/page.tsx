@@ -96,7 +96,7 @@ function Header({ run }: { run: RunDetailDto }) {
           {run.envName}/{run.task}
         </span>
         {run.preset && <span className="muted">preset {run.preset}</span>}
-        <span className="muted">· created {fmtDateTime(run.createdAt)}</span>
+        <span className="muted">· created {fmtDateTime(run.createdAt)}{run.createdBy ? ` by ${run.createdBy}` : ""}</span>
         <span className="muted">· duration {fmtDuration(runSeconds(run, now))}</span>
         {run.parentId && (
           <span className="muted">

@@ -1,0 +1,241 @@
+/**
+ * Issue 10, part 1 replayed against real servers (server/main.ts, no Next, one real SQLite file
+ * shared by three servers in this process): one on loopback with sign-in forced (auth: true), one
+ * listening on 0.0.0.0 without QRAG_AUTH (sign-in required because it is beyond loopback), and
+ * one on loopback by default (nothing in the way). Every REST route without credentials answers
+ * 401; the /ui socket needs a session; roles are enforced; personal and worker tokens stop
+ * working when revoked; audit rows name the actor.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { io, type Socket } from "socket.io-client";
+import type { NewTokenDto, PrincipalDto, RunDetailDto, UserDto } from "../lib/contracts/index.ts";
+import { UI_NAMESPACE, WORKER_NAMESPACE } from "../lib/contracts/index.ts";
+import { resolveConfig } from "../server/qrag/index.ts";
+import { startServer, type RunningServer } from "../server/main.ts";
+import { API_ROUTES } from "../server/api/router.ts";
+import { getDb } from "../server/db/client.ts";
+import { createUser } from "../server/auth/accounts.ts";
+import { sqliteUrl, tmpDir, waitFor } from "./platform-helpers.ts";
+
+const PASSWORD = "correct horse battery";
+let forced: RunningServer; // loopback, auth: true
+let wide: RunningServer; // 0.0.0.0, no QRAG_AUTH
+let open: RunningServer; // loopback default
+let wideBase: string;
+
+before(async () => {
+  const databaseUrl = sqliteUrl();
+  const common = { port: 0, spawnWorker: false, next: false, databaseUrl, log: () => {} } as const;
+  forced = await startServer({ ...common, dataDir: tmpDir("qrag-auth-a-"), auth: true });
+  wide = await startServer({ ...common, dataDir: tmpDir("qrag-auth-b-"), host: "0.0.0.0" });
+  open = await startServer({ ...common, dataDir: tmpDir("qrag-auth-c-") });
+  wideBase = `http://127.0.0.1:${wide.port}`;
+  const db = await getDb(databaseUrl);
+  await createUser(db, { name: "vera", password: PASSWORD, role: "viewer" });
+  await createUser(db, { name: "mia", password: PASSWORD, role: "member" });
+  await createUser(db, { name: "ada", password: PASSWORD, role: "admin" });
+});
+after(async () => {
+  // they share one database handle: close it last
+  await wide?.close();
+  await open?.close();
+  await forced?.close();
+});
+
+interface Answer<T = unknown> {
+  status: number;
+  body: T;
+  setCookie: string[];
+}
+/** A call with the dashboard's own Origin and a JSON content type (the same-origin guard's rules). */
+async function call<T = unknown>(base: string, method: string, path: string, o: { cookie?: string; bearer?: string; body?: unknown } = {}): Promise<Answer<T>> {
+  const headers: Record<string, string> = { origin: base, "content-type": "application/json" };
+  if (o.cookie) headers.cookie = o.cookie;
+  if (o.bearer) headers.authorization = `Bearer ${o.bearer}`;
+  const res = await fetch(`${base}${path}`, { method, headers, body: method === "GET" ? undefined : JSON.stringify(o.body ?? {}) });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T, setCookie: res.headers.getSetCookie() };
+}
+
+/** Signs in; returns the Cookie header value for later calls. */
+async function login(base: string, name: string): Promise<string> {
+  const r = await call<PrincipalDto>(base, "POST", "/api/auth/login", { body: { name, password: PASSWORD } });
+  assert.equal(r.status, 200, `login ${name}: ${JSON.stringify(r.body)}`);
+  return r.setCookie[0].split(";")[0];
+}
+
+const tinyRun = (name: string) => ({ config: resolveConfig({ preset: "tiny" }), name });
+const PUBLIC = new Set(["GET /api/health", "POST /api/auth/login", "POST /api/auth/logout"]);
+const concrete = (pattern: string) => pattern.replace(":episodeId", "1").replace(":file", "metrics.csv").replace(/:\w+/g, "x1");
+
+for (const [label, base] of [
+  ["loopback with QRAG_AUTH=on", () => forced.url],
+  ["listening on 0.0.0.0", () => wideBase],
+] as const) {
+  describe(label, () => {
+    test("every REST route and method answers 401 without credentials; public ones reveal nothing", async () => {
+      let checked = 0;
+      for (const r of API_ROUTES) {
+        for (const m of r.methods) {
+          if (PUBLIC.has(`${m} ${r.pattern}`)) continue;
+          const res = await call<{ error: string }>(base(), m, concrete(r.pattern));
+          assert.equal(res.status, 401, `${m} ${r.pattern} → ${res.status}`);
+          assert.match(res.body.error, /sign in/);
+          checked++;
+        }
+      }
+      assert.ok(checked > 30, `checked ${checked} route methods`);
+      assert.equal((await call(base(), "GET", "/api/no-such-route")).status, 401, "unknown routes do not reveal the route map");
+      assert.deepEqual((await call(base(), "GET", "/api/health")).body, { ok: true }, "health says up, nothing more");
+      assert.equal(server(base()).authRequired, true);
+    });
+
+    test("the /ui socket is refused without a session and accepted with one", async () => {
+      await assert.rejects(connectUi(base()), /unauthorized/);
+      await assert.rejects(connectUi(base(), "qrag_session=qs_forged"), /unauthorized/);
+      const s = await connectUi(base(), await login(base(), "vera"));
+      assert.ok(s.connected);
+      s.disconnect();
+    });
+  });
+}
+
+function server(base: string): RunningServer {
+  return base === wideBase ? wide : forced;
+}
+
+function connectUi(base: string, cookie?: string): Promise<Socket> {
+  const s = io(`${base}${UI_NAMESPACE}`, { transports: ["websocket"], reconnection: false, extraHeaders: cookie ? { cookie } : {} });
+  return new Promise((resolve, reject) => {
+    s.once("connect", () => resolve(s));
+    s.once("connect_error", (e) => {
+      s.close();
+      reject(e);
+    });
+  });
+}
+
+test("a wrong password and an unknown user get the same answer; the session cookie is HttpOnly and SameSite=Lax", async () => {
+  const wrong = await call(forced.url, "POST", "/api/auth/login", { body: { name: "mia", password: "not the password" } });
+  const unknown = await call(forced.url, "POST", "/api/auth/login", { body: { name: "nobody", password: "not the password" } });
+  assert.equal(wrong.status, 401);
+  assert.deepEqual([unknown.status, unknown.body], [wrong.status, wrong.body]);
+  assert.deepEqual(wrong.setCookie, []);
+  const missing = await call<{ fieldErrors: Record<string, string> }>(forced.url, "POST", "/api/auth/login", { body: { name: "mia" } });
+  assert.equal(missing.status, 400);
+  assert.ok("password" in missing.body.fieldErrors, "the 400 names the field");
+
+  const ok = await call<PrincipalDto>(forced.url, "POST", "/api/auth/login", { body: { name: "mia", password: PASSWORD } });
+  assert.deepEqual(ok.body, { name: "mia", role: "member", authRequired: true });
+  const flags = ok.setCookie[0].split(";").map((f) => f.trim().toLowerCase());
+  assert.ok(flags.includes("httponly"), ok.setCookie[0]);
+  assert.ok(flags.includes("samesite=lax"), ok.setCookie[0]);
+  assert.ok(flags.includes("path=/"), ok.setCookie[0]);
+  const cookie = ok.setCookie[0].split(";")[0];
+  assert.equal((await call<PrincipalDto>(forced.url, "GET", "/api/auth/me", { cookie })).body.name, "mia");
+
+  // signing out ends the session on the server, not only in the browser
+  assert.equal((await call(forced.url, "POST", "/api/auth/logout", { cookie })).status, 200);
+  assert.equal((await call(forced.url, "GET", "/api/auth/me", { cookie })).status, 401);
+});
+
+test("roles: a viewer reads but cannot launch; a member launches and cancels but cannot manage users or worker tokens; an admin can", async () => {
+  const viewer = await login(forced.url, "vera");
+  const member = await login(forced.url, "mia");
+  const admin = await login(forced.url, "ada");
+
+  assert.equal((await call(forced.url, "GET", "/api/runs", { cookie: viewer })).status, 200);
+  const denied = await call<{ error: string }>(forced.url, "POST", "/api/runs", { cookie: viewer, body: tinyRun("viewer") });
+  assert.equal(denied.status, 403);
+  assert.match(denied.body.error, /member role/);
+
+  const created = await call<RunDetailDto>(forced.url, "POST", "/api/runs", { cookie: member, body: tinyRun("by mia") });
+  assert.equal(created.status, 201);
+  assert.equal(created.body.createdBy, "mia", "the run names who launched it");
+  assert.equal((await call(forced.url, "POST", `/api/runs/${created.body.id}/cancel`, { cookie: member })).status, 200);
+
+  for (const [m, p] of [["GET", "/api/users"], ["POST", "/api/users"], ["GET", "/api/worker-tokens"], ["POST", "/api/worker-tokens"], ["GET", "/api/audit"]] as const) {
+    const r = await call<{ error: string }>(forced.url, m, p, { cookie: member, body: { name: "x", password: PASSWORD } });
+    assert.equal(r.status, 403, `member ${m} ${p}`);
+    assert.match(r.body.error, /admin role/);
+  }
+  const user = await call<UserDto>(forced.url, "POST", "/api/users", { cookie: admin, body: { name: "nico", password: PASSWORD, role: "viewer" } });
+  assert.equal(user.status, 201);
+  const short = await call<{ fieldErrors: Record<string, string> }>(forced.url, "POST", "/api/users", { cookie: admin, body: { name: "sam", password: "short" } });
+  assert.equal(short.status, 400);
+  assert.ok("password" in short.body.fieldErrors);
+  const promoted = await call<UserDto>(forced.url, "PATCH", `/api/users/${user.body.id}`, { cookie: admin, body: { role: "member" } });
+  assert.equal(promoted.body.role, "member");
+  const nico = await login(forced.url, "nico");
+  await call(forced.url, "PATCH", `/api/users/${user.body.id}`, { cookie: admin, body: { disabled: true } });
+  assert.equal((await call(forced.url, "GET", "/api/runs", { cookie: nico })).status, 401, "disabling a user ends their sessions");
+  assert.equal((await call(forced.url, "GET", "/api/worker-tokens", { cookie: admin })).status, 200);
+});
+
+test("a personal API token works as a Bearer token until it is revoked", async () => {
+  const member = await login(forced.url, "mia");
+  const t = await call<NewTokenDto>(forced.url, "POST", "/api/tokens", { cookie: member, body: { name: "ci" } });
+  assert.equal(t.status, 201);
+  assert.match(t.body.secret, /^qt_/);
+  assert.equal((await call(forced.url, "GET", "/api/runs", { bearer: t.body.secret })).status, 200);
+  const made = await call<RunDetailDto>(forced.url, "POST", "/api/runs", { bearer: t.body.secret, body: tinyRun("scripted") });
+  assert.equal(made.body.createdBy, "mia");
+  const listed = await call<NewTokenDto[]>(forced.url, "GET", "/api/tokens", { bearer: t.body.secret });
+  assert.ok(listed.body.every((x) => !("secret" in x)), "the secret is shown once, on creation");
+
+  assert.equal((await call(forced.url, "DELETE", `/api/tokens?id=${t.body.id}`, { cookie: member })).status, 200);
+  assert.equal((await call(forced.url, "GET", "/api/runs", { bearer: t.body.secret })).status, 401);
+});
+
+test("a revoked worker token disconnects its live worker at once and is refused on reconnect; the server's own token still works", async () => {
+  const admin = await login(forced.url, "ada");
+  const t = await call<NewTokenDto>(forced.url, "POST", "/api/worker-tokens", { cookie: admin, body: { name: "gpu-box" } });
+  assert.equal(t.status, 201);
+  const worker = (token: string, id: string) =>
+    io(`${forced.url}${WORKER_NAMESPACE}`, { transports: ["websocket"], reconnection: false, auth: { token, workerId: id, name: id } });
+  const connected = (s: Socket) =>
+    new Promise<Socket>((resolve, reject) => {
+      s.once("connect", () => resolve(s));
+      s.once("connect_error", (e) => {
+        s.close();
+        reject(e);
+      });
+    });
+  const remote = await connected(worker(t.body.secret, "remote-1"));
+  const local = await connected(worker(forced.workerToken, "local-1"));
+  await assert.rejects(connected(worker("qw_wrong", "forged")), /unauthorized/);
+
+  let gone = false;
+  remote.on("disconnect", () => (gone = true));
+  const revoked = await call(forced.url, "POST", `/api/worker-tokens/${t.body.id}/revoke`, { cookie: admin });
+  assert.equal(revoked.status, 200);
+  await waitFor("the revoked worker's socket closes", () => gone, 5000, 20);
+  await assert.rejects(connected(worker(t.body.secret, "remote-1")), /unauthorized/);
+  assert.ok(local.connected, "the local worker (shared token) stays");
+  local.disconnect();
+});
+
+test("audit rows name who created and cancelled a run", async () => {
+  const member = await login(forced.url, "mia");
+  const admin = await login(forced.url, "ada");
+  assert.equal((await call(forced.url, "POST", "/api/auth/login", { body: { name: "mallory", password: "guess guess" } })).status, 401);
+  const run = await call<RunDetailDto>(forced.url, "POST", "/api/runs", { cookie: member, body: tinyRun("audited") });
+  await call(forced.url, "POST", `/api/runs/${run.body.id}/cancel`, { cookie: member });
+  const trail = await call<{ actor: string; action: string; targetId: string | null }[]>(forced.url, "GET", "/api/audit", { cookie: admin });
+  const about = trail.body.filter((e) => e.targetId === run.body.id).map((e) => `${e.actor} ${e.action}`);
+  assert.deepEqual(about.sort(), ["mia run.cancel", "mia run.create"]);
+  assert.ok(trail.body.some((e) => e.action === "login.failed" && e.actor === "mallory"), "failed logins are recorded by name");
+});
+
+test("on loopback by default nobody signs in: the local user is an implicit admin", async () => {
+  assert.equal(open.authRequired, false);
+  const me = await call<PrincipalDto>(open.url, "GET", "/api/auth/me");
+  assert.deepEqual(me.body, { name: "local", role: "admin", authRequired: false });
+  const made = await call<RunDetailDto>(open.url, "POST", "/api/runs", { body: tinyRun("local") });
+  assert.equal(made.status, 201);
+  assert.equal(made.body.createdBy, "local");
+  const s = await connectUi(open.url);
+  assert.ok(s.connected);
+  s.disconnect();
+});
