@@ -18,7 +18,7 @@ import { Server } from "socket.io";
 import { HEARTBEAT_MS, UI_NAMESPACE, WORKER_NAMESPACE } from "../lib/contracts/index.ts";
 import { isLoopback, sameOrigin } from "./http/same-origin.ts";
 import { checkWorkerToken } from "./auth/accounts.ts";
-import { createAuthGate } from "./auth/gate.ts";
+import { createAuthGate, uiRoomsOf } from "./auth/gate.ts";
 import { serveApi } from "./api/router.ts";
 import { closeDb, getDb, providerOf } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
@@ -170,7 +170,11 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   // the /ui socket carries run data: a session cookie (or Bearer token in extraHeaders) when accounts are required
   io.of(UI_NAMESPACE).use((socket, next) => {
     auth.identify(socket.handshake.headers).then(
-      (who) => (who ? next() : next(new Error("unauthorized: sign in first"))),
+      (who) => {
+        if (!who) return next(new Error("unauthorized: sign in first"));
+        void socket.join(uiRoomsOf(who));
+        next();
+      },
       () => next(new Error("unauthorized: sign-in check failed")),
     );
   });
@@ -180,6 +184,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     db: h, notifier: ui, scheduler, connectedWorkers: () => scheduler.connectedWorkers(), leaseMs,
     auth,
     revokeWorkerToken: (id) => io.of(WORKER_NAMESPACE).in(workerTokenRoom(id)).disconnectSockets(true),
+    endUiSockets: (rooms) => rooms.length > 0 && io.of(UI_NAMESPACE).in(rooms).disconnectSockets(true),
     dataRoot, // config paths resolve inside it
   };
 

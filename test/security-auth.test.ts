@@ -239,3 +239,40 @@ test("on loopback by default nobody signs in: the local user is an implicit admi
   assert.ok(s.connected);
   s.disconnect();
 });
+
+test("signing out, revoking a token and changing a user end the live /ui sockets they opened", async () => {
+  const disconnected = (s: Socket) =>
+    new Promise<string>((r) => {
+      const t = setTimeout(() => r("still connected after 10 s"), 10_000);
+      s.once("disconnect", (why) => (clearTimeout(t), r(why)));
+    });
+  const admin = await login(forced.url, "ada");
+  await call(forced.url, "POST", "/api/users", { cookie: admin, body: { name: "sam", password: PASSWORD, role: "viewer" } });
+  const users = await call<{ id: number; name: string }[]>(forced.url, "GET", "/api/users", { cookie: admin });
+  const sam = users.body.find((u) => u.name === "sam")!;
+
+  // sign-out ends this session's socket, not the same user's other session
+  const c1 = await login(forced.url, "sam");
+  const c2 = await login(forced.url, "sam");
+  const s1 = await connectUi(forced.url, c1);
+  const s2 = await connectUi(forced.url, c2);
+  const gone1 = disconnected(s1);
+  assert.equal((await call(forced.url, "POST", "/api/auth/logout", { cookie: c1 })).status, 200);
+  assert.equal(await gone1, "io server disconnect");
+  assert.ok(s2.connected, "the other session's socket stays");
+
+  // a revoked personal token ends the socket it opened
+  const t = await call<NewTokenDto>(forced.url, "POST", "/api/tokens", { cookie: c2, body: { name: "live" } });
+  const st = io(`${forced.url}${UI_NAMESPACE}`, { transports: ["websocket"], reconnection: false, extraHeaders: { authorization: `Bearer ${t.body.secret}` } });
+  await new Promise<void>((resolve, reject) => (st.once("connect", () => resolve()), st.once("connect_error", reject)));
+  const goneT = disconnected(st);
+  assert.equal((await call(forced.url, "DELETE", `/api/tokens?id=${t.body.id}`, { cookie: c2 })).status, 200);
+  assert.equal(await goneT, "io server disconnect");
+  assert.ok(s2.connected);
+
+  // disabling the user ends the rest, and they cannot come back
+  const gone2 = disconnected(s2);
+  assert.equal((await call(forced.url, "PATCH", `/api/users/${sam.id}`, { cookie: admin, body: { disabled: true } })).status, 200);
+  assert.equal(await gone2, "io server disconnect");
+  await assert.rejects(connectUi(forced.url, c2), /unauthorized/);
+});

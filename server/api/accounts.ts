@@ -2,6 +2,7 @@
  * REST handlers for accounts (bound in router.ts; the roles they need are in server/auth/roles.ts):
  * login/logout/me, one's own API tokens, and (admin) users, worker tokens and the audit trail.
  */
+import { uiRoom } from "../auth/gate.ts";
 import type { NewTokenDto, PrincipalDto } from "../../lib/contracts/index.ts";
 import { createTokenBody, createUserBody, idParams, loginBody, patchUserBody, tokenIdQuery } from "../../lib/contracts/index.ts";
 import { ApiError } from "../runs/errors.ts";
@@ -48,7 +49,7 @@ export const authLogout = {
   POST: handler(async (req, _p, d) => {
     const h: Record<string, string> = { cookie: req.headers.get("cookie") ?? "" };
     const secret = d.auth.sessionSecret(h);
-    if (secret) await accounts.deleteSession(d.db, secret);
+    if (secret) d.endUiSockets([uiRoom.credential(await accounts.deleteSession(d.db, secret))]);
     const res = json({ ok: true });
     res.headers.append("set-cookie", d.auth.clearCookie());
     return res;
@@ -73,6 +74,7 @@ export const tokensCollection = {
   DELETE: handler(async (req, _p, d) => {
     const { id } = parseWith(tokenIdQuery, queryOf(req), "query");
     const t = await accounts.revokeApiToken(d.db, userIdOf(d), id);
+    d.endUiSockets([uiRoom.credential(`token:${id}`)]);
     await accounts.audit(d.db, { actor: who(d).name, action: "token.revoke", targetKind: "token", targetId: String(id) });
     return t;
   }),
@@ -93,6 +95,8 @@ export const userItem = {
     const { id } = parseWith(idParams, p, "user id");
     const body = parseWith(patchUserBody, await readJson(req), "body");
     const u = await accounts.patchUser(d.db, id, body);
+    // live sockets were admitted under the old role or password: they sign in again
+    d.endUiSockets([uiRoom.user(id)]);
     const detail = { ...(body.role ? { role: body.role } : {}), ...(body.disabled !== undefined ? { disabled: body.disabled } : {}), ...(body.password ? { password: "changed" } : {}) };
     await accounts.audit(d.db, { actor: who(d).name, action: "user.edit", targetKind: "user", targetId: u.name, detail });
     return u;

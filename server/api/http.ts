@@ -25,6 +25,8 @@ export interface ApiDeps extends RunsDeps {
   remoteAddress?: string;
   /** Disconnects the live sockets of a revoked worker token. */
   revokeWorkerToken(id: number): void;
+  /** Disconnects the /ui sockets in these rooms (server/auth/gate.ts uiRoom). */
+  endUiSockets(rooms: string[]): void;
 }
 
 export type Params = Record<string, string>;

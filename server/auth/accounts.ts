@@ -14,6 +14,8 @@ export interface Principal {
   role: Role;
   userId: number | null;
   via: "session" | "token" | "local";
+  /** Which credential: the session's id (its secret's sha256) or the API token's id. */
+  credential?: string;
 }
 
 export const SESSION_MS = 14 * 24 * 3600_000;
@@ -75,14 +77,17 @@ export async function createSession(h: DbHandle, userId: number): Promise<{ secr
   return { secret, expiresAt };
 }
 
-export async function deleteSession(h: DbHandle, secret: string): Promise<void> {
-  await h.write((db) => db.session.deleteMany({ where: { id: sha256(secret) } }));
+/** Deletes a session; returns its credential key (see Principal.credential). */
+export async function deleteSession(h: DbHandle, secret: string): Promise<string> {
+  const id = sha256(secret);
+  await h.write((db) => db.session.deleteMany({ where: { id } }));
+  return `session:${id}`;
 }
 
 export async function principalOfSession(h: DbHandle, secret: string): Promise<Principal | null> {
   const s = await h.prisma.session.findUnique({ where: { id: sha256(secret) }, include: { user: true } });
   if (!s || s.expiresAt.getTime() <= Date.now() || s.user.disabled) return null;
-  return { name: s.user.name, role: asRole(s.user.role), userId: s.user.id, via: "session" };
+  return { name: s.user.name, role: asRole(s.user.role), userId: s.user.id, via: "session", credential: `session:${s.id}` };
 }
 
 // ---- personal API tokens -----------------------------------------------------------------------
@@ -115,7 +120,7 @@ export async function principalOfApiToken(h: DbHandle, secret: string): Promise<
   if (!t.lastUsedAt || Date.now() - t.lastUsedAt.getTime() > TOUCH_MS) {
     void h.write((db) => db.apiToken.update({ where: { id: t.id }, data: { lastUsedAt: new Date() } })).catch(() => undefined);
   }
-  return { name: t.user.name, role: asRole(t.user.role), userId: t.user.id, via: "token" };
+  return { name: t.user.name, role: asRole(t.user.role), userId: t.user.id, via: "token", credential: `token:${t.id}` };
 }
 
 // ---- worker tokens -----------------------------------------------------------------------------

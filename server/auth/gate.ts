@@ -11,6 +11,19 @@ import type { DbHandle } from "../db/client.ts";
 import { principalOfApiToken, principalOfSession, SESSION_MS, type Principal } from "./accounts.ts";
 
 export const SESSION_COOKIE = "qrag_session";
+
+/**
+ * Rooms a signed-in /ui socket joins, so that ending a credential also ends the live sockets it
+ * opened (sign-out, token revoked) and changing a user ends theirs (disabled, new role or password):
+ * a socket checked once at connect would otherwise keep streaming runs.
+ */
+export const uiRoom = {
+  user: (userId: number) => `auth:user:${userId}`,
+  credential: (credential: string) => `auth:${credential}`,
+};
+export function uiRoomsOf(p: Principal): string[] {
+  return [...(p.userId !== null ? [uiRoom.user(p.userId)] : []), ...(p.credential ? [uiRoom.credential(p.credential)] : [])];
+}
 export const LOCAL_PRINCIPAL: Principal = { name: "local", role: "admin", userId: null, via: "local" };
 
 export interface AuthGate {
