@@ -162,6 +162,15 @@ test("a malformed file inside the root fails its run naming file and line; its t
   assert.ok(answers.some((t) => t.includes("musique/bad.jsonl:1")), "the error named file and line");
 });
 
+test("a run on dataset files inside the root, named relative to it, trains to the end", async () => {
+  ensureWorker();
+  const created = await call<RunDetailDto>("POST", "/api/runs", { config: musique("musique/good.jsonl") });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const done = await finished(created.body.id);
+  assert.equal(done.status, "completed", `${done.error}\n${workerOut}`);
+  assert.equal((done.config as { envs: { train_path: string } }).envs.train_path, "musique/good.jsonl");
+});
+
 test("stored configs naming outside paths (rows from before the data root) are refused by the worker and the chunks view", async () => {
   ensureWorker();
   const db = await openDb(server.databaseUrl);
