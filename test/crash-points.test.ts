@@ -14,12 +14,12 @@
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type { RunBatchMsg, RunDetailDto } from "../lib/contracts/index.ts";
-import { freePort, tmpDir, waitFor } from "./platform-helpers.ts";
+import { engineChildren, freePort, tmpDir, waitFor } from "./platform-helpers.ts";
 import { UiStream, api, close, getRun, metricsOf, startServer, startWorker, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
+import { Rng } from "../server/qrag/util/rng.ts";
 
 const SEED = Number(process.env.QRAG_CRASH_SEED ?? 20261124);
 const TRIALS = Number(process.env.QRAG_CRASH_TRIALS ?? 20);
@@ -31,30 +31,7 @@ const LOG_EVERY = Math.max(1, Math.min(10, Math.floor(EVAL_INTERVAL / 5)));
 const PER_UPDATE = ["qf_loss", "lr", "alpha", "grad_norm", "transitions_per_s", "updates_per_s"];
 const EVAL_KEYS = ["eval_return", "eval_coverage", "eval_f1", "eval_precision", "eval_recall", "eval_steps"];
 
-/** mulberry32: a small seeded generator, so a failing schedule can be replayed with its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
-/** Pids of `parent`'s children running the engine process. */
-function engineChildren(parent: number): number[] {
-  return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
-    try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      return ppid === parent && fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes("engine-process.ts") ? [Number(d)] : [];
-    } catch {
-      return [];
-    }
-  });
-}
 
 const procs: Proc[] = [];
 after(async () => {
@@ -62,7 +39,8 @@ after(async () => {
 });
 
 test(`crash trials (seed ${SEED}): ${TRIALS} worker kills and ${SERVER_KILLS} server kills around metric emission lose no point and double none`, { skip: process.platform !== "linux" ? "reads /proc" : false, timeout: 15 * 60_000 }, async () => {
-  const random = rng(SEED);
+  const gen = new Rng(SEED);
+  const random = () => gen.next();
   const dataDir = tmpDir("qrag-crash-");
   const dbFile = path.join(dataDir, "qrag.db");
   const port = await freePort();

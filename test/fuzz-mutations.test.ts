@@ -12,20 +12,11 @@ import type { RunDetailDto } from "../lib/contracts/index.ts";
 import { API_ROUTES } from "../server/api/router.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
 import { tmpDir } from "./platform-helpers.ts";
+import { Rng } from "../server/qrag/util/rng.ts";
 
 const SEED = Number(process.env.QRAG_FUZZ_SEED ?? 424242);
 const BODIES = Number(process.env.QRAG_FUZZ_BODIES ?? 500);
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Field names the API knows, so generated objects reach past the first "unknown key" check. */
 const FIELDS = [
@@ -82,7 +73,8 @@ test(`fuzz (seed ${SEED}): ${BODIES} generated bodies against every mutation end
   assert.ok(run.id, "a run to aim at");
   await send("POST", `/api/runs/${run.id}/cancel`);
 
-  const random = rng(SEED);
+  const gen = new Rng(SEED);
+  const random = () => gen.next();
   const { pick, body } = generator(random);
   const mutations = API_ROUTES.flatMap((r) => r.methods.filter((m) => m !== "GET").map((m) => ({ method: m, pattern: r.pattern })));
   assert.ok(mutations.length >= 15, `mutation endpoints: ${mutations.length}`);

@@ -145,3 +145,16 @@ let dbCounter = 0;
 export function uniqueDbName(prefix: string): string {
   return `${prefix}_${process.pid}_${Date.now().toString(36)}_${dbCounter++}`;
 }
+
+/** Pids of `parent`'s children running the engine process. */
+export function engineChildren(parent: number): number[] {
+  return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      return ppid === parent && fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes("engine-process.ts") ? [Number(d)] : [];
+    } catch {
+      return [];
+    }
+  });
+}

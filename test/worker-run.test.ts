@@ -27,6 +27,7 @@ import {
   type AssignAck,
 } from "../lib/contracts/index.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
+import { engineChildren } from "./platform-helpers.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const TOKEN = "test-token";
@@ -314,18 +315,6 @@ test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and e
   }
 });
 
-/** Pids of `parent`'s children running the engine process. */
-function engineChildren(parent: number): number[] {
-  return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
-    try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      return ppid === parent && fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes("engine-process.ts") ? [Number(d)] : [];
-    } catch {
-      return [];
-    }
-  });
-}
 const alive = (pid: number) => fs.existsSync(`/proc/${pid}`) && !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, "utf8"));
 
 /** Newest modification time under a folder (0 when missing). */

@@ -19,13 +19,14 @@ export const runsCollection = {
     const body = createRunBody.safeParse(raw);
     if (!body.success) {
       // name the config's bad fields in the same answer as the body's
-      const fieldErrors = fieldErrorsOf(fieldIssues(body.error));
+      let fieldErrors = fieldErrorsOf(fieldIssues(body.error));
       const config = (raw as { config?: unknown } | null)?.config;
       if (config !== undefined && !Object.keys(fieldErrors).some((k) => k === "config" || k.startsWith("config."))) {
         try {
           runConfigFrom({ config }, d.dataRoot);
         } catch (e) {
-          if (e instanceof ApiError && e.fieldErrors) Object.assign(fieldErrors, e.fieldErrors, fieldErrors);
+          // spread, not Object.assign: a "__proto__" field path must stay an own key
+          if (e instanceof ApiError && e.fieldErrors) fieldErrors = { ...e.fieldErrors, ...fieldErrors };
         }
       }
       throw badRequest(`invalid body: ${Object.keys(fieldErrors).join(", ")}`, fieldErrors);

@@ -19,7 +19,11 @@ export const badRequest = (message: string, fieldErrors: Record<string, string>)
 /** Issues → { "config.envs.task": message } (the first message per path). */
 export function fieldErrorsOf(issues: readonly ConfigIssue[]): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const i of issues) out[i.path || "body"] ??= i.message;
+  for (const i of issues) {
+    const key = i.path || "body";
+    // defined, not assigned: `out["__proto__"] = …` would set the prototype and drop the field
+    if (!Object.hasOwn(out, key)) Object.defineProperty(out, key, { value: i.message, enumerable: true, writable: true, configurable: true });
+  }
   return out;
 }
 
