@@ -24,6 +24,8 @@ import { migrate } from "./db/migrate.ts";
 import { env, ROOT } from "./env.ts";
 import { wasmThreadsAuto } from "./qrag/index.ts";
 import { createScheduler, schedulerStartup } from "./runs/scheduler.ts";
+import { attachPostgresAdapter, type Cluster } from "./realtime/cluster.ts";
+import { createListCache } from "./runs/list-cache.ts";
 import { attachUi, type UiNamespace } from "./realtime/ui.ts";
 import { attachWorkers, type WorkersNamespace } from "./realtime/workers.ts";
 
@@ -43,6 +45,8 @@ export interface ServerOptions {
   /** Serve the Next app (default true); false leaves socket.io and /api only. */
   next?: boolean;
   leaseMs?: number;
+  /** socket.io across dashboard nodes (default QRAG_SOCKET_ADAPTER; the PostgreSQL adapter on PostgreSQL). */
+  socketAdapter?: "postgres" | "none";
   /** Origins besides the server's own that may call it (default QRAG_ALLOWED_ORIGINS). */
   allowedOrigins?: string[];
   log?: (msg: string) => void;
@@ -97,7 +101,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   log(`database: ${providerOf(databaseUrl)} ${redact(databaseUrl)}${applied.length ? ` (applied ${applied.join(", ")})` : ""}`);
   // workers could not heartbeat while this server was down: give them time to reconnect (their
   // socket.io clients back off for a few seconds between attempts) before leases can expire
-  await schedulerStartup(h, leaseMs + RESTART_GRACE_MS);
+  const clustered = providerOf(databaseUrl) === "postgresql" && (opts.socketAdapter ?? e.socketAdapter) !== "none";
+  await schedulerStartup(h, leaseMs + RESTART_GRACE_MS, clustered);
   const workerToken = workerTokenFor(dataDir, opts.workerToken ?? e.workerToken);
 
   let nextHandle: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | null = null;
@@ -144,10 +149,32 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     pingTimeout: 20_000,
     allowRequest: (req, done) => done(null, guard.allowSocket(req)),
   });
+  // ---- scale-out: several nodes on one PostgreSQL (server/realtime/cluster.ts) ----
+  const cluster: Cluster | null = clustered ? await attachPostgresAdapter(io, databaseUrl, log) : null;
   const ui = attachUi(io.of(UI_NAMESPACE) as UiNamespace, h);
-  const scheduler = createScheduler(h, { leaseMs, runsDir: path.join(dataDir, "runs"), notifier: ui, log: (m) => log(`[scheduler] ${m}`) });
+  // every run change this node hears of (its own, or relayed from another node) clears cached lists
+  const runsList = createListCache();
+  const localNotifier = {
+    batch: ui.batch,
+    changed: (ids: readonly string[], kind?: "status" | "progress") => {
+      runsList.invalidate();
+      ui.changed(ids, kind);
+    },
+    changedElsewhere: () => runsList.invalidate(),
+  };
+  const notifier = cluster ? cluster.notifier(localNotifier) : localNotifier;
+  const scheduler = createScheduler(h, { leaseMs, runsDir: path.join(dataDir, "runs"), notifier, log: (m) => log(`[scheduler] ${m}`) });
   attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, log: (m) => log(`[workers] ${m}`) });
-  apiDeps = { db: h, notifier: ui, scheduler, connectedWorkers: () => scheduler.connectedWorkers(), leaseMs };
+  apiDeps = {
+    db: h,
+    notifier,
+    scheduler: cluster ? cluster.scheduler(scheduler) : scheduler,
+    // with other nodes, a worker may be connected to any of them: the Worker rows tell
+    connectedWorkers: () => (cluster ? null : scheduler.connectedWorkers()),
+    leaseMs,
+    runsList,
+    ...(cluster ? { nodes: cluster.nodes } : {}),
+  };
 
   await new Promise<void>((resolve, reject) => {
     http.once("error", reject);
@@ -198,7 +225,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   };
   if (opts.spawnWorker ?? true) spawnLocal();
 
-  log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""})`);
+  log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""}${cluster ? ", nodes share events through PostgreSQL" : ""})`);
   log(`more workers: npm run worker -- --url ${url} --token ${e.workerToken ? "$QRAG_WORKER_TOKEN" : `"$(cat ${path.join(dataDir, "worker-token")})"`}`);
 
   let closing: Promise<void> | null = null;
@@ -221,6 +248,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       const closed = new Promise<void>((r) => io.close(() => r()));
       http.closeAllConnections?.();
       await closed;
+      await cluster?.close();
       await nextApp?.close?.().catch(() => undefined);
       await closeDb();
     })());

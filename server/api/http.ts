@@ -8,13 +8,19 @@ import type { FieldErrorsDto } from "../../lib/contracts/index.ts";
 import type { DbHandle } from "../db/client.ts";
 import { fieldIssues } from "../qrag/index.ts";
 import { ApiError, badRequest, invalid } from "../runs/errors.ts";
+import type { ListCache } from "../runs/list-cache.ts";
 import type { RunsDeps } from "../runs/service.ts";
 
 /** What handlers reach: the database, who hears of run changes, and this node's workers. */
 export interface ApiDeps extends RunsDeps {
   db: DbHandle;
-  connectedWorkers(): string[];
+  /** This node's workers; null when other nodes may hold some (the database's Worker rows tell). */
+  connectedWorkers(): string[] | null;
   leaseMs: number;
+  /** Shares GET /api/runs answers between identical concurrent queries (server/runs/list-cache.ts). */
+  runsList?: ListCache;
+  /** Dashboard nodes sharing the database (with the PostgreSQL adapter), this one included. */
+  nodes?: () => Promise<number>;
 }
 
 export type Params = Record<string, string>;

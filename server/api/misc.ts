@@ -25,13 +25,18 @@ export const schema = {
 };
 
 export const workers = {
-  GET: handler(async (_req, _p, d) => listWorkers(d.db, new Set(d.connectedWorkers()), d.leaseMs)),
+  GET: handler(async (_req, _p, d) => {
+    const here = d.connectedWorkers();
+    return listWorkers(d.db, here ? new Set(here) : null, d.leaseMs);
+  }),
 };
 
 export const health = {
   GET: handler(async (_req, _p, d) => {
     const t0 = performance.now();
     await d.db.prisma.run.count({ where: { status: "running" } });
-    return { ok: true, engineVersion: ENGINE_VERSION, database: d.db.provider, dbMs: Math.round(performance.now() - t0), workers: d.connectedWorkers().length };
+    const here = d.connectedWorkers();
+    const workers = here ? here.length : (await listWorkers(d.db, null, d.leaseMs)).filter((w) => w.status !== "offline").length;
+    return { ok: true, engineVersion: ENGINE_VERSION, database: d.db.provider, dbMs: Math.round(performance.now() - t0), workers, ...(d.nodes ? { nodes: await d.nodes() } : {}) };
   }),
 };
