@@ -12,12 +12,12 @@
  */
 export interface ListCache {
   /** The body for `key`: shared with identical queries in flight or answered in the last ttlMs. */
-  get(key: string, compute: () => Promise<string>): Promise<string>;
+  get(key: string, compute: () => Promise<Uint8Array<ArrayBuffer>>): Promise<Uint8Array<ArrayBuffer>>;
   invalidate(): void;
 }
 
 interface Entry {
-  body: Promise<string>;
+  body: Promise<Uint8Array<ArrayBuffer>>;
   /** When the answer arrived (Infinity while in flight). */
   at: number;
 }
