@@ -152,12 +152,13 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   // ---- scale-out: several nodes on one PostgreSQL (server/realtime/cluster.ts) ----
   const cluster: Cluster | null = clustered ? await attachPostgresAdapter(io, databaseUrl, log) : null;
   const ui = attachUi(io.of(UI_NAMESPACE) as UiNamespace, h);
-  // every run change this node hears of (its own, or relayed from another node) clears cached lists
+  // every run change this node hears of (its own, or relayed from another node) clears cached
+  // lists; progress alone (each batch) may lag up to the cache's 1 s, as "runs:state" does
   const runsList = createListCache();
   const localNotifier = {
     batch: ui.batch,
     changed: (ids: readonly string[], kind?: "status" | "progress") => {
-      runsList.invalidate();
+      if (kind !== "progress") runsList.invalidate();
       ui.changed(ids, kind);
     },
     changedElsewhere: () => runsList.invalidate(),

@@ -47,7 +47,8 @@ describe("scale-out on PostgreSQL", { skip, timeout: 10 * 60_000 }, () => {
       const large: RunBatchMsg = { runId: "r1", seq: 2, events: events(400) }; // over NOTIFY's 8000 bytes
       a.notifier.batch(small);
       a.notifier.batch(large);
-      a.notifier.changed(["r1"], "progress");
+      a.notifier.changed(["r1"], "progress"); // not relayed: other nodes' cached lists may lag progress
+      a.notifier.changed(["r1"], "status");
       b.scheduler.cancel("r1", "w-on-a");
       b.scheduler.kick();
 

@@ -99,7 +99,8 @@ export async function attachPostgresAdapter(io: Server, databaseUrl: string, log
         },
         changed(runIds, kind = "status") {
           local.changed(runIds, kind);
-          if (local.changedElsewhere) relay("runs:changed", [...runIds], kind);
+          // progress alone (every batch) is not worth a NOTIFY: other nodes' lists may lag it ≤ 1 s
+          if (local.changedElsewhere && kind !== "progress") relay("runs:changed", [...runIds], kind);
         },
       };
     },

@@ -7,8 +7,9 @@
  * Never stale after a change: every run change this node learns of (the notifier's `changed`, its
  * own or relayed from another node) calls `invalidate()`, which drops cached and in-flight
  * answers, so a request that starts after a change committed reads again. `ttlMs` bounds what a
- * change that is not announced (another node's lost relay) can leave behind, and how long a
- * running run's durationSeconds may lag.
+ * change that is not announced can leave behind: progress and summary of streaming runs (every
+ * batch brings some; "runs:state" publishes them at most once a second too), another node's lost
+ * relay, a running run's durationSeconds.
  */
 export interface ListCache {
   /** The body for `key`: shared with identical queries in flight or answered in the last ttlMs. */
