@@ -18,6 +18,7 @@
  *   QRAG_TOKEN                   a personal API token the CLI (npm run import) sends
  *   QRAG_BACKEND                 force a tfjs backend (auto)
  *   QRAG_WASM_THREADS            wasm threads, 1…8 or auto (one per core)
+ *   QRAG_SOCKET_ADAPTER          "none" keeps socket.io to this process (default: the PostgreSQL adapter on PostgreSQL)
  */
 import os from "node:os";
 import path from "node:path";
@@ -62,6 +63,7 @@ const schema = z
     QRAG_TOKEN: optionalText,
     QRAG_BACKEND: optionalText,
     QRAG_WASM_THREADS: optionalText.refine((s) => s === undefined || s === "auto" || /^[1-8]$/.test(s), 'expected an integer 1…8 or "auto"'),
+    QRAG_SOCKET_ADAPTER: optionalText.refine((s) => s === undefined || s === "none" || s === "postgres", 'expected "none" or "postgres"'),
   })
   .transform((e) => {
     const dataDir = path.resolve(e.QRAG_DATA_DIR ?? path.join(ROOT, "data"));
@@ -88,6 +90,8 @@ const schema = z
         dataDir: path.resolve(e.QRAG_WORKER_DATA_DIR ?? dataDir),
         shutdownMs: e.QRAG_WORKER_SHUTDOWN_MS,
       },
+      /** socket.io across dashboard nodes: "none", or undefined for the PostgreSQL adapter on PostgreSQL. */
+      socketAdapter: e.QRAG_SOCKET_ADAPTER as "none" | "postgres" | undefined,
       /** Engine settings (server/qrag reads only these). */
       engine: { backend: e.QRAG_BACKEND, wasmThreads: e.QRAG_WASM_THREADS },
     };

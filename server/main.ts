@@ -25,6 +25,8 @@ import { migrate } from "./db/migrate.ts";
 import { env, ROOT } from "./env.ts";
 import { wasmThreadsAuto } from "./qrag/index.ts";
 import { createScheduler, schedulerStartup } from "./runs/scheduler.ts";
+import { attachPostgresAdapter, type Cluster } from "./realtime/cluster.ts";
+import { createListCache } from "./runs/list-cache.ts";
 import { attachUi, type UiNamespace } from "./realtime/ui.ts";
 import { attachWorkers, workerTokenRoom, type WorkersNamespace } from "./realtime/workers.ts";
 import { startLocalWorker } from "./local/local-worker.ts";
@@ -47,6 +49,8 @@ export interface ServerOptions {
   /** Serve the Next app (default true); false leaves socket.io and /api only. */
   next?: boolean;
   leaseMs?: number;
+  /** socket.io across dashboard nodes (default QRAG_SOCKET_ADAPTER; the PostgreSQL adapter on PostgreSQL). */
+  socketAdapter?: "postgres" | "none";
   /** Origins besides the server's own that may call it (default QRAG_ALLOWED_ORIGINS). */
   allowedOrigins?: string[];
   /** Require sign-in even on loopback (default QRAG_AUTH=on); beyond loopback it is always required. */
@@ -107,7 +111,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   log(`database: ${providerOf(databaseUrl)} ${redact(databaseUrl)}${applied.length ? ` (applied ${applied.join(", ")})` : ""}`);
   // workers could not heartbeat while this server was down: give them time to reconnect (their
   // socket.io clients back off for a few seconds between attempts) before leases can expire
-  await schedulerStartup(h, leaseMs + RESTART_GRACE_MS);
+  const clustered = providerOf(databaseUrl) === "postgresql" && (opts.socketAdapter ?? e.socketAdapter) !== "none";
+  await schedulerStartup(h, leaseMs + RESTART_GRACE_MS, clustered);
   const workerToken = workerTokenFor(dataDir, opts.workerToken ?? e.workerToken);
 
   // ---- accounts: nothing in the way on loopback; a sign-in everywhere else ----
@@ -166,6 +171,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     pingTimeout: 20_000,
     allowRequest: (req, done) => done(null, guard.allowSocket(req)),
   });
+  // ---- scale-out: several nodes on one PostgreSQL (server/realtime/cluster.ts) ----
+  const cluster: Cluster | null = clustered ? await attachPostgresAdapter(io, databaseUrl, log) : null;
   const ui = attachUi(io.of(UI_NAMESPACE) as UiNamespace, h);
   // the /ui socket carries run data: a session cookie (or Bearer token in extraHeaders) when accounts are required
   io.of(UI_NAMESPACE).use((socket, next) => {
@@ -178,10 +185,29 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       () => next(new Error("unauthorized: sign-in check failed")),
     );
   });
-  const scheduler = createScheduler(h, { leaseMs, runsDir: path.join(dataDir, "runs"), notifier: ui, log: (m) => log(`[scheduler] ${m}`) });
+  // every run change this node hears of (its own, or relayed from another node) clears cached
+  // lists; progress alone (each batch) may lag up to the cache's 1 s, as "runs:state" does
+  const runsList = createListCache();
+  const localNotifier = {
+    batch: ui.batch,
+    changed: (ids: readonly string[], kind?: "status" | "progress") => {
+      if (kind !== "progress") runsList.invalidate();
+      ui.changed(ids, kind);
+    },
+    changedElsewhere: () => runsList.invalidate(),
+  };
+  const notifier = cluster ? cluster.notifier(localNotifier) : localNotifier;
+  const scheduler = createScheduler(h, { leaseMs, runsDir: path.join(dataDir, "runs"), notifier, log: (m) => log(`[scheduler] ${m}`) });
   attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, checkWorkerToken: (t) => checkWorkerToken(h, t), log: (m) => log(`[workers] ${m}`) });
   apiDeps = {
-    db: h, notifier: ui, scheduler, connectedWorkers: () => scheduler.connectedWorkers(), leaseMs,
+    db: h,
+    notifier,
+    scheduler: cluster ? cluster.scheduler(scheduler) : scheduler,
+    // with other nodes, a worker may be connected to any of them: the Worker rows tell
+    connectedWorkers: () => (cluster ? null : scheduler.connectedWorkers()),
+    leaseMs,
+    runsList,
+    ...(cluster ? { nodes: cluster.nodes } : {}),
     auth,
     revokeWorkerToken: (id) => io.of(WORKER_NAMESPACE).in(workerTokenRoom(id)).disconnectSockets(true),
     endUiSockets: (rooms) => rooms.length > 0 && io.of(UI_NAMESPACE).in(rooms).disconnectSockets(true),
@@ -214,7 +240,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       })
     : null;
 
-  log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""}${authRequired ? ", sign-in required" : ""})`);
+  log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""}${authRequired ? ", sign-in required" : ""}${cluster ? ", nodes share events through PostgreSQL" : ""})`);
   if (authRequired && (await h.prisma.user.count()) === 0) log("no accounts yet: add the first admin with `npm run user -- add NAME --role admin`");
   log(`more workers: npm run worker -- --url ${url} --token ${e.workerToken ? "$QRAG_WORKER_TOKEN" : `"$(cat ${path.join(dataDir, "worker-token")})"`}`);
 
@@ -229,6 +255,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       const closed = new Promise<void>((r) => io.close(() => r()));
       http.closeAllConnections?.();
       await closed;
+      await cluster?.close();
       await nextApp?.close?.().catch(() => undefined);
       await closeDb();
     })());

@@ -8,6 +8,7 @@ import type { FieldErrorsDto } from "../../lib/contracts/index.ts";
 import type { DbHandle } from "../db/client.ts";
 import { fieldIssues } from "../qrag/index.ts";
 import { ApiError, badRequest, invalid } from "../runs/errors.ts";
+import type { ListCache } from "../runs/list-cache.ts";
 import type { RunsDeps } from "../runs/service.ts";
 import type { Principal } from "../auth/accounts.ts";
 import type { AuthGate } from "../auth/gate.ts";
@@ -15,7 +16,8 @@ import type { AuthGate } from "../auth/gate.ts";
 /** What handlers reach: the database, who hears of run changes, and this node's workers. */
 export interface ApiDeps extends RunsDeps {
   db: DbHandle;
-  connectedWorkers(): string[];
+  /** This node's workers; null when other nodes may hold some (the database's Worker rows tell). */
+  connectedWorkers(): string[] | null;
   leaseMs: number;
   // ---- accounts (server/auth) ----
   auth: AuthGate;
@@ -27,6 +29,10 @@ export interface ApiDeps extends RunsDeps {
   revokeWorkerToken(id: number): void;
   /** Disconnects the /ui sockets in these rooms (server/auth/gate.ts uiRoom). */
   endUiSockets(rooms: string[]): void;
+  /** Shares GET /api/runs answers between identical concurrent queries (server/runs/list-cache.ts). */
+  runsList?: ListCache;
+  /** Dashboard nodes sharing the database (with the PostgreSQL adapter), this one included. */
+  nodes?: () => Promise<number>;
 }
 
 export type Params = Record<string, string>;

@@ -25,7 +25,10 @@ export const schema = {
 };
 
 export const workers = {
-  GET: handler(async (_req, _p, d) => listWorkers(d.db, new Set(d.connectedWorkers()), d.leaseMs)),
+  GET: handler(async (_req, _p, d) => {
+    const here = d.connectedWorkers();
+    return listWorkers(d.db, here ? new Set(here) : null, d.leaseMs);
+  }),
 };
 
 export const health = {
@@ -34,6 +37,8 @@ export const health = {
     await d.db.prisma.run.count({ where: { status: "running" } });
     // public when sign-in is required: up or not, nothing more until signed in
     if (d.auth.required && !d.principal) return { ok: true };
-    return { ok: true, engineVersion: ENGINE_VERSION, database: d.db.provider, dbMs: Math.round(performance.now() - t0), workers: d.connectedWorkers().length };
+    const here = d.connectedWorkers();
+    const workers = here ? here.length : (await listWorkers(d.db, null, d.leaseMs)).filter((w) => w.status !== "offline").length;
+    return { ok: true, engineVersion: ENGINE_VERSION, database: d.db.provider, dbMs: Math.round(performance.now() - t0), workers, ...(d.nodes ? { nodes: await d.nodes() } : {}) };
   }),
 };

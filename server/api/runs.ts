@@ -13,7 +13,13 @@ import { handler, parseWith, queryOf, readJson, type Params } from "./http.ts";
 const idOf = (params: Params) => parseWith(runIdParams, params, "run id").id;
 
 export const runsCollection = {
-  GET: handler(async (req, _p, d) => listRuns(d.db, parseWith(runListQuery, queryOf(req), "query"))),
+  GET: handler(async (req, _p, d) => {
+    const query = parseWith(runListQuery, queryOf(req), "query");
+    if (!d.runsList) return listRuns(d.db, query);
+    // encoded once for all who share it
+    const body = await d.runsList.get(JSON.stringify(query), async () => new TextEncoder().encode(JSON.stringify(await listRuns(d.db, query))));
+    return new Response(body, { headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" } });
+  }),
   POST: handler(async (req, _p, d) => {
     const raw = await readJson(req);
     const body = createRunBody.safeParse(raw);

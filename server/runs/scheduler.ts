@@ -277,10 +277,13 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
 }
 
 /** At start: workers could not heartbeat while this server was down, so every running run gets
- *  `graceMs` to be reclaimed by its reconnecting worker, and no worker counts as connected. */
-export async function schedulerStartup(h: DbHandle, graceMs: number): Promise<void> {
+ *  `graceMs` to be reclaimed by its reconnecting worker, and no worker counts as connected.
+ *  With `otherNodes` (several dashboard nodes on one database) workers seen within `graceMs` may
+ *  be connected to another node: those keep their status. */
+export async function schedulerStartup(h: DbHandle, graceMs: number, otherNodes = false): Promise<void> {
   await renewAllLeases(h, graceMs);
-  await h.write((db) => db.worker.updateMany({ where: { status: { not: "offline" } }, data: { status: "offline" } }));
+  const quiet = otherNodes ? { lastSeen: { lt: new Date(Date.now() - graceMs) } } : {};
+  await h.write((db) => db.worker.updateMany({ where: { status: { not: "offline" }, ...quiet }, data: { status: "offline" } }));
 }
 
 // ---- the database side: claim, heartbeat, expiry ----------------------------------------------------
