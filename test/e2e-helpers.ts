@@ -82,7 +82,7 @@ export function startServer(env: Env, opts: { worker: boolean; next?: boolean; e
   return new Proc(`server:${env.port}`, child);
 }
 
-export function startWorker(env: Env, name: string): Proc {
+export function startWorker(env: Pick<Env, "url" | "dataDir">, name: string): Proc {
   const child = spawn(
     process.execPath,
     ["--import", "tsx", path.join(ROOT, "server/worker/main.ts"), "--url", env.url, "--token", TOKEN, "--name", name, "--data-dir", path.join(env.dataDir, `worker-${name}`)],
@@ -91,10 +91,11 @@ export function startWorker(env: Env, name: string): Proc {
   return new Proc(`worker:${name}`, child);
 }
 
-export async function api<T>(env: Env, method: string, p: string, body?: unknown): Promise<{ status: number; body: T }> {
+export async function api<T>(env: Pick<Env, "url">, method: string, p: string, body?: unknown): Promise<{ status: number; body: T }> {
   const res = await fetch(`${env.url}${p}`, {
     method,
-    headers: method === "GET" ? {} : { "content-type": "application/json" },
+    // a browser's mutation: JSON with the dashboard's own Origin (server/http/same-origin.ts)
+    headers: method === "GET" ? {} : { "content-type": "application/json", origin: env.url },
     body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
   });
   const text = await res.text();
@@ -113,7 +114,7 @@ export async function waitHealthy(env: Env, server: Proc): Promise<void> {
   );
 }
 
-export const getRun = async (env: Env, id: string) => (await api<RunDetailDto>(env, "GET", `/api/runs/${id}`)).body;
+export const getRun = async (env: Pick<Env, "url">, id: string) => (await api<RunDetailDto>(env, "GET", `/api/runs/${id}`)).body;
 
 export async function waitStatus(env: Env, id: string, want: string[], procs: Proc[], timeout = RUN_TIMEOUT): Promise<RunDetailDto> {
   try {
@@ -134,7 +135,7 @@ export class UiStream {
   readonly batches = new Map<string, RunBatchMsg[]>();
   readonly violations: string[] = [];
   changed = 0;
-  constructor(env: Env) {
+  constructor(env: Pick<Env, "url">) {
     this.socket = io(`${env.url}/ui`, { transports: ["websocket"], reconnection: false });
     this.socket.on("run:batch", (b: RunBatchMsg) => {
       const list = this.batches.get(b.runId) ?? [];
