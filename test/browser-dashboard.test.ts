@@ -97,6 +97,23 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
     errors.length = 0; // the browser logs the mocked 400 as a failed resource load
   });
 
+  test("the launch form shows the data root and suggests what it holds for path fields", async (t) => {
+    if (!server) return t.skip("an external server's data root is not ours to write");
+    fs.mkdirSync(path.join(server!.dataDir, "books"), { recursive: true });
+    fs.writeFileSync(path.join(server!.dataDir, "books", "moby.txt"), "Call me Ishmael.\n");
+    await page.goto(`${base}/runs/new`);
+    await page.selectOption('[data-testid="preset-select"]', "tiny");
+    const root = page.locator('[data-testid="data-root"]');
+    await waitFor("the data root shown", async () => ((await root.textContent()) ?? "").includes(server!.dataDir), 10_000);
+    // the noise folder field suggests the folders of the root; the datalists hold its entries, not internals
+    assert.equal(await page.locator('[data-field="envs.noise"] input').getAttribute("list"), "data-files-dir");
+    const options = (kind: string) => page.locator(`datalist#data-files-${kind} option`).evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+    assert.ok((await options("dir")).includes("books"), `dirs: ${await options("dir")}`);
+    const files = await options("file");
+    assert.ok(files.includes("books/moby.txt"), `files: ${files}`);
+    assert.ok(!files.some((f) => f.endsWith(".db") || f === "worker-token" || f.startsWith("runs")), `internals listed: ${files}`);
+  });
+
   test("launch a run from the form and watch the TD-loss chart gain points live", async () => {
     await page.goto(`${base}/runs/new`);
     await page.selectOption('[data-testid="preset-select"]', "tiny");

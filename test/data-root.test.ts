@@ -68,7 +68,7 @@ test("symlinks leading out of the root are refused (file, folder, chained, dangl
 });
 
 test("server internals under the root are not data", () => {
-  for (const p of ["qrag.db", "worker-token", "worker-local.id", ".env", "runs/abc/metrics.jsonl", "books/../qrag.db"]) {
+  for (const p of ["qrag.db", "worker-token", "local-worker.json", "worker-local.id", ".env", "runs/abc/metrics.jsonl", "books/../qrag.db"]) {
     const r = file(p);
     assert.equal(r.ok, false, p);
     assert.equal(!r.ok && r.reason, "reserved", p);

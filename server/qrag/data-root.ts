@@ -22,13 +22,13 @@ export type DataPathResult =
 
 /**
  * Server internals that may sit under the root and are never data: the worker token, database
- * files (SQLite and its journals), worker id files, and dot-files (.env, .ssh, …) at any depth;
+ * files (SQLite and its journals), worker id files, the local worker record, and dot-files (.env, .ssh, …) at any depth;
  * the `runs/` folder (other runs' files) at the top.
  */
 export function isReservedDataPath(rel: string): boolean {
   const segs = rel.split("/").filter((s) => s !== "" && s !== ".");
   if (segs[0] === "runs") return true;
-  return segs.some((s) => s.startsWith(".") || s === "worker-token" || /\.db(-journal|-wal|-shm)?$/i.test(s) || /^worker-.*\.id$/.test(s));
+  return segs.some((s) => s.startsWith(".") || s === "worker-token" || s === "local-worker.json" || /\.db(-journal|-wal|-shm)?$/i.test(s) || /^worker-.*\.id$/.test(s));
 }
 
 const MAX_LINKS = 40;
