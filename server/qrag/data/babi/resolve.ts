@@ -19,7 +19,7 @@ export class BabiResolveError extends Error {
 }
 
 /** Statement kinds each task's real data contains; anything else means a wrong task or a bad file. */
-const TASK_FACT_KINDS: Record<BabiTask, readonly BabiFactKind[]> = {
+export const TASK_FACT_KINDS: Record<BabiTask, readonly BabiFactKind[]> = {
   qa1: ["move"],
   qa2: ["move", "get", "drop"],
   qa3: ["move", "get", "drop"],
