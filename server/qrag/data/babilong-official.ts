@@ -46,6 +46,7 @@ export interface OfficialRow {
 export interface SkippedRow {
   file: string;
   row: number;
+  length: string;
   reason: string;
 }
 
@@ -222,6 +223,11 @@ export function normaliseAnswer(s: string): string {
   return s.trim().toLowerCase().replace(/\.$/, "").replace(/^the\s+/, "").trim();
 }
 
+/** A row's length label: its `length` column, else the path's, else the file name. */
+function rowLength(row: OfficialRow, file: string, pathLength: string | undefined): string {
+  return row.length ?? pathLength ?? path.basename(file);
+}
+
 /** Turns one row into a sample, or says why it cannot be one. */
 export function officialSample(row: OfficialRow, file: string, pathTask: BabiTask | undefined, pathLength: string | undefined): OfficialSample | { skip: string } {
   let kind: BabiQueryKind;
@@ -241,10 +247,12 @@ export function officialSample(row: OfficialRow, file: string, pathTask: BabiTas
     ({ answer, support } = resolveQuestion(task, factIdx.map((i) => chunks[i]), row.question));
   } catch (e) {
     if (e instanceof BabiResolveError) return { skip: `the ${factIdx.length} facts found do not answer the question under the ${task} rules` };
+    // readFacts reports a statement that contradicts the story so far (quoting it: not shown here)
+    if (e instanceof BabiSentenceError) return { skip: `input: the ${factIdx.length} facts found contradict each other under the ${task} rules` };
     throw e;
   }
   if (normaliseAnswer(answer) !== normaliseAnswer(row.target)) return { skip: `target: the ${task} rules derive a different answer from the ${factIdx.length} facts found` };
-  const length = row.length ?? pathLength ?? path.basename(file);
+  const length = rowLength(row, file, pathLength);
   const supportIdx = [...new Set(support.map((j) => factIdx[j]))].sort((a, b) => a - b);
   return {
     id: `${file}#${row.row}`,
@@ -270,7 +278,7 @@ export async function loadOfficialFile(file: string, shown = file): Promise<Offi
   const skipped: SkippedRow[] = [];
   for (const row of rows) {
     const s = officialSample(row, shown, pathTask, pathLength);
-    if ("skip" in s) skipped.push({ file: shown, row: row.row, reason: s.skip });
+    if ("skip" in s) skipped.push({ file: shown, row: row.row, length: rowLength(row, shown, pathLength), reason: s.skip });
     else samples.push(s);
   }
   return { samples, skipped, rows: rows.length };
@@ -294,7 +302,7 @@ export function ruleBasedReader(task: BabiTask, question: string, retrieved: rea
     .map((c) => c.text.trim())
     .filter((t) => taskFact(task, t) !== null);
   try {
-    return resolveQuestion(task, facts, question).answer;
+    return resolveQuestion(task, facts, question, { partial: true }).answer;
   } catch (e) {
     if (e instanceof BabiResolveError || e instanceof BabiSentenceError) return "unknown";
     throw e;
