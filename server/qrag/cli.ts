@@ -6,6 +6,7 @@
  *   qrag eval runs/babilong-qa2-…  --samples 200
  *   qrag sweep runs/babilong-qa2-… --lengths 50,160,1200
  *   qrag babi-check qa1_single-supporting-fact_test.txt
+ *   qrag eval-official --checkpoint runs/babilong-qa1-… --files qa1/4k.parquet qa1/16k.parquet
  */
 import { Command, Option } from "commander";
 import fs from "node:fs";
@@ -114,6 +115,26 @@ program
     });
     const points = await sweep({ checkpoint: ckpt, lengths, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, episodesFile: o.episodes, dataRoot: o.dataRoot, onEvent: printer(Boolean(o.quiet)) });
     console.log(JSON.stringify(points, null, 2));
+  });
+
+// --- eval-official (issue 11): the published BabiLong test files ---
+program
+  .command("eval-official")
+  .description("evaluate a checkpoint on the published BabiLong test files (input/question/target rows; .json, .jsonl, .parquet), per length")
+  .requiredOption("--checkpoint <dir>", "checkpoint folder or run folder")
+  .requiredOption("--files <paths...>", "files in the data root, one per task and length (qa1/4k.parquet, …)")
+  .option("--samples <n>", "at most N samples per length", (v) => parseInt(v, 10))
+  .option("--threshold <q>", "Q-threshold of the stopping filter", parseFloat, 0.5)
+  .option("--oracle-stop", "stop episodes at the ground-truth completion oracle")
+  .option("--out <file>", "one JSON line per length")
+  .option(...DATA_ROOT_OPTION)
+  .option("-q, --quiet", "no progress output")
+  .action(async (o: { checkpoint: string; files: string[]; samples?: number; threshold: number; oracleStop?: boolean; out?: string; dataRoot?: string; quiet?: boolean }) => {
+    const { evalOfficial, formatOfficialResult } = await import("./eval-official.ts");
+    const onEvent = printer(Boolean(o.quiet));
+    const res = await evalOfficial({ checkpoint: o.checkpoint, files: o.files, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, dataRoot: o.dataRoot, onEvent });
+    for (const r of res) process.stderr.write(formatOfficialResult(r) + "\n");
+    console.log(JSON.stringify(res, null, 2));
   });
 
 program

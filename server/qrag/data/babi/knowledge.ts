@@ -64,6 +64,8 @@ export class BabiKnowledge {
   /** Number of facts read so far; the next fact gets this index. */
   count = 0;
   readonly lastMove = new Map<Actor, KnownMove>();
+  /** Every move of each actor, in order (partial reading infers carrying from them). */
+  private readonly moves = new Map<Actor, KnownMove[]>();
   readonly holder = new Map<BabiObject, Actor>();
   readonly lastMention = new Map<BabiObject, ObjectMention>();
   readonly runs = new Map<BabiObject, CarryRun[]>();
@@ -74,6 +76,13 @@ export class BabiKnowledge {
   /** Actor of each fact, by index (undefined for qa4 direction facts); qa1 picks question actors from it. */
   readonly factActors: (Actor | undefined)[] = [];
 
+  /**
+   * `partial`: the facts are a subset of a story (a retriever's picks), so a drop or give of an
+   * object not known to be held, or a get of one held by someone else, is taken as stated (the
+   * facts in between were not retrieved) instead of being a contradiction.
+   */
+  constructor(readonly partial = false) {}
+
   /** Reads the next fact. Throws BabiConsistencyError when the text contradicts itself. */
   add(f: BabiFact): void {
     const idx = this.count;
@@ -81,6 +90,7 @@ export class BabiKnowledge {
     switch (f.kind) {
       case "move": {
         this.lastMove.set(f.actor, { idx, loc: f.loc });
+        this.moves.set(f.actor, [...(this.moves.get(f.actor) ?? []), { idx, loc: f.loc }]);
         // Every object this actor carries arrives at the new place with them.
         for (const [obj, h] of this.holder) {
           if (h === f.actor) this.openRun.get(obj)?.entries.push({ loc: f.loc, idx, arrival: true });
@@ -90,7 +100,7 @@ export class BabiKnowledge {
       }
       case "get": {
         const h = this.holder.get(f.obj);
-        if (h !== undefined) throw new BabiConsistencyError(`${where()}: ${f.actor} gets the ${f.obj}, but ${h} holds it`);
+        if (h !== undefined && !this.partial) throw new BabiConsistencyError(`${where()}: ${f.actor} gets the ${f.obj}, but ${h} holds it`);
         this.startRun(f.obj, f.actor);
         this.lastMention.set(f.obj, { idx, fact: f, actorMoveBefore: this.lastMove.get(f.actor) });
         this.factActors.push(f.actor);
@@ -98,9 +108,10 @@ export class BabiKnowledge {
       }
       case "drop": {
         const h = this.holder.get(f.obj);
-        if (h !== f.actor) {
+        if (h !== f.actor && !this.partial) {
           throw new BabiConsistencyError(`${where()}: ${f.actor} drops the ${f.obj}, but ${h ?? "nobody"} holds it`);
         }
+        if (h !== f.actor) this.inferCarry(f.obj, f.actor);
         this.holder.delete(f.obj);
         this.openRun.delete(f.obj);
         this.lastMention.set(f.obj, { idx, fact: f, actorMoveBefore: this.lastMove.get(f.actor) });
@@ -109,9 +120,10 @@ export class BabiKnowledge {
       }
       case "give": {
         const h = this.holder.get(f.obj);
-        if (h !== f.actor) {
+        if (h !== f.actor && !this.partial) {
           throw new BabiConsistencyError(`${where()}: ${f.actor} gives the ${f.obj}, but ${h ?? "nobody"} holds it`);
         }
+        if (h !== f.actor) this.inferCarry(f.obj, f.actor);
         if (f.to === f.actor) throw new BabiConsistencyError(`${where()}: ${f.actor} gives the ${f.obj} to themself`);
         this.startRun(f.obj, f.to);
         this.lastMention.set(f.obj, { idx, fact: f, actorMoveBefore: this.lastMove.get(f.actor) });
@@ -125,6 +137,17 @@ export class BabiKnowledge {
         break;
     }
     this.count++;
+  }
+
+  /**
+   * Partial reading: `actor` drops or gives `obj` without a known pickup, so they carried it through
+   * their moves since the object was last mentioned; those moves become one carrying run.
+   */
+  private inferCarry(obj: BabiObject, actor: Actor): void {
+    const since = this.lastMention.get(obj)?.idx ?? -1;
+    const entries = (this.moves.get(actor) ?? []).filter((m) => m.idx > since).map((m) => ({ loc: m.loc, idx: m.idx, arrival: true }));
+    if (entries.length === 0) return;
+    this.runs.set(obj, [...(this.runs.get(obj) ?? []), { holder: actor, entries }]);
   }
 
   /** A new holder starts a run; the pickup place counts when the holder's position is known. */

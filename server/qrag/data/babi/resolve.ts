@@ -19,7 +19,7 @@ export class BabiResolveError extends Error {
 }
 
 /** Statement kinds each task's real data contains; anything else means a wrong task or a bad file. */
-const TASK_FACT_KINDS: Record<BabiTask, readonly BabiFactKind[]> = {
+export const TASK_FACT_KINDS: Record<BabiTask, readonly BabiFactKind[]> = {
   qa1: ["move"],
   qa2: ["move", "get", "drop"],
   qa3: ["move", "get", "drop"],
@@ -35,9 +35,9 @@ const TASK_QUERY_KINDS: Record<BabiTask, readonly BabiQueryKind[]> = {
   qa5: ["gave"],
 };
 
-/** Parses the statements of a story (in order) into the reader's knowledge. */
-export function readFacts(task: BabiTask, facts: readonly string[]): BabiKnowledge {
-  const k = new BabiKnowledge();
+/** Parses the statements of a story (in order) into the reader's knowledge; `partial`: see BabiKnowledge. */
+export function readFacts(task: BabiTask, facts: readonly string[], partial = false): BabiKnowledge {
+  const k = new BabiKnowledge(partial);
   facts.forEach((text, i) => {
     try {
       const f = parseFact(text);
@@ -67,8 +67,8 @@ export function readQuery(task: BabiTask, question: string): BabiQuery {
  * (qa2: object fact, location fact; qa3: object fact, later move, earlier move).
  * Throws BabiSentenceError on a sentence outside the grammar, BabiResolveError when unanswerable.
  */
-export function resolveQuestion(task: BabiTask, facts: readonly string[], question: string): BabiResolution {
-  return resolveQuery(task, readFacts(task, facts), readQuery(task, question));
+export function resolveQuestion(task: BabiTask, facts: readonly string[], question: string, opts: { partial?: boolean } = {}): BabiResolution {
+  return resolveQuery(task, readFacts(task, facts, opts.partial), readQuery(task, question));
 }
 
 /** Same as resolveQuestion on already-read knowledge. */
