@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { configDiff, flattenConfig, groupBy } from "../lib/analysis/config-diff.ts";
 import { groupBand } from "../lib/analysis/bands.ts";
 import { meanThresholdView, thresholdView } from "../lib/analysis/threshold.ts";
-import { wilsonInterval } from "../lib/analysis/wilson.ts";
+import { wilsonInterval } from "../lib/contracts/intervals.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 
 const close = (a: number, b: number, tol = 1e-4) => assert.ok(Math.abs(a - b) <= tol, `${a} ≉ ${b}`);

@@ -15,7 +15,7 @@ import { parquetWriteBuffer } from "hyparquet-writer";
 import { parseBabiFile } from "../server/qrag/data/babi/format.ts";
 import { loadOfficialFile, readerCorrect, ruleBasedReader, splitOfficialInput, READER_NAME, type OfficialSample } from "../server/qrag/data/babilong-official.ts";
 import { evalOfficial } from "../server/qrag/eval-official.ts";
-import { wilsonInterval } from "../server/qrag/util/wilson.ts";
+import { wilsonInterval } from "../lib/contracts/intervals.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
 import { train } from "../server/qrag/train.ts";
 import { chunkAt } from "../server/qrag/types.ts";

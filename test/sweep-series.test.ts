@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { AcrossSampleDto, SweepPoint } from "../lib/contracts/index.ts";
 import { fmtTokens, sweepCurve, sweepInterval } from "../lib/analysis/sweep-series.ts";
-import { wilsonInterval } from "../lib/analysis/wilson.ts";
+import { wilsonInterval } from "../lib/contracts/intervals.ts";
 
 const scores = (coverage: number, f1: number) => ({ precision: 0.5, recall: coverage, f1, coverage });
 const point = (numChunks: number, tokens: number, samples: number, coverage: number, extra: Partial<SweepPoint> = {}): SweepPoint => ({

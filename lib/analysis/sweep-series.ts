@@ -4,7 +4,7 @@
  * for coverage (a proportion of episodes), mean ± 1.96·sd/√n for F1 (a mean of per-episode F1).
  */
 import type { SweepPoint } from "../contracts/index.ts";
-import { wilsonInterval, type Interval } from "./wilson.ts";
+import { wilsonInterval, type Interval } from "../contracts/intervals.ts";
 
 export const SWEEP_METHODS = ["qrag", "qragFiltered", "bm25", "dense"] as const;
 export type SweepMethod = (typeof SWEEP_METHODS)[number];

@@ -17,7 +17,7 @@ import { chunkAt } from "./types.ts";
 import { InputError } from "./errors.ts";
 import type { EventSink } from "./events.ts";
 import { breather } from "./util/breathe.ts";
-import { wilsonInterval, type Interval } from "./util/wilson.ts";
+import { wilsonInterval, type Interval } from "../../lib/contracts/intervals.ts";
 import { lengthTokens, loadOfficialFile, READER_NAME, readerCorrect, ruleBasedReader, type OfficialSample, type SkippedRow } from "./data/babilong-official.ts";
 
 interface EvalOfficialOptions {

@@ -1,7 +1,8 @@
 /**
  * Wilson score interval for a proportion (coverage over samples): unlike the normal
  * approximation it stays inside [0, 1] and is honest at 0/n and n/n, which is where retrieval
- * coverage lives. `z` = 1.96 gives 95 %.
+ * coverage lives. `z` = 1.96 gives 95 %. In the contract because the engine's reports and the
+ * browser's charts must give the same intervals.
  */
 export interface Interval {
   low: number;
