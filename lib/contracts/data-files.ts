@@ -23,6 +23,7 @@ export const DATA_FILES_MAX_DEPTH = 3;
 export function dataPathKind(fieldPath: string): "file" | "dir" | undefined {
   if (fieldPath === "envs.train_path" || fieldPath === "envs.eval_path") return "file";
   if (fieldPath === "envs.noise" || fieldPath === "envs.path") return "dir";
+  if (fieldPath === "envs.babi_dir") return "dir"; // real bAbI files (issue 11)
   return undefined;
 }
 

@@ -11,6 +11,7 @@ import type { SampleSource } from "./types.ts";
 import { env as processEnv } from "../env.ts";
 import { dataPathOrThrow, resolveDataPath, type DataPathKind } from "./data-root.ts";
 import { babiSource } from "./data/babi/source.ts";
+import { babiFileSource } from "./data/babi/file-source.ts";
 import { toBabiTask } from "./data/babi/vocab.ts";
 import { babilongSource } from "./data/babilong.ts";
 import { noisePoolFor } from "./data/noise/pool.ts";
@@ -95,20 +96,26 @@ const babilong = dataset({
     num_sentences: z.union([int(1, MAX_CHUNKS), z.array(int(1, MAX_CHUNKS)).min(1).max(64)]).describe("total chunks per sample; a list is sampled per sample"),
     /** "sotu" (public-domain State of the Union prose from npm) or a folder of .txt books. */
     noise: z.string().min(1).max(1024).default("sotu").describe('"sotu" or a folder of .txt books in the data root'),
+    /** Optional folder with the real bAbI v1.2 files (qaN_*_{train,test}.txt); the simulator when absent. */
+    babi_dir: z.string().min(1).max(1024).optional().describe("a folder in the data root with the real qaN_*_{train,test}.txt files (simulated when empty)"),
     ...envCommon,
   }),
   label: (env) => env.task.slice(0, 3),
   source: (env, a) => {
     const { split, seed, numSentences } = a;
+    const task = toBabiTask(env.task);
     return babilongSource({
-      facts: babiSource(toBabiTask(env.task), { seed, split }),
+      facts: env.babi_dir ? babiFileSource({ root: rootOf(a), dir: env.babi_dir, task, split }) : babiSource(task, { seed, split }),
       numSentences: numSentences ?? (split === "test" ? (env.test_env.num_sentences ?? env.num_sentences) : env.num_sentences),
       pool: noisePoolFor(env.noise === "sotu" ? corpusSpecFrom("sotu") : noiseFolder(env.noise, rootOf(a))),
       seed,
       split,
     });
   },
-  paths: [{ key: "noise", kind: "dir", keyword: "sotu" }],
+  paths: [
+    { key: "noise", kind: "dir", keyword: "sotu" },
+    { key: "babi_dir", kind: "dir" },
+  ],
 });
 
 const niah = dataset({

@@ -13,7 +13,8 @@ const ID_RE = /^(\d+) (.*)$/;
 /**
  * Parses a bAbI file. Tolerates CRLF, blank and trailing lines, qa4's missing space before the tab,
  * and unsorted support ids (kept in file order: qa2/qa3 encode fact roles in that order).
- * Throws DataFileError("file:line: …") on malformed input.
+ * Throws DataFileError("file:line: …") on malformed input; messages describe the problem and never
+ * quote the file's text.
  */
 export function parseBabiFile(text: string, file: string): BabiStory[] {
   const stories: BabiStory[] = [];
@@ -25,10 +26,10 @@ export function parseBabiFile(text: string, file: string): BabiStory[] {
     if (raw.trim() === "") continue;
     const err = (detail: string) => new DataFileError(file, lineNo, detail);
     const m = ID_RE.exec(raw);
-    if (!m) throw err(`expected "<id> <text>" with a positive integer id, got "${clip(raw)}"`);
+    if (!m) throw err(`expected "<id> <text>" with a positive integer id`);
     const [, idStr, rest] = m;
     const id = Number(idStr);
-    if (!Number.isSafeInteger(id) || id < 1) throw err(`bad line id "${idStr}" (ids start at 1)`);
+    if (!Number.isSafeInteger(id) || id < 1) throw err(`bad line id ${id} (ids start at 1)`);
 
     if (id === 1) {
       cur = [];
@@ -59,7 +60,7 @@ export function parseBabiFile(text: string, file: string): BabiStory[] {
     if (parts.slice(3).some((p) => p.trim() !== "")) throw err(`unexpected extra tab-separated field after the support ids`);
     const support: number[] = [];
     for (const tok of supStr.split(/\s+/)) {
-      if (!/^\d+$/.test(tok)) throw err(`bad support id "${tok}"`);
+      if (!/^\d+$/.test(tok)) throw err(`bad support id (expected space-separated line numbers)`);
       const s = Number(tok);
       if (s >= id) throw err(`support id ${s} points to this or a later line (question id ${id})`);
       const target = story.find((l) => l.id === s);
@@ -84,8 +85,4 @@ export function formatBabiStory(story: BabiStory, task: BabiTask): string {
     else out.push(`${l.id} ${l.text}${sp}\t${l.answer}\t${l.support.join(" ")}`);
   }
   return out.join("\n") + "\n";
-}
-
-function clip(s: string): string {
-  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }
