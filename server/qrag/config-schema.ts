@@ -12,7 +12,7 @@ const int = (min = 0, max = 10_000_000) => z.number().int().min(min).max(max);
 const prob = z.number().min(0).max(1);
 
 const encoderSchema = z.strictObject({
-  type: z.enum(["bow", "transformer"]),
+  type: z.enum(["bow", "transformer", "hf"]),
   dim: int(4, 4096).multipleOf(4, "must be divisible by 4 (two heads of rotary pairs)").describe("divisible by 4"),
   vocab_size: int(16, 4_194_304),
   hidden: int(1, 16_384),
@@ -21,7 +21,10 @@ const encoderSchema = z.strictObject({
   max_len: int(8, 8192).default(256),
   dropout: prob.default(0.1),
   init_std: z.number().positive().default(0.02),
-});
+  // --- hf encoders (model/hf/): a Hugging Face BERT folder in the data root; sizes come from its config.json
+  path: z.string().max(1000).optional().describe("hf: model folder in the data root (config.json, model.safetensors, vocab.txt or tokenizer.json)"),
+  max_length: int(2, 8192).optional().describe("hf: longest packed sequence (default: the model's max_position_embeddings)"),
+}).refine((e) => e.type !== "hf" || typeof e.path === "string", { message: "required for type hf (a Hugging Face model folder in the data root)", path: ["path"] });
 
 const algoSchema = z.strictObject({
   name: z.string().default("pqn"),

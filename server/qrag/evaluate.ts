@@ -40,11 +40,11 @@ interface EvaluateResult {
 }
 
 /** Loads the trained state/action encoders of a checkpoint (eval mode is chosen per call). */
-export async function loadAgent(checkpoint: string, backendPref?: string): Promise<{ nets: QNetworks; config: RunConfig; backend: string; device: string; dir: string; alpha: number }> {
+export async function loadAgent(checkpoint: string, backendPref?: string, dataRoot?: string): Promise<{ nets: QNetworks; config: RunConfig; backend: string; device: string; dir: string; alpha: number }> {
   const { dir, state } = loadCheckpoint<TrainCheckpoint>(checkpoint);
   const pref = backendPref ?? (state.config.backend === "auto" ? undefined : state.config.backend);
   const { backend, device } = await pickBackend(pref);
-  const nets = new QNetworks(state.config.algo.encoder, new Rng(0));
+  const nets = new QNetworks(state.config.algo.encoder, new Rng(0), { dataRoot }); // an hf encoder re-reads its folder (tokenizer, architecture)
   nets.importWeights(state.weights);
   // the learner's α when the checkpoint was saved (it follows the LR schedule)
   return { nets, config: state.config, backend, device, dir, alpha: state.learner.alpha };
@@ -52,7 +52,7 @@ export async function loadAgent(checkpoint: string, backendPref?: string): Promi
 
 export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
   const emit: EventSink = opts.onEvent ?? (() => {});
-  const { nets, config, backend, alpha } = await loadAgent(opts.checkpoint);
+  const { nets, config, backend, alpha } = await loadAgent(opts.checkpoint, undefined, opts.dataRoot);
   try {
     const source = buildSource(config, "test", opts.numSentences, opts.dataRoot);
     const n = Number.isFinite(source.size) ? Math.min(opts.numSamples ?? config.eval_episodes, source.size) : opts.numSamples ?? config.eval_episodes;

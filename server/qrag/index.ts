@@ -14,4 +14,5 @@ export { ENGINE_VERSION } from "./version.ts";
 export { wasmThreadsAuto } from "./wasm-threads.ts";
 export { regenerateHaystack, HaystackUnavailable, type Haystack } from "./replay.ts";
 export { checkEnvPaths } from "./datasets.ts";
+export { checkEncoderPath } from "./model/hf/encoder.ts";
 export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot } from "./data-root.ts";

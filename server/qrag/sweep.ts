@@ -61,7 +61,7 @@ function f1Sd(list: readonly { f1: number }[]): number {
 
 export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
   const emit: EventSink = opts.onEvent ?? (() => {});
-  const { nets, config, alpha, backend, device } = await loadAgent(opts.checkpoint);
+  const { nets, config, alpha, backend, device } = await loadAgent(opts.checkpoint, undefined, opts.dataRoot);
   if (config.envs.name !== "babilong") throw new InputError(`sweep: needs a BabiLong run (this checkpoint was trained on ${config.envs.name})`);
   const env = config.envs;
   const skip = new Set(opts.skipLengths ?? []);

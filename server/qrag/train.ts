@@ -130,7 +130,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
   const episodesFile = fs.openSync(path.join(runDir, "episodes.jsonl"), "a");
 
   const rng = new Rng(config.seed);
-  const nets = new QNetworks(config.algo.encoder, rng.fork("init"));
+  const nets = new QNetworks(config.algo.encoder, rng.fork("init"), { dataRoot: opts.dataRoot });
   const learner = new Learner(nets, config.algo, config.steps_count, config.accumulate_grads);
   const rolloutRng = rng.fork("rollout");
   let step = 0;

@@ -8,7 +8,7 @@ import crypto from "node:crypto";
 import type { Prisma } from "../../generated/sqlite/client.ts";
 import type { CloneRunBody, CreateRunBody, PatchRunBody, RunDetailDto, RunDto, RunListDto, RunListQuery, RunListRow } from "../../lib/contracts/index.ts";
 import { checkpointSelect, runListSelect } from "../../lib/contracts/index.ts";
-import { buildRunConfig, checkEnvPaths, ConfigError, describeConfig, type RunConfig, type RunConfigInput } from "../qrag/index.ts";
+import { buildRunConfig, checkEncoderPath, checkEnvPaths, ConfigError, describeConfig, type RunConfig, type RunConfigInput } from "../qrag/index.ts";
 import { env } from "../env.ts";
 import type { DbHandle } from "../db/client.ts";
 import { conflict, invalid, notFound } from "./errors.ts";
@@ -46,8 +46,10 @@ export function runConfigFrom(input: RunConfigInput, dataRoot: string = env().da
     throw e;
   }
   const paths = checkEnvPaths(config.envs, dataRoot);
-  if (paths.issues.length) throw invalid("config", paths.issues.map((i) => ({ path: `config.${i.path}`, message: i.message })));
-  return { ...config, envs: paths.env };
+  const enc = checkEncoderPath(config.algo.encoder, dataRoot); // an hf encoder's model folder
+  const issues = [...paths.issues, ...enc.issues];
+  if (issues.length) throw invalid("config", issues.map((i) => ({ path: `config.${i.path}`, message: i.message })));
+  return { ...config, envs: paths.env, algo: { ...config.algo, encoder: enc.encoder } };
 }
 
 /** Worker id → name, for run rows' workerName. */

@@ -14,7 +14,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { EngineEvent, EventsAck, RunAssignment } from "../../lib/contracts/index.ts";
 import { sweepSpecSchema, issuesText } from "../../lib/contracts/index.ts";
-import { checkEnvPaths, findCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
+import { checkEncoderPath, checkEnvPaths, findCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
 import { env } from "../env.ts";
 import type { EngineReply, EngineRequest } from "./engine-process.ts";
 import { EventBatcher, type BatcherOptions } from "./batcher.ts";
@@ -285,7 +285,8 @@ export class RunExecution {
     }
     // defence in depth: the dashboard checked the paths against its root; this worker reads only from its own
     const paths = checkEnvPaths(config.envs, this.dataRoot);
-    if (paths.issues.length) return this.fail(paths.issues.map((i) => `config.${i.path}: ${i.message}`).join("; "));
+    const issues = [...paths.issues, ...checkEncoderPath(config.algo.encoder, this.dataRoot).issues]; // an hf encoder's model folder
+    if (issues.length) return this.fail(issues.map((i) => `config.${i.path}: ${i.message}`).join("; "));
     const base = this.opts.baseDir ?? process.cwd();
     let resumeFrom: string | undefined;
     if (a.resumeFrom) {

@@ -23,9 +23,10 @@ export class QNetworks {
   readonly actionTarget: QEncoder;
   readonly policy: QEncoder;
 
-  constructor(config: EncoderConfig, rng: Rng) {
+  /** `dataRoot`: where an `hf` encoder's folder is read from. */
+  constructor(config: EncoderConfig, rng: Rng, opts: { dataRoot?: string } = {}) {
     // Both trainable encoders start from the same weights, as both start from one checkpoint.
-    this.state = createEncoder(config, rng);
+    this.state = createEncoder(config, rng, opts);
     this.action = this.state.clone(true);
     // targets and the policy copy are never trained directly
     this.stateTarget = this.state.clone(false);

@@ -36,7 +36,11 @@ export interface ParamSpec {
 }
 
 /** How to fill a new encoder's weights: fresh from an Rng, or sharing another encoder's values. */
-export type WeightSource = { rng: Rng } | { from: BaseEncoder; trainable: boolean };
+export type WeightSource =
+  | { rng: Rng }
+  | { from: BaseEncoder; trainable: boolean }
+  /** Given values in spec order (pretrained weights, e.g. a Hugging Face folder); dropout masks from `rng`. */
+  | { values: readonly SerializedTensor[]; rng: Rng };
 
 let instanceCounter = 0;
 
@@ -54,7 +58,17 @@ export abstract class BaseEncoder implements QEncoder {
     this.dim = config.dim;
     this.variableNames = specs.map((s) => s.name);
     const tag = `${config.type}${instanceCounter++}`;
-    if ("rng" in source) {
+    if ("values" in source) {
+      this.dropoutRng = source.rng.fork("dropout");
+      if (source.values.length !== specs.length) throw new Error(`${config.type}: ${source.values.length} tensors given, ${specs.length} expected`);
+      this.variables = specs.map((s, i) => {
+        const w = source.values[i];
+        if (w.shape.length !== s.shape.length || w.shape.some((d, j) => d !== s.shape[j])) {
+          throw new Error(`${config.type}: ${s.name} has shape [${w.shape}], expected [${s.shape}]`);
+        }
+        return tf.tidy(() => tf.variable(tf.tensor(w.data, w.shape, "float32"), true, `${tag}/${s.name}`));
+      });
+    } else if ("rng" in source) {
       const rng = source.rng;
       this.dropoutRng = rng.fork("dropout");
       const wrng = rng.fork("weights");
@@ -195,14 +209,14 @@ function validateConfig(c: EncoderConfig): void {
   const bad = (m: string) => {
     throw new Error(`encoder config: ${m}`);
   };
-  if (c.type !== "bow" && c.type !== "transformer") bad(`unknown type "${String(c.type)}"`);
+  if (c.type !== "bow" && c.type !== "transformer" && c.type !== "hf") bad(`unknown type "${String(c.type)}"`);
   if (!Number.isInteger(c.dim) || c.dim <= 0 || c.dim % 4 !== 0) bad(`dim must be a positive multiple of 4, got ${c.dim}`);
   if (!Number.isInteger(c.vocab_size) || c.vocab_size < 4) bad(`vocab_size must be an integer ≥ 4, got ${c.vocab_size}`);
   if (!Number.isInteger(c.hidden) || c.hidden <= 0) bad(`hidden must be a positive integer, got ${c.hidden}`);
   if (!Number.isInteger(c.max_len) || c.max_len < 2) bad(`max_len must be an integer ≥ 2, got ${c.max_len}`);
   if (!(c.dropout >= 0 && c.dropout < 1)) bad(`dropout must be in [0, 1), got ${c.dropout}`);
   if (!(c.init_std > 0)) bad(`init_std must be > 0, got ${c.init_std}`);
-  if (c.type === "transformer") {
+  if (c.type === "transformer" || c.type === "hf") {
     if (!Number.isInteger(c.layers) || c.layers < 0) bad(`layers must be an integer ≥ 0, got ${c.layers}`);
     if (!Number.isInteger(c.heads) || c.heads <= 0 || c.dim % c.heads !== 0) {
       bad(`heads must divide dim (${c.dim}), got ${c.heads}`);

@@ -17,7 +17,11 @@ export interface TokenBatch {
 }
 
 export interface EncoderConfig {
-  type: "bow" | "transformer";
+  type: "bow" | "transformer" | "hf";
+  /** hf only: the Hugging Face model folder, relative to the data root (model/hf/). */
+  path?: string;
+  /** hf only: longest packed sequence (default: the model's max_position_embeddings). */
+  max_length?: number;
   /** Embedding size D; must be divisible by 4 (two heads × rotary pairs). */
   dim: number;
   /** Hashed vocabulary size (ids 0..2 are PAD/CLS/SEP). */

@@ -7,18 +7,24 @@ import type { QEncoder } from "./base.ts";
 import { BowEncoder } from "./bow.ts";
 import { TransformerEncoder } from "./transformer.ts";
 import type { Rng } from "../util/rng.ts";
+import { HfBertEncoder } from "./hf/encoder.ts";
 
 export type { QEncoder } from "./base.ts";
 
-/** A new encoder of `config.type`, weights drawn from `rng` (deterministic by seed). */
-export function createEncoder(config: EncoderConfig, rng: Rng): QEncoder {
+/**
+ * A new encoder of `config.type`, weights drawn from `rng` (deterministic by seed); `hf` reads its
+ * weights from the folder `config.path` inside `opts.dataRoot` (model/hf/).
+ */
+export function createEncoder(config: EncoderConfig, rng: Rng, opts: { dataRoot?: string } = {}): QEncoder {
   switch (config.type) {
     case "bow":
       return new BowEncoder(config, rng);
     case "transformer":
       return new TransformerEncoder(config, rng);
+    case "hf":
+      return HfBertEncoder.load(config, rng, opts.dataRoot);
     default:
-      throw new Error(`unknown encoder type "${String((config as { type: unknown }).type)}" (use bow or transformer)`);
+      throw new Error(`unknown encoder type "${String((config as { type: unknown }).type)}" (use bow, transformer or hf)`);
   }
 }
 

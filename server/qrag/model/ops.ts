@@ -283,12 +283,12 @@ export function gelu<T extends tf.Tensor>(x: T, kind: GeluKind = "erf"): T {
 
 const LN_EPS = 1e-5;
 
-const layerNormGrad = tf.customGrad(((x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, save: tf.GradSaveFunc) => {
+const makeLayerNormGrad = (eps: number) => tf.customGrad(((x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, save: tf.GradSaveFunc) => {
   const axis = x.rank - 1;
   const mean = tf.mean(x, axis, true);
   const xc = tf.sub(x, mean);
   const variance = tf.mean(tf.mul(xc, xc), axis, true);
-  const inv = tf.rsqrt(tf.add(variance, LN_EPS));
+  const inv = tf.rsqrt(tf.add(variance, eps));
   const xhat = tf.mul(xc, inv);
   save([xhat, inv, gamma]);
   return {
@@ -311,9 +311,16 @@ const layerNormGrad = tf.customGrad(((x: tf.Tensor, gamma: tf.Tensor, beta: tf.T
   };
 }) as CustomGradFn);
 
-/** LayerNorm over the last axis (eps 1e-5, like torch.nn.LayerNorm), with a fused gradient. */
-export function layerNorm<T extends tf.Tensor>(x: T, gamma: tf.Tensor1D, beta: tf.Tensor1D): T {
-  return layerNormGrad(x, gamma, beta) as T;
+const layerNormGrads = new Map<number, ReturnType<typeof makeLayerNormGrad>>();
+
+/**
+ * LayerNorm over the last axis (eps 1e-5 by default, like torch.nn.LayerNorm; BERT configs give
+ * their own, e.g. 1e-12), with a fused gradient.
+ */
+export function layerNorm<T extends tf.Tensor>(x: T, gamma: tf.Tensor1D, beta: tf.Tensor1D, eps = LN_EPS): T {
+  let f = layerNormGrads.get(eps);
+  if (!f) layerNormGrads.set(eps, (f = makeLayerNormGrad(eps)));
+  return f(x, gamma, beta) as T;
 }
 
 /**

@@ -1,0 +1,187 @@
+/**
+ * BERT WordPiece tokenisation from a Hugging Face folder, with @huggingface/tokenizers (pure JS,
+ * no downloads: it is handed the parsed files). A folder with `tokenizer.json` uses it as is
+ * (normalizer, pre-tokenizer, WordPiece model, special tokens). A folder with only `vocab.txt`
+ * gets the tokenizer.json that `BertTokenizerFast` would build from it: BertNormalizer
+ * (clean_text, handle_chinese_chars = tokenize_chinese_chars, strip_accents, lowercase =
+ * do_lower_case from tokenizer_config.json; defaults true / null / true as in transformers),
+ * BertPreTokenizer (whitespace + punctuation split), WordPiece with `##` and [UNK].
+ *
+ * Packing follows the reference (docs/method.md §1.2): every piece is tokenised separately and cut
+ * to `maxTokens` tokens *including* its [CLS]/[SEP]; pieces are joined `[CLS] q [SEP] c1 [SEP] …`.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { Tokenizer } from "@huggingface/tokenizers";
+
+type Json = Record<string, unknown>;
+
+export class HfTokenizerError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "HfTokenizerError";
+  }
+}
+
+function readJson(file: string, label: string): Json {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch (e) {
+    throw new HfTokenizerError(`${label}: cannot read (${(e as NodeJS.ErrnoException).code ?? "error"})`);
+  }
+  try {
+    const v: unknown = JSON.parse(text);
+    if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("not an object");
+    return v as Json;
+  } catch {
+    throw new HfTokenizerError(`${label}: not a JSON object`);
+  }
+}
+
+/** The special-token string a tokenizer_config.json names (plain or as an AddedToken object). */
+function specialName(v: unknown, fallback: string): string {
+  if (typeof v === "string") return v;
+  if (v && typeof v === "object" && typeof (v as { content?: unknown }).content === "string") return (v as { content: string }).content;
+  return fallback;
+}
+
+/** tokenizer.json for a BERT vocab.txt, as transformers' BertTokenizerFast converter builds it. */
+function tokenizerJsonFromVocab(vocabText: string, cfg: Json, label: string): Json {
+  const vocab: Record<string, number> = {};
+  const lines = vocabText.split("\n");
+  if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
+  lines.forEach((line, i) => {
+    const tok = line.replace(/\r$/, "");
+    if (!(tok in vocab)) vocab[tok] = i;
+  });
+  const names = {
+    unk: specialName(cfg.unk_token, "[UNK]"),
+    cls: specialName(cfg.cls_token, "[CLS]"),
+    sep: specialName(cfg.sep_token, "[SEP]"),
+    pad: specialName(cfg.pad_token, "[PAD]"),
+    mask: specialName(cfg.mask_token, "[MASK]"),
+  };
+  for (const k of ["unk", "cls", "sep", "pad"] as const) {
+    if (!(names[k] in vocab)) throw new HfTokenizerError(`${label}: special token ${names[k]} is not in the vocabulary`);
+  }
+  const added = Object.values(names)
+    .filter((n, i, a) => n in vocab && a.indexOf(n) === i)
+    .map((n) => ({ id: vocab[n], content: n, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }))
+    .sort((a, b) => a.id - b.id);
+  const lower = cfg.do_lower_case === undefined ? true : Boolean(cfg.do_lower_case);
+  return {
+    version: "1.0",
+    truncation: null,
+    padding: null,
+    added_tokens: added,
+    normalizer: {
+      type: "BertNormalizer",
+      clean_text: true,
+      handle_chinese_chars: cfg.tokenize_chinese_chars === undefined ? true : Boolean(cfg.tokenize_chinese_chars),
+      strip_accents: cfg.strip_accents === undefined ? null : cfg.strip_accents,
+      lowercase: lower,
+    },
+    pre_tokenizer: { type: "BertPreTokenizer" },
+    post_processor: { type: "BertProcessing", sep: [names.sep, vocab[names.sep]], cls: [names.cls, vocab[names.cls]] },
+    decoder: { type: "WordPiece", prefix: "##", cleanup: true },
+    model: { type: "WordPiece", unk_token: names.unk, continuing_subword_prefix: "##", max_input_chars_per_word: 100, vocab },
+  };
+}
+
+export interface PaddedEncoding {
+  tokens: string[][];
+  ids: number[][];
+  mask: number[][];
+}
+
+export class WordPieceTokenizer {
+  readonly cls: number;
+  readonly sep: number;
+  readonly pad: number;
+  readonly vocabSize: number;
+  /** tokenizer_config.json's model_max_length (Infinity when absent or a placeholder). */
+  readonly modelMaxLength: number;
+  private readonly tok: Tokenizer;
+
+  constructor(tokenizerJson: Json, config: Json, label: string) {
+    try {
+      this.tok = new Tokenizer(tokenizerJson, config);
+    } catch (e) {
+      throw new HfTokenizerError(`${label}: unsupported tokenizer (${(e as Error).message})`);
+    }
+    const model = tokenizerJson.model as { type?: unknown; vocab?: unknown } | undefined;
+    if (!model || model.type !== "WordPiece" || typeof model.vocab !== "object" || model.vocab === null) {
+      throw new HfTokenizerError(`${label}: model.type is ${String(model?.type)}, expected WordPiece (a BERT-family tokenizer)`);
+    }
+    this.vocabSize = this.tok.get_vocab(true).size;
+    const idOf = (name: string): number => {
+      const id = this.tok.token_to_id(name);
+      if (id === undefined) throw new HfTokenizerError(`${label}: special token ${name} is not in the vocabulary`);
+      return id;
+    };
+    this.cls = idOf(specialName(config.cls_token, "[CLS]"));
+    this.sep = idOf(specialName(config.sep_token, "[SEP]"));
+    this.pad = idOf(specialName(config.pad_token, "[PAD]"));
+    const mml = config.model_max_length;
+    this.modelMaxLength = typeof mml === "number" && mml > 0 && mml < 1e9 ? mml : Infinity;
+  }
+
+  /**
+   * From a model folder: tokenizer.json if present, else vocab.txt; tokenizer_config.json is
+   * optional. `label` names the folder in errors.
+   */
+  static fromFolder(dir: string, label = dir): WordPieceTokenizer {
+    const cfgFile = path.join(dir, "tokenizer_config.json");
+    const config = fs.existsSync(cfgFile) ? readJson(cfgFile, `${label}/tokenizer_config.json`) : {};
+    const tj = path.join(dir, "tokenizer.json");
+    if (fs.existsSync(tj)) return new WordPieceTokenizer(readJson(tj, `${label}/tokenizer.json`), config, label);
+    const vt = path.join(dir, "vocab.txt");
+    if (fs.existsSync(vt)) {
+      return new WordPieceTokenizer(tokenizerJsonFromVocab(fs.readFileSync(vt, "utf8"), config, `${label}/vocab.txt`), config, label);
+    }
+    throw new HfTokenizerError(`${label}: no tokenizer.json or vocab.txt`);
+  }
+
+  /** WordPiece ids of a text, no special tokens. */
+  ids(text: string): number[] {
+    return this.tok.encode(text, { add_special_tokens: false }).ids;
+  }
+
+  tokenOf(id: number): string {
+    return this.tok.id_to_token(id) ?? "[?]";
+  }
+
+  /** `[CLS] pieces… [SEP]` with the pieces cut so the row has at most `maxTokens` tokens (≥ 2). */
+  single(text: string, maxTokens: number): number[] {
+    const ids = this.ids(text);
+    const keep = Math.max(0, maxTokens - 2);
+    return [this.cls, ...(ids.length > keep ? ids.slice(0, keep) : ids), this.sep];
+  }
+
+  /** `[CLS] p1 [SEP] p2 [SEP] …`, each piece cut as in `single` (the reference's stack_memory). */
+  joined(pieces: readonly string[], maxTokensPerPiece: number): number[] {
+    const row: number[] = [this.cls];
+    const keep = Math.max(0, maxTokensPerPiece - 2);
+    for (const p of pieces) {
+      const ids = this.ids(p);
+      const n = Math.min(ids.length, keep);
+      for (let i = 0; i < n; i++) row.push(ids[i]);
+      row.push(this.sep);
+    }
+    if (pieces.length === 0) row.push(this.sep);
+    return row;
+  }
+
+  /** Like HF `tokenizer(texts, padding=True, truncation=True, max_length)`: right-padded to the longest. */
+  encodePadded(texts: readonly string[], maxLength: number): PaddedEncoding {
+    const rows = texts.map((t) => this.single(t, maxLength));
+    const L = Math.max(0, ...rows.map((r) => r.length));
+    const ids = rows.map((r) => [...r, ...new Array<number>(L - r.length).fill(this.pad)]);
+    return {
+      ids,
+      tokens: ids.map((r) => r.map((i) => this.tokenOf(i))),
+      mask: rows.map((r) => [...new Array<number>(r.length).fill(1), ...new Array<number>(L - r.length).fill(0)]),
+    };
+  }
+}
