@@ -180,7 +180,7 @@ program
   .command("bench")
   .description("run the benchmarks (JSON to stdout and bench-results/)")
   .option("--parts <list>", "comma-separated parts to run")
-  .option("--tasks <list>", "learning part: comma-separated tasks (qa1,qa2,qa3)")
+  .option("--tasks <list>", "learning part: comma-separated tasks (qa1,…,qa5)")
   .option("--out <file>", "JSON output file")
   .action(async (o: { parts?: string; tasks?: string; out?: string }) => {
     const { runBench } = await import("./bench/main.ts");

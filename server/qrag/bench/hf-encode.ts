@@ -11,22 +11,8 @@ import { pickBackend } from "../backend.ts";
 import { createEncoder, defaultEncoderConfig } from "../model/factory.ts";
 import type { QEncoder } from "../model/base.ts";
 import { Rng } from "../util/rng.ts";
+import { time } from "./quick-timing.ts";
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
-function time(reps: number, f: () => void): number {
-  f(); // warm-up
-  const ts: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    f();
-    ts.push(performance.now() - t0);
-  }
-  return median(ts);
-}
 
 async function main(): Promise<void> {
   const folder = path.resolve(process.argv[2] ?? "test/fixtures/bert-tiny");

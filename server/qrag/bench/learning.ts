@@ -1,6 +1,6 @@
 /**
- * Learning results (bench part "learning", long): the CPU preset trained on BabiLong qa1, qa2 and
- * qa3 within the issue's time budgets, then swept over context lengths with the BM25 and dense
+ * Learning results (bench part "learning", long): the CPU preset trained on BabiLong qa1–qa5
+ * within the issue's time budgets, then swept over context lengths with the BM25 and dense
  * baselines. Each run writes a normal run folder under runs/, so it can be inspected or resumed.
  */
 import path from "node:path";
@@ -9,7 +9,7 @@ import { train } from "../train.ts";
 import { sweep } from "../sweep.ts";
 
 interface LearningTask {
-  task: "qa1" | "qa2" | "qa3";
+  task: "qa1" | "qa2" | "qa3" | "qa4" | "qa5";
   /** The preset trained (qa3 has its own: per-fact reward shaping, a longer schedule). */
   preset: string;
   /** Updates to train; default: the preset's steps_count. */
@@ -22,6 +22,8 @@ export const LEARNING_TASKS: LearningTask[] = [
   { task: "qa1", preset: "babilong-cpu", steps: 600, budgetSeconds: 15 * 60 },
   { task: "qa2", preset: "babilong-cpu", steps: 3000, budgetSeconds: 15 * 60 },
   { task: "qa3", preset: "babilong-qa3-cpu", budgetSeconds: 30 * 60 },
+  { task: "qa4", preset: "babilong-cpu", steps: 600, budgetSeconds: 15 * 60 },
+  { task: "qa5", preset: "babilong-cpu", steps: 600, budgetSeconds: 15 * 60 },
 ];
 
 export async function benchLearning(log: (m: string) => void, tasks = LEARNING_TASKS, lengths = [50, 160, 1200, 4600, 40000, 400000]): Promise<Record<string, unknown>[]> {

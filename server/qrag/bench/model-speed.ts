@@ -9,22 +9,8 @@ import { createEncoder, defaultEncoderConfig } from "../model/factory.ts";
 import { twinQ } from "../model/qfunction.ts";
 import { scoreCandidates } from "../model/rotary.ts";
 import { Rng } from "../util/rng.ts";
+import { time } from "./quick-timing.ts";
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
-
-function time(reps: number, f: () => void): number {
-  f(); // warm-up
-  const ts: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    f();
-    ts.push(performance.now() - t0);
-  }
-  return median(ts);
-}
 
 async function main(): Promise<void> {
   const info = await pickBackend(process.argv[2]);
