@@ -181,10 +181,16 @@ program
   .description("run the benchmarks (JSON to stdout and bench-results/)")
   .option("--parts <list>", "comma-separated parts to run")
   .option("--tasks <list>", "learning part: comma-separated tasks (qa1,…,qa5)")
+  .option("--seeds <list>", "learning part: comma-separated seeds, one training per seed (mean ± std across them)")
   .option("--out <file>", "JSON output file")
-  .action(async (o: { parts?: string; tasks?: string; out?: string }) => {
+  .action(async (o: { parts?: string; tasks?: string; seeds?: string; out?: string }) => {
     const { runBench } = await import("./bench/main.ts");
-    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), outFile: o.out });
+    const seeds = o.seeds?.split(",").map((x) => {
+      const n = Number(x);
+      if (!Number.isInteger(n) || n < 0) throw new InputError(`--seeds: "${x}" is not a non-negative integer`);
+      return n;
+    });
+    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), seeds, outFile: o.out });
     const file = o.out ?? path.resolve("bench-results", "latest.json");
     fs.mkdirSync(path.dirname(file), { recursive: true });
     console.log(JSON.stringify(res, null, 2));

@@ -3,7 +3,7 @@
  *   matmul                 tfjs matMul GFLOP/s on the active backend (context for the rest)
  *   workload-transformer   the reference workload (docs/workload.md), transformer encoder
  *   workload-bow           the same workload with the default CPU (bag-of-words) encoder
- *   learning               (long) CPU presets trained on qa1/qa2/qa3, then swept — see learning.ts
+ *   learning               (long) CPU presets trained on qa1–qa5 (per seed), then swept — see learning.ts
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -18,8 +18,10 @@ const DEFAULT_PARTS = ["matmul", "workload-bow", "workload-transformer"];
 
 interface BenchOptions {
   parts?: string[];
-  /** Learning tasks to run (default all: qa1, qa2, qa3). */
+  /** Learning tasks to run (default all: qa1–qa5). */
   tasks?: string[];
+  /** Learning part: train each task once per seed (default: the preset's seed, once). */
+  seeds?: number[];
   outFile?: string;
   log?: (m: string) => void;
 }
@@ -59,7 +61,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       const { benchLearning, LEARNING_TASKS } = await import("./learning.ts");
       const unknown = opts.tasks?.filter((t) => !LEARNING_TASKS.some((l) => l.task === t)) ?? [];
       if (unknown.length) throw new Error(`unknown learning task(s) ${unknown.join(", ")} (known: ${LEARNING_TASKS.map((l) => l.task).join(", ")})`);
-      result.learning = await benchLearning(log, opts.tasks ? LEARNING_TASKS.filter((l) => opts.tasks!.includes(l.task)) : LEARNING_TASKS);
+      result.learning = await benchLearning(log, { tasks: opts.tasks ? LEARNING_TASKS.filter((l) => opts.tasks!.includes(l.task)) : LEARNING_TASKS, seeds: opts.seeds });
     } else throw new Error(`unknown bench part "${part}" (known: matmul, workload-bow, workload-transformer, learning)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }

@@ -1,0 +1,58 @@
+/**
+ * The learning bench's statistics on real (tiny) training runs: one run per seed, mean ± std of the
+ * final held-out coverage and of the time to 0.95 across seeds, and a Wilson interval on every
+ * sweep point; the sample policy gives ≥ 100 episodes up to 1M tokens and ≥ 30 at 10M.
+ */
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { LEARNING_LENGTHS, acrossSeeds, benchLearning, learningSamples, seedSummary } from "../server/qrag/bench/learning.ts";
+
+const runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-learning-"));
+after(() => fs.rmSync(runsDir, { recursive: true, force: true }));
+
+test("sample policy: ≥ 100 episodes per length up to 1M tokens, ≥ 30 at 10M", () => {
+  // 40,000 chunks ≈ 1.34M tokens and 400,000 ≈ 13.4M (README, GPT-2 tokens)
+  for (const n of LEARNING_LENGTHS) assert.ok(learningSamples(n) >= (n <= 40_000 ? 100 : 30), `${n} chunks: ${learningSamples(n)}`);
+});
+
+test("across seeds: mean and sample std of final coverage and of the time to 0.95; seeds that never reach it are counted apart", () => {
+  const curve = (covs: number[]) => covs.map((coverage, i) => ({ update: i * 50, coverage, wall: i * 10 }));
+  const runs = [seedSummary(1, curve([0.2, 0.96, 0.97])), seedSummary(2, curve([0.3, 0.5, 0.95, 0.99])), seedSummary(3, curve([0.1, 0.4, 0.9]))];
+  assert.deepEqual(runs.map((r) => r.first95), [{ update: 50, seconds: 10 }, { update: 100, seconds: 20 }, null]);
+  const a = acrossSeeds(runs);
+  const finals = [0.97, 0.99, 0.9];
+  const mean = finals.reduce((x, y) => x + y) / 3;
+  const sd = Math.sqrt(finals.reduce((x, f) => x + (f - mean) ** 2, 0) / 2);
+  assert.ok(Math.abs(a.finalCoverage.mean - mean) < 1e-12 && Math.abs(a.finalCoverage.sd - sd) < 1e-12, JSON.stringify(a.finalCoverage));
+  assert.equal(a.reached95, 2);
+  assert.deepEqual(a.secondsTo95, { mean: 15, sd: Math.SQRT2 * 5 });
+  assert.deepEqual(a.updatesTo95, { mean: 75, sd: Math.SQRT2 * 25 });
+});
+
+test("two seeds of a tiny run: per-seed results, mean ± std across seeds, Wilson intervals on sweep points", async () => {
+  const tasks = [{ task: "qa1" as const, preset: "tiny", steps: 4, budgetSeconds: 120, overrides: ["eval_interval=2", "eval_episodes=6"] }];
+  const [r] = (await benchLearning(() => {}, { tasks, seeds: [3, 4], lengths: [20], samples: () => 5, runsDir })) as {
+    task: string;
+    runs: { seed: number; sweep: { samples: number; qrag: { coverage: number }; coverage95: { low: number; high: number } | null }[] }[];
+    acrossSeeds: { seeds: number; finalCoverage: { mean: number; sd: number } };
+  }[];
+  assert.equal(r.task, "qa1");
+  assert.deepEqual(r.runs.map((x) => x.seed), [3, 4]);
+  // the across-seed figures are those of each seed's own curve, read back from its run folder
+  const finals = [3, 4].map((s) => {
+    const lines = fs.readFileSync(path.join(runsDir, `bench-learning-qa1-seed${s}`, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { key: string; value: number });
+    return lines.filter((e) => e.key === "eval_coverage").at(-1)!.value;
+  });
+  const m = (finals[0] + finals[1]) / 2;
+  assert.equal(r.acrossSeeds.seeds, 2);
+  assert.ok(Math.abs(r.acrossSeeds.finalCoverage.mean - m) < 1e-12);
+  assert.ok(Math.abs(r.acrossSeeds.finalCoverage.sd - Math.abs(finals[0] - finals[1]) / Math.SQRT2) < 1e-12);
+  for (const run of r.runs) {
+    const p = run.sweep[0];
+    assert.equal(p.samples, 5);
+    assert.ok(p.coverage95 && p.coverage95.low <= p.qrag.coverage && p.qrag.coverage <= p.coverage95.high, JSON.stringify(p.coverage95));
+  }
+});
