@@ -180,11 +180,17 @@ program
   .command("bench")
   .description("run the benchmarks (JSON to stdout and bench-results/)")
   .option("--parts <list>", "comma-separated parts to run")
-  .option("--tasks <list>", "learning part: comma-separated tasks (qa1,…,qa5)")
+  .option("--tasks <list>", "learning / precision parts: comma-separated tasks (qa1,…,qa5)")
+  .option("--lengths <list>", "precision part: comma-separated haystack sizes in chunks (default 50,1200,40000)")
   .option("--out <file>", "JSON output file")
-  .action(async (o: { parts?: string; tasks?: string; out?: string }) => {
+  .action(async (o: { parts?: string; tasks?: string; lengths?: string; out?: string }) => {
     const { runBench } = await import("./bench/main.ts");
-    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), outFile: o.out });
+    const lengths = o.lengths?.split(",").map((x) => {
+      const n = Number(x);
+      if (!Number.isInteger(n) || n < 1) throw new InputError(`--lengths: "${x}" is not a positive integer`);
+      return n;
+    });
+    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), lengths, outFile: o.out });
     const file = o.out ?? path.resolve("bench-results", "latest.json");
     fs.mkdirSync(path.dirname(file), { recursive: true });
     console.log(JSON.stringify(res, null, 2));

@@ -1,0 +1,165 @@
+/**
+ * Stopping rules applied after a greedy episode (docs/method.md §4.2 and issue 11, "Precision").
+ * The retriever always takes its `max_steps` picks; a rule decides how long a prefix of them the
+ * reader gets. Every rule reads only what the episode record already holds for each step (the
+ * chosen chunk's Q, the logged top-k of the other available candidates, the soft value V(s)), so
+ * all rules are scored on the same trajectory and need no retraining:
+ *
+ *   q-threshold  the paper's rule (reference `QValueChunkFilter`): stop before the first step with
+ *                Q ≤ threshold (0.5 in the reference sweep). The labelled baseline.
+ *   margin       per-step margin: stop before the first step whose pick beats the runner-up
+ *                candidate by less than `delta` (a pick the agent cannot tell from the rest).
+ *   drop         relative drop: stop before the first step i ≥ 1 with Q_i < ratio · Q_{i−1}.
+ *   soft-v       the learner's soft value: stop before the first step whose state value
+ *                V(s) = α-logsumexp over the top-k (soft-value.ts) is ≤ tau, i.e. when the
+ *                agent expects no more return from going on.
+ *   q-and-drop   both q-threshold and drop (stop at whichever fires first).
+ *
+ * A "calibrated" rule is one of these with its parameter chosen on a validation split by
+ * `calibrate()` (maximise mean fact-F1 subject to coverage ≥ a floor); pure functions here, the
+ * split itself comes from `validationSource()` in sources.ts and never from the test split.
+ */
+import type { EpisodeRecord, EpisodeStep } from "./events.ts";
+import type { RetrievalScores } from "../../lib/contracts/engine-events.ts";
+import { retrievalMetrics, qThresholdFilter } from "./metrics.ts";
+
+export type StopRule =
+  | { kind: "q-threshold"; threshold: number }
+  | { kind: "margin"; delta: number }
+  | { kind: "drop"; ratio: number }
+  | { kind: "soft-v"; tau: number }
+  | { kind: "q-and-drop"; threshold: number; ratio: number }
+  | { kind: "keep-all" };
+
+export type StopFamily = Exclude<StopRule["kind"], "keep-all">;
+
+/** The paper's rule as the reference sweep uses it. */
+export const PAPER_RULE: StopRule = { kind: "q-threshold", threshold: 0.5 };
+
+type StepView = Pick<EpisodeStep, "q" | "topk"> & { v?: number };
+
+/** Q of the best other available candidate at a step (the logged top-k holds the pick first); −∞ if none. */
+export function runnerUpQ(step: StepView, chosen?: number): number {
+  let best = -Infinity;
+  let skipped = false;
+  for (const c of step.topk) {
+    // skip the pick itself once (by index when known, else the first entry equal to its Q)
+    if (!skipped && (chosen !== undefined ? c.index === chosen : c.q === step.q)) {
+      skipped = true;
+      continue;
+    }
+    if (c.q > best) best = c.q;
+  }
+  return best;
+}
+
+/** How many of the episode's picks (a prefix) the rule keeps. */
+export function keptCount(steps: readonly (StepView & { index?: number })[], rule: StopRule): number {
+  switch (rule.kind) {
+    case "keep-all":
+      return steps.length;
+    case "q-threshold":
+      return qThresholdFilter(steps.map((s) => s.q), rule.threshold);
+    case "margin":
+      for (let i = 0; i < steps.length; i++) if (steps[i].q - runnerUpQ(steps[i], steps[i].index) < rule.delta) return i;
+      return steps.length;
+    case "drop":
+      for (let i = 1; i < steps.length; i++) if (steps[i].q < rule.ratio * steps[i - 1].q) return i;
+      return steps.length;
+    case "soft-v":
+      // a step without a recorded V (records from before V was logged) falls back to its own Q
+      for (let i = 0; i < steps.length; i++) if ((steps[i].v ?? steps[i].q) <= rule.tau) return i;
+      return steps.length;
+    case "q-and-drop":
+      return Math.min(keptCount(steps, { kind: "q-threshold", threshold: rule.threshold }), keptCount(steps, { kind: "drop", ratio: rule.ratio }));
+  }
+}
+
+/** Retrieval scores of the prefix a rule keeps, and its length. */
+export function applyStop(record: Pick<EpisodeRecord, "steps" | "sf_idx">, rule: StopRule): RetrievalScores & { kept: number } {
+  const kept = keptCount(record.steps, rule);
+  return { ...retrievalMetrics(record.steps.slice(0, kept).map((s) => s.index), record.sf_idx), kept };
+}
+
+/** Short label for tables: `q-threshold 0.50`, `margin δ=0.10`, … */
+export function ruleLabel(rule: StopRule): string {
+  const f = (x: number) => x.toFixed(2);
+  switch (rule.kind) {
+    case "keep-all": return "keep all";
+    case "q-threshold": return `q-threshold ${f(rule.threshold)}`;
+    case "margin": return `margin δ=${f(rule.delta)}`;
+    case "drop": return `drop ρ=${f(rule.ratio)}`;
+    case "soft-v": return `soft-v τ=${f(rule.tau)}`;
+    case "q-and-drop": return `q-threshold ${f(rule.threshold)} + drop ρ=${f(rule.ratio)}`;
+  }
+}
+
+const grid = (from: number, to: number, step: number) => {
+  const out: number[] = [];
+  for (let i = 0; from + i * step <= to + 1e-9; i++) out.push(Math.round((from + i * step) * 1e6) / 1e6);
+  return out;
+};
+
+/** The candidate rules of a family that `calibrate` tries (a fixed grid, no data involved). */
+export function familyGrid(family: StopFamily): StopRule[] {
+  switch (family) {
+    case "q-threshold": return grid(0, 1.2, 0.02).map((threshold) => ({ kind: "q-threshold", threshold }));
+    case "margin": return grid(0, 1, 0.02).map((delta) => ({ kind: "margin", delta }));
+    case "drop": return grid(0, 1, 0.02).map((ratio) => ({ kind: "drop", ratio }));
+    case "soft-v": return grid(0, 1.2, 0.02).map((tau) => ({ kind: "soft-v", tau }));
+    case "q-and-drop": {
+      const out: StopRule[] = [];
+      for (const threshold of grid(0, 1, 0.05)) for (const ratio of grid(0, 1, 0.05)) out.push({ kind: "q-and-drop", threshold, ratio });
+      return out;
+    }
+  }
+}
+
+export interface RuleScore {
+  rule: StopRule;
+  samples: number;
+  f1: number;
+  coverage: number;
+  precision: number;
+  recall: number;
+  avgKept: number;
+}
+
+/** Mean scores of a rule over records (NaN over none). */
+export function scoreRule(records: readonly Pick<EpisodeRecord, "steps" | "sf_idx">[], rule: StopRule): RuleScore {
+  let f1 = 0, coverage = 0, precision = 0, recall = 0, kept = 0;
+  for (const r of records) {
+    const m = applyStop(r, rule);
+    f1 += m.f1; coverage += m.coverage; precision += m.precision; recall += m.recall; kept += m.kept;
+  }
+  const n = records.length;
+  return { rule, samples: n, f1: f1 / n, coverage: coverage / n, precision: precision / n, recall: recall / n, avgKept: kept / n };
+}
+
+export interface Calibration {
+  family: StopFamily;
+  rule: StopRule;
+  /** The rule's scores on the records it was chosen on (validation). */
+  validation: RuleScore;
+  /** false when no rule of the grid reached the coverage floor (then: the highest coverage). */
+  feasible: boolean;
+  minCoverage: number;
+}
+
+/**
+ * Picks the family's rule with the best mean F1 among those with coverage ≥ minCoverage on the
+ * given records (ties: higher coverage, then the earlier grid entry). Pass validation records
+ * only: whatever the records are, this is what the rule is fitted to.
+ */
+export function calibrate(records: readonly Pick<EpisodeRecord, "steps" | "sf_idx">[], family: StopFamily, minCoverage = 0.95): Calibration {
+  if (records.length === 0) throw new RangeError("calibrate: no validation records");
+  let best: RuleScore | undefined;
+  let bestAny: RuleScore | undefined;
+  for (const rule of familyGrid(family)) {
+    const s = scoreRule(records, rule);
+    if (s.coverage >= minCoverage && (!best || s.f1 > best.f1 || (s.f1 === best.f1 && s.coverage > best.coverage))) best = s;
+    if (!bestAny || s.coverage > bestAny.coverage || (s.coverage === bestAny.coverage && s.f1 > bestAny.f1)) bestAny = s;
+  }
+  const chosen = best ?? bestAny!;
+  return { family, rule: chosen.rule, validation: chosen, feasible: best !== undefined, minCoverage };
+}
