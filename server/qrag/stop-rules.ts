@@ -19,7 +19,6 @@
  * `calibrate()` (maximise mean fact-F1 subject to coverage ≥ a floor); pure functions here, the
  * split itself comes from `validationSource()` in sources.ts and never from the test split.
  */
-import type { EpisodeRecord, EpisodeStep } from "./events.ts";
 import type { RetrievalScores } from "../../lib/contracts/engine-events.ts";
 import { retrievalMetrics, qThresholdFilter } from "./metrics.ts";
 
@@ -36,32 +35,37 @@ export type StopFamily = Exclude<StopRule["kind"], "keep-all">;
 /** The paper's rule as the reference sweep uses it. */
 export const PAPER_RULE: StopRule = { kind: "q-threshold", threshold: 0.5 };
 
-type StepView = Pick<EpisodeStep, "q" | "topk"> & { v?: number };
+/** What a rule reads of a step of an episode record (EpisodeStep has all of it). */
+export interface StopStep {
+  index: number;
+  q: number;
+  /** Logged top-k of the available candidates at selection time (the pick among them). */
+  topk: readonly { index: number; q: number }[];
+  v?: number;
+}
+
+/** What scoring reads of an episode record. */
+export interface StopEpisode {
+  sf_idx: readonly number[];
+  steps: readonly StopStep[];
+}
 
 /** Q of the best other available candidate at a step (the logged top-k holds the pick first); −∞ if none. */
-export function runnerUpQ(step: StepView, chosen?: number): number {
+export function runnerUpQ(step: StopStep): number {
   let best = -Infinity;
-  let skipped = false;
-  for (const c of step.topk) {
-    // skip the pick itself once (by index when known, else the first entry equal to its Q)
-    if (!skipped && (chosen !== undefined ? c.index === chosen : c.q === step.q)) {
-      skipped = true;
-      continue;
-    }
-    if (c.q > best) best = c.q;
-  }
+  for (const c of step.topk) if (c.index !== step.index && c.q > best) best = c.q;
   return best;
 }
 
 /** How many of the episode's picks (a prefix) the rule keeps. */
-export function keptCount(steps: readonly (StepView & { index?: number })[], rule: StopRule): number {
+export function keptCount(steps: readonly StopStep[], rule: StopRule): number {
   switch (rule.kind) {
     case "keep-all":
       return steps.length;
     case "q-threshold":
       return qThresholdFilter(steps.map((s) => s.q), rule.threshold);
     case "margin":
-      for (let i = 0; i < steps.length; i++) if (steps[i].q - runnerUpQ(steps[i], steps[i].index) < rule.delta) return i;
+      for (let i = 0; i < steps.length; i++) if (steps[i].q - runnerUpQ(steps[i]) < rule.delta) return i;
       return steps.length;
     case "drop":
       for (let i = 1; i < steps.length; i++) if (steps[i].q < rule.ratio * steps[i - 1].q) return i;
@@ -76,7 +80,7 @@ export function keptCount(steps: readonly (StepView & { index?: number })[], rul
 }
 
 /** Retrieval scores of the prefix a rule keeps, and its length. */
-export function applyStop(record: Pick<EpisodeRecord, "steps" | "sf_idx">, rule: StopRule): RetrievalScores & { kept: number } {
+export function applyStop(record: StopEpisode, rule: StopRule): RetrievalScores & { kept: number } {
   const kept = keptCount(record.steps, rule);
   return { ...retrievalMetrics(record.steps.slice(0, kept).map((s) => s.index), record.sf_idx), kept };
 }
@@ -126,7 +130,7 @@ export interface RuleScore {
 }
 
 /** Mean scores of a rule over records (NaN over none). */
-export function scoreRule(records: readonly Pick<EpisodeRecord, "steps" | "sf_idx">[], rule: StopRule): RuleScore {
+export function scoreRule(records: readonly StopEpisode[], rule: StopRule): RuleScore {
   let f1 = 0, coverage = 0, precision = 0, recall = 0, kept = 0;
   for (const r of records) {
     const m = applyStop(r, rule);
@@ -151,7 +155,7 @@ export interface Calibration {
  * given records (ties: higher coverage, then the earlier grid entry). Pass validation records
  * only: whatever the records are, this is what the rule is fitted to.
  */
-export function calibrate(records: readonly Pick<EpisodeRecord, "steps" | "sf_idx">[], family: StopFamily, minCoverage = 0.95): Calibration {
+export function calibrate(records: readonly StopEpisode[], family: StopFamily, minCoverage = 0.95): Calibration {
   if (records.length === 0) throw new RangeError("calibrate: no validation records");
   let best: RuleScore | undefined;
   let bestAny: RuleScore | undefined;
