@@ -43,6 +43,8 @@ test("each rule keeps the expected prefix of a hand-made episode", () => {
     [{ kind: "q-and-drop", threshold: 0.01, ratio: 0.5 }, 2], // the drop fires first
     [{ kind: "q-and-drop", threshold: 0.95, ratio: 0.5 }, 0], // the threshold fires first
     [{ kind: "keep-all" }, 6],
+    [{ kind: "first-k", k: 1 }, 1],
+    [{ kind: "first-k", k: 9 }, 6],
   ];
   for (const [rule, kept] of cases) assert.equal(keptCount(steps, rule), kept, JSON.stringify(rule));
   // a gentle decline never trips the drop rule, however low it goes

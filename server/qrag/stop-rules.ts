@@ -14,6 +14,7 @@
  *                V(s) = α-logsumexp over the top-k (soft-value.ts) is ≤ tau, i.e. when the
  *                agent expects no more return from going on.
  *   q-and-drop   both q-threshold and drop (stop at whichever fires first).
+ *   first-k      a fixed budget: the first k picks whatever their Q (a reference point, not adaptive).
  *
  * A "calibrated" rule is one of these with its parameter chosen on a validation split by
  * `calibrate()` (maximise mean fact-F1 subject to coverage ≥ a floor); pure functions here, the
@@ -28,6 +29,7 @@ export type StopRule =
   | { kind: "drop"; ratio: number }
   | { kind: "soft-v"; tau: number }
   | { kind: "q-and-drop"; threshold: number; ratio: number }
+  | { kind: "first-k"; k: number }
   | { kind: "keep-all" };
 
 export type StopFamily = Exclude<StopRule["kind"], "keep-all">;
@@ -74,6 +76,8 @@ export function keptCount(steps: readonly StopStep[], rule: StopRule): number {
       // a step without a recorded V (records from before V was logged) falls back to its own Q
       for (let i = 0; i < steps.length; i++) if ((steps[i].v ?? steps[i].q) <= rule.tau) return i;
       return steps.length;
+    case "first-k":
+      return Math.min(steps.length, Math.max(0, Math.floor(rule.k)));
     case "q-and-drop":
       return Math.min(keptCount(steps, { kind: "q-threshold", threshold: rule.threshold }), keptCount(steps, { kind: "drop", ratio: rule.ratio }));
   }
@@ -95,6 +99,7 @@ export function ruleLabel(rule: StopRule): string {
     case "drop": return `drop ρ=${f(rule.ratio)}`;
     case "soft-v": return `soft-v τ=${f(rule.tau)}`;
     case "q-and-drop": return `q-threshold ${f(rule.threshold)} + drop ρ=${f(rule.ratio)}`;
+    case "first-k": return `first ${rule.k}`;
   }
 }
 
@@ -111,6 +116,7 @@ export function familyGrid(family: StopFamily): StopRule[] {
     case "margin": return grid(0, 1, 0.02).map((delta) => ({ kind: "margin", delta }));
     case "drop": return grid(0, 1, 0.02).map((ratio) => ({ kind: "drop", ratio }));
     case "soft-v": return grid(0, 1.2, 0.02).map((tau) => ({ kind: "soft-v", tau }));
+    case "first-k": return grid(1, 6, 1).map((k) => ({ kind: "first-k", k }));
     case "q-and-drop": {
       const out: StopRule[] = [];
       for (const threshold of grid(0, 1, 0.05)) for (const ratio of grid(0, 1, 0.05)) out.push({ kind: "q-and-drop", threshold, ratio });
