@@ -45,10 +45,15 @@ test("each rule keeps the expected prefix of a hand-made episode", () => {
     [{ kind: "keep-all" }, 6],
     [{ kind: "first-k", k: 1 }, 1],
     [{ kind: "first-k", k: 9 }, 6],
+    [{ kind: "elbow" }, 2], // 0.99 → 0.032 is the largest drop
   ];
   for (const [rule, kept] of cases) assert.equal(keptCount(steps, rule), kept, JSON.stringify(rule));
   // a gentle decline never trips the drop rule, however low it goes
   assert.equal(keptCount([0.9, 0.8, 0.7, 0.6].map((q, i) => step(i, q, 0)), { kind: "drop", ratio: 0.8 }), 4);
+  // the elbow reads the shape, not the level: low but clearly separated Q-values still cut right
+  assert.equal(keptCount([0.3, 0.28, 0.02, 0.01].map((q, i) => step(i, q, 0)), { kind: "elbow" }), 2);
+  assert.equal(keptCount([0.9, 0.9, 0.9].map((q, i) => step(i, q, 0)), { kind: "elbow" }), 3);
+  assert.equal(keptCount([], { kind: "elbow" }), 0);
   // steps without a recorded V fall back to their own Q
   assert.equal(keptCount([step(0, 0.9, 0), step(1, 0.3, 0)], { kind: "soft-v", tau: 0.5 }), 1);
   // the margin is taken against the best OTHER candidate, whatever order the log holds them in

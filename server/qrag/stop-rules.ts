@@ -14,6 +14,10 @@
  *                V(s) = α-logsumexp over the top-k (soft-value.ts) is ≤ tau, i.e. when the
  *                agent expects no more return from going on.
  *   q-and-drop   both q-threshold and drop (stop at whichever fires first).
+ *   elbow        cut at the largest drop between consecutive picks' Q over the whole episode (the
+ *                retriever runs to max_steps anyway, so the rule may read every step; a virtual
+ *                Q = 0 after the last pick lets it keep everything). Parameter-free: it trusts
+ *                the shape of the Q sequence, not its absolute level.
  *   first-k      a fixed budget: the first k picks whatever their Q (a reference point, not adaptive).
  *
  * A "calibrated" rule is one of these with its parameter chosen on a validation split by
@@ -30,6 +34,7 @@ export type StopRule =
   | { kind: "soft-v"; tau: number }
   | { kind: "q-and-drop"; threshold: number; ratio: number }
   | { kind: "first-k"; k: number }
+  | { kind: "elbow" }
   | { kind: "keep-all" };
 
 export type StopFamily = Exclude<StopRule["kind"], "keep-all">;
@@ -76,6 +81,18 @@ export function keptCount(steps: readonly StopStep[], rule: StopRule): number {
       // a step without a recorded V (records from before V was logged) falls back to its own Q
       for (let i = 0; i < steps.length; i++) if ((steps[i].v ?? steps[i].q) <= rule.tau) return i;
       return steps.length;
+    case "elbow": {
+      let cut = 0;
+      let biggest = -Infinity;
+      for (let i = 0; i < steps.length; i++) {
+        const drop = steps[i].q - (i + 1 < steps.length ? steps[i + 1].q : 0);
+        if (drop > biggest) {
+          biggest = drop;
+          cut = i + 1;
+        }
+      }
+      return cut;
+    }
     case "first-k":
       return Math.min(steps.length, Math.max(0, Math.floor(rule.k)));
     case "q-and-drop":
@@ -100,6 +117,7 @@ export function ruleLabel(rule: StopRule): string {
     case "soft-v": return `soft-v τ=${f(rule.tau)}`;
     case "q-and-drop": return `q-threshold ${f(rule.threshold)} + drop ρ=${f(rule.ratio)}`;
     case "first-k": return `first ${rule.k}`;
+    case "elbow": return "elbow";
   }
 }
 
@@ -116,6 +134,7 @@ export function familyGrid(family: StopFamily): StopRule[] {
     case "margin": return grid(0, 1, 0.02).map((delta) => ({ kind: "margin", delta }));
     case "drop": return grid(0, 1, 0.02).map((ratio) => ({ kind: "drop", ratio }));
     case "soft-v": return grid(0, 1.2, 0.02).map((tau) => ({ kind: "soft-v", tau }));
+    case "elbow": return [{ kind: "elbow" }];
     case "first-k": return grid(1, 6, 1).map((k) => ({ kind: "first-k", k }));
     case "q-and-drop": {
       const out: StopRule[] = [];

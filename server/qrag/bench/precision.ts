@@ -23,7 +23,7 @@ import type { QNetworks } from "../agent/networks.ts";
 import type { GreedyOptions } from "../agent/greedy.ts";
 import type { SampleSource } from "../types.ts";
 
-export const PRECISION_FAMILIES: StopFamily[] = ["q-threshold", "margin", "drop", "soft-v", "q-and-drop", "first-k"];
+export const PRECISION_FAMILIES: StopFamily[] = ["q-threshold", "margin", "drop", "soft-v", "q-and-drop", "elbow", "first-k"];
 
 type Trajectory = Pick<EpisodeRecord, "id" | "steps" | "sf_idx" | "pred_idx">;
 
