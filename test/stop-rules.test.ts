@@ -14,7 +14,7 @@ import { loadAgent } from "../server/qrag/evaluate.ts";
 import { buildSource, validationSource, VALIDATION_SEED_OFFSET } from "../server/qrag/sources.ts";
 import { datasetSource } from "../server/qrag/datasets.ts";
 import { chunkAt } from "../server/qrag/types.ts";
-import { applyStop, calibrate, keptCount, PAPER_RULE, scoreRule, type StopRule } from "../server/qrag/stop-rules.ts";
+import { applyStop, calibrate, keptCount, oraclePrefixScore, PAPER_RULE, scoreRule, type StopRule } from "../server/qrag/stop-rules.ts";
 import { benchPrecision, trajectories, PRECISION_FAMILIES } from "../server/qrag/bench/precision.ts";
 
 /** A step as the greedy record holds it: the pick's Q, the logged top-k (pick first), V(s). */
@@ -63,6 +63,11 @@ test("each rule keeps the expected prefix of a hand-made episode", () => {
   // applyStop scores the kept prefix
   const m = applyStop({ steps, sf_idx: [0, 1] }, PAPER_RULE);
   assert.deepEqual(m, { precision: 1, recall: 1, f1: 1, coverage: 1, kept: 2 });
+  // the ground-truth ceiling: a wrong pick before the gold ones caps every prefix
+  const bound = oraclePrefixScore([{ steps, sf_idx: [0, 1] }, { steps, sf_idx: [1, 2] }, { steps, sf_idx: [99] }]);
+  assert.ok(Math.abs(bound.f1 - (1 + 0.8 + 0) / 3) < 1e-12, `bound F1 ${bound.f1}`);
+  assert.ok(Math.abs(bound.coverage - 2 / 3) < 1e-12);
+  assert.ok(Math.abs(bound.avgKept - (2 + 3 + 0) / 3) < 1e-12, `bound kept ${bound.avgKept}`);
   const all = applyStop({ steps, sf_idx: [0, 1] }, { kind: "keep-all" });
   assert.equal(all.kept, 6);
   assert.ok(Math.abs(all.f1 - 0.5) < 1e-12);

@@ -192,3 +192,26 @@ export function calibrate(records: readonly StopEpisode[], family: StopFamily, m
   const chosen = best ?? bestAny!;
   return { family, rule: chosen.rule, validation: chosen, feasible: best !== undefined, minCoverage };
 }
+
+/**
+ * NOT a stopping rule: the best prefix of each episode chosen WITH the ground truth (max F1 over
+ * prefixes, the shortest on ties). Reported beside the rules as the ceiling no prefix rule can
+ * beat on these trajectories; a wrong pick made before the last gold one caps it below 1.
+ */
+export function oraclePrefixScore(records: readonly StopEpisode[]): Omit<RuleScore, "rule"> {
+  let f1 = 0, coverage = 0, precision = 0, recall = 0, kept = 0;
+  for (const r of records) {
+    let best = retrievalMetrics([], r.sf_idx);
+    let bestK = 0;
+    for (let k = 1; k <= r.steps.length; k++) {
+      const m = retrievalMetrics(r.steps.slice(0, k).map((s) => s.index), r.sf_idx);
+      if (m.f1 > best.f1) {
+        best = m;
+        bestK = k;
+      }
+    }
+    f1 += best.f1; coverage += best.coverage; precision += best.precision; recall += best.recall; kept += bestK;
+  }
+  const n = records.length;
+  return { samples: n, f1: f1 / n, coverage: coverage / n, precision: precision / n, recall: recall / n, avgKept: kept / n };
+}

@@ -16,7 +16,7 @@ import { measureTokensPerChunk, estimateContextTokens } from "../data/context-le
 import { noisePoolFor } from "../data/noise/pool.ts";
 import { corpusSpecFrom } from "../data/noise/corpus.ts";
 import { InputError } from "../errors.ts";
-import { calibrate, PAPER_RULE, ruleLabel, scoreRule, type Calibration, type StopFamily, type StopRule } from "../stop-rules.ts";
+import { calibrate, oraclePrefixScore, PAPER_RULE, ruleLabel, scoreRule, type Calibration, type StopFamily, type StopRule } from "../stop-rules.ts";
 import { wilsonInterval } from "../../../lib/contracts/intervals.ts";
 import type { EpisodeRecord } from "../events.ts";
 import type { QNetworks } from "../agent/networks.ts";
@@ -129,8 +129,10 @@ export async function benchPrecision(log: (m: string) => void, tasks: string[], 
         const test = trajectories(nets, buildSource(config, "test", numChunks, opts.dataRoot), m, gOpts, config.max_action_length);
         const rows = scoreRules(test, rules);
         const seconds = (performance.now() - t1) / 1000;
-        result.lengths.push({ numChunks, tokens: Math.round(estimateContextTokens(numChunks, tpc.noise.mean)), samples: test.length, seconds, rules: rows });
-        log(`  ${task} ${numChunks} chunks (${test.length} samples, ${seconds.toFixed(0)} s): ${rows.map((r) => `${r.name} cov ${r.coverage.toFixed(3)} F1 ${r.f1.toFixed(3)}`).join("; ")}`);
+        // the ground-truth ceiling of any prefix rule on these trajectories (labelled, not a rule)
+        const oraclePrefix = { ...oraclePrefixScore(test), usesGroundTruth: true };
+        result.lengths.push({ numChunks, tokens: Math.round(estimateContextTokens(numChunks, tpc.noise.mean)), samples: test.length, seconds, rules: rows, oraclePrefix });
+        log(`  ${task} ${numChunks} chunks (${test.length} samples, ${seconds.toFixed(0)} s): ${rows.map((r) => `${r.name} cov ${r.coverage.toFixed(3)} F1 ${r.f1.toFixed(3)}`).join("; ")}; [oracle-prefix bound cov ${oraclePrefix.coverage.toFixed(3)} F1 ${oraclePrefix.f1.toFixed(3)}]`);
         fs.writeFileSync(path.join(outDir, `precision-${task}.json`), JSON.stringify(result, null, 2));
       }
       results.push(result);
