@@ -126,12 +126,13 @@ test("a tiny run scored with every rule: same trajectories, scores in [0, 1], ca
   assert.equal(res.status, "completed");
   const checkpoint = path.join(tmp, "run", "checkpoints", "best");
   const out = await benchPrecision(() => {}, ["qa1"], { checkpoints: { qa1: checkpoint }, lengths: [20, 60], samples: () => 12, validationSamples: 16, outDir: tmp });
-  const r = out[0] as { calibrations: { family: string; validation: { coverage: number; f1: number } }[]; lengths: { numChunks: number; samples: number; rules: { name: string; coverage: number; f1: number; avgKept: number; coverageCI: { low: number; high: number } | null }[] }[] };
+  type Cal = { family: string; validation: { coverage: number; f1: number } };
+  const r = out[0] as { calibrations: Cal[]; lengths: { numChunks: number; samples: number; lengthCalibration: { samples: number; calibrations: Cal[] }; rules: { name: string; coverage: number; f1: number; avgKept: number; coverageCI: { low: number; high: number } | null }[] }[] };
   assert.deepEqual(JSON.parse(fs.readFileSync(path.join(tmp, "precision-qa1.json"), "utf8")).lengths.length, 2);
   assert.deepEqual(r.calibrations.map((c) => c.family), PRECISION_FAMILIES);
   for (const len of r.lengths) {
     assert.equal(len.samples, 12);
-    assert.deepEqual(len.rules.map((x) => x.name).slice(0, 2), ["paper", "keep-all"]);
+    assert.deepEqual(len.rules.map((x) => x.name), ["paper", "keep-all", ...PRECISION_FAMILIES.map((f) => `calibrated-${f}`), ...PRECISION_FAMILIES.map((f) => `length-calibrated-${f}`)]);
     for (const row of len.rules) {
       for (const v of [row.coverage, row.f1]) assert.ok(v >= 0 && v <= 1, `${len.numChunks} ${row.name}: ${v}`);
       assert.ok(row.avgKept >= 0 && row.avgKept <= config.envs.max_steps);
@@ -147,6 +148,14 @@ test("a tiny run scored with every rule: same trajectories, scores in [0, 1], ca
     for (const c of r.calibrations) {
       const mine = calibrate(val, c.family as (typeof PRECISION_FAMILIES)[number]);
       assert.deepEqual({ coverage: c.validation.coverage, f1: c.validation.f1 }, { coverage: mine.validation.coverage, f1: mine.validation.f1 }, c.family);
+    }
+    // the per-length calibrations come from validation samples at that length
+    for (const len of r.lengths) {
+      const valHere = trajectories(nets, validationSource(config, len.numChunks), len.lengthCalibration.samples, gOpts, config.max_action_length);
+      for (const c of len.lengthCalibration.calibrations) {
+        const mine = calibrate(valHere, c.family as (typeof PRECISION_FAMILIES)[number]);
+        assert.deepEqual({ coverage: c.validation.coverage, f1: c.validation.f1 }, { coverage: mine.validation.coverage, f1: mine.validation.f1 }, `${len.numChunks} ${c.family}`);
+      }
     }
     // every rule keeps a prefix of one and the same trajectory; the paper rule is the record's own filter
     const test = buildSource(config, "test", 20);

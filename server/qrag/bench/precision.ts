@@ -4,7 +4,8 @@
  * stop-rules.ts on that same trajectory. Rule parameters marked "calibrated" are fitted on a
  * validation split from the train generator under another seed (sources.ts `validationSource`,
  * at the training haystack size), maximising fact-F1 subject to coverage ≥ 0.95 there; the test
- * split is only ever scored. Writes bench-results/precision-<task>.json after every length.
+ * split is only ever scored. Rows "length-calibrated-*" are fitted the same way on validation
+ * samples at the test haystack's own size (known at retrieval time). Writes bench-results/precision-<task>.json after every length.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -126,12 +127,16 @@ export async function benchPrecision(log: (m: string) => void, tasks: string[], 
       for (const numChunks of lengths) {
         const t1 = performance.now();
         const m = samplesFor(numChunks);
+        // the haystack size is known when retrieving, so a rule may also be calibrated at it:
+        // validation (train generator, other seed) at this length, never the test samples
+        const valHere = trajectories(nets, validationSource(config, numChunks, opts.dataRoot), Math.min(valN, m), gOpts, config.max_action_length);
+        const calHere = PRECISION_FAMILIES.map((f) => calibrate(valHere, f, minCoverage));
         const test = trajectories(nets, buildSource(config, "test", numChunks, opts.dataRoot), m, gOpts, config.max_action_length);
-        const rows = scoreRules(test, rules);
+        const rows = scoreRules(test, [...rules, ...calHere.map((c) => ({ name: `length-calibrated-${c.family}`, rule: c.rule, calibrated: true }))]);
         const seconds = (performance.now() - t1) / 1000;
         // the ground-truth ceiling of any prefix rule on these trajectories (labelled, not a rule)
         const oraclePrefix = { ...oraclePrefixScore(test), usesGroundTruth: true };
-        result.lengths.push({ numChunks, tokens: Math.round(estimateContextTokens(numChunks, tpc.noise.mean)), samples: test.length, seconds, rules: rows, oraclePrefix });
+        result.lengths.push({ numChunks, tokens: Math.round(estimateContextTokens(numChunks, tpc.noise.mean)), samples: test.length, seconds, rules: rows, oraclePrefix, lengthCalibration: { samples: valHere.length, calibrations: calHere } });
         log(`  ${task} ${numChunks} chunks (${test.length} samples, ${seconds.toFixed(0)} s): ${rows.map((r) => `${r.name} cov ${r.coverage.toFixed(3)} F1 ${r.f1.toFixed(3)}`).join("; ")}; [oracle-prefix bound cov ${oraclePrefix.coverage.toFixed(3)} F1 ${oraclePrefix.f1.toFixed(3)}]`);
         fs.writeFileSync(path.join(outDir, `precision-${task}.json`), JSON.stringify(result, null, 2));
       }
