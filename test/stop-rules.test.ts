@@ -10,11 +10,11 @@ import os from "node:os";
 import path from "node:path";
 import { resolveConfig } from "../server/qrag/config.ts";
 import { train, evalOptions } from "../server/qrag/train.ts";
-import { loadAgent } from "../server/qrag/evaluate.ts";
+import { evaluate, loadAgent } from "../server/qrag/evaluate.ts";
 import { buildSource, validationSource, VALIDATION_SEED_OFFSET } from "../server/qrag/sources.ts";
 import { datasetSource } from "../server/qrag/datasets.ts";
 import { chunkAt } from "../server/qrag/types.ts";
-import { applyStop, calibrate, keptCount, oraclePrefixScore, PAPER_RULE, scoreRule, type StopRule } from "../server/qrag/stop-rules.ts";
+import { applyStop, calibrate, keptCount, oraclePrefixScore, parseStopRule, PAPER_RULE, scoreRule, type StopRule } from "../server/qrag/stop-rules.ts";
 import { benchPrecision, trajectories, PRECISION_FAMILIES } from "../server/qrag/bench/precision.ts";
 
 /** A step as the greedy record holds it: the pick's Q, the logged top-k (pick first), V(s). */
@@ -71,6 +71,20 @@ test("each rule keeps the expected prefix of a hand-made episode", () => {
   const all = applyStop({ steps, sf_idx: [0, 1] }, { kind: "keep-all" });
   assert.equal(all.kept, 6);
   assert.ok(Math.abs(all.f1 - 0.5) < 1e-12);
+});
+
+test("stop rules parse from the command line's text form", () => {
+  assert.deepEqual(parseStopRule("q-threshold:0.36"), { kind: "q-threshold", threshold: 0.36 });
+  assert.deepEqual(parseStopRule("margin:0.1"), { kind: "margin", delta: 0.1 });
+  assert.deepEqual(parseStopRule("drop:0.3"), { kind: "drop", ratio: 0.3 });
+  assert.deepEqual(parseStopRule("soft-v:0.3"), { kind: "soft-v", tau: 0.3 });
+  assert.deepEqual(parseStopRule("q-and-drop:0.1,0.25"), { kind: "q-and-drop", threshold: 0.1, ratio: 0.25 });
+  assert.deepEqual(parseStopRule("first-k:2"), { kind: "first-k", k: 2 });
+  assert.deepEqual(parseStopRule("elbow"), { kind: "elbow" });
+  assert.deepEqual(parseStopRule("keep-all"), { kind: "keep-all" });
+  for (const bad of ["", "q-threshold", "q-threshold:x", "drop:0.1,0.2", "first-k:1.5", "elbow:1", "oracle", "q-and-drop:0.1"]) {
+    assert.throws(() => parseStopRule(bad), RangeError, bad);
+  }
 });
 
 test("calibration maximises F1 under the coverage floor, and says when the floor is out of reach", () => {
@@ -173,6 +187,17 @@ test("a tiny run scored with every rule: same trajectories, scores in [0, 1], ca
         assert.ok(kept >= 0 && kept <= a.pred_idx.length);
       }
     }
+    // evaluate(): a stop rule re-scores the same picks; without one, the records' Q-threshold filter
+    const drop: StopRule = { kind: "drop", ratio: 0.5 };
+    const plain = await evaluate({ checkpoint, numSamples: 12, neverTerminate: true });
+    const ruled = await evaluate({ checkpoint, numSamples: 12, neverTerminate: true, stop: drop });
+    assert.deepEqual(ruled.records.map((x) => x.pred_idx), plain.records.map((x) => x.pred_idx));
+    const want = scoreRule(plain.records, drop);
+    assert.deepEqual({ f1: ruled.summary.filtered.f1, coverage: ruled.summary.filtered.coverage, avgKept: ruled.summary.filtered.avgKept }, { f1: want.f1, coverage: want.coverage, avgKept: want.avgKept });
+    assert.equal(ruled.summary.filtered.rule, "drop ρ=0.50");
+    const paperWant = scoreRule(plain.records, PAPER_RULE);
+    assert.deepEqual({ f1: plain.summary.filtered.f1, coverage: plain.summary.filtered.coverage, avgKept: plain.summary.filtered.avgKept }, { f1: paperWant.f1, coverage: paperWant.coverage, avgKept: paperWant.avgKept });
+    assert.equal(plain.summary.filtered.rule, undefined);
     const len20 = r.lengths.find((l) => l.numChunks === 20)!;
     const trajs = trajectories(nets, test, 12, gOpts, config.max_action_length);
     const paper = scoreRule(trajs, PAPER_RULE);

@@ -84,13 +84,21 @@ program
   .option("--num-sentences <n>", "haystack size in chunks (BabiLong)", (v) => parseInt(v, 10))
   .option("--never-terminate", "run every episode to max_steps (no ground-truth oracle stop)")
   .option("--threshold <q>", "Q-threshold of the stopping filter", parseFloat, 0.5)
+  .option("--stop <rule>", "stopping rule for the filtered metrics instead: q-threshold:Q, margin:δ, drop:ρ, soft-v:τ, q-and-drop:Q,ρ, first-k:K, elbow, keep-all")
   .option("--out <file>", "write one JSON line per episode")
   .option(...DATA_ROOT_OPTION)
   .option("-q, --quiet", "no progress output")
-  .action(async (ckpt: string, o: { samples?: number; numSentences?: number; neverTerminate?: boolean; threshold: number; out?: string; dataRoot?: string; quiet?: boolean }) => {
+  .action(async (ckpt: string, o: { samples?: number; numSentences?: number; neverTerminate?: boolean; threshold: number; stop?: string; out?: string; dataRoot?: string; quiet?: boolean }) => {
     const { evaluate } = await import("./evaluate.ts");
+    const { parseStopRule } = await import("./stop-rules.ts");
+    let stop;
+    try {
+      stop = o.stop === undefined ? undefined : parseStopRule(o.stop);
+    } catch (e) {
+      throw new InputError((e as Error).message);
+    }
     const onEvent = printer(Boolean(o.quiet));
-    const r = await evaluate({ checkpoint: ckpt, numSamples: o.samples, numSentences: o.numSentences, neverTerminate: o.neverTerminate, threshold: o.threshold, episodesFile: o.out, dataRoot: o.dataRoot, onEvent: (e) => e.type !== "episode" && onEvent(e) });
+    const r = await evaluate({ checkpoint: ckpt, numSamples: o.samples, numSentences: o.numSentences, neverTerminate: o.neverTerminate, threshold: o.threshold, stop, episodesFile: o.out, dataRoot: o.dataRoot, onEvent: (e) => e.type !== "episode" && onEvent(e) });
     console.log(JSON.stringify({ backend: r.backend, ...r.summary }, null, 2));
   });
 

@@ -106,6 +106,29 @@ export function applyStop(record: StopEpisode, rule: StopRule): RetrievalScores 
   return { ...retrievalMetrics(record.steps.slice(0, kept).map((s) => s.index), record.sf_idx), kept };
 }
 
+/**
+ * Parses `kind[:p1[,p2]]`: `q-threshold:0.36`, `margin:0.1`, `drop:0.3`, `soft-v:0.3`,
+ * `q-and-drop:0.1,0.25`, `first-k:2`, `elbow`, `keep-all`. Throws a RangeError with the accepted
+ * forms otherwise.
+ */
+export function parseStopRule(text: string): StopRule {
+  const [kind, args = ""] = text.trim().split(":", 2);
+  const nums = args === "" ? [] : args.split(",").map((x) => Number(x));
+  const bad = () => new RangeError(`stop rule "${text}": expected q-threshold:Q, margin:δ, drop:ρ, soft-v:τ, q-and-drop:Q,ρ, first-k:K, elbow or keep-all`);
+  if (nums.some((x) => !Number.isFinite(x))) throw bad();
+  const one = nums.length === 1 ? nums[0] : undefined;
+  switch (kind) {
+    case "q-threshold": if (one !== undefined) return { kind, threshold: one }; break;
+    case "margin": if (one !== undefined) return { kind, delta: one }; break;
+    case "drop": if (one !== undefined) return { kind, ratio: one }; break;
+    case "soft-v": if (one !== undefined) return { kind, tau: one }; break;
+    case "first-k": if (one !== undefined && Number.isInteger(one) && one >= 0) return { kind, k: one }; break;
+    case "q-and-drop": if (nums.length === 2) return { kind, threshold: nums[0], ratio: nums[1] }; break;
+    case "elbow": case "keep-all": if (nums.length === 0) return { kind }; break;
+  }
+  throw bad();
+}
+
 /** Short label for tables: `q-threshold 0.50`, `margin δ=0.10`, … */
 export function ruleLabel(rule: StopRule): string {
   const f = (x: number) => x.toFixed(2);
