@@ -84,13 +84,21 @@ program
   .option("--num-sentences <n>", "haystack size in chunks (BabiLong)", (v) => parseInt(v, 10))
   .option("--never-terminate", "run every episode to max_steps (no ground-truth oracle stop)")
   .option("--threshold <q>", "Q-threshold of the stopping filter", parseFloat, 0.5)
+  .option("--stop <rule>", "stopping rule for the filtered metrics instead: q-threshold:Q, margin:δ, drop:ρ, soft-v:τ, q-and-drop:Q,ρ, first-k:K, elbow, keep-all")
   .option("--out <file>", "write one JSON line per episode")
   .option(...DATA_ROOT_OPTION)
   .option("-q, --quiet", "no progress output")
-  .action(async (ckpt: string, o: { samples?: number; numSentences?: number; neverTerminate?: boolean; threshold: number; out?: string; dataRoot?: string; quiet?: boolean }) => {
+  .action(async (ckpt: string, o: { samples?: number; numSentences?: number; neverTerminate?: boolean; threshold: number; stop?: string; out?: string; dataRoot?: string; quiet?: boolean }) => {
     const { evaluate } = await import("./evaluate.ts");
+    const { parseStopRule } = await import("./stop-rules.ts");
+    let stop;
+    try {
+      stop = o.stop === undefined ? undefined : parseStopRule(o.stop);
+    } catch (e) {
+      throw new InputError((e as Error).message);
+    }
     const onEvent = printer(Boolean(o.quiet));
-    const r = await evaluate({ checkpoint: ckpt, numSamples: o.samples, numSentences: o.numSentences, neverTerminate: o.neverTerminate, threshold: o.threshold, episodesFile: o.out, dataRoot: o.dataRoot, onEvent: (e) => e.type !== "episode" && onEvent(e) });
+    const r = await evaluate({ checkpoint: ckpt, numSamples: o.samples, numSentences: o.numSentences, neverTerminate: o.neverTerminate, threshold: o.threshold, stop, episodesFile: o.out, dataRoot: o.dataRoot, onEvent: (e) => e.type !== "episode" && onEvent(e) });
     console.log(JSON.stringify({ backend: r.backend, ...r.summary }, null, 2));
   });
 
@@ -180,17 +188,19 @@ program
   .command("bench")
   .description("run the benchmarks (JSON to stdout and bench-results/)")
   .option("--parts <list>", "comma-separated parts to run")
-  .option("--tasks <list>", "learning part: comma-separated tasks (qa1,…,qa5)")
+  .option("--tasks <list>", "learning / precision parts: comma-separated tasks (qa1,…,qa5)")
   .option("--seeds <list>", "learning part: comma-separated seeds, one training per seed (mean ± std across them)")
+  .option("--lengths <list>", "precision part: comma-separated haystack sizes in chunks (default 50,1200,40000)")
   .option("--out <file>", "JSON output file")
-  .action(async (o: { parts?: string; tasks?: string; seeds?: string; out?: string }) => {
+  .action(async (o: { parts?: string; tasks?: string; seeds?: string; lengths?: string; out?: string }) => {
     const { runBench } = await import("./bench/main.ts");
-    const seeds = o.seeds?.split(",").map((x) => {
-      const n = Number(x);
-      if (!Number.isInteger(n) || n < 0) throw new InputError(`--seeds: "${x}" is not a non-negative integer`);
-      return n;
-    });
-    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), seeds, outFile: o.out });
+    const ints = (flag: string, list: string | undefined, min: number) =>
+      list?.split(",").map((x) => {
+        const n = Number(x);
+        if (!Number.isInteger(n) || n < min) throw new InputError(`${flag}: "${x}" is not an integer ≥ ${min}`);
+        return n;
+      });
+    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), seeds: ints("--seeds", o.seeds, 0), lengths: ints("--lengths", o.lengths, 1), outFile: o.out });
     const file = o.out ?? path.resolve("bench-results", "latest.json");
     fs.mkdirSync(path.dirname(file), { recursive: true });
     console.log(JSON.stringify(res, null, 2));

@@ -15,6 +15,7 @@ import { evalOptions, summarize, type EvalSummary, type TrainCheckpoint } from "
 import { Rng } from "./util/rng.ts";
 import type { RunConfig } from "./config.ts";
 import { breather } from "./util/breathe.ts";
+import { applyStop, ruleLabel, type StopRule } from "./stop-rules.ts";
 
 interface EvaluateOptions {
   /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
@@ -27,6 +28,8 @@ interface EvaluateOptions {
   /** true = run every episode to max_steps (no oracle stop); default: the test env's setting. */
   neverTerminate?: boolean;
   threshold?: number;
+  /** Stopping rule for `summary.filtered` (stop-rules.ts); default the Q-threshold above. */
+  stop?: StopRule;
   onEvent?: EventSink;
   signal?: AbortSignal;
   /** Write one JSON line per episode here. */
@@ -34,7 +37,7 @@ interface EvaluateOptions {
 }
 
 interface EvaluateResult {
-  summary: EvalSummary & { filtered: { precision: number; recall: number; f1: number; coverage: number; avgKept: number; threshold: number } };
+  summary: EvalSummary & { filtered: { precision: number; recall: number; f1: number; coverage: number; avgKept: number; threshold: number; rule?: string } };
   records: EpisodeRecord[];
   backend: string;
 }
@@ -73,10 +76,13 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
       emit({ type: "progress", phase: "eval", done: i + 1, total: n, etaSeconds: (secs / (i + 1)) * (n - i - 1) });
     }
     if (out !== undefined) fs.closeSync(out);
-    const f = aggregate(records.map((r) => r.filtered));
-    const avgKept = records.reduce((a, r) => a + r.filtered.kept, 0) / Math.max(1, records.length);
+    // a stopping rule re-scores the same picks; the records keep the Q-threshold filter
+    const stop = opts.stop;
+    const kept = stop ? records.map((r) => applyStop(r, stop)) : records.map((r) => r.filtered);
+    const f = aggregate(kept);
+    const avgKept = kept.reduce((a, r) => a + r.kept, 0) / Math.max(1, records.length);
     const threshold = gOpts.threshold;
-    return { summary: { ...summarize(records, 0, 0), filtered: { precision: f.precision, recall: f.recall, f1: f.f1, coverage: f.coverage, avgKept, threshold } }, records, backend };
+    return { summary: { ...summarize(records, 0, 0), filtered: { precision: f.precision, recall: f.recall, f1: f.f1, coverage: f.coverage, avgKept, threshold, ...(stop ? { rule: ruleLabel(stop) } : {}) } }, records, backend };
   } finally {
     nets.dispose();
   }

@@ -22,6 +22,19 @@ export function buildSource(config: RunConfig, split: Split, numSentences?: numb
   return datasetSource(config.envs, { split, seed: splitSeed(config, split), numSentences, dataRoot });
 }
 
+/** Seed offset of the validation split (train generator, a seed neither the train nor the test split uses). */
+export const VALIDATION_SEED_OFFSET = 2_000_003;
+
+/**
+ * A validation split for choosing evaluation settings (stopping-rule calibration): samples from the
+ * TRAIN generator under another seed, so nothing is fitted to the test split. With the simulated
+ * bAbI stories these are fresh stories; with real bAbI files (`babi_dir`) they are the train file's
+ * questions hidden in fresh noise. `numSentences` defaults to the training haystack size.
+ */
+export function validationSource(config: RunConfig, numSentences?: number, dataRoot?: string): SampleSource {
+  return datasetSource(config.envs, { split: "train", seed: config.seed + VALIDATION_SEED_OFFSET, numSentences, dataRoot });
+}
+
 export function buildSources(config: RunConfig, dataRoot?: string): { train: SampleSource; test: SampleSource } {
   return { train: buildSource(config, "train", undefined, dataRoot), test: buildSource(config, "test", undefined, dataRoot) };
 }

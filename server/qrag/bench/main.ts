@@ -4,6 +4,8 @@
  *   workload-transformer   the reference workload (docs/workload.md), transformer encoder
  *   workload-bow           the same workload with the default CPU (bag-of-words) encoder
  *   learning               (long) CPU presets trained on qa1–qa5 (per seed), then swept — see learning.ts
+ *   precision              stopping rules (paper Q-threshold vs calibrated rules) on the learning
+ *                          part's checkpoints (runs/bench-learning-<task>) — see precision.ts
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -18,10 +20,12 @@ const DEFAULT_PARTS = ["matmul", "workload-bow", "workload-transformer"];
 
 interface BenchOptions {
   parts?: string[];
-  /** Learning tasks to run (default all: qa1–qa5). */
+  /** Learning / precision tasks to run (learning default: all of qa1–qa5; precision default: those with a checkpoint). */
   tasks?: string[];
   /** Learning part: train each task once per seed (default: the preset's seed, once). */
   seeds?: number[];
+  /** Precision part: haystack sizes in chunks (default 50, 1200, 40000). */
+  lengths?: number[];
   outFile?: string;
   log?: (m: string) => void;
 }
@@ -62,7 +66,14 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       const unknown = opts.tasks?.filter((t) => !LEARNING_TASKS.some((l) => l.task === t)) ?? [];
       if (unknown.length) throw new Error(`unknown learning task(s) ${unknown.join(", ")} (known: ${LEARNING_TASKS.map((l) => l.task).join(", ")})`);
       result.learning = await benchLearning(log, { tasks: opts.tasks ? LEARNING_TASKS.filter((l) => opts.tasks!.includes(l.task)) : LEARNING_TASKS, seeds: opts.seeds });
-    } else throw new Error(`unknown bench part "${part}" (known: matmul, workload-bow, workload-transformer, learning)`);
+    } else if (part === "precision") {
+      const { benchPrecision, defaultPrecisionCheckpoint } = await import("./precision.ts");
+      const known = ["qa1", "qa2", "qa3", "qa4", "qa5"];
+      const unknown = opts.tasks?.filter((t) => !known.includes(t)) ?? [];
+      if (unknown.length) throw new Error(`unknown precision task(s) ${unknown.join(", ")} (known: ${known.join(", ")})`);
+      const tasks = opts.tasks ?? known.filter((t) => fs.existsSync(defaultPrecisionCheckpoint(t)));
+      result.precision = await benchPrecision(log, tasks, { lengths: opts.lengths });
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, workload-bow, workload-transformer, learning, precision)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }
   const file = opts.outFile ?? path.resolve("bench-results", "latest.json");
