@@ -152,7 +152,8 @@ function CompareChartImpl({ title, testId, lines, bands, bandKind, x, smoothing,
               {fmtX(t)}
             </text>
           ))}
-          {drawn.map((d) =>
+          {/* nothing to draw yet (series loading, or none in range): an empty band would be the path "Z" */}
+          {drawn.filter((d) => d.xs.length > 0).map((d) =>
             d.lo && d.hi ? (
               <g key={d.id} data-band={d.id}>
                 <path d={`${path(d.xs, d.hi)}${path([...d.xs].reverse(), [...d.lo].reverse()).replace(/^M/, "L")}Z`} fill={d.color} fillOpacity={0.18} stroke="none" />
