@@ -48,6 +48,8 @@ class Dashboard {
   url = "";
   private port = 0;
   onBatch: (msg: EventBatchMsg) => void = () => {};
+  /** A batch this returns true for is neither stored nor acknowledged (a dashboard stuck on that run). */
+  withhold: (msg: EventBatchMsg) => boolean = () => false;
 
   async start(): Promise<void> {
     const server = http.createServer();
@@ -66,6 +68,7 @@ class Dashboard {
       this.worker = socket;
       socket.on("heartbeat", (msg: HeartbeatMsg) => this.heartbeats.push({ at: Date.now(), conn, msg }));
       socket.on("run:events", (msg: EventBatchMsg, ack: (a: EventsAck) => void) => {
+        if (this.withhold(msg)) return;
         let m = this.runs.get(msg.runId);
         if (!m) this.runs.set(msg.runId, (m = new Map()));
         m.set(msg.seq, msg.events);
@@ -346,6 +349,50 @@ test("worker: kill -9 mid-run takes its engine child with it, and no checkpoint 
   } finally {
     w.proc.kill("SIGKILL");
     if (child && alive(child)) process.kill(child, "SIGKILL");
+    await dash.stop();
+  }
+});
+
+test("worker: a newer attempt of a run it still holds replaces it: the old attempt is stopped and its undelivered events dropped", async () => {
+  const dash = new Dashboard();
+  await dash.start();
+  const w = spawnWorker(dash.url, newDataDir());
+  try {
+    await waitFor(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    // attempt 1: once training is under way the dashboard stops answering for this run, as a
+    // dashboard that gave the attempt up (its lease ran out) and moved on
+    let stuck = false;
+    let second = false;
+    dash.withhold = (msg) => {
+      if (msg.runId === "run-s" && msg.events.some((e) => e.type === "metric" && e.key === "qf_loss")) stuck = true;
+      return stuck && !second && msg.runId === "run-s";
+    };
+    assert.deepEqual(await dash.assign(assignment("run-s", ["steps_count=2000", "eval_interval=1000", "eval_episodes=8"])), { ok: true });
+    await waitFor(() => stuck, 60_000, "attempt 1's first TD-loss batch", w);
+
+    // attempt 2 is offered (as the scheduler does, again after each refusal) until it is taken
+    const next = assignment("run-s", ["steps_count=20", "eval_interval=10", "eval_episodes=8"], { attempt: 2, nextSeq: 1000 });
+    const replies: AssignAck[] = [];
+    const t0 = Date.now();
+    while (!replies.at(-1)?.ok) {
+      if (Date.now() - t0 > 20_000) assert.fail(`attempt 2 still refused after 20 s: ${JSON.stringify(replies.at(-1))}\n${w.stderr()}`);
+      if (replies.length) await new Promise((r) => setTimeout(r, 250));
+      replies.push(await dash.assign(next));
+    }
+    second = true;
+    assert.match(replies[0].error ?? "", /still finishing attempt 1 of run run-s \(training; \d+ events unacknowledged\); stopping it/);
+    assert.equal(engineChildren(w.proc.pid!).length <= 1, true, "attempt 1's engine is gone");
+    assert.match(w.stderr(), /attempt 2 assigned while attempt 1 is training.*dropping attempt 1/);
+
+    // attempt 2 runs to completion with its own gapless seqs; nothing of attempt 1 comes after
+    await waitFor(() => dash.end("run-s") !== undefined, 60_000, "attempt 2's run_end", w);
+    const seqs = [...dash.runs.get("run-s")!.keys()].filter((s) => s >= 1000).sort((a, b) => a - b);
+    assert.deepEqual(seqs, seqs.map((_, i) => 1000 + i), "attempt 2's batches gapless from its nextSeq");
+    assert.deepEqual(dash.end("run-s"), { ...dash.end("run-s")!, status: "completed", update: 20 });
+    console.log(`# a superseded attempt: attempt 2 taken after ${replies.length - 1} refusal(s), ${Date.now() - t0} ms`);
+  } finally {
+    if (process.env.SHOW_WORKER_STDERR) process.stderr.write(w.stderr());
+    w.proc.kill("SIGKILL");
     await dash.stop();
   }
 });

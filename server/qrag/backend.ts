@@ -1,31 +1,39 @@
 /**
  * TensorFlow.js backend selection for Node.
  *
- * Order: tfjs-node-gpu → tfjs-node → wasm → cpu. The two native packages are not dependencies of
- * this project (their install downloads libtensorflow, which fails offline); they are used only if
- * someone installed them. The wasm binaries are loaded from node_modules (no network). wasm uses
- * its pthreads build with one thread per core (`QRAG_WASM_THREADS`, see wasm-threads.ts).
+ * Order: tfjs-node-gpu → webgpu (a hardware adapter) → tfjs-node → wasm → cpu. The two native
+ * packages are not dependencies of this project (their install downloads libtensorflow, which
+ * fails offline); they are used only if someone installed them. webgpu comes from the optional
+ * packages `webgpu` + `@tensorflow/tfjs-backend-webgpu` (backend-webgpu.ts). The wasm binaries are
+ * loaded from node_modules (no network). wasm uses its pthreads build with one thread per core
+ * (`QRAG_WASM_THREADS`, see wasm-threads.ts).
  *
  * `QRAG_BACKEND` (or the argument) forces one backend: `tensorflow` (tfjs-node-gpu if installed,
- * else tfjs-node) | `tensorflow-gpu` (tfjs-node-gpu only) | `wasm` | `cpu` (aliases: `node-gpu`,
- * `tfjs-node-gpu`, `gpu`, `node`, `tfjs-node`); `auto` (or empty) = the order above. A forced
- * backend that cannot load is an error that names why.
+ * else tfjs-node) | `tensorflow-gpu` (tfjs-node-gpu only) | `webgpu` (a software adapter too) |
+ * `wasm` | `cpu` (aliases: `node-gpu`, `tfjs-node-gpu`, `gpu`, `node`, `tfjs-node`, `dawn`);
+ * `auto` (or empty) = the order above. A forced backend that cannot load is an error that names
+ * why; on auto, each one that cannot is one line in the log (QRAG_BACKEND_VERBOSE) and the next is tried.
  */
 import * as tf from "@tensorflow/tfjs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { env } from "../env.ts";
+import { adapterLabel, installWebgpu, type WebgpuAdapter } from "./backend-webgpu.ts";
 import { unrefPoolWorkers, wasmThreadsWanted, withWasmThreadShims } from "./wasm-threads.ts";
 
 interface BackendInfo {
-  /** tfjs backend name as registered: "tensorflow", "wasm" or "cpu". */
+  /** tfjs backend name as registered: "tensorflow", "webgpu", "wasm" or "cpu". */
   backend: string;
-  /** Human-readable device, e.g. "wasm (1 thread, SIMD)", "cpu", "tensorflow GPU (tfjs-node-gpu)". */
+  /** Human-readable device, e.g. "wasm (1 thread, SIMD)", "cpu", "webgpu: nvidia …", "tensorflow GPU (tfjs-node-gpu)". */
   device: string;
+  /** The WebGPU adapter (webgpu backend only). */
+  adapter?: WebgpuAdapter;
+  /** On auto: why each backend before the chosen one was not used (one line each). */
+  skipped?: string[];
 }
 
-type Choice = "tensorflow-gpu" | "tensorflow" | "wasm" | "cpu";
-const AUTO_ORDER: readonly Choice[] = ["tensorflow", "wasm", "cpu"];
+type Choice = "tensorflow-gpu" | "webgpu" | "tensorflow" | "wasm" | "cpu";
+const AUTO_ORDER: readonly Choice[] = ["tensorflow-gpu", "webgpu", "tensorflow", "wasm", "cpu"];
 
 const ALIASES: Record<string, Choice | "auto"> = {
   auto: "auto",
@@ -37,6 +45,8 @@ const ALIASES: Record<string, Choice | "auto"> = {
   tensorflow: "tensorflow",
   "tfjs-node": "tensorflow",
   node: "tensorflow",
+  webgpu: "webgpu",
+  dawn: "webgpu",
   wasm: "wasm",
   cpu: "cpu",
 };
@@ -47,7 +57,7 @@ export function parseBackendPref(pref: string | undefined): Choice | "auto" {
   const c = ALIASES[key];
   if (c === undefined) {
     throw new Error(
-      `unknown tfjs backend "${pref}" (QRAG_BACKEND / --backend): use one of auto, tensorflow-gpu, tensorflow, wasm, cpu`,
+      `unknown tfjs backend "${pref}" (QRAG_BACKEND / --backend): use one of auto, tensorflow-gpu, webgpu, tensorflow, wasm, cpu`,
     );
   }
   return c;
@@ -56,6 +66,7 @@ export function parseBackendPref(pref: string | undefined): Choice | "auto" {
 // Module names held in variables so TypeScript neither resolves nor requires their types.
 const NODE_GPU_PKG: string = "@tensorflow/tfjs-node-gpu";
 const NODE_PKG: string = "@tensorflow/tfjs-node";
+const WEBGPU_PKG: string = "@tensorflow/tfjs-backend-webgpu";
 
 let current: { choice: Choice; info: BackendInfo } | undefined;
 let pending: { key: string; promise: Promise<BackendInfo> } | undefined;
@@ -95,7 +106,8 @@ async function doPick(choice: Choice | "auto"): Promise<{ choice: Choice; info: 
   const reasons: string[] = [];
   for (const c of AUTO_ORDER) {
     try {
-      return { choice: c, info: await tryOne(c) };
+      const info = await tryOne(c, true);
+      return { choice: c, info: reasons.length ? { ...info, skipped: reasons } : info };
     } catch (e) {
       reasons.push(`${c}: ${errMsg(e)}`);
     }
@@ -103,8 +115,19 @@ async function doPick(choice: Choice | "auto"): Promise<{ choice: Choice; info: 
   throw new Error(`no tfjs backend could be initialised (${reasons.join("; ")})`);
 }
 
-async function tryOne(c: Choice): Promise<BackendInfo> {
+async function tryOne(c: Choice, auto = false): Promise<BackendInfo> {
   switch (c) {
+    case "webgpu": {
+      // navigator.gpu must exist before tfjs-backend-webgpu is imported: it registers itself only then
+      const adapter = await installWebgpu(!auto);
+      try {
+        await import(WEBGPU_PKG);
+      } catch (e) {
+        throw new Error(`${WEBGPU_PKG} is not installed or failed to load (${errMsg(e)})`);
+      }
+      await activate("webgpu", WEBGPU_PKG);
+      return { backend: "webgpu", device: adapterLabel(adapter), adapter };
+    }
     case "tensorflow-gpu":
     case "tensorflow": {
       // "tensorflow" takes tfjs-node-gpu when installed, else tfjs-node (both register the

@@ -75,7 +75,7 @@ export const runConfigSchema = z.strictObject({
   max_action_length_in_memory: int(1, 8192),
   /** Episodes kept in the event stream per evaluation (full records go to episodes.jsonl). */
   eval_episodes_logged: int(0, 1000).default(8).describe("episodes per evaluation kept in the event stream"),
-  backend: z.enum(["auto", "tensorflow", "wasm", "cpu"]).default("auto"),
+  backend: z.enum(["auto", "tensorflow", "webgpu", "wasm", "cpu"]).default("auto"),
   envs: envSchema,
   algo: algoSchema,
 }).refine((c) => c.batch_size % c.envs_parallel === 0, { message: "must be a multiple of envs_parallel", path: ["batch_size"] });

@@ -70,7 +70,12 @@ interface Conn {
   offering: boolean;
   /** Registration written. */
   ready: Promise<void>;
+  /** Not offered anything before this time (ms): it refused the last offer. */
+  pausedUntil?: number;
 }
+
+/** After a refusal, a worker waits this long for its next offer (the refused run may be offered again at once). */
+const REFUSAL_PAUSE_MS = 1_000;
 
 export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
   const conns = new Map<string, Conn>();
@@ -113,7 +118,7 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
       do {
         again = false;
         for (const c of conns.values()) {
-          if (closed || c.offering || c.runs.size) continue;
+          if (closed || c.offering || c.runs.size || (c.pausedUntil ?? 0) > Date.now()) continue;
           const tried: string[] = [];
           for (let k = 0; k < 5; k++) {
             const [id] = await queuedRunIds(h, 1, tried);
@@ -159,6 +164,7 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
     }
     if (res.ok) return;
     log(`run ${a.runId} refused by ${who(c)}: ${res.error ?? "refused"}`);
+    c.pausedUntil = Date.now() + REFUSAL_PAUSE_MS;
     c.runs.delete(a.runId);
     await unclaimRun(h, a.runId, c.hello.workerId).catch(() => undefined);
     await setWorkerRow(c).catch(() => undefined);

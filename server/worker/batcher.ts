@@ -17,7 +17,8 @@
  *   resends at once; `ok: false` resends after a growing delay (1 s … 10 s).
  * - An ack with `stop` calls `onStop` (the runner aborts the engine, which checkpoints and ends with
  *   a cancelled run_end, still delivered). `stop` with `ok: false` means the server refuses this
- *   run's events altogether (unknown or reassigned run): the rest is discarded and drain resolves.
+ *   run's events altogether (unknown or reassigned run): the rest is discarded and drain resolves
+ *   (abandon(), which the worker also calls when the dashboard assigns a newer attempt of the run).
  * - Nothing is ever dropped otherwise; a backlog that grows large (dashboard down for long) is
  *   reported through `log` at doubling thresholds.
  */
@@ -154,6 +155,28 @@ export class EventBatcher {
     });
   }
 
+  /**
+   * Gives up delivery: what is not acknowledged is discarded, later events are ignored and drain()
+   * resolves (isRejected turns true). For a run the dashboard no longer takes from this worker;
+   * the next attempt resumes from a checkpoint behind every acknowledged event and re-sends the
+   * rest. Returns how many events were discarded.
+   */
+  abandon(): number {
+    if (this.rejected) return 0;
+    this.rejected = true;
+    const lost = this.pendingEvents;
+    this.buffer = [];
+    this.bufferSizes = [];
+    this.bufferBytes = 0;
+    this.queue.length = 0;
+    this.inFlight = null;
+    this.clearCutTimer();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.resolveDrains();
+    return lost;
+  }
+
   /** Stops timers and socket listeners. Pending drain() promises stay unresolved. */
   close(): void {
     this.closed = true;
@@ -239,15 +262,8 @@ export class EventBatcher {
     }
     if (!ack.ok) {
       if (ack.stop) {
-        this.rejected = true;
-        const lost = this.pendingEvents;
-        this.buffer = [];
-        this.bufferSizes = [];
-        this.bufferBytes = 0;
-        this.queue.length = 0;
-        this.clearCutTimer();
+        const lost = this.abandon();
         this.log("warn", `run ${this.runId}: the dashboard refused batch ${batch.seq} and asked to stop (${ack.error ?? "no reason given"}); ${lost} undelivered events discarded`);
-        this.resolveDrains();
         return;
       }
       this.retryLater(`run ${this.runId}: the dashboard did not store batch ${batch.seq} (${ack.error ?? "no reason given"})`);

@@ -23,7 +23,8 @@ export type EngineRequest =
   | { type: "barrier_ok"; id: number; ok: boolean };
 
 export type EngineReply =
-  | { type: "backend"; backend: string; device: string }
+  /** `skipped`: on auto, why the backends before it were not used (one line each). */
+  | { type: "backend"; backend: string; device: string; skipped?: string[] }
   | { type: "event"; event: EngineEvent }
   | { type: "done"; status: "completed" | "cancelled"; step: number; updates: number }
   | { type: "error"; message: string }
@@ -80,7 +81,7 @@ async function handle(msg: EngineRequest): Promise<void> {
     if (msg.type === "probe") {
       const { pickBackend } = await import("../qrag/runtime.ts");
       const info = await pickBackend();
-      return await finish({ type: "backend", backend: info.backend, device: info.device }, 0);
+      return await finish({ type: "backend", backend: info.backend, device: info.device, ...(info.skipped ? { skipped: info.skipped } : {}) }, 0);
     }
     if (msg.type === "sweep") {
       const { sweep } = await import("../qrag/runtime.ts");

@@ -25,7 +25,7 @@ import { probeBackend, startRun, type RunExecution } from "./runner.ts";
 /** The worker's socket, typed by the /workers contract. */
 export type WorkerSocket = Socket<ServerToWorker, WorkerToServer>;
 
-const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--data-root <dir>] [--backend auto|tensorflow-gpu|tensorflow|wasm|cpu]
+const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--data-root <dir>] [--backend auto|tensorflow-gpu|webgpu|tensorflow|wasm|cpu]
   env: QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_DATA_ROOT (config paths resolve inside it; default the data dir), QRAG_BACKEND`;
 
 class UsageError extends Error {}
@@ -109,7 +109,12 @@ async function main(): Promise<void> {
   // the engine (and tfjs) runs in a forked process per run; probe there which backend runs get
   // (the forked processes read QRAG_BACKEND from the environment they inherit)
   if (cli.backend) process.env.QRAG_BACKEND = cli.backend;
-  const { backend, device } = await probeBackend(log);
+  const { backend, device, skipped } = await probeBackend(log);
+  // the GPU route is worth one line when it was not taken (no adapter, no Vulkan loader, …)
+  const webgpuWhy = skipped.find((s) => s.startsWith("webgpu:"));
+  if (webgpuWhy) log("info", `webgpu not used: ${webgpuWhy.slice("webgpu:".length).trim()}`);
+  // runs get the probed backend, so their engines do not search again (Dawn's adapter search included)
+  if (!process.env.QRAG_BACKEND || process.env.QRAG_BACKEND === "auto") process.env.QRAG_BACKEND = backend;
   const host = os.hostname();
   log("info", `id ${workerId} on ${host}; backend ${backend}, device ${device}; dashboard ${cli.url}`);
 
@@ -186,10 +191,12 @@ async function main(): Promise<void> {
     const raw = p.data;
     const same = runs.get(raw.runId);
     if (same) {
-      // the same assignment resent (e.g. after a reconnect) is fine; a new attempt of a run this
-      // worker is still finishing is not
+      // the same assignment resent (e.g. after a reconnect) is fine. A newer attempt means the
+      // dashboard gave ours up: drop it (runner.ts) and take the new one when offered again.
       if (same.attempt === raw.attempt) return reply({ ok: true });
-      return reply({ ok: false, error: `still finishing attempt ${same.attempt} of run ${raw.runId}` });
+      const was = same.state;
+      if (raw.attempt > same.attempt) same.supersede(raw.attempt);
+      return reply({ ok: false, error: `still finishing attempt ${same.attempt} of run ${raw.runId} (${was})${raw.attempt > same.attempt ? "; stopping it, offer again" : ""}` });
     }
     if (shuttingDown) return reply({ ok: false, error: "worker is shutting down" });
     const busy = training();

@@ -77,7 +77,7 @@ export interface EngineProcess {
  * Forks engine-process.ts with this process's Node flags (so `--import tsx` carries over). Its
  * output is forwarded to `log` line by line, clipped, and the last lines are kept for error reports.
  */
-export function spawnEngine(log: Logger, tag: string): EngineProcess {
+export function spawnEngine(log: Logger, tag: string, o: { quiet?: boolean } = {}): EngineProcess {
   const child = fork(ENGINE_ENTRY, [], { stdio: ["ignore", "pipe", "pipe", "ipc"], env: process.env });
   const lines: string[] = [];
   const collect = (stream: NodeJS.ReadableStream | null) => {
@@ -92,7 +92,7 @@ export function spawnEngine(log: Logger, tag: string): EngineProcess {
         if (!line) continue;
         lines.push(line);
         if (lines.length > 20) lines.shift();
-        log("warn", `${tag}: engine: ${line}`);
+        if (!o.quiet) log("warn", `${tag}: engine: ${line}`);
       }
     });
   };
@@ -122,13 +122,15 @@ export function spawnEngine(log: Logger, tag: string): EngineProcess {
 }
 
 /** Picks the tfjs backend the runs will get (in a short-lived engine process) and reports it. */
-export async function probeBackend(log: Logger = silentLogger): Promise<{ backend: string; device: string }> {
-  const p = spawnEngine(log, "backend probe");
+export async function probeBackend(log: Logger = silentLogger): Promise<{ backend: string; device: string; skipped: string[] }> {
+  // quiet: Dawn prints its Vulkan diagnostics on stderr while it looks for an adapter; the reason
+  // a backend was not used comes back in `skipped` instead
+  const p = spawnEngine(log, "backend probe", { quiet: true });
   let reply: EngineReply | undefined;
   p.onReply((m) => (reply ??= m));
   p.send({ type: "probe" });
   const { code, signal } = await p.exited;
-  if (reply?.type === "backend") return { backend: reply.backend, device: reply.device };
+  if (reply?.type === "backend") return { backend: reply.backend, device: reply.device, skipped: reply.skipped ?? [] };
   const why = reply?.type === "error" ? reply.message : `engine process exited with ${signal ?? `code ${code}`}${p.tail().length ? `: ${p.tail().at(-1)}` : ""}`;
   throw new Error(`no tfjs backend: ${why}`);
 }
@@ -153,6 +155,7 @@ export class RunExecution {
   private cancelSeen = false;
   private killedStuck = false;
   private graceTimer: NodeJS.Timeout | null = null;
+  private superseded = false;
 
   constructor(
     private readonly assignment: RunAssignment,
@@ -202,6 +205,35 @@ export class RunExecution {
       this.log("warn", `run ${this.runId}: the engine did not take the cancel within ${CANCEL_GRACE_MS} ms; killing it`);
       engine.child.kill("SIGKILL");
     }, CANCEL_GRACE_MS);
+  }
+
+  /** What this attempt is doing, for logs and refusals. */
+  get state(): string {
+    const phase = this.endEvent ? `ended ${this.endEvent.status}` : this.engine ? `training${this.cancelRequested ? ", cancel requested" : ""}` : "starting";
+    return `${phase}; ${this.batcher.pendingEvents} events unacknowledged`;
+  }
+
+  /**
+   * The dashboard assigned attempt `by` of this run, so it has given this attempt up (its lease ran
+   * out): nothing of it will be stored any more. Its undelivered events are dropped (the next
+   * attempt resumes from a checkpoint behind every acknowledged event and produces them again),
+   * so no checkpoint passes the barrier; the engine is cancelled and killed if it has not exited
+   * within CANCEL_GRACE_MS, whatever it is waiting for. `done` then resolves and the worker takes
+   * the new attempt when it is offered again.
+   */
+  supersede(by: number): void {
+    if (this.superseded) return;
+    this.superseded = true;
+    this.log("warn", `run ${this.runId}: attempt ${by} assigned while attempt ${this.attempt} is ${this.state}; dropping attempt ${this.attempt}`);
+    this.batcher.abandon();
+    this.cancel(`attempt ${by} supersedes it`);
+    const engine = this.engine;
+    if (engine) {
+      const timer = setTimeout(() => {
+        if (this.engine === engine) engine.child.kill("SIGKILL");
+      }, CANCEL_GRACE_MS);
+      void engine.exited.then(() => clearTimeout(timer));
+    }
   }
 
   /** Answers the engine's pre-checkpoint barrier once the dashboard acknowledged every event so far. */

@@ -1,0 +1,121 @@
+/**
+ * WebGPU in Node for tfjs: the optional npm package `webgpu` (Dawn's Node bindings, a prebuilt
+ * `dawn.node`; nothing downloaded at install) gives `navigator.gpu`, on which
+ * `@tensorflow/tfjs-backend-webgpu` runs. Dawn reaches the GPU through Vulkan, so the machine needs
+ * the Vulkan loader (Debian `libvulkan1`) and the GPU vendor's Vulkan driver (NVIDIA's ships with
+ * its driver). Mesa's software driver (lavapipe, `mesa-vulkan-drivers` ≥ 24) also works: it is a
+ * "fallback adapter", used only when asked for (tests on CPU-only machines), never picked on auto.
+ */
+import fs from "node:fs";
+import path from "node:path";
+
+/** The adapter a webgpu backend runs on, as Dawn reports it. */
+export interface WebgpuAdapter {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  /** A software (CPU) implementation such as lavapipe. */
+  fallback: boolean;
+  /** Limits we ask the device for (tfjs asks only for the defaults otherwise). */
+  maxStorageBuffersPerShaderStage: number;
+  maxBufferSize: number;
+}
+
+interface DawnModule {
+  create(flags: string[]): GpuLike;
+  globals: Record<string, unknown>;
+}
+interface AdapterLike {
+  info: { vendor: string; architecture: string; device: string; description: string; isFallbackAdapter?: boolean };
+  isFallbackAdapter?: boolean;
+  limits: Record<string, number>;
+  features: unknown;
+  requestDevice(desc?: unknown): Promise<unknown>;
+}
+interface GpuLike {
+  requestAdapter(opts?: unknown): Promise<AdapterLike | null>;
+}
+
+// held in a variable so TypeScript neither resolves nor requires its types
+const DAWN_PKG: string = "webgpu";
+
+/**
+ * Loads Dawn, finds an adapter and installs `navigator.gpu` (and the WebGPU globals tfjs checks
+ * for). Throws one line that says what is missing: the package, the Vulkan loader, an adapter,
+ * or (unless `allowFallback`) a hardware one.
+ */
+export async function installWebgpu(allowFallback: boolean): Promise<WebgpuAdapter> {
+  let dawn: DawnModule;
+  try {
+    dawn = (await import(DAWN_PKG)) as DawnModule;
+  } catch (e) {
+    throw new Error(`the optional package "webgpu" is not installed or failed to load (${short(e)})`);
+  }
+  // Dawn prints its Vulkan diagnostics on stderr; an unset XDG_RUNTIME_DIR adds noise there only
+  process.env.XDG_RUNTIME_DIR ??= "/tmp";
+  const gpu = dawn.create([]);
+  let adapter: AdapterLike | null;
+  try {
+    adapter = await gpu.requestAdapter({ powerPreference: "high-performance" });
+  } catch (e) {
+    throw new Error(`no WebGPU adapter (${short(e)})`);
+  }
+  if (!adapter) {
+    throw new Error(
+      vulkanLoaderFound()
+        ? "no WebGPU adapter: the Vulkan loader found no driver for a GPU (NVIDIA's comes with its driver; check /usr/share/vulkan/icd.d or VK_DRIVER_FILES)"
+        : "no WebGPU adapter: the Vulkan loader libvulkan.so.1 is not installed (Debian/Ubuntu: apt-get install libvulkan1)",
+    );
+  }
+  const info = adapter.info;
+  const fallback = Boolean(adapter.isFallbackAdapter ?? info.isFallbackAdapter ?? info.architecture === "software");
+  if (fallback && !allowFallback) {
+    throw new Error(`only a software WebGPU adapter (${info.description || info.device}); not used unless QRAG_BACKEND=webgpu`);
+  }
+  Object.assign(globalThis, dawn.globals);
+  // tfjs-backend-webgpu asks navigator.gpu for its adapter and device; pass ours, with the limits it
+  // needs raised to what the adapter offers (the defaults allow only 8 storage buffers per stage)
+  const requested = {
+    maxStorageBuffersPerShaderStage: adapter.limits.maxStorageBuffersPerShaderStage,
+    maxBufferSize: adapter.limits.maxBufferSize,
+    maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+    maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize,
+    maxComputeInvocationsPerWorkgroup: adapter.limits.maxComputeInvocationsPerWorkgroup,
+  };
+  const original = adapter.requestDevice.bind(adapter);
+  adapter.requestDevice = (desc?: unknown) => {
+    const d = (desc ?? {}) as { requiredLimits?: Record<string, number> };
+    return original({ ...d, requiredLimits: { ...(d.requiredLimits ?? {}), ...requested } });
+  };
+  const navigatorGpu = { requestAdapter: () => Promise.resolve(adapter) };
+  const nav = (globalThis as { navigator?: object }).navigator;
+  if (nav) Object.defineProperty(nav, "gpu", { value: navigatorGpu, configurable: true });
+  else Object.defineProperty(globalThis, "navigator", { value: { gpu: navigatorGpu }, configurable: true });
+  return {
+    vendor: info.vendor,
+    architecture: info.architecture,
+    device: info.device,
+    description: info.description,
+    fallback,
+    maxStorageBuffersPerShaderStage: requested.maxStorageBuffersPerShaderStage,
+    maxBufferSize: requested.maxBufferSize,
+  };
+}
+
+/** "nvidia nvidia-h100-80gb-hbm3 (NVIDIA: 580.159.4)" style label for the worker's device field. */
+export function adapterLabel(a: WebgpuAdapter): string {
+  const name = [a.vendor, a.device].filter(Boolean).join(" ") || "unknown adapter";
+  return `webgpu: ${name}${a.description ? ` (${a.description})` : ""}${a.fallback ? ", software" : ""}`;
+}
+
+/** Whether libvulkan.so.1 is where the dynamic loader looks (Dawn opens it at run time). */
+function vulkanLoaderFound(): boolean {
+  const dirs = [...(process.env.LD_LIBRARY_PATH ?? "").split(":").filter(Boolean), "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib/x86_64-linux-gnu"];
+  return dirs.some((d) => fs.existsSync(path.join(d, "libvulkan.so.1")));
+}
+
+function short(e: unknown): string {
+  const s = e instanceof Error ? e.message : String(e);
+  return s.length > 300 ? s.slice(0, 300) + "…" : s;
+}
