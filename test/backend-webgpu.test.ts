@@ -8,6 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { pickBackend } from "../server/qrag/backend.ts";
@@ -69,10 +70,14 @@ test("webgpu forced: a software adapter is used, named, and its ops equal the cp
   }
 });
 
-test("webgpu on auto: a software adapter is passed over with its reason", { skip }, () => {
+test("webgpu on auto: a machine without a GPU does not load Dawn; a software adapter is passed over", { skip }, async () => {
   const r = fresh(`const { pickBackend } = await import("./server/qrag/backend.ts"); const i = await pickBackend(); console.log(JSON.stringify(i));`) as { backend: string; skipped?: string[] };
   assert.notEqual(r.backend, "webgpu");
-  assert.ok(r.skipped?.some((s) => /^webgpu: only a software WebGPU adapter/.test(s)), JSON.stringify(r.skipped));
+  const reason = r.skipped?.find((s) => s.startsWith("webgpu:")) ?? "";
+  const hasGpuNode = fs.readdirSync("/dev").some((f) => /^nvidia\d+$/.test(f)) || (fs.existsSync("/dev/dri") && fs.readdirSync("/dev/dri").some((f) => f.startsWith("renderD")));
+  assert.match(reason, hasGpuNode ? /^webgpu: only a software WebGPU adapter/ : /^webgpu: no GPU device \(\/dev\/nvidia\*, \/dev\/dri\/renderD\*\)$/);
+  // past the device check, Dawn's software adapter is still refused on auto
+  await assert.rejects(installWebgpu(false, { skipDeviceCheck: true }), /^Error: only a software WebGPU adapter \(.+\); not used unless QRAG_BACKEND=webgpu$/);
 });
 
 test("no Vulkan driver: forced webgpu fails with one clear line; auto falls back", () => {
@@ -85,5 +90,5 @@ test("no Vulkan driver: forced webgpu fails with one clear line; auto falls back
   assert.ok(!forced.error!.includes("\n"), "one line");
   const auto = fresh(`const { pickBackend } = await import("./server/qrag/backend.ts"); console.log(JSON.stringify(await pickBackend()));`, noDriver) as { backend: string; skipped?: string[] };
   assert.equal(auto.backend, "wasm");
-  assert.ok(auto.skipped?.some((s) => s.startsWith("webgpu: no WebGPU adapter")), JSON.stringify(auto.skipped));
+  assert.ok(auto.skipped?.some((s) => /^webgpu: no (GPU device|WebGPU adapter)/.test(s)), JSON.stringify(auto.skipped));
 });

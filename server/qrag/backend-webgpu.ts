@@ -43,9 +43,16 @@ const DAWN_PKG: string = "webgpu";
 /**
  * Loads Dawn, finds an adapter and installs `navigator.gpu` (and the WebGPU globals tfjs checks
  * for). Throws one line that says what is missing: the package, the Vulkan loader, an adapter,
- * or (unless `allowFallback`) a hardware one.
+ * or (unless `allowFallback`) a GPU device node and a hardware adapter (`skipDeviceCheck`: ask
+ * Dawn even without a device node; for tests).
  */
-export async function installWebgpu(allowFallback: boolean): Promise<WebgpuAdapter> {
+export async function installWebgpu(allowFallback: boolean, o: { skipDeviceCheck?: boolean } = {}): Promise<WebgpuAdapter> {
+  // on auto, machines without a GPU do not load Dawn at all: starting it (and exiting after it)
+  // costs seconds on a busy machine, for a software adapter we would not use
+  if (!allowFallback) {
+    if (!vulkanLoaderFound()) throw new Error(NO_LOADER);
+    if (!o.skipDeviceCheck && !gpuDeviceFound()) throw new Error(NO_GPU);
+  }
   let dawn: DawnModule;
   try {
     dawn = (await import(DAWN_PKG)) as DawnModule;
@@ -62,11 +69,7 @@ export async function installWebgpu(allowFallback: boolean): Promise<WebgpuAdapt
     throw new Error(`no WebGPU adapter (${short(e)})`);
   }
   if (!adapter) {
-    throw new Error(
-      vulkanLoaderFound()
-        ? "no WebGPU adapter: the Vulkan loader found no driver for a GPU (NVIDIA's comes with its driver; check /usr/share/vulkan/icd.d or VK_DRIVER_FILES)"
-        : "no WebGPU adapter: the Vulkan loader libvulkan.so.1 is not installed (Debian/Ubuntu: apt-get install libvulkan1)",
-    );
+    throw new Error(vulkanLoaderFound() ? NO_DRIVER : NO_LOADER);
   }
   const info = adapter.info;
   const fallback = Boolean(adapter.isFallbackAdapter ?? info.isFallbackAdapter ?? info.architecture === "software");
@@ -107,6 +110,22 @@ export async function installWebgpu(allowFallback: boolean): Promise<WebgpuAdapt
 export function adapterLabel(a: WebgpuAdapter): string {
   const name = [a.vendor, a.device].filter(Boolean).join(" ") || "unknown adapter";
   return `webgpu: ${name}${a.description ? ` (${a.description})` : ""}${a.fallback ? ", software" : ""}`;
+}
+
+const NO_LOADER = "no WebGPU adapter: the Vulkan loader libvulkan.so.1 is not installed (Debian/Ubuntu: apt-get install libvulkan1)";
+const NO_DRIVER = "no WebGPU adapter: the Vulkan loader found no driver for a GPU (NVIDIA's comes with its driver; check /usr/share/vulkan/icd.d or VK_DRIVER_FILES)";
+const NO_GPU = "no GPU device (/dev/nvidia*, /dev/dri/renderD*)";
+
+/** Whether the kernel shows a GPU a Vulkan driver could use (NVIDIA's device files, or a DRM render node). */
+function gpuDeviceFound(): boolean {
+  const list = (d: string) => {
+    try {
+      return fs.readdirSync(d);
+    } catch {
+      return [];
+    }
+  };
+  return list("/dev").some((f) => /^nvidia\d+$/.test(f)) || list("/dev/dri").some((f) => f.startsWith("renderD"));
 }
 
 /** Whether libvulkan.so.1 is where the dynamic loader looks (Dawn opens it at run time). */
