@@ -1,0 +1,114 @@
+/**
+ * Builds `.device/` in a checkout (default: the repository root, `--dest DIR` for another) for
+ * the GPU machine, which has no Node.js and no network:
+ *   node.xz                 this machine's node binary (xz)
+ *   bench.mjs               esbuild bundle of scripts/device/bench-entry.ts (npm run bench)
+ *   node_modules/webgpu     Dawn's Node bindings (dawn.node as dawn.node.xz) + a tfjs-webgpu shim
+ *   libvulkan1.deb          Debian's Vulkan loader (apt-get download), unpacked there if missing
+ *   bench_qrag_torch_cuda.py the PyTorch-CUDA anchor (from ../shared/bench when present)
+ *   run.sh                  unpacks the above and runs: info | bench ARGS… | torch ARGS… (JSON to $OUT)
+ * Usage: npx tsx scripts/device/pack.ts [--dest DIR]; then on the device: bash .device/run.sh info
+ */
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+/** What travels with a device call at most (working tree + carried paths). */
+export const DEVICE_TREE_LIMIT = 64 * 2 ** 20;
+
+/** The shim that makes `import("@tensorflow/tfjs-backend-webgpu")` load the bundle's own copy. */
+export const WEBGPU_SHIM = `// written by scripts/device/pack.ts: the bundled tfjs-backend-webgpu (see bench-entry.ts)\nawait globalThis.__qragLoadTfjsWebgpu();\n`;
+
+/** run.sh: sets up node, dawn.node and the Vulkan loader on the device, then runs one command. */
+export function runScript(): string {
+  return `#!/bin/bash
+# written by scripts/device/pack.ts — usage: bash .device/run.sh info | bench ARGS… | torch ARGS…
+set -uo pipefail
+D=$(cd "$(dirname "$0")" && pwd)
+OUT=\${OUT:-/tmp/qrag-out}; mkdir -p "$OUT"
+export XDG_RUNTIME_DIR=\${XDG_RUNTIME_DIR:-/tmp}
+BIN=/tmp/qrag-device/bin; mkdir -p "$BIN"
+[ -x "$BIN/node" ] || xz -dc "$D/node.xz" > "$BIN/node" && chmod +x "$BIN/node"
+DAWN="$D/node_modules/webgpu/dist/linux-x64/dawn.node"
+[ -f "$DAWN" ] || xz -dc "$DAWN.xz" > "$DAWN"
+if ! ldconfig -p | grep -q 'libvulkan.so.1 '; then dpkg -x "$D/libvulkan1.deb" / && ldconfig; fi
+ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [ -z "\${VK_DRIVER_FILES:-}" ] && [ -f "$ICD" ] && ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1; then
+  export VK_DRIVER_FILES=$ICD
+fi
+cmd=\${1:-info}; shift || true
+case "$cmd" in
+  info)
+    { nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv;
+      ldconfig -p | grep libvulkan; echo "VK_DRIVER_FILES=\${VK_DRIVER_FILES:-}"; "$BIN/node" --version; } > "$OUT/info.txt" 2>&1 ;;
+  bench) "$BIN/node" "$D/bench.mjs" --out "$OUT/bench.json" "$@" ;;
+  torch)
+    W=/tmp/qrag-torch; mkdir -p "$W/results"; cp "$D/bench_qrag_torch_cuda.py" "$W/"
+    PYTHONUNBUFFERED=1 python3 "$W/bench_qrag_torch_cuda.py" --device cuda --blas system --no-report --tag torch "$@" > "$OUT/torch.log" 2>&1
+    rc=$?; cp "$W/results/torch.json" "$OUT/torch.json" 2>/dev/null; exit $rc ;;
+  *) echo "run.sh: unknown command $cmd (info | bench | torch)" >&2; exit 2 ;;
+esac
+`;
+}
+
+/** Bytes per file under `dir`, and whether the total fits the device tree limit beside `base` bytes. */
+export function sizeCheck(sizes: Record<string, number>, base: number): { total: number; fits: boolean } {
+  const total = base + Object.values(sizes).reduce((a, b) => a + b, 0);
+  return { total, fits: total <= DEVICE_TREE_LIMIT };
+}
+
+function sh(cmd: string, args: string[], opts: { cwd?: string } = {}): void {
+  execFileSync(cmd, args, { stdio: "inherit", ...opts });
+}
+
+function walk(dir: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) Object.assign(out, walk(p));
+    else out[p] = fs.statSync(p).size;
+  }
+  return out;
+}
+
+function pack(dest: string): void {
+  fs.mkdirSync(dest, { recursive: true });
+  const node = path.join(dest, "node.xz");
+  if (!fs.existsSync(node) || fs.statSync(node).mtimeMs < fs.statSync(process.execPath).mtimeMs) {
+    execFileSync("sh", ["-c", `xz -T2 -6 -c "${process.execPath}" > "${node}.tmp" && mv "${node}.tmp" "${node}"`], { stdio: "inherit" });
+  }
+  sh(path.join(ROOT, "node_modules/.bin/esbuild"), [
+    path.join(ROOT, "scripts/device/bench-entry.ts"),
+    "--bundle", "--platform=node", "--format=esm", "--target=node20", `--outfile=${path.join(dest, "bench.mjs")}`,
+    "--external:webgpu", "--external:@tensorflow/tfjs-node", "--external:@tensorflow/tfjs-node-gpu",
+    // CommonJS bits inside the bundle call require(): give the ESM bundle one
+    "--banner:js=import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+    "--log-level=warning",
+  ]);
+  const wg = path.join(dest, "node_modules/webgpu");
+  fs.mkdirSync(path.join(wg, "dist/linux-x64"), { recursive: true });
+  for (const f of ["index.js", "package.json"]) fs.copyFileSync(path.join(ROOT, "node_modules/webgpu", f), path.join(wg, f));
+  const dawnXz = path.join(wg, "dist/linux-x64/dawn.node.xz");
+  if (!fs.existsSync(dawnXz)) execFileSync("sh", ["-c", `xz -T2 -6 -c "${path.join(ROOT, "node_modules/webgpu/dist/linux-x64/dawn.node")}" > "${dawnXz}"`]);
+  fs.rmSync(path.join(wg, "dist/linux-x64/dawn.node"), { force: true });
+  const shim = path.join(dest, "node_modules/@tensorflow/tfjs-backend-webgpu");
+  fs.mkdirSync(shim, { recursive: true });
+  fs.writeFileSync(path.join(shim, "package.json"), JSON.stringify({ name: "@tensorflow/tfjs-backend-webgpu", type: "module", main: "index.js" }) + "\n");
+  fs.writeFileSync(path.join(shim, "index.js"), WEBGPU_SHIM);
+  if (!fs.readdirSync(dest).some((f) => f.startsWith("libvulkan1") && f.endsWith(".deb"))) sh("apt-get", ["download", "libvulkan1"], { cwd: dest });
+  const deb = fs.readdirSync(dest).find((f) => f.startsWith("libvulkan1_") && f.endsWith(".deb"));
+  if (deb) fs.renameSync(path.join(dest, deb), path.join(dest, "libvulkan1.deb"));
+  const torch = path.resolve(ROOT, "../shared/bench/bench_qrag_torch_cuda.py");
+  if (fs.existsSync(torch)) fs.copyFileSync(torch, path.join(dest, "bench_qrag_torch_cuda.py"));
+  else process.stderr.write(`pack: ${torch} not found; the torch command will not run\n`);
+  fs.writeFileSync(path.join(dest, "run.sh"), runScript(), { mode: 0o755 });
+  const { total, fits } = sizeCheck(walk(dest), 0);
+  process.stderr.write(`pack: ${dest} holds ${(total / 2 ** 20).toFixed(1)} MiB${fits ? "" : " — over the 64 MiB a device call carries"}\n`);
+}
+
+const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename);
+if (isMain) {
+  const i = process.argv.indexOf("--dest");
+  pack(path.resolve(i > 0 ? process.argv[i + 1] : path.join(ROOT, ".device")));
+}
