@@ -6,3 +6,4 @@
  */
 (globalThis as { __qragLoadTfjsWebgpu?: () => Promise<unknown> }).__qragLoadTfjsWebgpu = () => import("@tensorflow/tfjs-backend-webgpu");
 await import("../../server/qrag/bench/main.ts");
+export {};

@@ -14,7 +14,6 @@
 import fs from "node:fs";
 import path from "node:path";
 import os from "node:os";
-import * as tf from "@tensorflow/tfjs";
 import { pickBackend } from "../backend.ts";
 import { benchMatmul, gpuMemoryMiB } from "./matmul.ts";
 import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
