@@ -4,7 +4,8 @@
  *   node.xz                 this machine's node binary (xz)
  *   bench.mjs               esbuild bundle of scripts/device/bench-entry.ts (npm run bench)
  *   node_modules/webgpu     Dawn's Node bindings (dawn.node as dawn.node.xz) + a tfjs-webgpu shim
- *   libvulkan1.deb          Debian's Vulkan loader (apt-get download), unpacked there if missing
+ *   debs/*.deb              Debian's Vulkan loader and glvnd (NVIDIA's Vulkan driver, libGLX_nvidia,
+ *                           needs libGLdispatch), unpacked there when the loader is missing
  *   bench_qrag_torch_cuda.py the PyTorch-CUDA anchor (from ../shared/bench when present)
  *   run.sh                  unpacks the above and runs: info | bench ARGS… | torch ARGS… (JSON to $OUT)
  * Usage: npx tsx scripts/device/pack.ts [--dest DIR]; then on the device: bash .device/run.sh info
@@ -16,6 +17,9 @@ import path from "node:path";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 /** What travels with a device call at most (working tree + carried paths). */
 export const DEVICE_TREE_LIMIT = 64 * 2 ** 20;
+
+/** Debian packages the device gets: the Vulkan loader, and glvnd for NVIDIA's libGLX_nvidia ICD. */
+export const DEBS = ["libvulkan1", "libglvnd0", "libglx0", "libgl1", "libegl1", "libopengl0", "libgles2"];
 
 /** The shim that makes `import("@tensorflow/tfjs-backend-webgpu")` load the bundle's own copy. */
 export const WEBGPU_SHIM = `// written by scripts/device/pack.ts: the bundled tfjs-backend-webgpu (see bench-entry.ts)\nawait globalThis.__qragLoadTfjsWebgpu();\n`;
@@ -32,7 +36,9 @@ BIN=/tmp/qrag-device/bin; mkdir -p "$BIN"
 [ -x "$BIN/node" ] || xz -dc "$D/node.xz" > "$BIN/node" && chmod +x "$BIN/node"
 DAWN="$D/node_modules/webgpu/dist/linux-x64/dawn.node"
 [ -f "$DAWN" ] || xz -dc "$DAWN.xz" > "$DAWN"
-if ! ldconfig -p | grep -q 'libvulkan.so.1 '; then dpkg -x "$D/libvulkan1.deb" / && ldconfig; fi
+if ! ldconfig -p | grep -q 'libGLdispatch.so.0 ' || ! ldconfig -p | grep -q 'libvulkan.so.1 '; then
+  for f in "$D"/debs/*.deb; do dpkg -x "$f" /; done; ldconfig
+fi
 ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "\${VK_DRIVER_FILES:-}" ] && [ -f "$ICD" ] && ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1; then
   export VK_DRIVER_FILES=$ICD
@@ -96,9 +102,10 @@ function pack(dest: string): void {
   fs.mkdirSync(shim, { recursive: true });
   fs.writeFileSync(path.join(shim, "package.json"), JSON.stringify({ name: "@tensorflow/tfjs-backend-webgpu", type: "module", main: "index.js" }) + "\n");
   fs.writeFileSync(path.join(shim, "index.js"), WEBGPU_SHIM);
-  if (!fs.readdirSync(dest).some((f) => f.startsWith("libvulkan1") && f.endsWith(".deb"))) sh("apt-get", ["download", "libvulkan1"], { cwd: dest });
-  const deb = fs.readdirSync(dest).find((f) => f.startsWith("libvulkan1_") && f.endsWith(".deb"));
-  if (deb) fs.renameSync(path.join(dest, deb), path.join(dest, "libvulkan1.deb"));
+  const debs = path.join(dest, "debs");
+  fs.mkdirSync(debs, { recursive: true });
+  const missing = DEBS.filter((p) => !fs.readdirSync(debs).some((f) => f.startsWith(`${p}_`)));
+  if (missing.length) sh("apt-get", ["download", ...missing], { cwd: debs });
   const torch = path.resolve(ROOT, "../shared/bench/bench_qrag_torch_cuda.py");
   if (fs.existsSync(torch)) fs.copyFileSync(torch, path.join(dest, "bench_qrag_torch_cuda.py"));
   else process.stderr.write(`pack: ${torch} not found; the torch command will not run\n`);
