@@ -7,7 +7,8 @@
  *   debs/*.deb              Debian's Vulkan loader and glvnd (NVIDIA's Vulkan driver, libGLX_nvidia,
  *                           needs libGLdispatch), unpacked there when the loader is missing
  *   bench_qrag_torch_cuda.py the PyTorch-CUDA anchor (from ../shared/bench when present)
- *   run.sh                  unpacks the above and runs: info | bench ARGS… | torch ARGS… (JSON to $OUT)
+ *   run.sh                  unpacks the above and runs: info | bench ARGS… | torch ARGS… |
+ *                           torch-matmul [N…] (JSON and logs to $OUT)
  * Usage: npx tsx scripts/device/pack.ts [--dest DIR]; then on the device: bash .device/run.sh info
  */
 import { execFileSync } from "node:child_process";
@@ -27,7 +28,7 @@ export const WEBGPU_SHIM = `// written by scripts/device/pack.ts: the bundled tf
 /** run.sh: sets up node, dawn.node and the Vulkan loader on the device, then runs one command. */
 export function runScript(): string {
   return `#!/bin/bash
-# written by scripts/device/pack.ts — usage: bash .device/run.sh info | bench ARGS… | torch ARGS…
+# written by scripts/device/pack.ts — usage: bash .device/run.sh info | bench ARGS… | torch ARGS… | torch-matmul [N…]
 set -uo pipefail
 D=$(cd "$(dirname "$0")" && pwd)
 OUT=\${OUT:-/tmp/qrag-out}; mkdir -p "$OUT"
@@ -53,7 +54,26 @@ case "$cmd" in
     W=/tmp/qrag-torch; mkdir -p "$W/results"; cp "$D/bench_qrag_torch_cuda.py" "$W/"
     PYTHONUNBUFFERED=1 python3 "$W/bench_qrag_torch_cuda.py" --device cuda --blas system --no-report --tag torch "$@" > "$OUT/torch.log" 2>&1
     rc=$?; cp "$W/results/torch.json" "$OUT/torch.json" 2>/dev/null; exit $rc ;;
-  *) echo "run.sh: unknown command $cmd (info | bench | torch)" >&2; exit 2 ;;
+  torch-matmul)
+    # the PyTorch-CUDA anchor for the bench's matmul part: same sizes, exact fp32 (no TF32)
+    python3 - "$@" > "$OUT/torch-matmul.json" <<'PY'
+import json, sys, time, torch
+torch.backends.cuda.matmul.allow_tf32 = False
+out = []
+for n in [int(a) for a in (sys.argv[1:] or ["512", "1024", "2048", "4096"])]:
+    a, b = torch.randn(n, n, device="cuda"), torch.randn(n, n, device="cuda")
+    k = max(1, min(200, -(-int(5e10) // (2 * n ** 3))))
+    ts = []
+    for r in range(6):
+        t = time.perf_counter()
+        for _ in range(k): c = a @ b
+        torch.cuda.synchronize(); ts.append(time.perf_counter() - t)
+    med = sorted(ts[1:])[2]
+    out.append({"shape": f"{n}x{n}x{n}", "products": k, "gflops": 2 * n ** 3 * k / med / 1e9, "median_s": med})
+print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "tf32": False, "matmul": out}, indent=1))
+PY
+    ;;
+  *) echo "run.sh: unknown command $cmd (info | bench | torch | torch-matmul)" >&2; exit 2 ;;
 esac
 `;
 }

@@ -7,6 +7,8 @@
 import * as tf from "@tensorflow/tfjs";
 import { measure } from "./harness.ts";
 
+export { gpuMemoryMiB } from "../gpu-memory.ts";
+
 export interface MatmulResult {
   shape: string;
   products: number;
@@ -48,12 +50,4 @@ export async function benchMatmul(sizes: number[], flopPerRepeat = 2e9, repeats 
     out.push({ shape: `${n}x${n}x${n}`, products, gflops: flops / m.stats.median / 1e9, seconds: m.stats, readbackSeconds });
   }
   return out;
-}
-
-/** GPU memory the backend holds (webgpu: tf.memory()'s numBytesInGPU / numBytesAllocatedInGPU), in MiB. */
-export function gpuMemoryMiB(): { usedMiB: number; allocatedMiB: number } | undefined {
-  const m = tf.memory() as tf.MemoryInfo & { numBytesInGPU?: number; numBytesAllocatedInGPU?: number };
-  if (m.numBytesInGPU === undefined) return undefined;
-  const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
-  return { usedMiB: mib(m.numBytesInGPU), allocatedMiB: mib(m.numBytesAllocatedInGPU ?? m.numBytesInGPU) };
 }
