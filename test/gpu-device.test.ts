@@ -108,3 +108,19 @@ test("webgpu: reads still resolve after the Dawn instance's creator is garbage-c
   assert.equal(r.status, 0, `exit ${r.status} ${r.signal ?? ""}: ${r.stderr.split("\n").filter((l) => !l.startsWith("Warning")).slice(-5).join(" | ")}`);
   assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "null"), [2, 2, 2, 2]);
 });
+
+test("encode-hf bench part: a random BERT folder loads as an hf encoder and encodes (cpu, tiny size)", async () => {
+  const tf = await import("@tensorflow/tfjs");
+  const { benchEncodeHf } = await import("../server/qrag/bench/webgpu-encode.ts");
+  const prev = tf.getBackend();
+  await tf.setBackend("cpu");
+  try {
+    const r = await benchEncodeHf(() => {}, [{ name: "t", hidden: 16, layers: 1, heads: 2, intermediate: 32, chunks: 8 }], 4);
+    assert.equal(r.length, 1);
+    assert.equal(r[0].error, undefined, String(r[0].error));
+    assert.deepEqual([r[0].chunks, r[0].backend], [8, "cpu"]);
+    assert.ok((r[0].chunksPerS as number) > 0);
+  } finally {
+    if (prev) await tf.setBackend(prev);
+  }
+});

@@ -8,7 +8,7 @@
  *                           needs libGLdispatch), unpacked there when the loader is missing
  *   bench_qrag_torch_cuda.py the PyTorch-CUDA anchor (from ../shared/bench when present)
  *   run.sh                  unpacks the above and runs: info | bench ARGS… | torch ARGS… |
- *                           torch-matmul [N…] (JSON and logs to $OUT)
+ *                           torch-matmul [N…] | torch-encode (JSON and logs to $OUT)
  * Usage: npx tsx scripts/device/pack.ts [--dest DIR]; then on the device: bash .device/run.sh info
  */
 import { execFileSync } from "node:child_process";
@@ -28,7 +28,7 @@ export const WEBGPU_SHIM = `// written by scripts/device/pack.ts: the bundled tf
 /** run.sh: sets up node, dawn.node and the Vulkan loader on the device, then runs one command. */
 export function runScript(): string {
   return `#!/bin/bash
-# written by scripts/device/pack.ts — usage: bash .device/run.sh info | bench ARGS… | torch ARGS… | torch-matmul [N…]
+# written by scripts/device/pack.ts — usage: bash .device/run.sh info | bench ARGS… | torch ARGS… | torch-matmul [N…] | torch-encode
 set -uo pipefail
 D=$(cd "$(dirname "$0")" && pwd)
 OUT=\${OUT:-/tmp/qrag-out}; mkdir -p "$OUT"
@@ -73,7 +73,34 @@ for n in [int(a) for a in (sys.argv[1:] or ["512", "1024", "2048", "4096"])]:
 print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "tf32": False, "matmul": out}, indent=1))
 PY
     ;;
-  *) echo "run.sh: unknown command $cmd (info | bench | torch | torch-matmul)" >&2; exit 2 ;;
+  torch-encode)
+    # the anchor for the bench's encode-hf part: a post-LN encoder of the same sizes, fp32, batch 1024 × 32 tokens
+    python3 - > "$OUT/torch-encode.json" <<'PY'
+import json, time, torch
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+out = []
+for name, d, L, h, ff, n in [("stand-in (2L, D 128, FFN 512)", 128, 2, 4, 512, 40960), ("BERT-base (12L, D 768, FFN 3072)", 768, 12, 12, 3072, 8192)]:
+    layer = torch.nn.TransformerEncoderLayer(d, h, ff, 0.1, activation="gelu", batch_first=True)
+    enc = torch.nn.TransformerEncoder(layer, L, enable_nested_tensor=False).cuda().eval()
+    emb = torch.nn.Embedding(1000, d).cuda()
+    ids = torch.randint(5, 1000, (1024, 32), device="cuda")
+    lens = torch.randint(24, 33, (1024,), device="cuda")
+    pad = torch.arange(32, device="cuda")[None, :] >= lens[:, None]
+    def once():
+        with torch.no_grad():
+            x = enc(emb(ids), src_key_padding_mask=pad)
+            m = (~pad).float()[..., None]
+            return ((x * m).sum(1) / m.sum(1)).cpu()
+    once(); torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(n // 1024): once()
+    s = time.perf_counter() - t
+    out.append({"model": name, "chunks": n, "seconds": s, "chunksPerS": n / s})
+print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "tf32": False, "encode": out}, indent=1))
+PY
+    ;;
+  *) echo "run.sh: unknown command $cmd (info | bench | torch | torch-matmul | torch-encode)" >&2; exit 2 ;;
 esac
 `;
 }

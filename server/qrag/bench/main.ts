@@ -2,6 +2,7 @@
  * `npm run bench`: benchmarks as JSON (stdout and bench-results/latest.json).
  *   matmul                 tfjs matMul GFLOP/s on the active backend (context for the rest), async reads
  *   webgpu-check           (webgpu only) granted limits, widest AddN, bert-tiny vs Hugging Face
+ *   encode-hf              hf encoder (random BERT weights, 2L/D128 and 12L/D768) chunks/s, async reads
  *   workload-transformer   the reference workload (docs/workload.md), transformer encoder
  *   workload-bow           the same workload with the default CPU (bag-of-words) encoder
  *   learning               (long) CPU presets trained on qa1–qa5 (per seed), then swept — see learning.ts
@@ -54,6 +55,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     const t0 = performance.now();
     if (part === "matmul") result.matmul = await benchMatmul(opts.sizes ?? defaultMatmulSizes(backend), backend === "webgpu" ? 5e10 : 2e9);
     else if (part === "webgpu-check") result.webgpuCheck = await (await import("./webgpu-check.ts")).benchWebgpuCheck();
+    else if (part === "encode-hf") result.encodeHf = await (await import("./webgpu-encode.ts")).benchEncodeHf(log);
     else if (part === "workload-bow") result.workloadBow = await benchWorkload("bow", log);
     else if (part === "workload-transformer") result.workloadTransformer = await benchWorkload("transformer", log);
     else if (part === "learning") {
@@ -68,7 +70,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       if (unknown.length) throw new Error(`unknown precision task(s) ${unknown.join(", ")} (known: ${known.join(", ")})`);
       const tasks = opts.tasks ?? known.filter((t) => fs.existsSync(defaultPrecisionCheckpoint(t)));
       result.precision = await benchPrecision(log, tasks, { lengths: opts.lengths });
-    } else throw new Error(`unknown bench part "${part}" (known: matmul, webgpu-check, workload-bow, workload-transformer, learning, precision)`);
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, webgpu-check, encode-hf, workload-bow, workload-transformer, learning, precision)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }
   const mem = gpuMemoryMiB();
