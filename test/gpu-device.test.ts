@@ -124,3 +124,30 @@ test("encode-hf bench part: a random BERT folder loads as an hf encoder and enco
     if (prev) await tf.setBackend(prev);
   }
 });
+
+test("webgpu AddN of more inputs than storage buffers allow: the exact sum, and no leaked buffers", { skip: why && !required ? `no WebGPU adapter here (${why})` : false }, async () => {
+  const tf = await import("@tensorflow/tfjs");
+  const { pickBackend } = await import("../server/qrag/backend.ts");
+  const { gpuMemoryMiB } = await import("../server/qrag/gpu-memory.ts");
+  await pickBackend("webgpu");
+  try {
+    for (const k of [15, 16, 40, 300]) {
+      const parts = Array.from({ length: k }, (_, i) => tf.fill([64], i + 1));
+      const before = tf.memory().numTensors;
+      const s = tf.addN(parts);
+      assert.equal((await s.data())[0], (k * (k + 1)) / 2, `AddN of ${k}`);
+      assert.equal(tf.memory().numTensors, before + 1);
+      tf.dispose([s, ...parts]);
+    }
+    // gradients through AddN (e.g. AdamW's global norm over every weight) see every input
+    const xs = Array.from({ length: 20 }, (_, i) => tf.scalar(i));
+    const g = tf.grads((...a: tf.Tensor[]) => tf.addN(a.map((x) => tf.square(x))))(xs);
+    assert.deepEqual(await Promise.all(g.map(async (t) => (await t.data())[0])), xs.map((_, i) => 2 * i));
+    tf.dispose([...xs, ...g]);
+    const mem = gpuMemoryMiB();
+    assert.ok(mem && mem.allocatedMiB >= 0 && mem.usedMiB <= mem.allocatedMiB, JSON.stringify(mem));
+  } finally {
+    await tf.setBackend("cpu");
+  }
+  assert.equal(gpuMemoryMiB(), undefined, "no GPU memory figure off webgpu");
+});

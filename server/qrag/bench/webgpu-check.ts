@@ -1,6 +1,7 @@
 /**
- * Bench part `webgpu-check` (webgpu backend): the limits the device was granted, the widest AddN
- * that runs (each input is one storage buffer, plus the output), and the hf encoder on the
+ * Bench part `webgpu-check` (webgpu backend): the limits the device was granted, AddN at and past
+ * the storage-buffer limit (each input is one storage buffer; webgpu-addn.ts splits wider ones),
+ * and the hf encoder on the
  * bert-tiny fixture against Hugging Face's outputs (test/fixtures/bert-tiny). Each failure is
  * recorded with its message, not thrown: the point is to learn what works on this device.
  */
