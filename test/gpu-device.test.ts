@@ -10,6 +10,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import * as tf from "@tensorflow/tfjs";
 import { defaultMatmulSizes, parseBenchArgs } from "../server/qrag/bench/cli.ts";
 import { productsPerRepeat } from "../server/qrag/bench/matmul.ts";
 import { DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, runScript, sizeCheck } from "../scripts/device/pack.ts";
@@ -110,7 +111,6 @@ test("webgpu: reads still resolve after the Dawn instance's creator is garbage-c
 });
 
 test("encode-hf bench part: a random BERT folder loads as an hf encoder and encodes (cpu, tiny size)", async () => {
-  const tf = await import("@tensorflow/tfjs");
   const { benchEncodeHf } = await import("../server/qrag/bench/webgpu-encode.ts");
   const prev = tf.getBackend();
   await tf.setBackend("cpu");
@@ -126,7 +126,6 @@ test("encode-hf bench part: a random BERT folder loads as an hf encoder and enco
 });
 
 test("webgpu AddN of more inputs than storage buffers allow: the exact sum, and no leaked buffers", { skip: why && !required ? `no WebGPU adapter here (${why})` : false }, async () => {
-  const tf = await import("@tensorflow/tfjs");
   const { pickBackend } = await import("../server/qrag/backend.ts");
   const { gpuMemoryMiB } = await import("../server/qrag/gpu-memory.ts");
   await pickBackend("webgpu");
