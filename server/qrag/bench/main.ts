@@ -53,7 +53,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
   for (const part of parts) {
     log(`bench: ${part}…`);
     const t0 = performance.now();
-    if (part === "matmul") result.matmul = await benchMatmul(opts.sizes ?? defaultMatmulSizes(backend), backend === "webgpu" ? 5e10 : 2e9);
+    if (part === "matmul") result.matmul = await benchMatmul(opts.sizes ?? defaultMatmulSizes(backend), ...(backend === "webgpu" ? [4e11, 10] : [2e9, 5]));
     else if (part === "webgpu-check") result.webgpuCheck = await (await import("./webgpu-check.ts")).benchWebgpuCheck();
     else if (part === "encode-hf") result.encodeHf = await (await import("./webgpu-encode.ts")).benchEncodeHf(log);
     else if (part === "workload-bow") result.workloadBow = await benchWorkload("bow", log);
