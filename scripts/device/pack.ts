@@ -125,6 +125,22 @@ function walk(dir: string): Record<string, number> {
   return out;
 }
 
+/** Bytes of the files a device call sends beside the carried folder: tracked and untracked-not-ignored. */
+function checkoutBytes(dir: string): number {
+  try {
+    const out = execFileSync("git", ["-C", dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard"], { encoding: "utf8", maxBuffer: 1 << 28 });
+    return out.split("\0").filter(Boolean).reduce((sum, f) => {
+      try {
+        return sum + fs.statSync(path.join(dir, f)).size;
+      } catch {
+        return sum; // deleted in the working tree
+      }
+    }, 0);
+  } catch {
+    return 0; // not a git checkout
+  }
+}
+
 function pack(dest: string): void {
   fs.mkdirSync(dest, { recursive: true });
   const node = path.join(dest, "node.xz");
@@ -157,8 +173,10 @@ function pack(dest: string): void {
   if (fs.existsSync(torch)) fs.copyFileSync(torch, path.join(dest, "bench_qrag_torch_cuda.py"));
   else process.stderr.write(`pack: ${torch} not found; the torch command will not run\n`);
   fs.writeFileSync(path.join(dest, "run.sh"), runScript(), { mode: 0o755 });
-  const { total, fits } = sizeCheck(walk(dest), 0);
-  process.stderr.write(`pack: ${dest} holds ${(total / 2 ** 20).toFixed(1)} MiB${fits ? "" : " — over the 64 MiB a device call carries"}\n`);
+  const files = walk(dest);
+  const own = sizeCheck(files, 0).total;
+  const { total, fits } = sizeCheck(files, checkoutBytes(path.dirname(dest)));
+  process.stderr.write(`pack: ${dest} holds ${(own / 2 ** 20).toFixed(1)} MiB, ${(total / 2 ** 20).toFixed(1)} MiB with the checkout${fits ? "" : " — over the 64 MiB a device call carries"}\n`);
 }
 
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(import.meta.filename);
