@@ -9,7 +9,7 @@ const engineFace = { regex: "(^|/)qrag/(?!(index|runtime)\\.ts$)", message: "the
 const platformPackages = { regex: "^(next(/.*)?|react(-dom)?(/.*)?|socket\\.io(-client)?|@prisma/.*|pg|better-sqlite3|@tanstack/.*|recharts)$", message: "the engine (server/qrag) uses no platform package" };
 
 export default tseslint.config(
-  { ignores: ["node_modules/", ".next/", "generated/", "runs/**", "data/**", "bin/", "scratch/", "next-env.d.ts", "test-results/", "bench-results/"] },
+  { ignores: ["node_modules/", ".next/", "generated/", "runs/**", "data/**", "bin/", "scratch/", "next-env.d.ts", "test-results/", "bench-results/", ".device/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -41,6 +41,12 @@ interface GpuLike {
 const DAWN_PKG: string = "webgpu";
 
 /**
+ * The Dawn instance must outlive its adapter and devices: once garbage-collected, Dawn stops
+ * processing events (mapAsync never resolves) or aborts the process (std::system_error).
+ */
+const instances: GpuLike[] = [];
+
+/**
  * Loads Dawn, finds an adapter and installs `navigator.gpu` (and the WebGPU globals tfjs checks
  * for). Throws one line that says what is missing: the package, the Vulkan loader, an adapter,
  * or (unless `allowFallback`) a GPU device node and a hardware adapter (`skipDeviceCheck`: ask
@@ -62,6 +68,7 @@ export async function installWebgpu(allowFallback: boolean, o: { skipDeviceCheck
   // Dawn prints its Vulkan diagnostics on stderr; an unset XDG_RUNTIME_DIR adds noise there only
   process.env.XDG_RUNTIME_DIR ??= "/tmp";
   const gpu = dawn.create([]);
+  instances.push(gpu);
   let adapter: AdapterLike | null;
   try {
     adapter = await gpu.requestAdapter({ powerPreference: "high-performance" });

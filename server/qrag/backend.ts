@@ -19,6 +19,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { env } from "../env.ts";
 import { adapterLabel, installWebgpu, type WebgpuAdapter } from "./backend-webgpu.ts";
+import { patchWebgpuAddN } from "./webgpu-addn.ts";
 import { unrefPoolWorkers, wasmThreadsWanted, withWasmThreadShims } from "./wasm-threads.ts";
 
 interface BackendInfo {
@@ -125,6 +126,7 @@ async function tryOne(c: Choice, auto = false): Promise<BackendInfo> {
       } catch (e) {
         throw new Error(`${WEBGPU_PKG} is not installed or failed to load (${errMsg(e)})`);
       }
+      patchWebgpuAddN();
       await activate("webgpu", WEBGPU_PKG);
       return { backend: "webgpu", device: adapterLabel(adapter), adapter };
     }

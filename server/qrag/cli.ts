@@ -192,7 +192,9 @@ program
   .option("--seeds <list>", "learning part: comma-separated seeds, one training per seed (mean ± std across them)")
   .option("--lengths <list>", "precision part: comma-separated haystack sizes in chunks (default 50,1200,40000)")
   .option("--out <file>", "JSON output file")
-  .action(async (o: { parts?: string; tasks?: string; seeds?: string; lengths?: string; out?: string }) => {
+  .option("--backend <name>", "tfjs backend (as QRAG_BACKEND): auto, webgpu, wasm, cpu, …")
+  .option("--sizes <list>", "matmul part: comma-separated n for n×n×n products (default 512; 512…4096 on webgpu)")
+  .action(async (o: { parts?: string; tasks?: string; seeds?: string; lengths?: string; out?: string; backend?: string; sizes?: string }) => {
     const { runBench } = await import("./bench/main.ts");
     const ints = (flag: string, list: string | undefined, min: number) =>
       list?.split(",").map((x) => {
@@ -200,7 +202,7 @@ program
         if (!Number.isInteger(n) || n < min) throw new InputError(`${flag}: "${x}" is not an integer ≥ ${min}`);
         return n;
       });
-    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), seeds: ints("--seeds", o.seeds, 0), lengths: ints("--lengths", o.lengths, 1), outFile: o.out });
+    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), seeds: ints("--seeds", o.seeds, 0), lengths: ints("--lengths", o.lengths, 1), outFile: o.out, backend: o.backend, sizes: ints("--sizes", o.sizes, 1) });
     const file = o.out ?? path.resolve("bench-results", "latest.json");
     fs.mkdirSync(path.dirname(file), { recursive: true });
     console.log(JSON.stringify(res, null, 2));

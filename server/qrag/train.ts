@@ -20,6 +20,7 @@ import { rolloutSettings } from "./agent/iteration.ts";
 import { trainIteration } from "./agent/iteration.ts";
 import { greedyEpisode, type GreedyOptions } from "./agent/greedy.ts";
 import { aggregate } from "./metrics.ts";
+import { gpuMemoryMiB } from "./gpu-memory.ts";
 import { buildSources, episodeConfig } from "./sources.ts";
 import { saveCheckpoint, loadCheckpoint } from "./checkpoint.ts";
 import { ENGINE_VERSION } from "./version.ts";
@@ -249,6 +250,8 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
           metric("grad_norm", res.applied.gradNorm);
           metric("transitions_per_s", windowTransitions / secs);
           metric("updates_per_s", windowUpdates / secs);
+          const gpuMem = gpuMemoryMiB(); // webgpu only: memory the backend holds, pool included
+          if (gpuMem) metric("gpu_memory_mb", gpuMem.allocatedMiB);
           const rets = envs.takeFinishedReturns();
           if (rets.length) metric("train_return", rets.reduce((a, b) => a + b, 0) / rets.length);
           windowStart = performance.now();

@@ -1,18 +1,23 @@
 /**
  * `npm run bench`: benchmarks as JSON (stdout and bench-results/latest.json).
- *   matmul                 tfjs matMul GFLOP/s on the active backend (context for the rest)
+ *   matmul                 tfjs matMul GFLOP/s on the active backend (context for the rest), async reads
+ *   webgpu-check           (webgpu only) granted limits, widest AddN, bert-tiny vs Hugging Face
+ *   encode-hf              hf encoder (random BERT weights, 2L/D128 and 12L/D768) chunks/s, async reads
  *   workload-transformer   the reference workload (docs/workload.md), transformer encoder
  *   workload-bow           the same workload with the default CPU (bag-of-words) encoder
  *   learning               (long) CPU presets trained on qa1–qa5 (per seed), then swept — see learning.ts
  *   precision              stopping rules (paper Q-threshold vs calibrated rules) on the learning
  *                          part's checkpoints (runs/bench-learning-<task>) — see precision.ts
+ *
+ * `--backend webgpu` (or QRAG_BACKEND) picks the backend; on webgpu the output names the adapter
+ * and the GPU memory tfjs holds at the end (`gpuMemory`). See cli.ts for the flags.
  */
 import fs from "node:fs";
 import path from "node:path";
 import os from "node:os";
-import * as tf from "@tensorflow/tfjs";
 import { pickBackend } from "../backend.ts";
-import { measure } from "./harness.ts";
+import { benchMatmul, gpuMemoryMiB } from "./matmul.ts";
+import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
 import { benchWorkload } from "./workload-bench.ts";
 import { ENGINE_VERSION } from "../version.ts";
 
@@ -27,38 +32,30 @@ interface BenchOptions {
   /** Precision part: haystack sizes in chunks (default 50, 1200, 40000). */
   lengths?: number[];
   outFile?: string;
+  /** A QRAG_BACKEND value; default: QRAG_BACKEND, else auto. */
+  backend?: string;
+  /** Matmul sizes (n for n×n×n); default: defaultMatmulSizes(backend). */
+  sizes?: number[];
   log?: (m: string) => void;
-}
-
-async function benchMatmul(): Promise<Record<string, unknown>> {
-  const a = tf.randomNormal([512, 512]);
-  const b = tf.randomNormal([512, 512]);
-  const run = () => {
-    // `void`: tidy walks a returned typed array element by element looking for tensors (~250 ms here)
-    for (let i = 0; i < 10; i++) tf.tidy(() => void tf.matMul(a, b).dataSync());
-  };
-  run();
-  const m = await measure(run, 5);
-  a.dispose();
-  b.dispose();
-  const flops = 2 * 512 ** 3 * 10;
-  return { shape: "512x512x512", gflops: flops / m.stats.median / 1e9, seconds: m.stats };
 }
 
 export async function runBench(opts: BenchOptions = {}): Promise<Record<string, unknown>> {
   const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
   const parts = opts.parts ?? DEFAULT_PARTS;
-  const { backend, device } = await pickBackend();
+  const { backend, device, adapter } = await pickBackend(opts.backend);
   const result: Record<string, unknown> = {
     engineVersion: ENGINE_VERSION,
     date: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
     backend, device,
+    ...(adapter ? { adapter } : {}),
   };
   for (const part of parts) {
     log(`bench: ${part}…`);
     const t0 = performance.now();
-    if (part === "matmul") result.matmul = await benchMatmul();
+    if (part === "matmul") result.matmul = await benchMatmul(opts.sizes ?? defaultMatmulSizes(backend), ...(backend === "webgpu" ? [4e11, 10] : [2e9, 5]));
+    else if (part === "webgpu-check") result.webgpuCheck = await (await import("./webgpu-check.ts")).benchWebgpuCheck();
+    else if (part === "encode-hf") result.encodeHf = await (await import("./webgpu-encode.ts")).benchEncodeHf(log);
     else if (part === "workload-bow") result.workloadBow = await benchWorkload("bow", log);
     else if (part === "workload-transformer") result.workloadTransformer = await benchWorkload("transformer", log);
     else if (part === "learning") {
@@ -73,9 +70,11 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       if (unknown.length) throw new Error(`unknown precision task(s) ${unknown.join(", ")} (known: ${known.join(", ")})`);
       const tasks = opts.tasks ?? known.filter((t) => fs.existsSync(defaultPrecisionCheckpoint(t)));
       result.precision = await benchPrecision(log, tasks, { lengths: opts.lengths });
-    } else throw new Error(`unknown bench part "${part}" (known: matmul, workload-bow, workload-transformer, learning, precision)`);
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, webgpu-check, encode-hf, workload-bow, workload-transformer, learning, precision)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }
+  const mem = gpuMemoryMiB();
+  if (mem) result.gpuMemory = mem;
   const file = opts.outFile ?? path.resolve("bench-results", "latest.json");
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, JSON.stringify(result, null, 2));
@@ -84,8 +83,8 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
 
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
 if (isMain) {
-  const partsArg = process.argv.find((a) => a.startsWith("--parts="))?.slice(8);
-  runBench({ parts: partsArg?.split(",") })
+  Promise.resolve()
+    .then(() => runBench(parseBenchArgs(process.argv.slice(2))))
     .then((r) => console.log(JSON.stringify(r, null, 2)))
     .catch((e: Error) => {
       process.stderr.write(`bench failed: ${e.stack ?? e.message}\n`);

@@ -1,0 +1,53 @@
+/**
+ * Command line of `npm run bench`: `--parts=a,b` (or `--parts a,b`), `--backend NAME` (a
+ * QRAG_BACKEND value: auto, webgpu, wasm, cpu, …), `--sizes=512,1024` (matmul sizes; default 512,
+ * and 512…4096 on webgpu), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
+ */
+import { parseBackendPref } from "../backend.ts";
+
+export interface BenchArgs {
+  parts?: string[];
+  backend?: string;
+  sizes?: number[];
+  outFile?: string;
+}
+
+const FLAGS = ["parts", "backend", "sizes", "out"] as const;
+
+/** Matmul sizes when none are given: one small size on CPU backends, up to 4096³ on a GPU. */
+export function defaultMatmulSizes(backend: string): number[] {
+  return backend === "webgpu" || backend === "tensorflow" ? [512, 1024, 2048, 4096] : [512];
+}
+
+export function parseBenchArgs(argv: readonly string[]): BenchArgs {
+  const out: BenchArgs = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
+    const name = m?.[1] as (typeof FLAGS)[number] | undefined;
+    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --out)`);
+    let value = m[2];
+    if (value === undefined) {
+      value = argv[++i];
+      if (value === undefined || value.startsWith("--")) throw new Error(`bench: --${name} needs a value`);
+    }
+    if (name === "parts") out.parts = list(value);
+    else if (name === "backend") {
+      parseBackendPref(value); // throws on an unknown name
+      out.backend = value;
+    } else if (name === "sizes") {
+      out.sizes = list(value).map((s) => {
+        const n = Number(s);
+        if (!Number.isInteger(n) || n < 1 || n > 16384) throw new Error(`bench: --sizes: "${s}" is not a size in 1…16384`);
+        return n;
+      });
+    } else out.outFile = value;
+  }
+  return out;
+}
+
+function list(v: string): string[] {
+  const items = v.split(",").map((s) => s.trim()).filter(Boolean);
+  if (!items.length) throw new Error(`bench: empty list "${v}"`);
+  return items;
+}

@@ -1,0 +1,152 @@
+/**
+ * The GPU route's pieces that run without a GPU: `npm run bench`'s flags (--backend, --sizes,
+ * --parts, --out), matmul sizing, the device pack's run.sh and size check, the babilong-gpu preset,
+ * and (on lavapipe) that the Dawn instance outlives a garbage collection: a collected instance once
+ * left tfjs's reads unresolved or aborted the process.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import * as tf from "@tensorflow/tfjs";
+import { defaultMatmulSizes, parseBenchArgs } from "../server/qrag/bench/cli.ts";
+import { productsPerRepeat } from "../server/qrag/bench/matmul.ts";
+import { DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, runScript, sizeCheck } from "../scripts/device/pack.ts";
+import { resolveConfig } from "../server/qrag/config.ts";
+import { checkEncoderPath } from "../server/qrag/model/hf/encoder.ts";
+import { installWebgpu } from "../server/qrag/backend-webgpu.ts";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+
+test("bench flags: --backend, --sizes, --parts, --out, in = and space forms; mistakes are errors", () => {
+  assert.deepEqual(parseBenchArgs(["--backend", "webgpu", "--parts=matmul,webgpu-check", "--sizes=512,1024", "--out", "x.json"]), {
+    backend: "webgpu",
+    parts: ["matmul", "webgpu-check"],
+    sizes: [512, 1024],
+    outFile: "x.json",
+  });
+  assert.deepEqual(parseBenchArgs([]), {});
+  assert.deepEqual(parseBenchArgs(["--backend=dawn"]), { backend: "dawn" });
+  assert.throws(() => parseBenchArgs(["--backend", "cuda"]), /unknown tfjs backend "cuda"/);
+  assert.throws(() => parseBenchArgs(["--backend"]), /--backend needs a value/);
+  assert.throws(() => parseBenchArgs(["--parts", "--sizes=1"]), /--parts needs a value/);
+  assert.throws(() => parseBenchArgs(["--size=512"]), /unknown argument "--size=512"/);
+  assert.throws(() => parseBenchArgs(["matmul"]), /unknown argument "matmul"/);
+  assert.throws(() => parseBenchArgs(["--sizes=512,0"]), /"0" is not a size/);
+  assert.throws(() => parseBenchArgs(["--sizes=1.5"]), /"1.5" is not a size/);
+  assert.throws(() => parseBenchArgs(["--parts=,"]), /empty list/);
+  assert.deepEqual(defaultMatmulSizes("webgpu"), [512, 1024, 2048, 4096]);
+  assert.deepEqual(defaultMatmulSizes("wasm"), [512]);
+});
+
+test("matmul repeats: about the FLOP asked for, 1 to 200 products", () => {
+  assert.equal(productsPerRepeat(512, 2e9), 8);
+  assert.equal(productsPerRepeat(4096, 5e10), 1);
+  assert.equal(productsPerRepeat(1024, 5e10), 24);
+  assert.equal(productsPerRepeat(16, 5e10), 200);
+});
+
+test("device run.sh: valid bash that sets up node, dawn.node, the Vulkan loader and NVIDIA's ICD", () => {
+  const sh = runScript();
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "qrag-dev-")), "run.sh");
+  fs.writeFileSync(file, sh);
+  execFileSync("bash", ["-n", file]);
+  for (const want of ['xz -dc "$D/node.xz"', 'xz -dc "$DAWN.xz"', 'dpkg -x "$f" /', "XDG_RUNTIME_DIR", "export VK_DRIVER_FILES=$ICD", '"$D/bench.mjs" --out "$OUT/bench.json"', "--device cuda"]) {
+    assert.ok(sh.includes(want), `run.sh has ${want}`);
+  }
+  const r = spawnSync("bash", [file, "nope"], { env: { ...process.env, OUT: path.dirname(file) }, encoding: "utf8" });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /unknown command nope/);
+  assert.ok(DEBS.includes("libvulkan1") && DEBS.includes("libglvnd0"), "the loader and glvnd (libGLX_nvidia needs libGLdispatch)");
+  assert.match(WEBGPU_SHIM, /await globalThis\.__qragLoadTfjsWebgpu\(\)/);
+  const entry = fs.readFileSync(path.join(ROOT, "scripts/device/bench-entry.ts"), "utf8");
+  assert.match(entry, /__qragLoadTfjsWebgpu = \(\) => import\("@tensorflow\/tfjs-backend-webgpu"\)/, "the entry defines what the shim calls");
+});
+
+test("device pack size check: the 64 MiB a call carries, the checkout included", () => {
+  assert.deepEqual(sizeCheck({ a: 30 * 2 ** 20, b: 30 * 2 ** 20 }, 4 * 2 ** 20), { total: DEVICE_TREE_LIMIT, fits: true });
+  assert.equal(sizeCheck({ a: 60 * 2 ** 20 }, 4 * 2 ** 20 + 1).fits, false);
+});
+
+test("babilong-gpu preset: the reference recipe with an hf encoder from the data root", () => {
+  const c = resolveConfig({ preset: "babilong-gpu" });
+  assert.equal(c.envs.name, "babilong");
+  assert.equal(c.algo.encoder.type, "hf");
+  assert.equal(c.algo.encoder.path, "models/contriever");
+  assert.deepEqual([c.batch_size, c.accumulate_grads, c.envs_parallel, c.steps_count, c.eval_interval, c.eval_episodes], [64, 1, 1, 50000, 500, 1000]);
+  assert.equal(c.algo.optimizer.lr, 5e-5);
+  assert.deepEqual(c.algo.scheduler, { type: "warmup_linear", warmup: 1000, ratio: 0 });
+  assert.equal(c.backend, "auto");
+  // without the model folder in the data root the run is refused with the path named
+  const empty = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-gpu-preset-"));
+  assert.match(checkEncoderPath(c.algo.encoder, empty).issues[0]?.message ?? "", /models\/contriever/);
+  // another folder and task by override
+  const o = resolveConfig({ preset: "babilong-gpu", overrides: ["algo.encoder.path=models/bert-tiny", "envs.task=qa1"] });
+  assert.equal(o.algo.encoder.path, "models/bert-tiny");
+  assert.ok(o.envs.name === "babilong" && /^qa1/.test(o.envs.task), "envs.task=qa1");
+});
+
+let why = "";
+try {
+  await installWebgpu(true);
+} catch (e) {
+  why = (e as Error).message;
+}
+const required = process.env.QRAG_REQUIRE_WEBGPU === "1";
+test("webgpu: reads still resolve after the Dawn instance's creator is garbage-collected", { skip: why && !required ? `no WebGPU adapter here (${why})` : false }, () => {
+  const code = `const tf = await import("@tensorflow/tfjs"); const { pickBackend } = await import("./server/qrag/backend.ts");
+    await pickBackend("webgpu");
+    for (let i = 0; i < 4; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 20)); }
+    const x = tf.add(tf.ones([4]), 1); console.log(JSON.stringify(Array.from(await x.data())));`;
+  const r = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", "--input-type=module", "-e", code], {
+    cwd: ROOT,
+    env: { ...process.env, QRAG_BACKEND: "" },
+    encoding: "utf8",
+    timeout: 120_000,
+  });
+  assert.equal(r.status, 0, `exit ${r.status} ${r.signal ?? ""}: ${r.stderr.split("\n").filter((l) => !l.startsWith("Warning")).slice(-5).join(" | ")}`);
+  assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "null"), [2, 2, 2, 2]);
+});
+
+test("encode-hf bench part: a random BERT folder loads as an hf encoder and encodes (cpu, tiny size)", async () => {
+  const { benchEncodeHf } = await import("../server/qrag/bench/webgpu-encode.ts");
+  const prev = tf.getBackend();
+  await tf.setBackend("cpu");
+  try {
+    const r = await benchEncodeHf(() => {}, [{ name: "t", hidden: 16, layers: 1, heads: 2, intermediate: 32, chunks: 8 }], 4);
+    assert.equal(r.length, 1);
+    assert.equal(r[0].error, undefined, String(r[0].error));
+    assert.deepEqual([r[0].chunks, r[0].backend], [8, "cpu"]);
+    assert.ok((r[0].chunksPerS as number) > 0);
+  } finally {
+    if (prev) await tf.setBackend(prev);
+  }
+});
+
+test("webgpu AddN of more inputs than storage buffers allow: the exact sum, and no leaked buffers", { skip: why && !required ? `no WebGPU adapter here (${why})` : false }, async () => {
+  const { pickBackend } = await import("../server/qrag/backend.ts");
+  const { gpuMemoryMiB } = await import("../server/qrag/gpu-memory.ts");
+  await pickBackend("webgpu");
+  try {
+    for (const k of [15, 16, 40, 300]) {
+      const parts = Array.from({ length: k }, (_, i) => tf.fill([64], i + 1));
+      const before = tf.memory().numTensors;
+      const s = tf.addN(parts);
+      assert.equal((await s.data())[0], (k * (k + 1)) / 2, `AddN of ${k}`);
+      assert.equal(tf.memory().numTensors, before + 1);
+      tf.dispose([s, ...parts]);
+    }
+    // gradients through AddN (e.g. AdamW's global norm over every weight) see every input
+    const xs = Array.from({ length: 20 }, (_, i) => tf.scalar(i));
+    const g = tf.grads((...a: tf.Tensor[]) => tf.addN(a.map((x) => tf.square(x))))(xs);
+    assert.deepEqual(await Promise.all(g.map(async (t) => (await t.data())[0])), xs.map((_, i) => 2 * i));
+    tf.dispose([...xs, ...g]);
+    const mem = gpuMemoryMiB();
+    assert.ok(mem && mem.allocatedMiB >= 0 && mem.usedMiB <= mem.allocatedMiB, JSON.stringify(mem));
+  } finally {
+    await tf.setBackend("cpu");
+  }
+  assert.equal(gpuMemoryMiB(), undefined, "no GPU memory figure off webgpu");
+});
