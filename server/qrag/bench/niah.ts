@@ -55,11 +55,11 @@ export const PAPER_NIAH: Record<string, Record<NiahVariant, number> & { avg: num
 };
 
 /**
- * Updates per group: held-out coverage is ≥ 0.99 from the first evaluations on, so the preset's
- * 2,000 updates (≈ 30 min on one shared core) buy nothing here; 200 (evals at 0, 100, 200) keep
- * four groups in ≈ 12 min.
+ * Updates per group: held-out coverage is ≥ 0.98 already at update 0 (the bag-of-words encoder
+ * matches the question's key words in the needle) and 1.00 at update 100, so the preset's 2,000
+ * updates buy nothing here; on the shared 2-core machine one update took 1–4 s.
  */
-export const NIAH_STEPS = 200;
+export const NIAH_STEPS = 100;
 
 /** Seed offset of the sweep split, apart from train (+0), test (+1,000,003) and validation (+2,000,003). */
 const SWEEP_SEED_OFFSET = 3_000_017;
