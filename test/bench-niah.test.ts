@@ -110,6 +110,11 @@ test("benchNiah on a tiny configuration: trains per group, one point per variant
   assert.deepEqual(r.average.map((a) => [a.label, a.variants]), [["512 tokens", 3], ["1K", 3]]);
   const saved = JSON.parse(fs.readFileSync(outFile, "utf8")) as typeof r;
   assert.deepEqual(saved.average, r.average);
+  // reuse: no training, the 512-token points and the training figures are kept, 1K measured again
+  const again = (await benchNiah(() => {}, { variants: ["niah_single_1", "niah_single_2", "niah_multivalue"], lengths: [1024], samples: [1], reuse: true, runsDir: dir, outFile })) as typeof r;
+  assert.deepEqual(again.runs.map((x) => [x.group, x.updates, x.trainSeconds]), r.runs.map((x) => [x.group, x.updates, x.trainSeconds]));
+  const pts2 = again.runs.flatMap((x) => x.points.map((p) => `${p.variant}@${p.label}:${p.samples}`)).sort();
+  assert.deepEqual(pts2, ["niah_multivalue@1K:1", "niah_multivalue@512 tokens:3", "niah_single_1@1K:1", "niah_single_1@512 tokens:3", "niah_single_2@1K:1", "niah_single_2@512 tokens:3"]);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

@@ -31,6 +31,8 @@ interface BenchOptions {
   /** NIAH part: variants to sweep (default all 8) and samples per length. */
   variants?: string[];
   samples?: number[];
+  /** NIAH part: reuse trained checkpoints, keep bench-results/niah.json's points not measured again. */
+  reuse?: boolean;
   outFile?: string;
   log?: (m: string) => void;
 }
@@ -80,7 +82,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       result.precision = await benchPrecision(log, tasks, { lengths: opts.lengths });
     } else if (part === "niah") {
       const { benchNiah } = await import("./niah.ts");
-      result.niah = await benchNiah(log, { variants: opts.variants, seeds: opts.seeds, lengths: opts.lengths, samples: opts.samples, outFile: path.resolve("bench-results", "niah.json") });
+      result.niah = await benchNiah(log, { variants: opts.variants, seeds: opts.seeds, lengths: opts.lengths, samples: opts.samples, reuse: opts.reuse, outFile: path.resolve("bench-results", "niah.json") });
     } else throw new Error(`unknown bench part "${part}" (known: matmul, workload-bow, workload-transformer, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }

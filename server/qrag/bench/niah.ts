@@ -110,6 +110,8 @@ interface NiahPoint extends NiahScore {
   episodeSeconds: number;
 }
 
+type PrevRun = { group: string; seed: number; status: string; updates: number | null; trainSeconds: number; points: NiahPoint[] };
+
 export async function benchNiah(log: (m: string) => void, o: NiahOptions = {}): Promise<Record<string, unknown>> {
   const groups = selectGroups(o.variants, o.groups);
   const lengths = o.lengths ?? NIAH_LENGTHS;
@@ -126,6 +128,10 @@ export async function benchNiah(log: (m: string) => void, o: NiahOptions = {}): 
     fs.mkdirSync(path.dirname(o.outFile), { recursive: true });
     fs.writeFileSync(o.outFile, JSON.stringify(result(complete), null, 2));
   };
+  // with reuse, a previous result file's training figures and the points not measured again are kept,
+  // so lengths can be measured in separate invocations into one file
+  const previous = o.reuse && o.outFile && fs.existsSync(o.outFile) ? (JSON.parse(fs.readFileSync(o.outFile, "utf8")) as { niah?: { runs: PrevRun[] }; runs?: PrevRun[] }) : undefined;
+  const prevRuns: PrevRun[] = previous?.runs ?? previous?.niah?.runs ?? [];
   // all groups trained first, then swept length by length: a run cut short still has whole rows
   const trained: { run: Record<string, unknown> & { points: NiahPoint[] }; checkpoint: string; variants: NiahVariant[]; tag: string }[] = [];
   for (const g of groups) {
@@ -151,10 +157,11 @@ export async function benchNiah(log: (m: string) => void, o: NiahOptions = {}): 
         updates = res.updates;
       }
       const curve = evalCurve(runDir);
+      const prev = reused ? prevRuns.find((r) => r.group === g.group && r.seed === config.seed) : undefined;
       const run = {
-        group: g.group, trainOn: g.trainOn, seed: config.seed, status, updates, trainSeconds,
+        group: g.group, trainOn: g.trainOn, seed: config.seed, status: prev?.status ?? status, updates: prev?.updates ?? updates, trainSeconds: prev?.trainSeconds ?? trainSeconds,
         heldOutCoverage: { first: curve[0] ?? null, last: curve.at(-1) ?? null },
-        points: [] as NiahPoint[],
+        points: (prev?.points ?? []).filter((p) => !lengths.includes(p.maxSeqLength) || !g.variants.includes(p.variant)),
       };
       runs.push(run);
       trained.push({ run, checkpoint, variants: g.variants, tag });
