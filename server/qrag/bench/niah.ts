@@ -220,7 +220,7 @@ async function sweepGroup(
 }
 
 /** RULER's "NIAH Avg": the mean of the variant scores per length (first run of each group). */
-function averages(runs: Record<string, unknown>[]) {
+export function averages(runs: Record<string, unknown>[]) {
   const seen = new Set<string>();
   const byLength = new Map<string, number[]>();
   for (const r of runs) {
