@@ -8,6 +8,8 @@
  *   learning               (long) CPU presets trained on qa1–qa5 (per seed), then swept — see learning.ts
  *   precision              stopping rules (paper Q-threshold vs calibrated rules) on the learning
  *                          part's checkpoints (runs/bench-learning-<task>) — see precision.ts
+ *   niah                   (long) RULER NIAH: niah-cpu trained per variant group, swept 4K → 1M tokens,
+ *                          also written to bench-results/niah.json — see niah.ts
  *
  * `--backend webgpu` (or QRAG_BACKEND) picks the backend; on webgpu the output names the adapter
  * and the GPU memory tfjs holds at the end (`gpuMemory`). See cli.ts for the flags.
@@ -29,8 +31,13 @@ interface BenchOptions {
   tasks?: string[];
   /** Learning part: train each task once per seed (default: the preset's seed, once). */
   seeds?: number[];
-  /** Precision part: haystack sizes in chunks (default 50, 1200, 40000). */
+  /** Precision part: haystack sizes in chunks (default 50, 1200, 40000); niah part: GPT-2 tokens (default 4096, 131072, 1048576). */
   lengths?: number[];
+  /** NIAH part: variants to sweep (default all 8) and samples per length. */
+  variants?: string[];
+  samples?: number[];
+  /** NIAH part: reuse trained checkpoints, keep bench-results/niah.json's points not measured again. */
+  reuse?: boolean;
   outFile?: string;
   /** A QRAG_BACKEND value; default: QRAG_BACKEND, else auto. */
   backend?: string;
@@ -70,7 +77,10 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       if (unknown.length) throw new Error(`unknown precision task(s) ${unknown.join(", ")} (known: ${known.join(", ")})`);
       const tasks = opts.tasks ?? known.filter((t) => fs.existsSync(defaultPrecisionCheckpoint(t)));
       result.precision = await benchPrecision(log, tasks, { lengths: opts.lengths });
-    } else throw new Error(`unknown bench part "${part}" (known: matmul, webgpu-check, encode-hf, workload-bow, workload-transformer, learning, precision)`);
+    } else if (part === "niah") {
+      const { benchNiah } = await import("./niah.ts");
+      result.niah = await benchNiah(log, { variants: opts.variants, seeds: opts.seeds, lengths: opts.lengths, samples: opts.samples, reuse: opts.reuse, outFile: path.resolve("bench-results", "niah.json") });
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, webgpu-check, encode-hf, workload-bow, workload-transformer, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }
   const mem = gpuMemoryMiB();
