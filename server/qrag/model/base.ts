@@ -14,6 +14,11 @@ export interface QEncoder extends Encoder {
    * processed in sub-batches. Equal to `forward(batch, false)` up to float rounding.
    */
   embedNoGrad(batch: TokenBatch): Float32Array;
+  /**
+   * The same embeddings as a device-resident [batch, dim] tensor (no read): sub-batches of
+   * `deviceRows` stay on the device and are joined there. The caller disposes it.
+   */
+  embedDevice(batch: TokenBatch, training?: boolean): tf.Tensor2D;
   clone(trainable?: boolean): QEncoder;
   /** Names of `variables`, same order. */
   readonly variableNames: readonly string[];
@@ -117,6 +122,32 @@ export abstract class BaseEncoder implements QEncoder {
       out.set(u.subarray(src, src + D), r * D);
     }
     return out;
+  }
+
+  /** Rows per sub-batch of embedDevice: large, so a GPU gets big kernels (~64k tokens each). */
+  protected deviceRows(len: number): number {
+    return Math.max(1, Math.floor(65536 / Math.max(1, len)));
+  }
+
+  embedDevice(batch: TokenBatch, training = false): tf.Tensor2D {
+    checkBatch(batch);
+    // Identical rows are embedded once and spread back with one gather (eval mode only: in
+    // training mode each row draws its own dropout mask).
+    const dd = training ? null : dedupeRows(batch);
+    const src = dd ? dd.unique : batch;
+    const step = this.deviceRows(src.len);
+    const parts: tf.Tensor2D[] = [];
+    for (let r0 = 0; r0 < src.batch; r0 += step) {
+      const sub = subBatch(src, r0, Math.min(src.batch, r0 + step), true);
+      parts.push(tf.tidy(() => this.forward(sub, training)));
+    }
+    if (parts.length === 0) return tf.zeros([0, this.dim]);
+    return tf.tidy(() => {
+      const all = parts.length === 1 ? parts[0] : (tf.concat(parts, 0) as tf.Tensor2D);
+      const out = dd ? (tf.gather(all, tf.tensor1d(dd.index, "int32")) as tf.Tensor2D) : all;
+      if (out !== parts[0]) parts.forEach((p) => p.dispose());
+      return out;
+    });
   }
 
   /** embedNoGrad without deduplication: sub-batched eval forwards. */
