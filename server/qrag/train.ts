@@ -178,7 +178,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     const state: TrainCheckpoint = {
       kind: "qrag-train", engineVersion: ENGINE_VERSION, config, backend, savedAt: new Date().toISOString(),
       counters: { step, sampleCursor: envs.sampleCursor, lastEvalUpdate, wallSeconds: wall() },
-      learner: learner.getState(), rng: rolloutRng.getState(), dropoutRng: nets.exportRngStates(), bestEvalReturn, weights: nets.exportWeights(),
+      learner: await learner.getStateAsync(), rng: rolloutRng.getState(), dropoutRng: nets.exportRngStates(), bestEvalReturn, weights: await nets.exportWeightsAsync(),
     };
     saveCheckpoint(dir, state as unknown as Record<string, unknown>);
     send({ type: "checkpoint", step, update: learner.updates, path: dir, best, ...(evalReturn !== undefined ? { evalReturn } : {}) });

@@ -92,6 +92,23 @@ export class AdamW {
     };
   }
 
+  /** getState with async reads (the device path's form). */
+  async getStateAsync(): Promise<AdamWState> {
+    const read = async (xs: tf.Variable[]) => {
+      const out: Float32Array[] = [];
+      for (const x of xs) out.push(Float32Array.from((await x.data()) as Float32Array));
+      return out;
+    };
+    return {
+      stepCount: this.stepCount,
+      steps: [...this.steps],
+      names: this.variables.map((x) => x.name),
+      shapes: this.variables.map((x) => [...x.shape]),
+      m: await read(this.m),
+      v: await read(this.v),
+    };
+  }
+
   setState(state: AdamWState): void {
     const n = this.variables.length;
     if (state.m.length !== n || state.v.length !== n || state.steps.length !== n) {

@@ -139,6 +139,10 @@ export class Learner {
     return { updates: this.updates, microSteps: this.microSteps, alpha: this.alpha, optimizer: this.opt.getState() };
   }
 
+  async getStateAsync(): Promise<LearnerState> {
+    return { updates: this.updates, microSteps: this.microSteps, alpha: this.alpha, optimizer: await this.opt.getStateAsync() };
+  }
+
   setState(s: LearnerState): void {
     this.updates = s.updates;
     this.microSteps = s.microSteps;

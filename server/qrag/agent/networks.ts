@@ -59,6 +59,15 @@ export class QNetworks {
     };
   }
 
+  async exportWeightsAsync(): Promise<NetworkWeights> {
+    return {
+      state: await this.state.exportWeightsAsync(),
+      action: await this.action.exportWeightsAsync(),
+      stateTarget: await this.stateTarget.exportWeightsAsync(),
+      actionTarget: await this.actionTarget.exportWeightsAsync(),
+    };
+  }
+
   importWeights(w: NetworkWeights): void {
     this.state.importWeights(w.state);
     this.action.importWeights(w.action);

@@ -20,6 +20,8 @@ export interface QEncoder extends Encoder {
    */
   embedDevice(batch: TokenBatch, training?: boolean): tf.Tensor2D;
   clone(trainable?: boolean): QEncoder;
+  /** exportWeights with async reads (the only form the device path can read). */
+  exportWeightsAsync(): Promise<SerializedTensor[]>;
   /** Names of `variables`, same order. */
   readonly variableNames: readonly string[];
   /** Total number of weights. */
@@ -188,6 +190,12 @@ export abstract class BaseEncoder implements QEncoder {
 
   exportWeights(): SerializedTensor[] {
     return this.variables.map((v) => ({ shape: [...v.shape], data: Float32Array.from(v.dataSync() as Float32Array) }));
+  }
+
+  async exportWeightsAsync(): Promise<SerializedTensor[]> {
+    const out: SerializedTensor[] = [];
+    for (const v of this.variables) out.push({ shape: [...v.shape], data: Float32Array.from((await v.data()) as Float32Array) });
+    return out;
   }
 
   importWeights(ws: readonly SerializedTensor[]): void {

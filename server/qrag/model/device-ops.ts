@@ -25,8 +25,18 @@ export function gatherRows(table: tf.Tensor2D, ids: Int32Array): tf.Tensor2D {
  */
 export function segmentMeanDevice(x: tf.Tensor2D, seg: Int32Array, scale: Float32Array): tf.Tensor2D {
   const G = scale.length;
-  const sums = tf.unsortedSegmentSum(x, tf.tensor1d(seg, "int32"), G) as tf.Tensor2D;
-  return tf.mul(sums, tf.tensor2d(scale, [G, 1]));
+  const segT = tf.tensor1d(seg, "int32");
+  const w = tf.tensor2d(scale, [G, 1]);
+  // Own gradient (a gather of dy·scale): tfjs's UnsortedSegmentSum gradient masks negative ids
+  // with extra kernels, one of which aborts the process on lavapipe; our ids are never negative.
+  const f = tf.customGrad(((xi: tf.Tensor, save: tf.GradSaveFunc) => {
+    save([segT, w]);
+    return {
+      value: tf.mul(tf.unsortedSegmentSum(xi, segT, G), w),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.gather(tf.mul(dy, saved[1]), saved[0]),
+    };
+  }) as Parameters<typeof tf.customGrad>[0]);
+  return f(x) as tf.Tensor2D;
 }
 
 interface DenseArgs {
