@@ -59,7 +59,7 @@ export async function embedSampleChunks(nets: QNetworks, sample: Sample, maxActi
     for (let j = 0; j < n; j++) texts[j] = chunkAt(sample.chunks, j);
     return withPhase("encode", () => embedActionsDevice(nets.action, texts, maxActionLength, false));
   }
-  return embedSampleChunksHost(nets, sample, maxActionLength, batch);
+  return withPhase("encode", () => embedSampleChunksHost(nets, sample, maxActionLength, batch));
 }
 
 function embedSampleChunksHost(nets: QNetworks, sample: Sample, maxActionLength: number, batch: number): Float32Array {

@@ -97,8 +97,10 @@ export class ParallelEnvs {
   private embed(nets: QNetworks, slots: EnvSlot[]): void {
     const texts = slots.flatMap((s) => this.chunkTexts(s.episode));
     if (onDevice()) return withPhase("encode", () => this.embedDevice(nets, slots, texts));
-    const online = embedActions(nets.action, texts, this.settings.maxActionLength, true);
-    const target = embedActions(nets.actionTarget, texts, this.settings.maxActionLength, true);
+    const { online, target } = withPhase("encode", () => ({
+      online: embedActions(nets.action, texts, this.settings.maxActionLength, true),
+      target: embedActions(nets.actionTarget, texts, this.settings.maxActionLength, true),
+    }));
     const D = nets.dim;
     let off = 0;
     for (const s of slots) {
