@@ -198,7 +198,7 @@ export class ParallelEnvs {
     for (let t = 0; t < L; t++) {
       const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
       const dev = device ? await this.deviceStep(nets, states, opts.random, opts.alpha) : null;
-      const sTarget = dev ? null : embedStates(nets.stateTarget, states, maxInMemory, true);
+      const sTarget = dev ? null : withPhase("target", () => embedStates(nets.stateTarget, states, maxInMemory, true));
       const sPolicy = dev || opts.random ? null : embedStates(nets.policy, states, maxInMemory, true);
       const ended: number[] = [];
       for (let e = 0; e < E; e++) {
