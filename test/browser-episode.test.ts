@@ -54,7 +54,7 @@ describe("episode replay in a real browser", { skip: skip ?? false, timeout: 15 
     const nets = new QNetworks(config.algo.encoder, new Rng(11));
     try {
       const opts = evalOptions(config, { neverTerminate: true });
-      record = greedyEpisode(nets, sample, opts);
+      record = await greedyEpisode(nets, sample, opts);
     } finally {
       nets.dispose();
     }

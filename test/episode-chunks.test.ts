@@ -57,8 +57,8 @@ before(async () => {
   const nets = new QNetworks(config.algo.encoder, new Rng(7));
   try {
     const opts = { ...evalOptions(config), episode: { ...evalOptions(config).episode, feedback: { ...evalOptions(config).episode.feedback, neverTerminate: true } } };
-    evalRecord = greedyEpisode(nets, buildSource(config, "test").sample(5), opts);
-    sweepRecord = greedyEpisode(nets, buildSource(config, "test", 300).sample(2), opts);
+    evalRecord = await greedyEpisode(nets, buildSource(config, "test").sample(5), opts);
+    sweepRecord = await greedyEpisode(nets, buildSource(config, "test", 300).sample(2), opts);
   } finally {
     nets.dispose();
   }

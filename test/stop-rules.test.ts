@@ -158,14 +158,14 @@ test("a tiny run scored with every rule: same trajectories, scores in [0, 1], ca
   const { nets, alpha } = await loadAgent(checkpoint);
   try {
     const gOpts = evalOptions(config, { neverTerminate: true, alpha });
-    const val = trajectories(nets, validationSource(config), 16, gOpts, config.max_action_length);
+    const val = await trajectories(nets, validationSource(config), 16, gOpts, config.max_action_length);
     for (const c of r.calibrations) {
       const mine = calibrate(val, c.family as (typeof PRECISION_FAMILIES)[number]);
       assert.deepEqual({ coverage: c.validation.coverage, f1: c.validation.f1 }, { coverage: mine.validation.coverage, f1: mine.validation.f1 }, c.family);
     }
     // the per-length calibrations come from validation samples at that length
     for (const len of r.lengths) {
-      const valHere = trajectories(nets, validationSource(config, len.numChunks), len.lengthCalibration.samples, gOpts, config.max_action_length);
+      const valHere = await trajectories(nets, validationSource(config, len.numChunks), len.lengthCalibration.samples, gOpts, config.max_action_length);
       for (const c of len.lengthCalibration.calibrations) {
         const mine = calibrate(valHere, c.family as (typeof PRECISION_FAMILIES)[number]);
         assert.deepEqual({ coverage: c.validation.coverage, f1: c.validation.f1 }, { coverage: mine.validation.coverage, f1: mine.validation.f1 }, `${len.numChunks} ${c.family}`);
@@ -175,8 +175,8 @@ test("a tiny run scored with every rule: same trajectories, scores in [0, 1], ca
     const test = buildSource(config, "test", 20);
     const { greedyEpisode } = await import("../server/qrag/agent/greedy.ts");
     for (let i = 0; i < 12; i++) {
-      const a = greedyEpisode(nets, test.sample(i), gOpts);
-      const b = greedyEpisode(nets, test.sample(i), gOpts);
+      const a = await greedyEpisode(nets, test.sample(i), gOpts);
+      const b = await greedyEpisode(nets, test.sample(i), gOpts);
       assert.deepEqual(a.pred_idx, b.pred_idx, "greedy trajectories are deterministic");
       assert.equal(a.pred_idx.length, config.envs.max_steps, "no oracle stop");
       const { threshold: _t, ...filtered } = a.filtered;
@@ -199,7 +199,7 @@ test("a tiny run scored with every rule: same trajectories, scores in [0, 1], ca
     assert.deepEqual({ f1: plain.summary.filtered.f1, coverage: plain.summary.filtered.coverage, avgKept: plain.summary.filtered.avgKept }, { f1: paperWant.f1, coverage: paperWant.coverage, avgKept: paperWant.avgKept });
     assert.equal(plain.summary.filtered.rule, undefined);
     const len20 = r.lengths.find((l) => l.numChunks === 20)!;
-    const trajs = trajectories(nets, test, 12, gOpts, config.max_action_length);
+    const trajs = await trajectories(nets, test, 12, gOpts, config.max_action_length);
     const paper = scoreRule(trajs, PAPER_RULE);
     assert.deepEqual({ coverage: len20.rules[0].coverage, f1: len20.rules[0].f1 }, { coverage: paper.coverage, f1: paper.f1 });
   } finally {

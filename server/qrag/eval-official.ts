@@ -108,7 +108,7 @@ export async function evalOfficial(opts: EvalOfficialOptions): Promise<OfficialL
       for (const s of todo) {
         await breathe();
         if (opts.signal?.aborted) break;
-        const rec = greedyEpisode(nets, s, gOpts);
+        const rec = await greedyEpisode(nets, s, gOpts);
         all.push(rec.metrics);
         kept.push(rec.filtered);
         keptCount += rec.filtered.kept;

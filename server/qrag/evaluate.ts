@@ -67,7 +67,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
     for (let i = 0; i < n; i++) {
       await breathe();
       if (opts.signal?.aborted) break;
-      const r = greedyEpisode(nets, source.sample(i), gOpts);
+      const r = await greedyEpisode(nets, source.sample(i), gOpts);
       records.push(r);
       if (out !== undefined) fs.writeSync(out, JSON.stringify(r) + "\n");
       const ev: EngineEvent = { type: "episode", phase: "eval", step: 0, update: 0, record: r };

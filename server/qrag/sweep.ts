@@ -10,7 +10,7 @@ import type { EventSink, SweepPoint } from "./events.ts";
 import { loadAgent } from "./evaluate.ts";
 import { evalOptions } from "./train.ts";
 import { buildSource } from "./sources.ts";
-import { embedSampleChunks, greedyEpisode } from "./agent/greedy.ts";
+import { disposeCandidates, embedSampleChunks, greedyEpisode } from "./agent/greedy.ts";
 import { Bm25Index } from "./baselines/bm25.ts";
 import { denseSingleStep } from "./baselines/dense.ts";
 import { aggregate, retrievalMetrics } from "./metrics.ts";
@@ -91,9 +91,9 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
         const sample = source.sample(i);
         const n = sample.chunks.length;
         const t0 = performance.now();
-        const emb = embedSampleChunks(nets, sample, config.max_action_length);
+        const emb = await embedSampleChunks(nets, sample, config.max_action_length);
         const t1 = performance.now();
-        const rec = { ...greedyEpisode(nets, sample, gOpts, emb), text_len: tokens };
+        const rec = { ...(await greedyEpisode(nets, sample, gOpts, emb)), text_len: tokens };
         const t2 = performance.now();
         encodeSecs += (t1 - t0) / 1000;
         episodeSecs += (t2 - t0) / 1000;
@@ -102,8 +102,11 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
         kept += rec.filtered.kept;
         if (baselines) {
           bm.push(retrievalMetrics(Bm25Index.build(sample.chunks).topK(sample.question, k).map((h) => h.index), sample.supportIdx));
-          de.push(retrievalMetrics(denseSingleStep(nets, sample.question, emb, n, k, { maxInMemory: config.max_action_length_in_memory, positions: env.positions_processor, stepSize: env.step_size }), sample.supportIdx));
+          // the dense baseline scores on the host: one read of the candidates on the device path
+          const hostEmb = emb instanceof Float32Array ? emb : ((await emb.data()) as Float32Array);
+          de.push(retrievalMetrics(await denseSingleStep(nets, sample.question, hostEmb, n, k, { maxInMemory: config.max_action_length_in_memory, positions: env.positions_processor, stepSize: env.step_size }), sample.supportIdx));
         }
+        disposeCandidates(emb);
         if (epOut !== undefined) fs.writeSync(epOut, JSON.stringify({ numChunks, ...rec }) + "\n");
         if (opts.emitEpisodes) emit({ type: "episode", phase: "sweep", step: 0, update: 0, record: rec });
         done++;

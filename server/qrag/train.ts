@@ -179,7 +179,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     const state: TrainCheckpoint = {
       kind: "qrag-train", engineVersion: ENGINE_VERSION, config, backend, savedAt: new Date().toISOString(),
       counters: { step, sampleCursor: envs.sampleCursor, lastEvalUpdate, wallSeconds: wall() },
-      learner: learner.getState(), rng: rolloutRng.getState(), dropoutRng: nets.exportRngStates(), bestEvalReturn, weights: nets.exportWeights(),
+      learner: await learner.getStateAsync(), rng: rolloutRng.getState(), dropoutRng: nets.exportRngStates(), bestEvalReturn, weights: await nets.exportWeightsAsync(),
     };
     saveCheckpoint(dir, state as unknown as Record<string, unknown>);
     send({ type: "checkpoint", step, update: learner.updates, path: dir, best, ...(evalReturn !== undefined ? { evalReturn } : {}) });
@@ -195,7 +195,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     for (const i of evalSet) {
       await breathe();
       if (opts.signal?.aborted) return false;
-      records.push(greedyEpisode(nets, testSource.sample(i), { ...gOpts, alpha: learner.alpha }));
+      records.push(await greedyEpisode(nets, testSource.sample(i), { ...gOpts, alpha: learner.alpha }));
     }
     const s = summarize(records, learner.updates, step);
     lastEval = s;
@@ -237,17 +237,19 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
         if (lastEvalUpdate < learner.updates && !(await runEval())) continue;
         break;
       }
-      const res = trainIteration(envs, learner, nets, config, step < 2 * config.learning_start);
+      const res = await trainIteration(envs, learner, nets, config, step < 2 * config.learning_start);
       step += res.transitions;
       windowTransitions += res.transitions;
       if (res.applied) {
         windowUpdates++;
         if (learner.updates % logEvery === 0 || learner.updates === config.steps_count) {
           const secs = (performance.now() - windowStart) / 1000;
-          metric("qf_loss", res.loss);
+          // one read on the device path, where loss and norm stay on the device between logs
+          const last = await learner.lastStats();
+          metric("qf_loss", last.loss);
           metric("lr", res.applied.lr);
           metric("alpha", res.applied.alpha);
-          metric("grad_norm", res.applied.gradNorm);
+          metric("grad_norm", last.gradNorm);
           metric("transitions_per_s", windowTransitions / secs);
           metric("updates_per_s", windowUpdates / secs);
           const gpuMem = gpuMemoryMiB(); // webgpu only: memory the backend holds, pool included
@@ -276,6 +278,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     fs.closeSync(metricsFile);
     fs.closeSync(episodesFile);
     learner.dispose();
+    envs.dispose();
     nets.dispose();
   }
   emit({ type: "run_end", status, step, update: learner.updates });

@@ -92,6 +92,23 @@ export class AdamW {
     };
   }
 
+  /** getState with async reads (the device path's form). */
+  async getStateAsync(): Promise<AdamWState> {
+    const read = async (xs: tf.Variable[]) => {
+      const out: Float32Array[] = [];
+      for (const x of xs) out.push(Float32Array.from((await x.data()) as Float32Array));
+      return out;
+    };
+    return {
+      stepCount: this.stepCount,
+      steps: [...this.steps],
+      names: this.variables.map((x) => x.name),
+      shapes: this.variables.map((x) => [...x.shape]),
+      m: await read(this.m),
+      v: await read(this.v),
+    };
+  }
+
   setState(state: AdamWState): void {
     const n = this.variables.length;
     if (state.m.length !== n || state.v.length !== n || state.steps.length !== n) {
@@ -142,6 +159,37 @@ export function clipByGlobalNorm<G extends Grads>(grads: G, maxNorm: number): { 
   const out: tf.NamedTensorMap = {};
   for (const [k, g] of entries) out[k] = scale(g);
   return { grads: out as G, norm };
+}
+
+/** Inputs per AddN/Pack on the device: lavapipe allows 16 storage buffers per shader stage. */
+const REDUCE_CHUNK = 8;
+
+/** Σ of scalars without an AddN/Pack over more than REDUCE_CHUNK inputs. */
+function sumScalars(xs: tf.Tensor[]): tf.Scalar {
+  let level = xs;
+  while (level.length > 1) {
+    const next: tf.Tensor[] = [];
+    for (let i = 0; i < level.length; i += REDUCE_CHUNK) {
+      const part = level.slice(i, i + REDUCE_CHUNK);
+      next.push(part.length === 1 ? part[0] : tf.sum(tf.stack(part)));
+    }
+    level = next;
+  }
+  return tf.reshape(level[0], []) as tf.Scalar;
+}
+
+/**
+ * clipByGlobalNorm for the device path: the same clipping, with the norm kept as a tensor (no
+ * read). Gradients are scaled by min(1, max_norm/(norm + 1e-6)) on the device. Returns new
+ * tensors; the caller disposes the inputs, the result and `norm`.
+ */
+export function clipByGlobalNormDevice(grads: tf.Tensor[], maxNorm: number): { grads: tf.Tensor[]; norm: tf.Scalar } {
+  if (grads.length === 0) return { grads: [], norm: tf.scalar(0) };
+  return tf.tidy(() => {
+    const norm = tf.sqrt(sumScalars(grads.map((g) => tf.sum(tf.square(tf.cast(g, "float32")))))) as tf.Scalar;
+    const coef = tf.minimum(1, tf.div(maxNorm, tf.add(norm, 1e-6)));
+    return { grads: grads.map((g) => tf.mul(g, coef)), norm };
+  });
 }
 
 function alignGrads(vars: tf.Variable[], grads: Grads): (tf.Tensor | null | undefined)[] {

@@ -13,7 +13,10 @@ import { RetrievalEpisode, type EpisodeConfig } from "../env/episode.ts";
 import { scoreCandidates } from "../model/rotary.ts";
 import { retrievalMetrics, qThresholdFilter } from "../metrics.ts";
 import type { EpisodeRecord, EpisodeStep } from "../events.ts";
-import { embedStates, embedActions, type QNetworks } from "./networks.ts";
+import * as tf from "@tensorflow/tfjs";
+import { embedStates, embedActions, embedActionsDevice, embedStatesDevice, type QNetworks } from "./networks.ts";
+import { availTensor, readJoined, scorePadded, softValueDevice } from "./device-scoring.ts";
+import { onDevice, withPhase, withPhaseAsync } from "../device.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { topkIndices } from "./topk.ts";
 import { softValue } from "./soft-value.ts";
@@ -35,8 +38,31 @@ export interface GreedyOptions {
   softValueTopK?: number;
 }
 
-/** Embeds every chunk of a sample with E_a in eval mode, streaming over the chunk list. */
-export function embedSampleChunks(nets: QNetworks, sample: Sample, maxActionLength: number, batch = 4096): Float32Array {
+/**
+ * A sample's candidate embeddings: a host array on the CPU path, a device-resident [n, D] tensor
+ * on the device path (dispose with `disposeCandidates`).
+ */
+export type CandidateEmbeddings = Float32Array | tf.Tensor2D;
+
+export function disposeCandidates(c: CandidateEmbeddings | undefined): void {
+  if (c instanceof tf.Tensor) c.dispose();
+}
+
+/**
+ * Embeds every chunk of a sample with E_a in eval mode, streaming over the chunk list (host path),
+ * or in large device-resident batches (device path).
+ */
+export async function embedSampleChunks(nets: QNetworks, sample: Sample, maxActionLength: number, batch = 4096): Promise<CandidateEmbeddings> {
+  const n = sample.chunks.length;
+  if (onDevice()) {
+    const texts: string[] = new Array(n);
+    for (let j = 0; j < n; j++) texts[j] = chunkAt(sample.chunks, j);
+    return withPhase("encode", () => embedActionsDevice(nets.action, texts, maxActionLength, false));
+  }
+  return withPhase("encode", () => embedSampleChunksHost(nets, sample, maxActionLength, batch));
+}
+
+function embedSampleChunksHost(nets: QNetworks, sample: Sample, maxActionLength: number, batch: number): Float32Array {
   const n = sample.chunks.length;
   const D = nets.dim;
   const out = new Float32Array(n * D);
@@ -48,8 +74,73 @@ export function embedSampleChunks(nets: QNetworks, sample: Sample, maxActionLeng
   return out;
 }
 
-export function greedyEpisode(nets: QNetworks, sample: Sample, opts: GreedyOptions, candidates?: Float32Array): EpisodeRecord {
-  const emb = candidates ?? embedSampleChunks(nets, sample, opts.maxActionLength, opts.embedBatch);
+interface StepPick {
+  best: number;
+  q1: number;
+  q2: number;
+  /** Logged candidates (available, best first) and their Q. */
+  top: { index: number; q: number }[];
+  v?: number;
+}
+
+export async function greedyEpisode(nets: QNetworks, sample: Sample, opts: GreedyOptions, candidates?: CandidateEmbeddings): Promise<EpisodeRecord> {
+  return withPhaseAsync("eval", async () => {
+    const emb = candidates ?? (await embedSampleChunks(nets, sample, opts.maxActionLength, opts.embedBatch));
+    try {
+      if (emb instanceof tf.Tensor) return await greedyDevice(nets, sample, opts, emb);
+      return greedyHost(nets, sample, opts, emb);
+    } finally {
+      if (!candidates) disposeCandidates(emb);
+    }
+  });
+}
+
+/**
+ * Device path of one greedy step: scores, masking, top-k and V(s) on the device; one read of
+ * [topIdx(K), topQ(K), q1(K), q2(K), V].
+ */
+async function devicePick(nets: QNetworks, ep: RetrievalEpisode, opts: GreedyOptions, emb: tf.Tensor2D): Promise<StepPick | null> {
+  const n = ep.numChunks;
+  const avail = ep.available;
+  const K = Math.max(1, Math.min(opts.logTopK, n));
+  const withV = opts.alpha !== undefined;
+  const cols = tf.tidy(() => {
+    const s = embedStatesDevice(nets.state, [ep.stateTexts(opts.sortByIndex)], opts.maxInMemory, false);
+    const { q1, q2 } = scorePadded(s, emb, rotaryPositions(ep), [n]);
+    const av = availTensor([avail], n);
+    const q = tf.where(tf.greater(av, 0), tf.add(q1, q2), tf.fill([1, n], -Infinity));
+    const { values, indices } = tf.topk(q, K);
+    const out: tf.Tensor[] = [indices, values, tf.gather(q1, indices, 1, 1), tf.gather(q2, indices, 1, 1)];
+    if (withV) out.push(softValueDevice(q1, q2, av, opts.alpha as number, opts.softValueTopK ?? 5));
+    return out;
+  });
+  const r = await readJoined(cols);
+  cols.forEach((c) => c.dispose());
+  const best = r[0];
+  if (!(r[K] > -Infinity) || !avail[best]) return null;
+  const top: { index: number; q: number }[] = [];
+  for (let i = 0; i < Math.min(opts.logTopK, n); i++) if (avail[r[i]] && r[K + i] > -Infinity) top.push({ index: r[i], q: r[K + i] });
+  return { best, q1: r[2 * K], q2: r[3 * K], top, ...(withV ? { v: r[4 * K] } : {}) };
+}
+
+async function greedyDevice(nets: QNetworks, sample: Sample, opts: GreedyOptions, emb: tf.Tensor2D): Promise<EpisodeRecord> {
+  const ep = new RetrievalEpisode(sample, opts.episode);
+  const steps: EpisodeStep[] = [];
+  const gold = new Set(sample.supportIdx);
+  let ret = 0;
+  let oracleStop = false;
+  while (!ep.done) {
+    const p = await devicePick(nets, ep, opts, emb);
+    if (!p) break;
+    const r = ep.step(p.best);
+    ret += r.reward;
+    oracleStop = r.terminated;
+    steps.push(stepRecord(p, r, gold, opts.alpha));
+  }
+  return episodeRecord(sample, ep.numChunks, steps, ret, oracleStop, opts.threshold);
+}
+
+function greedyHost(nets: QNetworks, sample: Sample, opts: GreedyOptions, emb: Float32Array): EpisodeRecord {
   const ep = new RetrievalEpisode(sample, opts.episode);
   const n = ep.numChunks;
   const D = nets.dim;
@@ -76,23 +167,32 @@ export function greedyEpisode(nets: QNetworks, sample: Sample, opts: GreedyOptio
     const r = ep.step(best);
     ret += r.reward;
     oracleStop = r.terminated;
-    steps.push({
-      index: best,
-      text: r.item.text,
-      position: r.item.position,
-      q: q1[best] + q2[best],
-      // each head is trained towards G/2, so 2·q_h is that head's Q estimate (docs/method.md §2.2)
-      q1: 2 * q1[best],
-      q2: 2 * q2[best],
-      gold: gold.has(best),
-      reward: r.reward,
-      topk: top.map((j) => ({ index: j, q: q[j], gold: gold.has(j) })),
-      ...(soft && Number.isFinite(soft.v) ? soft : {}),
-    });
+    const pick: StepPick = { best, q1: q1[best], q2: q2[best], top: top.map((j) => ({ index: j, q: q[j] })), ...(soft ? { v: soft.v } : {}) };
+    steps.push(stepRecord(pick, r, gold, opts.alpha));
   }
+  return episodeRecord(sample, n, steps, ret, oracleStop, opts.threshold);
+}
+
+function stepRecord(p: StepPick, r: ReturnType<RetrievalEpisode["step"]>, gold: Set<number>, alpha: number | undefined): EpisodeStep {
+  return {
+    index: p.best,
+    text: r.item.text,
+    position: r.item.position,
+    q: p.q1 + p.q2,
+    // each head is trained towards G/2, so 2·q_h is that head's Q estimate (docs/method.md §2.2)
+    q1: 2 * p.q1,
+    q2: 2 * p.q2,
+    gold: gold.has(p.best),
+    reward: r.reward,
+    topk: p.top.map((c) => ({ index: c.index, q: c.q, gold: gold.has(c.index) })),
+    ...(alpha !== undefined && p.v !== undefined && Number.isFinite(p.v) ? { v: p.v, alpha } : {}),
+  };
+}
+
+function episodeRecord(sample: Sample, n: number, steps: EpisodeStep[], ret: number, oracleStop: boolean, threshold: number): EpisodeRecord {
   const pred = steps.map((s) => s.index);
   const qValues = steps.map((s) => s.q);
-  const kept = qThresholdFilter(qValues, opts.threshold);
+  const kept = qThresholdFilter(qValues, threshold);
   return {
     id: sample.id,
     question: sample.question,
@@ -106,7 +206,7 @@ export function greedyEpisode(nets: QNetworks, sample: Sample, opts: GreedyOptio
     num_chunks: n,
     oracle_stop: oracleStop,
     metrics: retrievalMetrics(pred, sample.supportIdx),
-    filtered: { ...retrievalMetrics(pred.slice(0, kept), sample.supportIdx), threshold: opts.threshold, kept },
+    filtered: { ...retrievalMetrics(pred.slice(0, kept), sample.supportIdx), threshold, kept },
     steps,
   };
 }

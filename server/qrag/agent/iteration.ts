@@ -3,6 +3,7 @@
  * Shared by `train()` and the benchmarks, so the benchmark times exactly the code users train with.
  */
 import type { RunConfig } from "../config.ts";
+import { withPhase, withPhaseAsync } from "../device.ts";
 import { episodeConfig } from "../sources.ts";
 import { lambdaTargets } from "./lambda-returns.ts";
 import type { Learner, MicroStepResult } from "./learner.ts";
@@ -30,15 +31,20 @@ interface IterationResult extends MicroStepResult {
   updateSeconds: number;
 }
 
-export function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean): IterationResult {
+export async function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean): Promise<IterationResult> {
   const t0 = performance.now();
-  const batch = envs.collect(nets, { random, alpha: learner.alpha });
-  const boot = config.algo.hyperparams.drop_last_transition ? null : envs.bootstrapValues(nets, learner.alpha);
+  const { batch, boot } = await withPhaseAsync("rollout", async () => {
+    const b = await envs.collect(nets, { random, alpha: learner.alpha });
+    const v = config.algo.hyperparams.drop_last_transition ? null : await withPhaseAsync("target", () => envs.bootstrapValues(nets, learner.alpha));
+    return { batch: b, boot: v };
+  });
   const { targets, keep } = buildTargets(batch, boot, config);
   const t1 = performance.now();
-  const res = learner.microStep(
-    { states: keep.map((k) => batch.states[k]), actionTexts: keep.map((k) => batch.actionTexts[k]), positions: Int32Array.from(keep, (k) => batch.actionPositions[k]), targets },
-    { maxActionLength: config.max_action_length, maxInMemory: config.max_action_length_in_memory },
+  const res = withPhase("update", () =>
+    learner.microStep(
+      { states: keep.map((k) => batch.states[k]), actionTexts: keep.map((k) => batch.actionTexts[k]), positions: Int32Array.from(keep, (k) => batch.actionPositions[k]), targets },
+      { maxActionLength: config.max_action_length, maxInMemory: config.max_action_length_in_memory },
+    ),
   );
   const t2 = performance.now();
   return { ...res, transitions: batch.E * batch.L, rolloutSeconds: (t1 - t0) / 1000, updateSeconds: (t2 - t1) / 1000 };

@@ -8,7 +8,8 @@ import * as tf from "@tensorflow/tfjs";
 import type { AlgoConfig } from "../config-schema.ts";
 import { rotateTf } from "../model/rotary.ts";
 import { twinQ } from "../model/qfunction.ts";
-import { AdamW, clipByGlobalNorm, type AdamWState } from "./adamw.ts";
+import { AdamW, clipByGlobalNorm, clipByGlobalNormDevice, type AdamWState } from "./adamw.ts";
+import { onDevice } from "../device.ts";
 import { lrFactor } from "./schedule.ts";
 import type { QNetworks } from "./networks.ts";
 
@@ -22,14 +23,17 @@ export interface LearnerState {
 }
 
 export interface MicroStepResult {
+  /** NaN on the device path, where the loss stays on the device (read it with `lastStats`). */
   loss: number;
-  /** Set when this micro-step completed an optimizer step. */
+  /** Set when this micro-step completed an optimizer step (gradNorm NaN on the device path). */
   applied?: { gradNorm: number; lr: number; alpha: number };
 }
 
 export class Learner {
   private readonly opt: AdamW;
   private pending: tf.Tensor[] | null = null;
+  /** Last loss and pre-clipping gradient norm: numbers on the CPU path, tensors on the device path. */
+  private last: { loss: number | tf.Scalar; gradNorm: number | tf.Scalar } = { loss: NaN, gradNorm: NaN };
   updates = 0;
   microSteps = 0;
   alpha: number;
@@ -75,8 +79,10 @@ export class Learner {
       return tf.add(tf.mul(l1, 0.5), tf.mul(l2, 0.5)) as tf.Scalar;
     }, vars);
     G.dispose();
-    const loss = value.dataSync()[0];
-    value.dispose();
+    // The device path keeps the loss on the device: no read per update (lastStats reads it when logged).
+    const loss = onDevice() ? NaN : value.dataSync()[0];
+    this.setLast("loss", onDevice() ? value : loss);
+    if (!onDevice()) value.dispose();
     const ordered = vars.map((v) => grads[v.name]);
     // accumulate loss/accum gradients across micro-steps
     const scaled = this.accumulate === 1 ? ordered : ordered.map((g) => tf.tidy(() => tf.div(g, this.accumulate)));
@@ -97,7 +103,12 @@ export class Learner {
   private applyPending(): { gradNorm: number; lr: number; alpha: number } {
     const pending = this.pending!;
     this.pending = null;
-    const { grads, norm } = clipByGlobalNorm(pending, this.algo.hyperparams.max_grad_norm);
+    const clipped = onDevice()
+      ? clipByGlobalNormDevice(pending, this.algo.hyperparams.max_grad_norm)
+      : clipByGlobalNorm(pending, this.algo.hyperparams.max_grad_norm);
+    const { grads } = clipped;
+    const norm = typeof clipped.norm === "number" ? clipped.norm : NaN;
+    this.setLast("gradNorm", clipped.norm);
     const lr = this.lr;
     this.opt.step(grads, lr);
     if (grads !== pending) grads.forEach((g) => g.dispose());
@@ -108,8 +119,28 @@ export class Learner {
     return { gradNorm: norm, lr, alpha: this.alpha };
   }
 
+  private setLast(key: "loss" | "gradNorm", v: number | tf.Scalar): void {
+    const old = this.last[key];
+    if (typeof old !== "number") old.dispose();
+    this.last[key] = v;
+  }
+
+  /** The last micro-step's loss and the last optimizer step's gradient norm: one read on the device path. */
+  async lastStats(): Promise<{ loss: number; gradNorm: number }> {
+    const { loss, gradNorm } = this.last;
+    if (typeof loss === "number" && typeof gradNorm === "number") return { loss, gradNorm };
+    const t = tf.tidy(() => tf.stack([typeof loss === "number" ? tf.scalar(loss) : loss, typeof gradNorm === "number" ? tf.scalar(gradNorm) : gradNorm]));
+    const v = await t.data();
+    t.dispose();
+    return { loss: v[0], gradNorm: v[1] };
+  }
+
   getState(): LearnerState {
     return { updates: this.updates, microSteps: this.microSteps, alpha: this.alpha, optimizer: this.opt.getState() };
+  }
+
+  async getStateAsync(): Promise<LearnerState> {
+    return { updates: this.updates, microSteps: this.microSteps, alpha: this.alpha, optimizer: await this.opt.getStateAsync() };
   }
 
   setState(s: LearnerState): void {
@@ -121,6 +152,8 @@ export class Learner {
 
   dispose(): void {
     this.pending?.forEach((g) => g.dispose());
+    this.setLast("loss", NaN);
+    this.setLast("gradNorm", NaN);
     this.opt.dispose();
   }
 }

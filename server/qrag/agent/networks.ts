@@ -8,6 +8,7 @@ import type { EncoderConfig, SerializedTensor } from "../model/encoder.ts";
 import type { QEncoder } from "../model/base.ts";
 import { createEncoder } from "../model/factory.ts";
 import type { Rng, RngState } from "../util/rng.ts";
+import { onDevice } from "../device.ts";
 
 export interface NetworkWeights {
   state: SerializedTensor[];
@@ -55,6 +56,15 @@ export class QNetworks {
       action: this.action.exportWeights(),
       stateTarget: this.stateTarget.exportWeights(),
       actionTarget: this.actionTarget.exportWeights(),
+    };
+  }
+
+  async exportWeightsAsync(): Promise<NetworkWeights> {
+    return {
+      state: await this.state.exportWeightsAsync(),
+      action: await this.action.exportWeightsAsync(),
+      stateTarget: await this.stateTarget.exportWeightsAsync(),
+      actionTarget: await this.actionTarget.exportWeightsAsync(),
     };
   }
 
@@ -110,4 +120,26 @@ function forwardNoGrad(enc: QEncoder, packed: ReturnType<QEncoder["packActions"]
   const data = y.dataSync() as Float32Array;
   y.dispose();
   return data;
+}
+
+/** embedStates that works on both paths: on the device one async read of the [n, D] result. */
+export async function embedStatesAsync(enc: QEncoder, states: readonly (readonly string[])[], maxTokensPerPiece: number, training: boolean): Promise<Float32Array> {
+  if (!onDevice()) return embedStates(enc, states, maxTokensPerPiece, training);
+  const t = embedStatesDevice(enc, states, maxTokensPerPiece, training);
+  const v = (await t.data()) as Float32Array;
+  t.dispose();
+  return v;
+}
+
+/**
+ * Device path: chunk texts → a device-resident [n, D] tensor (dropout on iff `training`), embedded
+ * in large sub-batches that never leave the device. The caller disposes it.
+ */
+export function embedActionsDevice(enc: QEncoder, texts: readonly string[], maxTokens: number, training: boolean): tf.Tensor2D {
+  return enc.embedDevice(enc.packActions(texts, maxTokens), training);
+}
+
+/** Device path: states → a device-resident [n, D] tensor. The caller disposes it. */
+export function embedStatesDevice(enc: QEncoder, states: readonly (readonly string[])[], maxTokensPerPiece: number, training: boolean): tf.Tensor2D {
+  return enc.embedDevice(enc.packStates(states, maxTokensPerPiece), training);
 }

@@ -45,11 +45,20 @@ export function boltzmannTop5(logits: ArrayLike<number>, avail: Uint8Array, alph
   const masked = new Float64Array(n);
   for (let i = 0; i < n; i++) masked[i] = avail[i] ? logits[i] : min - 1;
   const top = topkIndices(masked, k).filter((j) => avail[j] !== 0);
+  return sampleTopK(top, top.map((j) => masked[j]), alpha, rng);
+}
+
+/**
+ * The sampling half of boltzmannTop5: `top` = the available top-k candidates, largest first, with
+ * their masked logits `values`; p ∝ exp((l − max)/α). Shared with the device path, which computes
+ * the top-k on the device and reads only these.
+ */
+export function sampleTopK(top: readonly number[], values: readonly number[], alpha: number, rng: Rng): number {
   if (top.length === 0) throw new RangeError("boltzmannTop5: no available candidate");
   // top[0] holds the max of the masked logits, which is available whenever anything is.
-  const max = masked[top[0]];
+  const max = values[0];
   if (!(alpha > 0)) return top[0];
-  const w = top.map((j) => Math.exp((masked[j] - max) / alpha));
+  const w = values.map((v) => Math.exp((v - max) / alpha));
   let total = 0;
   for (const x of w) total += x;
   if (!(total > 0) || !Number.isFinite(total)) return top[0];

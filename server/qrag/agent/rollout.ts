@@ -7,10 +7,13 @@
 import type { Sample, SampleSource } from "../types.ts";
 import { RetrievalEpisode, type EpisodeConfig } from "../env/episode.ts";
 import { scoreCandidates } from "../model/rotary.ts";
-import { boltzmannTop5, uniformAvailable } from "./policy.ts";
+import * as tf from "@tensorflow/tfjs";
+import { boltzmannTop5, sampleTopK, uniformAvailable } from "./policy.ts";
+import { availTensor, policyTopK, readJoined, scorePadded, softValueDevice } from "./device-scoring.ts";
+import { onDevice, withPhase } from "../device.ts";
 import { softValue } from "./soft-value.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
-import { embedActions, embedStates, type QNetworks } from "./networks.ts";
+import { embedActions, embedActionsDevice, embedStates, embedStatesDevice, type QNetworks } from "./networks.ts";
 import type { Rng } from "../util/rng.ts";
 
 export interface RolloutSettings {
@@ -43,6 +46,14 @@ interface EnvSlot {
   q1: Float32Array;
   q2: Float32Array;
   ret: number;
+  /** Device path: E_a / E_a' embeddings of the candidates, [n, D], kept on the device. */
+  dOnline?: tf.Tensor2D;
+  dTarget?: tf.Tensor2D;
+}
+
+function disposeSlot(s: EnvSlot): void {
+  s.dOnline?.dispose();
+  s.dTarget?.dispose();
 }
 
 export class ParallelEnvs {
@@ -85,8 +96,11 @@ export class ParallelEnvs {
   /** (Re-)embeds the candidates of these slots with E_a and E_a', all slots in one batch per encoder. */
   private embed(nets: QNetworks, slots: EnvSlot[]): void {
     const texts = slots.flatMap((s) => this.chunkTexts(s.episode));
-    const online = embedActions(nets.action, texts, this.settings.maxActionLength, true);
-    const target = embedActions(nets.actionTarget, texts, this.settings.maxActionLength, true);
+    if (onDevice()) return withPhase("encode", () => this.embedDevice(nets, slots, texts));
+    const { online, target } = withPhase("encode", () => ({
+      online: embedActions(nets.action, texts, this.settings.maxActionLength, true),
+      target: embedActions(nets.actionTarget, texts, this.settings.maxActionLength, true),
+    }));
     const D = nets.dim;
     let off = 0;
     for (const s of slots) {
@@ -97,6 +111,67 @@ export class ParallelEnvs {
     }
   }
 
+  /** Device path of embed: both encoders' embeddings stay on the device, one slice per slot. */
+  private embedDevice(nets: QNetworks, slots: EnvSlot[], texts: string[]): void {
+    const { maxActionLength } = this.settings;
+    tf.tidy(() => {
+      const online = embedActionsDevice(nets.action, texts, maxActionLength, true);
+      const target = embedActionsDevice(nets.actionTarget, texts, maxActionLength, true);
+      let off = 0;
+      for (const s of slots) {
+        const n = s.episode.numChunks;
+        disposeSlot(s);
+        s.dOnline = tf.keep(tf.slice(online, [off, 0], [n, -1]));
+        s.dTarget = tf.keep(tf.slice(target, [off, 0], [n, -1]));
+        off += n;
+      }
+    });
+  }
+
+  /**
+   * One lock-step on the device for all environments: policy top-k (unless random) and target
+   * soft values, brought back in one read. Row e of the result: [topIdx(k), topVal(k), V].
+   */
+  private async deviceStep(nets: QNetworks, states: string[][], random: boolean, alpha: number): Promise<{ data: Float32Array; k: number; width: number }> {
+    const { maxInMemory, topk } = this.settings;
+    const slots = this.slots;
+    const counts = slots.map((s) => s.episode.numChunks);
+    const nMax = Math.max(1, ...counts);
+    const positions = new Int32Array(counts.reduce((a, b) => a + b, 0));
+    let off = 0;
+    for (const s of slots) {
+      positions.set(rotaryPositions(s.episode), off);
+      off += s.episode.numChunks;
+    }
+    const k = Math.min(topk, nMax);
+    const cols = tf.tidy(() => {
+      const avail = availTensor(slots.map((s) => s.episode.available), nMax);
+      const out: tf.Tensor[] = [];
+      if (!random) {
+        const sPolicy = embedStatesDevice(nets.policy, states, maxInMemory, true);
+        const cand = slots.length === 1 ? slots[0].dOnline! : (tf.concat(slots.map((s) => s.dOnline!), 0) as tf.Tensor2D);
+        const { q1, q2 } = scorePadded(sPolicy, cand, positions, counts);
+        const top = policyTopK(q1, q2, avail, k);
+        out.push(top.indices, top.values);
+      }
+      return withPhase("target", () => {
+        const sTarget = embedStatesDevice(nets.stateTarget, states, maxInMemory, true);
+        const cand = slots.length === 1 ? slots[0].dTarget! : (tf.concat(slots.map((s) => s.dTarget!), 0) as tf.Tensor2D);
+        const { q1, q2 } = scorePadded(sTarget, cand, positions, counts);
+        out.push(softValueDevice(q1, q2, avail, alpha, topk));
+        return out;
+      });
+    });
+    const data = await readJoined(cols);
+    cols.forEach((c) => c.dispose());
+    return { data, k, width: random ? 1 : 2 * k + 1 };
+  }
+
+  /** Releases the device-resident candidate embeddings. */
+  dispose(): void {
+    this.slots.forEach(disposeSlot);
+  }
+
   takeFinishedReturns(): number[] {
     const r = this.finished;
     this.finished = [];
@@ -104,7 +179,8 @@ export class ParallelEnvs {
   }
 
   /** Runs one rollout of E × stepsPerEnv transitions. */
-  collect(nets: QNetworks, opts: { random: boolean; alpha: number }): RolloutBatch {
+  async collect(nets: QNetworks, opts: { random: boolean; alpha: number }): Promise<RolloutBatch> {
+    const device = onDevice();
     const { envs: E, stepsPerEnv: L, maxInMemory, sortByIndex, topk } = this.settings;
     while (this.slots.length < E) this.slots.push(this.newSlot());
     // Embeddings are recomputed at rollout start with the current weights (docs/method.md §3.2).
@@ -121,23 +197,42 @@ export class ParallelEnvs {
     };
     for (let t = 0; t < L; t++) {
       const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
-      const sTarget = embedStates(nets.stateTarget, states, maxInMemory, true);
-      const sPolicy = opts.random ? null : embedStates(nets.policy, states, maxInMemory, true);
+      const dev = device ? await this.deviceStep(nets, states, opts.random, opts.alpha) : null;
+      const sTarget = dev ? null : withPhase("target", () => embedStates(nets.stateTarget, states, maxInMemory, true));
+      const sPolicy = dev || opts.random ? null : embedStates(nets.policy, states, maxInMemory, true);
       const ended: number[] = [];
       for (let e = 0; e < E; e++) {
         const slot = this.slots[e];
         const ep = slot.episode;
         const avail = ep.available;
         let action: number;
-        if (sPolicy) {
+        let v: number;
+        if (dev) {
+          const row = dev.data.subarray(e * dev.width, (e + 1) * dev.width);
+          if (opts.random) {
+            action = uniformAvailable(avail, this.rng);
+          } else {
+            const top: number[] = [];
+            const vals: number[] = [];
+            for (let i = 0; i < dev.k; i++) {
+              const j = row[i];
+              if (j < ep.numChunks && avail[j]) {
+                top.push(j);
+                vals.push(row[dev.k + i]);
+              }
+            }
+            action = sampleTopK(top, vals, opts.alpha, this.rng);
+          }
+          v = row[dev.width - 1];
+        } else if (sPolicy) {
           scoreCandidates(sPolicy.subarray(e * D, (e + 1) * D), slot.online, rotaryPositions(ep), slot.q1, slot.q2);
           const logits = slot.q1.map((v, j) => v + slot.q2[j]);
           action = boltzmannTop5(logits, avail, opts.alpha, this.rng, topk);
+          v = this.targetValue(sTarget!, e, D, slot, opts.alpha, topk);
         } else {
           action = uniformAvailable(avail, this.rng);
+          v = this.targetValue(sTarget!, e, D, slot, opts.alpha, topk);
         }
-        scoreCandidates(sTarget.subarray(e * D, (e + 1) * D), slot.target, rotaryPositions(ep), slot.q1, slot.q2);
-        const v = softValue(slot.q1, slot.q2, avail, opts.alpha, topk);
         const rotPos = rotaryPositions(ep)[action];
         const r = ep.step(action);
         const k = e * L + t;
@@ -157,16 +252,29 @@ export class ParallelEnvs {
       if (ended.length) {
         const fresh = ended.map(() => this.newSlot());
         this.embed(nets, fresh);
-        ended.forEach((e, i) => (this.slots[e] = fresh[i]));
+        ended.forEach((e, i) => {
+          disposeSlot(this.slots[e]);
+          this.slots[e] = fresh[i];
+        });
       }
     }
     return batch;
   }
 
+  /** Host path: V_target of env e's state (its target embedding row in `sTarget`). */
+  private targetValue(sTarget: Float32Array, e: number, D: number, slot: EnvSlot, alpha: number, topk: number): number {
+    scoreCandidates(sTarget.subarray(e * D, (e + 1) * D), slot.target, rotaryPositions(slot.episode), slot.q1, slot.q2);
+    return softValue(slot.q1, slot.q2, slot.episode.available, alpha, topk);
+  }
+
   /** V_target of the current states, for bootstrapping when the last transition is kept. */
-  bootstrapValues(nets: QNetworks, alpha: number): Float32Array {
+  async bootstrapValues(nets: QNetworks, alpha: number): Promise<Float32Array> {
     const { maxInMemory, sortByIndex, topk } = this.settings;
     const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
+    if (onDevice()) {
+      const dev = await this.deviceStep(nets, states, true, alpha);
+      return Float32Array.from(dev.data);
+    }
     const s = embedStates(nets.stateTarget, states, maxInMemory, true);
     const D = nets.dim;
     return Float32Array.from(this.slots, (slot, e) => {

@@ -4,19 +4,19 @@
  * Comparing it with Q-RAG isolates what multi-step retrieval adds.
  */
 import { scoreCandidates } from "../model/rotary.ts";
-import { embedStates, type QNetworks } from "../agent/networks.ts";
+import { embedStatesAsync, type QNetworks } from "../agent/networks.ts";
 import { topkIndices } from "../agent/topk.ts";
 import { positionsFor, type PositionsMode } from "../env/positions.ts";
 
-export function denseSingleStep(
+export async function denseSingleStep(
   nets: QNetworks,
   question: string,
   candidates: Float32Array,
   n: number,
   k: number,
   opts: { maxInMemory: number; positions: PositionsMode; stepSize: number },
-): number[] {
-  const s = embedStates(nets.state, [[question]], opts.maxInMemory, false);
+): Promise<number[]> {
+  const s = await embedStatesAsync(nets.state, [[question]], opts.maxInMemory, false);
   const pos = opts.positions === "none" ? new Int32Array(n) : positionsFor(opts.positions, n, [], opts.stepSize);
   const q1 = new Float32Array(n);
   const q2 = new Float32Array(n);

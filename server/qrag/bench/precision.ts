@@ -12,7 +12,7 @@ import path from "node:path";
 import { loadAgent } from "../evaluate.ts";
 import { evalOptions } from "../train.ts";
 import { buildSource, validationSource } from "../sources.ts";
-import { embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
+import { disposeCandidates, embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
 import { measureTokensPerChunk, estimateContextTokens } from "../data/context-length.ts";
 import { noisePoolFor } from "../data/noise/pool.ts";
 import { corpusSpecFrom } from "../data/noise/corpus.ts";
@@ -44,11 +44,13 @@ export function defaultPrecisionCheckpoint(task: string): string {
 }
 
 /** Episodes to max_steps on the first `n` samples of a source; only what the rules read is kept. */
-export function trajectories(nets: QNetworks, source: SampleSource, n: number, gOpts: GreedyOptions, maxActionLength: number): Trajectory[] {
+export async function trajectories(nets: QNetworks, source: SampleSource, n: number, gOpts: GreedyOptions, maxActionLength: number): Promise<Trajectory[]> {
   const out: Trajectory[] = [];
   for (let i = 0; i < n; i++) {
     const sample = source.sample(i);
-    const r = greedyEpisode(nets, sample, gOpts, embedSampleChunks(nets, sample, maxActionLength));
+    const emb = await embedSampleChunks(nets, sample, maxActionLength);
+    const r = await greedyEpisode(nets, sample, gOpts, emb);
+    disposeCandidates(emb);
     out.push({ id: r.id, sf_idx: r.sf_idx, pred_idx: r.pred_idx, steps: r.steps.map((s) => ({ ...s, text: "" })) });
   }
   return out;
@@ -109,7 +111,7 @@ export async function benchPrecision(log: (m: string) => void, tasks: string[], 
       if (config.envs.name !== "babilong") throw new InputError(`precision: needs a BabiLong checkpoint (${checkpoint} was trained on ${config.envs.name})`);
       const gOpts = evalOptions(config, { neverTerminate: true, alpha });
       const t0 = performance.now();
-      const val = trajectories(nets, validationSource(config, undefined, opts.dataRoot), valN, gOpts, config.max_action_length);
+      const val = await trajectories(nets, validationSource(config, undefined, opts.dataRoot), valN, gOpts, config.max_action_length);
       const calibrations: Calibration[] = PRECISION_FAMILIES.map((f) => calibrate(val, f, minCoverage));
       for (const c of calibrations) log(`  ${task} calibrated ${ruleLabel(c.rule)} on ${valN} validation samples: coverage ${c.validation.coverage.toFixed(3)} F1 ${c.validation.f1.toFixed(3)}${c.feasible ? "" : " (coverage floor not reached)"}`);
       const rules = [
@@ -129,9 +131,9 @@ export async function benchPrecision(log: (m: string) => void, tasks: string[], 
         const m = samplesFor(numChunks);
         // the haystack size is known when retrieving, so a rule may also be calibrated at it:
         // validation (train generator, other seed) at this length, never the test samples
-        const valHere = trajectories(nets, validationSource(config, numChunks, opts.dataRoot), Math.min(valN, m), gOpts, config.max_action_length);
+        const valHere = await trajectories(nets, validationSource(config, numChunks, opts.dataRoot), Math.min(valN, m), gOpts, config.max_action_length);
         const calHere = PRECISION_FAMILIES.map((f) => calibrate(valHere, f, minCoverage));
-        const test = trajectories(nets, buildSource(config, "test", numChunks, opts.dataRoot), m, gOpts, config.max_action_length);
+        const test = await trajectories(nets, buildSource(config, "test", numChunks, opts.dataRoot), m, gOpts, config.max_action_length);
         const rows = scoreRules(test, [...rules, ...calHere.map((c) => ({ name: `length-calibrated-${c.family}`, rule: c.rule, calibrated: true }))]);
         const seconds = (performance.now() - t1) / 1000;
         // the ground-truth ceiling of any prefix rule on these trajectories (labelled, not a rule)

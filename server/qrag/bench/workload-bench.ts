@@ -4,13 +4,15 @@
  * chunks, batch 1024) and greedy episode latency at N = 40,000 and 400,000 candidates. The
  * training loop is `trainIteration`, the code `train()` runs.
  */
+import * as tf from "@tensorflow/tfjs";
 import { resolveConfig, type RunConfig } from "../config.ts";
 import { Rng } from "../util/rng.ts";
 import { QNetworks } from "../agent/networks.ts";
 import { Learner } from "../agent/learner.ts";
 import { ParallelEnvs } from "../agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../agent/iteration.ts";
-import { embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
+import { disposeCandidates, embedSampleChunks, greedyEpisode, type CandidateEmbeddings } from "../agent/greedy.ts";
+import { counterSnapshot, countersOn, resetCounters, type PhaseCounters } from "../device.ts";
 import { evalOptions } from "../train.ts";
 import { workloadSource } from "./workload.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
@@ -33,20 +35,22 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
   const learner = new Learner(nets, config.algo, config.steps_count, 1);
   const envs = new ParallelEnvs(workloadSource(100, 1), rolloutSettings(config), new Rng(2));
   let step = 0;
-  const iterate = () => {
-    const r = trainIteration(envs, learner, nets, config, step < 2 * config.learning_start);
+  const iterate = async () => {
+    const r = await trainIteration(envs, learner, nets, config, step < 2 * config.learning_start);
     step += r.transitions;
     return r;
   };
   // warm-up: the uniform-random phase (6 iterations = 408 transitions) and one Boltzmann iteration
-  while (step < 2 * config.learning_start) iterate();
-  iterate();
+  while (step < 2 * config.learning_start) await iterate();
+  await iterate();
+  countersOn();
+  resetCounters();
   const iters: { wall: number; update: number; rollout: number; transitions: number; clean: boolean }[] = [];
   const want = opts.iterations ?? 6;
   while (iters.filter((i) => i.clean).length < want && iters.length < want * 2) {
-    let res: ReturnType<typeof iterate> | undefined;
-    const rep = await timeRepeat(() => {
-      res = iterate();
+    let res: Awaited<ReturnType<typeof iterate>> | undefined;
+    const rep = await timeRepeat(async () => {
+      res = await iterate();
     });
     iters.push({ wall: rep.wall, update: res!.updateSeconds, rollout: res!.rolloutSeconds, transitions: res!.transitions, clean: rep.clean });
     log(`  ${encoder} iteration ${iters.length}: ${rep.wall.toFixed(2)} s (update ${res!.updateSeconds.toFixed(2)} s)${rep.clean ? "" : " [busy machine, discarded]"}`);
@@ -60,16 +64,20 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
     trainedTransitionsPerSecond: config.batch_size / wall.median,
     updateSeconds: stats(use.map((i) => i.update)),
     rolloutSeconds: stats(use.map((i) => i.rollout)),
+    /** Reads, kernels and GPU dispatches per phase, per iteration (mean over the timed iterations). */
+    countsPerIteration: perRun(counterSnapshot(), iters.length),
   };
   learner.dispose();
+  envs.dispose();
 
   // encode throughput: 40,000 chunks, eval mode, batch 1024
   const encSample = workloadSource(40_000, 3).sample(0);
-  embedSampleChunks(nets, workloadSource(1024, 9).sample(0), config.max_action_length, 1024);
-  const enc = await measure(() => {
-    embedSampleChunks(nets, encSample, config.max_action_length, 1024);
+  await settled(await embedSampleChunks(nets, workloadSource(1024, 9).sample(0), config.max_action_length, 1024));
+  resetCounters();
+  const enc = await measure(async () => {
+    await settled(await embedSampleChunks(nets, encSample, config.max_action_length, 1024));
   }, encoder === "bow" ? 5 : 2, encoder === "bow" ? 8 : 3);
-  const encode = { chunks: 40_000, seconds: enc.stats, chunksPerSecond: 40_000 / enc.stats.median };
+  const encode = { chunks: 40_000, seconds: enc.stats, chunksPerSecond: 40_000 / enc.stats.median, countsPerCall: perRun(counterSnapshot(), enc.repeats.length) };
   log(`  ${encoder} encode: ${encode.chunksPerSecond.toFixed(0)} chunks/s`);
 
   // greedy episodes (6 steps, never_terminate): embedding all candidates + the steps
@@ -79,17 +87,21 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
   for (const n of lengths) {
     const sample = workloadSource(n, 5).sample(0);
     let embedSeconds = 0;
-    let emb: Float32Array | undefined;
-    const full = await measure(() => {
+    let emb: CandidateEmbeddings | undefined;
+    const full = await measure(async () => {
       const t0 = performance.now();
-      emb = embedSampleChunks(nets, sample, config.max_action_length, 1024);
+      disposeCandidates(emb);
+      emb = await embedSampleChunks(nets, sample, config.max_action_length, 1024);
       embedSeconds = (performance.now() - t0) / 1000;
-      greedyEpisode(nets, sample, gOpts, emb);
+      await greedyEpisode(nets, sample, gOpts, emb);
     }, n >= 400_000 ? 2 : 3, n >= 400_000 ? 3 : 4);
-    const steps = await measure(() => {
-      greedyEpisode(nets, sample, gOpts, emb);
+    resetCounters();
+    const steps = await measure(async () => {
+      await greedyEpisode(nets, sample, gOpts, emb);
     }, 5, 8);
-    episodes[String(n)] = { episodeSeconds: full.stats, lastEmbedSeconds: embedSeconds, sixStepsSeconds: steps.stats };
+    const stepCounts = perRun(counterSnapshot(), steps.repeats.length);
+    disposeCandidates(emb);
+    episodes[String(n)] = { episodeSeconds: full.stats, lastEmbedSeconds: embedSeconds, sixStepsSeconds: steps.stats, sixStepsCounts: stepCounts };
     log(`  ${encoder} episode N=${n}: ${full.stats.median.toFixed(2)} s (6 steps alone ${steps.stats.median.toFixed(3)} s)`);
   }
   if (encoder === "transformer" && !lengths.includes(400_000)) {
@@ -99,4 +111,21 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
   }
   nets.dispose();
   return { encoder: config.algo.encoder, training, encode, episodes };
+}
+
+/** Counters divided by the number of runs (rounded to 0.1). */
+function perRun(c: Partial<Record<string, PhaseCounters>>, runs: number): Record<string, PhaseCounters> {
+  const out: Record<string, PhaseCounters> = {};
+  const r = (x: number) => Math.round((x / Math.max(1, runs)) * 10) / 10;
+  for (const [p, v] of Object.entries(c)) if (v) out[p] = { reads: r(v.reads), syncReads: r(v.syncReads), kernels: r(v.kernels), dispatches: r(v.dispatches) };
+  return out;
+}
+
+/** Waits for device work behind candidate embeddings (one scalar read; a no-op on the host path). */
+async function settled(c: CandidateEmbeddings): Promise<void> {
+  if (c instanceof Float32Array) return;
+  const s = tf.sum(c);
+  await s.data();
+  s.dispose();
+  c.dispose();
 }

@@ -14,7 +14,14 @@ export interface QEncoder extends Encoder {
    * processed in sub-batches. Equal to `forward(batch, false)` up to float rounding.
    */
   embedNoGrad(batch: TokenBatch): Float32Array;
+  /**
+   * The same embeddings as a device-resident [batch, dim] tensor (no read): sub-batches of
+   * `deviceRows` stay on the device and are joined there. The caller disposes it.
+   */
+  embedDevice(batch: TokenBatch, training?: boolean): tf.Tensor2D;
   clone(trainable?: boolean): QEncoder;
+  /** exportWeights with async reads (the only form the device path can read). */
+  exportWeightsAsync(): Promise<SerializedTensor[]>;
   /** Names of `variables`, same order. */
   readonly variableNames: readonly string[];
   /** Total number of weights. */
@@ -119,6 +126,32 @@ export abstract class BaseEncoder implements QEncoder {
     return out;
   }
 
+  /** Rows per sub-batch of embedDevice: large, so a GPU gets big kernels (~64k tokens each). */
+  protected deviceRows(len: number): number {
+    return Math.max(1, Math.floor(65536 / Math.max(1, len)));
+  }
+
+  embedDevice(batch: TokenBatch, training = false): tf.Tensor2D {
+    checkBatch(batch);
+    // Identical rows are embedded once and spread back with one gather (eval mode only: in
+    // training mode each row draws its own dropout mask).
+    const dd = training ? null : dedupeRows(batch);
+    const src = dd ? dd.unique : batch;
+    const step = this.deviceRows(src.len);
+    const parts: tf.Tensor2D[] = [];
+    for (let r0 = 0; r0 < src.batch; r0 += step) {
+      const sub = subBatch(src, r0, Math.min(src.batch, r0 + step), true);
+      parts.push(tf.tidy(() => this.forward(sub, training)));
+    }
+    if (parts.length === 0) return tf.zeros([0, this.dim]);
+    return tf.tidy(() => {
+      const all = parts.length === 1 ? parts[0] : (tf.concat(parts, 0) as tf.Tensor2D);
+      const out = dd ? (tf.gather(all, tf.tensor1d(dd.index, "int32")) as tf.Tensor2D) : all;
+      if (out !== parts[0]) parts.forEach((p) => p.dispose());
+      return out;
+    });
+  }
+
   /** embedNoGrad without deduplication: sub-batched eval forwards. */
   protected embedRows(batch: TokenBatch): Float32Array {
     const D = this.dim;
@@ -157,6 +190,12 @@ export abstract class BaseEncoder implements QEncoder {
 
   exportWeights(): SerializedTensor[] {
     return this.variables.map((v) => ({ shape: [...v.shape], data: Float32Array.from(v.dataSync() as Float32Array) }));
+  }
+
+  async exportWeightsAsync(): Promise<SerializedTensor[]> {
+    const out: SerializedTensor[] = [];
+    for (const v of this.variables) out.push({ shape: [...v.shape], data: Float32Array.from((await v.data()) as Float32Array) });
+    return out;
   }
 
   importWeights(ws: readonly SerializedTensor[]): void {

@@ -15,6 +15,8 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import type { Rng } from "../util/rng.ts";
+import { onDevice } from "../device.ts";
+import { gatherRows, segmentMeanDevice } from "./device-ops.ts";
 
 /** tfjs does not export CustomGradientFunc; take it from customGrad's parameter type. */
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
@@ -76,6 +78,7 @@ export function embedScatter(table: tf.Tensor2D, flatIds: tf.Tensor1D | Int32Arr
     if (idv[i] < 0 || idv[i] >= V) throw new RangeError(`embedScatter: id ${idv[i]} outside [0, ${V})`);
   }
   if (idv.length === 0) return tf.zeros([0, D]);
+  if (onDevice()) return gatherRows(table, idv);
   const f = tf.customGrad(((t: tf.Tensor) => ({
     // A SparseSegmentSum with one segment per id is a row gather, ~10× faster than GatherV2 on wasm.
     value: tf.sparse.sparseSegmentSum(t, tf.tensor1d(idv, "int32"), tf.range(0, idv.length, 1, "int32")),
@@ -109,6 +112,7 @@ export function embedBag(
   const [V, D] = table.shape;
   const bag = bagIndex(ids, mask, batch, len, V);
   if (batch === 0) return tf.zeros([0, D]);
+  if (onDevice()) return segmentMeanDevice(gatherRows(table, bag.idx), bag.seg, bag.scale);
   const f = tf.customGrad(((t: tf.Tensor) => ({
     value: tf.tidy(() => {
       const sums = tf.sparse.sparseSegmentSum(
@@ -210,6 +214,10 @@ export function segmentMean(x: tf.Tensor2D, lengths: ArrayLike<number>, mul = 1)
     }
   }
   // SparseSegmentSum outputs (last segment id + 1) rows: make the last group present.
+  if (onDevice()) {
+    // every row belongs to its group once (no dummy): UnsortedSegmentSum takes the group count
+    return segmentMeanDevice(x, Int32Array.from(seg.slice(0, R)), w);
+  }
   if (lengths[G - 1] === 0) {
     idx.push(0);
     seg.push(G - 1);

@@ -73,6 +73,11 @@ export class Rotary {
     return p >= this.maxPositions ? this.maxPositions - 1 : p;
   }
 
+  /** cos/sin expanded to [maxPositions, D] (float32), as rotateTf multiplies them. */
+  tables(): { c: Float32Array; s: Float32Array } {
+    return this.fullTables();
+  }
+
   private fullTables(): { c: Float32Array; s: Float32Array } {
     if (!this.cosFull || !this.sinFull) {
       const P = this.maxPositions, D = this.dim, K = this.pairs, h = this.half;

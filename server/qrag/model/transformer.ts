@@ -33,6 +33,8 @@ import type { EncoderConfig, TokenBatch } from "./encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type ParamSpec, type WeightSource } from "./base.ts";
 import { dropout, embedScatter, gelu, layerNorm, mm, segmentMean } from "./ops.ts";
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
+import { attentionDense, gatherRows, maskedMeanDevice } from "./device-ops.ts";
+import { onDevice } from "../device.ts";
 import { CLS, SEP, textIdsFast as textIds } from "./tokenizer.ts";
 import { Rng } from "../util/rng.ts";
 
@@ -115,6 +117,7 @@ export class TransformerEncoder extends BaseEncoder {
     const c = this.config;
     const B = batch.batch, T = batch.len, d = c.dim;
     if (T > c.max_len) throw new Error(`transformer: sequence length ${T} > max_len ${c.max_len}`);
+    if (onDevice()) return this.forwardDense(batch, training);
     const p = c.dropout;
     const rng = this.dropoutRng;
     const vars = this.variables;
@@ -140,10 +143,36 @@ export class TransformerEncoder extends BaseEncoder {
     }
     const layout = packedLayout(lengths);
     const att: PerHeadArgs = { heads: c.heads, layout, dropout: p, training, rng };
-
     let x = tf.add(embedScatter(vars[0] as V2, ids), embedScatter(vars[1] as V2, posIds)) as tf.Tensor2D; // [nnz, d]
-    x = dropout(x, p, training, rng);
+    x = this.layers(x, (q, k, v) => attentionPerHead(q, k, v, att), training);
+    return segmentMean(x, lengths, 0.1); // masked mean pooling, ÷10
+  }
 
+  /**
+   * The device path: the dense [B·T, d] batch, PAD rows included (a GPU computes them for free
+   * and keeps every kernel batched), attention over all sequences and heads at once, PAD keys
+   * masked with −1e9, then the masked mean. Same function as the packed path.
+   */
+  private forwardDense(batch: TokenBatch, training: boolean): tf.Tensor2D {
+    const c = this.config;
+    const B = batch.batch, T = batch.len, d = c.dim;
+    const vars = this.variables;
+    const tok = tf.reshape(gatherRows(vars[0] as V2, batch.ids), [B, T, d]);
+    const pos = tf.reshape(tf.slice(vars[1] as V2, [0, 0], [T, d]), [1, T, d]);
+    let x = tf.reshape(tf.add(tok, pos), [B * T, d]) as tf.Tensor2D;
+    const args = { batch: B, len: T, heads: c.heads, mask: batch.mask, dropout: c.dropout, training, rng: this.dropoutRng };
+    x = this.layers(x, (q, k, v) => attentionDense(q, k, v, args), training);
+    return maskedMeanDevice(x, batch.mask, B, T, 0.1);
+  }
+
+  /** Embedding dropout, the pre-LN layers with attention `attend`, and the final LayerNorm. */
+  private layers(x0: tf.Tensor2D, attend: (q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D) => tf.Tensor2D, training: boolean): tf.Tensor2D {
+    const c = this.config;
+    const d = c.dim;
+    const p = c.dropout;
+    const rng = this.dropoutRng;
+    const vars = this.variables;
+    let x = dropout(x0, p, training, rng);
     for (let l = 0; l < c.layers; l++) {
       const o = 2 + l * LAYER_PARAMS.length;
       const [ln1g, ln1b, wqkv, bqkv, wo, bo, ln2g, ln2b, w1, b1, w2, b2] = vars.slice(o, o + LAYER_PARAMS.length);
@@ -153,7 +182,7 @@ export class TransformerEncoder extends BaseEncoder {
       // Slice copies its whole input for every slice.
       const proj = (i: number): tf.Tensor2D =>
         tf.add(mm(hN, tf.slice(wqkv as V2, [0, i * d], [d, d])), tf.slice(bqkv as V1, [i * d], [d])) as tf.Tensor2D;
-      const merged = attentionPerHead(proj(0), proj(1), proj(2), att); // [nnz, d]
+      const merged = attend(proj(0), proj(1), proj(2)); // [rows, d]
       const attnOut = tf.add(mm(merged, wo as V2), bo) as tf.Tensor2D;
       x = tf.add(x, dropout(attnOut, p, training, rng));
 
@@ -162,9 +191,7 @@ export class TransformerEncoder extends BaseEncoder {
       const ffOut = tf.add(mm(f, w2 as V2), b2) as tf.Tensor2D;
       x = tf.add(x, dropout(ffOut, p, training, rng));
     }
-
     const nf = vars.length - 2;
-    const xf = layerNorm(x, vars[nf] as V1, vars[nf + 1] as V1);
-    return segmentMean(xf, lengths, 0.1); // masked mean pooling, ÷10
+    return layerNorm(x, vars[nf] as V1, vars[nf + 1] as V1);
   }
 }

@@ -23,6 +23,8 @@ import type { SerializedTensor } from "../encoder.ts";
 import type { ParamSpec } from "../base.ts";
 import { dropout, embedScatter, gelu, layerNorm, mm } from "../ops.ts";
 import { attentionBatched, attentionPerHead, packedLayout } from "../attention.ts";
+import { attentionDense } from "../device-ops.ts";
+import { onDevice } from "../../device.ts";
 import { SafetensorsError, type SafetensorsFile } from "./safetensors.ts";
 import type { Rng } from "../../util/rng.ts";
 
@@ -266,5 +268,6 @@ export function bertPacked(vars: readonly tf.Variable[], c: BertConfig, pb: Pack
 export function bertDense(vars: readonly tf.Variable[], c: BertConfig, ids: Int32Array, mask: Float32Array, batch: number, len: number, o: RunOpts): tf.Tensor2D {
   const posIds = new Int32Array(batch * len);
   for (let b = 0; b < batch; b++) for (let t = 0; t < len; t++) posIds[b * len + t] = t;
-  return run(vars, c, ids, posIds, (q, k, v) => attentionBatched(q, k, v, { batch, len, heads: c.heads, mask, dropout: c.attnDropout, training: o.training, rng: o.rng }), o);
+  const args = { batch, len, heads: c.heads, mask, dropout: c.attnDropout, training: o.training, rng: o.rng };
+  return run(vars, c, ids, posIds, (q, k, v) => (onDevice() ? attentionDense(q, k, v, args) : attentionBatched(q, k, v, args)), o);
 }

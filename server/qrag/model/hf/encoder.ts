@@ -18,6 +18,8 @@ import * as tf from "@tensorflow/tfjs";
 import type { EncoderConfig, SerializedTensor, TokenBatch } from "../encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type WeightSource } from "../base.ts";
 import { segmentMean } from "../ops.ts";
+import { maskedMeanDevice } from "../device-ops.ts";
+import { onDevice } from "../../device.ts";
 import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertConfig, type BertConfig } from "./bert.ts";
 import { SafetensorsFile } from "./safetensors.ts";
 import { WordPieceTokenizer } from "./wordpiece.ts";
@@ -136,6 +138,11 @@ export class HfBertEncoder extends BaseEncoder {
   forward(batch: TokenBatch, training: boolean): tf.Tensor2D {
     checkBatch(batch);
     if (batch.len > this.model.bert.maxPositions) throw new Error(`hf: sequence length ${batch.len} > max_position_embeddings ${this.model.bert.maxPositions}`);
+    if (onDevice()) {
+      // dense batch on the device: all sequences and heads in one attention, then the masked mean
+      const h = bertDense(this.variables, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, { training, rng: this.dropoutRng });
+      return maskedMeanDevice(h, batch.mask, batch.batch, batch.len, 0.1);
+    }
     const pb = packRows(batch.ids, batch.mask, batch.batch, batch.len);
     if (pb.ids.length === 0) return tf.zeros([batch.batch, this.dim]);
     const h = bertPacked(this.variables, this.model.bert, pb, { training, rng: this.dropoutRng });

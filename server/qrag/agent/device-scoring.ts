@@ -1,0 +1,89 @@
+/**
+ * Candidate scoring on the device (device.ts `onDevice()`): the rollout and greedy evaluation keep
+ * candidate embeddings on the device and bring back only what the host loop needs, in ONE read per
+ * environment step for all environments: the top-k candidate indices and values of the policy, and
+ * the soft values V(s) of the targets. Same formulas as the host versions (rotary.ts
+ * scoreCandidates, policy.ts boltzmannTop5, soft-value.ts softValue).
+ */
+import * as tf from "@tensorflow/tfjs";
+import { rotateDevice } from "../model/device-ops.ts";
+
+/**
+ * Twin-head Q of every candidate row against its environment's state: states [E, D], candidates
+ * [R, D] (environments one after another, `counts[e]` rows each), rotated by `positions` [R]
+ * → q1, q2 as [E, nMax] (nMax = max count; rows past an environment's count are −∞).
+ */
+export function scorePadded(states: tf.Tensor2D, cands: tf.Tensor2D, positions: Int32Array, counts: readonly number[]): { q1: tf.Tensor2D; q2: tf.Tensor2D } {
+  const [R, D] = cands.shape;
+  const E = counts.length;
+  const nMax = Math.max(1, ...counts);
+  const rowEnv = new Int32Array(R);
+  const padIdx = new Int32Array(E * nMax).fill(R); // R = the −∞ row
+  let r = 0;
+  for (let e = 0; e < E; e++) {
+    for (let j = 0; j < counts[e]; j++, r++) {
+      rowEnv[r] = e;
+      padIdx[e * nMax + j] = r;
+    }
+  }
+  if (r !== R) throw new Error(`scorePadded: counts sum to ${r}, candidates have ${R} rows`);
+  const rot = rotateDevice(cands, positions);
+  const sRows = E === 1 ? states : tf.gather(states, tf.tensor1d(rowEnv, "int32"));
+  const halves = tf.sum(tf.reshape(tf.mul(rot, sRows), [R, 2, D / 2]), 2) as tf.Tensor2D; // [R, 2]
+  const withPad = tf.concat([halves, tf.fill([1, 2], -Infinity)], 0);
+  const q = tf.reshape(tf.gather(withPad, tf.tensor1d(padIdx, "int32")), [E, nMax, 2]);
+  const [q1, q2] = tf.unstack(q, 2) as tf.Tensor2D[];
+  return { q1, q2 };
+}
+
+/**
+ * The policy's top-k (policy.ts boltzmannTop5 before its sampling): unavailable logits become
+ * min(logits) − 1, padding stays −∞, then top-k of q1 + q2 per environment → values, indices [E, k].
+ */
+export function policyTopK(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, k: number): { values: tf.Tensor2D; indices: tf.Tensor2D } {
+  const logits = tf.add(q1, q2);
+  const finite = tf.isFinite(logits);
+  const min = tf.min(tf.where(finite, logits, tf.fill(logits.shape, Infinity)), 1, true);
+  const masked = tf.where(tf.greater(avail, 0), logits, tf.where(finite, tf.sub(min, 1), logits));
+  const kk = Math.min(k, q1.shape[1]);
+  const { values, indices } = tf.topk(masked, kk);
+  return { values: values as tf.Tensor2D, indices: indices as tf.Tensor2D };
+}
+
+/** softValueHead (soft-value.ts) per row of q [E, nMax] → [E]. */
+function softValueHeadDevice(q: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, k: number): tf.Tensor1D {
+  const kk = Math.min(k, q.shape[1]);
+  const { values, indices } = tf.topk(q, kk);
+  const availK = tf.gather(avail, indices, 1, 1) as tf.Tensor2D;
+  const m = tf.slice(values, [0, 0], [-1, 1]);
+  if (!(alpha > 0)) {
+    const best = tf.max(tf.where(tf.greater(availK, 0), values, tf.fill(values.shape, -Infinity)), 1, true);
+    return tf.reshape(tf.where(tf.isFinite(best), best, m), [-1]);
+  }
+  // exp(−∞) of padding is 0; unavailable top-k entries are multiplied out
+  const s = tf.sum(tf.mul(availK, tf.exp(tf.div(tf.sub(values, m), alpha))), 1, true);
+  return tf.reshape(tf.add(m, tf.mul(tf.log(tf.maximum(s, 1e-10)), alpha)), [-1]);
+}
+
+/** V(s) = v1 + v2 per environment (soft-value.ts softValue) → [E]. */
+export function softValueDevice(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, k: number): tf.Tensor1D {
+  return tf.add(softValueHeadDevice(q1, avail, alpha, k), softValueHeadDevice(q2, avail, alpha, k));
+}
+
+/** Availability [E, nMax] as a 0/1 float tensor (padding 0). */
+export function availTensor(avails: readonly Uint8Array[], nMax: number): tf.Tensor2D {
+  const E = avails.length;
+  const a = new Float32Array(E * nMax);
+  avails.forEach((m, e) => {
+    for (let j = 0; j < m.length; j++) a[e * nMax + j] = m[j] ? 1 : 0;
+  });
+  return tf.tensor2d(a, [E, nMax]);
+}
+
+/** Row-wise [E, Σ widths] join of float/int tensors, read with one `await data()`. */
+export async function readJoined(cols: tf.Tensor[]): Promise<Float32Array> {
+  const t = tf.tidy(() => tf.concat(cols.map((c) => tf.cast(c.rank === 1 ? tf.expandDims(c, 1) : c, "float32")), 1));
+  const v = (await t.data()) as Float32Array;
+  t.dispose();
+  return v;
+}

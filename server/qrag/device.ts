@@ -1,0 +1,128 @@
+/**
+ * Where the engine's tensors live, and what it costs to talk to them.
+ *
+ * - `onDevice()`: the one switch between the two model paths. On a GPU backend (webgpu) the engine
+ *   keeps activations on the device: dense batched attention with tfjs autograd, tf.gather
+ *   embeddings, top-k on the device, async reads only. Elsewhere (wasm, cpu, tfjs-node) it takes
+ *   the CPU-tuned path (JS attention kernels, synchronous reads, which cost nothing there).
+ * - Counters per phase (encode, rollout, target, update, eval): tensor reads (`data`/`dataSync`
+ *   calls, and how many of them were synchronous), kernels run by the tfjs engine, and GPU
+ *   program dispatches (webgpu only; other backends dispatch one kernel per kernel). Installed on
+ *   first use of `countersOn()`; a `withPhase` scope attributes everything inside it.
+ */
+import * as tf from "@tensorflow/tfjs";
+
+/** True when the active backend keeps tensors on a GPU (the device path). */
+export function onDevice(): boolean {
+  return tf.getBackend() === "webgpu";
+}
+
+export type Phase = "encode" | "rollout" | "target" | "update" | "eval" | "other";
+
+export interface PhaseCounters {
+  /** Tensor reads to the host: data() + dataSync() calls. */
+  reads: number;
+  /** Of those, synchronous (dataSync). The device path must make none. */
+  syncReads: number;
+  /** Kernels run through the tfjs engine (ops). */
+  kernels: number;
+  /** GPU programs recorded (webgpu); equals `kernels` elsewhere. */
+  dispatches: number;
+}
+
+const counters = new Map<Phase, PhaseCounters>();
+let phase: Phase = "other";
+let installedEngine = false;
+const patchedBackends = new WeakSet<object>();
+
+function bump(field: keyof PhaseCounters): void {
+  let c = counters.get(phase);
+  if (!c) counters.set(phase, (c = { reads: 0, syncReads: 0, kernels: 0, dispatches: 0 }));
+  c[field]++;
+}
+
+interface EngineLike {
+  runKernelFunc: (p: unknown) => unknown;
+  backend: object;
+}
+interface WebgpuLike {
+  recordAndSubmit: (...a: unknown[]) => unknown;
+}
+
+/** Hooks the tfjs engine (once) and the active webgpu backend (once per instance). */
+function install(): void {
+  if (!installedEngine) {
+    installedEngine = true;
+    const eng = tf.engine() as unknown as EngineLike;
+    const run = eng.runKernelFunc.bind(eng);
+    eng.runKernelFunc = (p: unknown) => {
+      bump("kernels");
+      if (tf.getBackend() !== "webgpu") bump("dispatches");
+      return run(p);
+    };
+    // Reads are counted at the Tensor API the engine uses (array() calls data() itself).
+    const proto = tf.Tensor.prototype as unknown as { data: () => Promise<unknown>; dataSync: () => unknown };
+    const data = proto.data;
+    const dataSync = proto.dataSync;
+    proto.data = function (this: tf.Tensor) {
+      bump("reads");
+      return data.call(this);
+    };
+    proto.dataSync = function (this: tf.Tensor) {
+      bump("reads");
+      bump("syncReads");
+      return dataSync.call(this);
+    };
+  }
+  if (tf.getBackend() === "webgpu") {
+    const be = tf.backend() as unknown as WebgpuLike;
+    if (!patchedBackends.has(be)) {
+      patchedBackends.add(be);
+      const rec = be.recordAndSubmit.bind(be);
+      be.recordAndSubmit = (...a: unknown[]) => {
+        bump("dispatches");
+        return rec(...a);
+      };
+    }
+  }
+}
+
+/** Starts counting (idempotent; call after the backend is picked). */
+export function countersOn(): void {
+  install();
+}
+
+/** Counters since the last reset, per phase (phases with no activity are absent). */
+export function counterSnapshot(): Partial<Record<Phase, PhaseCounters>> {
+  install();
+  const out: Partial<Record<Phase, PhaseCounters>> = {};
+  for (const [p, c] of counters) out[p] = { ...c };
+  return out;
+}
+
+export function resetCounters(): void {
+  install();
+  counters.clear();
+}
+
+/** Runs `fn` with its reads/kernels attributed to `p` (restores the outer phase after). */
+export function withPhase<T>(p: Phase, fn: () => T): T {
+  const outer = phase;
+  phase = p;
+  try {
+    return fn();
+  } finally {
+    phase = outer;
+  }
+}
+
+/** Async form of withPhase: the phase holds until the promise settles (the engine runs one loop at a time). */
+export async function withPhaseAsync<T>(p: Phase, fn: () => Promise<T>): Promise<T> {
+  const outer = phase;
+  phase = p;
+  try {
+    return await fn();
+  } finally {
+    phase = outer;
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * Building blocks of the device path (device.ts `onDevice()`): plain tfjs ops with tfjs autograd,
+ * no host reads, few kernels. Their CPU twins in ops.ts / attention.ts use JS kernels and
+ * `dataSync`, which wasm likes and a GPU backend cannot afford (webgpu in Node has no synchronous
+ * read at all).
+ *
+ * - `attentionDense`: softmax(QKᵀ/√d_head − 1e9·PAD_key)·V as batched matmuls over [B·H, T, d_head].
+ * - `gatherRows`: tf.gather (its gradient is UnsortedSegmentSum, on the device).
+ * - `segmentMeanDevice`: means of row groups by UnsortedSegmentSum (gradient: a gather).
+ * - `rotateDevice`: rotary rotation with cos/sin tables kept on the device (only positions go up).
+ */
+import * as tf from "@tensorflow/tfjs";
+import { dropout } from "./ops.ts";
+import { defaultRotary } from "./rotary.ts";
+import type { Rng } from "../util/rng.ts";
+
+/** Rows `table[ids[i]]` → [n, D]. */
+export function gatherRows(table: tf.Tensor2D, ids: Int32Array): tf.Tensor2D {
+  return tf.gather(table, tf.tensor1d(ids, "int32")) as tf.Tensor2D;
+}
+
+/**
+ * out[g] = Σ_{i: seg[i] = g} x[i] · scale[g] → [groups, D]. `seg` may be unsorted and groups may be
+ * empty (scale 0 gives 0 rows).
+ */
+export function segmentMeanDevice(x: tf.Tensor2D, seg: Int32Array, scale: Float32Array): tf.Tensor2D {
+  const G = scale.length;
+  const segT = tf.tensor1d(seg, "int32");
+  const w = tf.tensor2d(scale, [G, 1]);
+  // Own gradient (a gather of dy·scale): tfjs's UnsortedSegmentSum gradient masks negative ids
+  // with extra kernels, one of which aborts the process on lavapipe; our ids are never negative.
+  const f = tf.customGrad(((xi: tf.Tensor, save: tf.GradSaveFunc) => {
+    save([segT, w]);
+    return {
+      value: tf.mul(tf.unsortedSegmentSum(xi, segT, G), w),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.gather(tf.mul(dy, saved[1]), saved[0]),
+    };
+  }) as Parameters<typeof tf.customGrad>[0]);
+  return f(x) as tf.Tensor2D;
+}
+
+interface DenseArgs {
+  batch: number;
+  len: number;
+  heads: number;
+  /** [batch·len] key mask, 1 = token, 0 = PAD. */
+  mask: Float32Array;
+  dropout: number;
+  training: boolean;
+  rng?: Rng;
+}
+
+/**
+ * Multi-head attention over a dense [B·T, d] batch (heads contiguous along the columns), all
+ * sequences and heads in one batched product each way: 2 matmuls, 1 softmax, 4 layout kernels.
+ */
+export function attentionDense(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, a: DenseArgs): tf.Tensor2D {
+  const B = a.batch, T = a.len, H = a.heads, N = B * T;
+  const d = q.shape[1];
+  if (q.shape[0] !== N) throw new Error(`attentionDense: input [${q.shape}] != [${N}, ${d}]`);
+  if (d % H !== 0) throw new Error(`attentionDense: width ${d} not divisible by ${H} heads`);
+  const dh = d / H;
+  const split = (t: tf.Tensor2D): tf.Tensor3D => tf.reshape(tf.transpose(tf.reshape(t, [B, T, H, dh]), [0, 2, 1, 3]), [B * H, T, dh]);
+  const qh = split(tf.mul(q, 1 / Math.sqrt(dh)) as tf.Tensor2D);
+  const scores = tf.reshape(tf.matMul(qh, split(k), false, true), [B, H, T, T]);
+  const bias = keyBias(a.mask, B, T);
+  const att = dropout(tf.softmax(tf.add(scores, bias)), a.dropout, a.training, a.rng);
+  const ctx = tf.matMul(tf.reshape(att, [B * H, T, T]) as tf.Tensor3D, split(v));
+  return tf.reshape(tf.transpose(tf.reshape(ctx, [B, H, T, dh]), [0, 2, 1, 3]), [N, d]);
+}
+
+/** [B, 1, 1, T]: 0 at tokens, −1e9 at PAD keys (built on the host: the mask is host data anyway). */
+function keyBias(mask: Float32Array, B: number, T: number): tf.Tensor4D {
+  const b = new Float32Array(B * T);
+  for (let i = 0; i < b.length; i++) b[i] = mask[i] > 0 ? 0 : -1e9;
+  return tf.tensor4d(b, [B, 1, 1, T]);
+}
+
+/** Masked mean over T of x [B·T, d] with a [B·T] 0/1 mask, times `mul` → [B, d] (0 for empty rows). */
+export function maskedMeanDevice(x: tf.Tensor2D, mask: Float32Array, B: number, T: number, mul: number): tf.Tensor2D {
+  const d = x.shape[1];
+  const w = new Float32Array(B * T);
+  for (let b = 0; b < B; b++) {
+    let n = 0;
+    for (let t = 0; t < T; t++) n += mask[b * T + t] > 0 ? 1 : 0;
+    const s = n > 0 ? mul / n : 0;
+    for (let t = 0; t < T; t++) w[b * T + t] = mask[b * T + t] > 0 ? s : 0;
+  }
+  const xw = tf.mul(tf.reshape(x, [B, T, d]), tf.tensor3d(w, [B, T, 1]));
+  return tf.sum(xw, 1) as tf.Tensor2D;
+}
+
+/** Device-resident [maxPositions, D] cos/sin tables of the default rotary, per width D. */
+const tables = new Map<string, { c: tf.Tensor2D; s: tf.Tensor2D; sign: tf.Tensor3D }>();
+
+function deviceTables(D: number): { c: tf.Tensor2D; s: tf.Tensor2D; sign: tf.Tensor3D } {
+  const key = `${tf.getBackend()}:${D}`;
+  let t = tables.get(key);
+  if (!t || t.c.isDisposed) {
+    const r = defaultRotary(D);
+    const { c, s } = r.tables();
+    t = {
+      c: tf.keep(tf.tensor2d(c, [r.maxPositions, D])),
+      s: tf.keep(tf.tensor2d(s, [r.maxPositions, D])),
+      sign: tf.keep(tf.tensor3d([-1, 1], [1, 1, 2])),
+    };
+    tables.set(key, t);
+  }
+  return t;
+}
+
+/**
+ * The default rotary rotation of x [n, D] by `positions` (rotary.ts rotateTf, same values), with
+ * the tables on the device: one int32 upload and two gathers instead of two [n, D] uploads.
+ */
+export function rotateDevice(x: tf.Tensor2D, positions: Int32Array | null): tf.Tensor2D {
+  const [n, D] = x.shape;
+  const r = defaultRotary(D);
+  if (!r.enabled || positions === null) return x;
+  if (positions.length !== n) throw new Error(`rotateDevice: ${positions.length} positions for ${n} rows`);
+  const rows = new Int32Array(n);
+  for (let i = 0; i < n; i++) rows[i] = r.row(positions[i]);
+  const t = deviceTables(D);
+  const idx = tf.tensor1d(rows, "int32");
+  const swapped = tf.reshape(tf.mul(tf.reverse(tf.reshape(x, [n, D / 2, 2]), 2), t.sign), [n, D]);
+  return tf.add(tf.mul(x, tf.gather(t.c, idx)), tf.mul(swapped, tf.gather(t.s, idx))) as tf.Tensor2D;
+}

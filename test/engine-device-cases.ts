@@ -1,0 +1,204 @@
+/**
+ * The cases of engine-device.test.ts, each run in a fresh Node process (`node
+ * --max-semi-space-size=128 --import tsx test/engine-device-cases.ts <case>`) that prints one JSON
+ * line of measurements; the test file makes the assertions. A fresh process per case because
+ * Dawn's Node binding (npm `webgpu`) crashes at random under frequent V8 scavenges (segfaults and
+ * aborts seen on lavapipe with the default 16 MiB semi-space, none with 128 MiB), and the flag can
+ * only be given at process start.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import * as tf from "@tensorflow/tfjs";
+import { pickBackend } from "../server/qrag/backend.ts";
+import { counterSnapshot, countersOn, onDevice, resetCounters } from "../server/qrag/device.ts";
+import { createEncoder } from "../server/qrag/model/factory.ts";
+import type { EncoderConfig, TokenBatch } from "../server/qrag/model/encoder.ts";
+import type { QEncoder } from "../server/qrag/model/base.ts";
+import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
+import { QNetworks } from "../server/qrag/agent/networks.ts";
+import { embedSampleChunks, greedyEpisode, disposeCandidates } from "../server/qrag/agent/greedy.ts";
+import { Learner } from "../server/qrag/agent/learner.ts";
+import { ParallelEnvs } from "../server/qrag/agent/rollout.ts";
+import { rolloutSettings, trainIteration } from "../server/qrag/agent/iteration.ts";
+import { resolveConfig } from "../server/qrag/config.ts";
+import { evalOptions, train } from "../server/qrag/train.ts";
+import { workloadSource } from "../server/qrag/bench/workload.ts";
+import type { EpisodeRecord } from "../server/qrag/events.ts";
+import { Rng } from "../server/qrag/util/rng.ts";
+
+async function onBackend(name: "cpu" | "webgpu"): Promise<void> {
+  if (name === "webgpu") await pickBackend("webgpu");
+  else await tf.setBackend("cpu");
+  if (tf.getBackend() !== name || onDevice() !== (name === "webgpu")) throw new Error(`backend ${tf.getBackend()} is not ${name}`);
+  countersOn();
+}
+
+/** max |a − b| / max |b|. */
+function relDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) return Infinity;
+  let scale = 1e-6;
+  for (let i = 0; i < b.length; i++) scale = Math.max(scale, Math.abs(b[i]));
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m / scale;
+}
+
+function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) return Infinity;
+  let m = 0;
+  for (let i = 0; i < b.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
+}
+
+const syncReads = (c: ReturnType<typeof counterSnapshot>) => Object.values(c).reduce((a, x) => a + (x?.syncReads ?? 0), 0);
+
+const ENCODERS: Record<string, EncoderConfig> = {
+  transformer: { type: "transformer", dim: 16, vocab_size: 512, hidden: 32, layers: 2, heads: 2, max_len: 32, dropout: 0, init_std: 0.2 },
+  bow: { type: "bow", dim: 16, vocab_size: 512, hidden: 32, layers: 0, heads: 1, max_len: 32, dropout: 0, init_std: 0.2 },
+};
+
+/** Eval-mode forward and the gradients of Σ y ⊙ R (R fixed) w.r.t. every variable, read async. */
+async function forwardAndGrads(kind: string, backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const enc = createEncoder(ENCODERS[kind], new Rng(3)) as QEncoder;
+  const rng = new Rng(4);
+  const words = (n: number) => Array.from({ length: n }, () => `w${rng.int(500)}`).join(" ");
+  // rows of different lengths, PAD included, like packed states
+  const batch = enc.packStates([[words(3), words(5)], [words(9)], [words(2), words(2), words(2)], [words(1)]], 16);
+  resetCounters();
+  const R = tf.tensor2d(Float32Array.from({ length: batch.batch * enc.dim }, (_, i) => Math.sin(i + 1)), [batch.batch, enc.dim]);
+  const y = tf.tidy(() => enc.forward(batch, false));
+  const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(enc.forward(batch, false), R)) as tf.Scalar, enc.variables);
+  const out = { y: (await y.data()) as Float32Array, grads: [] as Float32Array[], counts: counterSnapshot() };
+  for (const v of enc.variables) out.grads.push((await grads[v.name].data()) as Float32Array);
+  tf.dispose([y, value, R, ...Object.values(grads)]);
+  enc.dispose();
+  return out;
+}
+
+async function encoderCase(kind: string) {
+  const cpu = await forwardAndGrads(kind, "cpu");
+  const gpu = await forwardAndGrads(kind, "webgpu");
+  return {
+    forward: relDiff(gpu.y, cpu.y),
+    grads: cpu.grads.map((g, i) => relDiff(gpu.grads[i], g)),
+    nonZeroGrads: cpu.grads.filter((g) => g.some((x) => x !== 0)).length,
+    syncReads: syncReads(gpu.counts),
+    counts: gpu.counts,
+  };
+}
+
+async function greedyCase() {
+  const config = resolveConfig({ preset: "tiny" });
+  const sample = workloadSource(60, 11).sample(0);
+  const opts = { ...evalOptions(config, { neverTerminate: true }), alpha: 0.05 };
+  const run = async (backend: "cpu" | "webgpu") => {
+    await onBackend(backend);
+    const nets = new QNetworks({ ...config.algo.encoder, type: "transformer", layers: 1, heads: 2, dim: 16, hidden: 32, max_len: 64 }, new Rng(8));
+    const emb = await embedSampleChunks(nets, sample, config.max_action_length);
+    resetCounters();
+    const rec = await greedyEpisode(nets, sample, opts, emb);
+    const counts = counterSnapshot();
+    disposeCandidates(emb);
+    nets.dispose();
+    return { pred: rec.pred_idx, q: rec.steps.map((s) => s.q), v: rec.steps.map((s) => s.v ?? NaN), topk: rec.steps.map((s) => s.topk.map((c) => c.index)), counts };
+  };
+  return { cpu: await run("cpu"), gpu: await run("webgpu") };
+}
+
+async function trainingCase() {
+  await onBackend("webgpu");
+  const config = resolveConfig({
+    preset: "tiny",
+    overrides: ["envs_parallel=2", "batch_size=8", "learning_start=2", "algo.hyperparams.drop_last_transition=false", "algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=128"],
+  });
+  const nets = new QNetworks(config.algo.encoder, new Rng(1));
+  const learner = new Learner(nets, config.algo, 10, 1);
+  const envs = new ParallelEnvs(workloadSource(30, 1), rolloutSettings(config), new Rng(2));
+  const before = await nets.state.exportWeightsAsync();
+  let step = 0;
+  resetCounters();
+  const iterations = 3;
+  const applied: boolean[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const r = await trainIteration(envs, learner, nets, config, step < 2 * config.learning_start);
+    step += r.transitions;
+    applied.push(Boolean(r.applied));
+  }
+  const counts = counterSnapshot();
+  const stats = await learner.lastStats();
+  const after = await nets.state.exportWeightsAsync();
+  const moved = after.some((w, i) => w.data.some((x, j) => x !== before[i].data[j]));
+  envs.dispose();
+  learner.dispose();
+  nets.dispose();
+  return { counts, iterations, stepsPerEnv: rolloutSettings(config).stepsPerEnv, applied, ...stats, moved };
+}
+
+async function trainRunCase() {
+  await onBackend("webgpu");
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-device-"));
+  const config = resolveConfig({ preset: "tiny", overrides: ["steps_count=4", "eval_interval=2", "eval_episodes=2", "envs_parallel=2", "batch_size=8", "learning_start=2"] });
+  const episodes: EpisodeRecord[] = [];
+  try {
+    const res = await train(config, { runDir: path.join(tmp, "run"), onEvent: (e) => void (e.type === "episode" && episodes.push(e.record)) });
+    return {
+      status: res.status,
+      updates: res.updates,
+      backend: res.backend,
+      episodes: episodes.length,
+      allHaveSteps: episodes.every((r) => r.steps.length > 0),
+      checkpoint: fs.existsSync(path.join(res.runDir, "checkpoints", "last")),
+    };
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+async function bertCase() {
+  const FIXTURE = path.resolve(import.meta.dirname, "fixtures/bert-tiny");
+  const REF = JSON.parse(fs.readFileSync(path.join(FIXTURE, "reference_outputs.json"), "utf8")) as {
+    input_ids: number[][];
+    attention_mask: number[][];
+    last_hidden_state: number[][][];
+    mean_pooled_div10: number[][];
+    atol: number;
+  };
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-hf-device-"));
+  fs.mkdirSync(path.join(root, "models/bert-tiny"), { recursive: true });
+  for (const f of ["config.json", "model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json"]) fs.copyFileSync(path.join(FIXTURE, f), path.join(root, "models/bert-tiny", f));
+  await onBackend("webgpu");
+  const enc = HfBertEncoder.load({ type: "hf", path: "models/bert-tiny", dim: 32, vocab_size: 4096, hidden: 64, layers: 2, heads: 4, max_len: 256, dropout: 0.1, init_std: 0.02 }, new Rng(1), root);
+  try {
+    const B = REF.input_ids.length, T = REF.input_ids[0].length;
+    const batch: TokenBatch = { ids: Int32Array.from(REF.input_ids.flat()), mask: Float32Array.from(REF.attention_mask.flat()), batch: B, len: T };
+    resetCounters();
+    const h = enc.lastHiddenState(batch);
+    const hidden = maxAbs(await h.data(), REF.last_hidden_state.flat(2));
+    const y = tf.tidy(() => enc.forward(batch, false));
+    const pooled = maxAbs(await y.data(), REF.mean_pooled_div10.flat());
+    const e = enc.embedDevice(batch);
+    const device = maxAbs(await e.data(), REF.mean_pooled_div10.flat());
+    tf.dispose([h, y, e]);
+    return { hidden, pooled, device, atol: REF.atol, syncReads: syncReads(counterSnapshot()) };
+  } finally {
+    enc.dispose();
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+const CASES: Record<string, () => Promise<unknown>> = {
+  "encoder-transformer": () => encoderCase("transformer"),
+  "encoder-bow": () => encoderCase("bow"),
+  greedy: greedyCase,
+  training: trainingCase,
+  "train-run": trainRunCase,
+  bert: bertCase,
+};
+
+const name = process.argv[2] ?? "";
+const fn = CASES[name];
+if (!fn) throw new Error(`unknown case "${name}" (one of ${Object.keys(CASES).join(", ")})`);
+process.stdout.write(JSON.stringify(await fn()) + "\n");
+process.exit(0);

@@ -1,0 +1,110 @@
+/**
+ * The engine's device path (device.ts onDevice(): dense batched attention, tf.gather embeddings,
+ * top-k and soft values on the device, async reads only) on the webgpu backend over Mesa's software
+ * Vulkan driver (lavapipe), against the cpu backend's host path: encoder forwards and gradients
+ * (transformer, bow), greedy picks, bert-tiny against Hugging Face, and training with no
+ * synchronous read and at most one read per environment step. Each case runs in a fresh process
+ * (engine-device-cases.ts says why); a case whose process is killed by a signal (a crash inside
+ * Dawn/lavapipe, not an engine error) is run again, up to 3 times. Machines without lavapipe skip,
+ * except under QRAG_REQUIRE_WEBGPU=1 (CI), where its absence is a failure.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { installWebgpu } from "../server/qrag/backend-webgpu.ts";
+import type { PhaseCounters } from "../server/qrag/device.ts";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const required = process.env.QRAG_REQUIRE_WEBGPU === "1";
+let why = "";
+try {
+  await installWebgpu(true);
+} catch (e) {
+  why = (e as Error).message;
+}
+const skip = !why ? false : required ? false : `no WebGPU adapter here (${why})`;
+
+type Counts = Partial<Record<string, PhaseCounters>>;
+
+/** Runs one case of engine-device-cases.ts in a fresh process and returns its JSON. */
+function runCase<T>(name: string): T {
+  let last = "";
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const r = spawnSync(process.execPath, ["--max-semi-space-size=128", "--import", "tsx", "test/engine-device-cases.ts", name], {
+      cwd: ROOT,
+      env: { ...process.env, QRAG_BACKEND: "", QRAG_WASM_THREADS: "1" },
+      encoding: "utf8",
+      timeout: 240_000,
+    });
+    if (r.status === 0) return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as T;
+    last = `${name}: exit ${r.status} signal ${r.signal} (attempt ${attempt})\n${r.stderr.split("\n").filter((l) => !l.startsWith("Warning")).slice(-12).join("\n")}`;
+    // only a process killed by SIGSEGV/SIGABRT (a driver crash) is retried; an engine error exits 1
+    const crashed = r.signal !== null || r.status === 134 || r.status === 139;
+    if (!crashed) break;
+  }
+  throw new Error(last);
+}
+
+for (const kind of ["transformer", "bow"] as const) {
+  test(`${kind} encoder on webgpu: forward and gradients equal the cpu path, no synchronous read`, { skip }, () => {
+    const r = runCase<{ forward: number; grads: number[]; nonZeroGrads: number; syncReads: number }>(`encoder-${kind}`);
+    assert.ok(r.forward < 1e-4, `forward rel. diff ${r.forward}`);
+    r.grads.forEach((d, i) => assert.ok(d < 1e-3, `gradient of variable ${i}: rel. diff ${d}`));
+    assert.ok(r.grads.length > 0 && r.nonZeroGrads === r.grads.length, `${r.nonZeroGrads}/${r.grads.length} gradients non-zero`);
+    assert.equal(r.syncReads, 0, "synchronous reads on the device path");
+  });
+}
+
+interface GreedyRun {
+  pred: number[];
+  q: number[];
+  v: number[];
+  topk: number[][];
+  counts: Counts;
+}
+
+test("greedy episodes on webgpu pick what the cpu path picks, with one read per step", { skip }, () => {
+  const { cpu, gpu } = runCase<{ cpu: GreedyRun; gpu: GreedyRun }>("greedy");
+  assert.ok(cpu.pred.length >= 3, "several steps");
+  assert.deepEqual(gpu.pred, cpu.pred, "same picks");
+  cpu.q.forEach((q, i) => assert.ok(Math.abs(gpu.q[i] - q) < 1e-4, `step ${i}: Q ${gpu.q[i]} vs ${q}`));
+  cpu.v.forEach((v, i) => assert.ok(Math.abs(gpu.v[i] - v) < 1e-4, `step ${i}: V ${gpu.v[i]} vs ${v}`));
+  assert.deepEqual(gpu.topk, cpu.topk, "logged top-k");
+  const ev = gpu.counts.eval;
+  assert.ok(ev, "eval phase counted");
+  assert.equal(ev.syncReads, 0, "no synchronous read");
+  assert.equal(ev.reads, gpu.pred.length, `one read per step: ${JSON.stringify(gpu.counts)}`);
+});
+
+test("training iterations on webgpu: no synchronous read, ≤ 1 read per environment step, none in the update", { skip }, () => {
+  const r = runCase<{ counts: Counts; iterations: number; stepsPerEnv: number; applied: boolean[]; loss: number; gradNorm: number; moved: boolean }>("training");
+  for (const [p, c] of Object.entries(r.counts)) assert.equal(c?.syncReads, 0, `${p}: synchronous reads`);
+  // one read per lock-step of all environments, plus one for the bootstrap values per rollout
+  const stepReads = (r.counts.rollout?.reads ?? 0) + (r.counts.target?.reads ?? 0);
+  assert.ok(stepReads <= r.iterations * (r.stepsPerEnv + 1), `rollout+target reads ${stepReads} for ${r.iterations * r.stepsPerEnv} lock-steps`);
+  assert.ok(stepReads >= r.iterations * r.stepsPerEnv, "every step read its picks");
+  assert.equal(r.counts.update?.reads ?? 0, 0, "no read in the update");
+  assert.equal(r.counts.encode?.reads ?? 0, 0, "no read while embedding candidates");
+  assert.ok(r.applied.every(Boolean), "an optimizer step per iteration");
+  assert.ok(Number.isFinite(r.loss) && r.loss >= 0, `loss ${r.loss}`);
+  assert.ok(Number.isFinite(r.gradNorm) && r.gradNorm > 0, `grad norm ${r.gradNorm}`);
+  assert.ok(r.moved, "the weights moved");
+});
+
+test("a tiny train() run end to end on webgpu (bow): updates, greedy evals, checkpoint", { skip }, () => {
+  const r = runCase<{ status: string; updates: number; backend: string; episodes: number; allHaveSteps: boolean; checkpoint: boolean }>("train-run");
+  assert.equal(r.status, "completed");
+  assert.equal(r.updates, 4);
+  assert.equal(r.backend, "webgpu");
+  assert.ok(r.episodes > 0 && r.allHaveSteps, `eval episodes: ${r.episodes}`);
+  assert.ok(r.checkpoint, "checkpoint written");
+});
+
+test("bert-tiny on webgpu: last hidden states and the ÷10 mean pool within atol of Hugging Face", { skip }, () => {
+  const r = runCase<{ hidden: number; pooled: number; device: number; atol: number; syncReads: number }>("bert");
+  assert.ok(r.hidden <= r.atol, `last_hidden_state max |Δ| ${r.hidden} > ${r.atol}`);
+  assert.ok(r.pooled <= r.atol, `forward mean_pooled_div10 max |Δ| ${r.pooled} > ${r.atol}`);
+  assert.ok(r.device <= r.atol, `embedDevice max |Δ| ${r.device} > ${r.atol}`);
+  assert.equal(r.syncReads, 0, "no synchronous read");
+});
