@@ -197,7 +197,7 @@ async function sweepGroup(
         const sample = source.sample(i);
         const t1 = performance.now();
         if (i === 0 && samples === undefined) m = learningSamples(sample.chunks.length);
-        const rec = greedyEpisode(nets, sample, gOpts, embedSampleChunks(nets, sample, config.max_action_length));
+        const rec = await greedyEpisode(nets, sample, gOpts, await embedSampleChunks(nets, sample, config.max_action_length));
         epSecs += (performance.now() - t1) / 1000;
         genSecs += (t1 - t0) / 1000;
         const refs = sample.answer.split(",");
