@@ -14,9 +14,9 @@ import * as tf from "@tensorflow/tfjs";
 import { pickBackend } from "../server/qrag/backend.ts";
 import { installWebgpu } from "../server/qrag/backend-webgpu.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
+import { webgpuMissing, webgpuSkip } from "./webgpu-skip.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
-const required = process.env.QRAG_REQUIRE_WEBGPU === "1";
 
 /** Runs a snippet in a fresh process (the backend choice is per process) and returns its JSON. */
 function fresh(code: string, env: Record<string, string> = {}): unknown {
@@ -29,16 +29,10 @@ function fresh(code: string, env: Record<string, string> = {}): unknown {
   return JSON.parse(out.trim().split("\n").at(-1)!);
 }
 
-let why = "";
-try {
-  await installWebgpu(true);
-} catch (e) {
-  why = (e as Error).message;
-}
-const skip = !why ? false : required ? false : `no WebGPU adapter here (${why})`;
+const skip = webgpuSkip;
 
 test("webgpu forced: a software adapter is used, named, and its ops equal the cpu backend's", { skip }, async () => {
-  assert.equal(why, "", "QRAG_REQUIRE_WEBGPU=1 but no adapter");
+  assert.equal(webgpuMissing, "", "QRAG_REQUIRE_WEBGPU=1 but no adapter");
   const info = await pickBackend("webgpu");
   assert.equal(info.backend, "webgpu");
   assert.equal(tf.getBackend(), "webgpu");

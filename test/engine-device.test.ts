@@ -12,18 +12,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
-import { installWebgpu } from "../server/qrag/backend-webgpu.ts";
+import { webgpuSkip as skip } from "./webgpu-skip.ts";
 import type { PhaseCounters } from "../server/qrag/device.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
-const required = process.env.QRAG_REQUIRE_WEBGPU === "1";
-let why = "";
-try {
-  await installWebgpu(true);
-} catch (e) {
-  why = (e as Error).message;
-}
-const skip = !why ? false : required ? false : `no WebGPU adapter here (${why})`;
 
 type Counts = Partial<Record<string, PhaseCounters>>;
 

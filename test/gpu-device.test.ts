@@ -16,7 +16,7 @@ import { productsPerRepeat } from "../server/qrag/bench/matmul.ts";
 import { DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, runScript, sizeCheck } from "../scripts/device/pack.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
 import { checkEncoderPath } from "../server/qrag/model/hf/encoder.ts";
-import { installWebgpu } from "../server/qrag/backend-webgpu.ts";
+import { webgpuSkip } from "./webgpu-skip.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 
@@ -88,14 +88,7 @@ test("babilong-gpu preset: the reference recipe with an hf encoder from the data
   assert.ok(o.envs.name === "babilong" && /^qa1/.test(o.envs.task), "envs.task=qa1");
 });
 
-let why = "";
-try {
-  await installWebgpu(true);
-} catch (e) {
-  why = (e as Error).message;
-}
-const required = process.env.QRAG_REQUIRE_WEBGPU === "1";
-test("webgpu: reads still resolve after the Dawn instance's creator is garbage-collected", { skip: why && !required ? `no WebGPU adapter here (${why})` : false }, () => {
+test("webgpu: reads still resolve after the Dawn instance's creator is garbage-collected", { skip: webgpuSkip }, () => {
   const code = `const tf = await import("@tensorflow/tfjs"); const { pickBackend } = await import("./server/qrag/backend.ts");
     await pickBackend("webgpu");
     for (let i = 0; i < 4; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 20)); }
@@ -125,7 +118,7 @@ test("encode-hf bench part: a random BERT folder loads as an hf encoder and enco
   }
 });
 
-test("webgpu AddN of more inputs than storage buffers allow: the exact sum, and no leaked buffers", { skip: why && !required ? `no WebGPU adapter here (${why})` : false }, async () => {
+test("webgpu AddN of more inputs than storage buffers allow: the exact sum, and no leaked buffers", { skip: webgpuSkip }, async () => {
   const { pickBackend } = await import("../server/qrag/backend.ts");
   const { gpuMemoryMiB } = await import("../server/qrag/gpu-memory.ts");
   await pickBackend("webgpu");

@@ -35,7 +35,7 @@ export interface PerHeadArgs {
   rng?: Rng;
 }
 
-interface BatchedArgs {
+export interface BatchedArgs {
   batch: number;
   len: number;
   heads: number;

@@ -12,7 +12,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { dropout } from "./ops.ts";
 import { defaultRotary } from "./rotary.ts";
-import type { Rng } from "../util/rng.ts";
+import type { BatchedArgs } from "./attention.ts";
 
 /** Rows `table[ids[i]]` → [n, D]. */
 export function gatherRows(table: tf.Tensor2D, ids: Int32Array): tf.Tensor2D {
@@ -39,16 +39,8 @@ export function segmentMeanDevice(x: tf.Tensor2D, seg: Int32Array, scale: Float3
   return f(x) as tf.Tensor2D;
 }
 
-interface DenseArgs {
-  batch: number;
-  len: number;
-  heads: number;
-  /** [batch·len] key mask, 1 = token, 0 = PAD. */
-  mask: Float32Array;
-  dropout: number;
-  training: boolean;
-  rng?: Rng;
-}
+/** The host path's arguments (attention.ts), so both paths take one call shape. */
+type DenseArgs = BatchedArgs;
 
 /**
  * Multi-head attention over a dense [B·T, d] batch (heads contiguous along the columns), all
