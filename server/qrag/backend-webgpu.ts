@@ -8,6 +8,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { errorText } from "./util/error-text.ts";
 
 /** The adapter a webgpu backend runs on, as Dawn reports it. */
 export interface WebgpuAdapter {
@@ -63,7 +64,7 @@ export async function installWebgpu(allowFallback: boolean, o: { skipDeviceCheck
   try {
     dawn = (await import(DAWN_PKG)) as DawnModule;
   } catch (e) {
-    throw new Error(`the optional package "webgpu" is not installed or failed to load (${short(e)})`);
+    throw new Error(`the optional package "webgpu" is not installed or failed to load (${errorText(e)})`);
   }
   // Dawn prints its Vulkan diagnostics on stderr; an unset XDG_RUNTIME_DIR adds noise there only
   process.env.XDG_RUNTIME_DIR ??= "/tmp";
@@ -73,7 +74,7 @@ export async function installWebgpu(allowFallback: boolean, o: { skipDeviceCheck
   try {
     adapter = await gpu.requestAdapter({ powerPreference: "high-performance" });
   } catch (e) {
-    throw new Error(`no WebGPU adapter (${short(e)})`);
+    throw new Error(`no WebGPU adapter (${errorText(e)})`);
   }
   if (!adapter) {
     throw new Error(vulkanLoaderFound() ? NO_DRIVER : NO_LOADER);
@@ -139,9 +140,4 @@ function gpuDeviceFound(): boolean {
 function vulkanLoaderFound(): boolean {
   const dirs = [...(process.env.LD_LIBRARY_PATH ?? "").split(":").filter(Boolean), "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib/x86_64-linux-gnu"];
   return dirs.some((d) => fs.existsSync(path.join(d, "libvulkan.so.1")));
-}
-
-function short(e: unknown): string {
-  const s = e instanceof Error ? e.message : String(e);
-  return s.length > 300 ? s.slice(0, 300) + "…" : s;
 }

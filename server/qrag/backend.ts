@@ -12,7 +12,7 @@
  * else tfjs-node) | `tensorflow-gpu` (tfjs-node-gpu only) | `webgpu` (a software adapter too) |
  * `wasm` | `cpu` (aliases: `node-gpu`, `tfjs-node-gpu`, `gpu`, `node`, `tfjs-node`, `dawn`);
  * `auto` (or empty) = the order above. A forced backend that cannot load is an error that names
- * why; on auto, each one that cannot is one line in the log (QRAG_BACKEND_VERBOSE) and the next is tried.
+ * why; on auto, the next one is tried and the reasons come back in `skipped` (the worker logs webgpu's).
  */
 import * as tf from "@tensorflow/tfjs";
 import { createRequire } from "node:module";
@@ -20,6 +20,7 @@ import path from "node:path";
 import { env } from "../env.ts";
 import { adapterLabel, installWebgpu, type WebgpuAdapter } from "./backend-webgpu.ts";
 import { patchWebgpuAddN } from "./webgpu-addn.ts";
+import { errorText } from "./util/error-text.ts";
 import { unrefPoolWorkers, wasmThreadsWanted, withWasmThreadShims } from "./wasm-threads.ts";
 
 interface BackendInfo {
@@ -110,7 +111,7 @@ async function doPick(choice: Choice | "auto"): Promise<{ choice: Choice; info: 
       const info = await tryOne(c, true);
       return { choice: c, info: reasons.length ? { ...info, skipped: reasons } : info };
     } catch (e) {
-      reasons.push(`${c}: ${errMsg(e)}`);
+      reasons.push(`${c}: ${errorText(e)}`);
     }
   }
   throw new Error(`no tfjs backend could be initialised (${reasons.join("; ")})`);
@@ -124,7 +125,7 @@ async function tryOne(c: Choice, auto = false): Promise<BackendInfo> {
       try {
         await import(WEBGPU_PKG);
       } catch (e) {
-        throw new Error(`${WEBGPU_PKG} is not installed or failed to load (${errMsg(e)})`);
+        throw new Error(`${WEBGPU_PKG} is not installed or failed to load (${errorText(e)})`);
       }
       patchWebgpuAddN();
       await activate("webgpu", WEBGPU_PKG);
@@ -141,7 +142,7 @@ async function tryOne(c: Choice, auto = false): Promise<BackendInfo> {
         try {
           mod = await import(pkg);
         } catch (e) {
-          reasons.push(`${pkg} is not installed or failed to load (${errMsg(e)})`);
+          reasons.push(`${pkg} is not installed or failed to load (${errorText(e)})`);
           continue;
         }
         await activate("tensorflow", pkg);
@@ -154,7 +155,7 @@ async function tryOne(c: Choice, auto = false): Promise<BackendInfo> {
       try {
         wasm = await import("@tensorflow/tfjs-backend-wasm");
       } catch (e) {
-        throw new Error(`@tensorflow/tfjs-backend-wasm failed to load (${errMsg(e)})`);
+        throw new Error(`@tensorflow/tfjs-backend-wasm failed to load (${errorText(e)})`);
       }
       if (!wasmPathsSet) {
         const require = createRequire(import.meta.url);
@@ -201,7 +202,7 @@ async function activate(name: string, pkg: string): Promise<void> {
   try {
     ok = await tf.setBackend(name);
   } catch (e) {
-    throw new Error(`tfjs backend "${name}" (${pkg}) failed to initialise: ${errMsg(e)}`);
+    throw new Error(`tfjs backend "${name}" (${pkg}) failed to initialise: ${errorText(e)}`);
   }
   if (!ok || tf.getBackend() !== name) {
     throw new Error(`tfjs backend "${name}" (${pkg}) is not available`);
@@ -223,10 +224,4 @@ function nativeDevice(mod: unknown, gpu: boolean): string {
     /* ignore */
   }
   return base;
-}
-
-function errMsg(e: unknown): string {
-  const s = e instanceof Error ? e.message : String(e);
-  // Keep messages short: some loaders put whole source lines into their errors.
-  return s.length > 300 ? s.slice(0, 300) + "…" : s;
 }

@@ -147,7 +147,7 @@ export function clipByGlobalNorm<G extends Grads>(grads: G, maxNorm: number): { 
     : Object.entries(list);
   let norm = 0;
   if (entries.length > 0) {
-    const t = tf.tidy(() => tf.sqrt(tf.addN(entries.map(([, g]) => tf.sum(tf.square(tf.cast(g, "float32")))))));
+    const t = tf.tidy(() => globalNorm(entries.map(([, g]) => g)));
     norm = t.dataSync()[0];
     t.dispose();
   }
@@ -161,21 +161,12 @@ export function clipByGlobalNorm<G extends Grads>(grads: G, maxNorm: number): { 
   return { grads: out as G, norm };
 }
 
-/** Inputs per AddN/Pack on the device: lavapipe allows 16 storage buffers per shader stage. */
-const REDUCE_CHUNK = 8;
-
-/** Σ of scalars without an AddN/Pack over more than REDUCE_CHUNK inputs. */
-function sumScalars(xs: tf.Tensor[]): tf.Scalar {
-  let level = xs;
-  while (level.length > 1) {
-    const next: tf.Tensor[] = [];
-    for (let i = 0; i < level.length; i += REDUCE_CHUNK) {
-      const part = level.slice(i, i + REDUCE_CHUNK);
-      next.push(part.length === 1 ? part[0] : tf.sum(tf.stack(part)));
-    }
-    level = next;
-  }
-  return tf.reshape(level[0], []) as tf.Scalar;
+/**
+ * ‖all gradients‖₂ as a scalar tensor: one AddN over every gradient's sum of squares (on webgpu,
+ * webgpu-addn.ts splits an AddN wider than the storage-buffer limit).
+ */
+function globalNorm(grads: readonly tf.Tensor[]): tf.Scalar {
+  return tf.sqrt(tf.addN(grads.map((g) => tf.sum(tf.square(tf.cast(g, "float32")))))) as tf.Scalar;
 }
 
 /**
@@ -186,7 +177,7 @@ function sumScalars(xs: tf.Tensor[]): tf.Scalar {
 export function clipByGlobalNormDevice(grads: tf.Tensor[], maxNorm: number): { grads: tf.Tensor[]; norm: tf.Scalar } {
   if (grads.length === 0) return { grads: [], norm: tf.scalar(0) };
   return tf.tidy(() => {
-    const norm = tf.sqrt(sumScalars(grads.map((g) => tf.sum(tf.square(tf.cast(g, "float32")))))) as tf.Scalar;
+    const norm = globalNorm(grads);
     const coef = tf.minimum(1, tf.div(maxNorm, tf.add(norm, 1e-6)));
     return { grads: grads.map((g) => tf.mul(g, coef)), norm };
   });

@@ -7,8 +7,6 @@
 import * as tf from "@tensorflow/tfjs";
 import { measure } from "./harness.ts";
 
-export { gpuMemoryMiB } from "../gpu-memory.ts";
-
 export interface MatmulResult {
   shape: string;
   products: number;

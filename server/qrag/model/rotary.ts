@@ -73,12 +73,8 @@ export class Rotary {
     return p >= this.maxPositions ? this.maxPositions - 1 : p;
   }
 
-  /** cos/sin expanded to [maxPositions, D] (float32), as rotateTf multiplies them. */
+  /** cos/sin expanded to [maxPositions, D] (float32), as rotateTf multiplies them (built once). */
   tables(): { c: Float32Array; s: Float32Array } {
-    return this.fullTables();
-  }
-
-  private fullTables(): { c: Float32Array; s: Float32Array } {
     if (!this.cosFull || !this.sinFull) {
       const P = this.maxPositions, D = this.dim, K = this.pairs, h = this.half;
       const c = new Float32Array(P * D);
@@ -109,7 +105,7 @@ export class Rotary {
     if (D !== this.dim) throw new Error(`rotateTf: width ${D} != rotary dim ${this.dim}`);
     if (!this.enabled || positions === null) return x;
     if (positions.length !== B) throw new Error(`rotateTf: ${positions.length} positions for ${B} rows`);
-    const { c, s } = this.fullTables();
+    const { c, s } = this.tables();
     const C = new Float32Array(B * D);
     const S = new Float32Array(B * D);
     for (let b = 0; b < B; b++) {
