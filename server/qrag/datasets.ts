@@ -14,6 +14,7 @@ import { babiSource } from "./data/babi/source.ts";
 import { babiFileSource } from "./data/babi/file-source.ts";
 import { toBabiTask } from "./data/babi/vocab.ts";
 import { babilongSource } from "./data/babilong.ts";
+import { curriculumLevel } from "./data/curriculum.ts";
 import { noisePoolFor } from "./data/noise/pool.ts";
 import { corpusSpecFrom, type CorpusSpec } from "./data/noise/corpus.ts";
 import { NIAH_TASKS, niahSource } from "./data/niah/generate.ts";
@@ -63,6 +64,8 @@ interface SourceArgs {
   numSentences?: number;
   /** Where the env's files and folders are looked up (default: this process's QRAG_DATA_ROOT). */
   dataRoot?: string;
+  /** Optimizer updates so far, for training curricula (train split only). */
+  progress?: () => number;
 }
 
 /** An env key that names a file or folder under the data root; `keyword` values name no path ("sotu"). */
@@ -98,18 +101,32 @@ const babilong = dataset({
     noise: z.string().min(1).max(1024).default("sotu").describe('"sotu" or a folder of .txt books in the data root'),
     /** Optional folder with the real bAbI v1.2 files (qaN_*_{train,test}.txt); the simulator when absent. */
     babi_dir: z.string().min(1).max(1024).optional().describe("a folder in the data root with the real qaN_*_{train,test}.txt files (simulated when empty)"),
+    /** Easier training samples early on (data/curriculum.ts); evaluation always sees the full task. */
+    curriculum: z
+      .strictObject({
+        updates: int(1, 10_000_000).describe("update at which training samples reach the full task"),
+        num_sentences: int(1, MAX_CHUNKS).describe("haystack size at update 0"),
+        story_facts: int(0, 1000).default(0).describe("non-supporting story facts kept at update 0"),
+      })
+      .optional()
+      .describe("grow training samples from short stories in small haystacks to the full task"),
     ...envCommon,
   }),
   label: (env) => env.task.slice(0, 3),
   source: (env, a) => {
-    const { split, seed, numSentences } = a;
+    const { split, seed, numSentences, progress } = a;
     const task = toBabiTask(env.task);
+    const c = env.curriculum;
+    // the curriculum's end size is the training size (a list: its largest value)
+    const full = Array.isArray(env.num_sentences) ? Math.max(...env.num_sentences) : env.num_sentences;
+    const level = c && split === "train" && progress && numSentences === undefined ? () => curriculumLevel(c, full, progress()) : undefined;
     return babilongSource({
       facts: env.babi_dir ? babiFileSource({ root: rootOf(a), dir: env.babi_dir, task, split }) : babiSource(task, { seed, split }),
       numSentences: numSentences ?? (split === "test" ? (env.test_env.num_sentences ?? env.num_sentences) : env.num_sentences),
       pool: noisePoolFor(env.noise === "sotu" ? corpusSpecFrom("sotu") : noiseFolder(env.noise, rootOf(a))),
       seed,
       split,
+      level,
     });
   },
   paths: [

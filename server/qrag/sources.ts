@@ -35,8 +35,12 @@ export function validationSource(config: RunConfig, numSentences?: number, dataR
   return datasetSource(config.envs, { split: "train", seed: config.seed + VALIDATION_SEED_OFFSET, numSentences, dataRoot });
 }
 
-export function buildSources(config: RunConfig, dataRoot?: string): { train: SampleSource; test: SampleSource } {
-  return { train: buildSource(config, "train", undefined, dataRoot), test: buildSource(config, "test", undefined, dataRoot) };
+/** `progress` (updates so far) drives a training curriculum when the env has one. */
+export function buildSources(config: RunConfig, dataRoot?: string, progress?: () => number): { train: SampleSource; test: SampleSource } {
+  return {
+    train: datasetSource(config.envs, { split: "train", seed: splitSeed(config, "train"), dataRoot, progress }),
+    test: buildSource(config, "test", undefined, dataRoot),
+  };
 }
 
 /** Episode settings of the train or the test env (feedback differs, docs/method.md §1.5–§1.6). */

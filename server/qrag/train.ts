@@ -151,7 +151,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     wallBase = s.counters.wallSeconds;
     sampleCursor = s.counters.sampleCursor;
   }
-  const { train: trainSource, test: testSource } = buildSources(config, opts.dataRoot);
+  const { train: trainSource, test: testSource } = buildSources(config, opts.dataRoot, () => learner.updates);
   const envs = new ParallelEnvs(trainSource, rolloutSettings(config), rolloutRng, sampleCursor);
 
   const t0 = performance.now();

@@ -11,6 +11,7 @@
 import { chunkAt, type ChunkList, type Sample, type SampleSource } from "../types.ts";
 import { Rng } from "../util/rng.ts";
 import type { NoisePool } from "./noise/pool.ts";
+import { keepStoryFacts, type CurriculumLevel } from "./curriculum.ts";
 
 interface BabilongOptions {
   /** Source of bAbI-style samples: `chunks` = the story facts, `supportIdx` into them. */
@@ -20,6 +21,8 @@ interface BabilongOptions {
   pool: NoisePool;
   seed: number;
   split: string;
+  /** Training curriculum (curriculum.ts): the level at the moment a sample is drawn. */
+  level?: () => CurriculumLevel;
 }
 
 /** Lazy haystack: chunk i is a fact if i is one of the (sorted) fact slots, else the next noise sentence. */
@@ -111,8 +114,10 @@ export function babilongSource(opts: BabilongOptions): SampleSource {
         throw new RangeError(`babilong: sample index ${index} out of range 0..${facts.size - 1}`);
       }
       const rng = base.fork(index);
-      const numSentences = lengths.length === 1 ? lengths[0] : rng.fork("length").choice(lengths);
-      const fact = facts.sample(index);
+      const level = opts.level?.();
+      const numSentences = level ? level.numSentences : lengths.length === 1 ? lengths[0] : rng.fork("length").choice(lengths);
+      const whole = facts.sample(index);
+      const fact = level ? keepStoryFacts(whole, level.storyFacts, rng.fork("story")) : whole;
       const { chunks, supportIdx } = mixBabilongSample(fact, numSentences, pool, rng);
       return {
         id: `${fact.id}@n${numSentences}`,
