@@ -147,7 +147,8 @@ export function draftToConfig(node: FieldNode, draft: unknown): unknown {
         const v = draftToConfig(c, d[c.key]);
         if (v !== undefined) out[c.key] = v;
       }
-      return out;
+      // an optional section left empty (envs.curriculum) is left out, not sent as {}
+      return node.optional && Object.keys(out).length === 0 ? undefined : out;
     }
     case "variant": {
       const d = isObj(draft) ? draft : {};
