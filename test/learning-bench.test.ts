@@ -9,6 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { LEARNING_LENGTHS, acrossSeeds, benchLearning, learningSamples, seedSummary } from "../server/qrag/bench/learning.ts";
+import { learningResults, learningTables } from "../server/qrag/bench/learning-table.ts";
 
 const runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-learning-"));
 after(() => fs.rmSync(runsDir, { recursive: true, force: true }));
@@ -55,4 +56,34 @@ test("two seeds of a tiny run: per-seed results, mean ± std across seeds, Wilso
     assert.equal(p.samples, 5);
     assert.ok(p.coverage95 && p.coverage95.low <= p.qrag.coverage && p.qrag.coverage <= p.coverage95.high, JSON.stringify(p.coverage95));
   }
+});
+
+test("README tables from bench JSON: across-seed training figures, per-length coverage mean (min–max), baselines, F1", () => {
+  const point = (numChunks: number, cov: number, f1: number) => ({
+    numChunks, label: "x", tokens: numChunks * 33, samples: numChunks > 1000 ? 100 : 200,
+    qrag: { coverage: cov }, qragFiltered: { coverage: cov, f1 }, bm25: { coverage: 0.1 }, dense: { coverage: 0.3 },
+  });
+  const seedRun = (seed: number, cov: number, first95: { update: number; seconds: number } | null) => ({
+    seed, updates: 600, trainSeconds: 120 + seed * 6, lastEval: { coverage: cov }, first95, sweep: [point(50, cov, 0.8), point(40_000, cov - 0.1, 0.7)],
+  });
+  const file = {
+    learning: [
+      { task: "qa2", preset: "babilong-cpu", runs: [seedRun(1, 0.96, { update: 500, seconds: 300 }), seedRun(2, 0.9, null)], acrossSeeds: acrossSeeds([
+        { seed: 1, finalCoverage: 0.96, first95: { update: 500, seconds: 300 } }, { seed: 2, finalCoverage: 0.9, first95: null },
+      ]) },
+      { task: "qa1", preset: "babilong-cpu", ...seedRun(7, 1, { update: 250, seconds: 30 }) },
+    ],
+  };
+  const md = learningTables(learningResults(file));
+  const rows = md.split("\n");
+  const qa2 = rows.find((r) => r.startsWith("| qa2 |"))!;
+  // mean ± sample std of 0.96 and 0.90; one seed of two reached 0.95, at update 500 after 5 min
+  assert.match(qa2, /\| 2 \| 600 \| 2\.15 \(2\.10–2\.20\) \| 0\.93 ± 0\.04 \| 1 of 2 \| 500 ± 0 \/ 5\.0 ± 0\.0 \|/);
+  assert.match(rows.find((r) => r.startsWith("| qa1 |"))!, /\| 1 \| 600 \| 2\.70 \| 1\.00 \| 1 of 1 \| 250 \/ 0\.5 \|/);
+  const cov = rows.findIndex((r) => r.startsWith("| Q-RAG coverage"));
+  assert.equal(rows[cov], "| Q-RAG coverage: chunks (tokens), samples | qa2 | qa1 |");
+  assert.equal(rows[cov + 2], "| 50 (1.6K), 200 | 0.93 (0.90–0.96) | 1.00 |");
+  assert.equal(rows[cov + 3], "| 40,000 (1.32M), 100 | 0.83 (0.80–0.86) | 0.90 |");
+  assert.ok(rows.includes("| 50 (1.6K), 200 | 0.10 / 0.30 | 0.10 / 0.30 |"), md);
+  assert.ok(rows.includes("| 40,000 (1.32M), 100 | 0.70 (0.70–0.70) | 0.70 |"), md);
 });

@@ -17,7 +17,7 @@ import { sweep } from "../sweep.ts";
 
 export interface LearningTask {
   task: "qa1" | "qa2" | "qa3" | "qa4" | "qa5";
-  /** The preset trained (qa3 has its own: per-fact reward shaping, a longer schedule). */
+  /** The preset trained (qa3 has its own: a training curriculum, a longer schedule). */
   preset: string;
   /** Updates to train; default: the preset's steps_count. */
   steps?: number;
@@ -30,7 +30,7 @@ export interface LearningTask {
 export const LEARNING_TASKS: LearningTask[] = [
   { task: "qa1", preset: "babilong-cpu", steps: 600, budgetSeconds: 15 * 60 },
   { task: "qa2", preset: "babilong-cpu", steps: 3000, budgetSeconds: 15 * 60 },
-  { task: "qa3", preset: "babilong-qa3-cpu", budgetSeconds: 30 * 60 },
+  { task: "qa3", preset: "babilong-qa3-cpu", budgetSeconds: 15 * 60 },
   { task: "qa4", preset: "babilong-cpu", steps: 600, budgetSeconds: 15 * 60 },
   { task: "qa5", preset: "babilong-cpu", steps: 600, budgetSeconds: 15 * 60 },
 ];
@@ -129,7 +129,7 @@ export async function benchLearning(log: (m: string) => void, o: LearningOptions
       summaries.push(s);
       perSeed.push({ seed: config.seed, status: res.status, updates: res.updates, trainSeconds, budgetSeconds: t.budgetSeconds, lastEval: res.lastEval, bestEvalReturn: res.bestEvalReturn, first95: s.first95, sweep: withIntervals });
     }
-    out.push(seeds.length > 1 ? { task: t.task, runs: perSeed, acrossSeeds: acrossSeeds(summaries) } : { task: t.task, ...perSeed[0] });
+    out.push(seeds.length > 1 ? { task: t.task, preset: t.preset, runs: perSeed, acrossSeeds: acrossSeeds(summaries) } : { task: t.task, preset: t.preset, ...perSeed[0] });
   }
   return out;
 }
