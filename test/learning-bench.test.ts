@@ -35,13 +35,17 @@ test("across seeds: mean and sample std of final coverage and of the time to 0.9
 
 test("two seeds of a tiny run: per-seed results, mean ± std across seeds, Wilson intervals on sweep points", async () => {
   const tasks = [{ task: "qa1" as const, preset: "tiny", steps: 4, budgetSeconds: 120, overrides: ["eval_interval=2", "eval_episodes=6"] }];
-  const [r] = (await benchLearning(() => {}, { tasks, seeds: [3, 4], lengths: [20], samples: () => 5, runsDir })) as {
+  const progress: { task: string; runs: { seed: number }[] }[][] = [];
+  const onProgress = (p: Record<string, unknown>[]) => progress.push(structuredClone(p) as (typeof progress)[number]);
+  const [r] = (await benchLearning(() => {}, { tasks, seeds: [3, 4], lengths: [20], samples: () => 5, runsDir, onProgress })) as {
     task: string;
     runs: { seed: number; sweep: { samples: number; qrag: { coverage: number }; coverage95: { low: number; high: number } | null }[] }[];
     acrossSeeds: { seeds: number; finalCoverage: { mean: number; sd: number } };
   }[];
   assert.equal(r.task, "qa1");
   assert.deepEqual(r.runs.map((x) => x.seed), [3, 4]);
+  // every finished seed is reported as it lands (what the bench writes to its file as it goes)
+  assert.deepEqual(progress.map((p) => p.map((t) => [t.task, t.runs.map((x) => x.seed)])), [[["qa1", [3]]], [["qa1", [3, 4]]]]);
   // the across-seed figures are those of each seed's own curve, read back from its run folder
   const finals = [3, 4].map((s) => {
     const lines = fs.readFileSync(path.join(runsDir, `bench-learning-qa1-seed${s}`, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { key: string; value: number });

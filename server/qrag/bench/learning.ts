@@ -50,6 +50,8 @@ export interface LearningOptions {
   samples?: (numChunks: number) => number;
   /** Where run folders go (default ./runs). */
   runsDir?: string;
+  /** Called with the results so far after every trained and swept seed (a long bench that stops keeps them). */
+  onProgress?: (partial: Record<string, unknown>[]) => void;
 }
 
 /** One eval point of a run's curve. */
@@ -128,10 +130,16 @@ export async function benchLearning(log: (m: string) => void, o: LearningOptions
       const s = seedSummary(config.seed, evalCurve(runDir));
       summaries.push(s);
       perSeed.push({ seed: config.seed, status: res.status, updates: res.updates, trainSeconds, budgetSeconds: t.budgetSeconds, lastEval: res.lastEval, bestEvalReturn: res.bestEvalReturn, first95: s.first95, sweep: withIntervals });
+      o.onProgress?.([...out, taskResult(t, perSeed, summaries, seeds.length)]);
     }
-    out.push(seeds.length > 1 ? { task: t.task, preset: t.preset, runs: perSeed, acrossSeeds: acrossSeeds(summaries) } : { task: t.task, preset: t.preset, ...perSeed[0] });
+    out.push(taskResult(t, perSeed, summaries, seeds.length));
   }
   return out;
+}
+
+/** One task's entry: the list of seeds with their across-seed summary, or the single run itself. */
+function taskResult(t: LearningTask, perSeed: Record<string, unknown>[], summaries: SeedSummary[], seeds: number): Record<string, unknown> {
+  return seeds > 1 ? { task: t.task, preset: t.preset, runs: perSeed, acrossSeeds: acrossSeeds(summaries) } : { task: t.task, preset: t.preset, ...perSeed[0] };
 }
 
 /** Coverage is a proportion of episodes: its Wilson interval (null for an empty point). */

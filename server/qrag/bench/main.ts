@@ -70,7 +70,10 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       const { benchLearning, LEARNING_TASKS } = await import("./learning.ts");
       const unknown = opts.tasks?.filter((t) => !LEARNING_TASKS.some((l) => l.task === t)) ?? [];
       if (unknown.length) throw new Error(`unknown learning task(s) ${unknown.join(", ")} (known: ${LEARNING_TASKS.map((l) => l.task).join(", ")})`);
-      result.learning = await benchLearning(log, { tasks: opts.tasks ? LEARNING_TASKS.filter((l) => opts.tasks!.includes(l.task)) : LEARNING_TASKS, seeds: opts.seeds });
+      const tasks = opts.tasks ? LEARNING_TASKS.filter((l) => opts.tasks!.includes(l.task)) : LEARNING_TASKS;
+      // hours long: the output file holds every finished seed as it goes (`partial: true` until the end)
+      const onProgress = (learning: Record<string, unknown>[]) => writeResult(outFile(opts), { ...result, partial: true, learning });
+      result.learning = await benchLearning(log, { tasks, seeds: opts.seeds, onProgress });
     } else if (part === "precision") {
       const { benchPrecision, defaultPrecisionCheckpoint } = await import("./precision.ts");
       const known = ["qa1", "qa2", "qa3", "qa4", "qa5"];
@@ -86,10 +89,15 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
   }
   const mem = gpuMemoryMiB();
   if (mem) result.gpuMemory = mem;
-  const file = opts.outFile ?? path.resolve("bench-results", "latest.json");
+  writeResult(outFile(opts), result);
+  return result;
+}
+
+const outFile = (opts: BenchOptions) => opts.outFile ?? path.resolve("bench-results", "latest.json");
+
+function writeResult(file: string, result: Record<string, unknown>): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, JSON.stringify(result, null, 2));
-  return result;
 }
 
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
