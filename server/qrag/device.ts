@@ -87,6 +87,16 @@ function install(): void {
   }
 }
 
+/**
+ * Counts one GPU program recorded outside the tfjs engine (the fused kernels of model/webgpu/,
+ * which record their own multi-output programs): one kernel and one dispatch.
+ */
+export function noteDispatch(): void {
+  if (!installedEngine) return;
+  bump("kernels");
+  bump("dispatches");
+}
+
 /** Starts counting (idempotent; call after the backend is picked). */
 export function countersOn(): void {
   install();

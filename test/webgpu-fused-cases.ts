@@ -1,0 +1,166 @@
+/**
+ * The cases of webgpu-fused.test.ts, each run in a fresh Node process (`node
+ * --max-semi-space-size=128 --import tsx test/webgpu-fused-cases.ts <case>`, for the reason given
+ * in engine-device-cases.ts) that prints one JSON line of measurements: the fused WebGPU kernels
+ * of server/qrag/model/webgpu/ against the tfjs reference ops on the cpu backend, same inputs.
+ */
+import * as tf from "@tensorflow/tfjs";
+import { pickBackend } from "../server/qrag/backend.ts";
+import { counterSnapshot, countersOn, onDevice, resetCounters, withPhase } from "../server/qrag/device.ts";
+import { AdamW } from "../server/qrag/agent/adamw.ts";
+import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
+import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
+import { Rng } from "../server/qrag/util/rng.ts";
+import { resolveConfig } from "../server/qrag/config.ts";
+import { QNetworks } from "../server/qrag/agent/networks.ts";
+import { Learner } from "../server/qrag/agent/learner.ts";
+
+async function onBackend(name: "cpu" | "webgpu"): Promise<void> {
+  if (name === "webgpu") await pickBackend("webgpu");
+  else await tf.setBackend("cpu");
+  if (tf.getBackend() !== name || onDevice() !== (name === "webgpu")) throw new Error(`backend ${tf.getBackend()} is not ${name}`);
+  countersOn();
+}
+
+/** max |a − b| / max |b|. */
+function relDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) return Infinity;
+  let scale = 1e-30;
+  for (let i = 0; i < b.length; i++) scale = Math.max(scale, Math.abs(b[i]));
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m / scale;
+}
+
+function normals(rng: Rng, n: number, std = 1): Float32Array {
+  return Float32Array.from({ length: n }, () => rng.normal() * std);
+}
+
+const SHAPES = [[7, 5], [33], [1], [3, 4, 2], [130, 70]];
+const STEPS = 6;
+/** Steps at which variable 1 has no gradient (torch: .grad None, its step count stays). */
+const SKIP_1 = new Set([2, 3]);
+
+/** STEPS AdamW steps of SHAPES on random gradients, the clipping scale from step 2 on. */
+async function adamwRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(7);
+  const vars = SHAPES.map((s, i) => tf.variable(tf.tensor(normals(rng, s.reduce((a, b) => a * b, 1)), s), true, `v${i}`));
+  const opt = new AdamW(vars, { beta1: 0.9, beta2: 0.98, eps: 1e-6, weightDecay: 0.01 });
+  let dispatchesPerStep = 0;
+  const liveTensors: number[] = [];
+  for (let t = 0; t < STEPS; t++) {
+    liveTensors.push(tf.memory().numTensors);
+    const grads = SHAPES.map((s, i) => (i === 1 && SKIP_1.has(t) ? null : tf.tensor(normals(rng, s.reduce((a, b) => a * b, 1), 0.1 * (t + 1)), s)));
+    const scale = t >= 2 ? tf.scalar(0.7) : undefined;
+    resetCounters();
+    withPhase("update", () => opt.step(grads, 1e-2 * (1 + t), scale));
+    dispatchesPerStep = counterSnapshot().update?.dispatches ?? 0;
+    tf.dispose([...grads.filter((g): g is tf.Tensor => g !== null), ...(scale ? [scale] : [])]);
+  }
+  const state = await opt.getStateAsync();
+  const params: Float32Array[] = [];
+  for (const v of vars) params.push(Float32Array.from((await v.data()) as Float32Array));
+  const limit = backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0;
+  opt.dispose();
+  vars.forEach((v) => v.dispose());
+  return { params, m: state.m, v: state.v, steps: state.steps, dispatchesPerStep, limit, liveTensors };
+}
+
+async function adamwCase() {
+  const cpu = await adamwRun("cpu");
+  const gpu = await adamwRun("webgpu");
+  return {
+    p: cpu.params.map((x, i) => relDiff(gpu.params[i], x)),
+    m: cpu.m.map((x, i) => relDiff(gpu.m[i], x)),
+    v: cpu.v.map((x, i) => relDiff(gpu.v[i], x)),
+    cpuSteps: cpu.steps,
+    gpuSteps: gpu.steps,
+    dispatchesPerStep: gpu.dispatchesPerStep,
+    liveTensors: gpu.liveTensors,
+    limit: gpu.limit,
+    variables: SHAPES.length,
+  };
+}
+
+/** Polyak tgt·(1 − τ) + online·τ of 7 pairs (more than one program's worth), fused vs cpu ops. */
+async function polyakCase() {
+  const shapes = [[3], [64, 3], [1], [5, 5], [200], [2, 2, 2], [65]];
+  const tau = 0.05;
+  const run = async (backend: "cpu" | "webgpu") => {
+    await onBackend(backend);
+    const rng = new Rng(11);
+    const pairs = shapes.map((s) => {
+      const n = s.reduce((a, b) => a * b, 1);
+      return { target: tf.tensor(normals(rng, n), s), online: tf.tensor(normals(rng, n), s) };
+    });
+    resetCounters();
+    const out = withPhase("update", () =>
+      backend === "webgpu" ? polyakFused(pairs, tau) : pairs.map((p) => tf.add(tf.mul(p.target, 1 - tau), tf.mul(p.online, tau))),
+    );
+    const dispatches = counterSnapshot().update?.dispatches ?? 0;
+    const values: Float32Array[] = [];
+    for (const t of out) values.push(Float32Array.from((await t.data()) as Float32Array));
+    tf.dispose([...out, ...pairs.flatMap((p) => [p.target, p.online])]);
+    return { values, dispatches, limit: backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0 };
+  };
+  const cpu = await run("cpu");
+  const gpu = await run("webgpu");
+  return { diffs: cpu.values.map((x, i) => relDiff(gpu.values[i], x)), dispatches: gpu.dispatches, limit: gpu.limit, pairs: shapes.length };
+}
+
+/**
+ * The Learner (clipping, AdamW, Polyak targets, policy copy) over 3 optimizer steps of 2
+ * accumulated micro-steps each on fixed batches, tiny transformer: all weights after, cpu path
+ * (tfjs ops) against the device path (fused programs).
+ */
+async function learnerRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const config = resolveConfig({ preset: "tiny", overrides: ["algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=64", "algo.hyperparams.max_grad_norm=0.05", "algo.encoder.dropout=0"] });
+  const nets = new QNetworks(config.algo.encoder, new Rng(1));
+  const learner = new Learner(nets, config.algo, 10, 2);
+  const rng = new Rng(2);
+  const words = (n: number) => Array.from({ length: n }, () => `w${rng.int(300)}`).join(" ");
+  const gradNorms: number[] = [];
+  for (let k = 0; k < 6; k++) {
+    const B = 4;
+    const batch = {
+      states: Array.from({ length: B }, (_, i) => [words(3 + i), ...(i % 2 ? [words(4)] : [])]),
+      actionTexts: Array.from({ length: B }, () => words(5)),
+      positions: Int32Array.from({ length: B }, () => rng.int(20)),
+      targets: Float32Array.from({ length: B }, () => rng.normal()),
+    };
+    const r = learner.microStep(batch, { maxActionLength: 16, maxInMemory: 16 });
+    if (r.applied) gradNorms.push((await learner.lastStats()).gradNorm);
+  }
+  const w = await nets.exportWeightsAsync();
+  const policy = await nets.policy.exportWeightsAsync();
+  const steps = (await learner.getStateAsync()).optimizer.steps;
+  learner.dispose();
+  nets.dispose();
+  return { w, policy, gradNorms, steps, updates: learner.updates };
+}
+
+async function learnerCase() {
+  const cpu = await learnerRun("cpu");
+  const gpu = await learnerRun("webgpu");
+  const diffs: Record<string, number> = {};
+  for (const k of ["state", "action", "stateTarget", "actionTarget"] as const) {
+    diffs[k] = Math.max(...cpu.w[k].map((t, i) => relDiff(gpu.w[k][i].data, t.data)));
+  }
+  diffs.policy = Math.max(...cpu.policy.map((t, i) => relDiff(gpu.policy[i].data, t.data)));
+  const moved = Math.max(...cpu.w.state.map((t, i) => relDiff(t.data, cpu.w.stateTarget[i].data)));
+  return { diffs, moved, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates] };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = {
+  learner: learnerCase,
+  adamw: adamwCase,
+  polyak: polyakCase,
+};
+
+const name = process.argv[2] ?? "";
+const fn = CASES[name];
+if (!fn) throw new Error(`unknown case "${name}" (one of ${Object.keys(CASES).join(", ")})`);
+process.stdout.write(JSON.stringify(await fn()) + "\n");
+process.exit(0);

@@ -1,0 +1,62 @@
+/**
+ * The fused WebGPU kernels of server/qrag/model/webgpu/ (the device path's AdamW and Polyak
+ * averaging) on Mesa's software Vulkan driver (lavapipe), against the tfjs reference ops on the
+ * cpu backend with the same inputs. Each case runs in a fresh process (webgpu-fused-cases.ts);
+ * a case whose process is killed by a signal (a crash inside Dawn/lavapipe) is run again, up to 3
+ * times. Machines without lavapipe skip, except under QRAG_REQUIRE_WEBGPU=1 (CI).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { webgpuSkip as skip } from "./webgpu-skip.ts";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+
+function runCase<T>(name: string): T {
+  let last = "";
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const r = spawnSync(process.execPath, ["--max-semi-space-size=128", "--import", "tsx", "test/webgpu-fused-cases.ts", name], {
+      cwd: ROOT,
+      env: { ...process.env, QRAG_BACKEND: "", QRAG_WASM_THREADS: "1" },
+      encoding: "utf8",
+      timeout: 240_000,
+    });
+    if (r.status === 0) return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as T;
+    last = `${name}: exit ${r.status} signal ${r.signal} (attempt ${attempt})\n${r.stderr.split("\n").filter((l) => !l.startsWith("Warning")).slice(-12).join("\n")}`;
+    const crashed = r.signal !== null || r.status === 134 || r.status === 139;
+    if (!crashed) break;
+  }
+  throw new Error(last);
+}
+
+test("fused AdamW on webgpu: params and moments of 6 steps equal agent/adamw.ts's tfjs ops on cpu", { skip }, () => {
+  const r = runCase<{ p: number[]; m: number[]; v: number[]; cpuSteps: number[]; gpuSteps: number[]; dispatchesPerStep: number; limit: number; variables: number; liveTensors: number[] }>("adamw");
+  for (const [what, diffs] of [["p", r.p], ["m", r.m], ["v", r.v]] as const) {
+    assert.equal(diffs.length, r.variables);
+    diffs.forEach((d, i) => assert.ok(d <= 1e-6, `${what} of variable ${i}: rel. diff ${d}`));
+  }
+  // variable 1 had no gradient in two steps: its own step count (bias correction) stayed behind
+  assert.deepEqual(r.cpuSteps, [6, 4, 6, 6, 6]);
+  assert.deepEqual(r.gpuSteps, r.cpuSteps);
+  // the fused path ran: one program per group of floor((limit − 1)/7) variables (scale included)
+  const perProgram = Math.max(1, Math.floor((r.limit - 1) / 7));
+  assert.equal(r.dispatchesPerStep, Math.ceil(r.variables / perProgram), `dispatches per step with limit ${r.limit}`);
+  assert.ok(r.liveTensors.every((n) => n === r.liveTensors[0]), `live tensors before each step: ${r.liveTensors}`);
+});
+
+test("fused Polyak averaging on webgpu equals tgt·(1 − τ) + online·τ on cpu, in few programs", { skip }, () => {
+  const r = runCase<{ diffs: number[]; dispatches: number; limit: number; pairs: number }>("polyak");
+  assert.equal(r.diffs.length, r.pairs);
+  r.diffs.forEach((d, i) => assert.ok(d <= 1e-6, `pair ${i}: rel. diff ${d}`));
+  assert.equal(r.dispatches, Math.ceil(r.pairs / Math.floor(r.limit / 3)));
+});
+
+test("the Learner on webgpu (fused clipping+AdamW, Polyak) trains like the cpu path: 3 updates, all weights within 1e-4", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; moved: number; gradNorms: { cpu: number[]; gpu: number[] }; steps: { cpu: number[]; gpu: number[] }; updates: number[] }>("learner");
+  assert.deepEqual(r.updates, [3, 3]);
+  assert.deepEqual(r.steps.gpu, r.steps.cpu);
+  assert.ok(r.moved > 1e-3, `the trainable weights left their targets (${r.moved})`);
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-4, `${k}: rel. diff ${d}`);
+  r.gradNorms.cpu.forEach((n, i) => assert.ok(Math.abs(r.gradNorms.gpu[i] - n) <= 1e-5 * n, `grad norm ${i}: ${r.gradNorms.gpu[i]} vs ${n}`));
+});
