@@ -9,6 +9,8 @@ import { pickBackend } from "../server/qrag/backend.ts";
 import { counterSnapshot, countersOn, onDevice, resetCounters, withPhase } from "../server/qrag/device.ts";
 import { AdamW } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
+import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
+import { gelu, layerNorm } from "../server/qrag/model/ops.ts";
 import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
@@ -109,6 +111,64 @@ async function polyakCase() {
   return { diffs: cpu.values.map((x, i) => relDiff(gpu.values[i], x)), dispatches: gpu.dispatches, limit: gpu.limit, pairs: shapes.length };
 }
 
+/** Reads every tensor (async) and disposes it. */
+async function readAll(ts: tf.Tensor[]): Promise<Float32Array[]> {
+  const out: Float32Array[] = [];
+  for (const t of ts) out.push(Float32Array.from((await t.data()) as Float32Array));
+  tf.dispose(ts);
+  return out;
+}
+
+/**
+ * GELU and LayerNorm forward values and the gradients of Σ y ⊙ R (R random) w.r.t. every input:
+ * on cpu ops.ts's tfjs compositions, on webgpu the fused programs (called directly). LayerNorm on
+ * a [37, 24] and a rank-3 [2, 5, 16] input, eps 1e-5 and 1e-12 (BERT's).
+ */
+async function geluLayerNormRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(5);
+  const fused = backend === "webgpu";
+  const results: { name: string; values: Float32Array[] }[] = [];
+  // GELU over a wide range, exact zeros and large magnitudes included
+  {
+    const xv = normals(rng, 150, 2.5);
+    xv[0] = 0;
+    xv[1] = 7;
+    xv[2] = -7;
+    const x = tf.tensor2d(xv, [3, 50]);
+    const R = tf.tensor2d(normals(rng, 150), [3, 50]);
+    const f = (a: tf.Tensor) => (fused ? geluDevice(a) : gelu(a, "erf"));
+    const { value, grads } = tf.tidy(() => ({ value: f(x), grads: tf.grads((a: tf.Tensor) => tf.sum(tf.mul(f(a), R)))([x]) }));
+    results.push({ name: "gelu", values: await readAll([value, ...grads]) });
+    tf.dispose([x, R]);
+  }
+  for (const [shape, eps] of [[[37, 24], 1e-5], [[2, 5, 16], 1e-12]] as [number[], number][]) {
+    const n = shape[shape.length - 1];
+    const size = shape.reduce((a, b) => a * b, 1);
+    const x = tf.tensor(Float32Array.from(normals(rng, size, 3), (v, i) => v + (i % 7)), shape);
+    const gamma = tf.tensor1d(normals(rng, n)) as tf.Tensor1D;
+    const beta = tf.tensor1d(normals(rng, n)) as tf.Tensor1D;
+    const R = tf.tensor(normals(rng, size), shape);
+    const f = (a: tf.Tensor, g: tf.Tensor, b: tf.Tensor) => (fused ? layerNormDevice(a, g as tf.Tensor1D, b as tf.Tensor1D, eps) : layerNorm(a, g as tf.Tensor1D, b as tf.Tensor1D, eps));
+    const { value, grads } = tf.tidy(() => ({
+      value: f(x, gamma, beta),
+      grads: tf.grads((a: tf.Tensor, g: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(f(a, g, b), R)))([x, gamma, beta]),
+    }));
+    results.push({ name: `layerNorm [${shape}] eps ${eps}`, values: await readAll([value, ...grads]) });
+    tf.dispose([x, gamma, beta, R]);
+  }
+  return { results };
+}
+
+async function geluLayerNormCase() {
+  const cpu = await geluLayerNormRun("cpu");
+  const gpu = await geluLayerNormRun("webgpu");
+  const parts = ["forward", "grad x", "grad gamma", "grad beta"];
+  const diffs: Record<string, number> = {};
+  cpu.results.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts[j]}`] = relDiff(gpu.results[i].values[j], v))));
+  return { diffs };
+}
+
 /**
  * The Learner (clipping, AdamW, Polyak targets, policy copy) over 3 optimizer steps of 2
  * accumulated micro-steps each on fixed batches, tiny transformer: all weights after, cpu path
@@ -157,6 +217,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
   learner: learnerCase,
   adamw: adamwCase,
   polyak: polyakCase,
+  "gelu-layernorm": geluLayerNormCase,
 };
 
 const name = process.argv[2] ?? "";

@@ -1,6 +1,6 @@
 /**
- * The fused WebGPU kernels of server/qrag/model/webgpu/ (the device path's AdamW and Polyak
- * averaging) on Mesa's software Vulkan driver (lavapipe), against the tfjs reference ops on the
+ * The fused WebGPU kernels of server/qrag/model/webgpu/ (the device path's AdamW, Polyak, GELU,
+ * LayerNorm) on Mesa's software Vulkan driver (lavapipe), against the tfjs reference ops on the
  * cpu backend with the same inputs. Each case runs in a fresh process (webgpu-fused-cases.ts);
  * a case whose process is killed by a signal (a crash inside Dawn/lavapipe) is run again, up to 3
  * times. Machines without lavapipe skip, except under QRAG_REQUIRE_WEBGPU=1 (CI).
@@ -59,4 +59,10 @@ test("the Learner on webgpu (fused clipping+AdamW, Polyak) trains like the cpu p
   assert.ok(r.moved > 1e-3, `the trainable weights left their targets (${r.moved})`);
   for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-4, `${k}: rel. diff ${d}`);
   r.gradNorms.cpu.forEach((n, i) => assert.ok(Math.abs(r.gradNorms.gpu[i] - n) <= 1e-5 * n, `grad norm ${i}: ${r.gradNorms.gpu[i]} vs ${n}`));
+});
+
+test("fused GELU and LayerNorm on webgpu: forward and gradients within 1e-5 of ops.ts's tfjs compositions on cpu", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number> }>("gelu-layernorm");
+  assert.equal(Object.keys(r.diffs).length, 2 + 2 * 4, Object.keys(r.diffs).join(", "));
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
 });

@@ -8,6 +8,8 @@
  *   is very slow on the cpu backend).
  * - `gelu`: tfjs-core has no gelu; exact (erf) and tanh forms with a fused analytic gradient.
  * - `layerNorm`: last-axis LayerNorm with a fused analytic gradient (fewer kernels than autodiff).
+ *   On the device path (`onDevice()`), erf `gelu` and `layerNorm` run as fused WebGPU programs
+ *   instead (model/webgpu/gelu-layernorm.ts, same functions).
  * - `dropout`: identity unless training; masks drawn from a seeded `Rng` so runs are reproducible.
  *
  * Avoid in model code: `tf.where(tf.greater(..))` (no gradient for Greater), rank-5 slices (slow on
@@ -17,6 +19,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { Rng } from "../util/rng.ts";
 import { onDevice } from "../device.ts";
 import { gatherRows, segmentMeanDevice } from "./device-ops.ts";
+import { geluDevice, layerNormDevice } from "./webgpu/gelu-layernorm.ts";
 
 /** tfjs does not export CustomGradientFunc; take it from customGrad's parameter type. */
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
@@ -286,6 +289,8 @@ const geluTanh = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
 
 /** GELU: "erf" = x·Φ(x) (exact up to tfjs's erf approximation, ≤ 1.5e-7); "tanh" = GPT-2 form. */
 export function gelu<T extends tf.Tensor>(x: T, kind: GeluKind = "erf"): T {
+  // the device path runs it as one fused WebGPU program each way (model/webgpu/gelu-layernorm.ts)
+  if (kind === "erf" && onDevice() && x.dtype === "float32") return geluDevice(x);
   return (kind === "erf" ? geluErf(x) : geluTanh(x)) as T;
 }
 
@@ -326,6 +331,8 @@ const layerNormGrads = new Map<number, ReturnType<typeof makeLayerNormGrad>>();
  * their own, e.g. 1e-12), with a fused gradient.
  */
 export function layerNorm<T extends tf.Tensor>(x: T, gamma: tf.Tensor1D, beta: tf.Tensor1D, eps = LN_EPS): T {
+  // the device path: one fused WebGPU program forward, two backward (model/webgpu/gelu-layernorm.ts)
+  if (onDevice() && x.dtype === "float32") return layerNormDevice(x, gamma, beta, eps);
   let f = layerNormGrads.get(eps);
   if (!f) layerNormGrads.set(eps, (f = makeLayerNormGrad(eps)));
   return f(x, gamma, beta) as T;
