@@ -11,6 +11,8 @@ import { AdamW } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
 import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
 import { gelu, layerNorm } from "../server/qrag/model/ops.ts";
+import { attentionFused } from "../server/qrag/model/webgpu/attention.ts";
+import { attentionDense } from "../server/qrag/model/device-ops.ts";
 import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
@@ -213,7 +215,42 @@ async function learnerCase() {
   return { diffs, moved, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates] };
 }
 
+/**
+ * Attention forward and the gradients of Σ y ⊙ R w.r.t. q, k, v: on cpu device-ops.ts
+ * attentionDense's tfjs ops, on webgpu the fused programs (called directly). 3 sequences of 8
+ * (PAD keys, one sequence all PAD), 2 heads of 8; without and with dropout (same Rng seed).
+ */
+async function attentionRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(13);
+  const B = 3, T = 8, H = 2, d = 16;
+  const mask = Float32Array.from({ length: B * T }, (_, i) => (Math.floor(i / T) === 2 ? 0 : i % T < 5 + Math.floor(i / T) ? 1 : 0));
+  const q = tf.tensor2d(normals(rng, B * T * d), [B * T, d]);
+  const k = tf.tensor2d(normals(rng, B * T * d), [B * T, d]);
+  const v = tf.tensor2d(normals(rng, B * T * d), [B * T, d]);
+  const R = tf.tensor2d(normals(rng, B * T * d), [B * T, d]);
+  const out: { name: string; values: Float32Array[] }[] = [];
+  for (const dropout of [0, 0.3]) {
+    const args = () => ({ batch: B, len: T, heads: H, mask, dropout, training: dropout > 0, rng: new Rng(9) });
+    const f = (a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) => (backend === "webgpu" ? attentionFused : attentionDense)(a as tf.Tensor2D, b as tf.Tensor2D, c as tf.Tensor2D, args());
+    const { value, grads } = tf.tidy(() => ({ value: f(q, k, v), grads: tf.grads((a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) => tf.sum(tf.mul(f(a, b, c), R)))([q, k, v]) }));
+    out.push({ name: `dropout ${dropout}`, values: await readAll([value, ...grads]) });
+  }
+  tf.dispose([q, k, v, R]);
+  return out;
+}
+
+async function attentionCase() {
+  const cpu = await attentionRun("cpu");
+  const gpu = await attentionRun("webgpu");
+  const parts = ["forward", "grad q", "grad k", "grad v"];
+  const diffs: Record<string, number> = {};
+  cpu.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts[j]}`] = relDiff(gpu[i].values[j], v))));
+  return { diffs };
+}
+
 const CASES: Record<string, () => Promise<unknown>> = {
+  attention: attentionCase,
   learner: learnerCase,
   adamw: adamwCase,
   polyak: polyakCase,

@@ -4,7 +4,8 @@
  * `dataSync`, which wasm likes and a GPU backend cannot afford (webgpu in Node has no synchronous
  * read at all).
  *
- * - `attentionDense`: softmax(QKᵀ/√d_head − 1e9·PAD_key)·V as batched matmuls over [B·H, T, d_head].
+ * - `attentionDense`: softmax(QKᵀ/√d_head − 1e9·PAD_key)·V as batched matmuls over [B·H, T, d_head]
+ *   (on webgpu as fused programs, model/webgpu/attention.ts; these ops are their reference).
  * - `gatherRows`: tf.gather (its gradient is UnsortedSegmentSum, on the device).
  * - `segmentMeanDevice`: means of row groups by UnsortedSegmentSum (gradient: a gather).
  * - `rotateDevice`: rotary rotation with cos/sin tables kept on the device (only positions go up).
@@ -13,6 +14,8 @@ import * as tf from "@tensorflow/tfjs";
 import { dropout } from "./ops.ts";
 import { defaultRotary } from "./rotary.ts";
 import type { BatchedArgs } from "./attention.ts";
+import { onDevice } from "../device.ts";
+import { attentionFused } from "./webgpu/attention.ts";
 
 /** Rows `table[ids[i]]` → [n, D]. */
 export function gatherRows(table: tf.Tensor2D, ids: Int32Array): tf.Tensor2D {
@@ -51,6 +54,9 @@ export function attentionDense(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, a
   const d = q.shape[1];
   if (q.shape[0] !== N) throw new Error(`attentionDense: input [${q.shape}] != [${N}, ${d}]`);
   if (d % H !== 0) throw new Error(`attentionDense: width ${d} not divisible by ${H} heads`);
+  // on webgpu: one fused program forward, two backward (model/webgpu/attention.ts); the ops below
+  // are its reference (and the path of tfjs's own dropout, without an Rng)
+  if (onDevice() && (a.rng || !(a.training && a.dropout > 0))) return attentionFused(q, k, v, a);
   const dh = d / H;
   const split = (t: tf.Tensor2D): tf.Tensor3D => tf.reshape(tf.transpose(tf.reshape(t, [B, T, H, dh]), [0, 2, 1, 3]), [B * H, T, dh]);
   const qh = split(tf.mul(q, 1 / Math.sqrt(dh)) as tf.Tensor2D);
