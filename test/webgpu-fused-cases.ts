@@ -13,6 +13,8 @@ import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-la
 import { gelu, layerNorm } from "../server/qrag/model/ops.ts";
 import { attentionFused } from "../server/qrag/model/webgpu/attention.ts";
 import { attentionDense } from "../server/qrag/model/device-ops.ts";
+import { scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
+import { availTensor, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
 import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
@@ -249,7 +251,62 @@ async function attentionCase() {
   return { diffs };
 }
 
+/**
+ * Twin-head Q of padded candidates and the soft value V(s): on cpu device-scoring.ts's tfjs ops,
+ * on webgpu the fused programs. 3 environments of 5, 1 and 7 candidates (duplicated rows: tied
+ * Q values), positions past the rotary table, unavailable candidates; α 0.05, 0.5, 20 and 0 (hard
+ * max), top-k 5, 3, 2 and 1; and one environment alone.
+ */
+async function twinQRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(17);
+  const D = 16;
+  const out: { name: string; values: Float32Array[] }[] = [];
+  for (const counts of [[5, 1, 7], [4]]) {
+    const R = counts.reduce((a, b) => a + b, 0);
+    const E = counts.length;
+    const nMax = Math.max(...counts);
+    const cv = normals(rng, R * D);
+    const sv = normals(rng, E * D);
+    // rows 0 and 2 = 3 × state 0, unrotated (position 0): the same, largest Q of environment 0, a
+    // tie that top-k must break to the lower index (row 2 is unavailable: the other pick shows)
+    // and row 3 = 4 × state 0 above them, so with top-2 the tie sits at the cut
+    for (const row of [0, 2, 3]) for (let c = 0; c < D; c++) cv[row * D + c] = (row === 3 ? 4 : 3) * sv[c];
+    const cands = tf.tensor2d(cv, [R, D]);
+    const states = tf.tensor2d(sv, [E, D]);
+    const positions = Int32Array.from({ length: R }, (_, i) => (i === 1 ? 5000 : i === 0 || i === 2 || i === 3 ? 0 : rng.int(40)));
+    const avails = counts.map((n, e) => Uint8Array.from({ length: n }, (_, j) => (j === (e === 0 && n > 2 ? 2 : 1) ? 0 : 1)));
+    const fused = backend === "webgpu";
+    const { q1, q2 } = (fused ? scorePaddedFused : scorePadded)(states, cands, positions, counts);
+    const avail = availTensor(avails, nMax);
+    const values: tf.Tensor[] = [q1, q2];
+    for (const [alpha, k] of [[0.05, 5], [0, 5], [0.05, 3], [0.5, 1], [20, 2]]) values.push((fused ? softValueFused : softValueDevice)(q1, q2, avail, alpha, k));
+    out.push({ name: `counts ${counts}`, values: await readAll(values) });
+    tf.dispose([cands, states, avail]);
+  }
+  return out;
+}
+
+async function twinQCase() {
+  const cpu = await twinQRun("cpu");
+  const gpu = await twinQRun("webgpu");
+  const parts = ["q1", "q2", "V α 0.05 k 5", "V α 0 k 5", "V α 0.05 k 3", "V α 0.5 k 1", "V α 20 k 2"];
+  const diffs: Record<string, number> = {};
+  const padding: Record<string, boolean> = {};
+  cpu.forEach((r, i) =>
+    r.values.forEach((v, j) => {
+      const g = gpu[i].values[j];
+      const name = `${r.name} ${parts[j]}`;
+      padding[name] = v.every((x, n) => Number.isFinite(x) === Number.isFinite(g[n]) && (Number.isFinite(x) || x === g[n]));
+      const fin = (a: Float32Array) => a.map((x) => (Number.isFinite(x) ? x : 0));
+      diffs[name] = relDiff(fin(g), fin(v));
+    }),
+  );
+  return { diffs, padding };
+}
+
 const CASES: Record<string, () => Promise<unknown>> = {
+  "twin-q": twinQCase,
   attention: attentionCase,
   learner: learnerCase,
   adamw: adamwCase,

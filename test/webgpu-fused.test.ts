@@ -72,3 +72,10 @@ test("fused attention on webgpu: forward and q/k/v gradients within 1e-5 of atte
   assert.equal(Object.keys(r.diffs).length, 2 * 4, Object.keys(r.diffs).join(", "));
   for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
 });
+
+test("fused twin-head Q and soft value on webgpu equal device-scoring.ts's tfjs ops on cpu (padding, rotary, ties, α 0 and > 0)", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; padding: Record<string, boolean> }>("twin-q");
+  assert.equal(Object.keys(r.diffs).length, 2 * 7, Object.keys(r.diffs).join(", "));
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+  for (const [k, same] of Object.entries(r.padding)) assert.ok(same, `${k}: −∞ padding at other places`);
+});

@@ -7,6 +7,8 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { rotateDevice } from "../model/device-ops.ts";
+import { onDevice } from "../device.ts";
+import { scorePaddedFused, softValueFused } from "../model/webgpu/twin-q.ts";
 
 /**
  * Twin-head Q of every candidate row against its environment's state: states [E, D], candidates
@@ -14,6 +16,8 @@ import { rotateDevice } from "../model/device-ops.ts";
  * → q1, q2 as [E, nMax] (nMax = max count; rows past an environment's count are −∞).
  */
 export function scorePadded(states: tf.Tensor2D, cands: tf.Tensor2D, positions: Int32Array, counts: readonly number[]): { q1: tf.Tensor2D; q2: tf.Tensor2D } {
+  // on webgpu: one fused program (model/webgpu/twin-q.ts); the ops below are its reference
+  if (onDevice()) return scorePaddedFused(states, cands, positions, counts);
   const [R, D] = cands.shape;
   const E = counts.length;
   const nMax = Math.max(1, ...counts);
@@ -67,6 +71,7 @@ function softValueHeadDevice(q: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, 
 
 /** V(s) = v1 + v2 per environment (soft-value.ts softValue) → [E]. */
 export function softValueDevice(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, k: number): tf.Tensor1D {
+  if (onDevice()) return softValueFused(q1, q2, avail, alpha, k); // one fused program (twin-q.ts)
   return tf.add(softValueHeadDevice(q1, avail, alpha, k), softValueHeadDevice(q2, avail, alpha, k));
 }
 

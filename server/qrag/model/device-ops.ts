@@ -108,18 +108,27 @@ function deviceTables(D: number): { c: tf.Tensor2D; s: tf.Tensor2D; sign: tf.Ten
 }
 
 /**
+ * The default rotary's device tables of width D and the table row of each position (null when
+ * rotary is off or there are no positions).
+ */
+export function rotaryRows(D: number, positions: Int32Array | null): { rows: Int32Array; c: tf.Tensor2D; s: tf.Tensor2D; sign: tf.Tensor3D } | null {
+  const r = defaultRotary(D);
+  if (!r.enabled || positions === null) return null;
+  const rows = new Int32Array(positions.length);
+  for (let i = 0; i < rows.length; i++) rows[i] = r.row(positions[i]);
+  return { rows, ...deviceTables(D) };
+}
+
+/**
  * The default rotary rotation of x [n, D] by `positions` (rotary.ts rotateTf, same values), with
  * the tables on the device: one int32 upload and two gathers instead of two [n, D] uploads.
  */
 export function rotateDevice(x: tf.Tensor2D, positions: Int32Array | null): tf.Tensor2D {
   const [n, D] = x.shape;
-  const r = defaultRotary(D);
-  if (!r.enabled || positions === null) return x;
-  if (positions.length !== n) throw new Error(`rotateDevice: ${positions.length} positions for ${n} rows`);
-  const rows = new Int32Array(n);
-  for (let i = 0; i < n; i++) rows[i] = r.row(positions[i]);
-  const t = deviceTables(D);
-  const idx = tf.tensor1d(rows, "int32");
+  const t = rotaryRows(D, positions);
+  if (!t) return x;
+  if (t.rows.length !== n) throw new Error(`rotateDevice: ${t.rows.length} positions for ${n} rows`);
+  const idx = tf.tensor1d(t.rows, "int32");
   const swapped = tf.reshape(tf.mul(tf.reverse(tf.reshape(x, [n, D / 2, 2]), 2), t.sign), [n, D]);
   return tf.add(tf.mul(x, tf.gather(t.c, idx)), tf.mul(swapped, tf.gather(t.s, idx))) as tf.Tensor2D;
 }

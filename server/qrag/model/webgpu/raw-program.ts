@@ -131,9 +131,12 @@ export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.Tenso
   return outs;
 }
 
-/** Storage bindings: `read` names first, then `write` names, as `array<f32>`. */
+/** Storage bindings: `read` names first, then `write` names, as `array<f32>` (`name:i32`: `array<i32>`). */
 export function storageDecls(read: string[], write: string[]): string {
-  const r = read.map((n, i) => `@group(0) @binding(${i}) var<storage, read> ${n}: array<f32>;`);
+  const r = read.map((n, i) => {
+    const [name, type] = n.split(":");
+    return `@group(0) @binding(${i}) var<storage, read> ${name}: array<${type ?? "f32"}>;`;
+  });
   const w = write.map((n, i) => `@group(0) @binding(${read.length + i}) var<storage, read_write> ${n}: array<f32>;`);
   return [...r, ...w, `@group(0) @binding(${read.length + write.length}) var<uniform> u: U;`].join("\n");
 }
