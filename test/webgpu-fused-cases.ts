@@ -7,7 +7,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { pickBackend } from "../server/qrag/backend.ts";
 import { counterSnapshot, countersOn, onDevice, resetCounters, withPhase } from "../server/qrag/device.ts";
-import { AdamW } from "../server/qrag/agent/adamw.ts";
+import { AdamW, clipFactorDevice } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
 import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
 import { gelu, layerNorm } from "../server/qrag/model/ops.ts";
@@ -305,7 +305,33 @@ async function twinQCase() {
   return { diffs, padding };
 }
 
+/**
+ * The clipping norm and factor (clipFactorDevice): on cpu the tfjs ops, on webgpu the fused
+ * sum-of-squares programs. 20 tensors (more than one program's worth), one of 100,000 values (many
+ * workgroups), one of a single value; max_norm below and above the norm.
+ */
+async function globalNormRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(19);
+  const sizes = [100_000, 1, ...Array.from({ length: 18 }, (_, i) => 3 + 17 * i)];
+  const xs = sizes.map((n, i) => tf.tensor1d(normals(rng, n, 0.01 * (i + 1))));
+  resetCounters();
+  const a = withPhase("update", () => clipFactorDevice(xs, 0.5));
+  const dispatches = counterSnapshot().update?.dispatches ?? 0;
+  const b = clipFactorDevice(xs, 1e6);
+  const values = await readAll([a.norm, a.coef, b.norm, b.coef]);
+  tf.dispose(xs);
+  return { values: values.map((v) => v[0]), dispatches, limit: backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0, tensors: sizes.length };
+}
+
+async function globalNormCase() {
+  const cpu = await globalNormRun("cpu");
+  const gpu = await globalNormRun("webgpu");
+  return { cpu: cpu.values, gpu: gpu.values, dispatches: gpu.dispatches, limit: gpu.limit, tensors: gpu.tensors };
+}
+
 const CASES: Record<string, () => Promise<unknown>> = {
+  "global-norm": globalNormCase,
   "twin-q": twinQCase,
   attention: attentionCase,
   learner: learnerCase,

@@ -79,3 +79,14 @@ test("fused twin-head Q and soft value on webgpu equal device-scoring.ts's tfjs 
   for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
   for (const [k, same] of Object.entries(r.padding)) assert.ok(same, `${k}: −∞ padding at other places`);
 });
+
+test("fused clipping norm on webgpu equals the tfjs ops' norm and factor on cpu, in few programs", { skip }, () => {
+  const r = runCase<{ cpu: number[]; gpu: number[]; dispatches: number; limit: number; tensors: number }>("global-norm");
+  const [norm, coef, norm2, coef2] = r.gpu;
+  assert.ok(Math.abs(norm - r.cpu[0]) <= 1e-6 * r.cpu[0], `norm ${norm} vs ${r.cpu[0]}`);
+  assert.ok(Math.abs(coef - r.cpu[1]) <= 1e-6 * r.cpu[1] && coef < 1, `factor ${coef} vs ${r.cpu[1]}`);
+  assert.equal(norm2, norm);
+  assert.equal(coef2, 1);
+  // ceil(tensors / (limit − 1)) sum-of-squares programs, then concat, sum, sqrt and the factor's 3 ops
+  assert.equal(r.dispatches, Math.ceil(r.tensors / (r.limit - 1)) + 6);
+});

@@ -148,3 +148,54 @@ export function polyakFused(pairs: readonly { target: tf.Tensor; online: tf.Tens
   }
   return out;
 }
+
+function sumSquaresCode(k: number): string {
+  const read = Array.from({ length: k }, (_, i) => `g${i}`);
+  const fields = ["groups: u32", ...read.map((_, i) => `n${i}: u32`)];
+  const loops = read.map((_, i) => `  for (var j = first; j < u.n${i}; j += step) { let x = g${i}[j]; s += x * x; }`);
+  return `${uniformStruct(fields)}
+${storageDecls(read, ["part"])}
+var<workgroup> acc: array<f32, ${WG}>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let first = wid.x * ${WG}u + lid.x;
+  let step = u.groups * ${WG}u;
+  var s = 0.0;
+${loops.join("\n")}
+  acc[lid.x] = s;
+  workgroupBarrier();
+  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
+    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
+    workgroupBarrier();
+  }
+  if (lid.x == 0u) { part[wid.x] = acc[0]; }
+}`;
+}
+
+/**
+ * ‖all tensors‖₂ as a scalar (the gradient-clipping norm): one program per group of tensors that
+ * fits the storage-buffer limit, each workgroup summing squares over a strided share of the group
+ * into one partial; then one sum of the partials and a square root.
+ */
+export function globalNormFused(xs: readonly tf.Tensor[]): tf.Scalar {
+  const be = webgpuBackend();
+  const k = perProgram(1, 1);
+  return tf.tidy(() => {
+    const parts: tf.Tensor[] = [];
+    for (let at = 0; at < xs.length; at += k) {
+      const group = xs.slice(at, at + k).map((x) => (x.dtype === "float32" ? x : tf.cast(x, "float32")));
+      const total = group.reduce((a, x) => a + x.size, 0);
+      const groups = Math.max(1, Math.min(256, Math.ceil(total / (WG * 16))));
+      const [info] = runRawProgram(be, {
+        key: `qrag_sumsq_${group.length}`,
+        code: sumSquaresCode(group.length),
+        inputs: group,
+        outputs: [{ shape: [groups] }],
+        uniforms: [{ type: "uint32", data: [groups] }, ...group.map((x): Uniform => ({ type: "uint32", data: [x.size] }))],
+        threads: groups * WG,
+      });
+      parts.push(tf.engine().makeTensorFromTensorInfo(info));
+    }
+    return tf.sqrt(tf.sum(parts.length === 1 ? parts[0] : tf.concat(parts))) as tf.Scalar;
+  });
+}
