@@ -2,7 +2,8 @@
  * Differentiable building blocks tuned for the tfjs wasm backend (SIMD; XNNPACK threads matMul only).
  *
  * - `mm`: matMul whose gradient uses explicit `tf.transpose` + plain matMul. tfjs's stock matMul
- *   gradient calls matMul with transpose flags, which is 10–20× slower on wasm.
+ *   gradient calls matMul with transpose flags, which is 10–20× slower on wasm (the device path
+ *   keeps the stock gradient: a transpose there is one more dispatch). `linear`: x·W + b.
  * - `embedScatter` / `embedBag`: embedding lookups whose table gradient is a plain-JS scatter-add.
  *   The stock `tf.gather` gradient needs UnsortedSegmentSum, which wasm does not register (and which
  *   is very slow on the cpu backend).
@@ -54,15 +55,23 @@ export function mm(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D;
 export function mm(a: tf.Tensor3D, b: tf.Tensor3D | tf.Tensor2D): tf.Tensor3D;
 export function mm(a: tf.Tensor, b: tf.Tensor): tf.Tensor;
 export function mm(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
+  // the device path keeps tfjs's own gradient: matMuls with transpose flags, no transpose kernels
+  const product = onDevice() ? (x: tf.Tensor, y: tf.Tensor) => tf.matMul(x as tf.Tensor3D, y as tf.Tensor3D) : mmGrad;
   if (a.rank === 3 && b.rank === 2) {
     const [bs, m, k] = a.shape;
-    const out = mmGrad(tf.reshape(a, [bs * m, k]), b);
+    const out = product(tf.reshape(a, [bs * m, k]), b);
     return tf.reshape(out, [bs, m, b.shape[1] as number]);
   }
   if (a.rank !== b.rank || (a.rank !== 2 && a.rank !== 3)) {
     throw new Error(`mm: unsupported ranks ${a.rank} and ${b.rank} (need 2·2, 3·3 or 3·2)`);
   }
-  return mmGrad(a, b);
+  return product(a, b);
+}
+
+/** x·W + b; on the device path one fused matMul-and-bias kernel (tf.fused.matMul, its own gradient). */
+export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): tf.Tensor2D {
+  if (onDevice()) return tf.fused.matMul({ a: x, b: w, bias: b }) as tf.Tensor2D;
+  return tf.add(mm(x, w), b) as tf.Tensor2D;
 }
 
 function idsToArray(ids: tf.Tensor1D | Int32Array): Int32Array {

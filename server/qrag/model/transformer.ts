@@ -31,7 +31,7 @@
 import * as tf from "@tensorflow/tfjs";
 import type { EncoderConfig, TokenBatch } from "./encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type ParamSpec, type WeightSource } from "./base.ts";
-import { dropout, embedScatter, gelu, layerNorm, mm, segmentMean } from "./ops.ts";
+import { dropout, embedScatter, gelu, layerNorm, linear, segmentMean } from "./ops.ts";
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
 import { attentionDense, gatherRows, maskedMeanDevice } from "./device-ops.ts";
 import { onDevice } from "../device.ts";
@@ -181,14 +181,14 @@ export class TransformerEncoder extends BaseEncoder {
       // The fused [d, 3d] QKV weight is sliced (small) instead of its [rows, 3d] output: wasm's
       // Slice copies its whole input for every slice.
       const proj = (i: number): tf.Tensor2D =>
-        tf.add(mm(hN, tf.slice(wqkv as V2, [0, i * d], [d, d])), tf.slice(bqkv as V1, [i * d], [d])) as tf.Tensor2D;
+        linear(hN, tf.slice(wqkv as V2, [0, i * d], [d, d]), tf.slice(bqkv as V1, [i * d], [d]));
       const merged = attend(proj(0), proj(1), proj(2)); // [rows, d]
-      const attnOut = tf.add(mm(merged, wo as V2), bo) as tf.Tensor2D;
+      const attnOut = linear(merged, wo as V2, bo as V1);
       x = tf.add(x, dropout(attnOut, p, training, rng));
 
       const h2 = layerNorm(x, ln2g as V1, ln2b as V1);
-      const f = gelu(tf.add(mm(h2, w1 as V2), b1) as tf.Tensor2D);
-      const ffOut = tf.add(mm(f, w2 as V2), b2) as tf.Tensor2D;
+      const f = gelu(linear(h2, w1 as V2, b1 as V1));
+      const ffOut = linear(f, w2 as V2, b2 as V1);
       x = tf.add(x, dropout(ffOut, p, training, rng));
     }
     const nf = vars.length - 2;
