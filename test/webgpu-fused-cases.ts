@@ -11,7 +11,7 @@ import { AdamW, clipFactorDevice } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
 import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
 import { gelu, layerNorm } from "../server/qrag/model/ops.ts";
-import { attentionFused } from "../server/qrag/model/webgpu/attention.ts";
+import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgpu/attention.ts";
 import { attentionDense } from "../server/qrag/model/device-ops.ts";
 import { scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
 import { availTensor, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
@@ -220,7 +220,8 @@ async function learnerCase() {
 /**
  * Attention forward and the gradients of Σ y ⊙ R w.r.t. q, k, v: on cpu device-ops.ts
  * attentionDense's tfjs ops, on webgpu the fused programs (called directly). 3 sequences of 8
- * (PAD keys, one sequence all PAD), 2 heads of 8; without and with dropout (same Rng seed).
+ * (PAD keys, one sequence all PAD), 2 heads of 8; without and with dropout (same Rng seed); q, k, v
+ * separate and packed as one [B·T, 3d] tensor.
  */
 async function attentionRun(backend: "cpu" | "webgpu") {
   await onBackend(backend);
@@ -237,6 +238,13 @@ async function attentionRun(backend: "cpu" | "webgpu") {
     const f = (a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) => (backend === "webgpu" ? attentionFused : attentionDense)(a as tf.Tensor2D, b as tf.Tensor2D, c as tf.Tensor2D, args());
     const { value, grads } = tf.tidy(() => ({ value: f(q, k, v), grads: tf.grads((a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) => tf.sum(tf.mul(f(a, b, c), R)))([q, k, v]) }));
     out.push({ name: `dropout ${dropout}`, values: await readAll([value, ...grads]) });
+    // packed: q | k | v as the columns of one [B·T, 3d] tensor (the fused QKV projection)
+    const qkv = tf.concat([q, k, v], 1) as tf.Tensor2D;
+    const g = (x: tf.Tensor) =>
+      backend === "webgpu" ? attentionFusedPacked(x as tf.Tensor2D, args()) : attentionDense(...([0, 1, 2].map((i) => tf.slice(x, [0, i * d], [B * T, d])) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D]), args());
+    const packed = tf.tidy(() => ({ value: g(qkv), grads: tf.grads((x: tf.Tensor) => tf.sum(tf.mul(g(x), R)))([qkv]) }));
+    out.push({ name: `packed dropout ${dropout}`, values: await readAll([packed.value, ...packed.grads]) });
+    qkv.dispose();
   }
   tf.dispose([q, k, v, R]);
   return out;
@@ -245,9 +253,9 @@ async function attentionRun(backend: "cpu" | "webgpu") {
 async function attentionCase() {
   const cpu = await attentionRun("cpu");
   const gpu = await attentionRun("webgpu");
-  const parts = ["forward", "grad q", "grad k", "grad v"];
+  const parts = (name: string) => (name.startsWith("packed") ? ["forward", "grad qkv"] : ["forward", "grad q", "grad k", "grad v"]);
   const diffs: Record<string, number> = {};
-  cpu.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts[j]}`] = relDiff(gpu[i].values[j], v))));
+  cpu.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts(r.name)[j]}`] = relDiff(gpu[i].values[j], v))));
   return { diffs };
 }
 

@@ -15,7 +15,7 @@ import { dropout } from "./ops.ts";
 import { defaultRotary } from "./rotary.ts";
 import type { BatchedArgs } from "./attention.ts";
 import { onDevice } from "../device.ts";
-import { attentionFused } from "./webgpu/attention.ts";
+import { attentionFused, attentionFusedPacked } from "./webgpu/attention.ts";
 
 /** Rows `table[ids[i]]` → [n, D]. */
 export function gatherRows(table: tf.Tensor2D, ids: Int32Array): tf.Tensor2D {
@@ -65,6 +65,18 @@ export function attentionDense(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, a
   const att = dropout(tf.softmax(tf.add(scores, bias)), a.dropout, a.training, a.rng);
   const ctx = tf.matMul(tf.reshape(att, [B * H, T, T]) as tf.Tensor3D, split(v));
   return tf.reshape(tf.transpose(tf.reshape(ctx, [B, H, T, dh]), [0, 2, 1, 3]), [N, d]);
+}
+
+/**
+ * Attention on the fused QKV projection's output qkv [B·T, 3d] (q | k | v along the columns): on
+ * webgpu one fused program each way reading the columns in place, else attentionDense on slices.
+ */
+export function attentionQkvDevice(qkv: tf.Tensor2D, a: DenseArgs): tf.Tensor2D {
+  if (onDevice() && (a.rng || !(a.training && a.dropout > 0))) return attentionFusedPacked(qkv, a);
+  const [N, d3] = qkv.shape;
+  const d = d3 / 3;
+  const col = (i: number) => tf.slice(qkv, [0, i * d], [N, d]) as tf.Tensor2D;
+  return attentionDense(col(0), col(1), col(2), a);
 }
 
 /** [B, 1, 1, T]: 0 at tokens, −1e9 at PAD keys (built on the host: the mask is host data anyway). */
