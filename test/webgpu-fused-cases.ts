@@ -13,8 +13,8 @@ import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-la
 import { gelu, layerNorm } from "../server/qrag/model/ops.ts";
 import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgpu/attention.ts";
 import { attentionDense } from "../server/qrag/model/device-ops.ts";
-import { scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
-import { availTensor, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
+import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
+import { availTensor, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
 import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
@@ -260,7 +260,8 @@ async function attentionCase() {
 }
 
 /**
- * Twin-head Q of padded candidates and the soft value V(s): on cpu device-scoring.ts's tfjs ops,
+ * Twin-head Q of padded candidates, the soft value V(s) and the policy's top-k: on cpu
+ * device-scoring.ts's tfjs ops,
  * on webgpu the fused programs. 3 environments of 5, 1 and 7 candidates (duplicated rows: tied
  * Q values), positions past the rotary table, unavailable candidates; α 0.05, 0.5, 20 and 0 (hard
  * max), top-k 5, 3, 2 and 1; and one environment alone.
@@ -289,6 +290,11 @@ async function twinQRun(backend: "cpu" | "webgpu") {
     const avail = availTensor(avails, nMax);
     const values: tf.Tensor[] = [q1, q2];
     for (const [alpha, k] of [[0.05, 5], [0, 5], [0.05, 3], [0.5, 1], [20, 2]]) values.push((fused ? softValueFused : softValueDevice)(q1, q2, avail, alpha, k));
+    for (const k of [5, 2]) {
+      const top = (fused ? policyTopKFused : policyTopK)(q1, q2, avail, k);
+      values.push(top.values, tf.cast(top.indices, "float32"));
+      top.indices.dispose();
+    }
     out.push({ name: `counts ${counts}`, values: await readAll(values) });
     tf.dispose([cands, states, avail]);
   }
@@ -298,13 +304,17 @@ async function twinQRun(backend: "cpu" | "webgpu") {
 async function twinQCase() {
   const cpu = await twinQRun("cpu");
   const gpu = await twinQRun("webgpu");
-  const parts = ["q1", "q2", "V α 0.05 k 5", "V α 0 k 5", "V α 0.05 k 3", "V α 0.5 k 1", "V α 20 k 2"];
+  const parts = ["q1", "q2", "V α 0.05 k 5", "V α 0 k 5", "V α 0.05 k 3", "V α 0.5 k 1", "V α 20 k 2", "top-5 values", "top-5 indices", "top-2 values", "top-2 indices"];
   const diffs: Record<string, number> = {};
   const padding: Record<string, boolean> = {};
   cpu.forEach((r, i) =>
-    r.values.forEach((v, j) => {
-      const g = gpu[i].values[j];
+    r.values.forEach((v0, j) => {
       const name = `${r.name} ${parts[j]}`;
+      // top-k indices of −∞ (padding) entries: tfjs orders those ties arbitrarily (its comparator
+      // gives NaN for −∞ − −∞), so only indices of finite values are compared
+      const finiteAt = name.endsWith("indices") ? r.values[j - 1] : null;
+      const v = finiteAt ? v0.map((x, n) => (Number.isFinite(finiteAt[n]) ? x : -1)) : v0;
+      const g = finiteAt ? gpu[i].values[j].map((x, n) => (Number.isFinite(finiteAt[n]) ? x : -1)) : gpu[i].values[j];
       padding[name] = v.every((x, n) => Number.isFinite(x) === Number.isFinite(g[n]) && (Number.isFinite(x) || x === g[n]));
       const fin = (a: Float32Array) => a.map((x) => (Number.isFinite(x) ? x : 0));
       diffs[name] = relDiff(fin(g), fin(v));

@@ -73,9 +73,9 @@ test("fused attention on webgpu (q, k, v separate and packed): forward and gradi
   for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
 });
 
-test("fused twin-head Q and soft value on webgpu equal device-scoring.ts's tfjs ops on cpu (padding, rotary, ties, α 0 and > 0)", { skip }, () => {
+test("fused twin-head Q, soft value and policy top-k on webgpu equal device-scoring.ts's tfjs ops on cpu (padding, rotary, ties, α 0 and > 0)", { skip }, () => {
   const r = runCase<{ diffs: Record<string, number>; padding: Record<string, boolean> }>("twin-q");
-  assert.equal(Object.keys(r.diffs).length, 2 * 7, Object.keys(r.diffs).join(", "));
+  assert.equal(Object.keys(r.diffs).length, 2 * 11, Object.keys(r.diffs).join(", "));
   for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
   for (const [k, same] of Object.entries(r.padding)) assert.ok(same, `${k}: −∞ padding at other places`);
 });

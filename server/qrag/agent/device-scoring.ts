@@ -8,7 +8,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { rotateDevice } from "../model/device-ops.ts";
 import { onDevice } from "../device.ts";
-import { scorePaddedFused, softValueFused } from "../model/webgpu/twin-q.ts";
+import { policyTopKFused, scorePaddedFused, softValueFused } from "../model/webgpu/twin-q.ts";
 
 /**
  * Twin-head Q of every candidate row against its environment's state: states [E, D], candidates
@@ -45,6 +45,7 @@ export function scorePadded(states: tf.Tensor2D, cands: tf.Tensor2D, positions: 
  * min(logits) − 1, padding stays −∞, then top-k of q1 + q2 per environment → values, indices [E, k].
  */
 export function policyTopK(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, k: number): { values: tf.Tensor2D; indices: tf.Tensor2D } {
+  if (onDevice()) return policyTopKFused(q1, q2, avail, k); // one fused program (twin-q.ts)
   const logits = tf.add(q1, q2);
   const finite = tf.isFinite(logits);
   const min = tf.min(tf.where(finite, logits, tf.fill(logits.shape, Infinity)), 1, true);

@@ -137,6 +137,9 @@ export function storageDecls(read: string[], write: string[]): string {
     const [name, type] = n.split(":");
     return `@group(0) @binding(${i}) var<storage, read> ${name}: array<${type ?? "f32"}>;`;
   });
-  const w = write.map((n, i) => `@group(0) @binding(${read.length + i}) var<storage, read_write> ${n}: array<f32>;`);
+  const w = write.map((n, i) => {
+    const [name, type] = n.split(":");
+    return `@group(0) @binding(${read.length + i}) var<storage, read_write> ${name}: array<${type ?? "f32"}>;`;
+  });
   return [...r, ...w, `@group(0) @binding(${read.length + write.length}) var<uniform> u: U;`].join("\n");
 }

@@ -156,3 +156,70 @@ export function softValueFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tenso
   });
   return tf.engine().makeTensorFromTensorInfo(info) as tf.Tensor1D;
 }
+
+function policyTopKCode(k: number): string {
+  return `${uniformStruct(["E: u32", "nMax: u32"])}
+const K: u32 = ${k}u;
+${storageDecls(["q1", "q2", "avail"], ["vals", "inds:i32"])}
+fn finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let e = threadIndex(gid);
+  if (e >= u.E) { return; }
+  let o = e * u.nMax;
+  var mn = 3.0e38;
+  for (var j = 0u; j < u.nMax; j++) {
+    let x = q1[o + j] + q2[o + j];
+    if (finite(x)) { mn = min(mn, x); }
+  }
+  var vs: array<f32, K>;
+  var ix: array<u32, K>;
+  var cnt = 0u;
+  for (var j = 0u; j < u.nMax; j++) {
+    let x = q1[o + j] + q2[o + j];
+    if (!finite(x)) { continue; }
+    let v = select(mn - 1.0, x, avail[o + j] > 0.0);
+    if (cnt == K && !(v > vs[K - 1u])) { continue; }
+    var p = min(cnt, K - 1u);
+    while (p > 0u && vs[p - 1u] < v) { vs[p] = vs[p - 1u]; ix[p] = ix[p - 1u]; p--; }
+    vs[p] = v;
+    ix[p] = j;
+    cnt = min(cnt + 1u, K);
+  }
+  // fewer finite logits than k: the padding (−∞) follows in index order, as in tfjs's topk
+  for (var j = 0u; j < u.nMax && cnt < K; j++) {
+    let x = q1[o + j] + q2[o + j];
+    if (finite(x)) { continue; }
+    vs[cnt] = x;
+    ix[cnt] = j;
+    cnt++;
+  }
+  for (var i = 0u; i < K; i++) {
+    vals[e * K + i] = vs[i];
+    inds[e * K + i] = i32(ix[i]);
+  }
+}`;
+}
+
+/**
+ * policyTopK (device-scoring.ts) as one program: logits q1 + q2, unavailable candidates at
+ * min(finite logits) − 1, padding −∞, top-k per environment → values [E, k], indices [E, k]
+ * (int32). Logits are finite or −∞ (padding); the ops would also order +∞ and NaN. Padding that
+ * makes it into the top k comes in index order (tfjs orders those −∞ ties arbitrarily).
+ */
+export function policyTopKFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, k: number): { values: tf.Tensor2D; indices: tf.Tensor2D } {
+  const [E, nMax] = q1.shape;
+  const kk = Math.min(k, nMax);
+  const [v, i] = runRawProgram(webgpuBackend(), {
+    key: `qrag_policy_topk_${kk}`,
+    code: policyTopKCode(kk),
+    inputs: [q1, q2, avail],
+    outputs: [{ shape: [E, kk] }, { shape: [E, kk], dtype: "int32" }],
+    uniforms: [
+      { type: "uint32", data: [E] },
+      { type: "uint32", data: [nMax] },
+    ],
+    threads: E,
+  });
+  return { values: tf.engine().makeTensorFromTensorInfo(v) as tf.Tensor2D, indices: tf.engine().makeTensorFromTensorInfo(i) as tf.Tensor2D };
+}
