@@ -13,6 +13,8 @@ import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-la
 import { gelu, layerNorm } from "../server/qrag/model/ops.ts";
 import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgpu/attention.ts";
 import { attentionDense } from "../server/qrag/model/device-ops.ts";
+import { twinLoss } from "../server/qrag/model/qfunction.ts";
+import { twinLossDevice } from "../server/qrag/model/webgpu/twin-loss.ts";
 import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
 import { availTensor, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
 import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
@@ -348,7 +350,38 @@ async function globalNormCase() {
   return { cpu: cpu.values, gpu: gpu.values, dispatches: gpu.dispatches, limit: gpu.limit, tensors: gpu.tensors };
 }
 
+/**
+ * The twin-head loss and its gradients for s and aRot: on cpu qfunction.ts twinLoss's tfjs ops, on
+ * webgpu the fused programs. Batches of 70 (more rows than the forward's workgroup) and 3, D 16.
+ */
+async function twinLossRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(23);
+  const out: { name: string; values: Float32Array[] }[] = [];
+  for (const B of [70, 3]) {
+    const D = 16;
+    const s = tf.tensor2d(normals(rng, B * D), [B, D]);
+    const a = tf.tensor2d(normals(rng, B * D), [B, D]);
+    const G = tf.tensor1d(normals(rng, B, 3));
+    const f = (x: tf.Tensor, y: tf.Tensor) => (backend === "webgpu" ? twinLossDevice : twinLoss)(x as tf.Tensor2D, y as tf.Tensor2D, G);
+    const r = tf.tidy(() => ({ value: f(s, a), grads: tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.mul(f(x, y), 1.5))([s, a]) }));
+    out.push({ name: `B ${B}`, values: await readAll([r.value, ...r.grads]) });
+    tf.dispose([s, a, G]);
+  }
+  return out;
+}
+
+async function twinLossCase() {
+  const cpu = await twinLossRun("cpu");
+  const gpu = await twinLossRun("webgpu");
+  const parts = ["loss", "grad s", "grad aRot"];
+  const diffs: Record<string, number> = {};
+  cpu.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts[j]}`] = relDiff(gpu[i].values[j], v))));
+  return { diffs };
+}
+
 const CASES: Record<string, () => Promise<unknown>> = {
+  "twin-loss": twinLossCase,
   "global-norm": globalNormCase,
   "twin-q": twinQCase,
   attention: attentionCase,

@@ -90,3 +90,9 @@ test("fused clipping norm on webgpu equals the tfjs ops' norm and factor on cpu,
   // ceil(tensors / (limit − 1)) sum-of-squares programs, then concat, sum, sqrt and the factor's 3 ops
   assert.equal(r.dispatches, Math.ceil(r.tensors / (r.limit - 1)) + 6);
 });
+
+test("fused twin-head loss on webgpu: loss and gradients within 1e-5 of qfunction.ts twinLoss's tfjs ops on cpu", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number> }>("twin-loss");
+  assert.equal(Object.keys(r.diffs).length, 2 * 3, Object.keys(r.diffs).join(", "));
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+});

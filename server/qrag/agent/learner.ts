@@ -7,7 +7,7 @@
 import * as tf from "@tensorflow/tfjs";
 import type { AlgoConfig } from "../config-schema.ts";
 import { rotateTf } from "../model/rotary.ts";
-import { twinQ } from "../model/qfunction.ts";
+import { twinLoss } from "../model/qfunction.ts";
 import { AdamW, clipByGlobalNorm, clipFactorDevice, type AdamWState } from "./adamw.ts";
 import { onDevice } from "../device.ts";
 import { lrFactor } from "./schedule.ts";
@@ -73,10 +73,7 @@ export class Learner {
     const { value, grads } = tf.variableGrads(() => {
       const s = nets.state.forward(sPacked, true);
       const a = rotateTf(nets.action.forward(aPacked, true), batch.positions);
-      const { q1, q2 } = twinQ(s, a);
-      const l1 = tf.mean(tf.square(tf.sub(tf.mul(q1, 2), G)));
-      const l2 = tf.mean(tf.square(tf.sub(tf.mul(q2, 2), G)));
-      return tf.add(tf.mul(l1, 0.5), tf.mul(l2, 0.5)) as tf.Scalar;
+      return twinLoss(s, a, G);
     }, vars);
     G.dispose();
     // The device path keeps the loss on the device: no read per update (lastStats reads it when logged).
