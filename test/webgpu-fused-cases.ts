@@ -14,6 +14,8 @@ import { gelu, layerNorm } from "../server/qrag/model/ops.ts";
 import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgpu/attention.ts";
 import { attentionDense } from "../server/qrag/model/device-ops.ts";
 import { twinLoss } from "../server/qrag/model/qfunction.ts";
+import { rotaryFused } from "../server/qrag/model/webgpu/rotary.ts";
+import { rotateTf } from "../server/qrag/model/rotary.ts";
 import { twinLossDevice } from "../server/qrag/model/webgpu/twin-loss.ts";
 import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
 import { availTensor, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
@@ -380,7 +382,32 @@ async function twinLossCase() {
   return { diffs };
 }
 
+/**
+ * The rotary rotation and its gradient: on cpu rotary.ts rotateTf's tfjs ops, on webgpu the fused
+ * programs. 9 rows of width 16, positions 0, past the table (clamped) and random.
+ */
+async function rotaryRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(29);
+  const n = 9, D = 16;
+  const x = tf.tensor2d(normals(rng, n * D), [n, D]);
+  const R = tf.tensor2d(normals(rng, n * D), [n, D]);
+  const positions = Int32Array.from({ length: n }, (_, i) => (i === 0 ? 0 : i === 1 ? 5000 : rng.int(900)));
+  const f = (v: tf.Tensor) => (backend === "webgpu" ? rotaryFused(v as tf.Tensor2D, positions) : rotateTf(v as tf.Tensor2D, positions));
+  const r = tf.tidy(() => ({ value: f(x), grads: tf.grads((v: tf.Tensor) => tf.sum(tf.mul(f(v), R)))([x]) }));
+  const values = await readAll([r.value, ...r.grads]);
+  tf.dispose([x, R]);
+  return values;
+}
+
+async function rotaryCase() {
+  const cpu = await rotaryRun("cpu");
+  const gpu = await rotaryRun("webgpu");
+  return { forward: relDiff(gpu[0], cpu[0]), grad: relDiff(gpu[1], cpu[1]) };
+}
+
 const CASES: Record<string, () => Promise<unknown>> = {
+  rotary: rotaryCase,
   "twin-loss": twinLossCase,
   "global-norm": globalNormCase,
   "twin-q": twinQCase,

@@ -96,3 +96,9 @@ test("fused twin-head loss on webgpu: loss and gradients within 1e-5 of qfunctio
   assert.equal(Object.keys(r.diffs).length, 2 * 3, Object.keys(r.diffs).join(", "));
   for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
 });
+
+test("fused rotary rotation on webgpu: forward and gradient within 1e-6 of rotateTf's tfjs ops on cpu", { skip }, () => {
+  const r = runCase<{ forward: number; grad: number }>("rotary");
+  assert.ok(r.forward <= 1e-6, `forward rel. diff ${r.forward}`);
+  assert.ok(r.grad <= 1e-6, `gradient rel. diff ${r.grad}`);
+});

@@ -7,6 +7,7 @@
 import * as tf from "@tensorflow/tfjs";
 import type { AlgoConfig } from "../config-schema.ts";
 import { rotateTf } from "../model/rotary.ts";
+import { rotaryFused } from "../model/webgpu/rotary.ts";
 import { twinLoss } from "../model/qfunction.ts";
 import { AdamW, clipByGlobalNorm, clipFactorDevice, type AdamWState } from "./adamw.ts";
 import { onDevice } from "../device.ts";
@@ -72,7 +73,8 @@ export class Learner {
     const vars = nets.trainable;
     const { value, grads } = tf.variableGrads(() => {
       const s = nets.state.forward(sPacked, true);
-      const a = rotateTf(nets.action.forward(aPacked, true), batch.positions);
+      const aRaw = nets.action.forward(aPacked, true);
+      const a = onDevice() ? rotaryFused(aRaw, batch.positions) : rotateTf(aRaw, batch.positions);
       return twinLoss(s, a, G);
     }, vars);
     G.dispose();
