@@ -305,7 +305,34 @@ async function twinQRun(backend: "cpu" | "webgpu") {
   return out;
 }
 
+/**
+ * One environment with 9,000 candidates (past device-scoring's fused top-k bound): soft value and
+ * policy top-k through device-scoring.ts on both backends, and the dispatches of the soft value
+ * on webgpu for that row and for a row of 100.
+ */
+async function wideRowRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(31);
+  const out: Float32Array[] = [];
+  const dispatches: number[] = [];
+  for (const n of [9000, 100]) {
+    const q1 = tf.tensor2d(normals(rng, n), [1, n]);
+    const q2 = tf.tensor2d(normals(rng, n), [1, n]);
+    const avail = availTensor([Uint8Array.from({ length: n }, (_, j) => (j % 3 ? 1 : 0))], n);
+    resetCounters();
+    const v = withPhase("target", () => softValueDevice(q1, q2, avail, 0.05, 5));
+    dispatches.push(counterSnapshot().target?.dispatches ?? 0);
+    const top = policyTopK(q1, q2, avail, 5);
+    out.push(...(await readAll([v, top.values, tf.cast(top.indices, "float32")])));
+    tf.dispose([q1, q2, avail, top.indices]);
+  }
+  return { out, dispatches };
+}
+
 async function twinQCase() {
+  const cpuWide = await wideRowRun("cpu");
+  const gpuWide = await wideRowRun("webgpu");
+  const wide = { diffs: cpuWide.out.map((v, i) => relDiff(gpuWide.out[i], v)), dispatches: gpuWide.dispatches };
   const cpu = await twinQRun("cpu");
   const gpu = await twinQRun("webgpu");
   const parts = ["q1", "q2", "V α 0.05 k 5", "V α 0 k 5", "V α 0.05 k 3", "V α 0.5 k 1", "V α 20 k 2", "top-5 values", "top-5 indices", "top-2 values", "top-2 indices"];
@@ -324,7 +351,7 @@ async function twinQCase() {
       diffs[name] = relDiff(fin(g), fin(v));
     }),
   );
-  return { diffs, padding };
+  return { diffs, padding, wide };
 }
 
 /**

@@ -74,7 +74,11 @@ test("fused attention on webgpu (q, k, v separate and packed): forward and gradi
 });
 
 test("fused twin-head Q, soft value and policy top-k on webgpu equal device-scoring.ts's tfjs ops on cpu (padding, rotary, ties, α 0 and > 0)", { skip }, () => {
-  const r = runCase<{ diffs: Record<string, number>; padding: Record<string, boolean> }>("twin-q");
+  const r = runCase<{ diffs: Record<string, number>; padding: Record<string, boolean>; wide: { diffs: number[]; dispatches: number[] } }>("twin-q");
+  // 9,000 candidates: tfjs's topk (past the fused bound), 100: one fused program; both equal cpu
+  r.wide.diffs.forEach((d, i) => assert.ok(d <= 1e-5, `wide/narrow row output ${i}: rel. diff ${d}`));
+  assert.ok(r.wide.dispatches[0] > 1, `9,000 candidates: ${r.wide.dispatches[0]} dispatches`);
+  assert.equal(r.wide.dispatches[1], 1, "100 candidates: one program");
   assert.equal(Object.keys(r.diffs).length, 2 * 11, Object.keys(r.diffs).join(", "));
   for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
   for (const [k, same] of Object.entries(r.padding)) assert.ok(same, `${k}: −∞ padding at other places`);

@@ -41,11 +41,22 @@ export function scorePadded(states: tf.Tensor2D, cands: tf.Tensor2D, positions: 
 }
 
 /**
+ * Candidates per environment up to which top-k runs as one fused program (twin-q.ts: one thread
+ * per environment scans its row). Longer rows (greedy evaluation over 40,000+ chunks) keep tfjs's
+ * parallel topk: a single GPU thread scanning them would cost more than its dispatches.
+ */
+const FUSED_TOPK_MAX = 8192;
+
+function fusedTopK(q: tf.Tensor2D): boolean {
+  return onDevice() && q.shape[1] <= FUSED_TOPK_MAX;
+}
+
+/**
  * The policy's top-k (policy.ts boltzmannTop5 before its sampling): unavailable logits become
  * min(logits) − 1, padding stays −∞, then top-k of q1 + q2 per environment → values, indices [E, k].
  */
 export function policyTopK(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, k: number): { values: tf.Tensor2D; indices: tf.Tensor2D } {
-  if (onDevice()) return policyTopKFused(q1, q2, avail, k); // one fused program (twin-q.ts)
+  if (fusedTopK(q1)) return policyTopKFused(q1, q2, avail, k); // one fused program (twin-q.ts)
   const logits = tf.add(q1, q2);
   const finite = tf.isFinite(logits);
   const min = tf.min(tf.where(finite, logits, tf.fill(logits.shape, Infinity)), 1, true);
@@ -72,7 +83,7 @@ function softValueHeadDevice(q: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, 
 
 /** V(s) = v1 + v2 per environment (soft-value.ts softValue) → [E]. */
 export function softValueDevice(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, k: number): tf.Tensor1D {
-  if (onDevice()) return softValueFused(q1, q2, avail, alpha, k); // one fused program (twin-q.ts)
+  if (fusedTopK(q1)) return softValueFused(q1, q2, avail, alpha, k); // one fused program (twin-q.ts)
   return tf.add(softValueHeadDevice(q1, avail, alpha, k), softValueHeadDevice(q2, avail, alpha, k));
 }
 
