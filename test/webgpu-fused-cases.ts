@@ -130,7 +130,7 @@ async function readAll(ts: tf.Tensor[]): Promise<Float32Array[]> {
 /**
  * GELU and LayerNorm forward values and the gradients of Σ y ⊙ R (R random) w.r.t. every input:
  * on cpu ops.ts's tfjs compositions, on webgpu the fused programs (called directly). LayerNorm on
- * a [37, 24] and a rank-3 [2, 5, 16] input, eps 1e-5 and 1e-12 (BERT's).
+ * a [37, 24], a rank-3 [2, 5, 16] (eps 1e-12, BERT's) and a [600, 8] input (dγ, dβ in 3 chunks).
  */
 async function geluLayerNormRun(backend: "cpu" | "webgpu") {
   await onBackend(backend);
@@ -150,7 +150,7 @@ async function geluLayerNormRun(backend: "cpu" | "webgpu") {
     results.push({ name: "gelu", values: await readAll([value, ...grads]) });
     tf.dispose([x, R]);
   }
-  for (const [shape, eps] of [[[37, 24], 1e-5], [[2, 5, 16], 1e-12]] as [number[], number][]) {
+  for (const [shape, eps] of [[[37, 24], 1e-5], [[2, 5, 16], 1e-12], [[600, 8], 1e-5]] as [number[], number][]) {
     const n = shape[shape.length - 1];
     const size = shape.reduce((a, b) => a * b, 1);
     const x = tf.tensor(Float32Array.from(normals(rng, size, 3), (v, i) => v + (i % 7)), shape);

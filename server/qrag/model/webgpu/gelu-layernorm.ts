@@ -4,7 +4,7 @@
  * Why: model/ops.ts writes GELU as 5 tfjs ops forward and 6 backward, LayerNorm as ~9 forward
  * and ~14 backward; on a GPU every op is a dispatch whose overhead dwarfs the arithmetic. Here
  * each is one program forward; the GELU gradient is one program, the LayerNorm gradient two
- * (dx per row, dγ/dβ per column). Both are `tf.customGrad` ops, so tfjs autograd runs them like
+ * (dx per row, dγ/dβ per column and chunk of rows; two sums more past 256 rows). Both are `tf.customGrad` ops, so tfjs autograd runs them like
  * any op. Same functions as ops.ts's `gelu(x, "erf")` and `layerNorm` (erf is the same
  * Abramowitz–Stegun 7.1.26 approximation tfjs uses, |error| ≤ 1.5e-7), in float32.
  */
@@ -110,22 +110,30 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   }
 }`;
 
-/** dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: one thread per column. */
+/**
+ * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a thread per (chunk of rows, column) writes the chunk's partial
+ * sums (chunks of ROWS_PER_CHUNK rows, so a long batch keeps the GPU busy), summed after.
+ */
+const ROWS_PER_CHUNK = 256;
 const LN_DGB = `${uniformStruct(["rows: u32", "n: u32"])}
 ${storageDecls(["x", "stats", "dy"], ["dgamma", "dbeta"])}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let k = threadIndex(gid);
-  if (k >= u.n) { return; }
+  let i = threadIndex(gid);
+  let k = i % u.n;
+  let chunk = i / u.n;
+  let first = chunk * ${ROWS_PER_CHUNK}u;
+  if (first >= u.rows) { return; }
+  let last = min(first + ${ROWS_PER_CHUNK}u, u.rows);
   var sg = 0.0;
   var sb = 0.0;
-  for (var r = 0u; r < u.rows; r++) {
+  for (var r = first; r < last; r++) {
     let d = dy[r * u.n + k];
     sg += d * ((x[r * u.n + k] - stats[2u * r]) * stats[2u * r + 1u]);
     sb += d;
   }
-  dgamma[k] = sg;
-  dbeta[k] = sb;
+  dgamma[i] = sg;
+  dbeta[i] = sb;
 }`;
 
 function makeLayerNorm(eps: number) {
@@ -140,8 +148,10 @@ function makeLayerNorm(eps: number) {
         const [xs, g, st] = saved;
         const dims = [{ type: "uint32" as const, data: [rows] }, { type: "uint32" as const, data: [n] }];
         const [dx] = run("qrag_ln_dx", LN_DX, [xs, g, st, dy], [xs.shape], dims, rows);
-        const [dgamma, dbeta] = run("qrag_ln_dgb", LN_DGB, [xs, st, dy], [[n], [n]], dims, n);
-        return [dx, dgamma, dbeta];
+        const chunks = Math.max(1, Math.ceil(rows / ROWS_PER_CHUNK));
+        const [pg, pb] = run("qrag_ln_dgb", LN_DGB, [xs, st, dy], [[chunks, n], [chunks, n]], dims, chunks * n);
+        if (chunks === 1) return [dx, tf.reshape(pg, [n]), tf.reshape(pb, [n])];
+        return [dx, tf.sum(pg, 0), tf.sum(pb, 0)];
       },
     };
   }) as CustomGradFn);
