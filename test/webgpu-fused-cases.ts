@@ -130,7 +130,7 @@ async function readAll(ts: tf.Tensor[]): Promise<Float32Array[]> {
 /**
  * GELU and LayerNorm forward values and the gradients of Σ y ⊙ R (R random) w.r.t. every input:
  * on cpu ops.ts's tfjs compositions, on webgpu the fused programs (called directly). LayerNorm on
- * a [37, 24], a rank-3 [2, 5, 16] (eps 1e-12, BERT's) and a [600, 8] input (dγ, dβ in 3 chunks).
+ * a [37, 24], a rank-3 [2, 5, 16] (eps 1e-12, BERT's) and a [600, 8] input (many rows per thread).
  */
 async function geluLayerNormRun(backend: "cpu" | "webgpu") {
   await onBackend(backend);

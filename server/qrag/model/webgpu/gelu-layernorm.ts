@@ -4,7 +4,7 @@
  * Why: model/ops.ts writes GELU as 5 tfjs ops forward and 6 backward, LayerNorm as ~9 forward
  * and ~14 backward; on a GPU every op is a dispatch whose overhead dwarfs the arithmetic. Here
  * each is one program forward; the GELU gradient is one program, the LayerNorm gradient two
- * (dx per row, dγ/dβ per column and chunk of rows; two sums more past 256 rows). Both are `tf.customGrad` ops, so tfjs autograd runs them like
+ * (dx per row, dγ/dβ by a workgroup per column). Both are `tf.customGrad` ops, so tfjs autograd runs them like
  * any op. Same functions as ops.ts's `gelu(x, "erf")` and `layerNorm` (erf is the same
  * Abramowitz–Stegun 7.1.26 approximation tfjs uses, |error| ≤ 1.5e-7), in float32.
  */
@@ -111,29 +111,32 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }`;
 
 /**
- * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a thread per (chunk of rows, column) writes the chunk's partial
- * sums (chunks of ROWS_PER_CHUNK rows, so a long batch keeps the GPU busy), summed after.
+ * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a workgroup per column, its threads striding over the rows
+ * (parallel on long batches), summed in shared memory.
  */
-const ROWS_PER_CHUNK = 256;
 const LN_DGB = `${uniformStruct(["rows: u32", "n: u32"])}
 ${storageDecls(["x", "stats", "dy"], ["dgamma", "dbeta"])}
+var<workgroup> acc: array<vec2<f32>, ${WG}>;
 @compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let i = threadIndex(gid);
-  let k = i % u.n;
-  let chunk = i / u.n;
-  let first = chunk * ${ROWS_PER_CHUNK}u;
-  if (first >= u.rows) { return; }
-  let last = min(first + ${ROWS_PER_CHUNK}u, u.rows);
-  var sg = 0.0;
-  var sb = 0.0;
-  for (var r = first; r < last; r++) {
-    let d = dy[r * u.n + k];
-    sg += d * ((x[r * u.n + k] - stats[2u * r]) * stats[2u * r + 1u]);
-    sb += d;
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let k = threadIndex(gid) / ${WG}u;
+  var sum = vec2<f32>(0.0, 0.0);
+  if (k < u.n) {
+    for (var r = lid.x; r < u.rows; r += ${WG}u) {
+      let d = dy[r * u.n + k];
+      sum += vec2<f32>(d * ((x[r * u.n + k] - stats[2u * r]) * stats[2u * r + 1u]), d);
+    }
   }
-  dgamma[i] = sg;
-  dbeta[i] = sb;
+  acc[lid.x] = sum;
+  workgroupBarrier();
+  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
+    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
+    workgroupBarrier();
+  }
+  if (lid.x == 0u && k < u.n) {
+    dgamma[k] = acc[0].x;
+    dbeta[k] = acc[0].y;
+  }
 }`;
 
 function makeLayerNorm(eps: number) {
@@ -148,10 +151,8 @@ function makeLayerNorm(eps: number) {
         const [xs, g, st] = saved;
         const dims = [{ type: "uint32" as const, data: [rows] }, { type: "uint32" as const, data: [n] }];
         const [dx] = run("qrag_ln_dx", LN_DX, [xs, g, st, dy], [xs.shape], dims, rows);
-        const chunks = Math.max(1, Math.ceil(rows / ROWS_PER_CHUNK));
-        const [pg, pb] = run("qrag_ln_dgb", LN_DGB, [xs, st, dy], [[chunks, n], [chunks, n]], dims, chunks * n);
-        if (chunks === 1) return [dx, tf.reshape(pg, [n]), tf.reshape(pb, [n])];
-        return [dx, tf.sum(pg, 0), tf.sum(pb, 0)];
+        const [dgamma, dbeta] = run("qrag_ln_dgb", LN_DGB, [xs, st, dy], [[n], [n]], dims, n * WG);
+        return [dx, dgamma, dbeta];
       },
     };
   }) as CustomGradFn);
