@@ -6,8 +6,9 @@
  *   embeddings, top-k on the device, async reads only. Elsewhere (wasm, cpu, tfjs-node) it takes
  *   the CPU-tuned path (JS attention kernels, synchronous reads, which cost nothing there).
  * - Counters per phase (encode, rollout, target, update, eval): tensor reads (`data`/`dataSync`
- *   calls, and how many of them were synchronous), kernels run by the tfjs engine, and GPU
- *   program dispatches (webgpu only; other backends dispatch one kernel per kernel). Installed on
+ *   calls, and how many of them were synchronous), kernels run by the tfjs engine (and fused
+ *   programs, `noteDispatch`), and GPU program dispatches (webgpu only; other backends dispatch one
+ *   kernel per kernel). Installed on
  *   first use of `countersOn()`; a `withPhase` scope attributes everything inside it.
  */
 import * as tf from "@tensorflow/tfjs";
@@ -24,7 +25,7 @@ export interface PhaseCounters {
   reads: number;
   /** Of those, synchronous (dataSync). The device path must make none. */
   syncReads: number;
-  /** Kernels run through the tfjs engine (ops). */
+  /** Kernels run through the tfjs engine (ops), plus our fused programs (model/webgpu/). */
   kernels: number;
   /** GPU programs recorded (webgpu); equals `kernels` elsewhere. */
   dispatches: number;
@@ -85,6 +86,16 @@ function install(): void {
       };
     }
   }
+}
+
+/**
+ * Counts one GPU program recorded outside the tfjs engine (the fused kernels of model/webgpu/,
+ * which record their own multi-output programs): one kernel and one dispatch.
+ */
+export function noteDispatch(): void {
+  if (!installedEngine) return;
+  bump("kernels");
+  bump("dispatches");
 }
 
 /** Starts counting (idempotent; call after the backend is picked). */

@@ -8,6 +8,8 @@
  * skipped, like a torch parameter whose .grad is None (its own step count does not advance).
  */
 import * as tf from "@tensorflow/tfjs";
+import { onDevice } from "../device.ts";
+import { adamwStepFused, globalNormFused } from "../model/webgpu/fused-adamw.ts";
 
 interface AdamWConfig {
   beta1: number;
@@ -53,10 +55,17 @@ export class AdamW {
     return this.stepCount;
   }
 
-  /** One update at learning rate `lr`. Does not dispose the gradients (the caller owns them). */
-  step(grads: Grads, lr: number): void {
+  /**
+   * One update at learning rate `lr`. Does not dispose the gradients (the caller owns them).
+   * `gradScale` (a scalar tensor, e.g. the clipping factor) multiplies every gradient first. On the
+   * device path (`onDevice()`) the update runs as fused WebGPU programs (model/webgpu/fused-adamw.ts,
+   * the same arithmetic); elsewhere as the tfjs ops below.
+   */
+  step(grads: Grads, lr: number, gradScale?: tf.Scalar): void {
     const list = alignGrads(this.variables, grads);
     const { beta1, beta2, eps, weightDecay } = this.config;
+    const fused = onDevice();
+    const slots: { i: number; g: tf.Tensor; stepSize: number; bc2Sqrt: number }[] = [];
     this.stepCount++;
     for (let i = 0; i < this.variables.length; i++) {
       const g = list[i];
@@ -68,8 +77,13 @@ export class AdamW {
       const t = ++this.steps[i];
       const stepSize = lr / (1 - beta1 ** t);
       const bc2Sqrt = Math.sqrt(1 - beta2 ** t);
+      if (fused) {
+        slots.push({ i, g, stepSize, bc2Sqrt });
+        continue;
+      }
       tf.tidy(() => {
-        const gf = g.dtype === "float32" ? g : tf.cast(g, "float32");
+        const g32 = g.dtype === "float32" ? g : tf.cast(g, "float32");
+        const gf = gradScale ? tf.mul(g32, gradScale) : g32;
         const m = this.m[i].mul(beta1).add(gf.mul(1 - beta1));
         const v = this.v[i].mul(beta2).add(gf.square().mul(1 - beta2));
         const decayed = weightDecay !== 0 ? p.mul(1 - lr * weightDecay) : p;
@@ -79,6 +93,29 @@ export class AdamW {
         p.assign(decayed.sub(m.div(denom).mul(stepSize)));
       });
     }
+    if (slots.length > 0) this.stepFused(slots, lr, gradScale);
+  }
+
+  private stepFused(slots: { i: number; g: tf.Tensor; stepSize: number; bc2Sqrt: number }[], lr: number, gradScale?: tf.Scalar): void {
+    const { beta1, beta2, eps, weightDecay } = this.config;
+    const decay = weightDecay !== 0 ? 1 - lr * weightDecay : 1;
+    tf.tidy(() => {
+      const input = slots.map((s) => ({
+        p: this.variables[s.i],
+        g: s.g.dtype === "float32" ? s.g : tf.cast(s.g, "float32"),
+        m: this.m[s.i],
+        v: this.v[s.i],
+        stepSize: s.stepSize,
+        bc2Sqrt: s.bc2Sqrt,
+        decay,
+      }));
+      const out = adamwStepFused(input, { beta1, beta2, eps }, gradScale);
+      slots.forEach((s, k) => {
+        this.m[s.i].assign(out[k].m);
+        this.v[s.i].assign(out[k].v);
+        this.variables[s.i].assign(out[k].p);
+      });
+    });
   }
 
   getState(): AdamWState {
@@ -170,16 +207,16 @@ function globalNorm(grads: readonly tf.Tensor[]): tf.Scalar {
 }
 
 /**
- * clipByGlobalNorm for the device path: the same clipping, with the norm kept as a tensor (no
- * read). Gradients are scaled by min(1, max_norm/(norm + 1e-6)) on the device. Returns new
- * tensors; the caller disposes the inputs, the result and `norm`.
+ * clipByGlobalNorm for the device path, without touching the gradients: the pre-clipping norm
+ * (on webgpu summed by fused programs, fused-adamw.ts globalNormFused) and the factor
+ * min(1, max_norm/(norm + 1e-6)) as tensors (no read), for `AdamW.step(grads, lr, coef)` to scale
+ * the gradients inside its fused update. The caller disposes both.
  */
-export function clipByGlobalNormDevice(grads: tf.Tensor[], maxNorm: number): { grads: tf.Tensor[]; norm: tf.Scalar } {
-  if (grads.length === 0) return { grads: [], norm: tf.scalar(0) };
+export function clipFactorDevice(grads: readonly tf.Tensor[], maxNorm: number): { coef: tf.Scalar; norm: tf.Scalar } {
+  if (grads.length === 0) return { coef: tf.scalar(1), norm: tf.scalar(0) };
   return tf.tidy(() => {
-    const norm = globalNorm(grads);
-    const coef = tf.minimum(1, tf.div(maxNorm, tf.add(norm, 1e-6)));
-    return { grads: grads.map((g) => tf.mul(g, coef)), norm };
+    const norm = onDevice() ? globalNormFused(grads) : globalNorm(grads);
+    return { coef: tf.minimum(1, tf.div(maxNorm, tf.add(norm, 1e-6))) as tf.Scalar, norm };
   });
 }
 

@@ -7,6 +7,8 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { rotateDevice } from "../model/device-ops.ts";
+import { onDevice } from "../device.ts";
+import { policyTopKFused, scorePaddedFused, softValueFused } from "../model/webgpu/twin-q.ts";
 
 /**
  * Twin-head Q of every candidate row against its environment's state: states [E, D], candidates
@@ -14,6 +16,8 @@ import { rotateDevice } from "../model/device-ops.ts";
  * → q1, q2 as [E, nMax] (nMax = max count; rows past an environment's count are −∞).
  */
 export function scorePadded(states: tf.Tensor2D, cands: tf.Tensor2D, positions: Int32Array, counts: readonly number[]): { q1: tf.Tensor2D; q2: tf.Tensor2D } {
+  // on webgpu: one fused program (model/webgpu/twin-q.ts); the ops below are its reference
+  if (onDevice()) return scorePaddedFused(states, cands, positions, counts);
   const [R, D] = cands.shape;
   const E = counts.length;
   const nMax = Math.max(1, ...counts);
@@ -37,10 +41,22 @@ export function scorePadded(states: tf.Tensor2D, cands: tf.Tensor2D, positions: 
 }
 
 /**
+ * Candidates per environment up to which top-k runs as one fused program (twin-q.ts: one thread
+ * per environment scans its row). Longer rows (greedy evaluation over 40,000+ chunks) keep tfjs's
+ * parallel topk: a single GPU thread scanning them would cost more than its dispatches.
+ */
+const FUSED_TOPK_MAX = 8192;
+
+function fusedTopK(q: tf.Tensor2D): boolean {
+  return onDevice() && q.shape[1] <= FUSED_TOPK_MAX;
+}
+
+/**
  * The policy's top-k (policy.ts boltzmannTop5 before its sampling): unavailable logits become
  * min(logits) − 1, padding stays −∞, then top-k of q1 + q2 per environment → values, indices [E, k].
  */
 export function policyTopK(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, k: number): { values: tf.Tensor2D; indices: tf.Tensor2D } {
+  if (fusedTopK(q1)) return policyTopKFused(q1, q2, avail, k); // one fused program (twin-q.ts)
   const logits = tf.add(q1, q2);
   const finite = tf.isFinite(logits);
   const min = tf.min(tf.where(finite, logits, tf.fill(logits.shape, Infinity)), 1, true);
@@ -67,6 +83,7 @@ function softValueHeadDevice(q: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, 
 
 /** V(s) = v1 + v2 per environment (soft-value.ts softValue) → [E]. */
 export function softValueDevice(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, k: number): tf.Tensor1D {
+  if (fusedTopK(q1)) return softValueFused(q1, q2, avail, alpha, k); // one fused program (twin-q.ts)
   return tf.add(softValueHeadDevice(q1, avail, alpha, k), softValueHeadDevice(q2, avail, alpha, k));
 }
 

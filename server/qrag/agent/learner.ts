@@ -7,8 +7,9 @@
 import * as tf from "@tensorflow/tfjs";
 import type { AlgoConfig } from "../config-schema.ts";
 import { rotateTf } from "../model/rotary.ts";
-import { twinQ } from "../model/qfunction.ts";
-import { AdamW, clipByGlobalNorm, clipByGlobalNormDevice, type AdamWState } from "./adamw.ts";
+import { rotaryFused } from "../model/webgpu/rotary.ts";
+import { twinLoss } from "../model/qfunction.ts";
+import { AdamW, clipByGlobalNorm, clipFactorDevice, type AdamWState } from "./adamw.ts";
 import { onDevice } from "../device.ts";
 import { lrFactor } from "./schedule.ts";
 import type { QNetworks } from "./networks.ts";
@@ -72,11 +73,9 @@ export class Learner {
     const vars = nets.trainable;
     const { value, grads } = tf.variableGrads(() => {
       const s = nets.state.forward(sPacked, true);
-      const a = rotateTf(nets.action.forward(aPacked, true), batch.positions);
-      const { q1, q2 } = twinQ(s, a);
-      const l1 = tf.mean(tf.square(tf.sub(tf.mul(q1, 2), G)));
-      const l2 = tf.mean(tf.square(tf.sub(tf.mul(q2, 2), G)));
-      return tf.add(tf.mul(l1, 0.5), tf.mul(l2, 0.5)) as tf.Scalar;
+      const aRaw = nets.action.forward(aPacked, true);
+      const a = onDevice() ? rotaryFused(aRaw, batch.positions) : rotateTf(aRaw, batch.positions);
+      return twinLoss(s, a, G);
     }, vars);
     G.dispose();
     // The device path keeps the loss on the device: no read per update (lastStats reads it when logged).
@@ -103,15 +102,21 @@ export class Learner {
   private applyPending(): { gradNorm: number; lr: number; alpha: number } {
     const pending = this.pending!;
     this.pending = null;
-    const clipped = onDevice()
-      ? clipByGlobalNormDevice(pending, this.algo.hyperparams.max_grad_norm)
-      : clipByGlobalNorm(pending, this.algo.hyperparams.max_grad_norm);
-    const { grads } = clipped;
-    const norm = typeof clipped.norm === "number" ? clipped.norm : NaN;
-    this.setLast("gradNorm", clipped.norm);
     const lr = this.lr;
-    this.opt.step(grads, lr);
-    if (grads !== pending) grads.forEach((g) => g.dispose());
+    let norm = NaN;
+    if (onDevice()) {
+      // the clipping factor stays on the device and scales the gradients inside the fused AdamW
+      const { coef, norm: n } = clipFactorDevice(pending, this.algo.hyperparams.max_grad_norm);
+      this.setLast("gradNorm", n);
+      this.opt.step(pending, lr, coef);
+      coef.dispose();
+    } else {
+      const clipped = clipByGlobalNorm(pending, this.algo.hyperparams.max_grad_norm);
+      norm = clipped.norm;
+      this.setLast("gradNorm", norm);
+      this.opt.step(clipped.grads, lr);
+      clipped.grads.forEach((g) => g.dispose());
+    }
     pending.forEach((g) => g.dispose());
     this.updates++;
     this.alpha = this.algo.hyperparams.alpha * this.schedule(this.updates);

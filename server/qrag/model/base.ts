@@ -6,6 +6,8 @@ import * as tf from "@tensorflow/tfjs";
 import type { Encoder, EncoderConfig, SerializedTensor, TokenBatch } from "./encoder.ts";
 import { Rng } from "../util/rng.ts";
 import { nextPow2 } from "./ops.ts";
+import { onDevice } from "../device.ts";
+import { polyakFused } from "./webgpu/fused-adamw.ts";
 
 /** Encoders built here: the `Encoder` contract plus a fast no-grad embedding path. */
 export interface QEncoder extends Encoder {
@@ -180,6 +182,14 @@ export abstract class BaseEncoder implements QEncoder {
     if (!(tau >= 0 && tau <= 1)) throw new RangeError(`polyakFrom: tau must be in [0, 1], got ${tau}`);
     if (tau === 0) return;
     if (tau === 1) return this.copyFrom(src);
+    if (onDevice()) {
+      // one fused program per group of variables (model/webgpu/fused-adamw.ts), same arithmetic
+      tf.tidy(() => {
+        const next = polyakFused(this.variables.map((v, i) => ({ target: v, online: src.variables[i] })), tau);
+        next.forEach((t, i) => this.variables[i].assign(t));
+      });
+      return;
+    }
     tf.tidy(() => {
       for (let i = 0; i < this.variables.length; i++) {
         const v = this.variables[i];

@@ -13,7 +13,7 @@
 import * as tf from "@tensorflow/tfjs";
 import type { EncoderConfig, TokenBatch } from "./encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type ParamSpec, type WeightSource } from "./base.ts";
-import { bagIndex, dropout, embedBag, gelu, layerNorm, mm } from "./ops.ts";
+import { bagIndex, dropout, embedBag, gelu, layerNorm, linear, mm } from "./ops.ts";
 import { textIdsFast as textIds } from "./tokenizer.ts";
 import { Rng } from "../util/rng.ts";
 
@@ -67,7 +67,7 @@ export class BowEncoder extends BaseEncoder {
   /** The layers after pooling: e [B, D] → LN(e + MLP(e)) / 10. */
   private head(e: tf.Tensor2D, training: boolean): tf.Tensor2D {
     const [, w1, b1, w2, b2, g, beta] = this.variables;
-    let z = gelu(tf.add(mm(e, w1 as tf.Variable<tf.Rank.R2>), b1));
+    let z = gelu(linear(e, w1 as tf.Variable<tf.Rank.R2>, b1 as tf.Variable<tf.Rank.R1>));
     z = dropout(z, this.config.dropout, training, this.dropoutRng);
     const h = tf.add(tf.add(e, mm(z, w2 as tf.Variable<tf.Rank.R2>)), b2) as tf.Tensor2D;
     return tf.mul(layerNorm(h, g as tf.Variable<tf.Rank.R1>, beta as tf.Variable<tf.Rank.R1>), 0.1);

@@ -4,7 +4,8 @@
  * `dataSync`, which wasm likes and a GPU backend cannot afford (webgpu in Node has no synchronous
  * read at all).
  *
- * - `attentionDense`: softmax(QKᵀ/√d_head − 1e9·PAD_key)·V as batched matmuls over [B·H, T, d_head].
+ * - `attentionDense`: softmax(QKᵀ/√d_head − 1e9·PAD_key)·V as batched matmuls over [B·H, T, d_head]
+ *   (on webgpu as fused programs, model/webgpu/attention.ts; these ops are their reference).
  * - `gatherRows`: tf.gather (its gradient is UnsortedSegmentSum, on the device).
  * - `segmentMeanDevice`: means of row groups by UnsortedSegmentSum (gradient: a gather).
  * - `rotateDevice`: rotary rotation with cos/sin tables kept on the device (only positions go up).
@@ -13,6 +14,8 @@ import * as tf from "@tensorflow/tfjs";
 import { dropout } from "./ops.ts";
 import { defaultRotary } from "./rotary.ts";
 import type { BatchedArgs } from "./attention.ts";
+import { onDevice } from "../device.ts";
+import { attentionFused, attentionFusedPacked } from "./webgpu/attention.ts";
 
 /** Rows `table[ids[i]]` → [n, D]. */
 export function gatherRows(table: tf.Tensor2D, ids: Int32Array): tf.Tensor2D {
@@ -51,6 +54,9 @@ export function attentionDense(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, a
   const d = q.shape[1];
   if (q.shape[0] !== N) throw new Error(`attentionDense: input [${q.shape}] != [${N}, ${d}]`);
   if (d % H !== 0) throw new Error(`attentionDense: width ${d} not divisible by ${H} heads`);
+  // on webgpu: one fused program forward, two backward (model/webgpu/attention.ts); the ops below
+  // are its reference (and the path of tfjs's own dropout, without an Rng)
+  if (onDevice() && (a.rng || !(a.training && a.dropout > 0))) return attentionFused(q, k, v, a);
   const dh = d / H;
   const split = (t: tf.Tensor2D): tf.Tensor3D => tf.reshape(tf.transpose(tf.reshape(t, [B, T, H, dh]), [0, 2, 1, 3]), [B * H, T, dh]);
   const qh = split(tf.mul(q, 1 / Math.sqrt(dh)) as tf.Tensor2D);
@@ -59,6 +65,18 @@ export function attentionDense(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, a
   const att = dropout(tf.softmax(tf.add(scores, bias)), a.dropout, a.training, a.rng);
   const ctx = tf.matMul(tf.reshape(att, [B * H, T, T]) as tf.Tensor3D, split(v));
   return tf.reshape(tf.transpose(tf.reshape(ctx, [B, H, T, dh]), [0, 2, 1, 3]), [N, d]);
+}
+
+/**
+ * Attention on the fused QKV projection's output qkv [B·T, 3d] (q | k | v along the columns): on
+ * webgpu one fused program each way reading the columns in place, else attentionDense on slices.
+ */
+export function attentionQkvDevice(qkv: tf.Tensor2D, a: DenseArgs): tf.Tensor2D {
+  if (onDevice() && (a.rng || !(a.training && a.dropout > 0))) return attentionFusedPacked(qkv, a);
+  const [N, d3] = qkv.shape;
+  const d = d3 / 3;
+  const col = (i: number) => tf.slice(qkv, [0, i * d], [N, d]) as tf.Tensor2D;
+  return attentionDense(col(0), col(1), col(2), a);
 }
 
 /** [B, 1, 1, T]: 0 at tokens, −1e9 at PAD keys (built on the host: the mask is host data anyway). */
@@ -102,18 +120,27 @@ function deviceTables(D: number): { c: tf.Tensor2D; s: tf.Tensor2D; sign: tf.Ten
 }
 
 /**
+ * The default rotary's device tables of width D and the table row of each position (null when
+ * rotary is off or there are no positions).
+ */
+export function rotaryRows(D: number, positions: Int32Array | null): { rows: Int32Array; c: tf.Tensor2D; s: tf.Tensor2D; sign: tf.Tensor3D } | null {
+  const r = defaultRotary(D);
+  if (!r.enabled || positions === null) return null;
+  const rows = new Int32Array(positions.length);
+  for (let i = 0; i < rows.length; i++) rows[i] = r.row(positions[i]);
+  return { rows, ...deviceTables(D) };
+}
+
+/**
  * The default rotary rotation of x [n, D] by `positions` (rotary.ts rotateTf, same values), with
  * the tables on the device: one int32 upload and two gathers instead of two [n, D] uploads.
  */
 export function rotateDevice(x: tf.Tensor2D, positions: Int32Array | null): tf.Tensor2D {
   const [n, D] = x.shape;
-  const r = defaultRotary(D);
-  if (!r.enabled || positions === null) return x;
-  if (positions.length !== n) throw new Error(`rotateDevice: ${positions.length} positions for ${n} rows`);
-  const rows = new Int32Array(n);
-  for (let i = 0; i < n; i++) rows[i] = r.row(positions[i]);
-  const t = deviceTables(D);
-  const idx = tf.tensor1d(rows, "int32");
+  const t = rotaryRows(D, positions);
+  if (!t) return x;
+  if (t.rows.length !== n) throw new Error(`rotateDevice: ${t.rows.length} positions for ${n} rows`);
+  const idx = tf.tensor1d(t.rows, "int32");
   const swapped = tf.reshape(tf.mul(tf.reverse(tf.reshape(x, [n, D / 2, 2]), 2), t.sign), [n, D]);
   return tf.add(tf.mul(x, tf.gather(t.c, idx)), tf.mul(swapped, tf.gather(t.s, idx))) as tf.Tensor2D;
 }

@@ -2,12 +2,15 @@
  * Differentiable building blocks tuned for the tfjs wasm backend (SIMD; XNNPACK threads matMul only).
  *
  * - `mm`: matMul whose gradient uses explicit `tf.transpose` + plain matMul. tfjs's stock matMul
- *   gradient calls matMul with transpose flags, which is 10–20× slower on wasm.
+ *   gradient calls matMul with transpose flags, which is 10–20× slower on wasm (the device path
+ *   keeps the stock gradient: a transpose there is one more dispatch). `linear`: x·W + b.
  * - `embedScatter` / `embedBag`: embedding lookups whose table gradient is a plain-JS scatter-add.
  *   The stock `tf.gather` gradient needs UnsortedSegmentSum, which wasm does not register (and which
  *   is very slow on the cpu backend).
  * - `gelu`: tfjs-core has no gelu; exact (erf) and tanh forms with a fused analytic gradient.
  * - `layerNorm`: last-axis LayerNorm with a fused analytic gradient (fewer kernels than autodiff).
+ *   On the device path (`onDevice()`), erf `gelu` and `layerNorm` run as fused WebGPU programs
+ *   instead (model/webgpu/gelu-layernorm.ts, same functions).
  * - `dropout`: identity unless training; masks drawn from a seeded `Rng` so runs are reproducible.
  *
  * Avoid in model code: `tf.where(tf.greater(..))` (no gradient for Greater), rank-5 slices (slow on
@@ -17,6 +20,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { Rng } from "../util/rng.ts";
 import { onDevice } from "../device.ts";
 import { gatherRows, segmentMeanDevice } from "./device-ops.ts";
+import { geluDevice, layerNormDevice } from "./webgpu/gelu-layernorm.ts";
 
 /** tfjs does not export CustomGradientFunc; take it from customGrad's parameter type. */
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
@@ -51,15 +55,23 @@ export function mm(a: tf.Tensor2D, b: tf.Tensor2D): tf.Tensor2D;
 export function mm(a: tf.Tensor3D, b: tf.Tensor3D | tf.Tensor2D): tf.Tensor3D;
 export function mm(a: tf.Tensor, b: tf.Tensor): tf.Tensor;
 export function mm(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
+  // the device path keeps tfjs's own gradient: matMuls with transpose flags, no transpose kernels
+  const product = onDevice() ? (x: tf.Tensor, y: tf.Tensor) => tf.matMul(x as tf.Tensor3D, y as tf.Tensor3D) : mmGrad;
   if (a.rank === 3 && b.rank === 2) {
     const [bs, m, k] = a.shape;
-    const out = mmGrad(tf.reshape(a, [bs * m, k]), b);
+    const out = product(tf.reshape(a, [bs * m, k]), b);
     return tf.reshape(out, [bs, m, b.shape[1] as number]);
   }
   if (a.rank !== b.rank || (a.rank !== 2 && a.rank !== 3)) {
     throw new Error(`mm: unsupported ranks ${a.rank} and ${b.rank} (need 2·2, 3·3 or 3·2)`);
   }
-  return mmGrad(a, b);
+  return product(a, b);
+}
+
+/** x·W + b; on the device path one fused matMul-and-bias kernel (tf.fused.matMul, its own gradient). */
+export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): tf.Tensor2D {
+  if (onDevice()) return tf.fused.matMul({ a: x, b: w, bias: b }) as tf.Tensor2D;
+  return tf.add(mm(x, w), b) as tf.Tensor2D;
 }
 
 function idsToArray(ids: tf.Tensor1D | Int32Array): Int32Array {
@@ -286,6 +298,8 @@ const geluTanh = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
 
 /** GELU: "erf" = x·Φ(x) (exact up to tfjs's erf approximation, ≤ 1.5e-7); "tanh" = GPT-2 form. */
 export function gelu<T extends tf.Tensor>(x: T, kind: GeluKind = "erf"): T {
+  // the device path runs it as one fused WebGPU program each way (model/webgpu/gelu-layernorm.ts)
+  if (kind === "erf" && onDevice() && x.dtype === "float32") return geluDevice(x);
   return (kind === "erf" ? geluErf(x) : geluTanh(x)) as T;
 }
 
@@ -326,6 +340,8 @@ const layerNormGrads = new Map<number, ReturnType<typeof makeLayerNormGrad>>();
  * their own, e.g. 1e-12), with a fused gradient.
  */
 export function layerNorm<T extends tf.Tensor>(x: T, gamma: tf.Tensor1D, beta: tf.Tensor1D, eps = LN_EPS): T {
+  // the device path: one fused WebGPU program forward, two backward (model/webgpu/gelu-layernorm.ts)
+  if (onDevice() && x.dtype === "float32") return layerNormDevice(x, gamma, beta, eps);
   let f = layerNormGrads.get(eps);
   if (!f) layerNormGrads.set(eps, (f = makeLayerNormGrad(eps)));
   return f(x, gamma, beta) as T;

@@ -5,6 +5,8 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { mm } from "./ops.ts";
+import { onDevice } from "../device.ts";
+import { twinLossDevice } from "./webgpu/twin-loss.ts";
 
 /** Row-wise twin heads for paired rows: s [B, D], aRot [B, D] → q1 [B], q2 [B] (differentiable). */
 export function twinQ(s: tf.Tensor2D, aRot: tf.Tensor2D): { q1: tf.Tensor1D; q2: tf.Tensor1D } {
@@ -17,6 +19,19 @@ export function twinQ(s: tf.Tensor2D, aRot: tf.Tensor2D): { q1: tf.Tensor1D; q2:
   const q1 = tf.reshape(tf.slice(halves, [0, 0], [B, 1]), [B]) as tf.Tensor1D;
   const q2 = tf.reshape(tf.slice(halves, [0, 1], [B, 1]), [B]) as tf.Tensor1D;
   return { q1, q2 };
+}
+
+/**
+ * The PQN twin-head loss 0.5·mse(2·q1, G) + 0.5·mse(2·q2, G) of states s [B, D] and rotated
+ * actions aRot [B, D] (docs/method.md §3.5); on the device path one fused program each way
+ * (webgpu/twin-loss.ts, same function).
+ */
+export function twinLoss(s: tf.Tensor2D, aRot: tf.Tensor2D, G: tf.Tensor1D): tf.Scalar {
+  if (onDevice()) return twinLossDevice(s, aRot, G);
+  const { q1, q2 } = twinQ(s, aRot);
+  const l1 = tf.mean(tf.square(tf.sub(tf.mul(q1, 2), G)));
+  const l2 = tf.mean(tf.square(tf.sub(tf.mul(q2, 2), G)));
+  return tf.add(tf.mul(l1, 0.5), tf.mul(l2, 0.5)) as tf.Scalar;
 }
 
 /**

@@ -24,16 +24,17 @@
  *   matmul (see attention.ts). `attentionBatched` (dense, −1e9 mask) is the tested reference.
  * - Every weight matmul goes through `mm` (explicit-transpose gradient). The fused QKV weight
  *   [d, 3d] is one variable; its three [d, d] column blocks are sliced (tiny) rather than the
- *   [rows, 3d] activation, because wasm's Slice copies its whole input for every slice.
+ *   [rows, 3d] activation, because wasm's Slice copies its whole input for every slice. The device
+ *   path does the opposite: one [rows, 3d] projection that its fused attention reads in place.
  * - Token and position lookups use `embedScatter` (SparseSegmentSum gather, JS scatter-add grad);
  *   pooling is `segmentMean`.
  */
 import * as tf from "@tensorflow/tfjs";
 import type { EncoderConfig, TokenBatch } from "./encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type ParamSpec, type WeightSource } from "./base.ts";
-import { dropout, embedScatter, gelu, layerNorm, mm, segmentMean } from "./ops.ts";
+import { dropout, embedScatter, gelu, layerNorm, linear, segmentMean } from "./ops.ts";
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
-import { attentionDense, gatherRows, maskedMeanDevice } from "./device-ops.ts";
+import { attentionQkvDevice, gatherRows, maskedMeanDevice } from "./device-ops.ts";
 import { onDevice } from "../device.ts";
 import { CLS, SEP, textIdsFast as textIds } from "./tokenizer.ts";
 import { Rng } from "../util/rng.ts";
@@ -73,6 +74,13 @@ function transformerSpecs(c: EncoderConfig): ParamSpec[] {
 
 type V1 = tf.Variable<tf.Rank.R1>;
 type V2 = tf.Variable<tf.Rank.R2>;
+
+/** q, k, v of the normalised input by the [d, 3d] QKV weight's column blocks. */
+function qkvSlices(hN: tf.Tensor2D, wqkv: tf.Tensor2D, bqkv: tf.Tensor1D): [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D] {
+  const d = hN.shape[1];
+  const proj = (i: number): tf.Tensor2D => linear(hN, tf.slice(wqkv, [0, i * d], [d, d]), tf.slice(bqkv, [i * d], [d]));
+  return [proj(0), proj(1), proj(2)];
+}
 
 export class TransformerEncoder extends BaseEncoder {
   constructor(config: EncoderConfig, source: Rng | WeightSource) {
@@ -144,7 +152,9 @@ export class TransformerEncoder extends BaseEncoder {
     const layout = packedLayout(lengths);
     const att: PerHeadArgs = { heads: c.heads, layout, dropout: p, training, rng };
     let x = tf.add(embedScatter(vars[0] as V2, ids), embedScatter(vars[1] as V2, posIds)) as tf.Tensor2D; // [nnz, d]
-    x = this.layers(x, (q, k, v) => attentionPerHead(q, k, v, att), training);
+    // The fused [d, 3d] QKV weight is sliced (small) instead of its [rows, 3d] output: wasm's
+    // Slice copies its whole input for every slice.
+    x = this.layers(x, (hN, wqkv, bqkv) => attentionPerHead(...qkvSlices(hN, wqkv, bqkv), att), training);
     return segmentMean(x, lengths, 0.1); // masked mean pooling, ÷10
   }
 
@@ -161,14 +171,16 @@ export class TransformerEncoder extends BaseEncoder {
     const pos = tf.reshape(tf.slice(vars[1] as V2, [0, 0], [T, d]), [1, T, d]);
     let x = tf.reshape(tf.add(tok, pos), [B * T, d]) as tf.Tensor2D;
     const args = { batch: B, len: T, heads: c.heads, mask: batch.mask, dropout: c.dropout, training, rng: this.dropoutRng };
-    x = this.layers(x, (q, k, v) => attentionDense(q, k, v, args), training);
+    x = this.layers(x, (hN, wqkv, bqkv) => attentionQkvDevice(linear(hN, wqkv, bqkv), args), training);
     return maskedMeanDevice(x, batch.mask, B, T, 0.1);
   }
 
-  /** Embedding dropout, the pre-LN layers with attention `attend`, and the final LayerNorm. */
-  private layers(x0: tf.Tensor2D, attend: (q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D) => tf.Tensor2D, training: boolean): tf.Tensor2D {
+  /**
+   * Embedding dropout, the pre-LN layers with attention `attend` (of the normalised input and the
+   * fused QKV weight and bias), and the final LayerNorm.
+   */
+  private layers(x0: tf.Tensor2D, attend: (hN: tf.Tensor2D, wqkv: tf.Tensor2D, bqkv: tf.Tensor1D) => tf.Tensor2D, training: boolean): tf.Tensor2D {
     const c = this.config;
-    const d = c.dim;
     const p = c.dropout;
     const rng = this.dropoutRng;
     const vars = this.variables;
@@ -178,17 +190,13 @@ export class TransformerEncoder extends BaseEncoder {
       const [ln1g, ln1b, wqkv, bqkv, wo, bo, ln2g, ln2b, w1, b1, w2, b2] = vars.slice(o, o + LAYER_PARAMS.length);
 
       const hN = layerNorm(x, ln1g as V1, ln1b as V1);
-      // The fused [d, 3d] QKV weight is sliced (small) instead of its [rows, 3d] output: wasm's
-      // Slice copies its whole input for every slice.
-      const proj = (i: number): tf.Tensor2D =>
-        tf.add(mm(hN, tf.slice(wqkv as V2, [0, i * d], [d, d])), tf.slice(bqkv as V1, [i * d], [d])) as tf.Tensor2D;
-      const merged = attend(proj(0), proj(1), proj(2)); // [rows, d]
-      const attnOut = tf.add(mm(merged, wo as V2), bo) as tf.Tensor2D;
+      const merged = attend(hN, wqkv as V2, bqkv as V1); // [rows, d]
+      const attnOut = linear(merged, wo as V2, bo as V1);
       x = tf.add(x, dropout(attnOut, p, training, rng));
 
       const h2 = layerNorm(x, ln2g as V1, ln2b as V1);
-      const f = gelu(tf.add(mm(h2, w1 as V2), b1) as tf.Tensor2D);
-      const ffOut = tf.add(mm(f, w2 as V2), b2) as tf.Tensor2D;
+      const f = gelu(linear(h2, w1 as V2, b1 as V1));
+      const ffOut = linear(f, w2 as V2, b2 as V1);
       x = tf.add(x, dropout(ffOut, p, training, rng));
     }
     const nf = vars.length - 2;

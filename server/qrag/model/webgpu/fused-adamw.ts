@@ -1,0 +1,201 @@
+/**
+ * AdamW and Polyak averaging as fused WebGPU programs (the device path's optimizer step).
+ *
+ * Why: agent/adamw.ts updates each variable with ~14 tfjs ops and the Polyak target update takes
+ * 3 more; on a GPU each op costs a dispatch whose overhead dwarfs the arithmetic (the transformer
+ * update makes ~1000 dispatches per optimizer step). Here one program updates p, m and v of as
+ * many variables as the device's storage-buffer limit allows (7 buffers per variable), with the
+ * gradient-clipping factor applied on the way in, and one program averages as many target
+ * variables as fit (3 buffers each). The arithmetic is agent/adamw.ts's, op for op in the same
+ * order (torch AdamW: decoupled decay, then the bias-corrected Adam step), in float32.
+ */
+import * as tf from "@tensorflow/tfjs";
+import { runRawProgram, storageBufferLimit, storageDecls, uniformStruct, webgpuBackend, WG, type Uniform } from "./raw-program.ts";
+
+/** One variable's update: current p, m, v, its float32 gradient and its own step constants. */
+export interface AdamWSlot {
+  p: tf.Tensor;
+  g: tf.Tensor;
+  m: tf.Tensor;
+  v: tf.Tensor;
+  /** lr / (1 − β1^t) for this variable's step count t. */
+  stepSize: number;
+  /** √(1 − β2^t). */
+  bc2Sqrt: number;
+  /** 1 − lr·weight_decay (1 without decay). */
+  decay: number;
+}
+
+export interface AdamWConstants {
+  beta1: number;
+  beta2: number;
+  eps: number;
+}
+
+function adamwCode(k: number, scaled: boolean): string {
+  const read: string[] = [];
+  const write: string[] = [];
+  for (let i = 0; i < k; i++) read.push(`p${i}`, `g${i}`, `m${i}`, `v${i}`);
+  if (scaled) read.push("scale");
+  for (let i = 0; i < k; i++) write.push(`po${i}`, `mo${i}`, `vo${i}`);
+  const fields = ["b1: f32", "c1: f32", "b2: f32", "c2: f32", "eps: f32"];
+  for (let i = 0; i < k; i++) fields.push(`n${i}: u32`, `s${i}: f32`, `bc${i}: f32`, `d${i}: f32`);
+  const body: string[] = [];
+  for (let i = 0; i < k; i++) {
+    body.push(`  if (j < u.n${i}) {
+    let g = g${i}[j]${scaled ? " * scale[0]" : ""};
+    let m = m${i}[j] * u.b1 + g * u.c1;
+    let v = v${i}[j] * u.b2 + (g * g) * u.c2;
+    mo${i}[j] = m;
+    vo${i}[j] = v;
+    let denom = sqrt(v) / u.bc${i} + u.eps;
+    po${i}[j] = p${i}[j] * u.d${i} - (m / denom) * u.s${i};
+    return;
+  }
+  j = j - u.n${i};`);
+  }
+  return `${uniformStruct(fields)}
+${storageDecls(read, write)}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  var j = threadIndex(gid);
+${body.join("\n")}
+}`;
+}
+
+/** How many variables one program takes: 7 storage buffers each, plus the scale. */
+function perProgram(buffersEach: number, shared: number): number {
+  return Math.max(1, Math.floor((storageBufferLimit() - shared) / buffersEach));
+}
+
+/**
+ * One AdamW step of every slot, on the device: returns the new p, m, v per slot (new tensors, the
+ * caller assigns and disposes them). `scale` (a scalar tensor, e.g. the clipping factor) multiplies
+ * every gradient first.
+ */
+export function adamwStepFused(slots: readonly AdamWSlot[], c: AdamWConstants, scale?: tf.Scalar): { p: tf.Tensor; m: tf.Tensor; v: tf.Tensor }[] {
+  const be = webgpuBackend();
+  const engine = tf.engine();
+  const k = perProgram(7, scale ? 1 : 0);
+  const out: { p: tf.Tensor; m: tf.Tensor; v: tf.Tensor }[] = [];
+  for (let at = 0; at < slots.length; at += k) {
+    const group = slots.slice(at, at + k);
+    for (const s of group) {
+      if (s.g.dtype !== "float32" || s.p.dtype !== "float32") throw new Error("adamwStepFused: float32 tensors only");
+    }
+    const inputs: tf.TensorInfo[] = group.flatMap((s) => [s.p, s.g, s.m, s.v]);
+    if (scale) inputs.push(scale);
+    const uniforms: Uniform[] = [c.beta1, 1 - c.beta1, c.beta2, 1 - c.beta2, c.eps].map((x) => ({ type: "float32", data: [x] }));
+    for (const s of group) {
+      uniforms.push({ type: "uint32", data: [s.p.size] }, { type: "float32", data: [s.stepSize] }, { type: "float32", data: [s.bc2Sqrt] }, { type: "float32", data: [s.decay] });
+    }
+    const infos = runRawProgram(be, {
+      key: `qrag_adamw_${group.length}_${scale ? "s" : "u"}`,
+      code: adamwCode(group.length, Boolean(scale)),
+      inputs,
+      outputs: group.flatMap((s) => [{ shape: s.p.shape }, { shape: s.p.shape }, { shape: s.p.shape }]),
+      uniforms,
+      threads: group.reduce((a, s) => a + s.p.size, 0),
+    });
+    const t = infos.map((i) => engine.makeTensorFromTensorInfo(i));
+    for (let i = 0; i < group.length; i++) out.push({ p: t[3 * i], m: t[3 * i + 1], v: t[3 * i + 2] });
+  }
+  return out;
+}
+
+function polyakCode(k: number): string {
+  const read: string[] = [];
+  for (let i = 0; i < k; i++) read.push(`t${i}`, `o${i}`);
+  const write = Array.from({ length: k }, (_, i) => `r${i}`);
+  const fields = ["keep: f32", "tau: f32", ...Array.from({ length: k }, (_, i) => `n${i}: u32`)];
+  const body = Array.from(
+    { length: k },
+    (_, i) => `  if (j < u.n${i}) { r${i}[j] = t${i}[j] * u.keep + o${i}[j] * u.tau; return; }
+  j = j - u.n${i};`,
+  );
+  return `${uniformStruct(fields)}
+${storageDecls(read, write)}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  var j = threadIndex(gid);
+${body.join("\n")}
+}`;
+}
+
+/**
+ * Polyak averaging tgt·(1 − τ) + online·τ of each pair (base.ts polyakFrom's arithmetic), as few
+ * programs as the storage-buffer limit allows. Returns new tensors aligned with `pairs`.
+ */
+export function polyakFused(pairs: readonly { target: tf.Tensor; online: tf.Tensor }[], tau: number): tf.Tensor[] {
+  const be = webgpuBackend();
+  const engine = tf.engine();
+  const k = perProgram(3, 0);
+  const out: tf.Tensor[] = [];
+  for (let at = 0; at < pairs.length; at += k) {
+    const group = pairs.slice(at, at + k);
+    for (const pr of group) {
+      if (pr.target.size !== pr.online.size || pr.target.dtype !== "float32" || pr.online.dtype !== "float32") throw new Error("polyakFused: float32 pairs of one size only");
+    }
+    const infos = runRawProgram(be, {
+      key: `qrag_polyak_${group.length}`,
+      code: polyakCode(group.length),
+      inputs: group.flatMap((pr) => [pr.target, pr.online]),
+      outputs: group.map((pr) => ({ shape: pr.target.shape })),
+      uniforms: [{ type: "float32", data: [1 - tau] }, { type: "float32", data: [tau] }, ...group.map((pr): Uniform => ({ type: "uint32", data: [pr.target.size] }))],
+      threads: group.reduce((a, pr) => a + pr.target.size, 0),
+    });
+    for (const i of infos) out.push(engine.makeTensorFromTensorInfo(i));
+  }
+  return out;
+}
+
+function sumSquaresCode(k: number): string {
+  const read = Array.from({ length: k }, (_, i) => `g${i}`);
+  const fields = ["groups: u32", ...read.map((_, i) => `n${i}: u32`)];
+  const loops = read.map((_, i) => `  for (var j = first; j < u.n${i}; j += step) { let x = g${i}[j]; s += x * x; }`);
+  return `${uniformStruct(fields)}
+${storageDecls(read, ["part"])}
+var<workgroup> acc: array<f32, ${WG}>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let first = wid.x * ${WG}u + lid.x;
+  let step = u.groups * ${WG}u;
+  var s = 0.0;
+${loops.join("\n")}
+  acc[lid.x] = s;
+  workgroupBarrier();
+  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
+    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
+    workgroupBarrier();
+  }
+  if (lid.x == 0u) { part[wid.x] = acc[0]; }
+}`;
+}
+
+/**
+ * ‖all tensors‖₂ as a scalar (the gradient-clipping norm): one program per group of tensors that
+ * fits the storage-buffer limit, each workgroup summing squares over a strided share of the group
+ * into one partial; then one sum of the partials and a square root.
+ */
+export function globalNormFused(xs: readonly tf.Tensor[]): tf.Scalar {
+  const be = webgpuBackend();
+  const k = perProgram(1, 1);
+  return tf.tidy(() => {
+    const parts: tf.Tensor[] = [];
+    for (let at = 0; at < xs.length; at += k) {
+      const group = xs.slice(at, at + k).map((x) => (x.dtype === "float32" ? x : tf.cast(x, "float32")));
+      const total = group.reduce((a, x) => a + x.size, 0);
+      const groups = Math.max(1, Math.min(256, Math.ceil(total / (WG * 16))));
+      const [info] = runRawProgram(be, {
+        key: `qrag_sumsq_${group.length}`,
+        code: sumSquaresCode(group.length),
+        inputs: group,
+        outputs: [{ shape: [groups] }],
+        uniforms: [{ type: "uint32", data: [groups] }, ...group.map((x): Uniform => ({ type: "uint32", data: [x.size] }))],
+        threads: groups * WG,
+      });
+      parts.push(tf.engine().makeTensorFromTensorInfo(info));
+    }
+    return tf.sqrt(tf.sum(parts.length === 1 ? parts[0] : tf.concat(parts))) as tf.Scalar;
+  });
+}

@@ -1,0 +1,169 @@
+/**
+ * GELU (erf form) and LayerNorm as fused WebGPU programs, for the device path's transformer.
+ *
+ * Why: model/ops.ts writes GELU as 5 tfjs ops forward and 6 backward, LayerNorm as ~9 forward
+ * and ~14 backward; on a GPU every op is a dispatch whose overhead dwarfs the arithmetic. Here
+ * each is one program forward; the GELU gradient is one program, the LayerNorm gradient two
+ * (dx per row, dγ/dβ by a workgroup per column). Both are `tf.customGrad` ops, so tfjs autograd runs them like
+ * any op. Same functions as ops.ts's `gelu(x, "erf")` and `layerNorm` (erf is the same
+ * Abramowitz–Stegun 7.1.26 approximation tfjs uses, |error| ≤ 1.5e-7), in float32.
+ */
+import * as tf from "@tensorflow/tfjs";
+import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
+
+type CustomGradFn = Parameters<typeof tf.customGrad>[0];
+
+const bu = tf.backend_util;
+const ERF_WGSL = `fn erf_as(a: f32) -> f32 {
+  let t = 1.0 / (1.0 + ${bu.ERF_P} * abs(a));
+  let poly = ((((${bu.ERF_A5} * t + ${bu.ERF_A4}) * t + ${bu.ERF_A3}) * t + ${bu.ERF_A2}) * t + ${bu.ERF_A1}) * t;
+  return sign(a) * (1.0 - poly * exp(-a * a));
+}`;
+
+/** Runs a raw program with float32 outputs and wraps them as tensors. */
+function run(key: string, code: string, inputs: tf.Tensor[], outputs: number[][], uniforms: { type: "float32" | "uint32"; data: number[] }[], threads: number): tf.Tensor[] {
+  const infos = runRawProgram(webgpuBackend(), { key, code, inputs, outputs: outputs.map((shape) => ({ shape })), uniforms, threads });
+  return infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
+}
+
+function elementwise(name: string, read: string[], expr: string): string {
+  return `${uniformStruct(["n: u32"])}
+${storageDecls(read, ["y"])}
+${ERF_WGSL}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = threadIndex(gid);
+  if (i >= u.n) { return; }
+  let x = ${read[0]}[i];
+  ${expr}
+}
+// ${name}`;
+}
+
+const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = x * ((erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5);`);
+const GELU_BWD = elementwise(
+  "gelu backward",
+  ["x", "dy"],
+  `let cdf = (erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5;
+  let pdf = exp((x * x) * -0.5) * ${1 / Math.sqrt(2 * Math.PI)};
+  y[i] = dy[i] * (cdf + x * pdf);`,
+);
+
+const geluFused = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
+  const [y] = run("qrag_gelu_fwd", GELU_FWD, [x], [x.shape], [{ type: "uint32", data: [x.size] }], x.size);
+  save([x]);
+  return {
+    value: y,
+    gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => run("qrag_gelu_bwd", GELU_BWD, [saved[0], dy], [dy.shape], [{ type: "uint32", data: [dy.size] }], dy.size),
+  };
+}) as CustomGradFn);
+
+/** GELU x·Φ(x) (erf form) as one program forward and one backward. */
+export function geluDevice<T extends tf.Tensor>(x: T): T {
+  if (x.dtype !== "float32") throw new Error("geluDevice: float32 only");
+  return geluFused(x) as T;
+}
+
+/** Forward: one thread per row; y and the row's (mean, 1/√(var + eps)). */
+const LN_FWD = `${uniformStruct(["rows: u32", "n: u32", "eps: f32"])}
+${storageDecls(["x", "gamma", "beta"], ["y", "stats"])}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let r = threadIndex(gid);
+  if (r >= u.rows) { return; }
+  let o = r * u.n;
+  let nf = f32(u.n);
+  var s = 0.0;
+  for (var k = 0u; k < u.n; k++) { s += x[o + k]; }
+  let mean = s / nf;
+  var q = 0.0;
+  for (var k = 0u; k < u.n; k++) { let c = x[o + k] - mean; q += c * c; }
+  let inv = inverseSqrt(q / nf + u.eps);
+  for (var k = 0u; k < u.n; k++) { y[o + k] = ((x[o + k] - mean) * inv) * gamma[k] + beta[k]; }
+  stats[2u * r] = mean;
+  stats[2u * r + 1u] = inv;
+}`;
+
+/** dx per row: inv·(gy − mean(gy) − x̂·mean(gy·x̂)), gy = dy·γ. */
+const LN_DX = `${uniformStruct(["rows: u32", "n: u32"])}
+${storageDecls(["x", "gamma", "stats", "dy"], ["dx"])}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let r = threadIndex(gid);
+  if (r >= u.rows) { return; }
+  let o = r * u.n;
+  let mean = stats[2u * r];
+  let inv = stats[2u * r + 1u];
+  var m1 = 0.0;
+  var m2 = 0.0;
+  for (var k = 0u; k < u.n; k++) {
+    let gy = dy[o + k] * gamma[k];
+    m1 += gy;
+    m2 += gy * ((x[o + k] - mean) * inv);
+  }
+  let nf = f32(u.n);
+  m1 = m1 / nf;
+  m2 = m2 / nf;
+  for (var k = 0u; k < u.n; k++) {
+    let xh = (x[o + k] - mean) * inv;
+    dx[o + k] = ((dy[o + k] * gamma[k] - m1) - xh * m2) * inv;
+  }
+}`;
+
+/**
+ * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a workgroup per column, its threads striding over the rows
+ * (parallel on long batches), summed in shared memory.
+ */
+const LN_DGB = `${uniformStruct(["rows: u32", "n: u32"])}
+${storageDecls(["x", "stats", "dy"], ["dgamma", "dbeta"])}
+var<workgroup> acc: array<vec2<f32>, ${WG}>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let k = threadIndex(gid) / ${WG}u;
+  var sum = vec2<f32>(0.0, 0.0);
+  if (k < u.n) {
+    for (var r = lid.x; r < u.rows; r += ${WG}u) {
+      let d = dy[r * u.n + k];
+      sum += vec2<f32>(d * ((x[r * u.n + k] - stats[2u * r]) * stats[2u * r + 1u]), d);
+    }
+  }
+  acc[lid.x] = sum;
+  workgroupBarrier();
+  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
+    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
+    workgroupBarrier();
+  }
+  if (lid.x == 0u && k < u.n) {
+    dgamma[k] = acc[0].x;
+    dbeta[k] = acc[0].y;
+  }
+}`;
+
+function makeLayerNorm(eps: number) {
+  return tf.customGrad(((x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, save: tf.GradSaveFunc) => {
+    const n = x.shape[x.rank - 1];
+    const rows = x.size / n;
+    const [y, stats] = run("qrag_ln_fwd", LN_FWD, [x, gamma, beta], [x.shape, [rows, 2]], [{ type: "uint32", data: [rows] }, { type: "uint32", data: [n] }, { type: "float32", data: [eps] }], rows);
+    save([x, gamma, stats]);
+    return {
+      value: y,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [xs, g, st] = saved;
+        const dims = [{ type: "uint32" as const, data: [rows] }, { type: "uint32" as const, data: [n] }];
+        const [dx] = run("qrag_ln_dx", LN_DX, [xs, g, st, dy], [xs.shape], dims, rows);
+        const [dgamma, dbeta] = run("qrag_ln_dgb", LN_DGB, [xs, st, dy], [[n], [n]], dims, n * WG);
+        return [dx, dgamma, dbeta];
+      },
+    };
+  }) as CustomGradFn);
+}
+
+const layerNorms = new Map<number, ReturnType<typeof makeLayerNorm>>();
+
+/** LayerNorm over the last axis (ops.ts layerNorm's function) as one program forward, two backward. */
+export function layerNormDevice<T extends tf.Tensor>(x: T, gamma: tf.Tensor1D, beta: tf.Tensor1D, eps: number): T {
+  if (x.dtype !== "float32") throw new Error("layerNormDevice: float32 only");
+  let f = layerNorms.get(eps);
+  if (!f) layerNorms.set(eps, (f = makeLayerNorm(eps)));
+  return f(x, gamma, beta) as T;
+}

@@ -1,0 +1,145 @@
+/**
+ * One WGSL compute program recorded into tfjs-webgpu's own command stream, with several outputs.
+ *
+ * Why not `backend.runWebGPUProgram`: it binds exactly one output, and the fused kernels here
+ * (AdamW writes p, m and v; LayerNorm writes y and its row statistics) need several. This records
+ * the program the way tfjs does (same command encoder and compute pass, the same deferred-submit
+ * batching, buffers owned by the queue until submitted), so it orders correctly with tfjs's own
+ * kernels and its outputs are ordinary tfjs tensors. Bindings: inputs (read-only storage) 0…I−1,
+ * outputs (read_write) I…I+O−1, then one uniform struct of 4-byte scalars. Each program counts
+ * as one dispatch in device.ts's counters.
+ */
+import * as tf from "@tensorflow/tfjs";
+import { noteDispatch } from "../../device.ts";
+
+/** The parts of tfjs-backend-webgpu 4.22's WebGPUBackend this uses. */
+export interface WebgpuBackendLike {
+  device: GpuDeviceLike;
+  commandEncoder: { beginComputePass(d: object): ComputePassLike } | null;
+  computePassEncoder: ComputePassLike | null;
+  dispatchCountInPass: number;
+  commandQueueOwnedIds: WeakSet<object>;
+  makeTensorInfo(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  uploadToGPU(dataId: object): void;
+  tensorToBinding(t: tf.TensorInfo): unknown;
+  makeUniforms(u: Uniform[]): unknown;
+  ensureCommandEncoderReady(): void;
+  endComputePassEncoder(): void;
+  submitQueue(): void;
+}
+interface GpuDeviceLike {
+  limits: Record<string, number>;
+  createShaderModule(d: { code: string; label?: string }): unknown;
+  createComputePipeline(d: object): PipelineLike;
+  createBindGroup(d: object): unknown;
+}
+interface PipelineLike {
+  getBindGroupLayout(i: number): unknown;
+}
+interface ComputePassLike {
+  setPipeline(p: unknown): void;
+  setBindGroup(i: number, g: unknown): void;
+  dispatchWorkgroups(x: number, y: number, z: number): void;
+}
+
+export interface Uniform {
+  type: "float32" | "uint32" | "int32";
+  data: number[];
+}
+
+export interface RawProgram {
+  /** Cache key of the compiled pipeline: must change whenever `code` does. */
+  key: string;
+  /** The WGSL source; `main` must take `@builtin(global_invocation_id)` and use `threadIndex`. */
+  code: string;
+  inputs: tf.TensorInfo[];
+  outputs: { shape: number[]; dtype?: tf.DataType }[];
+  /** Uniform scalars, in the order of the WGSL `U` struct (after the `stride` field this adds). */
+  uniforms: Uniform[];
+  /** Threads to launch (one-dimensional; the helper folds it into x/y workgroups). */
+  threads: number;
+}
+
+/** Workgroup width of every raw program (the WGSL must say `@workgroup_size(WG)`). */
+export const WG = 64;
+const MAX_GROUPS = 65535;
+
+const pipelines = new WeakMap<object, Map<string, PipelineLike>>();
+
+export function webgpuBackend(): WebgpuBackendLike {
+  if (tf.getBackend() !== "webgpu") throw new Error(`fused webgpu kernels need the webgpu backend (active: ${tf.getBackend()})`);
+  return tf.backend() as unknown as WebgpuBackendLike;
+}
+
+/** Storage buffers one shader stage may bind on this device. */
+export function storageBufferLimit(be: WebgpuBackendLike = webgpuBackend()): number {
+  return be.device.limits.maxStorageBuffersPerShaderStage ?? 8;
+}
+
+/**
+ * WGSL preamble: the uniform struct (first field `stride`: threads per row of workgroups) and the
+ * flat thread index `threadIndex(gid)`.
+ */
+export function uniformStruct(fields: string[]): string {
+  return `struct U { stride: u32, ${fields.join(", ")} };
+fn threadIndex(gid: vec3<u32>) -> u32 { return gid.y * u.stride + gid.x; }`;
+}
+
+/** Records `prog` and returns its outputs (new tensor infos, owned by the caller). */
+export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.TensorInfo[] {
+  const nIn = prog.inputs.length;
+  const nStorage = nIn + prog.outputs.length;
+  if (nStorage > storageBufferLimit(be)) throw new Error(`${prog.key}: ${nStorage} storage buffers > device limit ${storageBufferLimit(be)}`);
+  for (const t of prog.inputs) be.uploadToGPU(t.dataId);
+  const outs = prog.outputs.map((o) => {
+    const info = be.makeTensorInfo(o.shape, o.dtype ?? "float32");
+    be.uploadToGPU(info.dataId);
+    return info;
+  });
+  if (prog.threads === 0) return outs;
+  const groups = Math.ceil(prog.threads / WG);
+  const gx = Math.min(groups, MAX_GROUPS);
+  const gy = Math.ceil(groups / gx);
+  if (gy > MAX_GROUPS) throw new Error(`${prog.key}: ${prog.threads} threads is too many`);
+
+  let cache = pipelines.get(be.device);
+  if (!cache) pipelines.set(be.device, (cache = new Map()));
+  let pipeline = cache.get(prog.key);
+  if (!pipeline) {
+    const module = be.device.createShaderModule({ code: prog.code, label: prog.key });
+    pipeline = be.device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" }, label: prog.key });
+    cache.set(prog.key, pipeline);
+  }
+  const uniforms = be.makeUniforms([{ type: "uint32", data: [gx * WG] }, ...prog.uniforms]);
+  const all = [...prog.inputs, ...outs];
+  const entries = all.map((t, i) => ({ binding: i, resource: be.tensorToBinding(t) }));
+  entries.push({ binding: nStorage, resource: uniforms });
+  for (const t of all) be.commandQueueOwnedIds.add(t.dataId);
+  const bindGroup = be.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+
+  be.ensureCommandEncoderReady();
+  if (!be.computePassEncoder) be.computePassEncoder = be.commandEncoder!.beginComputePass({});
+  be.computePassEncoder.setPipeline(pipeline);
+  be.computePassEncoder.setBindGroup(0, bindGroup);
+  be.computePassEncoder.dispatchWorkgroups(gx, gy, 1);
+  be.dispatchCountInPass++;
+  noteDispatch();
+  if (tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE") <= be.dispatchCountInPass) {
+    be.endComputePassEncoder();
+    be.submitQueue();
+  }
+  return outs;
+}
+
+/** Storage bindings: `read` names first, then `write` names, as `array<f32>` (`name:i32`: `array<i32>`). */
+export function storageDecls(read: string[], write: string[]): string {
+  const r = read.map((n, i) => {
+    const [name, type] = n.split(":");
+    return `@group(0) @binding(${i}) var<storage, read> ${name}: array<${type ?? "f32"}>;`;
+  });
+  const w = write.map((n, i) => {
+    const [name, type] = n.split(":");
+    return `@group(0) @binding(${read.length + i}) var<storage, read_write> ${name}: array<${type ?? "f32"}>;`;
+  });
+  return [...r, ...w, `@group(0) @binding(${read.length + write.length}) var<uniform> u: U;`].join("\n");
+}

@@ -1,0 +1,225 @@
+/**
+ * Candidate scoring of the device path as fused WebGPU programs: the twin-head Q of every
+ * candidate (rotary rotation included) in one program, and the soft value V(s) = v1 + v2 of both
+ * heads (top-k, availability, α·logsumexp) in another.
+ *
+ * Why: agent/device-scoring.ts builds them from ~15 and ~25 tfjs ops (rotation, gathers, padding,
+ * per-head top-k, exp/log), one dispatch each, at every environment step of every rollout; the
+ * arithmetic is tiny. Same formulas and the same op order: scorePadded's q1, q2 [E, nMax] with
+ * −∞ past each environment's candidates, softValueDevice's heads (top-k by value, ties to the
+ * lower index, like tfjs's topk).
+ */
+import * as tf from "@tensorflow/tfjs";
+import { rotaryRows } from "../device-ops.ts";
+import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
+
+/** −∞ comes in as a uniform: WGSL rejects a constant infinity. */
+const NEG_INF = "u.negInf";
+
+function scoreCode(rotary: boolean): string {
+  const read = ["st", "cand", "padIdx:i32", ...(rotary ? ["rows:i32", "ct", "sn"] : [])];
+  const pair = rotary
+    ? `let to = u32(rows[r]) * u.D + c;
+    let x0 = cand[co + c];
+    let x1 = cand[co + c + 1u];
+    let r0 = x0 * ct[to] + (-x1) * sn[to];
+    let r1 = x1 * ct[to + 1u] + x0 * sn[to + 1u];`
+    : `let r0 = cand[co + c];
+    let r1 = cand[co + c + 1u];`;
+  return `${uniformStruct(["E: u32", "nMax: u32", "R: u32", "D: u32", "negInf: f32"])}
+${storageDecls(read, ["q1", "q2"])}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let idx = threadIndex(gid);
+  if (idx >= u.E * u.nMax) { return; }
+  let r = padIdx[idx];
+  if (u32(r) >= u.R) { q1[idx] = ${NEG_INF}; q2[idx] = ${NEG_INF}; return; }
+  let so = (idx / u.nMax) * u.D;
+  let co = u32(r) * u.D;
+  let half = u.D / 2u;
+  var h = array<f32, 2>(0.0, 0.0);
+  for (var c = 0u; c < u.D; c += 2u) {
+    ${pair}
+    h[select(1u, 0u, c < half)] += r0 * st[so + c];
+    h[select(1u, 0u, c + 1u < half)] += r1 * st[so + c + 1u];
+  }
+  q1[idx] = h[0];
+  q2[idx] = h[1];
+}`;
+}
+
+/**
+ * scorePadded (device-scoring.ts) as one program: states [E, D], candidates [R, D] (environments
+ * one after another, counts[e] rows each), rotated by `positions` → q1, q2 [E, nMax].
+ */
+export function scorePaddedFused(states: tf.Tensor2D, cands: tf.Tensor2D, positions: Int32Array, counts: readonly number[]): { q1: tf.Tensor2D; q2: tf.Tensor2D } {
+  const [R, D] = cands.shape;
+  const E = counts.length;
+  const nMax = Math.max(1, ...counts);
+  if (D % 2 !== 0) throw new Error(`scorePaddedFused: odd width ${D}`);
+  if (states.shape[0] !== E || states.shape[1] !== D) throw new Error(`scorePaddedFused: states [${states.shape}] for ${E} environments of width ${D}`);
+  const padIdx = new Int32Array(E * nMax).fill(R);
+  let r = 0;
+  for (let e = 0; e < E; e++) for (let j = 0; j < counts[e]; j++, r++) padIdx[e * nMax + j] = r;
+  if (r !== R) throw new Error(`scorePaddedFused: counts sum to ${r}, candidates have ${R} rows`);
+  const rot = rotaryRows(D, positions);
+  if (rot && rot.rows.length !== R) throw new Error(`scorePaddedFused: ${rot.rows.length} positions for ${R} rows`);
+  const inputs: tf.Tensor[] = [states, cands, tf.tensor1d(padIdx, "int32"), ...(rot ? [tf.tensor1d(rot.rows, "int32"), rot.c, rot.s] : [])];
+  const infos = runRawProgram(webgpuBackend(), {
+    key: `qrag_score_${rot ? "rot" : "plain"}`,
+    code: scoreCode(Boolean(rot)),
+    inputs,
+    outputs: [{ shape: [E, nMax] }, { shape: [E, nMax] }],
+    uniforms: [...[E, nMax, R, D].map((x) => ({ type: "uint32" as const, data: [x] })), { type: "float32", data: [-Infinity] }],
+    threads: E * nMax,
+  });
+  tf.dispose(inputs.slice(2, rot ? 4 : 3));
+  const [q1, q2] = infos.map((i) => tf.engine().makeTensorFromTensorInfo(i) as tf.Tensor2D);
+  return { q1, q2 };
+}
+
+/** One head's soft value into `res_<q>` (WGSL statements; `q` names the head's buffer). */
+function headCode(q: string, soft: boolean): string {
+  return `{
+    var vals: array<f32, K>;
+    var inds: array<u32, K>;
+    var cnt = 0u;
+    for (var j = 0u; j < u.nMax; j++) {
+      let x = ${q}[e * u.nMax + j];
+      if (bitcast<u32>(x) == 0xff800000u) { continue; } // padding (−∞): never selected before a finite value
+      if (cnt == K && !(x > vals[K - 1u])) { continue; }
+      var p = min(cnt, K - 1u);
+      while (p > 0u && vals[p - 1u] < x) { vals[p] = vals[p - 1u]; inds[p] = inds[p - 1u]; p--; }
+      vals[p] = x;
+      inds[p] = j;
+      cnt = min(cnt + 1u, K);
+    }
+    if (cnt == 0u) {
+      res_${q} = ${NEG_INF};
+    } else {
+      let m = vals[0];
+      ${
+        soft
+          ? `var s = 0.0;
+      for (var i = 0u; i < cnt; i++) {
+        let a = avail[e * u.nMax + inds[i]];
+        if (a > 0.0) { s += a * exp((vals[i] - m) / u.alpha); }
+      }
+      res_${q} = m + log(max(s, 1e-10)) * u.alpha;`
+          : `var best = m;
+      var found = false;
+      for (var i = 0u; i < cnt; i++) {
+        if (avail[e * u.nMax + inds[i]] > 0.0 && (!found || vals[i] > best)) { best = vals[i]; found = true; }
+      }
+      res_${q} = best;`
+      }
+    }
+  }`;
+}
+
+function softValueCode(k: number, soft: boolean): string {
+  return `${uniformStruct(["E: u32", "nMax: u32", "alpha: f32", "negInf: f32"])}
+const K: u32 = ${k}u;
+${storageDecls(["q1", "q2", "avail"], ["v"])}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let e = threadIndex(gid);
+  if (e >= u.E) { return; }
+  var res_q1 = 0.0;
+  var res_q2 = 0.0;
+  ${headCode("q1", soft)}
+  ${headCode("q2", soft)}
+  v[e] = res_q1 + res_q2;
+}`;
+}
+
+/**
+ * softValueDevice (device-scoring.ts) as one program: V(s) = v1 + v2 per environment → [E]. An
+ * environment without candidates gets −∞ (the ops give NaN there).
+ */
+export function softValueFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, k: number): tf.Tensor1D {
+  const [E, nMax] = q1.shape;
+  const kk = Math.max(1, Math.min(k, nMax));
+  const soft = alpha > 0;
+  const [info] = runRawProgram(webgpuBackend(), {
+    key: `qrag_softv_${kk}_${soft ? "soft" : "max"}`,
+    code: softValueCode(kk, soft),
+    inputs: [q1, q2, avail],
+    outputs: [{ shape: [E] }],
+    uniforms: [
+      { type: "uint32", data: [E] },
+      { type: "uint32", data: [nMax] },
+      { type: "float32", data: [soft ? alpha : 1] },
+      { type: "float32", data: [-Infinity] },
+    ],
+    threads: E,
+  });
+  return tf.engine().makeTensorFromTensorInfo(info) as tf.Tensor1D;
+}
+
+function policyTopKCode(k: number): string {
+  return `${uniformStruct(["E: u32", "nMax: u32"])}
+const K: u32 = ${k}u;
+${storageDecls(["q1", "q2", "avail"], ["vals", "inds:i32"])}
+fn finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let e = threadIndex(gid);
+  if (e >= u.E) { return; }
+  let o = e * u.nMax;
+  var mn = 3.0e38;
+  for (var j = 0u; j < u.nMax; j++) {
+    let x = q1[o + j] + q2[o + j];
+    if (finite(x)) { mn = min(mn, x); }
+  }
+  var vs: array<f32, K>;
+  var ix: array<u32, K>;
+  var cnt = 0u;
+  for (var j = 0u; j < u.nMax; j++) {
+    let x = q1[o + j] + q2[o + j];
+    if (!finite(x)) { continue; }
+    let v = select(mn - 1.0, x, avail[o + j] > 0.0);
+    if (cnt == K && !(v > vs[K - 1u])) { continue; }
+    var p = min(cnt, K - 1u);
+    while (p > 0u && vs[p - 1u] < v) { vs[p] = vs[p - 1u]; ix[p] = ix[p - 1u]; p--; }
+    vs[p] = v;
+    ix[p] = j;
+    cnt = min(cnt + 1u, K);
+  }
+  // fewer finite logits than k: the padding (−∞) follows in index order, as in tfjs's topk
+  for (var j = 0u; j < u.nMax && cnt < K; j++) {
+    let x = q1[o + j] + q2[o + j];
+    if (finite(x)) { continue; }
+    vs[cnt] = x;
+    ix[cnt] = j;
+    cnt++;
+  }
+  for (var i = 0u; i < K; i++) {
+    vals[e * K + i] = vs[i];
+    inds[e * K + i] = i32(ix[i]);
+  }
+}`;
+}
+
+/**
+ * policyTopK (device-scoring.ts) as one program: logits q1 + q2, unavailable candidates at
+ * min(finite logits) − 1, padding −∞, top-k per environment → values [E, k], indices [E, k]
+ * (int32). Logits are finite or −∞ (padding); the ops would also order +∞ and NaN. Padding that
+ * makes it into the top k comes in index order (tfjs orders those −∞ ties arbitrarily).
+ */
+export function policyTopKFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, k: number): { values: tf.Tensor2D; indices: tf.Tensor2D } {
+  const [E, nMax] = q1.shape;
+  const kk = Math.min(k, nMax);
+  const [v, i] = runRawProgram(webgpuBackend(), {
+    key: `qrag_policy_topk_${kk}`,
+    code: policyTopKCode(kk),
+    inputs: [q1, q2, avail],
+    outputs: [{ shape: [E, kk] }, { shape: [E, kk], dtype: "int32" }],
+    uniforms: [
+      { type: "uint32", data: [E] },
+      { type: "uint32", data: [nMax] },
+    ],
+    threads: E,
+  });
+  return { values: tf.engine().makeTensorFromTensorInfo(v) as tf.Tensor2D, indices: tf.engine().makeTensorFromTensorInfo(i) as tf.Tensor2D };
+}

@@ -1,0 +1,452 @@
+/**
+ * The cases of webgpu-fused.test.ts, each run in a fresh Node process (`node
+ * --max-semi-space-size=128 --import tsx test/webgpu-fused-cases.ts <case>`, for the reason given
+ * in engine-device-cases.ts) that prints one JSON line of measurements: the fused WebGPU kernels
+ * of server/qrag/model/webgpu/ against the tfjs reference ops on the cpu backend, same inputs.
+ */
+import * as tf from "@tensorflow/tfjs";
+import { pickBackend } from "../server/qrag/backend.ts";
+import { counterSnapshot, countersOn, onDevice, resetCounters, withPhase } from "../server/qrag/device.ts";
+import { AdamW, clipFactorDevice } from "../server/qrag/agent/adamw.ts";
+import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
+import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
+import { gelu, layerNorm } from "../server/qrag/model/ops.ts";
+import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgpu/attention.ts";
+import { attentionDense } from "../server/qrag/model/device-ops.ts";
+import { twinLoss } from "../server/qrag/model/qfunction.ts";
+import { rotaryFused } from "../server/qrag/model/webgpu/rotary.ts";
+import { rotateTf } from "../server/qrag/model/rotary.ts";
+import { twinLossDevice } from "../server/qrag/model/webgpu/twin-loss.ts";
+import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
+import { availTensor, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
+import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
+import { Rng } from "../server/qrag/util/rng.ts";
+import { resolveConfig } from "../server/qrag/config.ts";
+import { QNetworks } from "../server/qrag/agent/networks.ts";
+import { Learner } from "../server/qrag/agent/learner.ts";
+
+async function onBackend(name: "cpu" | "webgpu"): Promise<void> {
+  if (name === "webgpu") await pickBackend("webgpu");
+  else await tf.setBackend("cpu");
+  if (tf.getBackend() !== name || onDevice() !== (name === "webgpu")) throw new Error(`backend ${tf.getBackend()} is not ${name}`);
+  countersOn();
+}
+
+/** max |a − b| / max |b|. */
+function relDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  if (a.length !== b.length) return Infinity;
+  let scale = 1e-30;
+  for (let i = 0; i < b.length; i++) scale = Math.max(scale, Math.abs(b[i]));
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m / scale;
+}
+
+function normals(rng: Rng, n: number, std = 1): Float32Array {
+  return Float32Array.from({ length: n }, () => rng.normal() * std);
+}
+
+const SHAPES = [[7, 5], [33], [1], [3, 4, 2], [130, 70]];
+const STEPS = 6;
+/** Steps at which variable 1 has no gradient (torch: .grad None, its step count stays). */
+const SKIP_1 = new Set([2, 3]);
+
+/** STEPS AdamW steps of SHAPES on random gradients, the clipping scale from step 2 on. */
+async function adamwRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(7);
+  const vars = SHAPES.map((s, i) => tf.variable(tf.tensor(normals(rng, s.reduce((a, b) => a * b, 1)), s), true, `v${i}`));
+  const opt = new AdamW(vars, { beta1: 0.9, beta2: 0.98, eps: 1e-6, weightDecay: 0.01 });
+  let dispatchesPerStep = 0;
+  const liveTensors: number[] = [];
+  for (let t = 0; t < STEPS; t++) {
+    liveTensors.push(tf.memory().numTensors);
+    const grads = SHAPES.map((s, i) => (i === 1 && SKIP_1.has(t) ? null : tf.tensor(normals(rng, s.reduce((a, b) => a * b, 1), 0.1 * (t + 1)), s)));
+    const scale = t >= 2 ? tf.scalar(0.7) : undefined;
+    resetCounters();
+    withPhase("update", () => opt.step(grads, 1e-2 * (1 + t), scale));
+    dispatchesPerStep = counterSnapshot().update?.dispatches ?? 0;
+    tf.dispose([...grads.filter((g): g is tf.Tensor => g !== null), ...(scale ? [scale] : [])]);
+  }
+  const state = await opt.getStateAsync();
+  const params: Float32Array[] = [];
+  for (const v of vars) params.push(Float32Array.from((await v.data()) as Float32Array));
+  const limit = backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0;
+  opt.dispose();
+  vars.forEach((v) => v.dispose());
+  return { params, m: state.m, v: state.v, steps: state.steps, dispatchesPerStep, limit, liveTensors };
+}
+
+async function adamwCase() {
+  const cpu = await adamwRun("cpu");
+  const gpu = await adamwRun("webgpu");
+  return {
+    p: cpu.params.map((x, i) => relDiff(gpu.params[i], x)),
+    m: cpu.m.map((x, i) => relDiff(gpu.m[i], x)),
+    v: cpu.v.map((x, i) => relDiff(gpu.v[i], x)),
+    cpuSteps: cpu.steps,
+    gpuSteps: gpu.steps,
+    dispatchesPerStep: gpu.dispatchesPerStep,
+    liveTensors: gpu.liveTensors,
+    limit: gpu.limit,
+    variables: SHAPES.length,
+  };
+}
+
+/** Polyak tgt·(1 − τ) + online·τ of 7 pairs (more than one program's worth), fused vs cpu ops. */
+async function polyakCase() {
+  const shapes = [[3], [64, 3], [1], [5, 5], [200], [2, 2, 2], [65]];
+  const tau = 0.05;
+  const run = async (backend: "cpu" | "webgpu") => {
+    await onBackend(backend);
+    const rng = new Rng(11);
+    const pairs = shapes.map((s) => {
+      const n = s.reduce((a, b) => a * b, 1);
+      return { target: tf.tensor(normals(rng, n), s), online: tf.tensor(normals(rng, n), s) };
+    });
+    resetCounters();
+    const out = withPhase("update", () =>
+      backend === "webgpu" ? polyakFused(pairs, tau) : pairs.map((p) => tf.add(tf.mul(p.target, 1 - tau), tf.mul(p.online, tau))),
+    );
+    const dispatches = counterSnapshot().update?.dispatches ?? 0;
+    const values: Float32Array[] = [];
+    for (const t of out) values.push(Float32Array.from((await t.data()) as Float32Array));
+    tf.dispose([...out, ...pairs.flatMap((p) => [p.target, p.online])]);
+    return { values, dispatches, limit: backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0 };
+  };
+  const cpu = await run("cpu");
+  const gpu = await run("webgpu");
+  return { diffs: cpu.values.map((x, i) => relDiff(gpu.values[i], x)), dispatches: gpu.dispatches, limit: gpu.limit, pairs: shapes.length };
+}
+
+/** Reads every tensor (async) and disposes it. */
+async function readAll(ts: tf.Tensor[]): Promise<Float32Array[]> {
+  const out: Float32Array[] = [];
+  for (const t of ts) out.push(Float32Array.from((await t.data()) as Float32Array));
+  tf.dispose(ts);
+  return out;
+}
+
+/**
+ * GELU and LayerNorm forward values and the gradients of Σ y ⊙ R (R random) w.r.t. every input:
+ * on cpu ops.ts's tfjs compositions, on webgpu the fused programs (called directly). LayerNorm on
+ * a [37, 24], a rank-3 [2, 5, 16] (eps 1e-12, BERT's) and a [600, 8] input (many rows per thread).
+ */
+async function geluLayerNormRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(5);
+  const fused = backend === "webgpu";
+  const results: { name: string; values: Float32Array[] }[] = [];
+  // GELU over a wide range, exact zeros and large magnitudes included
+  {
+    const xv = normals(rng, 150, 2.5);
+    xv[0] = 0;
+    xv[1] = 7;
+    xv[2] = -7;
+    const x = tf.tensor2d(xv, [3, 50]);
+    const R = tf.tensor2d(normals(rng, 150), [3, 50]);
+    const f = (a: tf.Tensor) => (fused ? geluDevice(a) : gelu(a, "erf"));
+    const { value, grads } = tf.tidy(() => ({ value: f(x), grads: tf.grads((a: tf.Tensor) => tf.sum(tf.mul(f(a), R)))([x]) }));
+    results.push({ name: "gelu", values: await readAll([value, ...grads]) });
+    tf.dispose([x, R]);
+  }
+  for (const [shape, eps] of [[[37, 24], 1e-5], [[2, 5, 16], 1e-12], [[600, 8], 1e-5]] as [number[], number][]) {
+    const n = shape[shape.length - 1];
+    const size = shape.reduce((a, b) => a * b, 1);
+    const x = tf.tensor(Float32Array.from(normals(rng, size, 3), (v, i) => v + (i % 7)), shape);
+    const gamma = tf.tensor1d(normals(rng, n)) as tf.Tensor1D;
+    const beta = tf.tensor1d(normals(rng, n)) as tf.Tensor1D;
+    const R = tf.tensor(normals(rng, size), shape);
+    const f = (a: tf.Tensor, g: tf.Tensor, b: tf.Tensor) => (fused ? layerNormDevice(a, g as tf.Tensor1D, b as tf.Tensor1D, eps) : layerNorm(a, g as tf.Tensor1D, b as tf.Tensor1D, eps));
+    const { value, grads } = tf.tidy(() => ({
+      value: f(x, gamma, beta),
+      grads: tf.grads((a: tf.Tensor, g: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(f(a, g, b), R)))([x, gamma, beta]),
+    }));
+    results.push({ name: `layerNorm [${shape}] eps ${eps}`, values: await readAll([value, ...grads]) });
+    tf.dispose([x, gamma, beta, R]);
+  }
+  return { results };
+}
+
+async function geluLayerNormCase() {
+  const cpu = await geluLayerNormRun("cpu");
+  const gpu = await geluLayerNormRun("webgpu");
+  const parts = ["forward", "grad x", "grad gamma", "grad beta"];
+  const diffs: Record<string, number> = {};
+  cpu.results.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts[j]}`] = relDiff(gpu.results[i].values[j], v))));
+  return { diffs };
+}
+
+/**
+ * The Learner (clipping, AdamW, Polyak targets, policy copy) over 3 optimizer steps of 2
+ * accumulated micro-steps each on fixed batches, tiny transformer: all weights after, cpu path
+ * (tfjs ops) against the device path (fused programs).
+ */
+async function learnerRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const config = resolveConfig({ preset: "tiny", overrides: ["algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=64", "algo.hyperparams.max_grad_norm=0.05", "algo.encoder.dropout=0"] });
+  const nets = new QNetworks(config.algo.encoder, new Rng(1));
+  const learner = new Learner(nets, config.algo, 10, 2);
+  const rng = new Rng(2);
+  const words = (n: number) => Array.from({ length: n }, () => `w${rng.int(300)}`).join(" ");
+  const gradNorms: number[] = [];
+  for (let k = 0; k < 6; k++) {
+    const B = 4;
+    const batch = {
+      states: Array.from({ length: B }, (_, i) => [words(3 + i), ...(i % 2 ? [words(4)] : [])]),
+      actionTexts: Array.from({ length: B }, () => words(5)),
+      positions: Int32Array.from({ length: B }, () => rng.int(20)),
+      targets: Float32Array.from({ length: B }, () => rng.normal()),
+    };
+    const r = learner.microStep(batch, { maxActionLength: 16, maxInMemory: 16 });
+    if (r.applied) gradNorms.push((await learner.lastStats()).gradNorm);
+  }
+  const w = await nets.exportWeightsAsync();
+  const policy = await nets.policy.exportWeightsAsync();
+  const steps = (await learner.getStateAsync()).optimizer.steps;
+  learner.dispose();
+  nets.dispose();
+  return { w, policy, gradNorms, steps, updates: learner.updates };
+}
+
+async function learnerCase() {
+  const cpu = await learnerRun("cpu");
+  const gpu = await learnerRun("webgpu");
+  const diffs: Record<string, number> = {};
+  for (const k of ["state", "action", "stateTarget", "actionTarget"] as const) {
+    diffs[k] = Math.max(...cpu.w[k].map((t, i) => relDiff(gpu.w[k][i].data, t.data)));
+  }
+  diffs.policy = Math.max(...cpu.policy.map((t, i) => relDiff(gpu.policy[i].data, t.data)));
+  const moved = Math.max(...cpu.w.state.map((t, i) => relDiff(t.data, cpu.w.stateTarget[i].data)));
+  return { diffs, moved, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates] };
+}
+
+/**
+ * Attention forward and the gradients of Σ y ⊙ R w.r.t. q, k, v: on cpu device-ops.ts
+ * attentionDense's tfjs ops, on webgpu the fused programs (called directly). 3 sequences of 8
+ * (PAD keys, one sequence all PAD), 2 heads of 8; without and with dropout (same Rng seed); q, k, v
+ * separate and packed as one [B·T, 3d] tensor.
+ */
+async function attentionRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(13);
+  const B = 3, T = 8, H = 2, d = 16;
+  const mask = Float32Array.from({ length: B * T }, (_, i) => (Math.floor(i / T) === 2 ? 0 : i % T < 5 + Math.floor(i / T) ? 1 : 0));
+  const q = tf.tensor2d(normals(rng, B * T * d), [B * T, d]);
+  const k = tf.tensor2d(normals(rng, B * T * d), [B * T, d]);
+  const v = tf.tensor2d(normals(rng, B * T * d), [B * T, d]);
+  const R = tf.tensor2d(normals(rng, B * T * d), [B * T, d]);
+  const out: { name: string; values: Float32Array[] }[] = [];
+  for (const dropout of [0, 0.3]) {
+    const args = () => ({ batch: B, len: T, heads: H, mask, dropout, training: dropout > 0, rng: new Rng(9) });
+    const f = (a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) => (backend === "webgpu" ? attentionFused : attentionDense)(a as tf.Tensor2D, b as tf.Tensor2D, c as tf.Tensor2D, args());
+    const { value, grads } = tf.tidy(() => ({ value: f(q, k, v), grads: tf.grads((a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) => tf.sum(tf.mul(f(a, b, c), R)))([q, k, v]) }));
+    out.push({ name: `dropout ${dropout}`, values: await readAll([value, ...grads]) });
+    // packed: q | k | v as the columns of one [B·T, 3d] tensor (the fused QKV projection)
+    const qkv = tf.concat([q, k, v], 1) as tf.Tensor2D;
+    const g = (x: tf.Tensor) =>
+      backend === "webgpu" ? attentionFusedPacked(x as tf.Tensor2D, args()) : attentionDense(...([0, 1, 2].map((i) => tf.slice(x, [0, i * d], [B * T, d])) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor2D]), args());
+    const packed = tf.tidy(() => ({ value: g(qkv), grads: tf.grads((x: tf.Tensor) => tf.sum(tf.mul(g(x), R)))([qkv]) }));
+    out.push({ name: `packed dropout ${dropout}`, values: await readAll([packed.value, ...packed.grads]) });
+    qkv.dispose();
+  }
+  tf.dispose([q, k, v, R]);
+  return out;
+}
+
+async function attentionCase() {
+  const cpu = await attentionRun("cpu");
+  const gpu = await attentionRun("webgpu");
+  const parts = (name: string) => (name.startsWith("packed") ? ["forward", "grad qkv"] : ["forward", "grad q", "grad k", "grad v"]);
+  const diffs: Record<string, number> = {};
+  cpu.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts(r.name)[j]}`] = relDiff(gpu[i].values[j], v))));
+  return { diffs };
+}
+
+/**
+ * Twin-head Q of padded candidates, the soft value V(s) and the policy's top-k: on cpu
+ * device-scoring.ts's tfjs ops,
+ * on webgpu the fused programs. 3 environments of 5, 1 and 7 candidates (duplicated rows: tied
+ * Q values), positions past the rotary table, unavailable candidates; α 0.05, 0.5, 20 and 0 (hard
+ * max), top-k 5, 3, 2 and 1; and one environment alone.
+ */
+async function twinQRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(17);
+  const D = 16;
+  const out: { name: string; values: Float32Array[] }[] = [];
+  for (const counts of [[5, 1, 7], [4]]) {
+    const R = counts.reduce((a, b) => a + b, 0);
+    const E = counts.length;
+    const nMax = Math.max(...counts);
+    const cv = normals(rng, R * D);
+    const sv = normals(rng, E * D);
+    // rows 0 and 2 = 3 × state 0, unrotated (position 0): the same, largest Q of environment 0, a
+    // tie that top-k must break to the lower index (row 2 is unavailable: the other pick shows)
+    // and row 3 = 4 × state 0 above them, so with top-2 the tie sits at the cut
+    for (const row of [0, 2, 3]) for (let c = 0; c < D; c++) cv[row * D + c] = (row === 3 ? 4 : 3) * sv[c];
+    const cands = tf.tensor2d(cv, [R, D]);
+    const states = tf.tensor2d(sv, [E, D]);
+    const positions = Int32Array.from({ length: R }, (_, i) => (i === 1 ? 5000 : i === 0 || i === 2 || i === 3 ? 0 : rng.int(40)));
+    const avails = counts.map((n, e) => Uint8Array.from({ length: n }, (_, j) => (j === (e === 0 && n > 2 ? 2 : 1) ? 0 : 1)));
+    const fused = backend === "webgpu";
+    const { q1, q2 } = (fused ? scorePaddedFused : scorePadded)(states, cands, positions, counts);
+    const avail = availTensor(avails, nMax);
+    const values: tf.Tensor[] = [q1, q2];
+    for (const [alpha, k] of [[0.05, 5], [0, 5], [0.05, 3], [0.5, 1], [20, 2]]) values.push((fused ? softValueFused : softValueDevice)(q1, q2, avail, alpha, k));
+    for (const k of [5, 2]) {
+      const top = (fused ? policyTopKFused : policyTopK)(q1, q2, avail, k);
+      values.push(top.values, tf.cast(top.indices, "float32"));
+      top.indices.dispose();
+    }
+    out.push({ name: `counts ${counts}`, values: await readAll(values) });
+    tf.dispose([cands, states, avail]);
+  }
+  return out;
+}
+
+/**
+ * One environment with 9,000 candidates (past device-scoring's fused top-k bound): soft value and
+ * policy top-k through device-scoring.ts on both backends, and the dispatches of the soft value
+ * on webgpu for that row and for a row of 100.
+ */
+async function wideRowRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(31);
+  const out: Float32Array[] = [];
+  const dispatches: number[] = [];
+  for (const n of [9000, 100]) {
+    const q1 = tf.tensor2d(normals(rng, n), [1, n]);
+    const q2 = tf.tensor2d(normals(rng, n), [1, n]);
+    const avail = availTensor([Uint8Array.from({ length: n }, (_, j) => (j % 3 ? 1 : 0))], n);
+    resetCounters();
+    const v = withPhase("target", () => softValueDevice(q1, q2, avail, 0.05, 5));
+    dispatches.push(counterSnapshot().target?.dispatches ?? 0);
+    const top = policyTopK(q1, q2, avail, 5);
+    out.push(...(await readAll([v, top.values, tf.cast(top.indices, "float32")])));
+    tf.dispose([q1, q2, avail, top.indices]);
+  }
+  return { out, dispatches };
+}
+
+async function twinQCase() {
+  const cpuWide = await wideRowRun("cpu");
+  const gpuWide = await wideRowRun("webgpu");
+  const wide = { diffs: cpuWide.out.map((v, i) => relDiff(gpuWide.out[i], v)), dispatches: gpuWide.dispatches };
+  const cpu = await twinQRun("cpu");
+  const gpu = await twinQRun("webgpu");
+  const parts = ["q1", "q2", "V α 0.05 k 5", "V α 0 k 5", "V α 0.05 k 3", "V α 0.5 k 1", "V α 20 k 2", "top-5 values", "top-5 indices", "top-2 values", "top-2 indices"];
+  const diffs: Record<string, number> = {};
+  const padding: Record<string, boolean> = {};
+  cpu.forEach((r, i) =>
+    r.values.forEach((v0, j) => {
+      const name = `${r.name} ${parts[j]}`;
+      // top-k indices of −∞ (padding) entries: tfjs orders those ties arbitrarily (its comparator
+      // gives NaN for −∞ − −∞), so only indices of finite values are compared
+      const finiteAt = name.endsWith("indices") ? r.values[j - 1] : null;
+      const v = finiteAt ? v0.map((x, n) => (Number.isFinite(finiteAt[n]) ? x : -1)) : v0;
+      const g = finiteAt ? gpu[i].values[j].map((x, n) => (Number.isFinite(finiteAt[n]) ? x : -1)) : gpu[i].values[j];
+      padding[name] = v.every((x, n) => Number.isFinite(x) === Number.isFinite(g[n]) && (Number.isFinite(x) || x === g[n]));
+      const fin = (a: Float32Array) => a.map((x) => (Number.isFinite(x) ? x : 0));
+      diffs[name] = relDiff(fin(g), fin(v));
+    }),
+  );
+  return { diffs, padding, wide };
+}
+
+/**
+ * The clipping norm and factor (clipFactorDevice): on cpu the tfjs ops, on webgpu the fused
+ * sum-of-squares programs. 20 tensors (more than one program's worth), one of 100,000 values (many
+ * workgroups), one of a single value; max_norm below and above the norm.
+ */
+async function globalNormRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(19);
+  const sizes = [100_000, 1, ...Array.from({ length: 18 }, (_, i) => 3 + 17 * i)];
+  const xs = sizes.map((n, i) => tf.tensor1d(normals(rng, n, 0.01 * (i + 1))));
+  resetCounters();
+  const a = withPhase("update", () => clipFactorDevice(xs, 0.5));
+  const dispatches = counterSnapshot().update?.dispatches ?? 0;
+  const b = clipFactorDevice(xs, 1e6);
+  const values = await readAll([a.norm, a.coef, b.norm, b.coef]);
+  tf.dispose(xs);
+  return { values: values.map((v) => v[0]), dispatches, limit: backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0, tensors: sizes.length };
+}
+
+async function globalNormCase() {
+  const cpu = await globalNormRun("cpu");
+  const gpu = await globalNormRun("webgpu");
+  return { cpu: cpu.values, gpu: gpu.values, dispatches: gpu.dispatches, limit: gpu.limit, tensors: gpu.tensors };
+}
+
+/**
+ * The twin-head loss and its gradients for s and aRot: on cpu qfunction.ts twinLoss's tfjs ops, on
+ * webgpu the fused programs. Batches of 70 (more rows than the forward's workgroup) and 3, D 16.
+ */
+async function twinLossRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(23);
+  const out: { name: string; values: Float32Array[] }[] = [];
+  for (const B of [70, 3]) {
+    const D = 16;
+    const s = tf.tensor2d(normals(rng, B * D), [B, D]);
+    const a = tf.tensor2d(normals(rng, B * D), [B, D]);
+    const G = tf.tensor1d(normals(rng, B, 3));
+    const f = (x: tf.Tensor, y: tf.Tensor) => (backend === "webgpu" ? twinLossDevice : twinLoss)(x as tf.Tensor2D, y as tf.Tensor2D, G);
+    const r = tf.tidy(() => ({ value: f(s, a), grads: tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.mul(f(x, y), 1.5))([s, a]) }));
+    out.push({ name: `B ${B}`, values: await readAll([r.value, ...r.grads]) });
+    tf.dispose([s, a, G]);
+  }
+  return out;
+}
+
+async function twinLossCase() {
+  const cpu = await twinLossRun("cpu");
+  const gpu = await twinLossRun("webgpu");
+  const parts = ["loss", "grad s", "grad aRot"];
+  const diffs: Record<string, number> = {};
+  cpu.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts[j]}`] = relDiff(gpu[i].values[j], v))));
+  return { diffs };
+}
+
+/**
+ * The rotary rotation and its gradient: on cpu rotary.ts rotateTf's tfjs ops, on webgpu the fused
+ * programs. 9 rows of width 16, positions 0, past the table (clamped) and random.
+ */
+async function rotaryRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(29);
+  const n = 9, D = 16;
+  const x = tf.tensor2d(normals(rng, n * D), [n, D]);
+  const R = tf.tensor2d(normals(rng, n * D), [n, D]);
+  const positions = Int32Array.from({ length: n }, (_, i) => (i === 0 ? 0 : i === 1 ? 5000 : rng.int(900)));
+  const f = (v: tf.Tensor) => (backend === "webgpu" ? rotaryFused(v as tf.Tensor2D, positions) : rotateTf(v as tf.Tensor2D, positions));
+  const r = tf.tidy(() => ({ value: f(x), grads: tf.grads((v: tf.Tensor) => tf.sum(tf.mul(f(v), R)))([x]) }));
+  const values = await readAll([r.value, ...r.grads]);
+  tf.dispose([x, R]);
+  return values;
+}
+
+async function rotaryCase() {
+  const cpu = await rotaryRun("cpu");
+  const gpu = await rotaryRun("webgpu");
+  return { forward: relDiff(gpu[0], cpu[0]), grad: relDiff(gpu[1], cpu[1]) };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = {
+  rotary: rotaryCase,
+  "twin-loss": twinLossCase,
+  "global-norm": globalNormCase,
+  "twin-q": twinQCase,
+  attention: attentionCase,
+  learner: learnerCase,
+  adamw: adamwCase,
+  polyak: polyakCase,
+  "gelu-layernorm": geluLayerNormCase,
+};
+
+const name = process.argv[2] ?? "";
+const fn = CASES[name];
+if (!fn) throw new Error(`unknown case "${name}" (one of ${Object.keys(CASES).join(", ")})`);
+process.stdout.write(JSON.stringify(await fn()) + "\n");
+process.exit(0);

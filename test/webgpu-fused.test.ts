@@ -1,0 +1,108 @@
+/**
+ * The fused WebGPU kernels of server/qrag/model/webgpu/ (the device path's AdamW, Polyak, GELU,
+ * LayerNorm) on Mesa's software Vulkan driver (lavapipe), against the tfjs reference ops on the
+ * cpu backend with the same inputs. Each case runs in a fresh process (webgpu-fused-cases.ts);
+ * a case whose process is killed by a signal (a crash inside Dawn/lavapipe) is run again, up to 3
+ * times. Machines without lavapipe skip, except under QRAG_REQUIRE_WEBGPU=1 (CI).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { webgpuSkip as skip } from "./webgpu-skip.ts";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+
+function runCase<T>(name: string): T {
+  let last = "";
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const r = spawnSync(process.execPath, ["--max-semi-space-size=128", "--import", "tsx", "test/webgpu-fused-cases.ts", name], {
+      cwd: ROOT,
+      env: { ...process.env, QRAG_BACKEND: "", QRAG_WASM_THREADS: "1" },
+      encoding: "utf8",
+      timeout: 240_000,
+    });
+    if (r.status === 0) return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as T;
+    last = `${name}: exit ${r.status} signal ${r.signal} (attempt ${attempt})\n${r.stderr.split("\n").filter((l) => !l.startsWith("Warning")).slice(-12).join("\n")}`;
+    const crashed = r.signal !== null || r.status === 134 || r.status === 139;
+    if (!crashed) break;
+  }
+  throw new Error(last);
+}
+
+test("fused AdamW on webgpu: params and moments of 6 steps equal agent/adamw.ts's tfjs ops on cpu", { skip }, () => {
+  const r = runCase<{ p: number[]; m: number[]; v: number[]; cpuSteps: number[]; gpuSteps: number[]; dispatchesPerStep: number; limit: number; variables: number; liveTensors: number[] }>("adamw");
+  for (const [what, diffs] of [["p", r.p], ["m", r.m], ["v", r.v]] as const) {
+    assert.equal(diffs.length, r.variables);
+    diffs.forEach((d, i) => assert.ok(d <= 1e-6, `${what} of variable ${i}: rel. diff ${d}`));
+  }
+  // variable 1 had no gradient in two steps: its own step count (bias correction) stayed behind
+  assert.deepEqual(r.cpuSteps, [6, 4, 6, 6, 6]);
+  assert.deepEqual(r.gpuSteps, r.cpuSteps);
+  // the fused path ran: one program per group of floor((limit − 1)/7) variables (scale included)
+  const perProgram = Math.max(1, Math.floor((r.limit - 1) / 7));
+  assert.equal(r.dispatchesPerStep, Math.ceil(r.variables / perProgram), `dispatches per step with limit ${r.limit}`);
+  assert.ok(r.liveTensors.every((n) => n === r.liveTensors[0]), `live tensors before each step: ${r.liveTensors}`);
+});
+
+test("fused Polyak averaging on webgpu equals tgt·(1 − τ) + online·τ on cpu, in few programs", { skip }, () => {
+  const r = runCase<{ diffs: number[]; dispatches: number; limit: number; pairs: number }>("polyak");
+  assert.equal(r.diffs.length, r.pairs);
+  r.diffs.forEach((d, i) => assert.ok(d <= 1e-6, `pair ${i}: rel. diff ${d}`));
+  assert.equal(r.dispatches, Math.ceil(r.pairs / Math.floor(r.limit / 3)));
+});
+
+test("the Learner on webgpu (fused clipping+AdamW, Polyak) trains like the cpu path: 3 updates, all weights within 1e-4", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; moved: number; gradNorms: { cpu: number[]; gpu: number[] }; steps: { cpu: number[]; gpu: number[] }; updates: number[] }>("learner");
+  assert.deepEqual(r.updates, [3, 3]);
+  assert.deepEqual(r.steps.gpu, r.steps.cpu);
+  assert.ok(r.moved > 1e-3, `the trainable weights left their targets (${r.moved})`);
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-4, `${k}: rel. diff ${d}`);
+  r.gradNorms.cpu.forEach((n, i) => assert.ok(Math.abs(r.gradNorms.gpu[i] - n) <= 1e-5 * n, `grad norm ${i}: ${r.gradNorms.gpu[i]} vs ${n}`));
+});
+
+test("fused GELU and LayerNorm on webgpu: forward and gradients within 1e-5 of ops.ts's tfjs compositions on cpu", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number> }>("gelu-layernorm");
+  assert.equal(Object.keys(r.diffs).length, 2 + 3 * 4, Object.keys(r.diffs).join(", "));
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+});
+
+test("fused attention on webgpu (q, k, v separate and packed): forward and gradients within 1e-5 of attentionDense's tfjs ops on cpu, with PAD keys and dropout", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number> }>("attention");
+  assert.equal(Object.keys(r.diffs).length, 2 * 4 + 2 * 2, Object.keys(r.diffs).join(", "));
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+});
+
+test("fused twin-head Q, soft value and policy top-k on webgpu equal device-scoring.ts's tfjs ops on cpu (padding, rotary, ties, α 0 and > 0)", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; padding: Record<string, boolean>; wide: { diffs: number[]; dispatches: number[] } }>("twin-q");
+  // 9,000 candidates: tfjs's topk (past the fused bound), 100: one fused program; both equal cpu
+  r.wide.diffs.forEach((d, i) => assert.ok(d <= 1e-5, `wide/narrow row output ${i}: rel. diff ${d}`));
+  assert.ok(r.wide.dispatches[0] > 1, `9,000 candidates: ${r.wide.dispatches[0]} dispatches`);
+  assert.equal(r.wide.dispatches[1], 1, "100 candidates: one program");
+  assert.equal(Object.keys(r.diffs).length, 2 * 11, Object.keys(r.diffs).join(", "));
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+  for (const [k, same] of Object.entries(r.padding)) assert.ok(same, `${k}: −∞ padding at other places`);
+});
+
+test("fused clipping norm on webgpu equals the tfjs ops' norm and factor on cpu, in few programs", { skip }, () => {
+  const r = runCase<{ cpu: number[]; gpu: number[]; dispatches: number; limit: number; tensors: number }>("global-norm");
+  const [norm, coef, norm2, coef2] = r.gpu;
+  assert.ok(Math.abs(norm - r.cpu[0]) <= 1e-6 * r.cpu[0], `norm ${norm} vs ${r.cpu[0]}`);
+  assert.ok(Math.abs(coef - r.cpu[1]) <= 1e-6 * r.cpu[1] && coef < 1, `factor ${coef} vs ${r.cpu[1]}`);
+  assert.equal(norm2, norm);
+  assert.equal(coef2, 1);
+  // ceil(tensors / (limit − 1)) sum-of-squares programs, then concat, sum, sqrt and the factor's 3 ops
+  assert.equal(r.dispatches, Math.ceil(r.tensors / (r.limit - 1)) + 6);
+});
+
+test("fused twin-head loss on webgpu: loss and gradients within 1e-5 of qfunction.ts twinLoss's tfjs ops on cpu", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number> }>("twin-loss");
+  assert.equal(Object.keys(r.diffs).length, 2 * 3, Object.keys(r.diffs).join(", "));
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+});
+
+test("fused rotary rotation on webgpu: forward and gradient within 1e-6 of rotateTf's tfjs ops on cpu", { skip }, () => {
+  const r = runCase<{ forward: number; grad: number }>("rotary");
+  assert.ok(r.forward <= 1e-6, `forward rel. diff ${r.forward}`);
+  assert.ok(r.grad <= 1e-6, `gradient rel. diff ${r.grad}`);
+});
