@@ -10,8 +10,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
-import { pickBackend } from "../server/qrag/backend.ts";
-import { counterSnapshot, countersOn, onDevice, resetCounters } from "../server/qrag/device.ts";
+import { onBackend, relDiff } from "./device-case-runner.ts";
+import { counterSnapshot, resetCounters } from "../server/qrag/device.ts";
 import { createEncoder } from "../server/qrag/model/factory.ts";
 import type { EncoderConfig, TokenBatch } from "../server/qrag/model/encoder.ts";
 import type { QEncoder } from "../server/qrag/model/base.ts";
@@ -26,23 +26,6 @@ import { evalOptions, train } from "../server/qrag/train.ts";
 import { workloadSource } from "../server/qrag/bench/workload.ts";
 import type { EpisodeRecord } from "../server/qrag/events.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
-
-async function onBackend(name: "cpu" | "webgpu"): Promise<void> {
-  if (name === "webgpu") await pickBackend("webgpu");
-  else await tf.setBackend("cpu");
-  if (tf.getBackend() !== name || onDevice() !== (name === "webgpu")) throw new Error(`backend ${tf.getBackend()} is not ${name}`);
-  countersOn();
-}
-
-/** max |a − b| / max |b|. */
-function relDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  if (a.length !== b.length) return Infinity;
-  let scale = 1e-6;
-  for (let i = 0; i < b.length; i++) scale = Math.max(scale, Math.abs(b[i]));
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m / scale;
-}
 
 function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
   if (a.length !== b.length) return Infinity;

@@ -10,33 +10,14 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import path from "node:path";
 import { webgpuSkip as skip } from "./webgpu-skip.ts";
+import { runCaseFile } from "./device-case-runner.ts";
 import type { PhaseCounters } from "../server/qrag/device.ts";
 
-const ROOT = path.resolve(import.meta.dirname, "..");
+/** Runs one case of engine-device-cases.ts in a fresh process and returns its JSON. */
+const runCase = <T>(name: string): T => runCaseFile<T>("test/engine-device-cases.ts", name);
 
 type Counts = Partial<Record<string, PhaseCounters>>;
-
-/** Runs one case of engine-device-cases.ts in a fresh process and returns its JSON. */
-function runCase<T>(name: string): T {
-  let last = "";
-  for (let attempt = 1; attempt <= 3; attempt++) {
-    const r = spawnSync(process.execPath, ["--max-semi-space-size=128", "--import", "tsx", "test/engine-device-cases.ts", name], {
-      cwd: ROOT,
-      env: { ...process.env, QRAG_BACKEND: "", QRAG_WASM_THREADS: "1" },
-      encoding: "utf8",
-      timeout: 240_000,
-    });
-    if (r.status === 0) return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as T;
-    last = `${name}: exit ${r.status} signal ${r.signal} (attempt ${attempt})\n${r.stderr.split("\n").filter((l) => !l.startsWith("Warning")).slice(-12).join("\n")}`;
-    // only a process killed by SIGSEGV/SIGABRT (a driver crash) is retried; an engine error exits 1
-    const crashed = r.signal !== null || r.status === 134 || r.status === 139;
-    if (!crashed) break;
-  }
-  throw new Error(last);
-}
 
 for (const kind of ["transformer", "bow"] as const) {
   test(`${kind} encoder on webgpu: forward and gradients equal the cpu path, no synchronous read`, { skip }, () => {

@@ -5,8 +5,8 @@
  * of server/qrag/model/webgpu/ against the tfjs reference ops on the cpu backend, same inputs.
  */
 import * as tf from "@tensorflow/tfjs";
-import { pickBackend } from "../server/qrag/backend.ts";
-import { counterSnapshot, countersOn, onDevice, resetCounters, withPhase } from "../server/qrag/device.ts";
+import { onBackend, relDiff as relDiffFloor } from "./device-case-runner.ts";
+import { counterSnapshot, resetCounters, withPhase } from "../server/qrag/device.ts";
 import { AdamW, clipFactorDevice } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
 import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
@@ -25,22 +25,8 @@ import { resolveConfig } from "../server/qrag/config.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
 import { Learner } from "../server/qrag/agent/learner.ts";
 
-async function onBackend(name: "cpu" | "webgpu"): Promise<void> {
-  if (name === "webgpu") await pickBackend("webgpu");
-  else await tf.setBackend("cpu");
-  if (tf.getBackend() !== name || onDevice() !== (name === "webgpu")) throw new Error(`backend ${tf.getBackend()} is not ${name}`);
-  countersOn();
-}
-
-/** max |a − b| / max |b|. */
-function relDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  if (a.length !== b.length) return Infinity;
-  let scale = 1e-30;
-  for (let i = 0; i < b.length; i++) scale = Math.max(scale, Math.abs(b[i]));
-  let m = 0;
-  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-  return m / scale;
-}
+/** max |a − b| / max |b| (no floor: these references are never all zero). */
+const relDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => relDiffFloor(a, b, 1e-30);
 
 function normals(rng: Rng, n: number, std = 1): Float32Array {
   return Float32Array.from({ length: n }, () => rng.normal() * std);

@@ -7,28 +7,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import path from "node:path";
 import { webgpuSkip as skip } from "./webgpu-skip.ts";
+import { runCaseFile } from "./device-case-runner.ts";
 
-const ROOT = path.resolve(import.meta.dirname, "..");
-
-function runCase<T>(name: string): T {
-  let last = "";
-  for (let attempt = 1; attempt <= 3; attempt++) {
-    const r = spawnSync(process.execPath, ["--max-semi-space-size=128", "--import", "tsx", "test/webgpu-fused-cases.ts", name], {
-      cwd: ROOT,
-      env: { ...process.env, QRAG_BACKEND: "", QRAG_WASM_THREADS: "1" },
-      encoding: "utf8",
-      timeout: 240_000,
-    });
-    if (r.status === 0) return JSON.parse(r.stdout.trim().split("\n").at(-1)!) as T;
-    last = `${name}: exit ${r.status} signal ${r.signal} (attempt ${attempt})\n${r.stderr.split("\n").filter((l) => !l.startsWith("Warning")).slice(-12).join("\n")}`;
-    const crashed = r.signal !== null || r.status === 134 || r.status === 139;
-    if (!crashed) break;
-  }
-  throw new Error(last);
-}
+/** Runs one case of webgpu-fused-cases.ts in a fresh process and returns its JSON. */
+const runCase = <T>(name: string): T => runCaseFile<T>("test/webgpu-fused-cases.ts", name);
 
 test("fused AdamW on webgpu: params and moments of 6 steps equal agent/adamw.ts's tfjs ops on cpu", { skip }, () => {
   const r = runCase<{ p: number[]; m: number[]; v: number[]; cpuSteps: number[]; gpuSteps: number[]; dispatchesPerStep: number; limit: number; variables: number; liveTensors: number[] }>("adamw");
