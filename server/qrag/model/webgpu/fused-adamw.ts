@@ -10,7 +10,7 @@
  * order (torch AdamW: decoupled decay, then the bias-corrected Adam step), in float32.
  */
 import * as tf from "@tensorflow/tfjs";
-import { runRawProgram, storageBufferLimit, storageDecls, uniformStruct, webgpuBackend, WG, type Uniform } from "./raw-program.ts";
+import { concatenatedArraysShader, runRawProgram, storageBufferLimit, storageDecls, uniformStruct, webgpuBackend, WG, type Uniform } from "./raw-program.ts";
 
 /** One variable's update: current p, m, v, its float32 gradient and its own step constants. */
 export interface AdamWSlot {
@@ -40,27 +40,17 @@ function adamwCode(k: number, scaled: boolean): string {
   for (let i = 0; i < k; i++) write.push(`po${i}`, `mo${i}`, `vo${i}`);
   const fields = ["b1: f32", "c1: f32", "b2: f32", "c2: f32", "eps: f32"];
   for (let i = 0; i < k; i++) fields.push(`n${i}: u32`, `s${i}: f32`, `bc${i}: f32`, `d${i}: f32`);
-  const body: string[] = [];
-  for (let i = 0; i < k; i++) {
-    body.push(`  if (j < u.n${i}) {
-    let g = g${i}[j]${scaled ? " * scale[0]" : ""};
+  const bodies = Array.from(
+    { length: k },
+    (_, i) => `    let g = g${i}[j]${scaled ? " * scale[0]" : ""};
     let m = m${i}[j] * u.b1 + g * u.c1;
     let v = v${i}[j] * u.b2 + (g * g) * u.c2;
     mo${i}[j] = m;
     vo${i}[j] = v;
     let denom = sqrt(v) / u.bc${i} + u.eps;
-    po${i}[j] = p${i}[j] * u.d${i} - (m / denom) * u.s${i};
-    return;
-  }
-  j = j - u.n${i};`);
-  }
-  return `${uniformStruct(fields)}
-${storageDecls(read, write)}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  var j = threadIndex(gid);
-${body.join("\n")}
-}`;
+    po${i}[j] = p${i}[j] * u.d${i} - (m / denom) * u.s${i};`,
+  );
+  return concatenatedArraysShader(fields, read, write, bodies);
 }
 
 /** How many variables one program takes: 7 storage buffers each, plus the scale. */
@@ -108,18 +98,8 @@ function polyakCode(k: number): string {
   for (let i = 0; i < k; i++) read.push(`t${i}`, `o${i}`);
   const write = Array.from({ length: k }, (_, i) => `r${i}`);
   const fields = ["keep: f32", "tau: f32", ...Array.from({ length: k }, (_, i) => `n${i}: u32`)];
-  const body = Array.from(
-    { length: k },
-    (_, i) => `  if (j < u.n${i}) { r${i}[j] = t${i}[j] * u.keep + o${i}[j] * u.tau; return; }
-  j = j - u.n${i};`,
-  );
-  return `${uniformStruct(fields)}
-${storageDecls(read, write)}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  var j = threadIndex(gid);
-${body.join("\n")}
-}`;
+  const bodies = Array.from({ length: k }, (_, i) => `    r${i}[j] = t${i}[j] * u.keep + o${i}[j] * u.tau;`);
+  return concatenatedArraysShader(fields, read, write, bodies);
 }
 
 /**

@@ -85,6 +85,22 @@ export function uniformStruct(fields: string[]): string {
 fn threadIndex(gid: vec3<u32>) -> u32 { return gid.y * u.stride + gid.x; }`;
 }
 
+/**
+ * A program over k flat arrays laid end to end (one thread per element of all of them): thread j
+ * runs `bodies[i]` with `j` the index inside array i, whose length is the uniform `n${i}`. The
+ * fields must include `n0 … n{k−1}: u32`.
+ */
+export function concatenatedArraysShader(fields: string[], read: string[], write: string[], bodies: string[]): string {
+  const branches = bodies.map((b, i) => `  if (j < u.n${i}) {\n${b}\n    return;\n  }\n  j = j - u.n${i};`);
+  return `${uniformStruct(fields)}
+${storageDecls(read, write)}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  var j = threadIndex(gid);
+${branches.join("\n")}
+}`;
+}
+
 /** Records `prog` and returns its outputs (new tensor infos, owned by the caller). */
 export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.TensorInfo[] {
   const nIn = prog.inputs.length;

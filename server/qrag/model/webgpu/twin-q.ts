@@ -13,6 +13,19 @@ import * as tf from "@tensorflow/tfjs";
 import { rotaryRows } from "../device-ops.ts";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 
+/**
+ * WGSL loop body: insert value `x` of candidate `j` into the descending top-K list (`vals`, `inds`,
+ * `cnt` entries so far); a value that does not beat the K-th is skipped, ties keep the earlier index.
+ */
+function insertTopK(vals: string, inds: string, x: string): string {
+  return `      if (cnt == K && !(${x} > ${vals}[K - 1u])) { continue; }
+      var p = min(cnt, K - 1u);
+      while (p > 0u && ${vals}[p - 1u] < ${x}) { ${vals}[p] = ${vals}[p - 1u]; ${inds}[p] = ${inds}[p - 1u]; p--; }
+      ${vals}[p] = ${x};
+      ${inds}[p] = j;
+      cnt = min(cnt + 1u, K);`;
+}
+
 /** −∞ comes in as a uniform: WGSL rejects a constant infinity. */
 const NEG_INF = "u.negInf";
 
@@ -87,12 +100,7 @@ function headCode(q: string, soft: boolean): string {
     for (var j = 0u; j < u.nMax; j++) {
       let x = ${q}[e * u.nMax + j];
       if (bitcast<u32>(x) == 0xff800000u) { continue; } // padding (−∞): never selected before a finite value
-      if (cnt == K && !(x > vals[K - 1u])) { continue; }
-      var p = min(cnt, K - 1u);
-      while (p > 0u && vals[p - 1u] < x) { vals[p] = vals[p - 1u]; inds[p] = inds[p - 1u]; p--; }
-      vals[p] = x;
-      inds[p] = j;
-      cnt = min(cnt + 1u, K);
+${insertTopK("vals", "inds", "x")}
     }
     if (cnt == 0u) {
       res_${q} = ${NEG_INF};
@@ -179,12 +187,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let x = q1[o + j] + q2[o + j];
     if (!finite(x)) { continue; }
     let v = select(mn - 1.0, x, avail[o + j] > 0.0);
-    if (cnt == K && !(v > vs[K - 1u])) { continue; }
-    var p = min(cnt, K - 1u);
-    while (p > 0u && vs[p - 1u] < v) { vs[p] = vs[p - 1u]; ix[p] = ix[p - 1u]; p--; }
-    vs[p] = v;
-    ix[p] = j;
-    cnt = min(cnt + 1u, K);
+${insertTopK("vs", "ix", "v")}
   }
   // fewer finite logits than k: the padding (−∞) follows in index order, as in tfjs's topk
   for (var j = 0u; j < u.nMax && cnt < K; j++) {
