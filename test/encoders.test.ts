@@ -12,7 +12,7 @@ import { createEncoder, defaultEncoderConfig, type QEncoder } from "../server/qr
 import { twinQ, twinQAll } from "../server/qrag/model/qfunction.ts";
 import { attentionBatched } from "../server/qrag/model/attention.ts";
 import { embedScatter } from "../server/qrag/model/ops.ts";
-import { CLS, PAD, SEP, textIds, textIdsFast, wordId } from "../server/qrag/model/tokenizer.ts";
+import { CLS, PAD, SEP, textIds, textIdsFast, textIdsWithBigrams, wordId } from "../server/qrag/model/tokenizer.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 
 await pickBackend("wasm");
@@ -113,6 +113,32 @@ test("textIdsFast equals textIds (ASCII fast path, non-ASCII fallback, truncatio
       assert.deepEqual(textIdsFast(t, V, max), textIds(t, V, max), JSON.stringify(t));
     }
   }
+});
+
+test("word bigrams: the word ids, then one ordered pair per consecutive content words", () => {
+  const V = 1 << 20; // large enough that no two of these ids collide
+  const ids = (t: string) => textIdsWithBigrams(t, V, 64);
+  const bigrams = (t: string) => ids(t).slice(textIdsFast(t, V, 64).length);
+  const q1 = "What is north of the garden?", q2 = "What is the garden north of?";
+  const kitchenNorthOfGarden = "The kitchen is north of the garden.", gardenNorthOfKitchen = "The garden is north of the kitchen.";
+  // Prefix = the plain word ids; function words make no pairs (3 content words → 2 pairs).
+  assert.deepEqual(ids(kitchenNorthOfGarden).slice(0, 7), textIdsFast(kitchenNorthOfGarden, V, 64));
+  assert.equal(bigrams(kitchenNorthOfGarden).length, 2);
+  // The same bag of words, told apart by order: each question's pair is in its answer fact only.
+  assert.deepEqual([...textIdsFast(kitchenNorthOfGarden, V, 64)].sort(), [...textIdsFast(gardenNorthOfKitchen, V, 64)].sort());
+  assert.deepEqual(bigrams(q1), [bigrams(kitchenNorthOfGarden)[1]]);
+  assert.deepEqual(bigrams(q2), [bigrams(gardenNorthOfKitchen)[0]]);
+  assert.ok(!bigrams(gardenNorthOfKitchen).includes(bigrams(q1)[0]));
+  assert.ok(!bigrams(kitchenNorthOfGarden).includes(bigrams(q2)[0]));
+  // Truncation counts words; pairs only among the kept words; every id in [3, V).
+  assert.deepEqual(ids("kitchen north garden office"), [...ids("kitchen north garden office").slice(0, 4), ...bigrams("kitchen north garden office")]);
+  assert.equal(textIdsWithBigrams("kitchen north garden office", V, 2).length, 3);
+  assert.ok(textIdsWithBigrams("Café naïve über alles", 50, 10).every((id) => id >= 3 && id < 50));
+  // The bow encoder packs them only when asked.
+  const plain = createEncoder(BOW, new Rng(1)).packActions([kitchenNorthOfGarden], 64);
+  const withPairs = createEncoder({ ...BOW, word_bigrams: true }, new Rng(1)).packActions([kitchenNorthOfGarden], 64);
+  assert.equal(Array.from(plain.mask).reduce((a, b) => a + b, 0), 7);
+  assert.equal(Array.from(withPairs.mask).reduce((a, b) => a + b, 0), 9);
 });
 
 test("bow packing: hashed words only, per-piece truncation, power-of-two padding", () => {

@@ -21,10 +21,12 @@ const encoderSchema = z.strictObject({
   max_len: int(8, 8192).default(256),
   dropout: prob.default(0.1),
   init_std: z.number().positive().default(0.02),
+  word_bigrams: z.boolean().default(false).describe("bow: also hash ordered pairs of consecutive content words (word order inside a chunk)"),
   // --- hf encoders (model/hf/): a Hugging Face BERT folder in the data root; sizes come from its config.json
   path: z.string().max(1000).optional().describe("hf: model folder in the data root (config.json, model.safetensors, vocab.txt or tokenizer.json)"),
   max_length: int(2, 8192).optional().describe("hf: longest packed sequence (default: the model's max_position_embeddings)"),
-}).refine((e) => e.type !== "hf" || typeof e.path === "string", { message: "required for type hf (a Hugging Face model folder in the data root)", path: ["path"] });
+}).refine((e) => e.type !== "hf" || typeof e.path === "string", { message: "required for type hf (a Hugging Face model folder in the data root)", path: ["path"] })
+  .refine((e) => e.type === "bow" || !e.word_bigrams, { message: "only the bow encoder takes word bigrams", path: ["word_bigrams"] });
 
 const algoSchema = z.strictObject({
   name: z.string().default("pqn"),

@@ -77,8 +77,10 @@ export function learningTables(tasks: TaskResult[]): string {
   }
   lines.push("");
   const lengths = [...new Set(tasks.flatMap((t) => t.runs.flatMap((r) => r.sweep.map((p) => p.numChunks))))].sort((a, b) => a - b);
+  // a task trained with two presets (e.g. qa4 with and without word bigrams) gets a column per preset
+  const head = (t: TaskResult) => (tasks.filter((u) => u.task === t.task).length > 1 ? `${t.task} (${t.preset ?? "–"})` : t.task);
   const sweepTable = (title: string, cell: (ps: SweepPoint[]) => string) => {
-    lines.push(`| ${title} | ${tasks.map((t) => t.task).join(" | ")} |`);
+    lines.push(`| ${title} | ${tasks.map(head).join(" | ")} |`);
     lines.push(`|---|${tasks.map(() => "---|").join("")}`);
     for (const n of lengths) {
       const points = tasks.map((t) => t.runs.map((r) => r.sweep.find((p) => p.numChunks === n)).filter((p): p is SweepPoint => !!p));

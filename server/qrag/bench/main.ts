@@ -37,6 +37,8 @@ interface BenchOptions {
   /** NIAH part: variants to sweep (default all 8) and samples per length. */
   variants?: string[];
   samples?: number[];
+  /** Precision part: evaluate this checkpoint (one task) instead of runs/bench-learning-<task>. */
+  checkpoint?: string;
   /** NIAH part: reuse trained checkpoints, keep bench-results/niah.json's points not measured again. */
   reuse?: boolean;
   outFile?: string;
@@ -75,12 +77,17 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       const onProgress = (learning: Record<string, unknown>[]) => writeResult(outFile(opts), { ...result, partial: true, learning });
       result.learning = await benchLearning(log, { tasks, seeds: opts.seeds, onProgress });
     } else if (part === "precision") {
-      const { benchPrecision, defaultPrecisionCheckpoint } = await import("./precision.ts");
+      const { benchPrecision, defaultPrecisionCheckpoint, precisionFileFor } = await import("./precision.ts");
       const known = ["qa1", "qa2", "qa3", "qa4", "qa5"];
       const unknown = opts.tasks?.filter((t) => !known.includes(t)) ?? [];
       if (unknown.length) throw new Error(`unknown precision task(s) ${unknown.join(", ")} (known: ${known.join(", ")})`);
       const tasks = opts.tasks ?? known.filter((t) => fs.existsSync(defaultPrecisionCheckpoint(t)));
-      result.precision = await benchPrecision(log, tasks, { lengths: opts.lengths });
+      const { checkpoint } = opts;
+      if (checkpoint && tasks.length !== 1) throw new Error(`--checkpoint takes one task (--tasks qaN), got ${tasks.length}`);
+      result.precision = await benchPrecision(log, tasks, {
+        lengths: opts.lengths,
+        ...(checkpoint ? { checkpoints: { [tasks[0]]: checkpoint }, fileName: (t: string) => precisionFileFor(t, checkpoint) } : {}),
+      });
     } else if (part === "niah") {
       const { benchNiah } = await import("./niah.ts");
       result.niah = await benchNiah(log, { variants: opts.variants, seeds: opts.seeds, lengths: opts.lengths, samples: opts.samples, reuse: opts.reuse, outFile: path.resolve("bench-results", "niah.json") });

@@ -31,6 +31,8 @@ type Trajectory = Pick<EpisodeRecord, "id" | "steps" | "sf_idx" | "pred_idx">;
 export interface PrecisionOptions {
   /** Checkpoint folder per task; default runs/bench-learning-<task>/checkpoints/best. */
   checkpoints?: Record<string, string>;
+  /** Output file name per task; default precision-<task>.json (the README's table). */
+  fileName?: (task: string) => string;
   lengths?: number[];
   samples?: (numChunks: number) => number;
   validationSamples?: number;
@@ -95,6 +97,17 @@ export function scoreRules(trajs: readonly Trajectory[], rules: readonly { name:
   });
 }
 
+/**
+ * The file name for a checkpoint other than the default: precision-<task>-<run folder>.json, the
+ * run folder being the one holding `checkpoints/` (else the checkpoint folder itself).
+ */
+export function precisionFileFor(task: string, checkpoint: string): string {
+  const parts = path.resolve(checkpoint).split(path.sep);
+  const i = parts.lastIndexOf("checkpoints");
+  const name = (i > 0 ? parts[i - 1] : parts[parts.length - 1]).replace(/[^A-Za-z0-9._-]+/g, "_");
+  return `precision-${task}-${name}.json`;
+}
+
 export async function benchPrecision(log: (m: string) => void, tasks: string[], opts: PrecisionOptions = {}): Promise<Record<string, unknown>[]> {
   const lengths = opts.lengths ?? [50, 1200, 40000];
   const samplesFor = opts.samples ?? ((n: number) => (n <= 50_000 ? 100 : 30));
@@ -140,7 +153,7 @@ export async function benchPrecision(log: (m: string) => void, tasks: string[], 
         const oraclePrefix = { ...oraclePrefixScore(test), usesGroundTruth: true };
         result.lengths.push({ numChunks, tokens: Math.round(estimateContextTokens(numChunks, tpc.noise.mean)), samples: test.length, seconds, rules: rows, oraclePrefix, lengthCalibration: { samples: valHere.length, calibrations: calHere } });
         log(`  ${task} ${numChunks} chunks (${test.length} samples, ${seconds.toFixed(0)} s): ${rows.map((r) => `${r.name} cov ${r.coverage.toFixed(3)} F1 ${r.f1.toFixed(3)}`).join("; ")}; [oracle-prefix bound cov ${oraclePrefix.coverage.toFixed(3)} F1 ${oraclePrefix.f1.toFixed(3)}]`);
-        fs.writeFileSync(path.join(outDir, `precision-${task}.json`), JSON.stringify(result, null, 2));
+        fs.writeFileSync(path.join(outDir, opts.fileName?.(task) ?? `precision-${task}.json`), JSON.stringify(result, null, 2));
       }
       results.push(result);
     } finally {

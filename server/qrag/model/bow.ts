@@ -5,7 +5,9 @@
  *   h = e + W2·drop(gelu(W1·e + b1)) + b2             (D → hidden → D, exact erf GELU)
  *   y = LayerNorm(h) / 10                             (no projection, no normalisation: docs/method.md §2.1)
  *
- * Tokens are words only (no CLS/SEP): actions are a chunk's words truncated to `maxTokens`;
+ * Tokens are words only (no CLS/SEP), plus with `word_bigrams` the hashed ordered pairs of
+ * consecutive content words (tokenizer.ts: word order inside a sentence, e.g. qa4's "A is north of
+ * B" vs "B is north of A"); actions are a chunk's words truncated to `maxTokens`;
  * states are the words of each piece truncated separately, concatenated. Rows are right-padded to
  * the next power of two (capped at `max_len`). Dropout (rate `dropout`) acts on the hidden layer
  * when training. MLP weights start like torch.nn.Linear (U(±1/√fan_in)), biases at 0, LN (1, 0).
@@ -14,7 +16,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { EncoderConfig, TokenBatch } from "./encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type ParamSpec, type WeightSource } from "./base.ts";
 import { bagIndex, dropout, embedBag, gelu, layerNorm, linear, mm } from "./ops.ts";
-import { textIdsFast as textIds } from "./tokenizer.ts";
+import { textIdsFast, textIdsWithBigrams } from "./tokenizer.ts";
 import { Rng } from "../util/rng.ts";
 
 function bowSpecs(c: EncoderConfig): ParamSpec[] {
@@ -39,24 +41,27 @@ export class BowEncoder extends BaseEncoder {
     if (config.type !== "bow") throw new Error(`BowEncoder: config.type is "${config.type}"`);
   }
 
+  private textIds(text: string, maxTokens: number): number[] {
+    const V = this.config.vocab_size;
+    return this.config.word_bigrams ? textIdsWithBigrams(text, V, maxTokens) : textIdsFast(text, V, maxTokens);
+  }
+
   protected cloneFrom(trainable: boolean): BowEncoder {
     return new BowEncoder(this.config, { from: this, trainable });
   }
 
   packActions(texts: readonly string[], maxTokens: number): TokenBatch {
-    const V = this.config.vocab_size;
     return padRows(
-      texts.map((t) => textIds(t, V, maxTokens)),
+      texts.map((t) => this.textIds(t, maxTokens)),
       this.config.max_len,
     );
   }
 
   packStates(states: readonly (readonly string[])[], maxTokensPerPiece: number): TokenBatch {
-    const V = this.config.vocab_size;
     const rows = states.map((pieces) => {
       const row: number[] = [];
       for (const p of pieces) {
-        const ids = textIds(p, V, maxTokensPerPiece);
+        const ids = this.textIds(p, maxTokensPerPiece);
         for (let i = 0; i < ids.length; i++) row.push(ids[i]);
       }
       return row;

@@ -36,6 +36,8 @@ export interface EncoderConfig {
   dropout: number;
   /** Std of the N(0, std) initialisation of embeddings. */
   init_std: number;
+  /** bow only: add hashed bigrams of consecutive content words (absent in older checkpoints = off). */
+  word_bigrams?: boolean;
 }
 
 export interface SerializedTensor {

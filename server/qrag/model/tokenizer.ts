@@ -39,22 +39,17 @@ export function textIds(text: string, vocabSize: number, maxTokens: number): num
   return out;
 }
 
-/**
- * Same result as `textIds`, several times faster on ASCII text: one pass over the characters,
- * hashing words as they are scanned (no lower-casing copy, regex or substrings). Text with any
- * non-ASCII character takes the `textIds` path, since `toLowerCase` can map some of those to
- * ASCII letters.
- */
-export function textIdsFast(text: string, vocabSize: number, maxTokens: number): number[] {
+/** Raw 32-bit word hashes of a text (the first `maxWords` words), as `words` + FNV-1a would give. */
+function wordHashes(text: string, maxWords: number): number[] {
   const out: number[] = [];
-  if (maxTokens <= 0) return out;
-  const mod = vocabSize - FIRST_WORD_ID;
+  if (maxWords <= 0) return out;
   const n = text.length;
   let h = 0;
   let inWord = false;
   for (let i = 0; i < n; i++) {
     let c = text.charCodeAt(i);
-    if (c >= 128) return textIds(text, vocabSize, maxTokens);
+    // toLowerCase can map some non-ASCII characters to ASCII letters: take the exact path.
+    if (c >= 128) return words(text).slice(0, maxWords).map(hashWord);
     if (c >= 65 && c <= 90) c += 32;
     if ((c >= 97 && c <= 122) || (c >= 48 && c <= 57)) {
       if (!inWord) {
@@ -64,11 +59,60 @@ export function textIdsFast(text: string, vocabSize: number, maxTokens: number):
       h ^= c;
       h = Math.imul(h, 0x01000193);
     } else if (inWord) {
-      out.push(FIRST_WORD_ID + ((h >>> 0) % mod));
+      out.push(h >>> 0);
       inWord = false;
-      if (out.length >= maxTokens) return out;
+      if (out.length >= maxWords) return out;
     }
   }
-  if (inWord) out.push(FIRST_WORD_ID + ((h >>> 0) % mod));
+  if (inWord) out.push(h >>> 0);
+  return out;
+}
+
+/**
+ * Same result as `textIds`, several times faster on ASCII text: one pass over the characters,
+ * hashing words as they are scanned (no lower-casing copy, regex or substrings).
+ */
+export function textIdsFast(text: string, vocabSize: number, maxTokens: number): number[] {
+  const ids = wordHashes(text, maxTokens);
+  const mod = vocabSize - FIRST_WORD_ID;
+  for (let i = 0; i < ids.length; i++) ids[i] = FIRST_WORD_ID + (ids[i] % mod);
+  return ids;
+}
+
+/**
+ * Function words skipped when forming bigrams, so that a bigram joins the content words around
+ * them: "the kitchen is north of the garden" gives kitchen→north, north→garden, and the question
+ * "What is north of the garden?" shares north→garden with it but not with "the garden is north of
+ * the kitchen" (garden→north, north→kitchen), which a bag of words cannot tell apart.
+ */
+const BIGRAM_SKIP = new Set(
+  ("a an the is are was were be been am of to in on at by for from with into and or but not " +
+    "what where who whom which whose why how did does do that this these those it its there then")
+    .split(" ")
+    .map(hashWord),
+);
+
+/** An ordered pair of word hashes → one hash (asymmetric: a→b ≠ b→a). */
+function pairHash(a: number, b: number): number {
+  let h = Math.imul(a ^ 0x9e3779b9, 0x01000193);
+  h = Math.imul(h ^ b, 0x01000193);
+  return (h ^ (h >>> 15)) >>> 0;
+}
+
+/**
+ * Word ids as `textIdsFast` (the first `maxTokens` words), then the ids of the ordered bigrams of
+ * consecutive content words among them (fastText-style hashed word n-grams, into the same buckets).
+ */
+export function textIdsWithBigrams(text: string, vocabSize: number, maxTokens: number): number[] {
+  const hs = wordHashes(text, maxTokens);
+  const mod = vocabSize - FIRST_WORD_ID;
+  const out = new Array<number>(hs.length);
+  let prev = -1;
+  for (let i = 0; i < hs.length; i++) {
+    out[i] = FIRST_WORD_ID + (hs[i] % mod);
+    if (BIGRAM_SKIP.has(hs[i])) continue;
+    if (prev >= 0) out.push(FIRST_WORD_ID + (pairHash(prev, hs[i]) % mod));
+    prev = hs[i];
+  }
   return out;
 }

@@ -1,0 +1,87 @@
+/**
+ * The README's stopping-rule table, generated from the precision bench part's JSON files:
+ *   npx tsx server/qrag/bench/precision-table.ts bench-results/precision-qa1.json … [FILE=label …]
+ * One column per task and haystack length (a `=label` after a file names its columns instead of the
+ * task, e.g. a second checkpoint of the same task); one row per rule, "coverage / F1", bold where
+ * both goals hold (coverage ≥ 0.95, F1 ≥ 0.90); the last row is the ground-truth prefix ceiling.
+ */
+import fs from "node:fs";
+import path from "node:path";
+
+interface RuleScore {
+  name: string;
+  coverage: number;
+  f1: number;
+}
+interface LengthResult {
+  numChunks: number;
+  tokens: number;
+  samples: number;
+  rules: RuleScore[];
+  oraclePrefix: { coverage: number; f1: number };
+}
+export interface PrecisionResult {
+  task: string;
+  lengths: LengthResult[];
+}
+
+/** Row order and labels; rules absent from every file are left out. */
+const ROWS: [string, string][] = [
+  ["paper", "Q > 0.5, the paper's rule (baseline)"],
+  ["keep-all", "keep all 6 picks"],
+  ["calibrated-q-threshold", "Q-threshold, calibrated"],
+  ["calibrated-margin", "per-step margin, calibrated"],
+  ["calibrated-drop", "relative drop, calibrated"],
+  ["calibrated-soft-v", "soft-V threshold, calibrated"],
+  ["calibrated-q-and-drop", "Q-threshold + drop, calibrated"],
+  ["calibrated-elbow", "elbow (largest Q drop, no parameter)"],
+  ["calibrated-first-k", "first k, calibrated"],
+  ["length-calibrated-q-threshold", "Q-threshold, calibrated per length"],
+  ["length-calibrated-drop", "relative drop, calibrated per length"],
+  ["length-calibrated-soft-v", "soft-V threshold, calibrated per length"],
+  ["length-calibrated-q-and-drop", "Q-threshold + drop, calibrated per length"],
+  ["length-calibrated-first-k", "first k, calibrated per length"],
+];
+
+export const GOAL = { coverage: 0.95, f1: 0.9 };
+
+/** ".95" / "1.00": two decimals, no leading zero, as the README's tables. */
+const d2 = (x: number) => x.toFixed(2).replace(/^0\./, ".");
+const tokens = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : `${(n / 1e3).toFixed(n >= 1e4 ? 0 : 1)}K`);
+
+function cell(s: { coverage: number; f1: number } | undefined): string {
+  if (!s) return "–";
+  const text = `${d2(s.coverage)} / ${d2(s.f1)}`;
+  return s.coverage >= GOAL.coverage && s.f1 >= GOAL.f1 ? `**${text}**` : text;
+}
+
+export function precisionTable(results: { label: string; result: PrecisionResult }[]): string {
+  const columns = results.flatMap(({ label, result }) => result.lengths.map((l) => ({ head: `${label} ${tokens(l.tokens)}`, l })));
+  const lines = [`| rule (coverage / F1) | ${columns.map((c) => c.head).join(" | ")} |`, `|---|${columns.map(() => "---|").join("")}`];
+  for (const [name, label] of ROWS) {
+    const cells = columns.map((c) => c.l.rules.find((r) => r.name === name));
+    if (cells.every((x) => !x)) continue;
+    lines.push(`| ${label} | ${cells.map(cell).join(" | ")} |`);
+  }
+  lines.push(`| *best prefix with ground truth (a ceiling, not a rule)* | ${columns.map((c) => cell(c.l.oraclePrefix).replaceAll("**", "")).join(" | ")} |`);
+  return lines.join("\n");
+}
+
+/** `FILE` or `FILE=label` → the file's result with its column label (default: its task). */
+export function readPrecisionArg(arg: string): { label: string; result: PrecisionResult } {
+  const eq = arg.lastIndexOf("=");
+  const file = eq > 0 ? arg.slice(0, eq) : arg;
+  const result = JSON.parse(fs.readFileSync(file, "utf8")) as PrecisionResult;
+  if (typeof result.task !== "string" || !Array.isArray(result.lengths)) throw new Error(`${file}: not a precision bench result (no task / lengths)`);
+  return { label: eq > 0 ? arg.slice(eq + 1) : result.task, result };
+}
+
+const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
+if (isMain) {
+  const args = process.argv.slice(2);
+  if (!args.length) {
+    process.stderr.write("usage: precision-table.ts FILE.json[=label] …\n");
+    process.exit(2);
+  }
+  process.stdout.write(`${precisionTable(args.map(readPrecisionArg))}\n`);
+}
