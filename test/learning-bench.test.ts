@@ -9,7 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { LEARNING_LENGTHS, acrossSeeds, benchLearning, learningSamples, seedSummary } from "../server/qrag/bench/learning.ts";
-import { learningResults, learningTables } from "../server/qrag/bench/learning-table.ts";
+import { learningResults, learningTables, replaceBetweenMarkers } from "../server/qrag/bench/learning-table.ts";
 
 const runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-learning-"));
 after(() => fs.rmSync(runsDir, { recursive: true, force: true }));
@@ -104,4 +104,10 @@ test("README tables: a task trained with two presets gets one column per preset"
   const cov = rows.findIndex((r) => r.startsWith("| Q-RAG coverage"));
   assert.equal(rows[cov], "| Q-RAG coverage: chunks (tokens), samples | qa4 (babilong-cpu) | qa4 (babilong-qa4-cpu) | qa5 |");
   assert.equal(rows[cov + 2], "| 50 (1.6K), 200 | 0.90 | 1.00 | 0.80 |");
+});
+
+test("README tables land between the learning-tables markers, the rest of the file untouched", () => {
+  const doc = "# R\nbefore\n<!-- learning-tables:start -->\nold table\n<!-- learning-tables:end -->\nafter\n";
+  assert.equal(replaceBetweenMarkers(doc, "| new |\n\n"), "# R\nbefore\n<!-- learning-tables:start -->\n| new |\n<!-- learning-tables:end -->\nafter\n");
+  assert.throws(() => replaceBetweenMarkers("# R\n<!-- learning-tables:end -->\n<!-- learning-tables:start -->\n", "x"), /no "<!-- learning-tables:start -->" … "<!-- learning-tables:end -->" markers/);
 });

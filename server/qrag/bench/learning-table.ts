@@ -2,7 +2,8 @@
  * README tables of the learning bench part, generated from its JSON files (one or more, e.g. one
  * per process when tasks ran side by side):
  *   npx tsx server/qrag/bench/learning-table.ts bench-results/learning-qa2-qa4-qa5.json bench-results/learning-qa3.json
- * prints the markdown: training per task (across seeds), then per length the Q-RAG coverage (mean over
+ * prints the markdown (with `--readme README.md`: writes it between the README's learning-tables
+ * markers instead): training per task (across seeds), then per length the Q-RAG coverage (mean over
  * seeds, min–max), the baselines' coverage and the F1 after the paper's Q > 0.5 filter.
  */
 import fs from "node:fs";
@@ -96,14 +97,26 @@ export function learningTables(tasks: TaskResult[]): string {
   return lines.join("\n").replaceAll("NaN", "–");
 }
 
+/** Replaces the text between `<!-- learning-tables:start -->` and `<!-- learning-tables:end -->`. */
+export function replaceBetweenMarkers(doc: string, tables: string, name = "learning-tables"): string {
+  const start = `<!-- ${name}:start -->`, end = `<!-- ${name}:end -->`;
+  const i = doc.indexOf(start), j = doc.indexOf(end);
+  if (i < 0 || j < i) throw new Error(`no "${start}" … "${end}" markers`);
+  return `${doc.slice(0, i + start.length)}\n${tables.trimEnd()}\n${doc.slice(j)}`;
+}
+
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
 if (isMain) {
-  const files = process.argv.slice(2);
-  if (!files.length) {
-    process.stderr.write("usage: learning-table.ts FILE.json [FILE.json …]\n");
+  const args = process.argv.slice(2);
+  const w = args.indexOf("--readme");
+  const readme = w >= 0 ? args.splice(w, 2)[1] : undefined;
+  if (!args.length || (w >= 0 && !readme)) {
+    process.stderr.write("usage: learning-table.ts [--readme README.md] FILE.json [FILE.json …]\n");
     process.exit(2);
   }
-  const tasks = files.flatMap((f) => learningResults(JSON.parse(fs.readFileSync(f, "utf8"))));
+  const tasks = args.flatMap((f) => learningResults(JSON.parse(fs.readFileSync(f, "utf8"))));
   tasks.sort((a, b) => a.task.localeCompare(b.task));
-  process.stdout.write(learningTables(tasks));
+  const md = learningTables(tasks);
+  if (readme) fs.writeFileSync(readme, replaceBetweenMarkers(fs.readFileSync(readme, "utf8"), md));
+  else process.stdout.write(md);
 }
