@@ -79,6 +79,13 @@ test("qrag bench --parts niah: bad --variants and a --samples count per length a
   const b = run(["--samples", "5,5"]);
   assert.equal(b.status, 2, b.stderr);
   assert.match(b.stderr, /--samples needs one count per length \(3\), got 2/);
+  // --tag names a folder under runs/ and bench-results/: nothing that climbs out of them
+  const c = run(["--tag", "../elsewhere"]);
+  assert.equal(c.status, 2, c.stderr);
+  assert.match(c.stderr, /--tag: "\.\.\/elsewhere" must be a plain folder name/);
+  const d = run(["--set", "algo.encoder.word_bigrams"]);
+  assert.equal(d.status, 2, d.stderr);
+  assert.match(d.stderr, /algo\.encoder\.word_bigrams/);
 });
 
 test("benchNiah on a tiny configuration: trains per group, one point per variant and length, JSON written", async () => {
@@ -123,16 +130,21 @@ test("niahTables: one row per variant with score, Wilson interval, samples and t
     variant, label: lbl, tokens: 100, chunks: 10, samples, score, score95: { low: 90, high: 100 },
     filtered: { samples, score: score - 10, score95: null }, generateSeconds: 0.5, episodeSeconds: 0.25,
   });
-  const md = niahTables({
+  const input = {
     complete: false, started: "2026-11-24T00:00:00Z", machine: { cpus: 2, model: "X", node: "v20", wasmThreads: "1" },
     lengths: [4096, 1048576],
     runs: [{ group: "multikey", trainOn: "niah_multikey_2", updates: 100, trainSeconds: 90, heldOutCoverage: { first: { coverage: 0.5 }, last: { update: 100, coverage: 1 } }, points: [pt("niah_multikey_2", "4K", 97.5, 200), pt("niah_multikey_2", "1M", 100, 10)] }],
     average: [{ label: "4K", variants: 1, score: 97.5 }, { label: "1M", variants: 1, score: 100 }],
     paper: PAPER_NIAH,
-  });
+  };
+  const md = niahTables(input);
   assert.match(md, /\| MK2 \| 97\.5 \[90, 100\] \(200\) \| 87\.5 \| 100 \| 100 \[90, 100\] \(10\) \| 90 \| 98\.5 \|/);
   assert.match(md, /\| \*\*NIAH Avg\*\* \| 97\.5 \(1 variants\) \| 87\.5 \| 100 \| 100 \(1 variants\) \| 90 \| 99\.7 \|/);
   assert.match(md, /\| multikey \| MK2 \| 100 \| 1\.5 min \| 0\.50 → 1\.00 \(update 100\) \|/);
   assert.match(md, /run cut short/);
   assert.doesNotMatch(md, /\| S1 \|/);
+  assert.doesNotMatch(md, /Config overrides/);
+  // a bench run with --set says so under its table
+  const withSet = niahTables({ ...input, overrides: ["algo.encoder.word_bigrams=true", "algo.encoder.vocab_size=65536"] });
+  assert.match(withSet, /wasm threads 1 \(run cut short: missing cells were not measured\)\. Config overrides: `algo\.encoder\.word_bigrams=true`, `algo\.encoder\.vocab_size=65536`\./);
 });

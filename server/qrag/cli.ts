@@ -193,12 +193,14 @@ program
   .option("--lengths <list>", "precision part: comma-separated haystack sizes in chunks (default 50,1200,40000); niah part: GPT-2 tokens (default 4096,131072,1048576)")
   .option("--variants <list>", "niah part: comma-separated RULER variants (default all 8)")
   .option("--samples <list>", "niah part: samples per length, one per --lengths entry (default 200 / 100 / 30 by haystack chunks)")
+  .option("--set <key=value>", "learning / niah parts: a config override for every run they train (repeatable)", (v: string, prev: string[] = []) => [...prev, v])
+  .option("--tag <name>", "learning / niah parts: runs under runs/<name>/, the niah file as bench-results/niah-<name>.json")
   .option("--checkpoint <dir>", "precision part: evaluate this checkpoint (one --tasks entry) instead of runs/bench-learning-<task>; writes bench-results/precision-<task>-<run folder>.json")
   .option("--reuse", "niah part: reuse trained checkpoints (runs/bench-niah-*) and keep bench-results/niah.json's points not measured again")
   .option("--out <file>", "JSON output file")
   .option("--backend <name>", "tfjs backend (as QRAG_BACKEND): auto, webgpu, wasm, cpu, …")
   .option("--sizes <list>", "matmul part: comma-separated n for n×n×n products (default 512; 512…4096 on webgpu)")
-  .action(async (o: { parts?: string; tasks?: string; seeds?: string; lengths?: string; variants?: string; samples?: string; reuse?: boolean; checkpoint?: string; out?: string; backend?: string; sizes?: string }) => {
+  .action(async (o: { parts?: string; tasks?: string; seeds?: string; lengths?: string; variants?: string; samples?: string; reuse?: boolean; set?: string[]; tag?: string; checkpoint?: string; out?: string; backend?: string; sizes?: string }) => {
     const { runBench } = await import("./bench/main.ts");
     const ints = (flag: string, list: string | undefined, min: number) =>
       list?.split(",").map((x) => {
@@ -206,7 +208,9 @@ program
         if (!Number.isInteger(n) || n < min) throw new InputError(`${flag}: "${x}" is not an integer ≥ ${min}`);
         return n;
       });
-    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), seeds: ints("--seeds", o.seeds, 0), lengths: ints("--lengths", o.lengths, 1), variants: o.variants?.split(","), samples: ints("--samples", o.samples, 1), reuse: o.reuse, checkpoint: o.checkpoint, outFile: o.out, backend: o.backend, sizes: ints("--sizes", o.sizes, 1) });
+    if (o.tag !== undefined && !/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/.test(o.tag)) throw new InputError(`--tag: "${o.tag}" must be a plain folder name (letters, digits, . _ -; at most 64)`);
+    for (const a of o.set ?? []) parseOverride(a); // a malformed override fails now, not after an hour of benchmarks
+    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), seeds: ints("--seeds", o.seeds, 0), lengths: ints("--lengths", o.lengths, 1), variants: o.variants?.split(","), samples: ints("--samples", o.samples, 1), reuse: o.reuse, overrides: o.set, tag: o.tag, checkpoint: o.checkpoint, outFile: o.out, backend: o.backend, sizes: ints("--sizes", o.sizes, 1) });
     const file = o.out ?? path.resolve("bench-results", "latest.json");
     fs.mkdirSync(path.dirname(file), { recursive: true });
     console.log(JSON.stringify(res, null, 2));

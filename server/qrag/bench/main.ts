@@ -37,6 +37,10 @@ interface BenchOptions {
   /** NIAH part: variants to sweep (default all 8) and samples per length. */
   variants?: string[];
   samples?: number[];
+  /** Learning / niah parts: config overrides (key=value) for every run they train. */
+  overrides?: string[];
+  /** Learning / niah parts: keep their runs under runs/<tag>/ and the niah file as bench-results/niah-<tag>.json (variants of the setup side by side). */
+  tag?: string;
   /** Precision part: evaluate this checkpoint (one task) instead of runs/bench-learning-<task>. */
   checkpoint?: string;
   /** NIAH part: reuse trained checkpoints, keep bench-results/niah.json's points not measured again. */
@@ -75,7 +79,8 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       const tasks = opts.tasks ? LEARNING_TASKS.filter((l) => opts.tasks!.includes(l.task)) : LEARNING_TASKS;
       // hours long: the output file holds every finished seed as it goes (`partial: true` until the end)
       const onProgress = (learning: Record<string, unknown>[]) => writeResult(outFile(opts), { ...result, partial: true, learning });
-      result.learning = await benchLearning(log, { tasks, seeds: opts.seeds, onProgress });
+      const withOverrides = opts.overrides?.length ? tasks.map((t) => ({ ...t, overrides: [...(t.overrides ?? []), ...opts.overrides!] })) : tasks;
+      result.learning = await benchLearning(log, { tasks: withOverrides, seeds: opts.seeds, onProgress, ...(opts.tag ? { runsDir: path.resolve("runs", opts.tag) } : {}) });
     } else if (part === "precision") {
       const { benchPrecision, defaultPrecisionCheckpoint, precisionFileFor } = await import("./precision.ts");
       const known = ["qa1", "qa2", "qa3", "qa4", "qa5"];
@@ -90,7 +95,11 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       });
     } else if (part === "niah") {
       const { benchNiah } = await import("./niah.ts");
-      result.niah = await benchNiah(log, { variants: opts.variants, seeds: opts.seeds, lengths: opts.lengths, samples: opts.samples, reuse: opts.reuse, outFile: path.resolve("bench-results", "niah.json") });
+      result.niah = await benchNiah(log, {
+        variants: opts.variants, seeds: opts.seeds, lengths: opts.lengths, samples: opts.samples, reuse: opts.reuse, overrides: opts.overrides,
+        outFile: path.resolve("bench-results", opts.tag ? `niah-${opts.tag}.json` : "niah.json"),
+        ...(opts.tag ? { runsDir: path.resolve("runs", opts.tag) } : {}),
+      });
     } else throw new Error(`unknown bench part "${part}" (known: matmul, webgpu-check, encode-hf, workload-bow, workload-transformer, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }

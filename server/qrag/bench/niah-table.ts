@@ -33,6 +33,8 @@ export interface NiahResult {
   started: string;
   machine: { cpus: number; model?: string; node: string; wasmThreads: string };
   lengths: number[];
+  /** Config overrides of every trained run (`qrag bench --set`), absent when none. */
+  overrides?: string[];
   runs: Run[];
   average: { label: string; variants: number; score: number }[];
   paper: Record<string, Record<string, number>>;
@@ -78,7 +80,8 @@ export function niahTables(r: NiahResult): string {
     ...r.runs.map((run) => `| ${run.group} | ${SHORT[run.trainOn]} | ${run.updates ?? "–"} | ${(run.trainSeconds / 60).toFixed(1)} min | ${run.heldOutCoverage.first?.coverage.toFixed(2) ?? "–"} → ${run.heldOutCoverage.last?.coverage.toFixed(2) ?? "–"} (update ${run.heldOutCoverage.last?.update ?? "–"}) |`),
   ];
   const m = r.machine;
-  const foot = `Measured ${r.started.slice(0, 10)}, ${m.cpus} vCPU ${m.model ?? ""}, Node ${m.node}, wasm threads ${m.wasmThreads}${r.complete ? "" : " (run cut short: missing cells were not measured)"}.`;
+  const setup = r.overrides?.length ? ` Config overrides: ${r.overrides.map((x) => `\`${x}\``).join(", ")}.` : "";
+  const foot = `Measured ${r.started.slice(0, 10)}, ${m.cpus} vCPU ${m.model ?? ""}, Node ${m.node}, wasm threads ${m.wasmThreads}${r.complete ? "" : " (run cut short: missing cells were not measured)"}.${setup}`;
   return [head, rule, ...rows, avg, size, "", ...train, "", foot, ""].join("\n");
 }
 

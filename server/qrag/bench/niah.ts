@@ -121,7 +121,9 @@ export async function benchNiah(log: (m: string) => void, o: NiahOptions = {}): 
   const started = new Date().toISOString();
   const machine = { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version, wasmThreads: process.env.QRAG_WASM_THREADS ?? "default" };
   const result = (complete: boolean) => ({
-    metric: "RULER string_match_all × 100 on the retrieved chunks' text", complete, started, machine, lengths, runs, average: averages(runs), paper: PAPER_NIAH,
+    metric: "RULER string_match_all × 100 on the retrieved chunks' text", complete, started, machine, lengths,
+    ...(o.overrides?.length ? { overrides: o.overrides } : {}),
+    runs, average: averages(runs), paper: PAPER_NIAH,
   });
   const save = (complete: boolean) => {
     if (!o.outFile) return;
