@@ -92,18 +92,21 @@ test("README tables from bench JSON: across-seed training figures, per-length co
   assert.ok(rows.includes("| 40,000 (1.32M), 100 | 0.70 (0.70–0.70) | 0.70 |"), md);
 });
 
-test("README tables: a task trained with two presets gets one column per preset", () => {
+test("README tables: a task trained with two presets (or --set overrides) gets one column per setup", () => {
   const run = (cov: number) => ({ seed: 1, updates: 600, trainSeconds: 60, lastEval: { coverage: cov }, first95: null,
     sweep: [{ numChunks: 50, label: "1K", tokens: 1650, samples: 200, qrag: { coverage: cov } }] });
   const md = learningTables(learningResults({ learning: [
     { task: "qa4", preset: "babilong-cpu", ...run(0.9) },
     { task: "qa4", preset: "babilong-qa4-cpu", ...run(1) },
+    { task: "qa4", preset: "babilong-qa4-cpu", set: ["envs.step_size=100"], ...run(0.95) },
     { task: "qa5", preset: "babilong-cpu", ...run(0.8) },
   ] }));
   const rows = md.split("\n");
   const cov = rows.findIndex((r) => r.startsWith("| Q-RAG coverage"));
-  assert.equal(rows[cov], "| Q-RAG coverage: chunks (tokens), samples | qa4 (babilong-cpu) | qa4 (babilong-qa4-cpu) | qa5 |");
-  assert.equal(rows[cov + 2], "| 50 (1.6K), 200 | 0.90 | 1.00 | 0.80 |");
+  assert.equal(rows[cov], "| Q-RAG coverage: chunks (tokens), samples | qa4 (babilong-cpu) | qa4 (babilong-qa4-cpu) | qa4 (babilong-qa4-cpu, envs.step_size=100) | qa5 |");
+  assert.equal(rows[cov + 2], "| 50 (1.6K), 200 | 0.90 | 1.00 | 0.95 | 0.80 |");
+  // the training table names the --set overrides beside the preset too
+  assert.ok(rows.some((r) => r.startsWith("| qa4 | babilong-qa4-cpu, envs.step_size=100 | 1 | 600 |")), md);
 });
 
 test("README tables land between the learning-tables markers, the rest of the file untouched", () => {

@@ -39,15 +39,17 @@ interface Stat {
 interface TaskResult {
   task: string;
   preset?: string;
+  /** `qrag bench --set` overrides of the runs, if any. */
+  set?: string[];
   runs: SeedRun[];
   acrossSeeds?: { seeds: number; finalCoverage: Stat; reached95: number; secondsTo95: Stat | null; updatesTo95: Stat | null };
 }
 
 /** The per-task results of one bench JSON (single-seed results are turned into a one-run list). */
 export function learningResults(json: unknown): TaskResult[] {
-  const list = ((json as { learning?: unknown }).learning ?? json) as (TaskResult | (SeedRun & { task: string; preset?: string }))[];
+  const list = ((json as { learning?: unknown }).learning ?? json) as (TaskResult | (SeedRun & { task: string; preset?: string; set?: string[] }))[];
   if (!Array.isArray(list)) throw new Error("learning-table: no `learning` array in the file");
-  return list.map((t) => ("runs" in t ? t : { task: t.task, preset: t.preset, runs: [t] }));
+  return list.map((t) => ("runs" in t ? t : { task: t.task, preset: t.preset, ...(t.set ? { set: t.set } : {}), runs: [t] }));
 }
 
 const f2 = (x: number) => x.toFixed(2);
@@ -57,6 +59,9 @@ const range = (xs: number[]) => {
   return xs.length > 1 ? `${f2(m)} (${f2(Math.min(...xs))}–${f2(Math.max(...xs))})` : f2(m);
 };
 const tokens = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : `${(n / 1e3).toFixed(1)}K`);
+
+/** The preset, then any `--set` overrides: what a row or column was trained with. */
+const setup = (t: TaskResult) => [t.preset ?? "–", ...(t.set ?? [])].join(", ");
 
 export function learningTables(tasks: TaskResult[]): string {
   const lines: string[] = [];
@@ -74,12 +79,12 @@ export function learningTables(tasks: TaskResult[]): string {
         : `${hits[0].update} / ${(hits[0].seconds / 60).toFixed(1)}`
       : "–";
     const updates = [...new Set(t.runs.map((r) => r.updates))].join(", ");
-    lines.push(`| ${t.task} | ${t.preset ?? "–"} | ${t.runs.length} | ${updates} | ${range(mins)} | ${final} | ${hits.length} of ${t.runs.length} | ${to95} |`);
+    lines.push(`| ${t.task} | ${setup(t)} | ${t.runs.length} | ${updates} | ${range(mins)} | ${final} | ${hits.length} of ${t.runs.length} | ${to95} |`);
   }
   lines.push("");
   const lengths = [...new Set(tasks.flatMap((t) => t.runs.flatMap((r) => r.sweep.map((p) => p.numChunks))))].sort((a, b) => a - b);
   // a task trained with two presets (e.g. qa4 with and without word bigrams) gets a column per preset
-  const head = (t: TaskResult) => (tasks.filter((u) => u.task === t.task).length > 1 ? `${t.task} (${t.preset ?? "–"})` : t.task);
+  const head = (t: TaskResult) => (tasks.filter((u) => u.task === t.task).length > 1 ? `${t.task} (${setup(t)})` : t.task);
   const sweepTable = (title: string, cell: (ps: SweepPoint[]) => string) => {
     lines.push(`| ${title} | ${tasks.map(head).join(" | ")} |`);
     lines.push(`|---|${tasks.map(() => "---|").join("")}`);

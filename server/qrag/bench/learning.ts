@@ -25,6 +25,8 @@ export interface LearningTask {
   budgetSeconds: number;
   /** More config overrides (tests shrink the preset with these). */
   overrides?: string[];
+  /** Overrides from `qrag bench --set`: applied after `overrides` and recorded in the results. */
+  set?: string[];
 }
 
 export const LEARNING_TASKS: LearningTask[] = [
@@ -111,7 +113,7 @@ export async function benchLearning(log: (m: string) => void, o: LearningOptions
     const summaries: SeedSummary[] = [];
     for (const seed of seeds) {
       const tag = seed === undefined ? t.task : `${t.task}-seed${seed}`;
-      const overrides = [`envs.task=${t.task}`, ...(t.steps ? [`steps_count=${t.steps}`] : []), `name=bench-${tag}`, ...(seed !== undefined ? [`seed=${seed}`] : []), ...(t.overrides ?? [])];
+      const overrides = [`envs.task=${t.task}`, ...(t.steps ? [`steps_count=${t.steps}`] : []), `name=bench-${tag}`, ...(seed !== undefined ? [`seed=${seed}`] : []), ...(t.overrides ?? []), ...(t.set ?? [])];
       const config = resolveConfig({ preset: t.preset, overrides });
       const runDir = path.resolve(o.runsDir ?? "runs", `bench-learning-${tag}`);
       const t0 = performance.now();
@@ -139,7 +141,8 @@ export async function benchLearning(log: (m: string) => void, o: LearningOptions
 
 /** One task's entry: the list of seeds with their across-seed summary, or the single run itself. */
 function taskResult(t: LearningTask, perSeed: Record<string, unknown>[], summaries: SeedSummary[], seeds: number): Record<string, unknown> {
-  return seeds > 1 ? { task: t.task, preset: t.preset, runs: perSeed, acrossSeeds: acrossSeeds(summaries) } : { task: t.task, preset: t.preset, ...perSeed[0] };
+  const head = { task: t.task, preset: t.preset, ...(t.set?.length ? { set: t.set } : {}) };
+  return seeds > 1 ? { ...head, runs: perSeed, acrossSeeds: acrossSeeds(summaries) } : { ...head, ...perSeed[0] };
 }
 
 /** Coverage is a proportion of episodes: its Wilson interval (null for an empty point). */

@@ -79,7 +79,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       const tasks = opts.tasks ? LEARNING_TASKS.filter((l) => opts.tasks!.includes(l.task)) : LEARNING_TASKS;
       // hours long: the output file holds every finished seed as it goes (`partial: true` until the end)
       const onProgress = (learning: Record<string, unknown>[]) => writeResult(outFile(opts), { ...result, partial: true, learning });
-      const withOverrides = opts.overrides?.length ? tasks.map((t) => ({ ...t, overrides: [...(t.overrides ?? []), ...opts.overrides!] })) : tasks;
+      const withOverrides = opts.overrides?.length ? tasks.map((t) => ({ ...t, set: opts.overrides })) : tasks;
       result.learning = await benchLearning(log, { tasks: withOverrides, seeds: opts.seeds, onProgress, ...(opts.tag ? { runsDir: path.resolve("runs", opts.tag) } : {}) });
     } else if (part === "precision") {
       const { benchPrecision, defaultPrecisionCheckpoint, precisionFileFor } = await import("./precision.ts");
