@@ -7,7 +7,7 @@
  * seeds, min–max), the baselines' coverage and the F1 after the paper's Q > 0.5 filter.
  */
 import fs from "node:fs";
-import path from "node:path";
+import { isMainModule } from "../util/main-module.ts";
 
 interface Interval {
   low: number;
@@ -110,8 +110,7 @@ export function replaceBetweenMarkers(doc: string, tables: string, name = "learn
   return `${doc.slice(0, i + start.length)}\n${tables.trimEnd()}\n${doc.slice(j)}`;
 }
 
-const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
-if (isMain) {
+if (isMainModule(import.meta.url)) {
   const args = process.argv.slice(2);
   const w = args.indexOf("--readme");
   const readme = w >= 0 ? args.splice(w, 2)[1] : undefined;

@@ -23,6 +23,7 @@ import { gpuMemoryMiB } from "../gpu-memory.ts";
 import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
 import { benchWorkload } from "./workload-bench.ts";
 import { ENGINE_VERSION } from "../version.ts";
+import { isMainModule } from "../util/main-module.ts";
 
 const DEFAULT_PARTS = ["matmul", "workload-bow", "workload-transformer"];
 
@@ -64,6 +65,8 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     backend, device,
     ...(adapter ? { adapter } : {}),
   };
+  // --tag: the learning / niah runs of this variant go to their own folder
+  const tagRuns = opts.tag ? { runsDir: path.resolve("runs", opts.tag) } : {};
   for (const part of parts) {
     log(`bench: ${part}…`);
     const t0 = performance.now();
@@ -80,7 +83,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       // hours long: the output file holds every finished seed as it goes (`partial: true` until the end)
       const onProgress = (learning: Record<string, unknown>[]) => writeResult(outFile(opts), { ...result, partial: true, learning });
       const withOverrides = opts.overrides?.length ? tasks.map((t) => ({ ...t, set: opts.overrides })) : tasks;
-      result.learning = await benchLearning(log, { tasks: withOverrides, seeds: opts.seeds, onProgress, ...(opts.tag ? { runsDir: path.resolve("runs", opts.tag) } : {}) });
+      result.learning = await benchLearning(log, { tasks: withOverrides, seeds: opts.seeds, onProgress, ...tagRuns });
     } else if (part === "precision") {
       const { benchPrecision, defaultPrecisionCheckpoint, precisionFileFor } = await import("./precision.ts");
       const known = ["qa1", "qa2", "qa3", "qa4", "qa5"];
@@ -98,7 +101,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       result.niah = await benchNiah(log, {
         variants: opts.variants, seeds: opts.seeds, lengths: opts.lengths, samples: opts.samples, reuse: opts.reuse, overrides: opts.overrides,
         outFile: path.resolve("bench-results", opts.tag ? `niah-${opts.tag}.json` : "niah.json"),
-        ...(opts.tag ? { runsDir: path.resolve("runs", opts.tag) } : {}),
+        ...tagRuns,
       });
     } else throw new Error(`unknown bench part "${part}" (known: matmul, webgpu-check, encode-hf, workload-bow, workload-transformer, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
@@ -116,8 +119,7 @@ function writeResult(file: string, result: Record<string, unknown>): void {
   fs.writeFileSync(file, JSON.stringify(result, null, 2));
 }
 
-const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
-if (isMain) {
+if (isMainModule(import.meta.url)) {
   Promise.resolve()
     .then(() => runBench(parseBenchArgs(process.argv.slice(2))))
     .then((r) => console.log(JSON.stringify(r, null, 2)))

@@ -5,6 +5,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { isMainModule } from "../util/main-module.ts";
 
 interface Score {
   samples: number;
@@ -85,8 +86,7 @@ export function niahTables(r: NiahResult): string {
   return [head, rule, ...rows, avg, size, "", ...train, "", foot, ""].join("\n");
 }
 
-const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
-if (isMain) {
+if (isMainModule(import.meta.url)) {
   const file = process.argv[2] ?? path.resolve("bench-results", "niah.json");
   const json = JSON.parse(fs.readFileSync(file, "utf8")) as { niah?: NiahResult } & NiahResult;
   process.stdout.write(niahTables(json.niah ?? json));

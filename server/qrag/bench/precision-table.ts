@@ -6,7 +6,7 @@
  * both goals hold (coverage ≥ 0.95, F1 ≥ 0.90); the last row is the ground-truth prefix ceiling.
  */
 import fs from "node:fs";
-import path from "node:path";
+import { isMainModule } from "../util/main-module.ts";
 
 interface RuleScore {
   name: string;
@@ -76,8 +76,7 @@ export function readPrecisionArg(arg: string): { label: string; result: Precisio
   return { label: eq > 0 ? arg.slice(eq + 1) : result.task, result };
 }
 
-const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
-if (isMain) {
+if (isMainModule(import.meta.url)) {
   const args = process.argv.slice(2);
   if (!args.length) {
     process.stderr.write("usage: precision-table.ts FILE.json[=label] …\n");

@@ -25,9 +25,12 @@ export const CLS = 1;
 export const SEP = 2;
 const FIRST_WORD_ID = 3;
 
+/** A 32-bit hash (word or bigram) → its id in [FIRST_WORD_ID, vocabSize). */
+const bucket = (hash: number, vocabSize: number) => FIRST_WORD_ID + (hash % (vocabSize - FIRST_WORD_ID));
+
 /** Word id in [FIRST_WORD_ID, vocabSize). */
 export function wordId(w: string, vocabSize: number): number {
-  return FIRST_WORD_ID + (hashWord(w) % (vocabSize - FIRST_WORD_ID));
+  return bucket(hashWord(w), vocabSize);
 }
 
 /** Ids of the words of a text, truncated to `maxTokens` words. */
@@ -74,8 +77,7 @@ function wordHashes(text: string, maxWords: number): number[] {
  */
 export function textIdsFast(text: string, vocabSize: number, maxTokens: number): number[] {
   const ids = wordHashes(text, maxTokens);
-  const mod = vocabSize - FIRST_WORD_ID;
-  for (let i = 0; i < ids.length; i++) ids[i] = FIRST_WORD_ID + (ids[i] % mod);
+  for (let i = 0; i < ids.length; i++) ids[i] = bucket(ids[i], vocabSize);
   return ids;
 }
 
@@ -105,13 +107,12 @@ function pairHash(a: number, b: number): number {
  */
 export function textIdsWithBigrams(text: string, vocabSize: number, maxTokens: number): number[] {
   const hs = wordHashes(text, maxTokens);
-  const mod = vocabSize - FIRST_WORD_ID;
   const out = new Array<number>(hs.length);
   let prev = -1;
   for (let i = 0; i < hs.length; i++) {
-    out[i] = FIRST_WORD_ID + (hs[i] % mod);
+    out[i] = bucket(hs[i], vocabSize); // the word ids first; pairs are appended past them
     if (BIGRAM_SKIP.has(hs[i])) continue;
-    if (prev >= 0) out.push(FIRST_WORD_ID + (pairHash(prev, hs[i]) % mod));
+    if (prev >= 0) out.push(bucket(pairHash(prev, hs[i]), vocabSize));
     prev = hs[i];
   }
   return out;
