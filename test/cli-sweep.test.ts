@@ -11,7 +11,8 @@ import path from "node:path";
 import { resolveConfig } from "../server/qrag/config.ts";
 import { train } from "../server/qrag/train.ts";
 import { sweep } from "../server/qrag/sweep.ts";
-import type { EngineEvent } from "../server/qrag/events.ts";
+import type { EngineEvent, EpisodeRecord } from "../server/qrag/events.ts";
+import { applyStop } from "../server/qrag/stop-rules.ts";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-cli-"));
 
@@ -46,7 +47,8 @@ test("sweep: per-length results with Q-RAG, BM25 and dense on the same samples",
   const res = await train(config, { runDir: path.join(tmp, "run") });
   const events: EngineEvent[] = [];
   const out = path.join(tmp, "sweep.jsonl");
-  const points = await sweep({ checkpoint: res.runDir, lengths: [20, 400], samples: 8, onEvent: (e) => events.push(e), outFile: out });
+  const epFile = path.join(tmp, "sweep-episodes.jsonl");
+  const points = await sweep({ checkpoint: res.runDir, lengths: [20, 400], samples: 8, threshold: 0.2, onEvent: (e) => events.push(e), outFile: out, episodesFile: epFile });
   assert.deepEqual(points.map((p) => p.numChunks), [20, 400]);
   for (const p of points) {
     assert.equal(p.samples, 8);
@@ -55,6 +57,19 @@ test("sweep: per-length results with Q-RAG, BM25 and dense on the same samples",
     for (const m of [p.qrag, p.qragFiltered, p.bm25!, p.dense!]) for (const v of Object.values(m)) assert.ok(Number.isFinite(v));
     assert.equal(p.baselineK, config.envs.max_steps);
   }
+  // the threshold, then leave-one-out pruning at it, from each episode's leave-one-out values (a
+  // low threshold, so the tiny model's prefixes hold several picks and some get pruned)
+  let prunedSome = false;
+  const eps = fs.readFileSync(epFile, "utf8").trim().split("\n").map((l) => JSON.parse(l) as EpisodeRecord & { numChunks: number });
+  for (const p of points) {
+    const mine = eps.filter((e) => e.numChunks === p.numChunks).map((e) => applyStop(e, { kind: "prune", threshold: p.threshold, tau: p.threshold }));
+    assert.equal(mine.length, 8);
+    prunedSome ||= mine.some((m, i) => m.kept < eps.filter((e) => e.numChunks === p.numChunks)[i].filtered.kept);
+    const mean = (k: "coverage" | "f1" | "kept") => mine.reduce((a, m) => a + m[k], 0) / mine.length;
+    assert.ok(p.qragPruned, "a sweep to max_steps scores the prune rule");
+    assert.ok(Math.abs(p.qragPruned.coverage - mean("coverage")) < 1e-12 && Math.abs(p.qragPruned.f1 - mean("f1")) < 1e-12 && Math.abs(p.qragPruned.avgKept - mean("kept")) < 1e-12);
+  }
+  assert.ok(prunedSome, "pruning dropped picks somewhere");
   // the trained retriever finds qa1's single fact far more often than chance (6 of 400 → 0.015)
   assert.ok(points[1].qrag.coverage >= 0.5, `coverage at 400 chunks ${points[1].qrag.coverage}`);
   const progress = events.filter((e) => e.type === "progress");

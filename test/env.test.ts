@@ -1,11 +1,24 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { relativePositions, absolutePositions } from "../server/qrag/env/positions.ts";
+import { relativePositions, relativePositionOf, absolutePositions } from "../server/qrag/env/positions.ts";
 import { GroundTruthFeedback } from "../server/qrag/env/feedback.ts";
 import { RetrievalEpisode } from "../server/qrag/env/episode.ts";
 import type { Sample } from "../server/qrag/types.ts";
 
 const list = (a: Int32Array) => Array.from(a);
+
+test("one chunk's relative position equals its entry of the whole array", () => {
+  let seed = 7;
+  const rnd = (m: number) => (seed = (seed * 1103515245 + 12345) % 2147483648) % m;
+  for (let t = 0; t < 300; t++) {
+    const n = 1 + rnd(80);
+    const sel = Array.from({ length: rnd(Math.min(n, 7)) }, () => rnd(n));
+    const step = [20, 100, 7][t % 3];
+    const all = relativePositions(n, sel, step);
+    for (let i = 0; i < n; i++) assert.equal(relativePositionOf(n, sel, i, step), all[i], `n=${n} sel=${sel} i=${i} step=${step}`);
+  }
+  assert.throws(() => relativePositionOf(5, [], 5), RangeError);
+});
 
 test("relative positions reproduce the spec's N=12 examples exactly", () => {
   assert.deepEqual(list(relativePositions(12, [])), [0, 1, 3, 4, 6, 8, 9, 11, 13, 14, 16, 18]);

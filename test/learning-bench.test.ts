@@ -90,6 +90,14 @@ test("README tables from bench JSON: across-seed training figures, per-length co
   assert.equal(rows[cov + 3], "| 40,000 (1.32M), 100 | 0.83 (0.80–0.86) | 0.90 |");
   assert.ok(rows.includes("| 50 (1.6K), 200 | 0.10 / 0.30 | 0.10 / 0.30 |"), md);
   assert.ok(rows.includes("| 40,000 (1.32M), 100 | 0.70 (0.70–0.70) | 0.70 |"), md);
+  assert.ok(!md.includes("prune"), "no prune table when no sweep recorded it");
+  // sweeps that recorded Q > 0.5 + prune get its coverage / F1 table
+  const pruned = structuredClone(file);
+  for (const t of pruned.learning) for (const r of "runs" in t ? t.runs : [t]) for (const p of r.sweep) Object.assign(p, { qragPruned: { coverage: p.qrag.coverage, f1: 0.95 } });
+  const md2 = learningTables(learningResults(pruned)).split("\n");
+  const at = md2.findIndex((r) => r.startsWith("| Q-RAG after Q > 0.5 + prune"));
+  assert.ok(at > 0, md2.join("\n"));
+  assert.equal(md2[at + 2], "| 50 (1.6K), 200 | 0.93 (0.90–0.96) / 0.95 (0.95–0.95) | 1.00 / 0.95 |");
 });
 
 test("README tables: a task trained with two presets (or --set overrides) gets one column per setup", () => {

@@ -14,7 +14,7 @@ import { evaluate, loadAgent } from "../server/qrag/evaluate.ts";
 import { buildSource, validationSource, VALIDATION_SEED_OFFSET } from "../server/qrag/sources.ts";
 import { datasetSource } from "../server/qrag/datasets.ts";
 import { chunkAt } from "../server/qrag/types.ts";
-import { applyStop, calibrate, keptCount, oraclePrefixScore, parseStopRule, PAPER_RULE, scoreRule, type StopRule } from "../server/qrag/stop-rules.ts";
+import { applyStop, calibrate, keptCount, keptPicks, oraclePrefixScore, parseStopRule, PAPER_PRUNE_RULE, PAPER_RULE, scoreRule, type StopRule } from "../server/qrag/stop-rules.ts";
 import { benchPrecision, trajectories, PRECISION_FAMILIES } from "../server/qrag/bench/precision.ts";
 
 /** A step as the greedy record holds it: the pick's Q, the logged top-k (pick first), V(s). */
@@ -73,6 +73,22 @@ test("each rule keeps the expected prefix of a hand-made episode", () => {
   assert.ok(Math.abs(all.f1 - 0.5) < 1e-12);
 });
 
+test("prune keeps the picks of the threshold prefix whose leave-one-out Q clears tau", () => {
+  // qa1-like: an earlier move of the person first (index 10), the latest one second (index 20, gold)
+  const steps = [step(10, 1.02, 1.0), step(20, 0.9, 0.3), step(30, 0.2, 0.1)];
+  const loo = [[1.02], [0.05, 0.9], [0.04, 0.88, 0.01]];
+  const rec = { steps, sf_idx: [20], loo };
+  assert.deepEqual(keptPicks(rec, PAPER_RULE), [0, 1]);
+  assert.deepEqual(keptPicks(rec, PAPER_PRUNE_RULE), [1], "the earlier move is redundant once the latest is in");
+  assert.deepEqual(applyStop(rec, PAPER_PRUNE_RULE), { precision: 1, recall: 1, f1: 1, coverage: 1, kept: 1 });
+  assert.deepEqual(keptPicks(rec, { kind: "prune", threshold: 0.1, tau: 0.5 }), [1], "the row of the longer prefix is read");
+  assert.deepEqual(keptPicks(rec, { kind: "prune", threshold: 0.95, tau: 0.5 }), [0], "a one-pick prefix is judged by its own Q");
+  assert.deepEqual(keptPicks(rec, { kind: "prune", threshold: 0.5, tau: 0.95 }), []);
+  // records without leave-one-out values (oracle-stopped evaluations, older files) keep the prefix
+  assert.deepEqual(keptPicks({ steps, sf_idx: [20] }, PAPER_PRUNE_RULE), [0, 1]);
+  assert.equal(keptCount(steps, PAPER_PRUNE_RULE), 2);
+});
+
 test("stop rules parse from the command line's text form", () => {
   assert.deepEqual(parseStopRule("q-threshold:0.36"), { kind: "q-threshold", threshold: 0.36 });
   assert.deepEqual(parseStopRule("margin:0.1"), { kind: "margin", delta: 0.1 });
@@ -80,9 +96,10 @@ test("stop rules parse from the command line's text form", () => {
   assert.deepEqual(parseStopRule("soft-v:0.3"), { kind: "soft-v", tau: 0.3 });
   assert.deepEqual(parseStopRule("q-and-drop:0.1,0.25"), { kind: "q-and-drop", threshold: 0.1, ratio: 0.25 });
   assert.deepEqual(parseStopRule("first-k:2"), { kind: "first-k", k: 2 });
+  assert.deepEqual(parseStopRule("prune:0.5,0.4"), { kind: "prune", threshold: 0.5, tau: 0.4 });
   assert.deepEqual(parseStopRule("elbow"), { kind: "elbow" });
   assert.deepEqual(parseStopRule("keep-all"), { kind: "keep-all" });
-  for (const bad of ["", "q-threshold", "q-threshold:x", "drop:0.1,0.2", "first-k:1.5", "elbow:1", "oracle", "q-and-drop:0.1"]) {
+  for (const bad of ["", "q-threshold", "q-threshold:x", "drop:0.1,0.2", "first-k:1.5", "elbow:1", "oracle", "q-and-drop:0.1", "prune:0.5"]) {
     assert.throws(() => parseStopRule(bad), RangeError, bad);
   }
 });
@@ -146,7 +163,7 @@ test("a tiny run scored with every rule: same trajectories, scores in [0, 1], ca
   assert.deepEqual(r.calibrations.map((c) => c.family), PRECISION_FAMILIES);
   for (const len of r.lengths) {
     assert.equal(len.samples, 12);
-    assert.deepEqual(len.rules.map((x) => x.name), ["paper", "keep-all", ...PRECISION_FAMILIES.map((f) => `calibrated-${f}`), ...PRECISION_FAMILIES.map((f) => `length-calibrated-${f}`)]);
+    assert.deepEqual(len.rules.map((x) => x.name), ["paper", "paper+prune", "keep-all", ...PRECISION_FAMILIES.map((f) => `calibrated-${f}`), ...PRECISION_FAMILIES.map((f) => `length-calibrated-${f}`)]);
     for (const row of len.rules) {
       for (const v of [row.coverage, row.f1]) assert.ok(v >= 0 && v <= 1, `${len.numChunks} ${row.name}: ${v}`);
       assert.ok(row.avgKept >= 0 && row.avgKept <= config.envs.max_steps);
@@ -157,7 +174,7 @@ test("a tiny run scored with every rule: same trajectories, scores in [0, 1], ca
   // recompute by hand: the calibrations are those of the validation split's episodes
   const { nets, alpha } = await loadAgent(checkpoint);
   try {
-    const gOpts = evalOptions(config, { neverTerminate: true, alpha });
+    const gOpts = evalOptions(config, { neverTerminate: true, alpha, leaveOneOut: true });
     const val = await trajectories(nets, validationSource(config), 16, gOpts, config.max_action_length);
     for (const c of r.calibrations) {
       const mine = calibrate(val, c.family as (typeof PRECISION_FAMILIES)[number]);
@@ -179,6 +196,7 @@ test("a tiny run scored with every rule: same trajectories, scores in [0, 1], ca
       const b = await greedyEpisode(nets, test.sample(i), gOpts);
       assert.deepEqual(a.pred_idx, b.pred_idx, "greedy trajectories are deterministic");
       assert.equal(a.pred_idx.length, config.envs.max_steps, "no oracle stop");
+      assert.equal(a.loo?.length, a.pred_idx.length, "leave-one-out Q of every prefix");
       const { threshold: _t, ...filtered } = a.filtered;
       assert.deepEqual(applyStop(a, PAPER_RULE), filtered);
       for (const family of PRECISION_FAMILIES) {

@@ -74,6 +74,12 @@ export const episodeRecordSchema = z.object({
   metrics: retrievalScoresSchema,
   filtered: retrievalScoresSchema.extend({ threshold: z.number(), kept: int }),
   steps: z.array(episodeStepSchema),
+  /**
+   * Leave-one-out Q (server/qrag/agent/leave-one-out.ts): loo[k−1][j] = Q of pick j given the
+   * question and the other picks of the first k. Optional: only evaluations that run to max_steps
+   * record it, for the prune stopping rule.
+   */
+  loo: z.array(z.array(z.number())).optional(),
 });
 export type EpisodeRecord = z.infer<typeof episodeRecordSchema>;
 
@@ -99,11 +105,16 @@ export const sweepPointSchema = z.object({
   threshold: z.number(),
   qrag: retrievalScoresSchema,
   qragFiltered: retrievalScoresSchema.extend({ avgKept: z.number() }),
+  /**
+   * The same threshold, then leave-one-out pruning at it (server/qrag/stop-rules.ts "prune").
+   * Absent for oracle-stopped sweeps and points written before it existed.
+   */
+  qragPruned: retrievalScoresSchema.extend({ avgKept: z.number() }).optional(),
   /** Absent when the sweep ran without baselines. */
   bm25: retrievalScoresSchema.optional(),
   dense: retrievalScoresSchema.optional(),
   /** Sample standard deviation of the per-episode F1 (coverage is a proportion: Wilson needs only n). */
-  f1Sd: z.object({ qrag: z.number(), qragFiltered: z.number(), bm25: z.number().optional(), dense: z.number().optional() }).optional(),
+  f1Sd: z.object({ qrag: z.number(), qragFiltered: z.number(), qragPruned: z.number().optional(), bm25: z.number().optional(), dense: z.number().optional() }).optional(),
   /** Baselines retrieve this many chunks in one step. */
   baselineK: int,
   episodeSeconds: z.number(),

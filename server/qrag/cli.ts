@@ -38,7 +38,7 @@ function printer(quiet: boolean): (e: EngineEvent) => void {
     else if (e.type === "log") bar.log(`[${e.level}] ${e.message}`);
     else if (e.type === "sweep_point") {
       const p = e.point;
-      bar.log(`${p.label.padEnd(5)} ${String(p.numChunks).padStart(7)} chunks ≈${p.tokens} tok | Q-RAG cov ${p.qrag.coverage.toFixed(3)} f1@${p.threshold} ${p.qragFiltered.f1.toFixed(3)} | BM25 cov ${p.bm25?.coverage.toFixed(3) ?? "–"} | dense cov ${p.dense?.coverage.toFixed(3) ?? "–"} | ${p.episodeSeconds.toFixed(2)} s/episode`);
+      bar.log(`${p.label.padEnd(5)} ${String(p.numChunks).padStart(7)} chunks ≈${p.tokens} tok | Q-RAG cov ${p.qrag.coverage.toFixed(3)} f1@${p.threshold} ${p.qragFiltered.f1.toFixed(3)}${p.qragPruned ? ` +prune cov ${p.qragPruned.coverage.toFixed(3)} f1 ${p.qragPruned.f1.toFixed(3)}` : ""} | BM25 cov ${p.bm25?.coverage.toFixed(3) ?? "–"} | dense cov ${p.dense?.coverage.toFixed(3) ?? "–"} | ${p.episodeSeconds.toFixed(2)} s/episode`);
     }
   };
 }
@@ -84,7 +84,7 @@ program
   .option("--num-sentences <n>", "haystack size in chunks (BabiLong)", (v) => parseInt(v, 10))
   .option("--never-terminate", "run every episode to max_steps (no ground-truth oracle stop)")
   .option("--threshold <q>", "Q-threshold of the stopping filter", parseFloat, 0.5)
-  .option("--stop <rule>", "stopping rule for the filtered metrics instead: q-threshold:Q, margin:δ, drop:ρ, soft-v:τ, q-and-drop:Q,ρ, first-k:K, elbow, keep-all")
+  .option("--stop <rule>", "stopping rule for the filtered metrics instead: q-threshold:Q, margin:δ, drop:ρ, soft-v:τ, q-and-drop:Q,ρ, first-k:K, prune:Q,τ (needs --never-terminate), elbow, keep-all")
   .option("--out <file>", "write one JSON line per episode")
   .option(...DATA_ROOT_OPTION)
   .option("-q, --quiet", "no progress output")

@@ -92,7 +92,7 @@ export async function evalOfficial(opts: EvalOfficialOptions): Promise<OfficialL
   }
 
   const { nets, config, alpha } = await loadAgent(opts.checkpoint);
-  const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate ?? true, threshold: opts.threshold, alpha });
+  const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate ?? true, threshold: opts.threshold, alpha, leaveOneOut: opts.neverTerminate ?? true });
   const order = [...groups.keys()].sort((a, b) => (lengthTokens(a) ?? Infinity) - (lengthTokens(b) ?? Infinity) || a.localeCompare(b));
   const total = order.reduce((n, l) => n + Math.min(groups.get(l)!.samples.length, opts.samples ?? Infinity), 0);
   const out = opts.outFile ? fs.openSync(opts.outFile, "w") : undefined;

@@ -59,7 +59,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
   try {
     const source = buildSource(config, "test", opts.numSentences, opts.dataRoot);
     const n = Number.isFinite(source.size) ? Math.min(opts.numSamples ?? config.eval_episodes, source.size) : opts.numSamples ?? config.eval_episodes;
-    const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate, threshold: opts.threshold, alpha });
+    const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate, threshold: opts.threshold, alpha, leaveOneOut: opts.neverTerminate === true });
     const out = opts.episodesFile ? fs.openSync(opts.episodesFile, "w") : undefined;
     const records: EpisodeRecord[] = [];
     const t0 = performance.now();

@@ -3,7 +3,8 @@
  * The retriever always takes its `max_steps` picks; a rule decides how long a prefix of them the
  * reader gets. Every rule reads only what the episode record already holds for each step (the
  * chosen chunk's Q, the logged top-k of the other available candidates, the soft value V(s)), so
- * all rules are scored on the same trajectory and need no retraining:
+ * all rules are scored on the same trajectory and need no retraining (prune reads the record's
+ * leave-one-out Q, computed once per episode when it is evaluated to max_steps):
  *
  *   q-threshold  the paper's rule (reference `QValueChunkFilter`): stop before the first step with
  *                Q ≤ threshold (0.5 in the reference sweep). The labelled baseline.
@@ -19,6 +20,11 @@
  *                Q = 0 after the last pick lets it keep everything). Parameter-free: it trusts
  *                the shape of the Q sequence, not its absolute level.
  *   first-k      a fixed budget: the first k picks whatever their Q (a reference point, not adaptive).
+ *   prune        not a prefix: the q-threshold prefix, then only the picks whose leave-one-out Q
+ *                (the record's `loo`, agent/leave-one-out.ts: Q given the question and the other
+ *                kept picks) is > tau. Drops a chunk the rest of the kept set makes redundant, e.g.
+ *                an earlier move of the person asked about once the later one is in. Records
+ *                without `loo` keep the prefix.
  *
  * A "calibrated" rule is one of these with its parameter chosen on a validation split by
  * `calibrate()` (maximise mean fact-F1 subject to coverage ≥ a floor); pure functions here, the
@@ -34,6 +40,7 @@ export type StopRule =
   | { kind: "soft-v"; tau: number }
   | { kind: "q-and-drop"; threshold: number; ratio: number }
   | { kind: "first-k"; k: number }
+  | { kind: "prune"; threshold: number; tau: number }
   | { kind: "elbow" }
   | { kind: "keep-all" };
 
@@ -41,6 +48,9 @@ export type StopFamily = Exclude<StopRule["kind"], "keep-all">;
 
 /** The paper's rule as the reference sweep uses it. */
 export const PAPER_RULE: StopRule = { kind: "q-threshold", threshold: 0.5 };
+
+/** The paper's threshold, then leave-one-out pruning at the same 0.5 (nothing fitted). */
+export const PAPER_PRUNE_RULE: StopRule = { kind: "prune", threshold: 0.5, tau: 0.5 };
 
 /** What a rule reads of a step of an episode record (EpisodeStep has all of it). */
 export interface StopStep {
@@ -55,6 +65,8 @@ export interface StopStep {
 export interface StopEpisode {
   sf_idx: readonly number[];
   steps: readonly StopStep[];
+  /** Leave-one-out Q per prefix (EpisodeRecord.loo); only the prune rule reads it. */
+  loo?: readonly (readonly number[])[];
 }
 
 /** Q of the best other available candidate at a step (the logged top-k holds the pick first); −∞ if none. */
@@ -64,12 +76,13 @@ export function runnerUpQ(step: StopStep): number {
   return best;
 }
 
-/** How many of the episode's picks (a prefix) the rule keeps. */
+/** How many of the episode's picks (a prefix) the rule keeps; for prune, the prefix it prunes. */
 export function keptCount(steps: readonly StopStep[], rule: StopRule): number {
   switch (rule.kind) {
     case "keep-all":
       return steps.length;
     case "q-threshold":
+    case "prune":
       return qThresholdFilter(steps.map((s) => s.q), rule.threshold);
     case "margin":
       for (let i = 0; i < steps.length; i++) if (steps[i].q - runnerUpQ(steps[i]) < rule.delta) return i;
@@ -100,21 +113,31 @@ export function keptCount(steps: readonly StopStep[], rule: StopRule): number {
   }
 }
 
-/** Retrieval scores of the prefix a rule keeps, and its length. */
+/** Which picks (positions in the episode, ascending) a rule keeps. */
+export function keptPicks(record: StopEpisode, rule: StopRule): number[] {
+  const k = keptCount(record.steps, rule);
+  const prefix = Array.from({ length: k }, (_, j) => j);
+  if (rule.kind !== "prune" || k === 0) return prefix;
+  const loo = record.loo?.[k - 1];
+  if (!loo || loo.length !== k) return prefix;
+  return prefix.filter((j) => loo[j] > rule.tau);
+}
+
+/** Retrieval scores of the picks a rule keeps, and how many. */
 export function applyStop(record: StopEpisode, rule: StopRule): RetrievalScores & { kept: number } {
-  const kept = keptCount(record.steps, rule);
-  return { ...retrievalMetrics(record.steps.slice(0, kept).map((s) => s.index), record.sf_idx), kept };
+  const kept = keptPicks(record, rule);
+  return { ...retrievalMetrics(kept.map((j) => record.steps[j].index), record.sf_idx), kept: kept.length };
 }
 
 /**
  * Parses `kind[:p1[,p2]]`: `q-threshold:0.36`, `margin:0.1`, `drop:0.3`, `soft-v:0.3`,
- * `q-and-drop:0.1,0.25`, `first-k:2`, `elbow`, `keep-all`. Throws a RangeError with the accepted
+ * `q-and-drop:0.1,0.25`, `first-k:2`, `prune:0.5,0.5`, `elbow`, `keep-all`. Throws a RangeError with the accepted
  * forms otherwise.
  */
 export function parseStopRule(text: string): StopRule {
   const [kind, args = ""] = text.trim().split(":", 2);
   const nums = args === "" ? [] : args.split(",").map((x) => Number(x));
-  const bad = () => new RangeError(`stop rule "${text}": expected q-threshold:Q, margin:δ, drop:ρ, soft-v:τ, q-and-drop:Q,ρ, first-k:K, elbow or keep-all`);
+  const bad = () => new RangeError(`stop rule "${text}": expected q-threshold:Q, margin:δ, drop:ρ, soft-v:τ, q-and-drop:Q,ρ, first-k:K, prune:Q,τ, elbow or keep-all`);
   if (nums.some((x) => !Number.isFinite(x))) throw bad();
   const one = nums.length === 1 ? nums[0] : undefined;
   switch (kind) {
@@ -124,6 +147,7 @@ export function parseStopRule(text: string): StopRule {
     case "soft-v": if (one !== undefined) return { kind, tau: one }; break;
     case "first-k": if (one !== undefined && Number.isInteger(one) && one >= 0) return { kind, k: one }; break;
     case "q-and-drop": if (nums.length === 2) return { kind, threshold: nums[0], ratio: nums[1] }; break;
+    case "prune": if (nums.length === 2) return { kind, threshold: nums[0], tau: nums[1] }; break;
     case "elbow": case "keep-all": if (nums.length === 0) return { kind }; break;
   }
   throw bad();
@@ -140,6 +164,7 @@ export function ruleLabel(rule: StopRule): string {
     case "soft-v": return `soft-v τ=${f(rule.tau)}`;
     case "q-and-drop": return `q-threshold ${f(rule.threshold)} + drop ρ=${f(rule.ratio)}`;
     case "first-k": return `first ${rule.k}`;
+    case "prune": return `q-threshold ${f(rule.threshold)} + prune τ=${f(rule.tau)}`;
     case "elbow": return "elbow";
   }
 }
@@ -162,6 +187,11 @@ export function familyGrid(family: StopFamily): StopRule[] {
     case "q-and-drop": {
       const out: StopRule[] = [];
       for (const threshold of grid(0, 1, 0.05)) for (const ratio of grid(0, 1, 0.05)) out.push({ kind: "q-and-drop", threshold, ratio });
+      return out;
+    }
+    case "prune": {
+      const out: StopRule[] = [];
+      for (const threshold of grid(0, 1, 0.05)) for (const tau of grid(0, 1, 0.05)) out.push({ kind: "prune", threshold, tau });
       return out;
     }
   }

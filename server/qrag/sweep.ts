@@ -20,6 +20,7 @@ import { corpusSpecFrom } from "./data/noise/corpus.ts";
 import { InputError } from "./errors.ts";
 import { ENGINE_VERSION } from "./version.ts";
 import { breather } from "./util/breathe.ts";
+import { applyStop } from "./stop-rules.ts";
 
 interface SweepOptions {
   /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
@@ -68,7 +69,7 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
   const lengths = (opts.lengths ?? SWEEP_LENGTHS.map((l) => l.chunks)).filter((n) => !skip.has(n));
   const baselines = opts.baselines ?? true;
   const samplesFor = (n: number) => (typeof opts.samples === "function" ? opts.samples(n) : opts.samples ?? defaultSweepSamples(n));
-  const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate ?? true, threshold: opts.threshold, alpha });
+  const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate ?? true, threshold: opts.threshold, alpha, leaveOneOut: opts.neverTerminate ?? true });
   const tpc = measureTokensPerChunk({ pool: noisePoolFor(corpusSpecFrom(env.noise)), seed: config.seed });
   const out = opts.outFile ? fs.openSync(opts.outFile, "w") : undefined;
   const epOut = opts.episodesFile ? fs.openSync(opts.episodesFile, "w") : undefined;
@@ -83,8 +84,8 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
       const source = buildSource(config, "test", numChunks, opts.dataRoot);
       const tokens = Math.round(estimateContextTokens(numChunks, tpc.noise.mean));
       const m = samplesFor(numChunks);
-      const q = [], qf = [], bm = [], de = [];
-      let kept = 0, episodeSecs = 0, encodeSecs = 0;
+      const q = [], qf = [], qp = [], bm = [], de = [];
+      let kept = 0, keptPruned = 0, episodeSecs = 0, encodeSecs = 0;
       for (let i = 0; i < m; i++) {
         await breathe();
         if (opts.signal?.aborted) break;
@@ -100,6 +101,12 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
         q.push(rec.metrics);
         qf.push(rec.filtered);
         kept += rec.filtered.kept;
+        if (rec.loo) {
+          // the same threshold, then leave-one-out pruning at it (stop-rules.ts "prune")
+          const pr = applyStop(rec, { kind: "prune", threshold: gOpts.threshold, tau: gOpts.threshold });
+          qp.push(pr);
+          keptPruned += pr.kept;
+        }
         if (baselines) {
           bm.push(retrievalMetrics(Bm25Index.build(sample.chunks).topK(sample.question, k).map((h) => h.index), sample.supportIdx));
           // the dense baseline scores on the host: one read of the candidates on the device path
@@ -122,8 +129,9 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
         threshold: gOpts.threshold,
         qrag: pick(aggregate(q)),
         qragFiltered: { ...pick(aggregate(qf)), avgKept: kept / Math.max(1, q.length) },
+        ...(qp.length === q.length && qp.length > 0 ? { qragPruned: { ...pick(aggregate(qp)), avgKept: keptPruned / qp.length } } : {}),
         ...(baselines ? { bm25: pick(aggregate(bm)), dense: pick(aggregate(de)) } : {}),
-        f1Sd: { qrag: f1Sd(q), qragFiltered: f1Sd(qf), ...(baselines ? { bm25: f1Sd(bm), dense: f1Sd(de) } : {}) },
+        f1Sd: { qrag: f1Sd(q), qragFiltered: f1Sd(qf), ...(qp.length === q.length && qp.length > 0 ? { qragPruned: f1Sd(qp) } : {}), ...(baselines ? { bm25: f1Sd(bm), dense: f1Sd(de) } : {}) },
         baselineK: k,
         episodeSeconds: episodeSecs / Math.max(1, q.length),
         encodeSeconds: encodeSecs / Math.max(1, q.length),

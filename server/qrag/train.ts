@@ -90,7 +90,7 @@ function defaultRunDir(config: RunConfig): string {
 }
 
 /** Greedy-eval settings of a run (test env feedback: the reference's oracle stop by default). */
-export function evalOptions(config: RunConfig, overrides: { neverTerminate?: boolean; threshold?: number; alpha?: number } = {}): GreedyOptions {
+export function evalOptions(config: RunConfig, overrides: { neverTerminate?: boolean; threshold?: number; alpha?: number; leaveOneOut?: boolean } = {}): GreedyOptions {
   const ep = episodeConfig(config, "test");
   if (overrides.neverTerminate !== undefined) ep.feedback = { ...ep.feedback, neverTerminate: overrides.neverTerminate };
   return {
@@ -103,6 +103,7 @@ export function evalOptions(config: RunConfig, overrides: { neverTerminate?: boo
     // α follows the LR schedule: callers that know the learner's current α pass it (else α0)
     alpha: overrides.alpha ?? config.algo.hyperparams.alpha,
     softValueTopK: config.algo.hyperparams.topk,
+    leaveOneOut: overrides.leaveOneOut ?? false,
   };
 }
 

@@ -20,6 +20,7 @@ import { onDevice, withPhase, withPhaseAsync } from "../device.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { topkIndices } from "./topk.ts";
 import { softValue } from "./soft-value.ts";
+import { leaveOneOutQ } from "./leave-one-out.ts";
 
 export interface GreedyOptions {
   episode: EpisodeConfig;
@@ -36,6 +37,8 @@ export interface GreedyOptions {
   alpha?: number;
   /** Top-k of the soft value (the learner's `algo.hyperparams.topk`; default 5). */
   softValueTopK?: number;
+  /** Also record each prefix's leave-one-out Q (`loo`, leave-one-out.ts) for the prune rule. */
+  leaveOneOut?: boolean;
 }
 
 /**
@@ -87,8 +90,9 @@ export async function greedyEpisode(nets: QNetworks, sample: Sample, opts: Greed
   return withPhaseAsync("eval", async () => {
     const emb = candidates ?? (await embedSampleChunks(nets, sample, opts.maxActionLength, opts.embedBatch));
     try {
-      if (emb instanceof tf.Tensor) return await greedyDevice(nets, sample, opts, emb);
-      return greedyHost(nets, sample, opts, emb);
+      const rec = emb instanceof tf.Tensor ? await greedyDevice(nets, sample, opts, emb) : greedyHost(nets, sample, opts, emb);
+      if (opts.leaveOneOut && rec.steps.length > 0) rec.loo = await leaveOneOutQ(nets, sample, opts, rec.pred_idx, rec.steps[0].q, emb);
+      return rec;
     } finally {
       if (!candidates) disposeCandidates(emb);
     }

@@ -4,7 +4,8 @@
  *   npx tsx server/qrag/bench/learning-table.ts bench-results/learning-qa2-qa4-qa5.json bench-results/learning-qa3.json
  * prints the markdown (with `--readme README.md`: writes it between the README's learning-tables
  * markers instead): training per task (across seeds), then per length the Q-RAG coverage (mean over
- * seeds, min–max), the baselines' coverage and the F1 after the paper's Q > 0.5 filter.
+ * seeds, min–max), the baselines' coverage, the F1 after the paper's Q > 0.5 filter and, where the
+ * sweep recorded it, coverage / F1 after that filter plus leave-one-out pruning.
  */
 import fs from "node:fs";
 import { isMainModule } from "../util/main-module.ts";
@@ -20,6 +21,7 @@ interface SweepPoint {
   samples: number;
   qrag: { coverage: number };
   qragFiltered?: { coverage: number; f1: number };
+  qragPruned?: { coverage: number; f1: number };
   bm25?: { coverage: number };
   dense?: { coverage: number };
   coverage95?: Interval | null;
@@ -99,6 +101,10 @@ export function learningTables(tasks: TaskResult[]): string {
   sweepTable("Q-RAG coverage: chunks (tokens), samples", (ps) => range(ps.map((p) => p.qrag.coverage)));
   sweepTable("BM25 / dense coverage", (ps) => `${mean(ps.map((p) => p.bm25?.coverage ?? NaN))} / ${mean(ps.map((p) => p.dense?.coverage ?? NaN))}`);
   sweepTable("Q-RAG F1 after Q > 0.5", (ps) => (ps.every((p) => p.qragFiltered) ? range(ps.map((p) => p.qragFiltered!.f1)) : "–"));
+  // only files with pruned scores get this table (older bench files predate it)
+  if (tasks.some((t) => t.runs.some((r) => r.sweep.some((p) => p.qragPruned)))) {
+    sweepTable("Q-RAG after Q > 0.5 + prune: coverage / F1", (ps) => (ps.every((p) => p.qragPruned) ? `${range(ps.map((p) => p.qragPruned!.coverage))} / ${range(ps.map((p) => p.qragPruned!.f1))}` : "–"));
+  }
   return lines.join("\n").replaceAll("NaN", "–");
 }
 

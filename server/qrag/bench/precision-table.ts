@@ -28,6 +28,7 @@ export interface PrecisionResult {
 /** Row order and labels; rules absent from every file are left out. */
 const ROWS: [string, string][] = [
   ["paper", "Q > 0.5, the paper's rule (baseline)"],
+  ["paper+prune", "Q > 0.5, then leave-one-out prune at 0.5"],
   ["keep-all", "keep all 6 picks"],
   ["calibrated-q-threshold", "Q-threshold, calibrated"],
   ["calibrated-margin", "per-step margin, calibrated"],
@@ -36,11 +37,13 @@ const ROWS: [string, string][] = [
   ["calibrated-q-and-drop", "Q-threshold + drop, calibrated"],
   ["calibrated-elbow", "elbow (largest Q drop, no parameter)"],
   ["calibrated-first-k", "first k, calibrated"],
+  ["calibrated-prune", "Q-threshold + prune, calibrated"],
   ["length-calibrated-q-threshold", "Q-threshold, calibrated per length"],
   ["length-calibrated-drop", "relative drop, calibrated per length"],
   ["length-calibrated-soft-v", "soft-V threshold, calibrated per length"],
   ["length-calibrated-q-and-drop", "Q-threshold + drop, calibrated per length"],
   ["length-calibrated-first-k", "first k, calibrated per length"],
+  ["length-calibrated-prune", "Q-threshold + prune, calibrated per length"],
 ];
 
 export const GOAL = { coverage: 0.95, f1: 0.9 };

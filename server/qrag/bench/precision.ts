@@ -17,16 +17,16 @@ import { measureTokensPerChunk, estimateContextTokens } from "../data/context-le
 import { noisePoolFor } from "../data/noise/pool.ts";
 import { corpusSpecFrom } from "../data/noise/corpus.ts";
 import { InputError } from "../errors.ts";
-import { calibrate, oraclePrefixScore, PAPER_RULE, ruleLabel, scoreRule, type Calibration, type StopFamily, type StopRule } from "../stop-rules.ts";
+import { calibrate, oraclePrefixScore, PAPER_PRUNE_RULE, PAPER_RULE, ruleLabel, scoreRule, type Calibration, type StopFamily, type StopRule } from "../stop-rules.ts";
 import { wilsonInterval } from "../../../lib/contracts/intervals.ts";
 import type { EpisodeRecord } from "../events.ts";
 import type { QNetworks } from "../agent/networks.ts";
 import type { GreedyOptions } from "../agent/greedy.ts";
 import type { SampleSource } from "../types.ts";
 
-export const PRECISION_FAMILIES: StopFamily[] = ["q-threshold", "margin", "drop", "soft-v", "q-and-drop", "elbow", "first-k"];
+export const PRECISION_FAMILIES: StopFamily[] = ["q-threshold", "margin", "drop", "soft-v", "q-and-drop", "elbow", "first-k", "prune"];
 
-type Trajectory = Pick<EpisodeRecord, "id" | "steps" | "sf_idx" | "pred_idx">;
+type Trajectory = Pick<EpisodeRecord, "id" | "steps" | "sf_idx" | "pred_idx" | "loo">;
 
 export interface PrecisionOptions {
   /** Checkpoint folder per task; default runs/bench-learning-<task>/checkpoints/best. */
@@ -53,7 +53,7 @@ export async function trajectories(nets: QNetworks, source: SampleSource, n: num
     const emb = await embedSampleChunks(nets, sample, maxActionLength);
     const r = await greedyEpisode(nets, sample, gOpts, emb);
     disposeCandidates(emb);
-    out.push({ id: r.id, sf_idx: r.sf_idx, pred_idx: r.pred_idx, steps: r.steps.map((s) => ({ ...s, text: "" })) });
+    out.push({ id: r.id, sf_idx: r.sf_idx, pred_idx: r.pred_idx, steps: r.steps.map((s) => ({ ...s, text: "" })), ...(r.loo ? { loo: r.loo } : {}) });
   }
   return out;
 }
@@ -122,13 +122,15 @@ export async function benchPrecision(log: (m: string) => void, tasks: string[], 
     const { nets, config, alpha } = await loadAgent(checkpoint, undefined, opts.dataRoot);
     try {
       if (config.envs.name !== "babilong") throw new InputError(`precision: needs a BabiLong checkpoint (${checkpoint} was trained on ${config.envs.name})`);
-      const gOpts = evalOptions(config, { neverTerminate: true, alpha });
+      const gOpts = evalOptions(config, { neverTerminate: true, alpha, leaveOneOut: true });
       const t0 = performance.now();
       const val = await trajectories(nets, validationSource(config, undefined, opts.dataRoot), valN, gOpts, config.max_action_length);
       const calibrations: Calibration[] = PRECISION_FAMILIES.map((f) => calibrate(val, f, minCoverage));
       for (const c of calibrations) log(`  ${task} calibrated ${ruleLabel(c.rule)} on ${valN} validation samples: coverage ${c.validation.coverage.toFixed(3)} F1 ${c.validation.f1.toFixed(3)}${c.feasible ? "" : " (coverage floor not reached)"}`);
       const rules = [
         { name: "paper", rule: PAPER_RULE, calibrated: false },
+        // the paper's threshold, then leave-one-out pruning at the same 0.5 (no fitting)
+        { name: "paper+prune", rule: PAPER_PRUNE_RULE, calibrated: false },
         { name: "keep-all", rule: { kind: "keep-all" } as StopRule, calibrated: false },
         ...calibrations.map((c) => ({ name: `calibrated-${c.family}`, rule: c.rule, calibrated: true })),
       ];
