@@ -93,7 +93,7 @@ test("README tables from bench JSON: across-seed training figures, per-length co
   assert.ok(!md.includes("prune"), "no prune table when no sweep recorded it");
   // sweeps that recorded Q > 0.5 + prune get its coverage / F1 table
   const pruned = structuredClone(file);
-  for (const t of pruned.learning) for (const r of "runs" in t ? t.runs : [t]) for (const p of r.sweep) Object.assign(p, { qragPruned: { coverage: p.qrag.coverage, f1: 0.95 } });
+  for (const t of pruned.learning) for (const r of "runs" in t && t.runs ? t.runs : [t as { sweep: { qrag: { coverage: number } }[] }]) for (const p of r.sweep) Object.assign(p, { qragPruned: { coverage: p.qrag.coverage, f1: 0.95 } });
   const md2 = learningTables(learningResults(pruned)).split("\n");
   const at = md2.findIndex((r) => r.startsWith("| Q-RAG after Q > 0.5 + prune"));
   assert.ok(at > 0, md2.join("\n"));
