@@ -74,10 +74,10 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
     await page.waitForSelector('[data-testid="sweep-item"]');
     const sweepId = (await page.getAttribute('[data-testid="sweep-item"]', "data-sweep-id"))!;
     await page.waitForSelector('[data-testid="sweep-item"][data-status="completed"]', { timeout: 180_000 });
-    // 3 lengths × 4 methods (Q-RAG, Q-RAG after the threshold, BM25, dense)
-    await page.waitForSelector('[data-testid="sweep-chart"][data-points="12"]');
+    // 3 lengths × 5 methods (Q-RAG, after the threshold, after it + prune, BM25, dense)
+    await page.waitForSelector('[data-testid="sweep-chart"][data-points="15"]');
     const seen = await page.evaluate(() => (window as unknown as { __points: string[] }).__points);
-    assert.ok(seen.includes("4 running") || seen.includes("8 running"), `points drawn while the sweep still ran (saw ${seen.join(" → ")})`);
+    assert.ok(seen.includes("5 running") || seen.includes("10 running"), `points drawn while the sweep still ran (saw ${seen.join(" → ")})`);
     await shot("sweep-run-page");
     await page.locator('[data-testid="sweep-section"]').screenshot({ path: path.join(SCREENSHOTS, "sweep.png") });
 
@@ -89,6 +89,9 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
       const text = (await page.locator(`[data-testid="sweep-row"][data-chunks="${p.numChunks}"]`).textContent()) ?? "";
       assert.ok(text.includes(fmtNum(p.qrag.coverage, 3)), `row ${p.numChunks}: ${text}`);
       assert.match(text, /\[[\d.]+, [\d.]+\]/, "an interval beside the coverage");
+      const pruned = p.qragPruned;
+      assert.ok(pruned, "a dashboard sweep runs to max_steps and records the prune rule");
+      assert.equal(await page.locator(`[data-testid="sweep-row"][data-chunks="${p.numChunks}"] [data-testid="sweep-pruned"]`).textContent(), `${fmtNum(pruned.coverage, 3)} / ${fmtNum(pruned.f1, 3)}`);
     }
 
     // a CLI sweep uploaded from the run page: a bad line is named (file and line), then a good file adds a sweep
@@ -102,8 +105,8 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
     await page.setInputFiles('[data-testid="sweep-points-file"]', { name: "cli-sweep.jsonl", mimeType: "application/json", buffer: Buffer.from(good.join("\n")) });
     await page.click('[data-testid="sweep-upload-submit"]');
     await page.waitForSelector('[data-testid="sweep-item"] >> nth=1');
-    // both sweeps overlay: 3 + 2 lengths × 4 methods
-    await page.waitForSelector('[data-testid="sweep-section"] [data-testid="sweep-chart"][data-points="20"]');
+    // both sweeps overlay: 3 + 2 lengths × 5 methods
+    await page.waitForSelector('[data-testid="sweep-section"] [data-testid="sweep-chart"][data-points="25"]');
 
     // the sweep page: its episodes and the same samples across lengths
     await page.click(`a[href="/sweeps/${sweepId}"]`);
@@ -128,8 +131,8 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
     const up = await fetch(`${server.url}/api/runs/${other.id}/sweeps/upload`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points: { name: "sweep.jsonl", text: halved } }) });
     assert.equal(up.status, 201);
     await page.goto(`${server.url}/compare?runs=${run.id},${other.id}`);
-    // each run's latest sweep (the uploaded 2-length one for the first run) : 2 + 2 lengths × 4 methods
-    await page.waitForSelector('[data-testid="sweep-overlay"][data-sweeps="2"] [data-testid="sweep-chart"][data-points="16"]');
+    // each run's latest sweep (the uploaded 2-length one for the first run) : 2 + 2 lengths × 5 methods
+    await page.waitForSelector('[data-testid="sweep-overlay"][data-sweeps="2"] [data-testid="sweep-chart"][data-points="20"]');
     await page.locator('[data-testid="sweep-overlay"]').screenshot({ path: path.join(SCREENSHOTS, "sweep-overlay.png") });
     assert.deepEqual(errors, []);
   });

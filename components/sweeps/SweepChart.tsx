@@ -13,7 +13,7 @@ import { fmtNum } from "../../lib/format.ts";
 import { toggled } from "../../lib/selection.ts";
 
 export const SWEEP_COLORS = ["#6d28d9", "#e4572e", "#17a398", "#3a86ff", "#d4a017", "#ef476f", "#2a9d8f", "#8d6e63"];
-const DASH: Record<SweepMethod, string | undefined> = { qrag: undefined, qragFiltered: "6 3", bm25: "2 3", dense: "9 3 2 3" };
+const DASH: Record<SweepMethod, string | undefined> = { qrag: undefined, qragFiltered: "6 3", qragPruned: "1 2", bm25: "2 3", dense: "9 3 2 3" };
 const MARGIN = { top: 8, right: 16, bottom: 4, left: 0 };
 
 const defaultLabel = (s: SweepDto) => `${s.spec.checkpointLabel}, Q ≥ ${s.spec.threshold}`;

@@ -31,6 +31,8 @@ export function SweepTable({ sweep }: { sweep: SweepDto }) {
             <th className="num">Q-RAG F1</th>
             <th className="num">F1 @ Q ≥ {sweep.spec.threshold}</th>
             <th className="num">kept / episode</th>
+            <th className="num" title="the threshold, then leave-one-out pruning: picks the other kept ones make redundant are dropped">coverage / F1 + prune</th>
+            <th className="num">kept + prune</th>
             <th className="num">BM25 coverage</th>
             <th className="num">dense coverage</th>
             <th className="num">s / episode</th>
@@ -46,6 +48,8 @@ export function SweepTable({ sweep }: { sweep: SweepDto }) {
               <Cell p={p} method="qrag" metric="f1" />
               <Cell p={p} method="qragFiltered" metric="f1" />
               <td className="num">{fmtNum(p.qragFiltered.avgKept, 2)}</td>
+              <td className="num" data-testid="sweep-pruned">{p.qragPruned ? `${fmtNum(p.qragPruned.coverage, 3)} / ${fmtNum(p.qragPruned.f1, 3)}` : "–"}</td>
+              <td className="num">{p.qragPruned ? fmtNum(p.qragPruned.avgKept, 2) : "–"}</td>
               <Cell p={p} method="bm25" metric="coverage" />
               <Cell p={p} method="dense" metric="coverage" />
               <td className="num">{fmtNum(p.episodeSeconds, 3)}</td>

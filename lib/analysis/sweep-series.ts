@@ -1,16 +1,16 @@
 /**
  * Sweep points → chart and table figures: per method (Q-RAG all picks, Q-RAG after the
- * Q-threshold, BM25, dense) and metric, the value at each length with its 95 % interval — Wilson
+ * Q-threshold, after the threshold plus leave-one-out pruning where recorded, BM25, dense) and metric, the value at each length with its 95 % interval — Wilson
  * for coverage (a proportion of episodes), mean ± 1.96·sd/√n for F1 (a mean of per-episode F1).
  */
 import type { SweepPoint } from "../contracts/index.ts";
 import { wilsonInterval, type Interval } from "../contracts/intervals.ts";
 
-export const SWEEP_METHODS = ["qrag", "qragFiltered", "bm25", "dense"] as const;
+export const SWEEP_METHODS = ["qrag", "qragFiltered", "qragPruned", "bm25", "dense"] as const;
 export type SweepMethod = (typeof SWEEP_METHODS)[number];
 export type SweepMetric = "coverage" | "f1";
 
-export const METHOD_LABELS: Record<SweepMethod, string> = { qrag: "Q-RAG (all picks)", qragFiltered: "Q-RAG (Q ≥ threshold)", bm25: "BM25", dense: "dense (1 step)" };
+export const METHOD_LABELS: Record<SweepMethod, string> = { qrag: "Q-RAG (all picks)", qragFiltered: "Q-RAG (Q ≥ threshold)", qragPruned: "Q-RAG (Q ≥ threshold + prune)", bm25: "BM25", dense: "dense (1 step)" };
 
 export interface SweepFigure {
   numChunks: number;
