@@ -136,6 +136,28 @@ test("boltzmann: only top-5 available, frequencies = softmax((l − max)/α) ove
   assert.equal(boltzmannTop5(logits, avail, 1e-30, rng), 0);
 });
 
+test("explore_eps: with probability ε a uniform pick among the same top-5; ε = 0 draws nothing extra", () => {
+  const logits = f32([1.0, 0.95, 0.9, 0.5, 0.97, 0.3, 2.0, 0.85]);
+  const avail = u8([1, 1, 1, 1, 1, 1, 0, 1]);
+  const top = [0, 4, 1, 2, 7];
+  const rng = new Rng(5);
+  const n = 20000, eps = 0.4;
+  const counts = new Map<number, number>();
+  // α ≈ 0: the Boltzmann half always takes the best (index 0), so the rest comes from ε alone
+  for (let i = 0; i < n; i++) {
+    const a = boltzmannTop5(logits, avail, 1e-9, rng, 5, eps);
+    counts.set(a, (counts.get(a) ?? 0) + 1);
+  }
+  for (const j of counts.keys()) assert.ok(top.includes(j), `picked ${j} outside the available top-5`);
+  close((counts.get(0) ?? 0) / n, 1 - eps + eps / 5, 0.015, "p(best)");
+  for (const j of top.slice(1)) close((counts.get(j) ?? 0) / n, eps / 5, 0.01, `p(${j})`);
+  // ε = 0 consumes the generator exactly as the reference policy does: one draw per pick
+  const a = new Rng(9), b = new Rng(9);
+  for (let i = 0; i < 50; i++) boltzmannTop5(logits, avail, 0.05, a, 5, 0);
+  for (let i = 0; i < 50; i++) b.next();
+  assert.equal(a.next(), b.next());
+});
+
 // Small hand example, γ = 0.9, λ = 0.5, L = 4 (3 targets per row).
 //   row 0: R = [0, 0, 1, .3], ND = [1, 1, 1, 1], V = [.2, .4, .6, .8]
 //     G[2] = 1 + .9·.8 = 1.72 (both modes)

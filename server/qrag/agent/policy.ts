@@ -1,7 +1,10 @@
 /**
  * Action choice (docs/method.md §3.3, §4.1): greedy argmax at evaluation, uniform over available
  * chunks during the first 2·learning_start transitions, then Boltzmann sampling restricted to the
- * top-k available candidates (no ε-greedy).
+ * top-k available candidates. The reference has no ε-greedy; ours optionally (`explore_eps`, off by
+ * default) picks uniformly among those top-k with probability ε, so the learner also sees states an
+ * almost-greedy soft policy never reaches (e.g. two moves of the holder before the pickup), which
+ * the leave-one-out pruning rule (leave-one-out.ts) evaluates.
  */
 import type { Rng } from "../util/rng.ts";
 import { topkIndices } from "./topk.ts";
@@ -38,23 +41,25 @@ export function uniformAvailable(avail: Uint8Array, rng: Rng): number {
  * probability 0), and p ∝ exp((l − max)/α) over top-k ∩ available. α ≤ 0 (end of a ratio-0
  * schedule) degrades to greedy instead of producing NaN.
  */
-export function boltzmannTop5(logits: ArrayLike<number>, avail: Uint8Array, alpha: number, rng: Rng, k = 5): number {
+export function boltzmannTop5(logits: ArrayLike<number>, avail: Uint8Array, alpha: number, rng: Rng, k = 5, eps = 0): number {
   const n = logits.length;
   let min = Infinity;
   for (let i = 0; i < n; i++) if (logits[i] < min) min = logits[i];
   const masked = new Float64Array(n);
   for (let i = 0; i < n; i++) masked[i] = avail[i] ? logits[i] : min - 1;
   const top = topkIndices(masked, k).filter((j) => avail[j] !== 0);
-  return sampleTopK(top, top.map((j) => masked[j]), alpha, rng);
+  return sampleTopK(top, top.map((j) => masked[j]), alpha, rng, eps);
 }
 
 /**
  * The sampling half of boltzmannTop5: `top` = the available top-k candidates, largest first, with
  * their masked logits `values`; p ∝ exp((l − max)/α). Shared with the device path, which computes
- * the top-k on the device and reads only these.
+ * the top-k on the device and reads only these. With `eps` > 0, a uniform pick among `top` with
+ * probability eps (no random number is drawn for it when eps = 0, so runs without it are unchanged).
  */
-export function sampleTopK(top: readonly number[], values: readonly number[], alpha: number, rng: Rng): number {
+export function sampleTopK(top: readonly number[], values: readonly number[], alpha: number, rng: Rng, eps = 0): number {
   if (top.length === 0) throw new RangeError("boltzmannTop5: no available candidate");
+  if (eps > 0 && rng.next() < eps) return top[rng.int(top.length)];
   // top[0] holds the max of the masked logits, which is available whenever anything is.
   const max = values[0];
   if (!(alpha > 0)) return top[0];

@@ -24,6 +24,8 @@ export interface RolloutSettings {
   maxInMemory: number;
   sortByIndex: boolean;
   topk: number;
+  /** Probability of a uniform pick among the policy's top-k (policy.ts; 0 = the reference's policy). */
+  exploreEps?: number;
   episode: EpisodeConfig;
 }
 
@@ -221,13 +223,13 @@ export class ParallelEnvs {
                 vals.push(row[dev.k + i]);
               }
             }
-            action = sampleTopK(top, vals, opts.alpha, this.rng);
+            action = sampleTopK(top, vals, opts.alpha, this.rng, this.settings.exploreEps ?? 0);
           }
           v = row[dev.width - 1];
         } else if (sPolicy) {
           scoreCandidates(sPolicy.subarray(e * D, (e + 1) * D), slot.online, rotaryPositions(ep), slot.q1, slot.q2);
           const logits = slot.q1.map((v, j) => v + slot.q2[j]);
-          action = boltzmannTop5(logits, avail, opts.alpha, this.rng, topk);
+          action = boltzmannTop5(logits, avail, opts.alpha, this.rng, topk, this.settings.exploreEps ?? 0);
           v = this.targetValue(sTarget!, e, D, slot, opts.alpha, topk);
         } else {
           action = uniformAvailable(avail, this.rng);
