@@ -54,6 +54,16 @@ test("relative positions at 400,000 chunks stay exact integers in [20k, 20k+18]"
   assert.equal(p[200_000], 40 + Math.floor((18 * j) / (len - 1)));
 });
 
+test("reward: a lower extra-steps floor makes a detour cost more; 1 at exactly |sf| picks either way", () => {
+  const detour = new GroundTruthFeedback([1, 3], { extraStepsFloor: 0 });
+  detour.step([7]);
+  detour.step([7, 1]);
+  assert.equal(detour.step([7, 1, 3]).reward, 2 / (3 + 1e-5));
+  const direct = new GroundTruthFeedback([1, 3], { extraStepsFloor: 0 });
+  direct.step([3]);
+  assert.ok(Math.abs(direct.step([3, 1]).reward - 1) < 1e-5);
+});
+
 test("reward: 2 facts found in 3 steps = 0.5 + 0.5·2/3 ≈ 0.8333, paid once", () => {
   const fb = new GroundTruthFeedback([1, 3]);
   assert.deepEqual(fb.step([0]), { reward: 0, completed: false, terminated: false });

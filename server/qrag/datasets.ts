@@ -35,6 +35,12 @@ const feedbackSchema = z.strictObject({
   /** false = the episode stops when all support chunks are found (a ground-truth oracle stop). */
   never_terminate: z.boolean().default(false).describe("off = stop at the ground-truth oracle"),
   penalize_extra_steps: z.boolean().default(true),
+  /**
+   * Ours: with penalize_extra_steps the completion reward is scaled by floor + (1 − floor)·|sf|/|pred|;
+   * the reference's floor is 0.5. A lower floor makes a detour (an extra pick before completion)
+   * cost more, so the Q gap between the right chunk and a detour grows.
+   */
+  extra_steps_floor: z.number().min(0).max(1).default(0.5).describe("reward floor of penalize_extra_steps (the reference: 0.5)"),
   completion_reward: z.number().default(1),
   per_fact_reward: z.number().default(0),
 });

@@ -54,6 +54,7 @@ export function episodeConfig(config: RunConfig, split: Split): EpisodeConfig {
     feedback: {
       neverTerminate: fb.never_terminate,
       penalizeExtraSteps: fb.penalize_extra_steps,
+      extraStepsFloor: fb.extra_steps_floor,
       completionReward: fb.completion_reward,
       perFactReward: fb.per_fact_reward,
     },

@@ -2,7 +2,7 @@
  * Ground-truth feedback (docs/method.md §1.6, reference `GroundTruthFeedback`): the completion
  * reward is paid once, at the step the last missing support chunk enters the state; with
  * penalize_extra_steps it is scaled by 0.5 + 0.5·|sf|/(|pred| + 1e-5), so using exactly |sf| steps
- * earns the full reward. `never_terminate` keeps the episode running (later steps pay 0).
+ * earns the full reward (0.5 is the reference's floor; `extraStepsFloor` changes it, ours). `never_terminate` keeps the episode running (later steps pay 0).
  */
 export interface FeedbackConfig {
   /** Reward per newly found support chunk (reference default 0, never changed). */
@@ -10,6 +10,8 @@ export interface FeedbackConfig {
   /** Reward paid once when every support chunk has been retrieved. */
   completionReward: number;
   penalizeExtraSteps: boolean;
+  /** floor of the penalty scale: floor + (1 − floor)·|sf|/|pred| (reference 0.5). */
+  extraStepsFloor: number;
   /** When true, completion never ends the episode (it runs to max_steps). */
   neverTerminate: boolean;
 }
@@ -18,6 +20,7 @@ const DEFAULT_FEEDBACK: FeedbackConfig = {
   perFactReward: 0,
   completionReward: 1,
   penalizeExtraSteps: true,
+  extraStepsFloor: 0.5,
   neverTerminate: false,
 };
 
@@ -65,7 +68,7 @@ export class GroundTruthFeedback {
     if (!this.done && this.found.size === this.support.size) {
       this.done = true;
       reward += c.penalizeExtraSteps
-        ? c.completionReward * (0.5 + (0.5 * this.support.size) / (pred.size + 1e-5))
+        ? c.completionReward * (c.extraStepsFloor + ((1 - c.extraStepsFloor) * this.support.size) / (pred.size + 1e-5))
         : c.completionReward;
     }
     return { reward, completed: this.done, terminated: this.done && !c.neverTerminate };
