@@ -6,9 +6,11 @@
  * still worth taking once the rest are in?". A greedy first pick can only be judged against the
  * whole haystack (Q cannot see other candidates), so on qa1/qa2 it is often an *earlier* event about
  * the person or object asked about; once the later event is retrieved too, that earlier chunk lies
- * in the gap before it, and an agent trained to run past completion
- * (`envs.feedback.never_terminate`, where every pick after completion earns 0) scores it ≈ 0 there.
- * The `prune` stopping rule (stop-rules.ts) drops such chunks from the kept prefix.
+ * in the gap before it, and an agent trained past completion (BabiLong's training env has
+ * `never_terminate`, so every pick after completion earns 0) scores it ≈ 0 there. The `prune`
+ * stopping rule (stop-rules.ts) drops such chunks from the kept prefix. The values are only as
+ * good as the agent's training on those states: on qa2 the state without the gold first pick is
+ * one it never visits, and pruning can drop a gold chunk (docs/method.md §11).
  *
  * Cost per episode of m picks: one batch of m(m+1)/2 − 1 state embeddings and as many single
  * candidate scores; candidates are not re-embedded (their cached embeddings are reused).
