@@ -216,6 +216,11 @@ test("a tiny run scored with every rule: same trajectories, scores in [0, 1], ca
     const paperWant = scoreRule(plain.records, PAPER_RULE);
     assert.deepEqual({ f1: plain.summary.filtered.f1, coverage: plain.summary.filtered.coverage, avgKept: plain.summary.filtered.avgKept }, { f1: paperWant.f1, coverage: paperWant.coverage, avgKept: paperWant.avgKept });
     assert.equal(plain.summary.filtered.rule, undefined);
+    // prune reads the leave-one-out Q that only episodes run to max_steps record
+    const pruned = await evaluate({ checkpoint, numSamples: 12, neverTerminate: true, stop: PAPER_PRUNE_RULE });
+    assert.ok(pruned.records.every((x) => x.loo?.length === x.pred_idx.length));
+    assert.equal(pruned.summary.filtered.f1, scoreRule(pruned.records, PAPER_PRUNE_RULE).f1);
+    await assert.rejects(evaluate({ checkpoint, numSamples: 2, stop: PAPER_PRUNE_RULE }), /--stop prune needs --never-terminate/);
     const len20 = r.lengths.find((l) => l.numChunks === 20)!;
     const trajs = await trajectories(nets, test, 12, gOpts, config.max_action_length);
     const paper = scoreRule(trajs, PAPER_RULE);

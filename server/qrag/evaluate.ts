@@ -16,6 +16,7 @@ import { Rng } from "./util/rng.ts";
 import type { RunConfig } from "./config.ts";
 import { breather } from "./util/breathe.ts";
 import { applyStop, ruleLabel, type StopRule } from "./stop-rules.ts";
+import { InputError } from "./errors.ts";
 
 interface EvaluateOptions {
   /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
@@ -54,6 +55,9 @@ export async function loadAgent(checkpoint: string, backendPref?: string, dataRo
 }
 
 export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
+  // leave-one-out Q is recorded only for episodes run to max_steps; without it prune would
+  // silently score the plain threshold prefix
+  if (opts.stop?.kind === "prune" && opts.neverTerminate !== true) throw new InputError("--stop prune needs --never-terminate (leave-one-out Q is recorded only for episodes run to max_steps)");
   const emit: EventSink = opts.onEvent ?? (() => {});
   const { nets, config, backend, alpha } = await loadAgent(opts.checkpoint, undefined, opts.dataRoot);
   try {
