@@ -1,6 +1,7 @@
 "use client";
 /**
- * One greedy episode: the question, gold facts, each retrieval step, and a Q-threshold slider that
+ * One greedy episode: the question, gold facts, each retrieval step, a Q-threshold slider (and, for
+ * episodes with leave-one-out Q, a prune toggle: server/qrag/stop-rules.ts "prune") that
  * shows which picks the stopping filter keeps at any threshold and the scores that would give
  * (recomputed here with the engine's definitions, lib/analysis/threshold.ts). The replay panel
  * steps through it (← → Home End, space plays) with the state, the top-k Q bars and the haystack
@@ -8,7 +9,7 @@
  */
 import { useState } from "react";
 import type { EpisodeRecord } from "../lib/contracts/index.ts";
-import { thresholdView } from "../lib/analysis/threshold.ts";
+import { pruneView, thresholdView } from "../lib/analysis/threshold.ts";
 import { useStepCursor } from "../lib/hooks/useStepCursor.ts";
 import { PLAY_SPEEDS, useAutoplay, type PlaySpeed } from "../lib/hooks/useAutoplay.ts";
 import { fmtNum } from "../lib/format.ts";
@@ -44,6 +45,10 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
   const found = record.steps.filter((s) => s.gold).length;
   const [threshold, setThreshold] = useState(record.filtered.threshold);
   const view = thresholdView(record, threshold);
+  // leave-one-out pruning at the same threshold, where the record has the values (runs to max_steps)
+  const pruned = pruneView(record, threshold);
+  const [prune, setPrune] = useState(false);
+  const keptAt = (i: number) => (prune && pruned ? pruned.keep.includes(i) : i < view.kept);
   const cursor = useStepCursor(record.steps.length);
   const play = useAutoplay(record.steps.length, cursor.step, cursor.go);
   const goBy = (to: number) => {
@@ -103,6 +108,7 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
               <Scores label={`all picks (${record.pred_idx.length})`} s={record.metrics} />
               <Scores label={`Q > ${fmtNum(record.filtered.threshold, 3)}, as evaluated (${record.filtered.kept} kept)`} s={record.filtered} />
               <Scores label={`Q > ${fmtNum(threshold, 2)} (${view.kept} kept)`} s={view} testId="threshold-row" />
+              {pruned && <Scores label={`Q > ${fmtNum(threshold, 2)}, then prune (${pruned.keep.length} kept)`} s={pruned} testId="prune-row" />}
             </tbody>
           </table>
           <label className="row small" style={{ marginTop: 8 }}>
@@ -122,6 +128,12 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
             </span>
             <span className="muted">keeps the picks before the first step with Q ≤ threshold</span>
           </label>
+          {pruned && (
+            <label className="row small" title="drop a kept pick whose Q, given the question and the other kept picks, is at or below the threshold: the rest already make it redundant">
+              <input type="checkbox" checked={prune} onChange={(e) => setPrune(e.target.checked)} data-testid="prune-toggle" />
+              then prune picks the other kept ones make redundant (leave-one-out Q ≤ threshold)
+            </label>
+          )}
         </section>
       </div>
       <section className="panel stack" data-testid="replay">
@@ -174,7 +186,7 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
               key={i}
               className={`step-card ${s.gold ? "gold" : "miss"}${i === cursor.step ? " current" : ""}`}
               data-testid="episode-step"
-              data-kept={i < view.kept ? "yes" : "no"}
+              data-kept={keptAt(i) ? "yes" : "no"}
               data-current={i === cursor.step ? "yes" : undefined}
               aria-current={i === cursor.step ? "step" : undefined}
             >
@@ -188,7 +200,18 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
                 </span>
                 <span className="muted">reward {fmtNum(s.reward, 3)}</span>
                 {s.gold ? <span className="gold-mark">gold ✓</span> : <span className="muted">not gold</span>}
-                {i < view.kept ? <span className="badge ok">kept at Q &gt; {fmtNum(threshold, 2)}</span> : <span className="badge plain">dropped by the stopping filter</span>}
+                {pruned && Number.isFinite(pruned.looQ[i]) && (
+                  <span className="muted" data-testid="loo-q" title="Q of this pick given the question and the other kept picks">
+                    without it: Q {fmtNum(pruned.looQ[i], 4)}
+                  </span>
+                )}
+                {keptAt(i) ? (
+                  <span className="badge ok">kept at Q &gt; {fmtNum(threshold, 2)}{prune && pruned ? " + prune" : ""}</span>
+                ) : prune && pruned && i < view.kept ? (
+                  <span className="badge plain">pruned: redundant given the other kept picks</span>
+                ) : (
+                  <span className="badge plain">dropped by the stopping filter</span>
+                )}
               </div>
               <p className="chunk">{s.text}</p>
               {s.topk.length > 0 && (

@@ -14,6 +14,9 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import type { EpisodeDto, EpisodeRecord } from "../lib/contracts/index.ts";
 import { STRIP_COLORS, STRIP_LAYOUT } from "../lib/analysis/replay.ts";
+import { pruneView, thresholdView } from "../lib/analysis/threshold.ts";
+import { fmtNum } from "../lib/format.ts";
+import { applyStop } from "../server/qrag/stop-rules.ts";
 import { openDb } from "../server/db/client.ts";
 import { resolveConfig } from "../server/qrag/index.ts";
 import { pickBackend } from "../server/qrag/backend.ts";
@@ -53,7 +56,7 @@ describe("episode replay in a real browser", { skip: skip ?? false, timeout: 15 
     sample = buildSource(config, "test").sample(SAMPLE_INDEX);
     const nets = new QNetworks(config.algo.encoder, new Rng(11));
     try {
-      const opts = evalOptions(config, { neverTerminate: true });
+      const opts = evalOptions(config, { neverTerminate: true, leaveOneOut: true });
       record = await greedyEpisode(nets, sample, opts);
     } finally {
       nets.dispose();
@@ -124,6 +127,31 @@ describe("episode replay in a real browser", { skip: skip ?? false, timeout: 15 
       assert.ok(s.topk.length >= 5, "at least 5 candidates per step");
       assert.ok(Number.isFinite(s.v) && s.alpha === config.algo.hyperparams.alpha);
     }
+    assert.equal(record.loo?.length, record.steps.length, "leave-one-out Q of every prefix");
+  });
+
+  test("the prune toggle keeps what the engine's prune rule keeps, and shows each pick's Q without it", async () => {
+    await page.goto(url(episodeId));
+    await page.locator('[data-testid="prune-toggle"]').check();
+    const ts = [0, 0.05, ...record.q_values.map((q) => Math.round(q * 100) / 100), 1];
+    let prunedSome = false;
+    for (const t of [...new Set(ts)]) {
+      await page.locator('[data-testid="threshold-slider"]').fill(String(t));
+      await waitFor(`threshold ${t} applied`, async () => (await page.locator('[data-testid="threshold-value"]').textContent()) === fmtNum(t, 2), 10_000);
+      const want = applyStop(record, { kind: "prune", threshold: t, tau: t });
+      const view = pruneView(record, t)!;
+      const kept = await page.locator('[data-testid="episode-step"]').evaluateAll((els) => els.flatMap((e, i) => (e.getAttribute("data-kept") === "yes" ? [i] : [])));
+      assert.deepEqual(kept, view.keep, `kept picks at ${t}`);
+      assert.equal(kept.length, want.kept);
+      const cells = await page.locator('[data-testid="prune-row"] td.num').allTextContents();
+      assert.deepEqual(cells, [want.precision, want.recall, want.f1, want.coverage].map((v) => fmtNum(v, 3)), `prune scores at ${t}`);
+      assert.equal(await page.locator('[data-testid="loo-q"]').count(), thresholdView(record, t).kept, "a Q-without-it for every pick of the prefix");
+      prunedSome ||= kept.length < thresholdView(record, t).kept;
+    }
+    assert.ok(prunedSome, "some threshold prunes a pick of this episode");
+    // off again: the plain threshold prefix
+    await page.locator('[data-testid="prune-toggle"]').uncheck();
+    assert.equal(await page.locator('[data-testid="episode-step"][data-kept="yes"]').count(), thresholdView(record, 1).kept);
   });
 
   test("keyboard stepping moves the strip's highlighted cell and the Q bars", async () => {

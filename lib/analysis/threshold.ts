@@ -5,7 +5,7 @@
  * reproduces `record.filtered` exactly.
  */
 import type { EpisodeRecord, RetrievalScores } from "../contracts/engine-events.ts";
-import { qThresholdFilter, retrievalMetrics } from "../contracts/retrieval-metrics.ts";
+import { leaveOneOutKeep, qThresholdFilter, retrievalMetrics } from "../contracts/retrieval-metrics.ts";
 
 export interface ThresholdView extends RetrievalScores {
   threshold: number;
@@ -16,6 +16,27 @@ export interface ThresholdView extends RetrievalScores {
 export function thresholdView(record: Pick<EpisodeRecord, "pred_idx" | "q_values" | "sf_idx">, threshold: number): ThresholdView {
   const kept = qThresholdFilter(record.q_values, threshold);
   return { ...retrievalMetrics(record.pred_idx.slice(0, kept), record.sf_idx), threshold, kept };
+}
+
+export interface PruneView extends RetrievalScores {
+  threshold: number;
+  /** Positions (in the episode) of the picks kept: the threshold prefix minus the pruned ones. */
+  keep: number[];
+  /** Each prefix pick's Q given the question and the other prefix picks (NaN after the prefix). */
+  looQ: number[];
+}
+
+/**
+ * The threshold prefix after leave-one-out pruning at the same threshold (the sweep's "+ prune"),
+ * or null when the record has no leave-one-out values (oracle-stopped or older evaluations).
+ */
+export function pruneView(record: Pick<EpisodeRecord, "pred_idx" | "q_values" | "sf_idx" | "loo">, threshold: number): PruneView | null {
+  if (!record.loo?.length) return null;
+  const kept = qThresholdFilter(record.q_values, threshold);
+  const keep = leaveOneOutKeep(kept, record.loo, threshold);
+  const row = kept > 0 ? record.loo[kept - 1] : [];
+  const looQ = record.pred_idx.map((_, j) => (j < kept && row ? row[j] : NaN));
+  return { ...retrievalMetrics(keep.map((j) => record.pred_idx[j]), record.sf_idx), threshold, keep, looQ };
 }
 
 /** Mean scores of many episodes at one threshold (a sweep's samples, an evaluation's episodes). */

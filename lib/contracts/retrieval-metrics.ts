@@ -27,3 +27,16 @@ export function qThresholdFilter(qValues: readonly number[], threshold = 0.5): n
   for (let i = 0; i < qValues.length; i++) if (qValues[i] <= threshold) return i;
   return qValues.length;
 }
+
+/**
+ * Leave-one-out pruning of a kept prefix (the `prune` stopping rule, server/qrag/stop-rules.ts):
+ * of the first `kept` picks, those whose Q given the question and the other kept picks
+ * (`loo[kept − 1]`, server/qrag/agent/leave-one-out.ts) is > tau. Without that row (records of
+ * oracle-stopped or older evaluations) the whole prefix.
+ */
+export function leaveOneOutKeep(kept: number, loo: readonly (readonly number[])[] | undefined, tau: number): number[] {
+  const prefix = Array.from({ length: kept }, (_, j) => j);
+  const row = kept > 0 ? loo?.[kept - 1] : undefined;
+  if (!row || row.length !== kept) return prefix;
+  return prefix.filter((j) => row[j] > tau);
+}

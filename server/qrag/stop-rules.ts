@@ -32,6 +32,7 @@
  */
 import type { RetrievalScores } from "../../lib/contracts/engine-events.ts";
 import { retrievalMetrics, qThresholdFilter } from "./metrics.ts";
+import { leaveOneOutKeep } from "../../lib/contracts/retrieval-metrics.ts";
 
 export type StopRule =
   | { kind: "q-threshold"; threshold: number }
@@ -116,11 +117,7 @@ export function keptCount(steps: readonly StopStep[], rule: StopRule): number {
 /** Which picks (positions in the episode, ascending) a rule keeps. */
 export function keptPicks(record: StopEpisode, rule: StopRule): number[] {
   const k = keptCount(record.steps, rule);
-  const prefix = Array.from({ length: k }, (_, j) => j);
-  if (rule.kind !== "prune" || k === 0) return prefix;
-  const loo = record.loo?.[k - 1];
-  if (!loo || loo.length !== k) return prefix;
-  return prefix.filter((j) => loo[j] > rule.tau);
+  return leaveOneOutKeep(k, rule.kind === "prune" ? record.loo : undefined, rule.kind === "prune" ? rule.tau : 0);
 }
 
 /** Retrieval scores of the picks a rule keeps, and how many. */
