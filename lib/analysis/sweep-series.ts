@@ -1,7 +1,8 @@
 /**
  * Sweep points → chart and table figures: per method (Q-RAG all picks, Q-RAG after the
- * Q-threshold, after the threshold plus leave-one-out pruning where recorded, BM25, dense) and metric, the value at each length with its 95 % interval — Wilson
- * for coverage (a proportion of episodes), mean ± 1.96·sd/√n for F1 (a mean of per-episode F1).
+ * Q-threshold, after the threshold plus leave-one-out pruning where recorded, BM25, dense) and
+ * metric, the value at each length with its 95 % interval — Wilson for coverage (a proportion of
+ * episodes), mean ± 1.96·sd/√n for F1 (a mean of per-episode F1).
  */
 import type { SweepPoint } from "../contracts/index.ts";
 import { wilsonInterval, type Interval } from "../contracts/intervals.ts";

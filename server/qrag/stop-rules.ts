@@ -117,7 +117,8 @@ export function keptCount(steps: readonly StopStep[], rule: StopRule): number {
 /** Which picks (positions in the episode, ascending) a rule keeps. */
 export function keptPicks(record: StopEpisode, rule: StopRule): number[] {
   const k = keptCount(record.steps, rule);
-  return leaveOneOutKeep(k, rule.kind === "prune" ? record.loo : undefined, rule.kind === "prune" ? rule.tau : 0);
+  if (rule.kind === "prune") return leaveOneOutKeep(k, record.loo, rule.tau);
+  return Array.from({ length: k }, (_, j) => j);
 }
 
 /** Retrieval scores of the picks a rule keeps, and how many. */

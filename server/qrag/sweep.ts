@@ -122,6 +122,8 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
       // a length cut short by cancel is not a point: a resumed sweep measures it again
       if (opts.signal?.aborted) break;
       const pick = (x: ReturnType<typeof aggregate>) => ({ precision: x.precision, recall: x.recall, f1: x.f1, coverage: x.coverage });
+      // every episode of the length recorded leave-one-out Q (runs to max_steps)
+      const pruned = qp.length > 0 && qp.length === q.length;
       const label = SWEEP_LENGTHS.find((l) => l.chunks === numChunks)?.label ?? `${numChunks} chunks`;
       const point: SweepPoint = {
         numChunks, label, tokens, samples: q.length,
@@ -129,9 +131,9 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
         threshold: gOpts.threshold,
         qrag: pick(aggregate(q)),
         qragFiltered: { ...pick(aggregate(qf)), avgKept: kept / Math.max(1, q.length) },
-        ...(qp.length === q.length && qp.length > 0 ? { qragPruned: { ...pick(aggregate(qp)), avgKept: keptPruned / qp.length } } : {}),
+        ...(pruned ? { qragPruned: { ...pick(aggregate(qp)), avgKept: keptPruned / qp.length } } : {}),
         ...(baselines ? { bm25: pick(aggregate(bm)), dense: pick(aggregate(de)) } : {}),
-        f1Sd: { qrag: f1Sd(q), qragFiltered: f1Sd(qf), ...(qp.length === q.length && qp.length > 0 ? { qragPruned: f1Sd(qp) } : {}), ...(baselines ? { bm25: f1Sd(bm), dense: f1Sd(de) } : {}) },
+        f1Sd: { qrag: f1Sd(q), qragFiltered: f1Sd(qf), ...(pruned ? { qragPruned: f1Sd(qp) } : {}), ...(baselines ? { bm25: f1Sd(bm), dense: f1Sd(de) } : {}) },
         baselineK: k,
         episodeSeconds: episodeSecs / Math.max(1, q.length),
         encodeSeconds: encodeSecs / Math.max(1, q.length),

@@ -36,14 +36,15 @@ async function pickRows(emb: CandidateEmbeddings, picks: readonly number[], D: n
 }
 
 /**
- * Leave-one-out Q for every prefix of `picks` (all of them when `maxPrefix` is not set): row k−1
- * holds k values; row 0 is the first pick's own Q, `firstQ`, as the episode recorded it.
+ * Leave-one-out Q for every prefix of `picks`: row k−1 holds k values; row 0 is the first pick's
+ * own Q, `firstQ`, as the episode recorded it.
  */
 export async function leaveOneOutQ(nets: QNetworks, sample: Sample, opts: GreedyOptions, picks: readonly number[], firstQ: number, emb: CandidateEmbeddings): Promise<number[][]> {
   const m = picks.length;
   if (m === 0) return [];
   const D = nets.dim;
   const n = sample.chunks.length;
+  const mode = opts.episode.positions;
   const states: string[][] = [];
   const where: { row: number; pick: number; position: number }[] = [];
   for (let k = 2; k <= m; k++) {
@@ -51,7 +52,6 @@ export async function leaveOneOutQ(nets: QNetworks, sample: Sample, opts: Greedy
       const others = picks.slice(0, k).filter((_, o) => o !== j);
       const shown = opts.sortByIndex ? [...others].sort((a, b) => a - b) : others;
       states.push([sample.question, ...shown.map((i) => chunkAt(sample.chunks, i))]);
-      const mode = opts.episode.positions;
       // as rotaryPositions(): "none" rotates by 0, "absolute" by the index
       const position = mode === "relative" ? relativePositionOf(n, others, picks[j], opts.episode.stepSize ?? 20) : mode === "none" ? 0 : picks[j];
       where.push({ row: k - 1, pick: j, position });

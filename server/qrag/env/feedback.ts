@@ -2,7 +2,8 @@
  * Ground-truth feedback (docs/method.md §1.6, reference `GroundTruthFeedback`): the completion
  * reward is paid once, at the step the last missing support chunk enters the state; with
  * penalize_extra_steps it is scaled by 0.5 + 0.5·|sf|/(|pred| + 1e-5), so using exactly |sf| steps
- * earns the full reward (0.5 is the reference's floor; `extraStepsFloor` changes it, ours). `never_terminate` keeps the episode running (later steps pay 0).
+ * earns the full reward (0.5 is the reference's floor; `extraStepsFloor` changes it, ours).
+ * `never_terminate` keeps the episode running (later steps pay 0).
  */
 export interface FeedbackConfig {
   /** Reward per newly found support chunk (reference default 0, never changed). */

@@ -5,6 +5,9 @@
  */
 export type PositionsMode = "relative" | "none" | "absolute";
 
+/** The top value inside a gap: floor(0.9·stepSize) in integers, so no float rounding can shift it. */
+const maxValueOf = (stepSize: number) => Math.floor((9 * stepSize) / 10);
+
 /**
  * Relative positions ("which gap between selected chunks, and where inside it"): segment k
  * (k = number of selected indices ≤ i) gets `stepSize·k + floor(maxValue·j/(len−1))`, j the offset
@@ -13,8 +16,7 @@ export type PositionsMode = "relative" | "none" | "absolute";
  */
 export function relativePositions(n: number, selected: readonly number[], stepSize = 20): Int32Array {
   if (!Number.isInteger(n) || n < 0) throw new RangeError(`relativePositions: bad n ${n}`);
-  // floor(0.9·stepSize) in integers, so no float rounding can shift the maximum.
-  const maxValue = Math.floor((9 * stepSize) / 10);
+  const maxValue = maxValueOf(stepSize);
   const cuts = [...new Set(selected)].sort((a, b) => a - b);
   for (const c of cuts) {
     if (!Number.isInteger(c) || c < 0 || c >= n) throw new RangeError(`relativePositions: index ${c} not in [0, ${n})`);
@@ -44,7 +46,7 @@ export function relativePositions(n: number, selected: readonly number[], stepSi
  */
 export function relativePositionOf(n: number, selected: readonly number[], i: number, stepSize = 20): number {
   if (!Number.isInteger(i) || i < 0 || i >= n) throw new RangeError(`relativePositionOf: index ${i} not in [0, ${n})`);
-  const maxValue = Math.floor((9 * stepSize) / 10);
+  const maxValue = maxValueOf(stepSize);
   const cuts = [...new Set(selected)].sort((a, b) => a - b);
   let k = 0;
   while (k < cuts.length && cuts[k] <= i) k++;
