@@ -62,7 +62,7 @@ export const PAPER_NIAH: Record<string, Record<NiahVariant, number> & { avg: num
 export const NIAH_STEPS = 100;
 
 /** Seed offset of the sweep split, apart from train (+0), test (+1,000,003) and validation (+2,000,003). */
-const SWEEP_SEED_OFFSET = 3_000_017;
+export const SWEEP_SEED_OFFSET = 3_000_017;
 
 export const lengthLabel = (tokens: number): string =>
   tokens >= 1 << 20 && tokens % (1 << 20) === 0 ? `${tokens / (1 << 20)}M` : tokens % 1024 === 0 ? `${tokens / 1024}K` : `${tokens} tokens`;
