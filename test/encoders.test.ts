@@ -61,8 +61,8 @@ function layerNormJs(v: number[], g: Float32Array, b: Float32Array): number[] {
   return v.map((x, i) => ((x - mean) / Math.sqrt(variance + 1e-5)) * g[i] + b[i]);
 }
 
-/** bow: LN(e + W2·gelu(W1·e + b1) + b2) / 10 with e the mean of the token embeddings. */
-function bowRef(enc: QEncoder, ids: number[]): number[] {
+/** bow: LN(e + W2·gelu(W1·e + b1) + b2) · scale (÷10 up to D = 128) with e the mean of the token embeddings. */
+function bowRef(enc: QEncoder, ids: number[], scale = 0.1): number[] {
   const [table, w1, b1, w2, b2, g, be] = enc.exportWeights();
   const D = enc.dim, H = b1.data.length;
   const e = new Array<number>(D).fill(0);
@@ -78,7 +78,7 @@ function bowRef(enc: QEncoder, ids: number[]): number[] {
     for (let k = 0; k < H; k++) s += z[k] * w2.data[k * D + j];
     return s;
   });
-  return layerNormJs(h, g.data, be.data).map((x) => x / 10);
+  return layerNormJs(h, g.data, be.data).map((x) => x * scale);
 }
 
 /** transformer with 0 layers: mean over tokens of LN_f(tok + pos) / 10. */
@@ -177,6 +177,24 @@ test("transformer packing: [CLS] q [SEP] c1 [SEP] …, [CLS] w.. [SEP], capped a
   assert.equal(long.len, 16, "capped at max_len");
   assert.ok(long.mask.every((m) => m === 1));
   enc.dispose();
+});
+
+test("bow wider than 128 keeps the output norm of D = 128 (÷10·√(128/D)), narrower keeps ÷10", () => {
+  // Plain ÷10 at D = 512 collapsed training (docs/method.md §11); the scale holds ‖y‖ ≈ √128/10.
+  for (const [dim, scale] of [[512, 0.05], [256, 0.1 * Math.SQRT1_2], [128, 0.1], [32, 0.1]] as const) {
+    const rng = new Rng(12);
+    const enc = createEncoder({ ...BOW, dim, hidden: 2 * dim }, rng.fork("enc"));
+    const batch = enc.packActions([sentence(rng, 5), sentence(rng, 9)], 32);
+    const y = embed(enc, batch);
+    for (let r = 0; r < 2; r++) {
+      const ids = Array.from(batch.ids.subarray(r * batch.len, (r + 1) * batch.len)).filter((_, t) => batch.mask[r * batch.len + t]);
+      const v = row(y, r, dim);
+      assert.ok(maxAbsDiff(v, bowRef(enc, ids, scale)) < 2e-5, `D ${dim} row ${r} vs reference`);
+      const rms = Math.sqrt(v.reduce((s, x) => s + x * x, 0) / dim); // LN (γ 1, β 0): rms 1 before scaling
+      assert.ok(Math.abs(rms - scale) < 1e-3, `D ${dim}: per-coordinate rms ${rms}, expected ${scale}`);
+    }
+    enc.dispose();
+  }
 });
 
 for (const cfg of CONFIGS) {

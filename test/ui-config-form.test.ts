@@ -49,7 +49,7 @@ test("the form tree mirrors the schema: groups, variants, enums, numbers, lists,
 });
 
 test("a preset survives config → draft → config unchanged", () => {
-  for (const preset of ["tiny", "babilong-cpu", "babilong-qa3-cpu", "babilong-qa3-shaped-cpu", "babilong-qa4-cpu", "niah-cpu"]) {
+  for (const preset of ["tiny", "babilong-cpu", "babilong-qa3-cpu", "babilong-qa3-shaped-cpu", "babilong-qa4-cpu", "niah-cpu", "niah-multikey-cpu"]) {
     const cfg = resolveConfig({ preset });
     const back = serverCheck(configToDraft(root, cfg));
     assert.ok(back.ok, `${preset}: ${JSON.stringify(!back.ok && back.errors)}`);

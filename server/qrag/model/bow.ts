@@ -3,7 +3,7 @@
  *
  *   e = masked mean of hashed-word embeddings        (table [vocab, D], init N(0, init_std))
  *   h = e + W2·drop(gelu(W1·e + b1)) + b2             (D → hidden → D, exact erf GELU)
- *   y = LayerNorm(h) / 10                             (no projection, no normalisation: docs/method.md §2.1)
+ *   y = LayerNorm(h) · 0.1·√(128/max(D, 128))        (no projection, no normalisation: docs/method.md §2.1)
  *
  * Tokens are words only (no CLS/SEP), plus with `word_bigrams` the hashed ordered pairs of
  * consecutive content words (tokenizer.ts: word order inside a sentence, e.g. qa4's "A is north of
@@ -30,6 +30,17 @@ function bowSpecs(c: EncoderConfig): ParamSpec[] {
     { name: "ln.gamma", shape: [D], init: { kind: "ones" } },
     { name: "ln.beta", shape: [D], init: { kind: "zeros" } },
   ];
+}
+
+/**
+ * The reference divides pooled outputs by 10; LayerNorm's output has norm ≈ √D, so Q = ⟨s, a⟩ grows
+ * with the width. Our recipe was tuned at D = 128 (÷10 exactly); wider encoders keep that output
+ * norm, since at D = 512 plain ÷10 collapsed training (held-out NIAH coverage 0.86 → 0.15 within 50
+ * updates at lr 1e-3 and at 2e-4) while this scale learned (1.00 at update 50). Narrower encoders
+ * keep ÷10: the tiny test preset (D = 32) was tuned with it, and its loss stops falling without it.
+ */
+export function bowOutputScale(dim: number): number {
+  return 0.1 * Math.sqrt(128 / Math.max(dim, 128));
 }
 
 /** Rows per sub-batch of embedNoGrad (bounded memory for 400k-chunk calls). */
@@ -69,13 +80,13 @@ export class BowEncoder extends BaseEncoder {
     return padRows(rows, this.config.max_len);
   }
 
-  /** The layers after pooling: e [B, D] → LN(e + MLP(e)) / 10. */
+  /** The layers after pooling: e [B, D] → LN(e + MLP(e)) · bowOutputScale(D). */
   private head(e: tf.Tensor2D, training: boolean): tf.Tensor2D {
     const [, w1, b1, w2, b2, g, beta] = this.variables;
     let z = gelu(linear(e, w1 as tf.Variable<tf.Rank.R2>, b1 as tf.Variable<tf.Rank.R1>));
     z = dropout(z, this.config.dropout, training, this.dropoutRng);
     const h = tf.add(tf.add(e, mm(z, w2 as tf.Variable<tf.Rank.R2>)), b2) as tf.Tensor2D;
-    return tf.mul(layerNorm(h, g as tf.Variable<tf.Rank.R1>, beta as tf.Variable<tf.Rank.R1>), 0.1);
+    return tf.mul(layerNorm(h, g as tf.Variable<tf.Rank.R1>, beta as tf.Variable<tf.Rank.R1>), bowOutputScale(this.dim));
   }
 
   forward(batch: TokenBatch, training: boolean): tf.Tensor2D {
