@@ -102,9 +102,10 @@ export async function niahMargins(checkpoint: string, o: MarginOptions) {
   };
 }
 
-const positiveInt = (name: string) => (v: string): number => {
+/** The same bounds as the config schema's envs.max_seq_length (datasets.ts) and a sweep's sample count. */
+const intIn = (name: string, min: number, max: number) => (v: string): number => {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be a positive integer`);
+  if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`);
   return n;
 };
 
@@ -112,8 +113,8 @@ if (isMainModule(import.meta.url)) {
   const cmd = new Command("niah-margins")
     .argument("<checkpoint>")
     .option("--variant <name>", "a single-query NIAH variant", "niah_multikey_2")
-    .option("--length <tokens>", "max_seq_length in GPT-2 tokens", positiveInt("--length"), 131072)
-    .option("--samples <n>", "samples (sweep split)", positiveInt("--samples"), 10)
+    .option("--length <tokens>", "max_seq_length in GPT-2 tokens", intIn("--length", 256, 16_000_000), 131072)
+    .option("--samples <n>", "samples (sweep split)", intIn("--samples", 1, 10_000), 10)
     .option("--out <file>", "JSON output (default: stdout)")
     .parse();
   const opts = cmd.opts<{ variant: string; length: number; samples: number; out?: string }>();
