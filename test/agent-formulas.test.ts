@@ -4,6 +4,7 @@ import * as tf from "@tensorflow/tfjs";
 import { softValue, softValueHead } from "../server/qrag/agent/soft-value.ts";
 import { boltzmannTop5, greedyAction, uniformAvailable } from "../server/qrag/agent/policy.ts";
 import { lambdaTargets } from "../server/qrag/agent/lambda-returns.ts";
+import { exploreEpsAt } from "../server/qrag/agent/iteration.ts";
 import { lrFactor } from "../server/qrag/agent/schedule.ts";
 import { AdamW, clipByGlobalNorm } from "../server/qrag/agent/adamw.ts";
 import { topkIndices } from "../server/qrag/agent/topk.ts";
@@ -156,6 +157,19 @@ test("explore_eps: with probability ε a uniform pick among the same top-5; ε =
   for (let i = 0; i < 50; i++) boltzmannTop5(logits, avail, 0.05, a, 5, 0);
   for (let i = 0; i < 50; i++) b.next();
   assert.equal(a.next(), b.next());
+});
+
+test("explore_eps_updates: ε falls linearly to 0 by that update; 0 keeps it constant; bounded in the schema", () => {
+  const annealed = resolveConfig({ preset: "tiny", overrides: ["algo.hyperparams.explore_eps=0.3", "algo.hyperparams.explore_eps_updates=1000"] });
+  close(exploreEpsAt(annealed, 0), 0.3, 1e-12, "ε at 0");
+  close(exploreEpsAt(annealed, 250), 0.225, 1e-12, "ε at 250");
+  close(exploreEpsAt(annealed, 500), 0.15, 1e-12, "ε at 500");
+  assert.equal(exploreEpsAt(annealed, 1000), 0);
+  assert.equal(exploreEpsAt(annealed, 5000), 0);
+  const constant = resolveConfig({ preset: "tiny", overrides: ["algo.hyperparams.explore_eps=0.3"] });
+  assert.equal(constant.algo.hyperparams.explore_eps_updates, 0);
+  assert.equal(exploreEpsAt(constant, 5000), 0.3);
+  assert.throws(() => resolveConfig({ preset: "tiny", overrides: ["algo.hyperparams.explore_eps_updates=-5"] }), /explore_eps_updates/);
 });
 
 // Small hand example, γ = 0.9, λ = 0.5, L = 4 (3 targets per row).

@@ -41,6 +41,8 @@ const algoSchema = z.strictObject({
     topk: int(1, 1000).default(5),
     /** Ours: probability of a uniform pick among the policy's top-k during rollouts (0 = the reference). */
     explore_eps: prob.default(0).describe("chance of a uniform pick among the top-k in rollouts (0 = the reference)"),
+    /** Ours: explore_eps falls linearly to 0 by this update (0 = held constant). */
+    explore_eps_updates: int(0, 10_000_000).default(0).describe("explore_eps falls linearly to 0 by this update (0 = constant)"),
     /** "intended" λ-returns, or "reference" to reproduce pqn-qa's off-by-one (docs/method.md §3.4). */
     lambda_mode: z.enum(["intended", "reference"]).default("intended").describe('"reference" reproduces pqn-qa\'s off-by-one'),
     /** Reference behaviour: the last transition of every rollout is executed but not trained on. */

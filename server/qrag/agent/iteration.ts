@@ -25,6 +25,17 @@ export function rolloutSettings(config: RunConfig): RolloutSettings {
   };
 }
 
+/**
+ * ε of the rollouts at `update`: explore_eps, or with explore_eps_updates > 0 a linear fall to 0 by
+ * then. Why annealed: a constant ε lets the agent visit states its greedy policy avoids (qa2's
+ * drop-first episodes), but it also keeps Q after completion high, which spoils stopping rules.
+ */
+export function exploreEpsAt(config: RunConfig, update: number): number {
+  const { explore_eps: eps, explore_eps_updates: until } = config.algo.hyperparams;
+  if (until <= 0) return eps;
+  return eps * Math.max(0, 1 - update / until);
+}
+
 interface IterationResult extends MicroStepResult {
   /** Env transitions executed (incl. a dropped last one per env). */
   transitions: number;
@@ -35,7 +46,7 @@ interface IterationResult extends MicroStepResult {
 export async function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean): Promise<IterationResult> {
   const t0 = performance.now();
   const { batch, boot } = await withPhaseAsync("rollout", async () => {
-    const b = await envs.collect(nets, { random, alpha: learner.alpha });
+    const b = await envs.collect(nets, { random, alpha: learner.alpha, exploreEps: exploreEpsAt(config, learner.updates) });
     const v = config.algo.hyperparams.drop_last_transition ? null : await withPhaseAsync("target", () => envs.bootstrapValues(nets, learner.alpha));
     return { batch: b, boot: v };
   });

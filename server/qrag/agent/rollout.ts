@@ -181,7 +181,9 @@ export class ParallelEnvs {
   }
 
   /** Runs one rollout of E × stepsPerEnv transitions. */
-  async collect(nets: QNetworks, opts: { random: boolean; alpha: number }): Promise<RolloutBatch> {
+  /** `opts.exploreEps` overrides the settings' ε for this rollout (an annealed schedule). */
+  async collect(nets: QNetworks, opts: { random: boolean; alpha: number; exploreEps?: number }): Promise<RolloutBatch> {
+    const eps = opts.exploreEps ?? this.settings.exploreEps ?? 0;
     const device = onDevice();
     const { envs: E, stepsPerEnv: L, maxInMemory, sortByIndex, topk } = this.settings;
     while (this.slots.length < E) this.slots.push(this.newSlot());
@@ -223,13 +225,13 @@ export class ParallelEnvs {
                 vals.push(row[dev.k + i]);
               }
             }
-            action = sampleTopK(top, vals, opts.alpha, this.rng, this.settings.exploreEps ?? 0);
+            action = sampleTopK(top, vals, opts.alpha, this.rng, eps);
           }
           v = row[dev.width - 1];
         } else if (sPolicy) {
           scoreCandidates(sPolicy.subarray(e * D, (e + 1) * D), slot.online, rotaryPositions(ep), slot.q1, slot.q2);
           const logits = slot.q1.map((v, j) => v + slot.q2[j]);
-          action = boltzmannTop5(logits, avail, opts.alpha, this.rng, topk, this.settings.exploreEps ?? 0);
+          action = boltzmannTop5(logits, avail, opts.alpha, this.rng, topk, eps);
           v = this.targetValue(sTarget!, e, D, slot, opts.alpha, topk);
         } else {
           action = uniformAvailable(avail, this.rng);
