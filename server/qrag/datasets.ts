@@ -141,12 +141,15 @@ const babilong = dataset({
   ],
 });
 
+/** Bounds of envs.max_seq_length (GPT-2 tokens), shared with tools that take a length flag. */
+export const MAX_SEQ_LENGTH_BOUNDS = [256, 16_000_000] as const;
+
 const niah = dataset({
   schema: z.strictObject({
     name: z.literal("niah"),
     task: z.enum(NIAH_TASKS).describe("a RULER task"),
     /** GPT-2 token budget of a generated sample (RULER's max_seq_length). */
-    max_seq_length: int(256, 16_000_000).default(4096).describe("GPT-2 token budget of a generated sample"),
+    max_seq_length: int(...MAX_SEQ_LENGTH_BOUNDS).default(4096).describe("GPT-2 token budget of a generated sample"),
     /** Optional folder with real RULER files (train.jsonl, <split>.jsonl); generated when absent. */
     path: z.string().min(1).max(1024).optional().describe("a folder in the data root with train.jsonl and test.jsonl (generated when empty)"),
     ...envCommon,

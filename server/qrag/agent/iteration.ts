@@ -20,7 +20,6 @@ export function rolloutSettings(config: RunConfig): RolloutSettings {
     maxInMemory: config.max_action_length_in_memory,
     sortByIndex: config.envs.sort_by_index,
     topk: config.algo.hyperparams.topk,
-    exploreEps: config.algo.hyperparams.explore_eps,
     episode: episodeConfig(config, "train"),
   };
 }

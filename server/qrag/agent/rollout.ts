@@ -24,8 +24,6 @@ export interface RolloutSettings {
   maxInMemory: number;
   sortByIndex: boolean;
   topk: number;
-  /** Probability of a uniform pick among the policy's top-k (policy.ts; 0 = the reference's policy). */
-  exploreEps?: number;
   episode: EpisodeConfig;
 }
 
@@ -180,10 +178,11 @@ export class ParallelEnvs {
     return r;
   }
 
-  /** Runs one rollout of E × stepsPerEnv transitions. */
-  /** `opts.exploreEps` overrides the settings' ε for this rollout (an annealed schedule). */
-  async collect(nets: QNetworks, opts: { random: boolean; alpha: number; exploreEps?: number }): Promise<RolloutBatch> {
-    const eps = opts.exploreEps ?? this.settings.exploreEps ?? 0;
+  /**
+   * Runs one rollout of E × stepsPerEnv transitions. `exploreEps`: the chance of a uniform pick among
+   * the policy's top-k (policy.ts; 0 = the reference's policy), per rollout since it may be annealed.
+   */
+  async collect(nets: QNetworks, opts: { random: boolean; alpha: number; exploreEps: number }): Promise<RolloutBatch> {
     const device = onDevice();
     const { envs: E, stepsPerEnv: L, maxInMemory, sortByIndex, topk } = this.settings;
     while (this.slots.length < E) this.slots.push(this.newSlot());
@@ -225,13 +224,13 @@ export class ParallelEnvs {
                 vals.push(row[dev.k + i]);
               }
             }
-            action = sampleTopK(top, vals, opts.alpha, this.rng, eps);
+            action = sampleTopK(top, vals, opts.alpha, this.rng, opts.exploreEps);
           }
           v = row[dev.width - 1];
         } else if (sPolicy) {
           scoreCandidates(sPolicy.subarray(e * D, (e + 1) * D), slot.online, rotaryPositions(ep), slot.q1, slot.q2);
           const logits = slot.q1.map((v, j) => v + slot.q2[j]);
-          action = boltzmannTop5(logits, avail, opts.alpha, this.rng, topk, eps);
+          action = boltzmannTop5(logits, avail, opts.alpha, this.rng, topk, opts.exploreEps);
           v = this.targetValue(sTarget!, e, D, slot, opts.alpha, topk);
         } else {
           action = uniformAvailable(avail, this.rng);

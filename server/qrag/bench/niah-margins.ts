@@ -21,6 +21,7 @@ import { rotaryPositions } from "../agent/rotary-positions.ts";
 import { NIAH_TASK_CONFIGS, NIAH_TASKS, niahSource } from "../data/niah/generate.ts";
 import { chunkAt } from "../types.ts";
 import { InputError } from "../errors.ts";
+import { MAX_SEQ_LENGTH_BOUNDS } from "../datasets.ts";
 import { SWEEP_SEED_OFFSET } from "./niah.ts";
 import { isMainModule } from "../util/main-module.ts";
 
@@ -102,7 +103,7 @@ export async function niahMargins(checkpoint: string, o: MarginOptions) {
   };
 }
 
-/** The same bounds as the config schema's envs.max_seq_length (datasets.ts) and a sweep's sample count. */
+/** A whole number in [min, max] for a flag (--length takes envs.max_seq_length's bounds). */
 const intIn = (name: string, min: number, max: number) => (v: string): number => {
   const n = Number(v);
   if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`);
@@ -113,7 +114,7 @@ if (isMainModule(import.meta.url)) {
   const cmd = new Command("niah-margins")
     .argument("<checkpoint>")
     .option("--variant <name>", "a single-query NIAH variant", "niah_multikey_2")
-    .option("--length <tokens>", "max_seq_length in GPT-2 tokens", intIn("--length", 256, 16_000_000), 131072)
+    .option("--length <tokens>", "max_seq_length in GPT-2 tokens", intIn("--length", ...MAX_SEQ_LENGTH_BOUNDS), 131072)
     .option("--samples <n>", "samples (sweep split)", intIn("--samples", 1, 10_000), 10)
     .option("--out <file>", "JSON output (default: stdout)")
     .parse();
