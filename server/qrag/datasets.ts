@@ -60,6 +60,14 @@ const envCommon = {
   separator: z.string().max(100).default(" [SEP] "),
   feedback: feedbackSchema.default(feedbackSchema.parse({})),
   test_env: testEnvSchema.default(testEnvSchema.parse({})),
+  /** Ours (env/partial-start.ts): training episodes that begin with part of the support retrieved. */
+  partial_starts: z
+    .strictObject({
+      prob: z.number().min(0).max(1).describe("chance that a training episode starts with a random proper subset of its support retrieved"),
+      extra_prob: z.number().min(0).max(1).default(0).describe("chance of one extra non-supporting pre-pick in such an episode"),
+    })
+    .optional()
+    .describe("training episodes that start with part of the support retrieved (teaches Q given other picks)"),
 };
 
 interface SourceArgs {

@@ -12,6 +12,7 @@ import type { ParallelEnvs, RolloutBatch, RolloutSettings } from "./rollout.ts";
 
 export function rolloutSettings(config: RunConfig): RolloutSettings {
   const perEnv = config.batch_size / config.envs_parallel;
+  const ps = config.envs.partial_starts;
   return {
     envs: config.envs_parallel,
     // the reference runs B/E + 1 steps per env and trains on the first B/E (docs/method.md §3.2)
@@ -21,6 +22,7 @@ export function rolloutSettings(config: RunConfig): RolloutSettings {
     sortByIndex: config.envs.sort_by_index,
     topk: config.algo.hyperparams.topk,
     episode: episodeConfig(config, "train"),
+    partialStarts: ps && { prob: ps.prob, extraProb: ps.extra_prob },
   };
 }
 

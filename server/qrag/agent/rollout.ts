@@ -6,6 +6,7 @@
  */
 import type { Sample, SampleSource } from "../types.ts";
 import { RetrievalEpisode, type EpisodeConfig } from "../env/episode.ts";
+import { applyPartialStart, type PartialStartConfig } from "../env/partial-start.ts";
 import { scoreCandidates } from "../model/rotary.ts";
 import * as tf from "@tensorflow/tfjs";
 import { boltzmannTop5, sampleTopK, uniformAvailable } from "./policy.ts";
@@ -25,6 +26,8 @@ export interface RolloutSettings {
   sortByIndex: boolean;
   topk: number;
   episode: EpisodeConfig;
+  /** Training episodes that start with some support already retrieved (env/partial-start.ts). */
+  partialStarts?: PartialStartConfig;
 }
 
 /** The transitions of one rollout, env-major rows of length L = stepsPerEnv. */
@@ -82,6 +85,7 @@ export class ParallelEnvs {
 
   private newSlot(): EnvSlot {
     const episode = new RetrievalEpisode(this.nextSample(), this.settings.episode);
+    applyPartialStart(episode, this.rng, this.settings.partialStarts);
     const n = episode.numChunks;
     return { episode, online: new Float32Array(0), target: new Float32Array(0), q1: new Float32Array(n), q2: new Float32Array(n), ret: 0 };
   }
