@@ -42,6 +42,24 @@ test("qrag train rejects a bad override naming the field, and config prints the 
   assert.equal(JSON.parse(c.out).envs.num_sentences, 20);
 });
 
+test("qrag eval / sweep / eval-official refuse out-of-range numbers, naming the flag, before loading anything", () => {
+  const cases: [string[], RegExp][] = [
+    [["eval", "no-such-run", "--samples", "0"], /--samples must be a whole number from 1 to 100000/],
+    [["eval", "no-such-run", "--samples", "1e9"], /--samples must be a whole number from 1 to 100000/],
+    [["eval", "no-such-run", "--num-sentences", "2.5"], /--num-sentences must be a whole number from 1 to 400000/],
+    [["eval", "no-such-run", "--threshold", "high"], /--threshold must be a number/],
+    [["sweep", "no-such-run", "--samples", "-3"], /--samples must be a whole number/],
+    [["sweep", "no-such-run", "--lengths", "50,999999999"], /--lengths: item 2 \("999999999"\) is not a whole number from 1 to 400000/],
+    [["eval-official", "--checkpoint", "no-such-run", "--files", "x.jsonl", "--samples", "ten"], /--samples must be a whole number/],
+  ];
+  for (const [args, msg] of cases) {
+    const r = qrag(args);
+    assert.notEqual(r.code, 0, args.join(" "));
+    assert.match(r.err, msg, args.join(" "));
+    assert.doesNotMatch(r.err, /no-such-run/, "the flag is checked before the checkpoint is looked up");
+  }
+});
+
 test("sweep: per-length results with Q-RAG, BM25 and dense on the same samples", async () => {
   const config = resolveConfig({ preset: "tiny" });
   const res = await train(config, { runDir: path.join(tmp, "run") });

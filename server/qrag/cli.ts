@@ -16,6 +16,8 @@ import { resolveConfig, parseOverride } from "./config.ts";
 import { InputError } from "./errors.ts";
 import { ENGINE_VERSION } from "./version.ts";
 import { ProgressLine } from "./cli/progress.ts";
+import { intFlag, numberFlag } from "./cli/flags.ts";
+import { MAX_CHUNKS } from "./datasets.ts";
 import type { EngineEvent } from "./events.ts";
 
 /** `preset=NAME` may be given like any override; pull it out. */
@@ -45,6 +47,9 @@ function printer(quiet: boolean): (e: EngineEvent) => void {
 
 /** Files and folders a config names (datasets, noise books) are read only from inside this folder. */
 const DATA_ROOT_OPTION = ["--data-root <dir>", "the only folder config paths may name; relative paths start there (default QRAG_DATA_ROOT, else data/)", (v: string) => path.resolve(v)] as const;
+
+/** Test samples one eval/sweep command may draw (per length); larger runs belong in several commands. */
+const MAX_EVAL_SAMPLES = 100_000;
 
 const program = new Command();
 program.name("qrag").description("Q-RAG engine: train, evaluate and sweep multi-step retrievers").version(ENGINE_VERSION);
@@ -80,10 +85,10 @@ program
   .command("eval")
   .description("greedy evaluation of a checkpoint on the test split")
   .argument("<checkpoint>", "checkpoint folder or run folder")
-  .option("--samples <n>", "number of test samples", (v) => parseInt(v, 10))
-  .option("--num-sentences <n>", "haystack size in chunks (BabiLong)", (v) => parseInt(v, 10))
+  .option("--samples <n>", "number of test samples", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
+  .option("--num-sentences <n>", "haystack size in chunks (BabiLong)", intFlag("--num-sentences", 1, MAX_CHUNKS))
   .option("--never-terminate", "run every episode to max_steps (no ground-truth oracle stop)")
-  .option("--threshold <q>", "Q-threshold of the stopping filter", parseFloat, 0.5)
+  .option("--threshold <q>", "Q-threshold of the stopping filter", numberFlag("--threshold", -1e6, 1e6), 0.5)
   .option("--stop <rule>", "stopping rule for the filtered metrics instead: q-threshold:Q, margin:δ, drop:ρ, soft-v:τ, q-and-drop:Q,ρ, first-k:K, prune:Q,τ (needs --never-terminate), elbow, keep-all")
   .option("--out <file>", "write one JSON line per episode")
   .option(...DATA_ROOT_OPTION)
@@ -107,8 +112,8 @@ program
   .description("context-length sweep of a BabiLong checkpoint with BM25 and dense baselines")
   .argument("<checkpoint>", "checkpoint folder or run folder")
   .option("--lengths <list>", "haystack sizes in chunks", "50,160,1200,4600,40000,400000")
-  .option("--samples <n>", "samples per length (default 100 / 20 / 3 by size)", (v) => parseInt(v, 10))
-  .option("--threshold <q>", "Q-threshold of the stopping filter", parseFloat, 0.5)
+  .option("--samples <n>", "samples per length (default 100 / 20 / 3 by size)", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
+  .option("--threshold <q>", "Q-threshold of the stopping filter", numberFlag("--threshold", -1e6, 1e6), 0.5)
   .option("--oracle-stop", "stop episodes at the ground-truth completion oracle")
   .option("--out <file>", "sweep points as JSONL")
   .option("--episodes <file>", "episode records as JSONL")
@@ -118,7 +123,7 @@ program
     const { sweep } = await import("./sweep.ts");
     const lengths = o.lengths.split(",").map((s, i) => {
       const n = Number(s);
-      if (!Number.isInteger(n) || n < 1) throw new InputError(`--lengths: item ${i + 1} ("${s}") is not a positive integer`);
+      if (!Number.isInteger(n) || n < 1 || n > MAX_CHUNKS) throw new InputError(`--lengths: item ${i + 1} ("${s}") is not a whole number from 1 to ${MAX_CHUNKS}`);
       return n;
     });
     const points = await sweep({ checkpoint: ckpt, lengths, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, episodesFile: o.episodes, dataRoot: o.dataRoot, onEvent: printer(Boolean(o.quiet)) });
@@ -131,8 +136,8 @@ program
   .description("evaluate a checkpoint on the published BabiLong test files (input/question/target rows; .json, .jsonl, .parquet), per length")
   .requiredOption("--checkpoint <dir>", "checkpoint folder or run folder")
   .requiredOption("--files <paths...>", "files in the data root, one per task and length (qa1/4k.parquet, …)")
-  .option("--samples <n>", "at most N samples per length", (v) => parseInt(v, 10))
-  .option("--threshold <q>", "Q-threshold of the stopping filter", parseFloat, 0.5)
+  .option("--samples <n>", "at most N samples per length", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
+  .option("--threshold <q>", "Q-threshold of the stopping filter", numberFlag("--threshold", -1e6, 1e6), 0.5)
   .option("--oracle-stop", "stop episodes at the ground-truth completion oracle")
   .option("--out <file>", "one JSON line per length")
   .option(...DATA_ROOT_OPTION)
@@ -159,7 +164,7 @@ program
 program
   .command("demo")
   .description("train the default CPU preset on BabiLong qa1 for a few minutes, then sweep it (what `npm start` runs)")
-  .option("--steps <n>", "optimizer steps", (v) => parseInt(v, 10), 400)
+  .option("--steps <n>", "optimizer steps", intFlag("--steps", 1, 10_000_000), 400)
   .action(async (o: { steps: number }) => {
     const { train } = await import("./train.ts");
     const { sweep } = await import("./sweep.ts");

@@ -10,7 +10,8 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { Command, InvalidArgumentError } from "commander";
+import { Command } from "commander";
+import { intFlag } from "../cli/flags.ts";
 import { loadAgent } from "../evaluate.ts";
 import { evalOptions } from "../train.ts";
 import { embedSampleChunks, disposeCandidates } from "../agent/greedy.ts";
@@ -103,19 +104,12 @@ export async function niahMargins(checkpoint: string, o: MarginOptions) {
   };
 }
 
-/** A whole number in [min, max] for a flag (--length takes envs.max_seq_length's bounds). */
-const intIn = (name: string, min: number, max: number) => (v: string): number => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}`);
-  return n;
-};
-
 if (isMainModule(import.meta.url)) {
   const cmd = new Command("niah-margins")
     .argument("<checkpoint>")
     .option("--variant <name>", "a single-query NIAH variant", "niah_multikey_2")
-    .option("--length <tokens>", "max_seq_length in GPT-2 tokens", intIn("--length", ...MAX_SEQ_LENGTH_BOUNDS), 131072)
-    .option("--samples <n>", "samples (sweep split)", intIn("--samples", 1, 10_000), 10)
+    .option("--length <tokens>", "max_seq_length in GPT-2 tokens", intFlag("--length", ...MAX_SEQ_LENGTH_BOUNDS), 131072)
+    .option("--samples <n>", "samples (sweep split)", intFlag("--samples", 1, 10_000), 10)
     .option("--out <file>", "JSON output (default: stdout)")
     .parse();
   const opts = cmd.opts<{ variant: string; length: number; samples: number; out?: string }>();
