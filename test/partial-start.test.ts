@@ -51,6 +51,25 @@ test("partial starts: extra_prob adds exactly one non-supporting chunk; one-fact
   assert.ok(partialStartPicks(new RetrievalEpisode(sample(3, [0, 1, 2]), cfg), rng, { prob: 1, extraProb: 1 }).every((i) => i <= 2));
 });
 
+test("partial starts: extra_from related draws the extra chunk among those sharing a word with a supporting fact", () => {
+  // 2 support facts, 10 chunks about the same person, 28 unrelated ones
+  const chunks = [
+    "Mary took the apple there.",
+    "Mary went to the kitchen.",
+    ...Array.from({ length: 10 }, (_, i) => `Mary moved to room ${"abcdefghij"[i]}.`),
+    ...Array.from({ length: 28 }, (_, i) => `The senate passed bill ${i}.`),
+  ];
+  const s: Sample = { id: "r", question: "Where is the apple?", answer: "kitchen", chunks, supportIdx: [0, 1] };
+  const extras = (extraFrom: "any" | "related") => {
+    const rng = new Rng(11);
+    return Array.from({ length: 300 }, () => partialStartPicks(new RetrievalEpisode(s, cfg), rng, { prob: 1, extraProb: 1, extraFrom }).find((i) => i > 1)!);
+  };
+  const related = extras("related");
+  assert.ok(related.every((i) => i >= 2 && i < 12), `unrelated extra chosen: ${related.filter((i) => i >= 12)}`);
+  const any = extras("any").filter((i) => i < 12).length / 300;
+  assert.ok(any > 0.15 && any < 0.4, `uniform extras hit the related tenth-ish: ${any}`);
+});
+
 test("partial starts: prob 0 and undefined take nothing and leave the random stream alone; max_steps leaves a step", () => {
   const a = new Rng(3);
   const b = new Rng(3);

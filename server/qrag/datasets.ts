@@ -65,6 +65,7 @@ const envCommon = {
     .strictObject({
       prob: z.number().min(0).max(1).describe("chance that a training episode starts with a random proper subset of its support retrieved"),
       extra_prob: z.number().min(0).max(1).default(0).describe("chance of one extra non-supporting pre-pick in such an episode"),
+      extra_from: z.enum(["any", "related"]).default("any").describe('"related": the extra pre-pick shares a word with a supporting fact when a few random tries find one'),
     })
     .optional()
     .describe("training episodes that start with part of the support retrieved (teaches Q given other picks)"),

@@ -10,12 +10,28 @@
  */
 import type { RetrievalEpisode } from "./episode.ts";
 import type { Rng } from "../util/rng.ts";
+import { chunkAt } from "../types.ts";
 
 export interface PartialStartConfig {
   /** Chance that an episode starts with pre-picks (0…1). */
   prob: number;
   /** Chance of one extra non-supporting pre-pick in such an episode (0…1). */
   extraProb: number;
+  /**
+   * "any": the extra chunk is uniform over the haystack; "related": it shares a word with a
+   * supporting fact when one is found among a few random tries (the distractors a policy confuses:
+   * the same person's other events, another object's drop), else uniform.
+   */
+  extraFrom?: "any" | "related";
+}
+
+/** Random tries for a related extra chunk: bounded, so a 400k-chunk haystack is never scanned. */
+const RELATED_TRIES = 64;
+/** Words too common to make two chunks related. */
+const FUNCTION_WORDS = new Set(["the", "there", "and", "was", "were", "is", "are", "to", "of", "in", "on", "at", "a", "an", "it", "its", "that", "this", "with", "for", "from", "back", "into"]);
+
+function words(text: string): string[] {
+  return (text.toLowerCase().match(/[a-z]{3,}/g) ?? []).filter((w) => !FUNCTION_WORDS.has(w));
 }
 
 /** Pre-picks for `ep` (indices in the order they are taken); never all support, never max_steps. */
@@ -28,8 +44,16 @@ export function partialStartPicks(ep: RetrievalEpisode, rng: Rng, cfg: PartialSt
   // an extra chunk only when one exists outside the support (tiny haystacks may be all support)
   if (n > support.length && cfg.extraProb > 0 && rng.bool(cfg.extraProb)) {
     const gold = new Set(support);
-    let j = rng.int(n);
-    while (gold.has(j)) j = rng.int(n);
+    const other = (): number => {
+      let j = rng.int(n);
+      while (gold.has(j)) j = rng.int(n);
+      return j;
+    };
+    let j = other();
+    if (cfg.extraFrom === "related") {
+      const supportWords = new Set(support.flatMap((i) => words(chunkAt(ep.sample.chunks, i))));
+      for (let t = 1; t < RELATED_TRIES && !words(chunkAt(ep.sample.chunks, j)).some((w) => supportWords.has(w)); t++) j = other();
+    }
     picks.push(j);
   }
   // the agent must still have a step to take
