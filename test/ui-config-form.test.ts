@@ -57,6 +57,15 @@ test("a preset survives config → draft → config unchanged", () => {
   }
 });
 
+test("an optional section with defaulted keys: set, it survives the round trip; left empty, it is left out", () => {
+  const set = resolveConfig({ preset: "babilong-cpu", overrides: ["envs.partial_starts.prob=0.5", "envs.partial_starts.extra_from=related"] });
+  const back = serverCheck(configToDraft(root, set));
+  assert.ok(back.ok, JSON.stringify(!back.ok && back.errors));
+  if (back.ok) assert.deepEqual((back.config as typeof set).envs.partial_starts, { prob: 0.5, extra_prob: 0, extra_from: "related" });
+  const empty = draftToConfig(root, configToDraft(root, resolveConfig({ preset: "babilong-cpu" }))) as { envs: Record<string, unknown> };
+  assert.equal("partial_starts" in empty.envs, false);
+});
+
 test("invalid fields get a message at their own path", () => {
   const draft = configToDraft(root, resolveConfig({ preset: "tiny" }));
   const bad = (path: string[], text: string) => {

@@ -65,7 +65,8 @@ const envCommon = {
     .strictObject({
       prob: z.number().min(0).max(1).describe("chance that a training episode starts with a random proper subset of its support retrieved"),
       extra_prob: z.number().min(0).max(1).default(0).describe("chance of one extra non-supporting pre-pick in such an episode"),
-      extra_from: z.enum(["any", "related"]).default("any").describe('"related": the extra pre-pick shares a word with a supporting fact when a few random tries find one'),
+      // optional, not defaulted: a default would make the form send the section even when left empty
+      extra_from: z.enum(["any", "related"]).optional().describe('"related": the extra pre-pick shares a word with a supporting fact when a few random tries find one (default "any": uniform)'),
     })
     .optional()
     .describe("training episodes that start with part of the support retrieved (teaches Q given other picks)"),
