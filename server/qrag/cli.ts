@@ -48,6 +48,9 @@ function printer(quiet: boolean): (e: EngineEvent) => void {
 /** Files and folders a config names (datasets, noise books) are read only from inside this folder. */
 const DATA_ROOT_OPTION = ["--data-root <dir>", "the only folder config paths may name; relative paths start there (default QRAG_DATA_ROOT, else data/)", (v: string) => path.resolve(v)] as const;
 
+/** The Q > threshold stopping filter of eval, sweep and eval-official (the paper's 0.5). */
+const THRESHOLD_OPTION = ["--threshold <q>", "Q-threshold of the stopping filter", numberFlag("--threshold", -1e6, 1e6), 0.5] as const;
+
 /** Test samples one eval/sweep command may draw (per length); larger runs belong in several commands. */
 const MAX_EVAL_SAMPLES = 100_000;
 
@@ -88,7 +91,7 @@ program
   .option("--samples <n>", "number of test samples", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
   .option("--num-sentences <n>", "haystack size in chunks (BabiLong)", intFlag("--num-sentences", 1, MAX_CHUNKS))
   .option("--never-terminate", "run every episode to max_steps (no ground-truth oracle stop)")
-  .option("--threshold <q>", "Q-threshold of the stopping filter", numberFlag("--threshold", -1e6, 1e6), 0.5)
+  .option(...THRESHOLD_OPTION)
   .option("--stop <rule>", "stopping rule for the filtered metrics instead: q-threshold:Q, margin:δ, drop:ρ, soft-v:τ, q-and-drop:Q,ρ, first-k:K, prune:Q,τ (needs --never-terminate), elbow, keep-all")
   .option("--out <file>", "write one JSON line per episode")
   .option(...DATA_ROOT_OPTION)
@@ -113,7 +116,7 @@ program
   .argument("<checkpoint>", "checkpoint folder or run folder")
   .option("--lengths <list>", "haystack sizes in chunks", "50,160,1200,4600,40000,400000")
   .option("--samples <n>", "samples per length (default 100 / 20 / 3 by size)", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
-  .option("--threshold <q>", "Q-threshold of the stopping filter", numberFlag("--threshold", -1e6, 1e6), 0.5)
+  .option(...THRESHOLD_OPTION)
   .option("--oracle-stop", "stop episodes at the ground-truth completion oracle")
   .option("--out <file>", "sweep points as JSONL")
   .option("--episodes <file>", "episode records as JSONL")
@@ -137,7 +140,7 @@ program
   .requiredOption("--checkpoint <dir>", "checkpoint folder or run folder")
   .requiredOption("--files <paths...>", "files in the data root, one per task and length (qa1/4k.parquet, …)")
   .option("--samples <n>", "at most N samples per length", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
-  .option("--threshold <q>", "Q-threshold of the stopping filter", numberFlag("--threshold", -1e6, 1e6), 0.5)
+  .option(...THRESHOLD_OPTION)
   .option("--oracle-stop", "stop episodes at the ground-truth completion oracle")
   .option("--out <file>", "one JSON line per length")
   .option(...DATA_ROOT_OPTION)

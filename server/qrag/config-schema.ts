@@ -6,10 +6,7 @@
  */
 import { z } from "zod";
 import { envSchema } from "./datasets.ts";
-
-/** Every size a user can set has a ceiling: a run must not be able to exhaust the worker's memory or time. */
-const int = (min = 0, max = 10_000_000) => z.number().int().min(min).max(max);
-const prob = z.number().min(0).max(1);
+import { int, prob } from "./schema-bounds.ts";
 
 const encoderSchema = z.strictObject({
   type: z.enum(["bow", "transformer", "hf"]),

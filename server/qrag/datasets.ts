@@ -7,6 +7,7 @@
  */
 import path from "node:path";
 import { z } from "zod";
+import { int, prob } from "./schema-bounds.ts";
 import type { SampleSource } from "./types.ts";
 import { env as processEnv } from "../env.ts";
 import { dataPathOrThrow, resolveDataPath, type DataPathKind } from "./data-root.ts";
@@ -26,8 +27,7 @@ export type Split = "train" | "test";
 
 const rootOf = (a: { dataRoot?: string }): string => a.dataRoot ?? processEnv().dataRoot;
 
-/** Sizes a user sets are bounded (memory and time of a worker); a haystack is at most 400,000 chunks (≈ 10M tokens). */
-const int = (min = 0, max = 10_000_000) => z.number().int().min(min).max(max);
+/** A haystack is at most 400,000 chunks (≈ 10M tokens). */
 export const MAX_CHUNKS = 400_000;
 
 const feedbackSchema = z.strictObject({
@@ -40,7 +40,7 @@ const feedbackSchema = z.strictObject({
    * the reference's floor is 0.5. A lower floor makes a detour (an extra pick before completion)
    * cost more, so the Q gap between the right chunk and a detour grows.
    */
-  extra_steps_floor: z.number().min(0).max(1).default(0.5).describe("reward floor of penalize_extra_steps (the reference: 0.5)"),
+  extra_steps_floor: prob.default(0.5).describe("reward floor of penalize_extra_steps (the reference: 0.5)"),
   completion_reward: z.number().default(1),
   per_fact_reward: z.number().default(0),
 });
@@ -63,8 +63,8 @@ const envCommon = {
   /** Ours (env/partial-start.ts): training episodes that begin with part of the support retrieved. */
   partial_starts: z
     .strictObject({
-      prob: z.number().min(0).max(1).describe("chance that a training episode starts with a random proper subset of its support retrieved"),
-      extra_prob: z.number().min(0).max(1).default(0).describe("chance of one extra non-supporting pre-pick in such an episode"),
+      prob: prob.describe("chance that a training episode starts with a random proper subset of its support retrieved"),
+      extra_prob: prob.default(0).describe("chance of one extra non-supporting pre-pick in such an episode"),
       // optional, not defaulted: a default would make the form send the section even when left empty
       extra_from: z.enum(["any", "related"]).optional().describe('"related": the extra pre-pick shares a word with a supporting fact when a few random tries find one (default "any": uniform)'),
     })
