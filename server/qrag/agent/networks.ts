@@ -35,6 +35,16 @@ export class QNetworks {
     this.policy = this.state.clone(false);
   }
 
+  /**
+   * Replaces the first variable (the word table) of the trainable state encoder and copies every
+   * other encoder from it, as the constructor does: a fresh run's start, before any update.
+   */
+  setStateTable(values: Float32Array): void {
+    const t = this.state.variables[0];
+    tf.tidy(() => t.assign(tf.tensor(values, t.shape, "float32")));
+    for (const e of [this.action, this.stateTarget, this.actionTarget, this.policy]) e.copyFrom(this.state);
+  }
+
   get dim(): number {
     return this.state.dim;
   }

@@ -274,7 +274,7 @@ function validateConfig(c: EncoderConfig): void {
 }
 
 /** Normal samples via Box–Muller, both outputs used. */
-function fillNormal(out: Float32Array, std: number, rng: Rng): void {
+export function fillNormal(out: Float32Array, std: number, rng: Rng): void {
   let i = 0;
   for (; i < out.length; i += 2) {
     let u = 0;

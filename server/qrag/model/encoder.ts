@@ -38,6 +38,8 @@ export interface EncoderConfig {
   init_std: number;
   /** bow only: add hashed bigrams of consecutive content words (absent in older checkpoints = off). */
   word_bigrams?: boolean;
+  /** bow only: start the word table from pretrained vectors (model/word-vectors.ts; fresh runs only). */
+  word_vectors?: string;
 }
 
 export interface SerializedTensor {

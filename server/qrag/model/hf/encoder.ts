@@ -24,6 +24,7 @@ import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertCo
 import { SafetensorsFile } from "./safetensors.ts";
 import { WordPieceTokenizer } from "./wordpiece.ts";
 import { dataPathOrThrow, resolveDataPath } from "../../data-root.ts";
+import { checkWordVectors } from "../word-vectors.ts";
 import { InputError } from "../../errors.ts";
 import { env as processEnv } from "../../../env.ts";
 import type { Rng } from "../../util/rng.ts";
@@ -48,11 +49,17 @@ function missingFile(dir: string): string | null {
 }
 
 /**
- * Checks `algo.encoder.path` of an hf encoder against the data root (the API and the worker, next
- * to the dataset paths): the encoder with its path made relative to the root, or issues like
- * `algo.encoder.path: no config.json in models/bert`. Other encoder types pass unchanged.
+ * Checks the files an encoder config names against the data root (the API and the worker, next to
+ * the dataset paths): an hf encoder's `algo.encoder.path` and a bow encoder's
+ * `algo.encoder.word_vectors`. Returns the encoder with those made relative to the root, or issues
+ * like `algo.encoder.path: no config.json in models/bert`.
  */
-export function checkEncoderPath<E extends { type: string; path?: string }>(enc: E, root: string, opts: { mustExist?: boolean } = {}): { encoder: E; issues: { path: string; message: string }[] } {
+export function checkEncoderPath<E extends { type: string; path?: string; word_vectors?: string }>(enc: E, root: string, opts: { mustExist?: boolean } = {}): { encoder: E; issues: { path: string; message: string }[] } {
+  if (typeof enc.word_vectors === "string") {
+    const wv = checkWordVectors(enc.word_vectors, root, opts.mustExist !== false);
+    if (wv.issue) return { encoder: enc, issues: [wv.issue] };
+    enc = { ...enc, word_vectors: wv.value };
+  }
   if (enc.type !== "hf") return { encoder: enc, issues: [] };
   if (typeof enc.path !== "string") return { encoder: enc, issues: [{ path: FIELD, message: "required for type hf (a Hugging Face model folder in the data root)" }] };
   const r = resolveDataPath(root, enc.path, { kind: "dir", mustExist: opts.mustExist });
