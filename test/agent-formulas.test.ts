@@ -11,6 +11,10 @@ import { topkIndices } from "../server/qrag/agent/topk.ts";
 import { Learner } from "../server/qrag/agent/learner.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
+import { softValueDevice } from "../server/qrag/agent/device-scoring.ts";
+import { ParallelEnvs } from "../server/qrag/agent/rollout.ts";
+import { rolloutSettings } from "../server/qrag/agent/iteration.ts";
+import { buildSource } from "../server/qrag/sources.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 
 const f32 = (a: number[]) => Float32Array.from(a);
@@ -378,4 +382,41 @@ test("clipByGlobalNorm: torch scaling max_norm/(norm + 1e-6) only when < 1", () 
   closeAll(big.grads.x.dataSync(), [3]);
   assert.equal(tf.memory().numTensors, before + 4); // just the returned tensors
   tf.dispose([a, b, ...grads, big.grads.x, big.grads.y]);
+});
+
+test("soft value, joint heads: the soft maximum of q1 + q2, never above v1 + v2; host and tfjs agree; the rollouts' targets use it", async () => {
+  // each head's maximum sits on a different candidate: v1 + v2 counts a value no single pick has
+  const both = u8([1, 1]);
+  close(softValue(f32([1, 0]), f32([0, 1]), both, 0.01), 2 + 0.02 * Math.log(1 + Math.exp(-100)), 1e-6);
+  close(softValue(f32([1, 0]), f32([0, 1]), both, 0.01, 5, "joint"), 1 + 0.01 * Math.log(2), 1e-6);
+  const rng = new Rng(23);
+  await tf.setBackend("cpu");
+  for (let trial = 0; trial < 50; trial++) {
+    const n = 2 + Math.floor(rng.next() * 10);
+    const q1 = Float32Array.from({ length: n }, () => rng.next() * 2 - 1);
+    const q2 = Float32Array.from({ length: n }, () => rng.next() * 2 - 1);
+    const avail = Uint8Array.from({ length: n }, (_, j) => (j === 0 || rng.next() < 0.7 ? 1 : 0));
+    const alpha = [0.01, 0.1, 0][trial % 3];
+    const joint = softValue(q1, q2, avail, alpha, 5, "joint");
+    close(joint, softValueHead(Float32Array.from(q1, (x, j) => x + q2[j]), avail, alpha, 5), 1e-9, `trial ${trial}`);
+    if (avail.slice(0, Math.min(5, n)).every((a) => a === 1)) assert.ok(joint <= softValue(q1, q2, avail, alpha, 5) + 1e-9, `trial ${trial}: joint ≤ v1 + v2`);
+    const dev = tf.tidy(() => softValueDevice(tf.tensor2d(q1, [1, n]), tf.tensor2d(q2, [1, n]), tf.tensor2d(Float32Array.from(avail), [1, n]), alpha, 5, "joint").dataSync()[0]);
+    close(dev, joint, 1e-5, `trial ${trial}: tfjs`);
+  }
+  assert.equal(resolveConfig({ preset: "tiny" }).algo.hyperparams.soft_value_heads, "per_head", "the reference by default");
+  assert.throws(() => resolveConfig({ preset: "tiny", overrides: ["algo.hyperparams.soft_value_heads=max"] }), /algo\.hyperparams\.soft_value_heads/);
+  const values = async (heads: string) => {
+    const config = resolveConfig({ preset: "tiny", overrides: ["envs_parallel=4", "batch_size=8", `algo.hyperparams.soft_value_heads=${heads}`] });
+    const nets = new QNetworks(config.algo.encoder, new Rng(1));
+    const envs = new ParallelEnvs(buildSource(config, "train"), rolloutSettings(config), new Rng(2));
+    const batch = await envs.collect(nets, { random: false, alpha: 0.01, exploreEps: 0 });
+    envs.dispose();
+    nets.dispose();
+    return Array.from(batch.value);
+  };
+  const perHead = await values("per_head");
+  const joint = await values("joint");
+  assert.equal(joint.length, perHead.length);
+  assert.ok(joint.some((v, i) => v < perHead[i] - 1e-6), "joint targets differ from the per-head ones");
+  assert.ok(joint.every((v, i) => v <= perHead[i] + 1e-6), "and never exceed them (same states: the same seeds and weights)");
 });

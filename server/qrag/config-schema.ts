@@ -44,6 +44,8 @@ const algoSchema = z.strictObject({
     explore_eps_updates: int(0, 10_000_000).default(0).describe("explore_eps falls linearly to 0 by this update (0 = constant)"),
     /** "intended" λ-returns, or "reference" to reproduce pqn-qa's off-by-one (docs/method.md §3.4). */
     lambda_mode: z.enum(["intended", "reference"]).default("intended").describe('"reference" reproduces pqn-qa\'s off-by-one'),
+    /** How V combines the two heads: "per_head" = v1 + v2 (the reference), "joint" = soft max of q1 + q2 (ours). */
+    soft_value_heads: z.enum(["per_head", "joint"]).default("per_head").describe('"per_head": V = v1 + v2 (the reference); "joint": the soft maximum of Q = q1 + q2 (ours)'),
     /** Reference behaviour: the last transition of every rollout is executed but not trained on. */
     drop_last_transition: z.boolean().default(true),
   }),

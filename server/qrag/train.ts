@@ -104,6 +104,7 @@ export function evalOptions(config: RunConfig, overrides: { neverTerminate?: boo
     // α follows the LR schedule: callers that know the learner's current α pass it (else α0)
     alpha: overrides.alpha ?? config.algo.hyperparams.alpha,
     softValueTopK: config.algo.hyperparams.topk,
+    softValueHeads: config.algo.hyperparams.soft_value_heads,
     leaveOneOut: overrides.leaveOneOut ?? false,
   };
 }

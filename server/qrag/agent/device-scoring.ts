@@ -9,6 +9,7 @@ import * as tf from "@tensorflow/tfjs";
 import { rotateDevice } from "../model/device-ops.ts";
 import { onDevice } from "../device.ts";
 import { policyTopKFused, scorePaddedFused, softValueFused } from "../model/webgpu/twin-q.ts";
+import type { SoftValueHeads } from "./soft-value.ts";
 
 /**
  * Twin-head Q of every candidate row against its environment's state: states [E, D], candidates
@@ -81,8 +82,9 @@ function softValueHeadDevice(q: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, 
   return tf.reshape(tf.add(m, tf.mul(tf.log(tf.maximum(s, 1e-10)), alpha)), [-1]);
 }
 
-/** V(s) = v1 + v2 per environment (soft-value.ts softValue) → [E]. */
-export function softValueDevice(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, k: number): tf.Tensor1D {
+/** V(s) per environment (soft-value.ts softValue: v1 + v2, or the joint soft maximum) → [E]. */
+export function softValueDevice(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, alpha: number, k: number, heads: SoftValueHeads = "per_head"): tf.Tensor1D {
+  if (heads === "joint") return softValueHeadDevice(tf.add(q1, q2), avail, alpha, k);
   if (fusedTopK(q1)) return softValueFused(q1, q2, avail, alpha, k); // one fused program (twin-q.ts)
   return tf.add(softValueHeadDevice(q1, avail, alpha, k), softValueHeadDevice(q2, avail, alpha, k));
 }

@@ -19,7 +19,7 @@ import { availTensor, readJoined, scorePadded, softValueDevice } from "./device-
 import { onDevice, withPhase, withPhaseAsync } from "../device.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { topkIndices } from "./topk.ts";
-import { softValue } from "./soft-value.ts";
+import { softValue, type SoftValueHeads } from "./soft-value.ts";
 import { leaveOneOutQ } from "./leave-one-out.ts";
 
 export interface GreedyOptions {
@@ -37,6 +37,8 @@ export interface GreedyOptions {
   alpha?: number;
   /** Top-k of the soft value (the learner's `algo.hyperparams.topk`; default 5). */
   softValueTopK?: number;
+  /** The learner's `algo.hyperparams.soft_value_heads` (default "per_head"). */
+  softValueHeads?: SoftValueHeads;
   /** Also record each prefix's leave-one-out Q (`loo`, leave-one-out.ts) for the prune rule. */
   leaveOneOut?: boolean;
 }
@@ -115,7 +117,7 @@ async function devicePick(nets: QNetworks, ep: RetrievalEpisode, opts: GreedyOpt
     const q = tf.where(tf.greater(av, 0), tf.add(q1, q2), tf.fill([1, n], -Infinity));
     const { values, indices } = tf.topk(q, K);
     const out: tf.Tensor[] = [indices, values, tf.gather(q1, indices, 1, 1), tf.gather(q2, indices, 1, 1)];
-    if (withV) out.push(softValueDevice(q1, q2, av, opts.alpha as number, opts.softValueTopK ?? 5));
+    if (withV) out.push(softValueDevice(q1, q2, av, opts.alpha as number, opts.softValueTopK ?? 5, opts.softValueHeads));
     return out;
   });
   const r = await readJoined(cols);
@@ -167,7 +169,7 @@ function greedyHost(nets: QNetworks, sample: Sample, opts: GreedyOptions, emb: F
     if (best < 0) break;
     const top = topkIndices(q, Math.min(opts.logTopK, n)).filter((j) => avail[j]);
     // V(s) over the availability at selection time, before the pick is masked
-    const soft = opts.alpha === undefined ? undefined : { v: softValue(q1, q2, avail, opts.alpha, opts.softValueTopK ?? 5), alpha: opts.alpha };
+    const soft = opts.alpha === undefined ? undefined : { v: softValue(q1, q2, avail, opts.alpha, opts.softValueTopK ?? 5, opts.softValueHeads), alpha: opts.alpha };
     const r = ep.step(best);
     ret += r.reward;
     oracleStop = r.terminated;

@@ -21,6 +21,7 @@ export function rolloutSettings(config: RunConfig): RolloutSettings {
     maxInMemory: config.max_action_length_in_memory,
     sortByIndex: config.envs.sort_by_index,
     topk: config.algo.hyperparams.topk,
+    softValueHeads: config.algo.hyperparams.soft_value_heads,
     episode: episodeConfig(config, "train"),
     partialStarts: ps && { prob: ps.prob, extraProb: ps.extra_prob, extraFrom: ps.extra_from },
   };

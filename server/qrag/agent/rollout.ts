@@ -12,7 +12,7 @@ import * as tf from "@tensorflow/tfjs";
 import { boltzmannTop5, sampleTopK, uniformAvailable } from "./policy.ts";
 import { availTensor, policyTopK, readJoined, scorePadded, softValueDevice } from "./device-scoring.ts";
 import { onDevice, withPhase } from "../device.ts";
-import { softValue } from "./soft-value.ts";
+import { softValue, type SoftValueHeads } from "./soft-value.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { embedActions, embedActionsDevice, embedStates, embedStatesDevice, type QNetworks } from "./networks.ts";
 import type { Rng } from "../util/rng.ts";
@@ -25,6 +25,8 @@ export interface RolloutSettings {
   maxInMemory: number;
   sortByIndex: boolean;
   topk: number;
+  /** How the target's soft value combines the two heads (soft-value.ts). */
+  softValueHeads: SoftValueHeads;
   episode: EpisodeConfig;
   /** Training episodes that start with some support already retrieved (env/partial-start.ts). */
   partialStarts?: PartialStartConfig;
@@ -162,7 +164,7 @@ export class ParallelEnvs {
         const sTarget = embedStatesDevice(nets.stateTarget, states, maxInMemory, true);
         const cand = slots.length === 1 ? slots[0].dTarget! : (tf.concat(slots.map((s) => s.dTarget!), 0) as tf.Tensor2D);
         const { q1, q2 } = scorePadded(sTarget, cand, positions, counts);
-        out.push(softValueDevice(q1, q2, avail, alpha, topk));
+        out.push(softValueDevice(q1, q2, avail, alpha, topk, this.settings.softValueHeads));
         return out;
       });
     });
@@ -271,7 +273,7 @@ export class ParallelEnvs {
   /** Host path: V_target of env e's state (its target embedding row in `sTarget`). */
   private targetValue(sTarget: Float32Array, e: number, D: number, slot: EnvSlot, alpha: number, topk: number): number {
     scoreCandidates(sTarget.subarray(e * D, (e + 1) * D), slot.target, rotaryPositions(slot.episode), slot.q1, slot.q2);
-    return softValue(slot.q1, slot.q2, slot.episode.available, alpha, topk);
+    return softValue(slot.q1, slot.q2, slot.episode.available, alpha, topk, this.settings.softValueHeads);
   }
 
   /** V_target of the current states, for bootstrapping when the last transition is kept. */
@@ -286,7 +288,7 @@ export class ParallelEnvs {
     const D = nets.dim;
     return Float32Array.from(this.slots, (slot, e) => {
       scoreCandidates(s.subarray(e * D, (e + 1) * D), slot.target, rotaryPositions(slot.episode), slot.q1, slot.q2);
-      return softValue(slot.q1, slot.q2, slot.episode.available, alpha, topk);
+      return softValue(slot.q1, slot.q2, slot.episode.available, alpha, topk, this.settings.softValueHeads);
     });
   }
 }

@@ -26,7 +26,19 @@ export function softValueHead(q: Float32Array, avail: Uint8Array, alpha: number,
   return m + alpha * (s > 1e-10 ? Math.log(s) : LOG_CLAMP);
 }
 
-/** V(s) = v1 + v2 over the two half-dot-product heads. */
-export function softValue(q1: Float32Array, q2: Float32Array, avail: Uint8Array, alpha: number, k = 5): number {
+/**
+ * How V combines the two heads: "per_head" (the reference) takes each head's own soft maximum and
+ * adds them, so V ≥ the soft maximum of Q = q1 + q2 and the targets lean high; "joint" (ours) is
+ * the soft maximum of Q itself, one value per candidate as the greedy policy sees it.
+ */
+export type SoftValueHeads = "per_head" | "joint";
+
+/** V(s) over the two half-dot-product heads: v1 + v2, or with "joint" softValueHead(q1 + q2). */
+export function softValue(q1: Float32Array, q2: Float32Array, avail: Uint8Array, alpha: number, k = 5, heads: SoftValueHeads = "per_head"): number {
+  if (heads === "joint") {
+    const q = new Float32Array(q1.length);
+    for (let j = 0; j < q.length; j++) q[j] = q1[j] + q2[j];
+    return softValueHead(q, avail, alpha, k);
+  }
   return softValueHead(q1, avail, alpha, k) + softValueHead(q2, avail, alpha, k);
 }
