@@ -420,3 +420,38 @@ test("soft value, joint heads: the soft maximum of q1 + q2, never above v1 + v2;
   assert.ok(joint.some((v, i) => v < perHead[i] - 1e-6), "joint targets differ from the per-head ones");
   assert.ok(joint.every((v, i) => v <= perHead[i] + 1e-6), "and never exceed them (same states: the same seeds and weights)");
 });
+
+test("absorb_completion: the targets stop at the completing step and after it, the episode runs on", async () => {
+  const rollout = async (absorb: boolean) => {
+    const config = resolveConfig({ preset: "tiny", overrides: ["envs_parallel=4", "batch_size=32", "envs.feedback.never_terminate=true", `algo.hyperparams.absorb_completion=${absorb}`] });
+    const nets = new QNetworks(config.algo.encoder, new Rng(1));
+    const envs = new ParallelEnvs(buildSource(config, "train"), rolloutSettings(config), new Rng(2));
+    const batch = await envs.collect(nets, { random: true, alpha: 0.01, exploreEps: 0 });
+    envs.dispose();
+    nets.dispose();
+    return batch;
+  };
+  assert.equal(resolveConfig({ preset: "tiny" }).algo.hyperparams.absorb_completion, false, "the reference bootstraps by default");
+  const ref = await rollout(false);
+  const abs = await rollout(true);
+  assert.deepEqual(abs.reward, ref.reward, "the same episodes: only the targets' flags change");
+  let completions = 0;
+  let absorbed = 0;
+  for (let e = 0; e < ref.E; e++) {
+    let completed = false;
+    for (let t = 0; t < ref.L; t++) {
+      const k = e * ref.L + t;
+      if (ref.reward[k] > 0) completed = true; // completion is the only reward (per_fact_reward 0)
+      if (ref.reward[k] > 0) completions++;
+      assert.equal(abs.notDone[k], completed ? 0 : ref.notDone[k], `env ${e} step ${t}`);
+      if (completed && ref.notDone[k] === 1) absorbed++;
+      if (ref.notDone[k] === 0) completed = false; // the episode ended (max_steps): a fresh one follows
+    }
+  }
+  assert.ok(completions > 0 && absorbed > completions, `episodes ran on past completion (${completions} completions, ${absorbed} absorbed steps)`);
+  // so a completing pick's λ-target is its reward, and a later pick's is 0
+  const G = lambdaTargets({ reward: abs.reward, notDone: abs.notDone, value: abs.value }, abs.E, abs.L, 0.99, 0.65);
+  for (let e = 0; e < abs.E; e++) {
+    for (let t = 0; t < abs.L - 1; t++) if (abs.notDone[e * abs.L + t] === 0) close(G[e * (abs.L - 1) + t], abs.reward[e * abs.L + t], 1e-6);
+  }
+});

@@ -46,6 +46,8 @@ const algoSchema = z.strictObject({
     lambda_mode: z.enum(["intended", "reference"]).default("intended").describe('"reference" reproduces pqn-qa\'s off-by-one'),
     /** How V combines the two heads: "per_head" = v1 + v2 (the reference), "joint" = soft max of q1 + q2 (ours). */
     soft_value_heads: z.enum(["per_head", "joint"]).default("per_head").describe('"per_head": V = v1 + v2 (the reference); "joint": the soft maximum of Q = q1 + q2 (ours)'),
+    /** Ours: targets do not bootstrap past completion (later rewards are 0 by construction); the episode still runs on. */
+    absorb_completion: z.boolean().default(false).describe("targets stop at completion (no bootstrap past it) while the episode runs on (ours; the reference bootstraps)"),
     /** Reference behaviour: the last transition of every rollout is executed but not trained on. */
     drop_last_transition: z.boolean().default(true),
   }),

@@ -22,6 +22,7 @@ export function rolloutSettings(config: RunConfig): RolloutSettings {
     sortByIndex: config.envs.sort_by_index,
     topk: config.algo.hyperparams.topk,
     softValueHeads: config.algo.hyperparams.soft_value_heads,
+    absorbCompletion: config.algo.hyperparams.absorb_completion,
     episode: episodeConfig(config, "train"),
     partialStarts: ps && { prob: ps.prob, extraProb: ps.extra_prob, extraFrom: ps.extra_from },
   };

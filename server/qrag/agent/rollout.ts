@@ -27,6 +27,12 @@ export interface RolloutSettings {
   topk: number;
   /** How the target's soft value combines the two heads (soft-value.ts). */
   softValueHeads: SoftValueHeads;
+  /**
+   * Ours: the targets stop at completion (notDone 0 from the completing step on) while the episode
+   * runs on: every later reward is 0 by construction, so V there is known to be 0 and bootstrapping
+   * the estimate (the maximum over ~100 noisy candidates, ≈ 0.3–0.5 on qa2) only adds its bias.
+   */
+  absorbCompletion: boolean;
   episode: EpisodeConfig;
   /** Training episodes that start with some support already retrieved (env/partial-start.ts). */
   partialStarts?: PartialStartConfig;
@@ -249,7 +255,7 @@ export class ParallelEnvs {
         batch.actionTexts[k] = r.item.text;
         batch.actionPositions[k] = rotPos; // selection-time position (docs/method.md §3.5)
         batch.reward[k] = r.reward;
-        batch.notDone[k] = r.done ? 0 : 1;
+        batch.notDone[k] = r.done || (this.settings.absorbCompletion && r.completed) ? 0 : 1;
         batch.value[k] = v;
         slot.ret += r.reward;
         if (r.done) {
