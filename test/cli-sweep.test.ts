@@ -51,6 +51,8 @@ test("qrag eval / sweep / eval-official refuse out-of-range numbers, naming the 
     [["sweep", "no-such-run", "--samples", "-3"], /--samples must be a whole number/],
     [["sweep", "no-such-run", "--lengths", "50,999999999"], /--lengths: item 2 \("999999999"\) is not a whole number from 1 to 400000/],
     [["eval-official", "--checkpoint", "no-such-run", "--files", "x.jsonl", "--samples", "ten"], /--samples must be a whole number/],
+    [["bench", "--checkpoint", "no-such-run", "--samples", "100,1000000000"], /--samples: item 2 \("1000000000"\) is not a whole number from 1 to 100000/],
+    [["bench", "--checkpoint", "no-such-run", "--seeds", "1,,2"], /--seeds: item 2 \(""\) is not a whole number from 0 to 2147483647/],
   ];
   for (const [args, msg] of cases) {
     const r = qrag(args);

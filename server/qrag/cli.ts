@@ -16,7 +16,8 @@ import { resolveConfig, parseOverride } from "./config.ts";
 import { InputError } from "./errors.ts";
 import { ENGINE_VERSION } from "./version.ts";
 import { ProgressLine } from "./cli/progress.ts";
-import { intFlag, numberFlag } from "./cli/flags.ts";
+import { intFlag, intList, numberFlag } from "./cli/flags.ts";
+import { MAX_MATMUL_SIZE } from "./bench/cli.ts";
 import { MAX_CHUNKS } from "./datasets.ts";
 import type { EngineEvent } from "./events.ts";
 
@@ -124,11 +125,7 @@ program
   .option("-q, --quiet", "no progress output")
   .action(async (ckpt: string, o: { lengths: string; samples?: number; threshold: number; oracleStop?: boolean; out?: string; episodes?: string; dataRoot?: string; quiet?: boolean }) => {
     const { sweep } = await import("./sweep.ts");
-    const lengths = o.lengths.split(",").map((s, i) => {
-      const n = Number(s);
-      if (!Number.isInteger(n) || n < 1 || n > MAX_CHUNKS) throw new InputError(`--lengths: item ${i + 1} ("${s}") is not a whole number from 1 to ${MAX_CHUNKS}`);
-      return n;
-    });
+    const lengths = intList("--lengths", o.lengths, 1, MAX_CHUNKS);
     const points = await sweep({ checkpoint: ckpt, lengths, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, episodesFile: o.episodes, dataRoot: o.dataRoot, onEvent: printer(Boolean(o.quiet)) });
     console.log(JSON.stringify(points, null, 2));
   });
@@ -210,15 +207,11 @@ program
   .option("--sizes <list>", "matmul part: comma-separated n for n×n×n products (default 512; 512…4096 on webgpu)")
   .action(async (o: { parts?: string; tasks?: string; seeds?: string; lengths?: string; variants?: string; samples?: string; reuse?: boolean; set?: string[]; tag?: string; checkpoint?: string; out?: string; backend?: string; sizes?: string }) => {
     const { runBench } = await import("./bench/main.ts");
-    const ints = (flag: string, list: string | undefined, min: number) =>
-      list?.split(",").map((x) => {
-        const n = Number(x);
-        if (!Number.isInteger(n) || n < min) throw new InputError(`${flag}: "${x}" is not an integer ≥ ${min}`);
-        return n;
-      });
+    // bounds: seeds fit the RNG's 32 bits; lengths are chunks (precision) or GPT-2 tokens (niah, 10M at most)
+    const ints = (flag: string, list: string | undefined, min: number, max: number) => (list === undefined ? undefined : intList(flag, list, min, max));
     if (o.tag !== undefined && !/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/.test(o.tag)) throw new InputError(`--tag: "${o.tag}" must be a plain folder name (letters, digits, . _ -; at most 64)`);
     for (const a of o.set ?? []) parseOverride(a); // a malformed override fails now, not after an hour of benchmarks
-    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), seeds: ints("--seeds", o.seeds, 0), lengths: ints("--lengths", o.lengths, 1), variants: o.variants?.split(","), samples: ints("--samples", o.samples, 1), reuse: o.reuse, overrides: o.set, tag: o.tag, checkpoint: o.checkpoint, outFile: o.out, backend: o.backend, sizes: ints("--sizes", o.sizes, 1) });
+    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), seeds: ints("--seeds", o.seeds, 0, 2 ** 31 - 1), lengths: ints("--lengths", o.lengths, 1, 16_000_000), variants: o.variants?.split(","), samples: ints("--samples", o.samples, 1, 100_000), reuse: o.reuse, overrides: o.set, tag: o.tag, checkpoint: o.checkpoint, outFile: o.out, backend: o.backend, sizes: ints("--sizes", o.sizes, 1, MAX_MATMUL_SIZE) });
     const file = o.out ?? path.resolve("bench-results", "latest.json");
     fs.mkdirSync(path.dirname(file), { recursive: true });
     console.log(JSON.stringify(res, null, 2));

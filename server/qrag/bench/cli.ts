@@ -4,6 +4,10 @@
  * and 512…4096 on webgpu), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
 import { parseBackendPref } from "../backend.ts";
+import { intList } from "../cli/flags.ts";
+
+/** The largest matmul side `--sizes` takes (16384³ floats already need 3 GiB). */
+export const MAX_MATMUL_SIZE = 16384;
 
 export interface BenchArgs {
   parts?: string[];
@@ -36,11 +40,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       parseBackendPref(value); // throws on an unknown name
       out.backend = value;
     } else if (name === "sizes") {
-      out.sizes = list(value).map((s) => {
-        const n = Number(s);
-        if (!Number.isInteger(n) || n < 1 || n > 16384) throw new Error(`bench: --sizes: "${s}" is not a size in 1…16384`);
-        return n;
-      });
+      out.sizes = intList("bench: --sizes", value, 1, MAX_MATMUL_SIZE);
     } else out.outFile = value;
   }
   return out;

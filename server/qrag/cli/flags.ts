@@ -4,6 +4,7 @@
  * or comparing against NaN.
  */
 import { InvalidArgumentError } from "commander";
+import { InputError } from "../errors.ts";
 
 /** A whole number in [min, max]. */
 export const intFlag = (name: string, min: number, max: number) => (v: string): number => {
@@ -18,3 +19,15 @@ export const numberFlag = (name: string, min: number, max: number) => (v: string
   if (v.trim() === "" || !Number.isFinite(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be a number from ${min} to ${max}`);
   return n;
 };
+
+/**
+ * A comma-separated list of whole numbers in [min, max] (`--lengths 50,1200`); the error names the
+ * flag, the item's place and its text, so a long list's typo is found at once.
+ */
+export function intList(flag: string, list: string, min: number, max: number): number[] {
+  return list.split(",").map((s, i) => {
+    const n = Number(s);
+    if (s.trim() === "" || !Number.isInteger(n) || n < min || n > max) throw new InputError(`${flag}: item ${i + 1} ("${s}") is not a whole number from ${min} to ${max}`);
+    return n;
+  });
+}
