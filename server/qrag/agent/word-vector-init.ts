@@ -5,8 +5,7 @@
  * here: their weights are the checkpoint's.
  */
 import { words } from "../model/tokenizer.ts";
-import { applyWordVectors, readWordVectors, winkPackageFile, WINK_PACKAGE, type WordTableReport } from "../model/word-vectors.ts";
-import { dataPathOrThrow } from "../data-root.ts";
+import { applyWordVectors, readWordVectors, wordVectorsFile, type WordTableReport } from "../model/word-vectors.ts";
 import { env as processEnv } from "../../env.ts";
 import { InputError } from "../errors.ts";
 import { chunkAt, type SampleSource } from "../types.ts";
@@ -36,16 +35,9 @@ export function countWords(source: SampleSource): Map<string, number> {
   return counts;
 }
 
-/** The vectors file a config names: the npm package, or a file inside the data root. */
-function vectorsFile(value: string, dataRoot?: string): { abs: string; shown: string } {
-  if (value === WINK_PACKAGE) return { abs: winkPackageFile(), shown: WINK_PACKAGE };
-  const { abs, rel } = dataPathOrThrow(dataRoot ?? processEnv().dataRoot, "algo.encoder.word_vectors", value, "file");
-  return { abs, shown: rel };
-}
-
 export function initFromWordVectors(nets: QNetworks, enc: EncoderConfig, source: SampleSource, rng: Rng, dataRoot?: string): WordTableReport {
   if (enc.type !== "bow" || typeof enc.word_vectors !== "string") throw new InputError("algo.encoder.word_vectors: only the bow encoder takes word vectors");
-  const { abs, shown } = vectorsFile(enc.word_vectors, dataRoot);
+  const { abs, shown } = wordVectorsFile(enc.word_vectors, dataRoot ?? processEnv().dataRoot);
   const counts = countWords(source);
   const wv = readWordVectors(abs, shown, new Set(counts.keys()));
   const table = nets.state.variables[0];

