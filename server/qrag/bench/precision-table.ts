@@ -4,6 +4,7 @@
  * One column per task and haystack length (a `=label` after a file names its columns instead of the
  * task, e.g. a second checkpoint of the same task); one row per rule, "coverage / F1", bold where
  * both goals hold (coverage ≥ 0.95, F1 ≥ 0.90); the last row is the ground-truth prefix ceiling.
+ * `--across HEADING FILE…` (one task, one file per seed) prints mean ± std over the files instead.
  */
 import fs from "node:fs";
 import { isMainModule } from "../util/main-module.ts";
@@ -70,6 +71,50 @@ export function precisionTable(results: { label: string; result: PrecisionResult
   return lines.join("\n");
 }
 
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+/** Sample standard deviation (n − 1), as the learning tables' "± std"; 0 for one value. */
+const std = (xs: number[]) => (xs.length < 2 ? 0 : Math.sqrt(xs.reduce((a, x) => a + (x - mean(xs)) ** 2, 0) / (xs.length - 1)));
+const ms = (xs: number[]) => `${mean(xs).toFixed(2)} ± ${std(xs).toFixed(2)}`;
+const span = (xs: number[]) => {
+  const [lo, hi] = [tokens(Math.min(...xs)), tokens(Math.max(...xs))];
+  if (lo === hi) return lo;
+  const unit = (t: string) => t.at(-1);
+  return unit(lo) === unit(hi) ? `${lo.slice(0, -1)}–${hi}` : `${lo}–${hi}`;
+};
+
+/**
+ * One task's rules over several checkpoints (seeds) of the same protocol: per rule and length
+ * position, coverage and F1 as mean ± sample std over the files, and how many files meet both goals
+ * there. Files must hold the same haystack sizes in the same order (the k-th length of every file
+ * is one column), so that a mean never mixes lengths.
+ */
+export function precisionAcrossSeeds(results: { label: string; result: PrecisionResult }[], heading: string): string {
+  if (!results.length) throw new Error("precisionAcrossSeeds: no files");
+  const sizes = (r: PrecisionResult) => r.lengths.map((l) => l.numChunks).join(",");
+  const [first] = results;
+  for (const r of results) {
+    if (r.result.task !== first.result.task) throw new Error(`${r.label}: task ${r.result.task}, not ${first.result.task} as ${first.label}`);
+    if (sizes(r.result) !== sizes(first.result)) throw new Error(`${r.label}: haystack sizes ${sizes(r.result)}, not ${sizes(first.result)} as ${first.label}`);
+  }
+  const n = results.length;
+  const positions = first.result.lengths.map((_, i) => results.map((r) => r.result.lengths[i]));
+  const lines = [
+    `| ${heading} | ${positions.map((ls) => `${span(ls.map((l) => l.tokens))} tokens`).join(" | ")} | seeds with coverage ≥ ${GOAL.coverage.toFixed(2)} and F1 ≥ ${GOAL.f1.toFixed(2)} (of ${n}, per length) |`,
+    `|---|${positions.map(() => "---|").join("")}---|`,
+  ];
+  const row = (label: string, pick: (l: LengthResult) => { coverage: number; f1: number } | undefined, count: boolean) => {
+    const per = positions.map((ls) => ls.map(pick));
+    // a rule some file lacks (an older file without prune) is left out rather than averaged over fewer seeds
+    if (per.some((ss) => ss.some((x) => !x))) return;
+    const cells = per.map((ss) => `${ms(ss.map((x) => x!.coverage))} / ${ms(ss.map((x) => x!.f1))}`);
+    const met = per.map((ss) => ss.filter((x) => x!.coverage >= GOAL.coverage && x!.f1 >= GOAL.f1).length).join(" / ");
+    lines.push(`| ${label} | ${cells.join(" | ")} | ${count ? met : "–"} |`);
+  };
+  for (const [name, label] of ROWS) row(label, (l) => l.rules.find((r) => r.name === name), true);
+  row("*best prefix with ground truth (a ceiling)*", (l) => l.oraclePrefix, false);
+  return lines.join("\n");
+}
+
 /** `FILE` or `FILE=label` → the file's result with its column label (default: its task). */
 export function readPrecisionArg(arg: string): { label: string; result: PrecisionResult } {
   const eq = arg.lastIndexOf("=");
@@ -81,9 +126,12 @@ export function readPrecisionArg(arg: string): { label: string; result: Precisio
 
 if (isMainModule(import.meta.url)) {
   const args = process.argv.slice(2);
-  if (!args.length) {
-    process.stderr.write("usage: precision-table.ts FILE.json[=label] …\n");
+  const across = args[0] === "--across" ? args.slice(0, 2)[1] : undefined;
+  const files = across === undefined ? args : args.slice(2);
+  if (!files.length || (args[0] === "--across" && !across)) {
+    process.stderr.write("usage: precision-table.ts FILE.json[=label] …\n       precision-table.ts --across HEADING FILE.json … (one task, several seeds: mean ± std)\n");
     process.exit(2);
   }
-  process.stdout.write(`${precisionTable(args.map(readPrecisionArg))}\n`);
+  const results = files.map(readPrecisionArg);
+  process.stdout.write(`${across === undefined ? precisionTable(results) : precisionAcrossSeeds(results, across)}\n`);
 }
