@@ -14,6 +14,7 @@ import { wilsonInterval, type Interval } from "../../../lib/contracts/intervals.
 import { resolveConfig } from "../config.ts";
 import { train } from "../train.ts";
 import { sweep } from "../sweep.ts";
+import { mean, sampleSd } from "../util/stats.ts";
 
 export interface LearningTask {
   task: "qa1" | "qa2" | "qa3" | "qa4" | "qa5";
@@ -76,10 +77,6 @@ export function evalCurve(runDir: string): EvalPoint[] {
     .map((e) => ({ update: e.update, coverage: e.value, wall: e.wall }));
 }
 
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-/** Sample standard deviation (n − 1); 0 for a single value. */
-const sd = (xs: number[]) => (xs.length < 2 ? 0 : Math.sqrt(xs.reduce((a, x) => a + (x - mean(xs)) ** 2, 0) / (xs.length - 1)));
-
 export interface SeedSummary {
   seed: number;
   finalCoverage: number;
@@ -93,10 +90,10 @@ export function acrossSeeds(runs: SeedSummary[]) {
   const finals = runs.map((r) => r.finalCoverage);
   return {
     seeds: runs.length,
-    finalCoverage: { mean: mean(finals), sd: sd(finals) },
+    finalCoverage: { mean: mean(finals), sd: sampleSd(finals) },
     reached95: reached.length,
-    secondsTo95: reached.length ? { mean: mean(reached.map((r) => r.seconds)), sd: sd(reached.map((r) => r.seconds)) } : null,
-    updatesTo95: reached.length ? { mean: mean(reached.map((r) => r.update)), sd: sd(reached.map((r) => r.update)) } : null,
+    secondsTo95: reached.length ? { mean: mean(reached.map((r) => r.seconds)), sd: sampleSd(reached.map((r) => r.seconds)) } : null,
+    updatesTo95: reached.length ? { mean: mean(reached.map((r) => r.update)), sd: sampleSd(reached.map((r) => r.update)) } : null,
   };
 }
 

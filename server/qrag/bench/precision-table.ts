@@ -8,6 +8,7 @@
  */
 import fs from "node:fs";
 import { isMainModule } from "../util/main-module.ts";
+import { mean, sampleSd } from "../util/stats.ts";
 
 interface RuleScore {
   name: string;
@@ -71,10 +72,7 @@ export function precisionTable(results: { label: string; result: PrecisionResult
   return lines.join("\n");
 }
 
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-/** Sample standard deviation (n − 1), as the learning tables' "± std"; 0 for one value. */
-const std = (xs: number[]) => (xs.length < 2 ? 0 : Math.sqrt(xs.reduce((a, x) => a + (x - mean(xs)) ** 2, 0) / (xs.length - 1)));
-const ms = (xs: number[]) => `${mean(xs).toFixed(2)} ± ${std(xs).toFixed(2)}`;
+const ms = (xs: number[]) => `${mean(xs).toFixed(2)} ± ${sampleSd(xs).toFixed(2)}`;
 const span = (xs: number[]) => {
   const [lo, hi] = [tokens(Math.min(...xs)), tokens(Math.max(...xs))];
   if (lo === hi) return lo;
@@ -126,7 +124,7 @@ export function readPrecisionArg(arg: string): { label: string; result: Precisio
 
 if (isMainModule(import.meta.url)) {
   const args = process.argv.slice(2);
-  const across = args[0] === "--across" ? args.slice(0, 2)[1] : undefined;
+  const across = args[0] === "--across" ? args[1] : undefined;
   const files = across === undefined ? args : args.slice(2);
   if (!files.length || (args[0] === "--across" && !across)) {
     process.stderr.write("usage: precision-table.ts FILE.json[=label] …\n       precision-table.ts --across HEADING FILE.json … (one task, several seeds: mean ± std)\n");
