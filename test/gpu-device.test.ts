@@ -13,6 +13,7 @@ import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { defaultMatmulSizes, parseBenchArgs } from "../server/qrag/bench/cli.ts";
 import { productsPerRepeat } from "../server/qrag/bench/matmul.ts";
+import { DISPATCH_BUDGET, summarizeDispatch } from "../server/qrag/bench/dispatch-summary.ts";
 import { DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, runScript, sizeCheck } from "../scripts/device/pack.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
 import { checkEncoderPath } from "../server/qrag/model/hf/encoder.ts";
@@ -20,7 +21,7 @@ import { webgpuSkip } from "./webgpu-skip.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 
-test("bench flags: --backend, --sizes, --parts, --out, in = and space forms; mistakes are errors", () => {
+test("bench flags: --backend, --sizes, --lengths, --parts, --out, in = and space forms; mistakes are errors", () => {
   assert.deepEqual(parseBenchArgs(["--backend", "webgpu", "--parts=matmul,webgpu-check", "--sizes=512,1024", "--out", "x.json"]), {
     backend: "webgpu",
     parts: ["matmul", "webgpu-check"],
@@ -37,8 +38,25 @@ test("bench flags: --backend, --sizes, --parts, --out, in = and space forms; mis
   assert.throws(() => parseBenchArgs(["--sizes=512,0"]), /--sizes: item 2 \("0"\) is not a whole number from 1 to 16384/);
   assert.throws(() => parseBenchArgs(["--sizes=1.5"]), /--sizes: item 1 \("1.5"\) is not a whole number from 1 to 16384/);
   assert.throws(() => parseBenchArgs(["--parts=,"]), /empty list/);
+  assert.deepEqual(parseBenchArgs(["--lengths=40000,400000", "--submit-batch", "64"]), { lengths: [40000, 400000], submitBatch: 64 });
+  assert.throws(() => parseBenchArgs(["--lengths=2000001"]), /--lengths: item 1 \("2000001"\) is not a whole number from 1 to 2000000/);
   assert.deepEqual(defaultMatmulSizes("webgpu"), [512, 1024, 2048, 4096]);
   assert.deepEqual(defaultMatmulSizes("wasm"), [512]);
+});
+
+test("hot-loop figures: phases summed, tfjs kernels are kernels less our fused programs, host ms is wall less read waits, judged against the budget", () => {
+  const phase = (dispatches: number, kernels: number, fused: number, submits: number, readWaitMs: number) => ({ reads: 1, syncReads: 0, kernels, dispatches, fused, submits, readWaitMs });
+  const s = summarizeDispatch({ rollout: phase(100, 120, 30, 7, 40.25), update: phase(40, 40, 40, 2, 0) }, 100);
+  assert.equal(s.dispatchesPerIteration, 140);
+  assert.equal(s.tfjsKernelsPerIteration, 90);
+  assert.equal(s.submitsPerIteration, 9);
+  assert.equal(s.readWaitMsPerIteration, 40.3);
+  assert.equal(s.hostMsPerIteration, 59.8);
+  assert.equal(s.withinBudget, false, "tfjs kernels are over their budget of 0");
+  assert.equal(summarizeDispatch({ update: phase(150, 20, 20, 10, 0) }, 5).withinBudget, true);
+  assert.equal(summarizeDispatch({ update: phase(151, 20, 20, 10, 0) }, 5).withinBudget, false);
+  assert.equal(summarizeDispatch({ update: phase(150, 20, 20, 11, 0) }, 5).withinBudget, false);
+  assert.deepEqual(DISPATCH_BUDGET, { dispatches: 150, submits: 10, tfjsKernels: 0 });
 });
 
 test("matmul repeats: about the FLOP asked for, 1 to 200 products", () => {

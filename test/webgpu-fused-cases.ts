@@ -20,6 +20,7 @@ import { twinLossDevice } from "../server/qrag/model/webgpu/twin-loss.ts";
 import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
 import { availTensor, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
 import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
+import { MATMUL_TILES, isAligned, matmulTiled } from "../server/qrag/model/webgpu/matmul.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
@@ -419,7 +420,39 @@ async function rotaryCase() {
   return { forward: relDiff(gpu[0], cpu[0]), grad: relDiff(gpu[1], cpu[1]) };
 }
 
+/** [a shape, b shape]: aligned and ragged sizes, a K of 1, broadcast batches. */
+const MATMUL_SHAPES: [number[], number[]][] = [
+  [[128, 64], [64, 128]],
+  [[37, 29], [29, 53]],
+  [[130, 1], [1, 7]],
+  [[3, 70, 40], [3, 40, 66]],
+  [[2, 128, 16], [16, 256]],
+  [[33, 16], [4, 16, 9]],
+];
+
+/** Our tiled matMul, every tile, against tf.matMul on cpu; plus which shapes took the aligned program. */
+async function matmulCase() {
+  const rng = new Rng(11);
+  const inputs = MATMUL_SHAPES.map(([sa, sb]) => [normals(rng, sa.reduce((x, y) => x * y, 1)), normals(rng, sb.reduce((x, y) => x * y, 1))]);
+  await onBackend("cpu");
+  const cpu = await readAll(MATMUL_SHAPES.map(([sa, sb], i) => { const a: tf.Tensor = tf.tensor(inputs[i][0], sa); const b: tf.Tensor = tf.tensor(inputs[i][1], sb); return tf.matMul(a as tf.Tensor3D, b as tf.Tensor3D) as tf.Tensor; }));
+  await onBackend("webgpu");
+  const diffs: Record<string, number> = {};
+  const aligned: Record<string, boolean> = {};
+  for (const [name, tile] of Object.entries(MATMUL_TILES)) {
+    const outs = MATMUL_SHAPES.map(([sa, sb], i) => matmulTiled(tf.tensor(inputs[i][0], sa), tf.tensor(inputs[i][1], sb), tile));
+    const got = await readAll(outs);
+    MATMUL_SHAPES.forEach(([sa, sb], i) => {
+      const key = `${name} ${sa.join("x")}·${sb.join("x")}`;
+      diffs[key] = relDiff(got[i], cpu[i]);
+      aligned[key] = isAligned(tile, sa.at(-2)!, sb.at(-1)!, sa.at(-1)!);
+    });
+  }
+  return { diffs, aligned };
+}
+
 const CASES: Record<string, () => Promise<unknown>> = {
+  matmul: matmulCase,
   rotary: rotaryCase,
   "twin-loss": twinLossCase,
   "global-norm": globalNormCase,

@@ -89,3 +89,12 @@ test("fused rotary rotation on webgpu: forward and gradient within 1e-6 of rotat
   assert.ok(r.forward <= 1e-6, `forward rel. diff ${r.forward}`);
   assert.ok(r.grad <= 1e-6, `gradient rel. diff ${r.grad}`);
 });
+
+test("tiled matMul on webgpu (every tile of MATMUL_TILES): aligned and ragged shapes, K of 1, broadcast batches within 1e-5 of tf.matMul on cpu", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; aligned: Record<string, boolean> }>("matmul");
+  assert.equal(Object.keys(r.diffs).length, 4 * 6, Object.keys(r.diffs).join(", "));
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+  // both programs ran: the vec4 one for tile multiples, the checked one for the rest
+  const aligned = Object.values(r.aligned).filter(Boolean).length;
+  assert.ok(aligned > 0 && aligned < Object.keys(r.aligned).length, `aligned shapes: ${aligned}`);
+});

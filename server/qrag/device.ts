@@ -29,6 +29,12 @@ export interface PhaseCounters {
   kernels: number;
   /** GPU programs recorded (webgpu); equals `kernels` elsewhere. */
   dispatches: number;
+  /** Of `kernels`, our own fused programs (model/webgpu/), recorded outside the tfjs engine. */
+  fused: number;
+  /** Command buffers submitted to the GPU queue (webgpu; 0 elsewhere). */
+  submits: number;
+  /** Milliseconds spent awaiting reads (`data()`): the host waiting for the GPU. */
+  readWaitMs: number;
 }
 
 const counters = new Map<Phase, PhaseCounters>();
@@ -36,10 +42,10 @@ let phase: Phase = "other";
 let installedEngine = false;
 const patchedBackends = new WeakSet<object>();
 
-function bump(field: keyof PhaseCounters): void {
+function bump(field: keyof PhaseCounters, by = 1): void {
   let c = counters.get(phase);
-  if (!c) counters.set(phase, (c = { reads: 0, syncReads: 0, kernels: 0, dispatches: 0 }));
-  c[field]++;
+  if (!c) counters.set(phase, (c = { reads: 0, syncReads: 0, kernels: 0, dispatches: 0, fused: 0, submits: 0, readWaitMs: 0 }));
+  c[field] += by;
 }
 
 interface EngineLike {
@@ -48,6 +54,7 @@ interface EngineLike {
 }
 interface WebgpuLike {
   recordAndSubmit: (...a: unknown[]) => unknown;
+  submitQueue: () => void;
 }
 
 /** Hooks the tfjs engine (once) and the active webgpu backend (once per instance). */
@@ -65,9 +72,19 @@ function install(): void {
     const proto = tf.Tensor.prototype as unknown as { data: () => Promise<unknown>; dataSync: () => unknown };
     const data = proto.data;
     const dataSync = proto.dataSync;
-    proto.data = function (this: tf.Tensor) {
+    proto.data = async function (this: tf.Tensor) {
       bump("reads");
-      return data.call(this);
+      const at = phase;
+      const t0 = performance.now();
+      try {
+        return await data.call(this);
+      } finally {
+        // the phase the read began in pays for the wait, even if another phase began meanwhile
+        const outer = phase;
+        phase = at;
+        bump("readWaitMs", performance.now() - t0);
+        phase = outer;
+      }
     };
     proto.dataSync = function (this: tf.Tensor) {
       bump("reads");
@@ -84,6 +101,11 @@ function install(): void {
         bump("dispatches");
         return rec(...a);
       };
+      const submit = be.submitQueue.bind(be);
+      be.submitQueue = () => {
+        bump("submits");
+        submit();
+      };
     }
   }
 }
@@ -95,6 +117,7 @@ function install(): void {
 export function noteDispatch(): void {
   if (!installedEngine) return;
   bump("kernels");
+  bump("fused");
   bump("dispatches");
 }
 

@@ -1,7 +1,9 @@
 /**
  * Command line of `npm run bench`: `--parts=a,b` (or `--parts a,b`), `--backend NAME` (a
  * QRAG_BACKEND value: auto, webgpu, wasm, cpu, …), `--sizes=512,1024` (matmul sizes; default 512,
- * and 512…4096 on webgpu), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
+ * and 512…4096 on webgpu), `--lengths=40000,400000` (the workload parts' greedy-episode lengths in
+ * chunks), `--submit-batch=N` (webgpu: programs per submitted command buffer, tfjs's
+ * WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
 import { parseBackendPref } from "../backend.ts";
 import { intList } from "../cli/flags.ts";
@@ -13,10 +15,15 @@ export interface BenchArgs {
   parts?: string[];
   backend?: string;
   sizes?: number[];
+  lengths?: number[];
+  submitBatch?: number;
   outFile?: string;
 }
 
-const FLAGS = ["parts", "backend", "sizes", "out"] as const;
+/** The longest greedy episode `--lengths` takes, in chunks (400,000 is the workload's ≈ 10M tokens). */
+export const MAX_EPISODE_CHUNKS = 2_000_000;
+
+const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "out"] as const;
 
 /** Matmul sizes when none are given: one small size on CPU backends, up to 4096³ on a GPU. */
 export function defaultMatmulSizes(backend: string): number[] {
@@ -29,7 +36,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     const a = argv[i];
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
     const name = m?.[1] as (typeof FLAGS)[number] | undefined;
-    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --out)`);
+    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --out)`);
     let value = m[2];
     if (value === undefined) {
       value = argv[++i];
@@ -41,6 +48,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       out.backend = value;
     } else if (name === "sizes") {
       out.sizes = intList("bench: --sizes", value, 1, MAX_MATMUL_SIZE);
+    } else if (name === "lengths") {
+      out.lengths = intList("bench: --lengths", value, 1, MAX_EPISODE_CHUNKS);
+    } else if (name === "submit-batch") {
+      out.submitBatch = intList("bench: --submit-batch", value, 1, 100_000)[0];
     } else out.outFile = value;
   }
   return out;

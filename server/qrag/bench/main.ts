@@ -1,8 +1,11 @@
 /**
  * `npm run bench`: benchmarks as JSON (stdout and bench-results/latest.json).
  *   matmul                 tfjs matMul GFLOP/s on the active backend (context for the rest), async reads
+ *   matmul-tiled           (webgpu only) our tiled WGSL matMul (model/webgpu/matmul.ts), every tile, same sizes
  *   webgpu-check           (webgpu only) granted limits, widest AddN, bert-tiny vs Hugging Face
  *   encode-hf              hf encoder (random BERT weights, 2L/D128 and 12L/D768) chunks/s, async reads
+ *   dispatch               one training iteration of the reference workload (transformer): dispatches,
+ *                          tfjs kernels, submits and host ms per iteration against the hot-loop budget
  *   workload-transformer   the reference workload (docs/workload.md), transformer encoder
  *   workload-bow           the same workload with the default CPU (bag-of-words) encoder
  *   learning               (long) CPU presets trained on qa1–qa5 (per seed), then swept — see learning.ts
@@ -16,6 +19,7 @@
  * and the GPU memory tfjs holds at the end (`gpuMemory`). See cli.ts for the flags.
  */
 import fs from "node:fs";
+import * as tf from "@tensorflow/tfjs";
 import path from "node:path";
 import os from "node:os";
 import { pickBackend } from "../backend.ts";
@@ -34,7 +38,7 @@ interface BenchOptions {
   tasks?: string[];
   /** Learning part: train each task once per seed (default: the preset's seed, once). */
   seeds?: number[];
-  /** Precision part: haystack sizes in chunks (default 50, 1200, 40000); niah part: GPT-2 tokens (default 4096, 131072, 1048576). */
+  /** Precision part: haystack sizes in chunks (default 50, 1200, 40000); niah part: GPT-2 tokens (default 4096, 131072, 1048576); workload parts: greedy-episode lengths in chunks. */
   lengths?: number[];
   /** NIAH part: variants to sweep (default all 8) and samples per length. */
   variants?: string[];
@@ -52,6 +56,8 @@ interface BenchOptions {
   backend?: string;
   /** Matmul sizes (n for n×n×n); default: defaultMatmulSizes(backend). */
   sizes?: number[];
+  /** webgpu: programs recorded per submitted command buffer (tfjs's WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE). */
+  submitBatch?: number;
   log?: (m: string) => void;
 }
 
@@ -59,11 +65,16 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
   const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
   const parts = opts.parts ?? DEFAULT_PARTS;
   const { backend, device, adapter } = await pickBackend(opts.backend);
+  if (opts.submitBatch !== undefined) {
+    if (backend !== "webgpu") throw new Error(`bench: --submit-batch needs the webgpu backend (active: ${backend})`);
+    tf.env().set("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE", opts.submitBatch);
+  }
   const result: Record<string, unknown> = {
     engineVersion: ENGINE_VERSION,
     date: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
     backend, device,
+    ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE") } : {}),
     ...(adapter ? { adapter } : {}),
   };
   // --tag: the learning / niah runs of this variant go to their own folder
@@ -72,10 +83,20 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     log(`bench: ${part}…`);
     const t0 = performance.now();
     if (part === "matmul") result.matmul = await benchMatmul(opts.sizes ?? defaultMatmulSizes(backend), ...(backend === "webgpu" ? [4e11, 10] : [2e9, 5]));
-    else if (part === "webgpu-check") result.webgpuCheck = await (await import("./webgpu-check.ts")).benchWebgpuCheck();
+    else if (part === "matmul-tiled") {
+      if (backend !== "webgpu") throw new Error(`bench part matmul-tiled needs the webgpu backend (active: ${backend})`);
+      const { MATMUL_TILES, matmulTiled } = await import("../model/webgpu/matmul.ts");
+      const tiled: Record<string, unknown> = {};
+      for (const [name, tile] of Object.entries(MATMUL_TILES)) {
+        tiled[name] = await benchMatmul(opts.sizes ?? defaultMatmulSizes(backend), 4e11, 10, (a, b) => matmulTiled(a, b, tile));
+        log(`  matmul-tiled ${name}: ${(tiled[name] as { gflops: number }[]).map((r) => r.gflops.toFixed(0)).join(" / ")} GFLOP/s`);
+      }
+      result.matmulTiled = tiled;
+    } else if (part === "webgpu-check") result.webgpuCheck = await (await import("./webgpu-check.ts")).benchWebgpuCheck();
     else if (part === "encode-hf") result.encodeHf = await (await import("./webgpu-encode.ts")).benchEncodeHf(log);
-    else if (part === "workload-bow") result.workloadBow = await benchWorkload("bow", log);
-    else if (part === "workload-transformer") result.workloadTransformer = await benchWorkload("transformer", log);
+    else if (part === "dispatch") result.dispatch = await (await import("./dispatch.ts")).benchDispatch(log);
+    else if (part === "workload-bow") result.workloadBow = await benchWorkload("bow", log, { evalLengths: opts.lengths });
+    else if (part === "workload-transformer") result.workloadTransformer = await benchWorkload("transformer", log, { evalLengths: opts.lengths });
     else if (part === "gpt2-count") result.gpt2Count = (await import("./gpt2-count.ts")).benchGpt2Count();
     else if (part === "learning") {
       const { benchLearning, LEARNING_TASKS } = await import("./learning.ts");
@@ -105,8 +126,10 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
         outFile: path.resolve("bench-results", opts.tag ? `niah-${opts.tag}.json` : "niah.json"),
         ...tagRuns,
       });
-    } else throw new Error(`unknown bench part "${part}" (known: matmul, webgpu-check, encode-hf, workload-bow, workload-transformer, gpt2-count, learning, precision, niah)`);
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, dispatch, webgpu-check, encode-hf, workload-bow, workload-transformer, gpt2-count, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    // a part that fails or a run cut off (a device lease's time limit) keeps the parts before it
+    if (part !== parts.at(-1)) writeResult(outFile(opts), { ...result, partial: true });
   }
   const mem = gpuMemoryMiB();
   if (mem) result.gpuMemory = mem;

@@ -21,7 +21,8 @@ export function productsPerRepeat(n: number, flopPerRepeat: number): number {
   return Math.max(1, Math.min(200, Math.ceil(flopPerRepeat / (2 * n ** 3))));
 }
 
-export async function benchMatmul(sizes: number[], flopPerRepeat = 2e9, repeats = 5): Promise<MatmulResult[]> {
+/** `product` defaults to tf.matMul; the webgpu bench also times our tiled programs through it. */
+export async function benchMatmul(sizes: number[], flopPerRepeat = 2e9, repeats = 5, product: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor = (a, b) => tf.matMul(a as tf.Tensor2D, b as tf.Tensor2D)): Promise<MatmulResult[]> {
   const out: MatmulResult[] = [];
   for (const n of sizes) {
     const a = tf.randomNormal([n, n]);
@@ -31,7 +32,7 @@ export async function benchMatmul(sizes: number[], flopPerRepeat = 2e9, repeats 
       let last: tf.Tensor | undefined;
       for (let i = 0; i < products; i++) {
         last?.dispose();
-        last = tf.matMul(a, b);
+        last = product(a, b);
       }
       const corner = tf.slice(last!, [0, 0], [1, 1]);
       await corner.data();
@@ -40,7 +41,7 @@ export async function benchMatmul(sizes: number[], flopPerRepeat = 2e9, repeats 
     await run(); // warm-up: shader compile, buffer pools
     const m = await measure(run, repeats);
     const t0 = performance.now();
-    const c = tf.matMul(a, b);
+    const c = product(a, b);
     await c.data();
     const readbackSeconds = (performance.now() - t0) / 1000;
     tf.dispose([a, b, c]);

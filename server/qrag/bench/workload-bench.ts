@@ -16,8 +16,9 @@ import { counterSnapshot, countersOn, resetCounters, type PhaseCounters } from "
 import { evalOptions } from "../train.ts";
 import { workloadSource } from "./workload.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
+import { summarizeDispatch } from "./dispatch-summary.ts";
 
-function workloadConfig(encoder: "bow" | "transformer"): RunConfig {
+export function workloadConfig(encoder: "bow" | "transformer"): RunConfig {
   return resolveConfig({
     preset: "babilong",
     overrides: [
@@ -29,9 +30,9 @@ function workloadConfig(encoder: "bow" | "transformer"): RunConfig {
   });
 }
 
-export async function benchWorkload(encoder: "bow" | "transformer", log: (m: string) => void, opts: { iterations?: number; evalLengths?: number[] } = {}): Promise<Record<string, unknown>> {
+/** Training iterations of the reference workload, timed after the warm-up, with per-phase counts. */
+export async function benchTraining(encoder: "bow" | "transformer", nets: QNetworks, log: (m: string) => void, want = 6) {
   const config = workloadConfig(encoder);
-  const nets = new QNetworks(config.algo.encoder, new Rng(1));
   const learner = new Learner(nets, config.algo, config.steps_count, 1);
   const envs = new ParallelEnvs(workloadSource(100, 1), rolloutSettings(config), new Rng(2));
   let step = 0;
@@ -46,7 +47,6 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
   countersOn();
   resetCounters();
   const iters: { wall: number; update: number; rollout: number; transitions: number; clean: boolean }[] = [];
-  const want = opts.iterations ?? 6;
   while (iters.filter((i) => i.clean).length < want && iters.length < want * 2) {
     let res: Awaited<ReturnType<typeof iterate>> | undefined;
     const rep = await timeRepeat(async () => {
@@ -55,20 +55,28 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
     iters.push({ wall: rep.wall, update: res!.updateSeconds, rollout: res!.rolloutSeconds, transitions: res!.transitions, clean: rep.clean });
     log(`  ${encoder} iteration ${iters.length}: ${rep.wall.toFixed(2)} s (update ${res!.updateSeconds.toFixed(2)} s)${rep.clean ? "" : " [busy machine, discarded]"}`);
   }
+  const counts = perRun(counterSnapshot(), iters.length);
+  learner.dispose();
+  envs.dispose();
   const use = iters.filter((i) => i.clean).length ? iters.filter((i) => i.clean) : iters;
   const wall = stats(use.map((i) => i.wall), iters.length);
-  const transitions = use[0].transitions;
-  const training = {
+  return {
     iterationSeconds: wall,
-    transitionsPerSecond: transitions / wall.median,
+    transitionsPerSecond: use[0].transitions / wall.median,
     trainedTransitionsPerSecond: config.batch_size / wall.median,
     updateSeconds: stats(use.map((i) => i.update)),
     rolloutSeconds: stats(use.map((i) => i.rollout)),
     /** Reads, kernels and GPU dispatches per phase, per iteration (mean over the timed iterations). */
-    countsPerIteration: perRun(counterSnapshot(), iters.length),
+    countsPerIteration: counts,
+    /** The same counts summed, against the hot-loop budget (what `--parts dispatch` prints). */
+    hotLoop: summarizeDispatch(counts, wall.median * 1000),
   };
-  learner.dispose();
-  envs.dispose();
+}
+
+export async function benchWorkload(encoder: "bow" | "transformer", log: (m: string) => void, opts: { iterations?: number; evalLengths?: number[] } = {}): Promise<Record<string, unknown>> {
+  const config = workloadConfig(encoder);
+  const nets = new QNetworks(config.algo.encoder, new Rng(1));
+  const training = await benchTraining(encoder, nets, log, opts.iterations ?? 6);
 
   // encode throughput: 40,000 chunks, eval mode, batch 1024
   const encSample = workloadSource(40_000, 3).sample(0);
@@ -117,7 +125,7 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
 function perRun(c: Partial<Record<string, PhaseCounters>>, runs: number): Record<string, PhaseCounters> {
   const out: Record<string, PhaseCounters> = {};
   const r = (x: number) => Math.round((x / Math.max(1, runs)) * 10) / 10;
-  for (const [p, v] of Object.entries(c)) if (v) out[p] = { reads: r(v.reads), syncReads: r(v.syncReads), kernels: r(v.kernels), dispatches: r(v.dispatches) };
+  for (const [p, v] of Object.entries(c)) if (v) out[p] = Object.fromEntries(Object.entries(v).map(([k, x]) => [k, r(x)])) as unknown as PhaseCounters;
   return out;
 }
 

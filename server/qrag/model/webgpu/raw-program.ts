@@ -58,6 +58,11 @@ export interface RawProgram {
   uniforms: Uniform[];
   /** Threads to launch (one-dimensional; the helper folds it into x/y workgroups). */
   threads: number;
+  /**
+   * Workgroups to launch, when the program tiles a grid itself (its own `@workgroup_size`; the
+   * `stride` uniform is then 0): overrides the fold of `threads`, which must be > 0.
+   */
+  workgroups?: [number, number, number];
 }
 
 /** Workgroup width of every raw program (the WGSL must say `@workgroup_size(WG)`). */
@@ -117,6 +122,8 @@ export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.Tenso
   const gx = Math.min(groups, MAX_GROUPS);
   const gy = Math.ceil(groups / gx);
   if (gy > MAX_GROUPS) throw new Error(`${prog.key}: ${prog.threads} threads is too many`);
+  const grid = prog.workgroups ?? [gx, gy, 1];
+  if (grid.some((g) => g > MAX_GROUPS)) throw new Error(`${prog.key}: workgroups ${grid.join("×")} exceed ${MAX_GROUPS} per dimension`);
 
   let cache = pipelines.get(be.device);
   if (!cache) pipelines.set(be.device, (cache = new Map()));
@@ -126,7 +133,7 @@ export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.Tenso
     pipeline = be.device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" }, label: prog.key });
     cache.set(prog.key, pipeline);
   }
-  const uniforms = be.makeUniforms([{ type: "uint32", data: [gx * WG] }, ...prog.uniforms]);
+  const uniforms = be.makeUniforms([{ type: "uint32", data: [prog.workgroups ? 0 : gx * WG] }, ...prog.uniforms]);
   const all = [...prog.inputs, ...outs];
   const entries = all.map((t, i) => ({ binding: i, resource: be.tensorToBinding(t) }));
   entries.push({ binding: nStorage, resource: uniforms });
@@ -137,7 +144,7 @@ export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.Tenso
   if (!be.computePassEncoder) be.computePassEncoder = be.commandEncoder!.beginComputePass({});
   be.computePassEncoder.setPipeline(pipeline);
   be.computePassEncoder.setBindGroup(0, bindGroup);
-  be.computePassEncoder.dispatchWorkgroups(gx, gy, 1);
+  be.computePassEncoder.dispatchWorkgroups(grid[0], grid[1], grid[2]);
   be.dispatchCountInPass++;
   noteDispatch();
   if (tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE") <= be.dispatchCountInPass) {
