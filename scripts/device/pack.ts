@@ -50,7 +50,8 @@ case "$cmd" in
   info)
     { nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv;
       ldconfig -p | grep libvulkan; echo "VK_DRIVER_FILES=\${VK_DRIVER_FILES:-}"; "$BIN/node" --version; } > "$OUT/info.txt" 2>&1 ;;
-  bench) "$BIN/node" "$D/bench.mjs" --out "$OUT/bench.json" "$@" ;;
+  # QRAG_NODE_FLAGS: flags for node itself, e.g. "--cpu-prof --cpu-prof-dir=$OUT"
+  bench) "$BIN/node" \${QRAG_NODE_FLAGS:-} "$D/bench.mjs" --out "$OUT/bench.json" "$@" ;;
   torch)
     W=/tmp/qrag-torch; mkdir -p "$W/results"; cp "$D/bench_qrag_torch_cuda.py" "$W/"
     PYTHONUNBUFFERED=1 python3 "$W/bench_qrag_torch_cuda.py" --device cuda --blas system --no-report --tag torch "$@" > "$OUT/torch.log" 2>&1

@@ -38,6 +38,8 @@ export interface PhaseCounters {
 }
 
 const counters = new Map<Phase, PhaseCounters>();
+/** Kernels by name (tfjs kernel names, fused programs by their key), all phases together. */
+const kernelNames = new Map<string, number>();
 let phase: Phase = "other";
 let installedEngine = false;
 const patchedBackends = new WeakSet<object>();
@@ -65,6 +67,8 @@ function install(): void {
     const run = eng.runKernelFunc.bind(eng);
     eng.runKernelFunc = (p: unknown) => {
       bump("kernels");
+      const name = (p as { kernelName?: string }).kernelName ?? "(custom op)";
+      kernelNames.set(name, (kernelNames.get(name) ?? 0) + 1);
       if (tf.getBackend() !== "webgpu") bump("dispatches");
       return run(p);
     };
@@ -114,8 +118,10 @@ function install(): void {
  * Counts one GPU program recorded outside the tfjs engine (the fused kernels of model/webgpu/,
  * which record their own multi-output programs): one kernel and one dispatch.
  */
-export function noteDispatch(): void {
+export function noteDispatch(key: string): void {
   if (!installedEngine) return;
+  const name = `fused ${key}`;
+  kernelNames.set(name, (kernelNames.get(name) ?? 0) + 1);
   bump("kernels");
   bump("fused");
   bump("dispatches");
@@ -137,6 +143,12 @@ export function counterSnapshot(): Partial<Record<Phase, PhaseCounters>> {
 export function resetCounters(): void {
   install();
   counters.clear();
+  kernelNames.clear();
+}
+
+/** Kernels run since the last reset by name, most frequent first. */
+export function kernelNameCounts(): [string, number][] {
+  return [...kernelNames].sort((a, b) => b[1] - a[1]);
 }
 
 /** Runs `fn` with its reads/kernels attributed to `p` (restores the outer phase after). */

@@ -8,14 +8,17 @@
 import * as tf from "@tensorflow/tfjs";
 import { Rng } from "../util/rng.ts";
 import { QNetworks } from "../agent/networks.ts";
+import { kernelNameCounts } from "../device.ts";
 import { benchTraining, workloadConfig } from "./workload-bench.ts";
 import type { DispatchSummary } from "./dispatch-summary.ts";
 
-export async function benchDispatch(log: (m: string) => void, iterations = 2): Promise<DispatchSummary> {
+export async function benchDispatch(log: (m: string) => void, iterations = 2): Promise<DispatchSummary & { readRoundTripMs: number; kernelsByName: Record<string, number> }> {
   const nets = new QNetworks(workloadConfig("transformer").algo.encoder, new Rng(1));
   try {
     const t = await benchTraining("transformer", nets, log, iterations);
-    const s = { ...t.hotLoop, readRoundTripMs: await readRoundTrip() };
+    // per iteration, most frequent first: which ops a recorded loop has to replace
+    const kernelsByName = Object.fromEntries(kernelNameCounts().map(([k, n]) => [k, Math.round((n / t.iterationSeconds.attempts) * 10) / 10]));
+    const s = { ...t.hotLoop, readRoundTripMs: await readRoundTrip(), kernelsByName };
     log(`  dispatch: ${s.dispatchesPerIteration} dispatches, ${s.tfjsKernelsPerIteration} tfjs kernels, ${s.submitsPerIteration} submits, host ${s.hostMsPerIteration} ms per iteration; a read round trip ${s.readRoundTripMs} ms`);
     return s;
   } finally {
@@ -23,13 +26,16 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2): P
   }
 }
 
-/** Median of 21 round trips: x + 1 on a scalar, then `await data()`. */
+/**
+ * Median of 21 round trips: the sum of 4,096 ones, then `await data()` (big enough that tfjs-webgpu
+ * does not hand the op to the CPU, as it does below 128 elements).
+ */
 async function readRoundTrip(): Promise<number> {
   const times: number[] = [];
-  const x = tf.scalar(1);
+  const x = tf.ones([4096]);
   for (let i = 0; i < 21; i++) {
     const t0 = performance.now();
-    const y = tf.add(x, 1);
+    const y = tf.sum(x);
     await y.data();
     times.push(performance.now() - t0);
     y.dispose();

@@ -146,7 +146,7 @@ export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.Tenso
   be.computePassEncoder.setBindGroup(0, bindGroup);
   be.computePassEncoder.dispatchWorkgroups(grid[0], grid[1], grid[2]);
   be.dispatchCountInPass++;
-  noteDispatch();
+  noteDispatch(prog.key);
   if (tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE") <= be.dispatchCountInPass) {
     be.endComputePassEncoder();
     be.submitQueue();
