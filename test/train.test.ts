@@ -13,17 +13,9 @@ import { train } from "../server/qrag/train.ts";
 import { evaluate } from "../server/qrag/evaluate.ts";
 import { loadCheckpoint } from "../server/qrag/checkpoint.ts";
 import type { EngineEvent, EpisodeRecord } from "../server/qrag/events.ts";
+import { collect, series, trainThenCancel } from "./train-helpers.ts";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-train-"));
-
-function collect(): { events: EngineEvent[]; onEvent: (e: EngineEvent) => void } {
-  const events: EngineEvent[] = [];
-  return { events, onEvent: (e) => events.push(e) };
-}
-
-function series(events: EngineEvent[], key: string): { update: number; step: number; value: number }[] {
-  return events.flatMap((e) => (e.type === "metric" && e.key === key ? [{ update: e.update, step: e.step, value: e.value }] : []));
-}
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
@@ -100,16 +92,7 @@ test("tiny qa1 run: loss falls and coverage beats random", async () => {
 test("cancel saves a checkpoint; resume continues the same curves", async () => {
   const config = resolveConfig({ preset: "tiny", overrides: ["steps_count=24", "eval_interval=8"] });
   const runDir = path.join(tmp, "run2");
-  const ac = new AbortController();
-  const first = collect();
-  const res1 = await train(config, {
-    runDir,
-    signal: ac.signal,
-    onEvent: (e) => {
-      first.onEvent(e);
-      if (e.type === "metric" && e.key === "qf_loss" && e.update >= 10) ac.abort();
-    },
-  });
+  const { res: res1, events: firstEvents } = await trainThenCancel(config, runDir, 10);
   assert.equal(res1.status, "cancelled");
   assert.ok(res1.updates >= 10 && res1.updates < 24);
   const ck = loadCheckpoint<{ learner: { updates: number; optimizer: { m: Float32Array[] } }; counters: { step: number }; weights: { state: { data: Float32Array }[] } }>(runDir);
@@ -122,7 +105,7 @@ test("cancel saves a checkpoint; resume continues the same curves", async () => 
   const res2 = await train(config, { runDir, resumeFrom: runDir, onEvent: second.onEvent });
   assert.equal(res2.status, "completed");
   assert.equal(res2.updates, 24);
-  const before = series(first.events, "qf_loss");
+  const before = series(firstEvents, "qf_loss");
   const after = series(second.events, "qf_loss");
   assert.ok(after[0].update > before.at(-1)!.update, "updates continue after resume");
   assert.ok(after[0].step > before.at(-1)!.step, "env steps continue after resume");
@@ -138,7 +121,6 @@ test("a corrupted checkpoint is rejected with the file named", async () => {
   assert.equal(res.status, "completed");
   const dir = path.join(res.runDir, "checkpoints", "last");
   assert.equal(loadCheckpoint(dir).dir, dir, "the intact checkpoint loads");
-  const bin = path.join(dir, "weights.bin");
-  fs.truncateSync(bin, 100);
-  assert.throws(() => loadCheckpoint(dir), /weights\.bin: expected \d+ bytes, found 100/);
+  fs.truncateSync(path.join(dir, "weights-00000.bin"), 100);
+  assert.throws(() => loadCheckpoint(dir), /weights-00000\.bin is truncated \(expected \d+ bytes, found 100\)/);
 });

@@ -1,18 +1,35 @@
 /**
  * Checkpoints: a folder holding `checkpoint.json` (config, counters, schedule state, α, RNG
- * state, and a manifest) and `weights.bin` (every Float32Array of the state — four encoders and
- * the AdamW moments — concatenated). Written to a temporary folder and renamed, so a crash never
- * leaves a half-written checkpoint under the final name.
+ * state, and a manifest) and the weights — every Float32Array of the state (four encoders and
+ * the AdamW moments) — in shard files `weights-NNNNN.bin` (see checkpoint-shards.ts). Written to
+ * a temporary folder and renamed, so a crash never leaves a half-written checkpoint under the
+ * final name. Version 1 checkpoints (one `weights.bin`) still load.
  */
 import fs from "node:fs";
 import path from "node:path";
 import { InputError } from "./errors.ts";
+import { DEFAULT_SHARD_BYTES, checkShards, parseShards, readShards, writeShards, type ShardEntry, type ShardTarget } from "./checkpoint-shards.ts";
 
-const CHECKPOINT_VERSION = 1;
+/** 2: sharded weights with a shard list in the manifest; 1: one `weights.bin`. */
+const CHECKPOINT_VERSION = 2;
+const V1_WEIGHTS = "weights.bin";
 
 type Packed = unknown;
 
-/** Replaces every Float32Array in a JSON-like tree by a reference into one binary blob. */
+interface CheckpointDoc {
+  version: number;
+  floats: number;
+  shardBytes?: number;
+  shards?: ShardEntry[];
+  state: Packed;
+}
+
+export interface SaveOptions {
+  /** Bound on one shard file (default 512 MiB); a positive multiple of 4, so no float is cut. */
+  shardBytes?: number;
+}
+
+/** Replaces every Float32Array in a JSON-like tree by a reference (float offset, length) into the weight stream. */
 function pack(value: unknown, parts: Float32Array[], offset: { n: number }): Packed {
   if (value instanceof Float32Array) {
     const ref = { $f32: offset.n, length: value.length };
@@ -27,35 +44,47 @@ function pack(value: unknown, parts: Float32Array[], offset: { n: number }): Pac
   return value;
 }
 
-function unpack(value: Packed, blob: Float32Array, file: string): unknown {
-  if (Array.isArray(value)) return value.map((v) => unpack(v, blob, file));
+/** Allocates each referenced array (its bytes are read into `targets` afterwards). */
+function unpack(value: Packed, floats: number, targets: ShardTarget[], file: string): unknown {
+  if (Array.isArray(value)) return value.map((v) => unpack(v, floats, targets, file));
   if (value && typeof value === "object") {
     const o = value as Record<string, unknown>;
-    if (typeof o.$f32 === "number" && typeof o.length === "number") {
-      if (o.$f32 + o.length > blob.length) throw new InputError(`${file}: weights.bin is truncated (needs ${o.$f32 + o.length} floats, has ${blob.length})`);
-      return blob.slice(o.$f32, o.$f32 + o.length);
+    if ("$f32" in o) {
+      const { $f32: at, length } = o;
+      if (!Number.isSafeInteger(at) || !Number.isSafeInteger(length) || (at as number) < 0 || (length as number) < 0) throw new InputError(`${file}: an array reference has no valid offset and length`);
+      if ((at as number) + (length as number) > floats) throw new InputError(`${file}: an array reference reaches float ${(at as number) + (length as number)}, past the ${floats} the weights hold`);
+      const a = new Float32Array(length as number);
+      targets.push({ byte: (at as number) * 4, into: new Uint8Array(a.buffer) });
+      return a;
     }
-    return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, unpack(v, blob, file)]));
+    return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, unpack(v, floats, targets, file)]));
   }
   return value;
 }
 
+function writeSynced(file: string, text: string): void {
+  const fd = fs.openSync(file, "w");
+  try {
+    fs.writeSync(fd, text);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** Saves `state` (a JSON-like tree that may contain Float32Arrays) under `dir`. */
-export function saveCheckpoint(dir: string, state: Record<string, unknown>): void {
+export function saveCheckpoint(dir: string, state: Record<string, unknown>, opts: SaveOptions = {}): void {
+  const shardBytes = opts.shardBytes ?? DEFAULT_SHARD_BYTES;
+  if (!Number.isSafeInteger(shardBytes) || shardBytes <= 0 || shardBytes % 4 !== 0) throw new Error(`saveCheckpoint: shardBytes must be a positive multiple of 4, got ${shardBytes}`);
   const parts: Float32Array[] = [];
   const offset = { n: 0 };
   const manifest = pack(state, parts, offset);
   const tmp = `${dir}.tmp-${process.pid}`;
   fs.rmSync(tmp, { recursive: true, force: true });
   fs.mkdirSync(tmp, { recursive: true });
-  const fd = fs.openSync(path.join(tmp, "weights.bin"), "w");
-  try {
-    for (const p of parts) fs.writeSync(fd, new Uint8Array(p.buffer, p.byteOffset, p.byteLength));
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.writeFileSync(path.join(tmp, "checkpoint.json"), JSON.stringify({ version: CHECKPOINT_VERSION, floats: offset.n, state: manifest }, null, 1));
+  const shards = writeShards(tmp, parts, shardBytes);
+  const doc: CheckpointDoc = { version: CHECKPOINT_VERSION, floats: offset.n, shardBytes, shards, state: manifest };
+  writeSynced(path.join(tmp, "checkpoint.json"), JSON.stringify(doc, null, 1));
   // swap by renames: at every instant either `dir` or `dir.prev` holds a whole checkpoint (a kill
   // between removing the old one and renaming the new one would otherwise leave neither)
   const prev = `${dir}.prev`;
@@ -65,8 +94,12 @@ export function saveCheckpoint(dir: string, state: Record<string, unknown>): voi
   fs.rmSync(prev, { recursive: true, force: true });
 }
 
+/**
+ * A folder with `checkpoint.json`. The weights are not looked for here: a folder only gets its
+ * final name whole (see saveCheckpoint), and a shard lost since is named by loadCheckpoint.
+ */
 export function isCheckpoint(dir: string): boolean {
-  return fs.existsSync(path.join(dir, "checkpoint.json")) && fs.existsSync(path.join(dir, "weights.bin"));
+  return fs.existsSync(path.join(dir, "checkpoint.json"));
 }
 
 /** The checkpoint folder `dirOrRun` names (itself, or a run folder's checkpoints/last), or null. */
@@ -76,20 +109,36 @@ export function findCheckpoint(dirOrRun: string): string | null {
   return [dirOrRun, `${dirOrRun}.prev`, last, `${last}.prev`].find(isCheckpoint) ?? null;
 }
 
-/** Loads a checkpoint folder (or a run folder, whose `checkpoints/last` is used). */
-export function loadCheckpoint<T = Record<string, unknown>>(dirOrRun: string): { dir: string; state: T } {
-  const dir = findCheckpoint(dirOrRun) ?? dirOrRun;
+/** Reads and checks `checkpoint.json`; its errors name the file, never quote its text. */
+function readDoc(dir: string): { doc: CheckpointDoc; shards: ShardEntry[]; file: string } {
   const file = path.join(dir, "checkpoint.json");
-  if (!isCheckpoint(dir)) throw new InputError(`not a checkpoint folder (no checkpoint.json + weights.bin): ${dirOrRun}`);
-  let doc: { version: number; floats: number; state: Packed };
+  let doc: CheckpointDoc;
   try {
     doc = JSON.parse(fs.readFileSync(file, "utf8"));
   } catch (e) {
-    throw new InputError(`${file}: ${(e as Error).message}`);
+    // JSON.parse's message quotes the text around the fault
+    throw new InputError(e instanceof SyntaxError ? `${file}: not valid JSON` : `${file}: cannot be read (${(e as NodeJS.ErrnoException).code ?? "error"})`);
   }
-  if (doc.version !== CHECKPOINT_VERSION) throw new InputError(`${file}: unsupported checkpoint version ${doc.version}`);
-  const buf = fs.readFileSync(path.join(dir, "weights.bin"));
-  if (buf.byteLength !== doc.floats * 4) throw new InputError(`${path.join(dir, "weights.bin")}: expected ${doc.floats * 4} bytes, found ${buf.byteLength}`);
-  const blob = new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
-  return { dir, state: unpack(doc.state, blob, file) as T };
+  if (!doc || typeof doc !== "object") throw new InputError(`${file}: not a checkpoint manifest`);
+  if (!Number.isSafeInteger(doc.floats) || doc.floats < 0) throw new InputError(`${file}: "floats" is not a count`);
+  if (doc.version === 1) return { doc, shards: [{ file: V1_WEIGHTS, bytes: doc.floats * 4 }], file };
+  if (doc.version !== CHECKPOINT_VERSION) throw new InputError(`${file}: unsupported checkpoint version${typeof doc.version === "number" ? ` ${doc.version}` : ""}`);
+  return { doc, shards: parseShards(doc.shards, doc.floats * 4, file), file };
+}
+
+/** The files a checkpoint folder's manifest names (for a reader that only checks access). */
+export function checkpointFiles(dir: string): string[] {
+  return ["checkpoint.json", ...readDoc(dir).shards.map((s) => s.file)];
+}
+
+/** Loads a checkpoint folder (or a run folder, whose `checkpoints/last` is used), shard by shard. */
+export function loadCheckpoint<T = Record<string, unknown>>(dirOrRun: string): { dir: string; state: T } {
+  const dir = findCheckpoint(dirOrRun) ?? dirOrRun;
+  if (!isCheckpoint(dir)) throw new InputError(`not a checkpoint folder (no checkpoint.json): ${dirOrRun}`);
+  const { doc, shards, file } = readDoc(dir);
+  checkShards(dir, shards);
+  const targets: ShardTarget[] = [];
+  const state = unpack(doc.state, doc.floats, targets, file) as T;
+  readShards(dir, shards, targets);
+  return { dir, state };
 }

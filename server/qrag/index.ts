@@ -9,7 +9,7 @@ export {
   type ConfigIssue, type RunConfig, type RunConfigInput,
 } from "./config.ts";
 export type { EngineEvent } from "./events.ts";
-export { findCheckpoint, isCheckpoint } from "./checkpoint.ts";
+export { checkpointFiles, findCheckpoint, isCheckpoint } from "./checkpoint.ts";
 export { ENGINE_VERSION } from "./version.ts";
 export { wasmThreadsAuto } from "./wasm-threads.ts";
 export { regenerateHaystack, HaystackUnavailable, type Haystack } from "./replay.ts";

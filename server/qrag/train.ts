@@ -44,6 +44,8 @@ interface TrainOptions {
   beforeCheckpoint?: () => Promise<boolean>;
   /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
   dataRoot?: string;
+  /** Bound on one checkpoint weight shard (default 512 MiB; tests set a few KB). */
+  checkpointShardBytes?: number;
 }
 
 export interface EvalSummary {
@@ -192,7 +194,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
       counters: { step, sampleCursor: envs.sampleCursor, lastEvalUpdate, wallSeconds: wall() },
       learner: await learner.getStateAsync(), rng: rolloutRng.getState(), dropoutRng: nets.exportRngStates(), bestEvalReturn, weights: await nets.exportWeightsAsync(),
     };
-    saveCheckpoint(dir, state as unknown as Record<string, unknown>);
+    saveCheckpoint(dir, state as unknown as Record<string, unknown>, { shardBytes: opts.checkpointShardBytes });
     send({ type: "checkpoint", step, update: learner.updates, path: dir, best, ...(evalReturn !== undefined ? { evalReturn } : {}) });
   };
 

@@ -14,7 +14,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { EngineEvent, EventsAck, RunAssignment } from "../../lib/contracts/index.ts";
 import { sweepSpecSchema, issuesText } from "../../lib/contracts/index.ts";
-import { checkEncoderPath, checkEnvPaths, findCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
+import { checkEncoderPath, checkEnvPaths, checkpointFiles, findCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
 import { env } from "../env.ts";
 import type { EngineReply, EngineRequest } from "./engine-process.ts";
 import { EventBatcher, type BatcherOptions } from "./batcher.ts";
@@ -44,8 +44,7 @@ export function checkpointReachable(p: string): boolean {
   try {
     const dir = findCheckpoint(p);
     if (!dir) return false;
-    fs.accessSync(path.join(dir, "checkpoint.json"), fs.constants.R_OK);
-    fs.accessSync(path.join(dir, "weights.bin"), fs.constants.R_OK);
+    for (const f of checkpointFiles(dir)) fs.accessSync(path.join(dir, f), fs.constants.R_OK);
     return true;
   } catch {
     return false;

@@ -12,6 +12,7 @@
  *   precision              stopping rules (paper Q-threshold vs calibrated rules) on the learning
  *                          part's checkpoints (runs/bench-learning-<task>) — see precision.ts
  *   gpt2-count             GPT-2 token counting of a 1M-token NIAH input (cached pieces vs js-tiktoken)
+ *   checkpoint-io          save + load of a 2.6 GB (BERT-base-sized) checkpoint: seconds, MB/s, peak RSS
  *   niah                   (long) RULER NIAH: niah-cpu trained per variant group, swept 4K → 1M tokens,
  *                          also written to bench-results/niah.json — see niah.ts
  *
@@ -98,6 +99,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     else if (part === "workload-bow") result.workloadBow = await benchWorkload("bow", log, { evalLengths: opts.lengths });
     else if (part === "workload-transformer") result.workloadTransformer = await benchWorkload("transformer", log, { evalLengths: opts.lengths });
     else if (part === "gpt2-count") result.gpt2Count = (await import("./gpt2-count.ts")).benchGpt2Count();
+    else if (part === "checkpoint-io") result.checkpointIo = (await import("./checkpoint-io.ts")).benchCheckpointIo(log);
     else if (part === "learning") {
       const { benchLearning, LEARNING_TASKS } = await import("./learning.ts");
       const unknown = opts.tasks?.filter((t) => !LEARNING_TASKS.some((l) => l.task === t)) ?? [];
@@ -126,7 +128,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
         outFile: path.resolve("bench-results", opts.tag ? `niah-${opts.tag}.json` : "niah.json"),
         ...tagRuns,
       });
-    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, dispatch, webgpu-check, encode-hf, workload-bow, workload-transformer, gpt2-count, learning, precision, niah)`);
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, dispatch, webgpu-check, encode-hf, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     // a part that fails or a run cut off (a device lease's time limit) keeps the parts before it
     if (part !== parts.at(-1)) writeResult(outFile(opts), { ...result, partial: true });
