@@ -263,8 +263,11 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
           metric("grad_norm", last.gradNorm);
           metric("transitions_per_s", windowTransitions / secs);
           metric("updates_per_s", windowUpdates / secs);
-          const gpuMem = gpuMemoryMiB(); // webgpu only: memory the backend holds, pool included
-          if (gpuMem) metric("gpu_memory_mb", gpuMem.allocatedMiB);
+          const gpuMem = gpuMemoryMiB(); // webgpu only: buffers the backend holds (pool included), and live tensors'
+          if (gpuMem) {
+            metric("gpu_memory_mb", gpuMem.allocatedMiB);
+            metric("gpu_memory_live_mb", gpuMem.usedMiB);
+          }
           const rets = envs.takeFinishedReturns();
           if (rets.length) metric("train_return", rets.reduce((a, b) => a + b, 0) / rets.length);
           windowStart = performance.now();
