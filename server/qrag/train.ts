@@ -21,6 +21,7 @@ import { trainIteration } from "./agent/iteration.ts";
 import { greedyEpisode, type GreedyOptions } from "./agent/greedy.ts";
 import { aggregate } from "./metrics.ts";
 import { gpuMemoryMiB } from "./gpu-memory.ts";
+import { trimWebgpuPool } from "./webgpu-pool.ts";
 import { buildSource, buildSources, episodeConfig } from "./sources.ts";
 import { initFromWordVectors } from "./agent/word-vector-init.ts";
 import { saveCheckpoint, loadCheckpoint } from "./checkpoint.ts";
@@ -294,6 +295,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     learner.dispose();
     envs.dispose();
     nets.dispose();
+    trimWebgpuPool(); // the process may go on (benches, tests): hand back the pool this run left
   }
   emit({ type: "run_end", status, step, update: learner.updates });
   return { status, runDir, updates: learner.updates, step, lastEval, bestEvalReturn, backend };
