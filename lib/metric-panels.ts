@@ -8,6 +8,8 @@ export interface MetricPanel {
   id: string;
   title: string;
   series: ChartSeries[];
+  /** Drawn on the run page only once the run has points for it (metrics some backends never send). */
+  ifData?: boolean;
 }
 
 export const METRIC_PANELS: readonly MetricPanel[] = [
@@ -42,6 +44,16 @@ export const METRIC_PANELS: readonly MetricPanel[] = [
     series: [
       { key: "transitions_per_s", label: "transitions/s", color: "#2a9d8f" },
       { key: "updates_per_s", label: "updates/s (right)", color: "#d4a017", axis: "right" },
+    ],
+  },
+  {
+    // webgpu runs only: what the backend holds (its pool of freed buffers included) against live tensors
+    id: "gpu_memory",
+    title: "GPU memory (MiB)",
+    ifData: true,
+    series: [
+      { key: "gpu_memory_mb", label: "allocated", color: "#6c757d" },
+      { key: "gpu_memory_live_mb", label: "live tensors", color: "#e76f51" },
     ],
   },
 ];

@@ -13,8 +13,9 @@ const finite = z.number().refine(Number.isFinite, "must be a finite number");
 export const METRIC_KEYS = [
   "qf_loss", "train_return", "eval_return", "eval_coverage", "eval_f1", "eval_precision", "eval_recall",
   "eval_steps", "alpha", "lr", "grad_norm", "transitions_per_s", "updates_per_s",
-  // webgpu workers only: MiB of GPU buffers the tfjs backend holds (tf.memory().numBytesAllocatedInGPU)
-  "gpu_memory_mb",
+  // webgpu workers only: MiB of GPU buffers the tfjs backend holds, its pool of freed buffers
+  // included (tf.memory().numBytesAllocatedInGPU), and of those in live tensors (numBytesInGPU)
+  "gpu_memory_mb", "gpu_memory_live_mb",
 ] as const;
 export const metricKeySchema = z.enum(METRIC_KEYS);
 export type MetricKey = z.infer<typeof metricKeySchema>;

@@ -21,6 +21,7 @@ import { trainIteration } from "./agent/iteration.ts";
 import { greedyEpisode, type GreedyOptions } from "./agent/greedy.ts";
 import { aggregate } from "./metrics.ts";
 import { gpuMemoryMiB } from "./gpu-memory.ts";
+import { trimWebgpuPool } from "./webgpu-pool.ts";
 import { buildSource, buildSources, episodeConfig } from "./sources.ts";
 import { initFromWordVectors } from "./agent/word-vector-init.ts";
 import { saveCheckpoint, loadCheckpoint } from "./checkpoint.ts";
@@ -265,8 +266,11 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
           metric("grad_norm", last.gradNorm);
           metric("transitions_per_s", windowTransitions / secs);
           metric("updates_per_s", windowUpdates / secs);
-          const gpuMem = gpuMemoryMiB(); // webgpu only: memory the backend holds, pool included
-          if (gpuMem) metric("gpu_memory_mb", gpuMem.allocatedMiB);
+          const gpuMem = gpuMemoryMiB(); // webgpu only: buffers the backend holds (pool included), and live tensors'
+          if (gpuMem) {
+            metric("gpu_memory_mb", gpuMem.allocatedMiB);
+            metric("gpu_memory_live_mb", gpuMem.usedMiB);
+          }
           const rets = envs.takeFinishedReturns();
           if (rets.length) metric("train_return", rets.reduce((a, b) => a + b, 0) / rets.length);
           windowStart = performance.now();
@@ -293,6 +297,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
     learner.dispose();
     envs.dispose();
     nets.dispose();
+    trimWebgpuPool(); // the process may go on (benches, tests): hand back the pool this run left
   }
   emit({ type: "run_end", status, step, update: learner.updates });
   return { status, runDir, updates: learner.updates, step, lastEval, bestEvalReturn, backend };

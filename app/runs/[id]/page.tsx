@@ -273,7 +273,7 @@ export default function RunPage() {
         {metrics.error && <span className="error-text small">{(metrics.error as Error).message}</span>}
       </div>
       <div className="charts">
-        {GROUPS.map((g) => (
+        {GROUPS.filter((g) => !g.ifData || g.series.some((s) => (metrics.data?.series[s.key]?.length ?? 0) > 0)).map((g) => (
           <MetricChart key={g.id} testId={`chart-${g.id}`} title={g.title} series={g.series} data={metrics.data?.series} x={x} smoothing={smoothing} />
         ))}
       </div>

@@ -17,6 +17,7 @@ import * as tf from "@tensorflow/tfjs";
 import { embedStates, embedActions, embedActionsDevice, embedStatesDevice, type QNetworks } from "./networks.ts";
 import { availTensor, readJoined, scorePadded, softValueDevice } from "./device-scoring.ts";
 import { onDevice, withPhase, withPhaseAsync } from "../device.ts";
+import { trimWebgpuPool } from "../webgpu-pool.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { topkIndices } from "./topk.ts";
 import { softValue, type SoftValueHeads } from "./soft-value.ts";
@@ -62,7 +63,9 @@ export async function embedSampleChunks(nets: QNetworks, sample: Sample, maxActi
   if (onDevice()) {
     const texts: string[] = new Array(n);
     for (let j = 0; j < n; j++) texts[j] = chunkAt(sample.chunks, j);
-    return withPhase("encode", () => embedActionsDevice(nets.action, texts, maxActionLength, false));
+    const emb = withPhase("encode", () => embedActionsDevice(nets.action, texts, maxActionLength, false));
+    trimWebgpuPool(); // the encoder's intermediates, sized by this sample's chunk count (webgpu-pool.ts)
+    return emb;
   }
   return withPhase("encode", () => embedSampleChunksHost(nets, sample, maxActionLength, batch));
 }
@@ -97,6 +100,7 @@ export async function greedyEpisode(nets: QNetworks, sample: Sample, opts: Greed
       return rec;
     } finally {
       if (!candidates) disposeCandidates(emb);
+      trimWebgpuPool(); // what the episode freed (webgpu-pool.ts)
     }
   });
 }

@@ -5,6 +5,7 @@
 import type { RunConfig } from "../config.ts";
 import { withPhase, withPhaseAsync } from "../device.ts";
 import { episodeConfig } from "../sources.ts";
+import { trimWebgpuPool } from "../webgpu-pool.ts";
 import { lambdaTargets } from "./lambda-returns.ts";
 import type { Learner, MicroStepResult } from "./learner.ts";
 import type { QNetworks } from "./networks.ts";
@@ -61,6 +62,7 @@ export async function trainIteration(envs: ParallelEnvs, learner: Learner, nets:
       { maxActionLength: config.max_action_length, maxInMemory: config.max_action_length_in_memory },
     ),
   );
+  trimWebgpuPool(); // the pooled buffers this iteration freed (webgpu-pool.ts); timed with the update
   const t2 = performance.now();
   return { ...res, transitions: batch.E * batch.L, rolloutSeconds: (t1 - t0) / 1000, updateSeconds: (t2 - t1) / 1000 };
 }

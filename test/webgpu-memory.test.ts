@@ -1,0 +1,46 @@
+/**
+ * tfjs-webgpu's pool of freed buffers stays bounded (server/qrag/webgpu-pool.ts): on lavapipe, 200
+ * training iterations (20–30 s on 2 shared cores; 1,000 would take 2–3 minutes), 12 greedy
+ * episodes and a tiny train() run, on samples of 10 to 59 chunks so that sizes keep changing.
+ * Without the trim the pool grows from the first iterations on (8 → 31 MiB for 7 MiB live over
+ * the 200). Skipped without an adapter, except under QRAG_REQUIRE_WEBGPU=1.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { webgpuSkip as skip } from "./webgpu-skip.ts";
+import { runCaseFile } from "./device-case-runner.ts";
+import type { GpuBytes, MemoryCase } from "./webgpu-memory-cases.ts";
+import { POOL_RATIO } from "../server/qrag/webgpu-pool.ts";
+
+// The trim leaves allocated ≤ 1.2 × live exactly, and these are read right after it: no slack is
+// needed, 4 KiB only absorbs a uniform or read-back buffer should one be pooled in between.
+const SLACK_BYTES = 4096;
+// The metrics are MiB rounded to 0.1 (±0.05 each), read after the loss read that follows the
+// trim pooled its small staging buffer: 1.2 × 0.05 + 0.05 < 0.15.
+const SLACK_MIB = 0.15;
+
+let result: MemoryCase | undefined;
+const run = (): MemoryCase => (result ??= runCaseFile<MemoryCase>("test/webgpu-memory-cases.ts", "memory"));
+
+function assertBounded(label: string, xs: GpuBytes[]): void {
+  xs.forEach((x, i) => {
+    assert.ok(x.live > 0, `${label} ${i + 1}: no live bytes`);
+    assert.ok(x.allocated <= POOL_RATIO * x.live + SLACK_BYTES, `${label} ${i + 1}: ${x.allocated} bytes allocated for ${x.live} live (${(x.allocated / x.live).toFixed(2)}×)`);
+  });
+}
+
+test("webgpu buffer pool: allocated ≤ 1.2 × live after each of 200 training iterations and 12 greedy episodes", { skip }, () => {
+  const r = run();
+  assert.equal(r.iterations.length, 200);
+  assertBounded("iteration", r.iterations);
+  assertBounded("episode", r.episodes);
+});
+
+test("gpu_memory_mb and gpu_memory_live_mb: both reported per logged update, allocated ≥ live and ≤ 1.2 × live", { skip }, () => {
+  const { metrics } = run();
+  assert.ok(metrics.length >= 3, `${metrics.length} metric pairs`);
+  for (const m of metrics) {
+    assert.ok(m.liveMiB > 0 && m.allocatedMiB >= m.liveMiB, JSON.stringify(m));
+    assert.ok(m.allocatedMiB <= POOL_RATIO * m.liveMiB + SLACK_MIB, JSON.stringify(m));
+  }
+});
