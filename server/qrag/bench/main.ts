@@ -26,6 +26,7 @@ import os from "node:os";
 import { pickBackend } from "../backend.ts";
 import { benchMatmul } from "./matmul.ts";
 import { gpuMemoryMiB } from "../gpu-memory.ts";
+import { trimWebgpuPool } from "../webgpu-pool.ts";
 import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
 import { benchWorkload } from "./workload-bench.ts";
 import { ENGINE_VERSION } from "../version.ts";
@@ -130,6 +131,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       });
     } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, dispatch, webgpu-check, encode-hf, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    trimWebgpuPool(); // what a part pooled is not the next part's (no-op off webgpu)
     // a part that fails or a run cut off (a device lease's time limit) keeps the parts before it
     if (part !== parts.at(-1)) writeResult(outFile(opts), { ...result, partial: true });
   }
