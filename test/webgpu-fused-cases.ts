@@ -21,6 +21,8 @@ import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qra
 import { availTensor, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
 import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { MATMUL_TILES, isAligned, matmulTiled } from "../server/qrag/model/webgpu/matmul.ts";
+import { dropoutMaskDevice } from "../server/qrag/model/webgpu/dropout.ts";
+import { dropoutMask } from "../server/qrag/model/ops.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
@@ -451,7 +453,27 @@ async function matmulCase() {
   return { diffs, aligned };
 }
 
+/** Dropout masks drawn on the GPU against ops.ts's host masks from the same seeds: mismatching values per case. */
+async function dropoutCase() {
+  await onBackend("webgpu");
+  const cases = [[1, 0.1], [7, 0.5], [100_001, 0.1], [65_536 * 5 + 3, 0.3], [64, 0]] as const;
+  const out: Record<string, { mismatches: number; dropped: number; size: number; rngAfter: boolean }> = {};
+  for (const [size, rate] of cases) {
+    const host = new Rng(size), dev = new Rng(size);
+    const want = dropoutMask(size, rate, host);
+    const got = (await dropoutMaskDevice(size, rate, dev).data()) as Float32Array;
+    let mismatches = 0, dropped = 0;
+    for (let i = 0; i < size; i++) {
+      if (got[i] !== want[i]) mismatches++;
+      if (got[i] === 0) dropped++;
+    }
+    out[`${size} at ${rate}`] = { mismatches, dropped, size, rngAfter: host.nextU32() === dev.nextU32() };
+  }
+  return out;
+}
+
 const CASES: Record<string, () => Promise<unknown>> = {
+  dropout: dropoutCase,
   matmul: matmulCase,
   rotary: rotaryCase,
   "twin-loss": twinLossCase,

@@ -98,3 +98,15 @@ test("tiled matMul on webgpu (every tile of MATMUL_TILES): aligned and ragged sh
   const aligned = Object.values(r.aligned).filter(Boolean).length;
   assert.ok(aligned > 0 && aligned < Object.keys(r.aligned).length, `aligned shapes: ${aligned}`);
 });
+
+test("dropout masks drawn on webgpu equal ops.ts dropoutMask's host masks value for value (same seeds, odd sizes, rate 0), and leave the Rng in the same state", { skip }, () => {
+  const r = runCase<Record<string, { mismatches: number; dropped: number; size: number; rngAfter: boolean }>>("dropout");
+  assert.equal(Object.keys(r).length, 5);
+  for (const [k, c] of Object.entries(r)) {
+    assert.equal(c.mismatches, 0, `${k}: ${c.mismatches} values differ`);
+    assert.ok(c.rngAfter, `${k}: the Rng moved on differently`);
+  }
+  // the masks drop what they should (the big ones within 1 %)
+  assert.equal(r["64 at 0"].dropped, 0);
+  for (const k of ["100001 at 0.1", "327683 at 0.3"]) assert.ok(Math.abs(r[k].dropped / r[k].size - Number(k.split(" at ")[1])) < 0.01, `${k}: dropped ${r[k].dropped}`);
+});

@@ -18,6 +18,8 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import type { Rng } from "../util/rng.ts";
+import { maskBits, maskKey } from "../util/mask-hash.ts";
+import { dropoutMaskDevice } from "./webgpu/dropout.ts";
 import { onDevice } from "../device.ts";
 import { gatherRows, segmentMeanDevice } from "./device-ops.ts";
 import { geluDevice, layerNormDevice } from "./webgpu/gelu-layernorm.ts";
@@ -348,31 +350,22 @@ export function layerNorm<T extends tf.Tensor>(x: T, gamma: tf.Tensor1D, beta: t
 }
 
 /**
- * A 0 / (1/(1−p)) dropout mask of `size` values from `rng`. Each uniform 32-bit draw gives two
- * 16-bit decisions, so the drop probability is p rounded to a multiple of 1/65536 (the keep scale
- * uses the rounded p, so the expectation is exact).
+ * A 0 / (1/(1−p)) dropout mask of `size` values from `rng`: two draws seed a counter-based hash
+ * (`util/mask-hash.ts`), and pair j of values takes the two 16-bit halves of hash(seed, j), so the
+ * drop probability is p rounded to a multiple of 1/65536 (the keep scale uses the rounded p, so
+ * the expectation is exact). Why a hash and not the Rng's stream: the GPU draws the same mask
+ * in parallel (`model/webgpu/dropout.ts`), with nothing computed or uploaded by the host.
  */
 export function dropoutMask(size: number, rate: number, rng: Rng): Float32Array {
   const thr = Math.round(rate * 65536);
   const keepScale = dropoutKeepScale(rate);
+  const key = maskKey(rng);
   const m = new Float32Array(size);
-  // xoshiro128** inlined (same stream as rng.nextU32(), ~5× faster than a call per draw).
-  const st = rng.getState();
-  let s0 = st[0], s1 = st[1], s2 = st[2], s3 = st[3];
   for (let i = 0; i < size; i += 2) {
-    const r = Math.imul(s1, 5);
-    const u = Math.imul((r << 7) | (r >>> 25), 9) >>> 0;
-    const t = s1 << 9;
-    s2 ^= s0;
-    s3 ^= s1;
-    s1 ^= s2;
-    s0 ^= s3;
-    s2 ^= t;
-    s3 = (s3 << 11) | (s3 >>> 21);
+    const u = maskBits(key, i >>> 1);
     m[i] = (u & 0xffff) < thr ? 0 : keepScale;
     if (i + 1 < size) m[i + 1] = u >>> 16 < thr ? 0 : keepScale;
   }
-  rng.setState([s0 >>> 0, s1 >>> 0, s2 >>> 0, s3 >>> 0]);
   return m;
 }
 
@@ -389,7 +382,9 @@ export function dropoutKeepScale(rate: number): number {
 export function dropout<T extends tf.Tensor>(x: T, rate: number, training: boolean, rng?: Rng): T {
   if (!training || rate <= 0) return x;
   if (!rng) return tf.dropout(x, rate) as T;
-  return tf.mul(x, tf.tensor(dropoutMask(x.size, rate, rng), x.shape)) as T;
+  // on the device path the mask is drawn there (same values, nothing uploaded)
+  const mask = onDevice() ? tf.reshape(dropoutMaskDevice(x.size, rate, rng), x.shape) : tf.tensor(dropoutMask(x.size, rate, rng), x.shape);
+  return tf.mul(x, mask) as T;
 }
 
 /** Smallest power of two ≥ n (and ≥ 1). */

@@ -14,7 +14,7 @@
  * (same Rng draws), passed in, so the function is attentionDense's exactly.
  */
 import * as tf from "@tensorflow/tfjs";
-import { dropoutMask } from "../ops.ts";
+import { dropoutMaskDevice } from "./dropout.ts";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import type { BatchedArgs } from "../attention.ts";
 
@@ -158,7 +158,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 /**
  * attentionDense's function (device-ops.ts) as fused programs, on q, k, v [B·T, d]. Dropout on the
- * probabilities needs `a.rng` (the mask is drawn on the host); callers without one use the tfjs
+ * probabilities needs `a.rng` (the mask is drawn on the device from it); callers without one use the tfjs
  * ops.
  */
 export function attentionFused(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, a: BatchedArgs): tf.Tensor2D {
@@ -180,7 +180,7 @@ function attentionOp(layout: Layout, d: number, a: BatchedArgs): (...xs: tf.Tens
   const drop = a.training && a.dropout > 0;
   if (drop && !a.rng) throw new Error("attentionFused: dropout needs an Rng");
   const maskT = tf.tensor1d(a.mask);
-  const dropT = drop ? tf.tensor1d(dropoutMask(B * H * T * T, a.dropout, a.rng!)) : null;
+  const dropT = drop ? dropoutMaskDevice(B * H * T * T, a.dropout, a.rng!) : null;
   const uniforms = [
     { type: "uint32" as const, data: [B] },
     { type: "uint32" as const, data: [T] },

@@ -1,0 +1,46 @@
+/**
+ * Dropout masks drawn on the GPU: the values of ops.ts `dropoutMask` (the counter-based hash of
+ * util/mask-hash.ts under a key drawn from the same Rng), one thread per value.
+ *
+ * Why: the update's attention dropout alone needs B·H·T·T = 16.7M values per layer for the
+ * reference workload; drawn on the host and uploaded they took ≈ 45 % of a training iteration's
+ * host time on an H200 (a CPU profile of `--parts dispatch`).
+ */
+import * as tf from "@tensorflow/tfjs";
+import type { Rng } from "../../util/rng.ts";
+import { MASK_HASH_WGSL, maskKey } from "../../util/mask-hash.ts";
+import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
+
+const CODE = `${uniformStruct(["n: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"])}
+${storageDecls([], ["m"])}
+${MASK_HASH_WGSL}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = threadIndex(gid);
+  if (i >= u.n) { return; }
+  let bits = maskBits(u.k0, u.k1, i >> 1u);
+  let half = select(bits & 0xffffu, bits >> 16u, (i & 1u) == 1u);
+  m[i] = select(u.keep, 0.0, half < u.thr);
+}`;
+
+/** The mask `dropoutMask(size, rate, rng)` returns, as a [size] tensor computed on the device. */
+export function dropoutMaskDevice(size: number, rate: number, rng: Rng): tf.Tensor1D {
+  const thr = Math.round(rate * 65536);
+  const keep = thr >= 65536 ? 0 : 65536 / (65536 - thr);
+  const [k0, k1] = maskKey(rng);
+  const [info] = runRawProgram(webgpuBackend(), {
+    key: "qrag_dropout_mask",
+    code: CODE,
+    inputs: [],
+    outputs: [{ shape: [size] }],
+    uniforms: [
+      { type: "uint32", data: [size] },
+      { type: "uint32", data: [thr] },
+      { type: "float32", data: [keep] },
+      { type: "uint32", data: [k0] },
+      { type: "uint32", data: [k1] },
+    ],
+    threads: size,
+  });
+  return tf.engine().makeTensorFromTensorInfo(info) as tf.Tensor1D;
+}
