@@ -6,11 +6,11 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff as relDiffFloor } from "./device-case-runner.ts";
-import { counterSnapshot, resetCounters, withPhase } from "../server/qrag/device.ts";
+import { counterSnapshot, kernelNameCounts, resetCounters, withPhase } from "../server/qrag/device.ts";
 import { AdamW, clipFactorDevice } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
 import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
-import { gelu, layerNorm } from "../server/qrag/model/ops.ts";
+import { gelu, layerNorm, linear } from "../server/qrag/model/ops.ts";
 import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgpu/attention.ts";
 import { attentionDense } from "../server/qrag/model/device-ops.ts";
 import { twinLoss } from "../server/qrag/model/qfunction.ts";
@@ -20,7 +20,7 @@ import { twinLossDevice } from "../server/qrag/model/webgpu/twin-loss.ts";
 import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
 import { availTensor, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
 import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
-import { MATMUL_TILES, isAligned, matmulTiled } from "../server/qrag/model/webgpu/matmul.ts";
+import { DEFAULT_TILE, MATMUL_TILES, isAligned, matmulTiled } from "../server/qrag/model/webgpu/matmul.ts";
 import { dropoutMaskDevice } from "../server/qrag/model/webgpu/dropout.ts";
 import { dropoutMask } from "../server/qrag/model/ops.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
@@ -450,7 +450,26 @@ async function matmulCase() {
       aligned[key] = isAligned(tile, sa.at(-2)!, sb.at(-1)!, sa.at(-1)!);
     });
   }
-  return { diffs, aligned };
+  // bias in the epilogue (aligned and checked programs), and ops.ts `linear`: our program when no
+  // gradient is recorded and the sizes fit the tile, tf.fused.matMul under a gradient
+  const lin: [number, number, number][] = [[256, 128, 384], [37, 29, 53]];
+  const linIn = lin.map(([m, k, n]) => [normals(rng, m * k), normals(rng, k * n), normals(rng, n)]);
+  await onBackend("cpu");
+  const linCpu = await readAll(lin.map(([m, k, n], i) => linear(tf.tensor2d(linIn[i][0], [m, k]), tf.tensor2d(linIn[i][1], [k, n]), tf.tensor1d(linIn[i][2]))));
+  await onBackend("webgpu");
+  const programs: Record<string, string[]> = {};
+  for (const [i, [m, k, n]] of lin.entries()) {
+    const [x, w, b] = [tf.tensor2d(linIn[i][0], [m, k]), tf.tensor2d(linIn[i][1], [k, n]), tf.tensor1d(linIn[i][2])];
+    const key = `${m}x${k}·${k}x${n}+b`;
+    diffs[`tiled ${key}`] = relDiff((await matmulTiled(x, w, DEFAULT_TILE, b).data()) as Float32Array, linCpu[i]);
+    for (const tape of [false, true]) {
+      resetCounters();
+      const y = tape ? tf.tidy(() => { let out!: tf.Tensor; tf.grad((v: tf.Tensor) => { out = tf.keep(linear(v as tf.Tensor2D, w, b)); return tf.sum(out); })(x); return out; }) : linear(x, w, b);
+      diffs[`linear ${tape ? "under a gradient" : "no gradient"} ${key}`] = relDiff((await y.data()) as Float32Array, linCpu[i]);
+      programs[`${tape ? "grad" : "nograd"} ${key}`] = kernelNameCounts().map(([name]) => name).filter((name) => /matmul|MatMul/.test(name));
+    }
+  }
+  return { diffs, aligned, programs };
 }
 
 /** Dropout masks drawn on the GPU against ops.ts's host masks from the same seeds: mismatching values per case. */

@@ -90,9 +90,15 @@ test("fused rotary rotation on webgpu: forward and gradient within 1e-6 of rotat
   assert.ok(r.grad <= 1e-6, `gradient rel. diff ${r.grad}`);
 });
 
-test("tiled matMul on webgpu (every tile of MATMUL_TILES): aligned and ragged shapes, K of 1, broadcast batches within 1e-5 of tf.matMul on cpu", { skip }, () => {
-  const r = runCase<{ diffs: Record<string, number>; aligned: Record<string, boolean> }>("matmul");
-  assert.equal(Object.keys(r.diffs).length, 4 * 6, Object.keys(r.diffs).join(", "));
+test("tiled matMul on webgpu (every tile of MATMUL_TILES): aligned and ragged shapes, K of 1, broadcast batches, bias; linear takes it only without a gradient; all within 1e-5 of the cpu ops", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; aligned: Record<string, boolean>; programs: Record<string, string[]> }>("matmul");
+  assert.equal(Object.keys(r.diffs).length, 4 * 6 + 2 * 3, Object.keys(r.diffs).join(", "));
+  assert.deepEqual(r.programs, {
+    "nograd 256x128·128x384+b": ["fused matmul-128x128-k8-t16x16-aligned-bias"],
+    "grad 256x128·128x384+b": ["BatchMatMul", "_FusedMatMul"],
+    "nograd 37x29·29x53+b": ["_FusedMatMul"],
+    "grad 37x29·29x53+b": ["BatchMatMul", "_FusedMatMul"],
+  });
   for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
   // both programs ran: the vec4 one for tile multiples, the checked one for the rest
   const aligned = Object.values(r.aligned).filter(Boolean).length;

@@ -13,6 +13,14 @@ import * as tf from "@tensorflow/tfjs";
 /** Allocated ≤ this × live after a trim. */
 export const POOL_RATIO = 1.2;
 
+let ratioInUse = POOL_RATIO;
+
+/** Sets the ratio trims use by default (the bench's `--pool-ratio`; Infinity turns trimming off). */
+export function setPoolRatio(ratio: number): void {
+  if (!(ratio >= 1)) throw new Error(`pool ratio ${ratio} must be ≥ 1`);
+  ratioInUse = ratio;
+}
+
 /** The parts of tfjs-backend-webgpu 4.22's BufferManager and WebGPUBackend this uses. */
 interface GpuBufferLike {
   size: number;
@@ -61,7 +69,7 @@ function webgpuBackend(): (WebgpuBackendLike & { bufferManager: BufferManagerLik
  * those in use each step; within each, a pick is the smallest pooled size that covers what is
  * still over, else the largest: few buffers go, and little more than needed.
  */
-export function trimWebgpuPool(ratio = POOL_RATIO): number {
+export function trimWebgpuPool(ratio = ratioInUse): number {
   const be = webgpuBackend();
   if (!be) return 0;
   const bm = be.bufferManager;

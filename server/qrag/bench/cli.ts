@@ -3,7 +3,8 @@
  * QRAG_BACKEND value: auto, webgpu, wasm, cpu, …), `--sizes=512,1024` (matmul sizes; default 512,
  * and 512…4096 on webgpu), `--lengths=40000,400000` (the workload parts' greedy-episode lengths in
  * chunks), `--submit-batch=N` (webgpu: programs per submitted command buffer, tfjs's
- * WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
+ * WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE), `--pool-ratio=R` (webgpu: the buffer pool's bound, allocated ≤ R ×
+ * live after each step; `off` keeps every freed buffer), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
 import { parseBackendPref } from "../backend.ts";
 import { intList } from "../cli/flags.ts";
@@ -17,13 +18,14 @@ export interface BenchArgs {
   sizes?: number[];
   lengths?: number[];
   submitBatch?: number;
+  poolRatio?: number;
   outFile?: string;
 }
 
 /** The longest greedy episode `--lengths` takes, in chunks (400,000 is the workload's ≈ 10M tokens). */
 export const MAX_EPISODE_CHUNKS = 2_000_000;
 
-const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "out"] as const;
+const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "out"] as const;
 
 /** Matmul sizes when none are given: one small size on CPU backends, up to 4096³ on a GPU. */
 export function defaultMatmulSizes(backend: string): number[] {
@@ -36,7 +38,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     const a = argv[i];
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
     const name = m?.[1] as (typeof FLAGS)[number] | undefined;
-    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --out)`);
+    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --out)`);
     let value = m[2];
     if (value === undefined) {
       value = argv[++i];
@@ -52,6 +54,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       out.lengths = intList("bench: --lengths", value, 1, MAX_EPISODE_CHUNKS);
     } else if (name === "submit-batch") {
       out.submitBatch = intList("bench: --submit-batch", value, 1, 100_000)[0];
+    } else if (name === "pool-ratio") {
+      const r = value === "off" ? Infinity : Number(value);
+      if (!(r >= 1 && r <= 1000) && r !== Infinity) throw new Error(`bench: --pool-ratio "${value}" is not a number from 1 to 1000 or "off"`);
+      out.poolRatio = r;
     } else out.outFile = value;
   }
   return out;

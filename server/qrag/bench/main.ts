@@ -26,7 +26,7 @@ import os from "node:os";
 import { pickBackend } from "../backend.ts";
 import { benchMatmul } from "./matmul.ts";
 import { gpuMemoryMiB } from "../gpu-memory.ts";
-import { trimWebgpuPool } from "../webgpu-pool.ts";
+import { POOL_RATIO, setPoolRatio, trimWebgpuPool } from "../webgpu-pool.ts";
 import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
 import { benchWorkload } from "./workload-bench.ts";
 import { ENGINE_VERSION } from "../version.ts";
@@ -60,6 +60,8 @@ interface BenchOptions {
   sizes?: number[];
   /** webgpu: programs recorded per submitted command buffer (tfjs's WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE). */
   submitBatch?: number;
+  /** webgpu: allocated ≤ this × live after each step (Infinity: no trimming). */
+  poolRatio?: number;
   log?: (m: string) => void;
 }
 
@@ -71,12 +73,13 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     if (backend !== "webgpu") throw new Error(`bench: --submit-batch needs the webgpu backend (active: ${backend})`);
     tf.env().set("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE", opts.submitBatch);
   }
+  if (opts.poolRatio !== undefined) setPoolRatio(opts.poolRatio);
   const result: Record<string, unknown> = {
     engineVersion: ENGINE_VERSION,
     date: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
     backend, device,
-    ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE") } : {}),
+    ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE"), poolRatio: String(opts.poolRatio ?? POOL_RATIO) } : {}),
     ...(adapter ? { adapter } : {}),
   };
   // --tag: the learning / niah runs of this variant go to their own folder

@@ -48,8 +48,8 @@ function tileOf(t: MatmulTile) {
   return { threads, bm, bn };
 }
 
-/** WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks). */
-export function matmulShader(t: MatmulTile, aligned: boolean): string {
+/** WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks); `bias` adds a [N] row. */
+export function matmulShader(t: MatmulTile, aligned: boolean, bias = false): string {
   const { threads, bm, bn } = tileOf(t);
   const { wx, wy, tm, tn, bk } = t;
   const tm4 = tm / 4;
@@ -102,10 +102,10 @@ export function matmulShader(t: MatmulTile, aligned: boolean): string {
     L.push(`  { let r = row0 + (${(i >> 2) * wy}u + lid.y) * 4u + ${i & 3}u;`);
     for (let j = 0; j < tn4; j++) {
       const col = `col0 + (${j * wx}u + lid.x) * 4u`;
-      if (aligned) L.push(`    C[(cOff + r * u.N + ${col}) / 4u] = c${i}_${j};`);
+      if (aligned) L.push(`    C[(cOff + r * u.N + ${col}) / 4u] = c${i}_${j}${bias ? ` + bias[(${col}) / 4u]` : ""};`);
       else {
         L.push(`    if (r < u.M) { let n = ${col};`);
-        for (let c = 0; c < 4; c++) L.push(`      if (n + ${c}u < u.N) { C[cOff + r * u.N + n + ${c}u] = c${i}_${j}[${c}]; }`);
+        for (let c = 0; c < 4; c++) L.push(`      if (n + ${c}u < u.N) { C[cOff + r * u.N + n + ${c}u] = c${i}_${j}[${c}]${bias ? ` + bias[n + ${c}u]` : ""}; }`);
         L.push(`    }`);
       }
     }
@@ -114,7 +114,7 @@ export function matmulShader(t: MatmulTile, aligned: boolean): string {
   L.push(`}`);
   const ty = aligned ? "vec4<f32>" : "f32";
   return `struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
-${storageDecls([`A:${ty}`, `B:${ty}`], [`C:${ty}`])}
+${storageDecls([`A:${ty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : [])], [`C:${ty}`])}
 ${L.join("\n")}`;
 }
 
@@ -125,11 +125,11 @@ export function isAligned(t: MatmulTile, m: number, n: number, k: number): boole
 }
 
 /**
- * A·B on webgpu with our tiled program: a [M, K] or [batch, M, K], b [K, N] or [batch, N, K]…
- * exactly: 2-D operands, or 3-D with equal batches or a batch of 1 broadcast. Not differentiable
- * (the bench and forward-only callers use it).
+ * A·B (+ bias, a [N] row) on webgpu with our tiled program: a [M, K] or [batch, M, K], b [K, N] or
+ * [batch, K, N]; 3-D operands have equal batches or a batch of 1, which broadcasts. Not
+ * differentiable: forward-only callers use it (ops.ts `linear` when no gradient is recorded).
  */
-export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAULT_TILE, be: WebgpuBackendLike = webgpuBackend()): tf.Tensor {
+export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAULT_TILE, bias?: tf.Tensor1D, be: WebgpuBackendLike = webgpuBackend()): tf.Tensor {
   const a3 = a.rank === 2 ? [1, ...a.shape] : a.shape;
   const b3 = b.rank === 2 ? [1, ...b.shape] : b.shape;
   if (a3.length !== 3 || b3.length !== 3) throw new Error(`matmulTiled: operands must be 2-D or 3-D (got ${a.shape} and ${b.shape})`);
@@ -137,15 +137,16 @@ export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAU
   const [bb, k2, n] = b3;
   if (k !== k2) throw new Error(`matmulTiled: inner sizes differ (${a.shape} · ${b.shape})`);
   if (ba !== bb && ba !== 1 && bb !== 1) throw new Error(`matmulTiled: batches ${ba} and ${bb} do not broadcast`);
+  if (bias && (bias.rank !== 1 || bias.shape[0] !== n)) throw new Error(`matmulTiled: bias of shape ${bias.shape} for ${n} columns`);
   const batch = Math.max(ba, bb);
   const { bm, bn } = tileOf(tile);
   const aligned = isAligned(tile, m, n, k);
   const outShape = a.rank === 2 && b.rank === 2 ? [m, n] : [batch, m, n];
   if (m === 0 || n === 0 || batch === 0) return tf.zeros(outShape);
   const [out] = runRawProgram(be, {
-    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}`,
-    code: matmulShader(tile, aligned),
-    inputs: [a, b],
+    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${bias ? "-bias" : ""}`,
+    code: matmulShader(tile, aligned, Boolean(bias)),
+    inputs: bias ? [a, b, bias] : [a, b],
     outputs: [{ shape: outShape }],
     uniforms: [m, n, k, ba === 1 ? 0 : m * k, bb === 1 ? 0 : k * n].map((x) => ({ type: "uint32", data: [x] })),
     threads: batch * m * n,
