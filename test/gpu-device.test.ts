@@ -14,6 +14,8 @@ import * as tf from "@tensorflow/tfjs";
 import { defaultMatmulSizes, parseBenchArgs } from "../server/qrag/bench/cli.ts";
 import { productsPerRepeat } from "../server/qrag/bench/matmul.ts";
 import { DISPATCH_BUDGET, summarizeDispatch } from "../server/qrag/bench/dispatch-summary.ts";
+import { gpuTable, type OursFile, type TorchFile } from "../server/qrag/bench/gpu-table.ts";
+import { MATMUL_TILES, tileFor } from "../server/qrag/model/webgpu/matmul.ts";
 import { DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, runScript, sizeCheck } from "../scripts/device/pack.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
 import { checkEncoderPath } from "../server/qrag/model/hf/encoder.ts";
@@ -59,6 +61,34 @@ test("hot-loop figures: phases summed, tfjs kernels are kernels less our fused p
   assert.equal(summarizeDispatch({ update: phase(151, 20, 20, 10, 0) }, 5).withinBudget, false);
   assert.equal(summarizeDispatch({ update: phase(150, 20, 20, 11, 0) }, 5).withinBudget, false);
   assert.deepEqual(DISPATCH_BUDGET, { dispatches: 150, submits: 10, tfjsKernels: 0 });
+});
+
+test("tiled matMul's tile: 128×128 once a product has ≥ 128 of them (BERT-base's 32,768×768, 2048²), else 64×64", () => {
+  assert.equal(tileFor(32768, 768), MATMUL_TILES["128x128-k16"]);
+  assert.equal(tileFor(2048, 2048), MATMUL_TILES["128x128-k16"]);
+  assert.equal(tileFor(1024, 1024), MATMUL_TILES["64x64-k16"]);
+  assert.equal(tileFor(1024, 2048), MATMUL_TILES["128x128-k16"]);
+  assert.equal(tileFor(896, 2048), MATMUL_TILES["64x64-k16"]);
+});
+
+test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates and for times alike", () => {
+  const ours: OursFile = {
+    device: "webgpu: test", date: "2026-11-26T00:00:00Z",
+    matmul: [{ shape: "1024x1024x1024", gflops: 10_000 }],
+    matmulTiled: { a: [{ shape: "1024x1024x1024", gflops: 30_000 }], b: [{ shape: "1024x1024x1024", gflops: 20_000 }] },
+    workloadTransformer: {
+      training: { transitionsPerSecond: 200, updateSeconds: { median: 0.02 }, iterationSeconds: { median: 0.34 } },
+      encode: { chunksPerSecond: 100_000 },
+      episodes: { "40000": { episodeSeconds: { median: 0.5 } }, "400000": { estimated: true, episodeSeconds: 9 } },
+    },
+  };
+  const torch: TorchFile = { meta: { gpu: "G", torch: "2" }, parts: { train: { env_transitions_per_s: { median: 400 }, update_s: { median: 0.04 } }, eval40k: { episode_latency_s: { median: 0.1 } }, eval400k: { episode_latency_s: { median: 1 } } } };
+  const md = gpuTable(ours, torch, { matmul: [{ shape: "1024x1024x1024", gflops: 40_000 }] }, { encode: [] });
+  assert.match(md, /\| matMul 1024³ GFLOP\/s, tfjs \| 10,000 \| 40,000 \| 0\.250× \|/);
+  assert.match(md, /\| matMul 1024³ GFLOP\/s, ours \(tile a\) \| 30,000 \| 40,000 \| 0\.750× \|/);
+  assert.match(md, /\| training transitions\/s[^|]*\| 200 \| 400 \| 0\.500× \|/);
+  assert.match(md, /\| update [^|]*\| 0\.020 \| 0\.040 \| 2\.00× \|/, "a shorter time is a ratio above 1");
+  assert.match(md, /\| greedy episode, N = 400,000 [^|]*\| — \| 1\.00 \| — \|/, "an estimated figure is not shown as measured");
 });
 
 test("matmul repeats: about the FLOP asked for, 1 to 200 products", () => {

@@ -20,7 +20,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { Rng } from "../util/rng.ts";
 import { maskBits, maskKey } from "../util/mask-hash.ts";
 import { dropoutMaskDevice } from "./webgpu/dropout.ts";
-import { DEFAULT_TILE, isAligned, matmulTiled } from "./webgpu/matmul.ts";
+import { isAligned, matmulTiled, tileFor } from "./webgpu/matmul.ts";
 import { onDevice } from "../device.ts";
 import { gatherRows, segmentMeanDevice } from "./device-ops.ts";
 import { geluDevice, layerNormDevice } from "./webgpu/gelu-layernorm.ts";
@@ -79,7 +79,8 @@ export function mm(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
 export function linear(x: tf.Tensor2D, w: tf.Tensor2D, b: tf.Tensor1D): tf.Tensor2D {
   if (onDevice()) {
     const tapeOn = (tf.engine() as unknown as { isTapeOn(): boolean }).isTapeOn();
-    if (!tapeOn && isAligned(DEFAULT_TILE, x.shape[0], w.shape[1], x.shape[1])) return matmulTiled(x, w, DEFAULT_TILE, b) as tf.Tensor2D;
+    const tile = tileFor(x.shape[0], w.shape[1]);
+    if (!tapeOn && isAligned(tile, x.shape[0], w.shape[1], x.shape[1])) return matmulTiled(x, w, tile, b) as tf.Tensor2D;
     return tf.fused.matMul({ a: x, b: w, bias: b }) as tf.Tensor2D;
   }
   return tf.add(mm(x, w), b) as tf.Tensor2D;

@@ -26,15 +26,27 @@ export interface MatmulTile {
   bk: number;
 }
 
-/** The tile the engine uses; the bench times the others (`MATMUL_TILES`) against it. */
-export const DEFAULT_TILE: MatmulTile = { wx: 16, wy: 16, tm: 8, tn: 8, bk: 8 };
-
+/** Tiles the bench times (H200, fp32: 128x128-k16 led at 2048³ and 4096³, 64x64-k16 at 1024³). */
 export const MATMUL_TILES: Record<string, MatmulTile> = {
-  "128x128-k8": DEFAULT_TILE,
+  "128x128-k8": { wx: 16, wy: 16, tm: 8, tn: 8, bk: 8 },
   "128x128-k16": { wx: 16, wy: 16, tm: 8, tn: 8, bk: 16 },
   "64x64-k16": { wx: 16, wy: 16, tm: 4, tn: 4, bk: 16 },
   "128x64-k16": { wx: 16, wy: 16, tm: 8, tn: 4, bk: 16 },
+  "64x64-t8x8-k16": { wx: 8, wy: 8, tm: 8, tn: 8, bk: 16 },
+  "64x128-k8": { wx: 16, wy: 8, tm: 8, tn: 8, bk: 8 },
 };
+
+/** The default tile (large products), and the one for products of few tiles. */
+export const DEFAULT_TILE = MATMUL_TILES["128x128-k16"];
+const SMALL_TILE = MATMUL_TILES["64x64-k16"];
+
+/**
+ * The tile for an m×n product: 128×128 once there are about as many as a big GPU has SMs (128;
+ * an H100/H200 has 132), else 64×64 (four times the workgroups).
+ */
+export function tileFor(m: number, n: number): MatmulTile {
+  return Math.ceil(m / 128) * Math.ceil(n / 128) >= 128 ? DEFAULT_TILE : SMALL_TILE;
+}
 
 export const tileName = (t: MatmulTile) => `${t.tm * t.wy}x${t.tn * t.wx}-k${t.bk}-t${t.wx}x${t.wy}`;
 

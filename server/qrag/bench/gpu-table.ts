@@ -1,0 +1,120 @@
+/**
+ * The README's GPU table, generated from one device call's files (scripts/device/figures.sh):
+ *   npx tsx server/qrag/bench/gpu-table.ts PREFIX
+ * reads PREFIX-bench.json (ours, webgpu), PREFIX-torch.json (the PyTorch-CUDA workload anchor),
+ * PREFIX-torch-matmul.json and PREFIX-torch-encode.json, and prints markdown: each figure, ours
+ * beside PyTorch-CUDA's from the same lease, and the ratio.
+ */
+import fs from "node:fs";
+import { isMainModule } from "../util/main-module.ts";
+
+interface Med {
+  median: number;
+}
+interface MatmulRow {
+  shape: string;
+  gflops: number;
+}
+interface HotLoop {
+  dispatchesPerIteration: number;
+  tfjsKernelsPerIteration: number;
+  submitsPerIteration: number;
+  hostMsPerIteration: number;
+  readWaitMsPerIteration: number;
+}
+interface Workload {
+  training: { transitionsPerSecond: number; updateSeconds: Med; iterationSeconds: Med; hotLoop?: HotLoop };
+  encode: { chunksPerSecond: number };
+  episodes: Record<string, { episodeSeconds: Med | number; estimated?: boolean }>;
+}
+export interface OursFile {
+  device: string;
+  date: string;
+  matmul?: MatmulRow[];
+  matmulTiled?: Record<string, MatmulRow[]>;
+  workloadTransformer?: Workload;
+  workloadBow?: Workload;
+  encodeHf?: { model: string; chunksPerS: number }[];
+  gpuMemory?: { usedMiB: number; allocatedMiB: number };
+}
+export interface TorchFile {
+  meta: { gpu: string; torch: string };
+  parts: {
+    train?: { env_transitions_per_s: Med; update_s: Med };
+    encode?: { chunks_per_s: Med };
+    eval40k?: { episode_latency_s: Med };
+    eval400k?: { episode_latency_s: Med };
+  };
+}
+interface TorchMatmul {
+  matmul: MatmulRow[];
+}
+interface TorchEncode {
+  encode: { model: string; chunksPerS: number }[];
+}
+
+const n0 = (x: number) => Math.round(x).toLocaleString("en-US");
+const s3 = (x: number) => (x >= 10 ? x.toFixed(1) : x >= 1 ? x.toFixed(2) : x.toFixed(3));
+const median = (x: Med | number) => (typeof x === "number" ? x : x.median);
+
+/** ours / theirs for "higher is better" figures, theirs / ours for times: > 1 means we are faster. */
+function ratio(ours: number | undefined, theirs: number | undefined, higherBetter: boolean): string {
+  if (ours === undefined || theirs === undefined || !(ours > 0) || !(theirs > 0)) return "—";
+  const r = higherBetter ? ours / theirs : theirs / ours;
+  return `${r >= 0.995 ? r.toFixed(2) : r.toFixed(3)}×`;
+}
+
+export function gpuTable(ours: OursFile, torch: TorchFile, tm: TorchMatmul, te: TorchEncode): string {
+  const rows: string[] = ["| figure | ours (webgpu) | PyTorch CUDA | ours ÷ PyTorch |", "|---|---|---|---|"];
+  const row = (figure: string, o: number | undefined, t: number | undefined, fmt: (x: number) => string, higherBetter: boolean) =>
+    rows.push(`| ${figure} | ${o === undefined ? "—" : fmt(o)} | ${t === undefined ? "—" : fmt(t)} | ${ratio(o, t, higherBetter)} |`);
+  for (const t of tm.matmul) {
+    const tiled = Object.entries(ours.matmulTiled ?? {}).map(([name, rs]) => ({ name, g: rs.find((r) => r.shape === t.shape)?.gflops ?? 0 }));
+    const best = tiled.sort((a, b) => b.g - a.g)[0];
+    const tfjs = ours.matmul?.find((r) => r.shape === t.shape)?.gflops;
+    row(`matMul ${t.shape.split("x")[0]}³ GFLOP/s, tfjs`, tfjs, t.gflops, n0, true);
+    if (best?.g) row(`matMul ${t.shape.split("x")[0]}³ GFLOP/s, ours (tile ${best.name})`, best.g, t.gflops, n0, true);
+  }
+  const w = ours.workloadTransformer;
+  const p = torch.parts;
+  if (w) {
+    row("training transitions/s, reference workload (E=4, B=64, N=100), transformer", w.training.transitionsPerSecond, p.train?.env_transitions_per_s.median, n0, true);
+    row("update (fwd+bwd+clip+AdamW+Polyak), s", w.training.updateSeconds.median, p.train?.update_s.median, s3, false);
+    row("encode, the workload's transformer, 40,000 chunks, chunks/s", w.encode.chunksPerSecond, p.encode?.chunks_per_s.median, n0, true);
+    const e = (n: string) => (w.episodes[n] && !w.episodes[n].estimated ? median(w.episodes[n].episodeSeconds) : undefined);
+    row("greedy episode, N = 40,000 (≈ 1M tokens), s", e("40000"), p.eval40k?.episode_latency_s.median, s3, false);
+    row("greedy episode, N = 400,000 (≈ 10M tokens), s", e("400000"), p.eval400k?.episode_latency_s.median, s3, false);
+  }
+  for (const t of te.encode) {
+    const o = ours.encodeHf?.find((r) => r.model.split(" ")[0] === t.model.split(" ")[0])?.chunksPerS;
+    row(`encode, ${t.model}, 32 tokens, batch 1024, chunks/s`, o, t.chunksPerS, n0, true);
+  }
+  const b = ours.workloadBow;
+  if (b) {
+    row("training transitions/s, same workload, bag-of-words encoder (ours only)", b.training.transitionsPerSecond, undefined, n0, true);
+    const e400 = b.episodes["400000"];
+    if (e400) row("greedy episode, N = 400,000, bag-of-words (ours only), s", median(e400.episodeSeconds), undefined, s3, false);
+  }
+  const h = w?.training.hotLoop;
+  const lines = [rows.join("\n")];
+  if (h) {
+    lines.push(
+      `\nPer training iteration (transformer): ${n0(h.dispatchesPerIteration)} GPU dispatches, ${n0(h.tfjsKernelsPerIteration)} tfjs kernels, ` +
+        `${n0(h.submitsPerIteration)} command buffers submitted; ${n0(h.hostMsPerIteration)} ms of host time and ${n0(h.readWaitMsPerIteration)} ms awaiting reads ` +
+        `(of ${n0(w!.training.iterationSeconds.median * 1000)} ms).`,
+    );
+  }
+  if (ours.gpuMemory) lines.push(`GPU memory held at the end: ${n0(ours.gpuMemory.allocatedMiB)} MiB allocated, ${n0(ours.gpuMemory.usedMiB)} MiB in live tensors.`);
+  lines.push(`Device: ${ours.device}; PyTorch ${torch.meta.torch} on ${torch.meta.gpu} (exact fp32, no TF32); ${ours.date.slice(0, 10)}.`);
+  return lines.join("\n");
+}
+
+if (isMainModule(import.meta.url)) {
+  const prefix = process.argv[2];
+  if (!prefix) {
+    process.stderr.write("usage: gpu-table.ts PREFIX (reads PREFIX-bench.json, -torch.json, -torch-matmul.json, -torch-encode.json)\n");
+    process.exit(2);
+  }
+  const read = <T>(suffix: string): T => JSON.parse(fs.readFileSync(`${prefix}-${suffix}.json`, "utf8")) as T;
+  console.log(gpuTable(read<OursFile>("bench"), read<TorchFile>("torch"), read<TorchMatmul>("torch-matmul"), read<TorchEncode>("torch-encode")));
+}
