@@ -47,13 +47,15 @@ export const METRIC_PANELS: readonly MetricPanel[] = [
     ],
   },
   {
-    // webgpu runs only: what the backend holds (its pool of freed buffers included) against live tensors
+    // webgpu runs only: what the backend holds (its pool of freed buffers included) against live
+    // tensors and the step's peak (the pool's bound is 1.2 × the peak)
     id: "gpu_memory",
     title: "GPU memory (MiB)",
     ifData: true,
     series: [
       { key: "gpu_memory_mb", label: "allocated", color: "#6c757d" },
       { key: "gpu_memory_live_mb", label: "live tensors", color: "#e76f51" },
+      { key: "gpu_memory_peak_mb", label: "step peak", color: "#264653" },
     ],
   },
 ];

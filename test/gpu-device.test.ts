@@ -63,11 +63,11 @@ test("hot-loop figures: phases summed, tfjs kernels are kernels less our fused p
   assert.deepEqual(DISPATCH_BUDGET, { dispatches: 150, submits: 10, tfjsKernels: 0 });
 });
 
-test("tiled matMul's tile: 128×128 once a product has ≥ 128 of them (BERT-base's 32,768×768, 2048²), else 64×64", () => {
-  assert.equal(tileFor(32768, 768), MATMUL_TILES["128x128-k16"]);
-  assert.equal(tileFor(2048, 2048), MATMUL_TILES["128x128-k16"]);
+test("tiled matMul's tile: 64×128 once a product has ≥ 128 blocks of 128×128 (BERT-base's 32,768×768, 2048²), else 64×64", () => {
+  assert.equal(tileFor(32768, 768), MATMUL_TILES["64x128-k8"]);
+  assert.equal(tileFor(2048, 2048), MATMUL_TILES["64x128-k8"]);
   assert.equal(tileFor(1024, 1024), MATMUL_TILES["64x64-k16"]);
-  assert.equal(tileFor(1024, 2048), MATMUL_TILES["128x128-k16"]);
+  assert.equal(tileFor(1024, 2048), MATMUL_TILES["64x128-k8"]);
   assert.equal(tileFor(896, 2048), MATMUL_TILES["64x64-k16"]);
 });
 

@@ -2,8 +2,8 @@
  * The case of webgpu-memory.test.ts, run in a fresh Node process like engine-device-cases.ts (Dawn
  * per process, a large V8 semi-space): training iterations, greedy episodes and a tiny train() run
  * on samples whose chunk counts vary, so every step brings buffer sizes the pool has not seen.
- * Prints one JSON line: tfjs's allocated and live GPU bytes after each step, and the run's
- * gpu_memory_mb / gpu_memory_live_mb metrics.
+ * Prints one JSON line: tfjs's allocated and live GPU bytes and the step's peak after each step,
+ * and the run's gpu_memory_mb / gpu_memory_live_mb / gpu_memory_peak_mb metrics.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -20,15 +20,18 @@ import { resolveConfig } from "../server/qrag/config.ts";
 import { workloadSource } from "../server/qrag/bench/workload.ts";
 import type { SampleSource } from "../server/qrag/types.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
+import { stepPeakBytes } from "../server/qrag/webgpu-pool.ts";
 
 export interface GpuBytes {
   allocated: number;
   live: number;
+  /** The most bytes the step held at once (webgpu-pool.ts). */
+  peak: number;
 }
 export interface MemoryCase {
   iterations: GpuBytes[];
   episodes: GpuBytes[];
-  metrics: { allocatedMiB: number; liveMiB: number }[];
+  metrics: { allocatedMiB: number; liveMiB: number; peakMiB: number }[];
   seconds: { iterations: number; episodes: number; run: number };
 }
 
@@ -40,7 +43,7 @@ const varying: SampleSource = { name: "varying", size: Infinity, sample: (i) => 
 
 function gpuBytes(): GpuBytes {
   const m = tf.memory() as tf.MemoryInfo & { numBytesInGPU: number; numBytesAllocatedInGPU: number };
-  return { allocated: m.numBytesAllocatedInGPU, live: m.numBytesInGPU };
+  return { allocated: m.numBytesAllocatedInGPU, live: m.numBytesInGPU, peak: stepPeakBytes() ?? NaN };
 }
 
 async function memoryCase(): Promise<MemoryCase> {
@@ -73,15 +76,18 @@ async function memoryCase(): Promise<MemoryCase> {
 
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-memory-"));
   const metrics: MemoryCase["metrics"] = [];
-  const pending = new Map<number, number>();
+  const pending = new Map<number, { allocatedMiB?: number; liveMiB?: number; peakMiB?: number }>();
   try {
     const runConfig = resolveConfig({ preset: "tiny", overrides: ["steps_count=10", "eval_interval=10", "eval_episodes=1", "envs_parallel=1", "batch_size=2", "learning_start=1"] });
     await train(runConfig, {
       runDir: path.join(tmp, "run"),
       onEvent: (e) => {
         if (e.type !== "metric" || !e.key.startsWith("gpu_memory")) return;
-        if (e.key === "gpu_memory_mb") pending.set(e.update, e.value);
-        else metrics.push({ allocatedMiB: pending.get(e.update) ?? NaN, liveMiB: e.value });
+        const m = pending.get(e.update) ?? {};
+        pending.set(e.update, m);
+        if (e.key === "gpu_memory_mb") m.allocatedMiB = e.value;
+        else if (e.key === "gpu_memory_live_mb") m.liveMiB = e.value;
+        else metrics.push({ allocatedMiB: m.allocatedMiB ?? NaN, liveMiB: m.liveMiB ?? NaN, peakMiB: e.value });
       },
     });
   } finally {

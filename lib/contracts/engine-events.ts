@@ -14,8 +14,9 @@ export const METRIC_KEYS = [
   "qf_loss", "train_return", "eval_return", "eval_coverage", "eval_f1", "eval_precision", "eval_recall",
   "eval_steps", "alpha", "lr", "grad_norm", "transitions_per_s", "updates_per_s",
   // webgpu workers only: MiB of GPU buffers the tfjs backend holds, its pool of freed buffers
-  // included (tf.memory().numBytesAllocatedInGPU), and of those in live tensors (numBytesInGPU)
-  "gpu_memory_mb", "gpu_memory_live_mb",
+  // included (tf.memory().numBytesAllocatedInGPU), of those in live tensors (numBytesInGPU), and
+  // the most the last step held at once (what the pool is bounded by: ≤ 1.2 × that)
+  "gpu_memory_mb", "gpu_memory_live_mb", "gpu_memory_peak_mb",
 ] as const;
 export const metricKeySchema = z.enum(METRIC_KEYS);
 export type MetricKey = z.infer<typeof metricKeySchema>;

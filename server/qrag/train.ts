@@ -266,10 +266,11 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
           metric("grad_norm", last.gradNorm);
           metric("transitions_per_s", windowTransitions / secs);
           metric("updates_per_s", windowUpdates / secs);
-          const gpuMem = gpuMemoryMiB(); // webgpu only: buffers the backend holds (pool included), and live tensors'
+          const gpuMem = gpuMemoryMiB(); // webgpu only: buffers the backend holds (pool included), live tensors', the step's peak
           if (gpuMem) {
             metric("gpu_memory_mb", gpuMem.allocatedMiB);
             metric("gpu_memory_live_mb", gpuMem.usedMiB);
+            metric("gpu_memory_peak_mb", gpuMem.peakMiB);
           }
           const rets = envs.takeFinishedReturns();
           if (rets.length) metric("train_return", rets.reduce((a, b) => a + b, 0) / rets.length);

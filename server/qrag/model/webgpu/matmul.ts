@@ -26,7 +26,10 @@ export interface MatmulTile {
   bk: number;
 }
 
-/** Tiles the bench times (H200, fp32: 128x128-k16 led at 2048³ and 4096³, 64x64-k16 at 1024³). */
+/**
+ * Tiles the bench times. H200, fp32, two leases: 64x128-k8 led at 2048³ and 4096³ (31.8 and 33.5
+ * TFLOP/s); at 1024³ 64x64-k16 gave 17.9 and 22.1, 128x64-k16 16.7 and 23.7.
+ */
 export const MATMUL_TILES: Record<string, MatmulTile> = {
   "128x128-k8": { wx: 16, wy: 16, tm: 8, tn: 8, bk: 8 },
   "128x128-k16": { wx: 16, wy: 16, tm: 8, tn: 8, bk: 16 },
@@ -37,12 +40,12 @@ export const MATMUL_TILES: Record<string, MatmulTile> = {
 };
 
 /** The default tile (large products), and the one for products of few tiles. */
-export const DEFAULT_TILE = MATMUL_TILES["128x128-k16"];
+export const DEFAULT_TILE = MATMUL_TILES["64x128-k8"];
 const SMALL_TILE = MATMUL_TILES["64x64-k16"];
 
 /**
- * The tile for an m×n product: 128×128 once there are about as many as a big GPU has SMs (128;
- * an H100/H200 has 132), else 64×64 (four times the workgroups).
+ * The tile for an m×n product: 64×128 once there are about as many 128×128 blocks as a big GPU
+ * has SMs (128; an H100/H200 has 132), else 64×64 (more workgroups for small products).
  */
 export function tileFor(m: number, n: number): MatmulTile {
   return Math.ceil(m / 128) * Math.ceil(n / 128) >= 128 ? DEFAULT_TILE : SMALL_TILE;
@@ -130,6 +133,9 @@ ${storageDecls([`A:${ty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : [])], [`C:${ty
 ${L.join("\n")}`;
 }
 
+/** Generated WGSL by program key: generating it costs more than recording the dispatch. */
+const shaders = new Map<string, string>();
+
 /** Whether a product of these sizes takes the aligned (vec4, unchecked) program of tile `t`. */
 export function isAligned(t: MatmulTile, m: number, n: number, k: number): boolean {
   const { bm, bn } = tileOf(t);
@@ -155,9 +161,12 @@ export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAU
   const aligned = isAligned(tile, m, n, k);
   const outShape = a.rank === 2 && b.rank === 2 ? [m, n] : [batch, m, n];
   if (m === 0 || n === 0 || batch === 0) return tf.zeros(outShape);
+  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${bias ? "-bias" : ""}`;
+  let code = shaders.get(key);
+  if (!code) shaders.set(key, (code = matmulShader(tile, aligned, Boolean(bias))));
   const [out] = runRawProgram(be, {
-    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${bias ? "-bias" : ""}`,
-    code: matmulShader(tile, aligned, Boolean(bias)),
+    key,
+    code,
     inputs: bias ? [a, b, bias] : [a, b],
     outputs: [{ shape: outShape }],
     uniforms: [m, n, k, ba === 1 ? 0 : m * k, bb === 1 ? 0 : k * n].map((x) => ({ type: "uint32", data: [x] })),
