@@ -20,6 +20,7 @@ import path from "node:path";
 import { env } from "../env.ts";
 import { adapterLabel, installWebgpu, type WebgpuAdapter } from "./backend-webgpu.ts";
 import { patchWebgpuAddN } from "./webgpu-addn.ts";
+import { patchWebgpuUpload } from "./webgpu-upload.ts";
 import { errorText } from "./util/error-text.ts";
 import { unrefPoolWorkers, wasmThreadsWanted, withWasmThreadShims } from "./wasm-threads.ts";
 
@@ -129,6 +130,7 @@ async function tryOne(c: Choice, auto = false): Promise<BackendInfo> {
       }
       patchWebgpuAddN();
       await activate("webgpu", WEBGPU_PKG);
+      patchWebgpuUpload();
       return { backend: "webgpu", device: adapterLabel(adapter), adapter };
     }
     case "tensorflow-gpu":
