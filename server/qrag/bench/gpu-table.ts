@@ -3,7 +3,9 @@
  *   npx tsx server/qrag/bench/gpu-table.ts PREFIX
  * reads PREFIX-bench.json (ours, webgpu), PREFIX-torch.json (the PyTorch-CUDA workload anchor),
  * PREFIX-torch-matmul.json and PREFIX-torch-encode.json, and prints markdown: each figure, ours
- * beside PyTorch-CUDA's from the same lease, and the ratio.
+ * beside PyTorch-CUDA's from the same lease, and the ratio;
+ *   npx tsx server/qrag/bench/gpu-table.ts --history "LABEL=FILE" …
+ * prints one row per bench JSON (ours only): how the engine's GPU figures moved, change by change.
  */
 import fs from "node:fs";
 import { isMainModule } from "../util/main-module.ts";
@@ -109,7 +111,37 @@ export function gpuTable(ours: OursFile, torch: TorchFile, tm: TorchMatmul, te: 
   return lines.join("\n");
 }
 
-if (isMainModule(import.meta.url)) {
+/** One row per labelled bench file: training, update, encode, episodes, dispatches per iteration. */
+export function gpuHistory(runs: { label: string; ours: OursFile }[]): string {
+  const rows = [
+    "| engine | training transitions/s | update s | encode chunks/s | episode N = 40,000 s | episode N = 400,000 s | dispatches / iteration |",
+    "|---|---|---|---|---|---|---|",
+  ];
+  for (const { label, ours } of runs) {
+    const w = ours.workloadTransformer;
+    if (!w) continue;
+    const e = (n: string) => {
+      const x = w.episodes[n];
+      return x ? `${s3(median(x.episodeSeconds))}${x.estimated ? " (estimated)" : ""}` : "—";
+    };
+    const c = w.training.hotLoop?.dispatchesPerIteration ?? sumDispatches((w.training as { countsPerIteration?: Record<string, { dispatches: number }> }).countsPerIteration);
+    rows.push(`| ${label} | ${n0(w.training.transitionsPerSecond)} | ${s3(w.training.updateSeconds.median)} | ${n0(w.encode.chunksPerSecond)} | ${e("40000")} | ${e("400000")} | ${c === undefined ? "—" : n0(c)} |`);
+  }
+  return rows.join("\n");
+}
+
+function sumDispatches(c: Record<string, { dispatches: number }> | undefined): number | undefined {
+  return c ? Object.values(c).reduce((a, x) => a + x.dispatches, 0) : undefined;
+}
+
+if (isMainModule(import.meta.url) && process.argv[2] === "--history") {
+  const runs = process.argv.slice(3).map((a) => {
+    const i = a.indexOf("=");
+    if (i < 1) throw new Error(`--history takes LABEL=FILE arguments (got "${a}")`);
+    return { label: a.slice(0, i), ours: JSON.parse(fs.readFileSync(a.slice(i + 1), "utf8")) as OursFile };
+  });
+  console.log(gpuHistory(runs));
+} else if (isMainModule(import.meta.url)) {
   const prefix = process.argv[2];
   if (!prefix) {
     process.stderr.write("usage: gpu-table.ts PREFIX (reads PREFIX-bench.json, -torch.json, -torch-matmul.json, -torch-encode.json)\n");
