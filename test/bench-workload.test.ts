@@ -5,7 +5,7 @@
  */
 import test from "node:test";
 import assert from "node:assert/strict";
-import { workloadSource } from "../server/qrag/bench/workload.ts";
+import { materialized, workloadSource } from "../server/qrag/bench/workload.ts";
 import { chunkAt } from "../server/qrag/types.ts";
 
 test("workload documents: N distinct 24-word chunks, 2 supports, a 12-word question drawn from them", () => {
@@ -34,4 +34,13 @@ test("workload documents are deterministic by seed and differ across seeds and s
   assert.equal(chunkAt(a.chunks, 499), chunkAt(b.chunks, 499));
   assert.notEqual(chunkAt(workloadSource(500, 8).sample(2).chunks, 0), chunkAt(a.chunks, 0));
   assert.notEqual(chunkAt(workloadSource(500, 7).sample(3).chunks, 0), chunkAt(a.chunks, 0));
+});
+
+test("a materialized workload sample holds the lazy sample's chunk texts as an array (what the timed encodes read)", () => {
+  const lazy = workloadSource(300, 4).sample(1);
+  const m = materialized(lazy);
+  assert.ok(Array.isArray(m.chunks));
+  assert.equal(m.chunks.length, 300);
+  for (let i = 0; i < 300; i++) assert.equal(chunkAt(m.chunks, i), chunkAt(lazy.chunks, i), `chunk ${i}`);
+  assert.deepEqual([m.question, m.supportIdx], [lazy.question, lazy.supportIdx]);
 });

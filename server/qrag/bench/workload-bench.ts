@@ -14,7 +14,7 @@ import { rolloutSettings, trainIteration } from "../agent/iteration.ts";
 import { disposeCandidates, embedSampleChunks, greedyEpisode, type CandidateEmbeddings } from "../agent/greedy.ts";
 import { counterSnapshot, countersOn, resetCounters, type PhaseCounters } from "../device.ts";
 import { evalOptions } from "../train.ts";
-import { workloadSource } from "./workload.ts";
+import { materialized, workloadSource } from "./workload.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
 import { summarizeDispatch } from "./dispatch-summary.ts";
 
@@ -79,7 +79,7 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
   const training = await benchTraining(encoder, nets, log, opts.iterations ?? 6);
 
   // encode throughput: 40,000 chunks, eval mode, batch 1024
-  const encSample = workloadSource(40_000, 3).sample(0);
+  const encSample = materialized(workloadSource(40_000, 3).sample(0));
   await settled(await embedSampleChunks(nets, workloadSource(1024, 9).sample(0), config.max_action_length, 1024));
   resetCounters();
   const enc = await measure(async () => {
@@ -93,7 +93,7 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
   const episodes: Record<string, unknown> = {};
   const lengths = opts.evalLengths ?? (encoder === "bow" ? [40_000, 400_000] : [40_000]);
   for (const n of lengths) {
-    const sample = workloadSource(n, 5).sample(0);
+    const sample = materialized(workloadSource(n, 5).sample(0));
     let embedSeconds = 0;
     let emb: CandidateEmbeddings | undefined;
     const full = await measure(async () => {

@@ -4,7 +4,7 @@
  * question taking 6 words from each. Each word is a distinct token, so our packing gives the
  * workload's shapes exactly: actions [CLS] c1..c24 [SEP] padded to 32, states 14 + 25k tokens.
  */
-import type { Sample, SampleSource } from "../types.ts";
+import { chunkAt, type Sample, type SampleSource } from "../types.ts";
 import { Rng } from "../util/rng.ts";
 
 const CONTENT_WORDS = 8192 - 3;
@@ -50,4 +50,13 @@ export function workloadSource(numChunks: number, seed = 0): SampleSource {
       return { id: `workload-${i}`, question: qWords.join(" "), answer: "", chunks, supportIdx: support };
     },
   };
+}
+
+/**
+ * The sample with its chunk texts generated up front (an array of strings, as a loaded document
+ * holds them). The lazy `WorkloadChunks` draws each text from an Rng on every read, which is the
+ * bench's data source and not the engine: timed encodes and episodes read materialized samples.
+ */
+export function materialized(sample: Sample): Sample {
+  return { ...sample, chunks: Array.from({ length: sample.chunks.length }, (_, i) => chunkAt(sample.chunks, i)) };
 }
