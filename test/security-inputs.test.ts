@@ -3,12 +3,15 @@
  * lone surrogates and invalid UTF-8 answer 400 naming the field (they were 500s quoting Prisma),
  * a JSON syntax error never quotes the body, metric key lists are capped, and sizes that drive a
  * worker's memory or time (chunks per sample, eval episodes) have ceilings — nothing is written.
+ * Issue 26's first defect: a deeply nested body (5,000 arrays in 10 KB) answered 500 and blocked
+ * the event loop; it is refused by its depth before parsing.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import type { FieldErrorsDto, RunDetailDto, RunListDto } from "../lib/contracts/index.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
 import { tmpDir } from "./platform-helpers.ts";
+import { JSON_MAX_DEPTH, jsonDepth, loneSurrogateAt } from "../server/api/json-body.ts";
 
 let server: RunningServer;
 before(async () => {
@@ -61,4 +64,33 @@ test("sizes that drive memory or time have ceilings, named per field", async () 
   const m = await fetch(`${server.url}/api/runs/${run.runs[0].id}/metrics?keys=${keys}`);
   assert.equal(m.status, 400);
   assert.equal(((await m.json()) as FieldErrorsDto).fieldErrors.keys, "at most 64 keys");
+});
+
+test("a body nested deeper than JSON_MAX_DEPTH is a 400 naming the limit, on sign-in too, before any parsing; 32 levels still parse", async () => {
+  const deep = "[".repeat(5000) + "]".repeat(5000);
+  for (const path of ["/api/auth/login", "/api/runs"]) {
+    const r = await send("POST", path, `{"name":${deep}}`);
+    assert.equal(r.status, 400, path);
+    assert.equal(r.body.fieldErrors.body, `nests deeper than ${JSON_MAX_DEPTH} levels`, path);
+  }
+  // at the limit the body parses and reaches the schema, which names the field instead
+  const atLimit = await send("POST", "/api/runs", `{"preset":"tiny","name":${"[".repeat(JSON_MAX_DEPTH - 1)}${"]".repeat(JSON_MAX_DEPTH - 1)}}`);
+  assert.equal(atLimit.status, 400);
+  assert.ok(atLimit.body.fieldErrors.name, JSON.stringify(atLimit.body));
+});
+
+test("jsonDepth counts brackets outside strings only (escapes included); loneSurrogateAt walks without recursion", () => {
+  assert.equal(jsonDepth('{"a":[1,{"b":"[[[{"}]}'), 3);
+  assert.equal(jsonDepth(String.raw`["\\"," [ ",["\"]"]]`), 2);
+  assert.equal(jsonDepth("[[[[[[", 3), 4, "stops once past the limit");
+  assert.equal(jsonDepth("42"), 0);
+  // a value far deeper than any JSON body could be: no stack overflow, and the field path
+  let v: unknown = "x\ud800";
+  for (let i = 0; i < 100_000; i++) v = [v];
+  const path = loneSurrogateAt({ a: v });
+  assert.equal(path?.split(".").length, 100_001);
+  assert.ok(path?.startsWith("a.0.0"));
+  assert.equal(loneSurrogateAt({ ok: ["fine", { "k\udc00": 1 }] }), "ok.1.(key)");
+  assert.equal(loneSurrogateAt("\ud800"), "body");
+  assert.equal(loneSurrogateAt({ a: ["\ud83d\ude00"] }), null);
 });

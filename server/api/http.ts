@@ -12,6 +12,7 @@ import type { ListCache } from "../runs/list-cache.ts";
 import type { RunsDeps } from "../runs/service.ts";
 import type { Principal } from "../auth/accounts.ts";
 import type { AuthGate } from "../auth/gate.ts";
+import { JSON_MAX_DEPTH, jsonDepth, loneSurrogateAt } from "./json-body.ts";
 
 /** What handlers reach: the database, who hears of run changes, and this node's workers. */
 export interface ApiDeps extends RunsDeps {
@@ -49,31 +50,11 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, what: 
   return r.data;
 }
 
-/** The first string (key or value) holding an unpaired UTF-16 surrogate, as a field path; null if none. */
-function loneSurrogateAt(v: unknown, path: string[] = []): string | null {
-  // with the u flag a paired surrogate is one code point, so only unpaired halves match
-  const bad = (t: string) => /[\uD800-\uDFFF]/u.test(t);
-  if (typeof v === "string") return bad(v) ? path.join(".") || "body" : null;
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) {
-      const at = loneSurrogateAt(v[i], [...path, String(i)]);
-      if (at) return at;
-    }
-  } else if (v && typeof v === "object") {
-    for (const [k, x] of Object.entries(v)) {
-      if (bad(k)) return [...path, "(key)"].join(".");
-      const at = loneSurrogateAt(x, [...path, k]);
-      if (at) return at;
-    }
-  }
-  return null;
-}
-
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * The body as JSON: invalid UTF-8, invalid JSON and unpaired surrogates (which no database text
- * column takes) answer 400. Messages give a position or a field, never the body's text.
+ * The body as JSON: invalid UTF-8, invalid JSON, nesting deeper than JSON_MAX_DEPTH and unpaired
+ * surrogates (which no database text column takes) answer 400. Messages give a position or a field, never the body's text.
  */
 export async function readJson(req: Request): Promise<unknown> {
   let text: string;
@@ -83,6 +64,8 @@ export async function readJson(req: Request): Promise<unknown> {
     throw badRequest("body is not valid UTF-8", { body: "not valid UTF-8" });
   }
   if (!text.trim()) return {};
+  // before parsing: JSON.parse, zod and the checks below would all walk a deep body
+  if (jsonDepth(text, JSON_MAX_DEPTH) > JSON_MAX_DEPTH) throw badRequest(`body nests deeper than ${JSON_MAX_DEPTH} levels`, { body: `nests deeper than ${JSON_MAX_DEPTH} levels` });
   let value: unknown;
   try {
     value = JSON.parse(text);
