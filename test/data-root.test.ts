@@ -7,7 +7,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { listDataRoot, resolveDataPath } from "../server/qrag/data-root.ts";
+import { listDataRoot, readFileInDataRoot, resolveDataPath } from "../server/qrag/data-root.ts";
 import { checkEnvPaths } from "../server/qrag/datasets.ts";
 import { loadHotpotqa } from "../server/qrag/data/hotpotqa.ts";
 import { loadMusique } from "../server/qrag/data/musique.ts";
@@ -136,4 +136,23 @@ test("data readers name the file and line, never the file's text", () => {
     return true;
   });
   assert.throws(() => loadMusique(path.join(root, "missing.jsonl"), "missing.jsonl"), /^Error: missing\.jsonl: file not found$|missing\.jsonl: file not found/);
+});
+
+test("a file is checked once open: links out, internals and a swap after the path was resolved are refused, content never quoted", () => {
+  assert.equal(readFileInDataRoot(root, path.join(root, "train.jsonl"), "train.jsonl").toString(), "{}\n");
+  assert.equal(readFileInDataRoot(root, path.join(root, "link-in.jsonl"), "link-in.jsonl").toString(), "{}\n", "a link inside the root is fine");
+  for (const f of ["link-out.txt", "chain-out.txt", "dir-out/secret.txt", "worker-token", ".env"]) {
+    assert.throws(() => readFileInDataRoot(root, path.join(root, f), f), (e: Error) => e.message.startsWith(`${f}: ${OUTSIDE}`) && !e.message.includes("outside secret"), f);
+  }
+  assert.throws(() => readFileInDataRoot(root, path.join(root, "nope.txt"), "nope.txt"), /^InputError: nope\.txt: file not found$/);
+  assert.throws(() => readFileInDataRoot(root, path.join(root, "books"), "books"), /books: not a file/);
+  // the path checks out, then the file is swapped for a link out before it is read
+  const swap = path.join(root, "swap.txt");
+  fs.writeFileSync(swap, "fine");
+  const r = file("swap.txt");
+  assert.ok(r.ok);
+  fs.rmSync(swap);
+  fs.symlinkSync(path.join(outside, "secret.txt"), swap);
+  assert.throws(() => readFileInDataRoot(root, r.ok ? r.abs : "", "swap.txt"), (e: Error) => e.message.startsWith(`swap.txt: ${OUTSIDE}`));
+  fs.rmSync(swap);
 });

@@ -22,6 +22,7 @@ import { train, type TrainCheckpoint } from "../server/qrag/train.ts";
 import { loadAgent } from "../server/qrag/evaluate.ts";
 import { loadCheckpoint } from "../server/qrag/checkpoint.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
+import { readOwnFile } from "../server/qrag/data-root.ts";
 
 const FIXTURE = path.resolve(import.meta.dirname, "fixtures/bert-tiny");
 interface Reference {
@@ -59,9 +60,9 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 }
 
 test("WordPiece tokens and ids equal Hugging Face's, from tokenizer.json and from vocab.txt alone", () => {
-  const fromJson = WordPieceTokenizer.fromFolder(FIXTURE, "bert-tiny");
+  const fromJson = WordPieceTokenizer.fromFolder(FIXTURE, "bert-tiny", readOwnFile);
   const vocabOnly = dataRootWithModel(["vocab.txt"]);
-  const fromVocab = WordPieceTokenizer.fromFolder(path.join(vocabOnly, "models/bert-tiny"), "bert-tiny");
+  const fromVocab = WordPieceTokenizer.fromFolder(path.join(vocabOnly, "models/bert-tiny"), "bert-tiny", readOwnFile);
   for (const tok of [fromJson, fromVocab]) {
     const enc = tok.encodePadded(REF.texts, MAX);
     assert.deepEqual(enc.tokens, REF.tokens);
@@ -178,6 +179,45 @@ test("algo.encoder.path: required for hf, inside the data root, the folder compl
   assert.deepEqual(checkEncoderPath(cfg.algo.encoder, partial).issues, [{ path: "algo.encoder.path", message: "no vocab.txt or tokenizer.json in models/bert-tiny" }]);
   fs.rmSync(partial, { recursive: true });
   assert.deepEqual(checkEncoderPath({ type: "bow" }, ROOT), { encoder: { type: "bow" }, issues: [] });
+});
+
+test("files inside an hf folder that link out of the data root are refused once open, and no error quotes a file's content", () => {
+  const secret = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-hf-secret-"));
+  fs.writeFileSync(path.join(secret, "config.json"), JSON.stringify({ model_type: "SECRETVALUE123" }));
+  fs.writeFileSync(path.join(secret, "passwd"), "root:SECRETVALUE123:0:0:root:/root:/bin/bash\n");
+  const cfg = { path: "models/bert-tiny", max_length: 32 };
+  const errorOf = (root: string) => {
+    try {
+      loadHfFolder(cfg, root);
+    } catch (e) {
+      return String(e);
+    }
+    return "no error";
+  };
+  for (const [file, target] of [["config.json", "config.json"], ["config.json", "passwd"], ["vocab.txt", "passwd"], ["tokenizer.json", "passwd"], ["model.safetensors", "passwd"]]) {
+    const root = dataRootWithModel();
+    const dst = path.join(root, "models/bert-tiny", file);
+    fs.rmSync(dst);
+    fs.symlinkSync(path.join(secret, target), dst);
+    if (file === "vocab.txt") fs.rmSync(path.join(root, "models/bert-tiny/tokenizer.json")); // else vocab.txt is not read
+    const err = errorOf(root);
+    assert.match(err, new RegExp(`models/bert-tiny/${file.replace(".", "\\.")}: must be inside the data root`), `${file} → ${target}: ${err}`);
+    assert.ok(!err.includes("SECRETVALUE123"), err);
+    fs.rmSync(root, { recursive: true });
+  }
+  // a link to another file inside the root is fine
+  const root = dataRootWithModel();
+  fs.renameSync(path.join(root, "models/bert-tiny/config.json"), path.join(root, "bert-config.json"));
+  fs.symlinkSync(path.join(root, "bert-config.json"), path.join(root, "models/bert-tiny/config.json"));
+  assert.equal(errorOf(root), "no error");
+  // a file inside the root whose content is wrong is named, its values are not quoted
+  fs.rmSync(path.join(root, "models/bert-tiny/config.json"));
+  fs.writeFileSync(path.join(root, "models/bert-tiny/config.json"), JSON.stringify({ model_type: "SECRETVALUE123", hidden_act: "SECRETVALUE123" }));
+  const wrong = errorOf(root);
+  assert.match(wrong, /models\/bert-tiny\/config\.json: model_type is not supported/);
+  assert.ok(!wrong.includes("SECRETVALUE123"), wrong);
+  fs.rmSync(root, { recursive: true });
+  fs.rmSync(secret, { recursive: true });
 });
 
 test("QNetworks with an hf encoder: both encoders start from the folder's weights; train() updates them and the checkpoint round-trips", async () => {

@@ -21,6 +21,10 @@ import { train } from "../server/qrag/train.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import type { EngineEvent } from "../server/qrag/events.ts";
 import { dataPathKind } from "../lib/contracts/data-files.ts";
+import { openInDataRoot } from "../server/qrag/data-root.ts";
+
+/** Opens through the data-root check of `root`, as the engine does. */
+const inRoot = (root: string) => (file: string, label: string) => openInDataRoot(root, file, label);
 
 function tmpRoot(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "qrag-wv-"));
@@ -42,33 +46,43 @@ test("GloVe text: a word2vec header is skipped, only wanted words are kept (lowe
   const root = tmpRoot();
   const f = path.join(root, "glove.txt");
   fs.writeFileSync(f, "3 2\nMary 1 0\njohn 0.5 0.5\nkitchen 0 1\n");
-  const wv = readWordVectors(f, "glove.txt", new Set(["mary", "kitchen", "absent"]));
+  const wv = readWordVectors(f, "glove.txt", new Set(["mary", "kitchen", "absent"]), inRoot(root));
   assert.equal(wv.dim, 2);
   assert.deepEqual([...wv.vectors.keys()].sort(), ["kitchen", "mary"]);
   assert.deepEqual([...wv.vectors.get("mary")!], [1, 0]);
   fs.writeFileSync(f, "mary 1 0\nsecretword 1 0 7\n");
-  assert.throws(() => readWordVectors(f, "glove.txt", new Set(["mary"])), (e: Error) => e.message === "glove.txt:2: expected 2 numbers after the word, found 3");
+  assert.throws(() => readWordVectors(f, "glove.txt", new Set(["mary"]), inRoot(root)), (e: Error) => e.message === "glove.txt:2: expected 2 numbers after the word, found 3");
   fs.writeFileSync(f, "mary 1 0\njohn 1 x\n");
-  assert.throws(() => readWordVectors(f, "glove.txt", new Set(["john"])), (e: Error) => e.message === "glove.txt:2: component 2 is not a number");
+  assert.throws(() => readWordVectors(f, "glove.txt", new Set(["john"]), inRoot(root)), (e: Error) => e.message === "glove.txt:2: component 2 is not a number");
   fs.writeFileSync(f, "\n\n");
-  assert.throws(() => readWordVectors(f, "glove.txt", new Set(["john"])), /^DataFileError: glove\.txt: no vectors in the file$/);
+  assert.throws(() => readWordVectors(f, "glove.txt", new Set(["john"]), inRoot(root)), /^DataFileError: glove\.txt: no vectors in the file$/);
   fs.rmSync(root, { recursive: true });
+});
+
+test("a word-vectors file that links out of the data root is refused once open; its content is not quoted", () => {
+  const root = tmpRoot();
+  const outside = tmpRoot();
+  fs.writeFileSync(path.join(outside, "secret.txt"), "SECRETVALUE123 1 0\n");
+  fs.symlinkSync(path.join(outside, "secret.txt"), path.join(root, "glove.txt"));
+  assert.throws(() => readWordVectors(path.join(root, "glove.txt"), "glove.txt", new Set(["secretvalue123"]), inRoot(root)), (e: Error) => /^glove\.txt: must be inside the data root/.test(e.message) && !e.message.includes("SECRET"));
+  fs.rmSync(root, { recursive: true });
+  fs.rmSync(outside, { recursive: true });
 });
 
 test("wink JSON: the components before the appended norm and index are read; a wrong layout names the file", () => {
   const root = tmpRoot();
   const f = path.join(root, "w.json");
   fs.writeFileSync(f, JSON.stringify({ dimensions: 2, vectors: { mary: [3, 4, 5, 0], john: [1, 1, 1.41, 1] } }));
-  const wv = readWordVectors(f, "w.json", new Set(["mary"]));
+  const wv = readWordVectors(f, "w.json", new Set(["mary"]), inRoot(root));
   assert.equal(wv.dim, 2);
   assert.deepEqual([...wv.vectors.get("mary")!], [3, 4]);
   assert.equal(wv.vectors.has("john"), false, "not wanted");
   fs.writeFileSync(f, JSON.stringify({ dimensions: 3, vectors: { mary: [3, 4] } }));
-  assert.throws(() => readWordVectors(f, "w.json", new Set(["mary"])), (e: Error) => e.message === "w.json: a vector has 2 numbers, dimensions says 3");
+  assert.throws(() => readWordVectors(f, "w.json", new Set(["mary"]), inRoot(root)), (e: Error) => e.message === "w.json: a vector has 2 numbers, dimensions says 3");
   fs.writeFileSync(f, "{ secretword");
-  assert.throws(() => readWordVectors(f, "w.json", new Set(["mary"])), (e: Error) => e.message === "w.json: not valid JSON" && !e.message.includes("secretword"));
+  assert.throws(() => readWordVectors(f, "w.json", new Set(["mary"]), inRoot(root)), (e: Error) => e.message === "w.json: not valid JSON" && !e.message.includes("secretword"));
   fs.writeFileSync(f, JSON.stringify({ words: [] }));
-  assert.throws(() => readWordVectors(f, "w.json", new Set(["mary"])), /expected the wink layout/);
+  assert.throws(() => readWordVectors(f, "w.json", new Set(["mary"]), inRoot(root)), /expected the wink layout/);
   fs.rmSync(root, { recursive: true });
 });
 

@@ -120,6 +120,76 @@ export function dataPathOrThrow(root: string, field: string, value: string, kind
   return r;
 }
 
+/**
+ * Reads a file the engine was given, checking *the opened file* against the data root: the file
+ * is opened first, then the descriptor's real path (links resolved by the kernel, so nothing can
+ * be swapped between a check and the open) must lie inside the root and not be a server internal.
+ * `label` names the file in errors (a path relative to the root); messages never quote content.
+ */
+export function readFileInDataRoot(root: string, file: string, label: string): Buffer {
+  const fd = openInDataRoot(root, file, label);
+  try {
+    return fs.readFileSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** How a reader of user files opens them: `rootReader(root)` in the engine, `readOwnFile` for its own. */
+export type ReadFile = (file: string, label: string) => Buffer;
+
+/** Reads through the data-root check of `root` (every file a config names). */
+export const rootReader = (root: string): ReadFile => (file, label) => readFileInDataRoot(root, file, label);
+
+/** Reads a file that is not the user's (an npm package's, a test fixture): no data-root check. */
+export const readOwnFile: ReadFile = (file, label) => {
+  try {
+    return fs.readFileSync(file);
+  } catch (e) {
+    throw new InputError(`${label}: cannot read (${(e as NodeJS.ErrnoException).code ?? "error"})`);
+  }
+};
+
+/** `readFileInDataRoot`'s open and check alone: a descriptor the caller reads and closes. */
+export function openInDataRoot(root: string, file: string, label: string): number {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, "r");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new InputError(`${label}: ${code === "ENOENT" ? "file not found" : `cannot read file (${code ?? "error"})`}`);
+  }
+  try {
+    const realRoot = realDataRoot(root);
+    const real = openedPath(fd, file);
+    if (!inside(real, realRoot) || isReservedDataPath(path.relative(realRoot, real).split(path.sep).join("/"))) {
+      throw new InputError(`${label}: must be inside the data root ${path.resolve(root)} (links are followed)`);
+    }
+    if (!fs.fstatSync(fd).isFile()) throw new InputError(`${label}: not a file`);
+    return fd;
+  } catch (e) {
+    fs.closeSync(fd);
+    throw e;
+  }
+}
+
+/**
+ * The real path of an open descriptor: /proc/self/fd on Linux; elsewhere the path's real path,
+ * accepted only if it is the same file as the descriptor (device and inode), so a swap between the
+ * open and this look is refused.
+ */
+function openedPath(fd: number, file: string): string {
+  try {
+    return fs.realpathSync(`/proc/self/fd/${fd}`);
+  } catch {
+    const real = fs.realpathSync(file);
+    const a = fs.fstatSync(fd);
+    const b = fs.statSync(real);
+    if (a.dev !== b.dev || a.ino !== b.ino) throw new InputError(`${path.basename(file)}: changed while it was opened`);
+    return real;
+  }
+}
+
 export interface DataEntry {
   /** Relative to the root, "/"-separated. */
   path: string;

@@ -170,7 +170,7 @@ const niah = dataset({
     const dir = dataPathOrThrow(rootOf(a), "envs.path", env.path, "dir");
     // the file itself is resolved too: it may be a link out of the root
     const f = dataPathOrThrow(rootOf(a), "envs.path", path.posix.join(dir.rel, a.split === "train" ? "train.jsonl" : "test.jsonl"), "file");
-    return rulerFileSource({ file: f.abs, shown: f.rel });
+    return rulerFileSource({ file: f.abs, shown: f.rel, root: rootOf(a) });
   },
   paths: [{ key: "path", kind: "dir" }],
 });
@@ -184,10 +184,10 @@ const fileEnv = {
 const filePaths: readonly PathField[] = [{ key: "train_path", kind: "file" }, { key: "eval_path", kind: "file" }];
 
 /** The split's file, resolved inside the data root: the real path to open and the name errors show. */
-function qaFile(env: { train_path: string; eval_path: string }, a: SourceArgs): { file: string; shown: string } {
+function qaFile(env: { train_path: string; eval_path: string }, a: SourceArgs): { file: string; shown: string; root: string } {
   const key = a.split === "train" ? "train_path" : "eval_path";
   const f = dataPathOrThrow(rootOf(a), `envs.${key}`, env[key], "file");
-  return { file: f.abs, shown: f.rel };
+  return { file: f.abs, shown: f.rel, root: rootOf(a) };
 }
 
 const hotpotqa = dataset({

@@ -79,7 +79,7 @@ export async function evalOfficial(opts: EvalOfficialOptions): Promise<OfficialL
   const groups = new Map<string, { files: string[]; rows: number; samples: OfficialSample[]; skipped: SkippedRow[] }>();
   for (const value of opts.files) {
     const f = dataPathOrThrow(root, "--files", value, "file");
-    const load = await loadOfficialFile(f.abs, f.rel);
+    const load = await loadOfficialFile(f.abs, f.rel, root);
     const group = (length: string) => {
       let g = groups.get(length);
       if (!g) groups.set(length, (g = { files: [], rows: 0, samples: [], skipped: [] }));

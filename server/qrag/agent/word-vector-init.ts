@@ -37,9 +37,9 @@ export function countWords(source: SampleSource): Map<string, number> {
 
 export function initFromWordVectors(nets: QNetworks, enc: EncoderConfig, source: SampleSource, rng: Rng, dataRoot?: string): WordTableReport {
   if (enc.type !== "bow" || typeof enc.word_vectors !== "string") throw new InputError("algo.encoder.word_vectors: only the bow encoder takes word vectors");
-  const { abs, shown } = wordVectorsFile(enc.word_vectors, dataRoot ?? processEnv().dataRoot);
+  const { abs, shown, open } = wordVectorsFile(enc.word_vectors, dataRoot ?? processEnv().dataRoot);
   const counts = countWords(source);
-  const wv = readWordVectors(abs, shown, new Set(counts.keys()));
+  const wv = readWordVectors(abs, shown, new Set(counts.keys()), open);
   const table = nets.state.variables[0];
   const values = new Float32Array(table.dataSync());
   const report = applyWordVectors(values, enc.vocab_size, enc.dim, enc.init_std, counts, wv, rng);

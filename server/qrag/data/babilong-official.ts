@@ -19,9 +19,11 @@
  *   sentence that happens to read as a fact, a fact glued to cut-off prose), is reported with its
  *   row number and skipped. Reasons name the rule that failed, never the row's text.
  */
+import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from "hyparquet";
+import { parquetMetadataAsync, parquetReadObjects, type AsyncBuffer } from "hyparquet";
+import { openInDataRoot } from "../data-root.ts";
 import { DataFileError } from "../errors.ts";
 import type { Sample } from "../types.ts";
 import { splitSentences } from "./text/sentences.ts";
@@ -86,11 +88,11 @@ function checkRow(raw: unknown, shown: string, row: number, line?: number): Offi
 }
 
 /** Reads the rows of a .json (array or lines), .jsonl or .parquet file. */
-export async function readOfficialRows(file: string, shown = file): Promise<OfficialRow[]> {
+export async function readOfficialRows(file: string, shown = file, root?: string): Promise<OfficialRow[]> {
   const ext = path.extname(file).toLowerCase();
-  if (ext === ".parquet") return readParquetRows(file, shown);
+  if (ext === ".parquet") return readParquetRows(file, shown, root);
   if (ext !== ".json" && ext !== ".jsonl") throw new DataFileError(shown, undefined, `unsupported file type "${ext}" (expected .json, .jsonl or .parquet)`);
-  const buf = readDataFile(file, shown);
+  const buf = readDataFile(file, shown, root);
   const out: OfficialRow[] = [];
   for (const rec of iterJsonArrayRecords(buf, shown)) out.push(checkRow(rec.value, shown, rec.index + 1, rec.line));
   if (out.length === 0) throw new DataFileError(shown, undefined, "no rows");
@@ -100,11 +102,12 @@ export async function readOfficialRows(file: string, shown = file): Promise<Offi
 /** Codecs hyparquet decodes without extra packages. */
 const PLAIN_CODECS = new Set(["UNCOMPRESSED", "SNAPPY"]);
 
-async function readParquetRows(file: string, shown: string): Promise<OfficialRow[]> {
-  readDataFile(file, shown); // a missing/unreadable file gets the same message as JSON files
+async function readParquetRows(file: string, shown: string, root?: string): Promise<OfficialRow[]> {
+  // opened once, through the data-root check when there is a root; read by ranges, as hyparquet wants
+  const fd = root !== undefined ? openInDataRoot(root, file, shown) : openPlain(file, shown);
   let rows: Record<string, unknown>[];
   try {
-    const buf = await asyncBufferFromFile(file);
+    const buf = fdAsyncBuffer(fd);
     const meta = await parquetMetadataAsync(buf);
     const names = new Set(meta.schema.slice(1).map((s) => s.name));
     for (const c of COLUMNS) if (!names.has(c)) throw new DataFileError(shown, undefined, `column "${c}" missing (expected input, question, target)`);
@@ -122,9 +125,37 @@ async function readParquetRows(file: string, shown: string): Promise<OfficialRow
     if (e instanceof DataFileError) throw e;
     // the reader's own words are about structure, but keep them out anyway: say what failed
     throw new DataFileError(shown, undefined, "not a readable Parquet file");
+  } finally {
+    fs.closeSync(fd);
   }
   if (rows.length === 0) throw new DataFileError(shown, undefined, "no rows");
   return rows.map((r, i) => checkRow({ ...r, length: r.length ?? undefined }, shown, i + 1));
+}
+
+function openPlain(file: string, shown: string): number {
+  try {
+    return fs.openSync(file, "r");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new DataFileError(shown, undefined, code === "ENOENT" ? "file not found" : `cannot read file (${code ?? "error"})`);
+  }
+}
+
+/** hyparquet's AsyncBuffer over an open descriptor: ranges read on demand, never the whole file. */
+function fdAsyncBuffer(fd: number): AsyncBuffer {
+  const size = fs.fstatSync(fd).size;
+  return {
+    byteLength: size,
+    slice(start: number, end = size) {
+      const b = Buffer.alloc(Math.max(0, end - start));
+      for (let got = 0; got < b.length; ) {
+        const n = fs.readSync(fd, b, got, b.length - got, start + got);
+        if (n === 0) break; // the file shrank: hyparquet reports what it then lacks
+        got += n;
+      }
+      return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -270,10 +301,10 @@ export function officialSample(row: OfficialRow, file: string, pathTask: BabiTas
 }
 
 /** Loads one official file: `file` is opened, `shown` (relative to the data root) names it in errors and ids. */
-export async function loadOfficialFile(file: string, shown = file): Promise<OfficialLoad> {
+export async function loadOfficialFile(file: string, shown = file, root?: string): Promise<OfficialLoad> {
   const pathTask = taskFromPath(shown);
   const pathLength = lengthFromPath(shown);
-  const rows = await readOfficialRows(file, shown);
+  const rows = await readOfficialRows(file, shown, root);
   const samples: OfficialSample[] = [];
   const skipped: SkippedRow[] = [];
   for (const row of rows) {

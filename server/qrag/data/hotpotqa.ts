@@ -110,8 +110,8 @@ function hotpotRecordToSample(rec: HotpotRecord, file: string, line: number): Sa
 }
 
 /** Loads every record of a HotpotQA file (errors name `shown`, default `file`). Records with an empty `supporting_facts` are skipped. */
-export function loadHotpotqa(file: string, shown = file): QaLoadResult {
-  const buf = readDataFile(file, shown);
+export function loadHotpotqa(file: string, shown = file, root?: string): QaLoadResult {
+  const buf = readDataFile(file, shown, root);
   const samples: Sample[] = [];
   const skipped: QaLoadResult["skipped"] = [];
   for (const { line, value } of iterJsonArrayRecords(buf, shown)) {
@@ -128,6 +128,6 @@ export function loadHotpotqa(file: string, shown = file): QaLoadResult {
 
 /** SampleSource over a HotpotQA file (loaded eagerly). */
 export function hotpotqaSource(opts: FileSourceOptions): SampleSource & { skipped: QaLoadResult["skipped"] } {
-  const { samples, skipped } = loadHotpotqa(opts.file, opts.shown);
+  const { samples, skipped } = loadHotpotqa(opts.file, opts.shown, opts.root);
   return { ...listSource(opts.name ?? `hotpotqa:${path.basename(opts.file)}`, samples, opts.seed), skipped };
 }

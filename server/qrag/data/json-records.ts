@@ -11,6 +11,7 @@
 import fs from "node:fs";
 import type { z } from "zod";
 import { DataFileError } from "../errors.ts";
+import { readFileInDataRoot } from "../data-root.ts";
 import type { Sample, SampleSource } from "../types.ts";
 import { Rng } from "../util/rng.ts";
 
@@ -22,8 +23,12 @@ interface LocatedRecord {
   value: unknown;
 }
 
-/** Reads a data file as bytes, turning a missing/unreadable file into a DataFileError naming `shown`. */
-export function readDataFile(file: string, shown = file): Buffer {
+/**
+ * Reads a data file as bytes, turning a missing/unreadable file into an error naming `shown`. With
+ * the data `root`, the opened file is checked against it (data-root.ts `readFileInDataRoot`).
+ */
+export function readDataFile(file: string, shown = file, root?: string): Buffer {
+  if (root !== undefined) return readFileInDataRoot(root, file, shown);
   try {
     return fs.readFileSync(file);
   } catch (e) {
@@ -220,6 +225,8 @@ export interface FileSourceOptions {
   file: string;
   /** How errors name the file (relative to the data root); default `file`. */
   shown?: string;
+  /** The data root the file must lie in once open (the engine always gives it). */
+  root?: string;
   /** Source name; default `<dataset>:<file basename>`. */
   name?: string;
   /** If given, the samples are permuted once with this seed (Q-RAG permutes at load). */

@@ -85,8 +85,8 @@ function musiqueRecordToSample(rec: MusiqueRecord, file: string, line: number): 
 }
 
 /** Loads every record of a MuSiQue JSONL file; errors name `shown` (default `file`) and a line. */
-export function loadMusique(file: string, shown = file): QaLoadResult {
-  const buf = readDataFile(file, shown);
+export function loadMusique(file: string, shown = file, root?: string): QaLoadResult {
+  const buf = readDataFile(file, shown, root);
   const samples: Sample[] = [];
   const skipped: QaLoadResult["skipped"] = [];
   for (const { line, value } of iterJsonlRecords(buf, shown)) {
@@ -104,6 +104,6 @@ export function loadMusique(file: string, shown = file): QaLoadResult {
 
 /** SampleSource over a MuSiQue file (loaded eagerly). */
 export function musiqueSource(opts: FileSourceOptions): SampleSource & { skipped: QaLoadResult["skipped"] } {
-  const { samples, skipped } = loadMusique(opts.file, opts.shown);
+  const { samples, skipped } = loadMusique(opts.file, opts.shown, opts.root);
   return { ...listSource(opts.name ?? `musique:${path.basename(opts.file)}`, samples, opts.seed), skipped };
 }

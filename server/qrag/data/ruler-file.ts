@@ -19,8 +19,8 @@ const RulerRecordSchema = z.looseObject({
 });
 
 /** Loads a RULER NIAH JSONL file (errors name `shown`, default `file`); a record none of whose outputs occurs in a chunk is an error. */
-export function loadRulerFile(file: string, shown = file): Sample[] {
-  const buf = readDataFile(file, shown);
+export function loadRulerFile(file: string, shown = file, root?: string): Sample[] {
+  const buf = readDataFile(file, shown, root);
   const stem = path.basename(file).replace(/\.jsonl?$/, "");
   const samples: Sample[] = [];
   for (const { index, line, value } of iterJsonlRecords(buf, shown)) {
@@ -47,5 +47,5 @@ export function loadRulerFile(file: string, shown = file): Sample[] {
 /** SampleSource over a RULER NIAH file (loaded eagerly); accepts a path or options. */
 export function rulerFileSource(opts: string | FileSourceOptions): SampleSource {
   const o = typeof opts === "string" ? { file: opts } : opts;
-  return listSource(o.name ?? `ruler:${path.basename(o.file)}`, loadRulerFile(o.file, o.shown), o.seed);
+  return listSource(o.name ?? `ruler:${path.basename(o.file)}`, loadRulerFile(o.file, o.shown, o.root), o.seed);
 }

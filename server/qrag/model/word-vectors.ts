@@ -17,7 +17,7 @@
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import { DataFileError, InputError } from "../errors.ts";
-import { dataPathOrThrow, resolveDataPath } from "../data-root.ts";
+import { openInDataRoot, dataPathOrThrow, resolveDataPath } from "../data-root.ts";
 import { wordId } from "./tokenizer.ts";
 import type { Rng } from "../util/rng.ts";
 import { fillNormal } from "./base.ts";
@@ -41,16 +41,22 @@ function winkPackageFile(): string | null {
   }
 }
 
-/** The file `algo.encoder.word_vectors` names (the npm package, or a file inside the data root) and how errors show it. */
-export function wordVectorsFile(value: string, root: string): { abs: string; shown: string } {
+/**
+ * The file `algo.encoder.word_vectors` names (the npm package, or a file inside the data root), how
+ * errors show it, and how to open it: through the data-root check once open, but for the package.
+ */
+export function wordVectorsFile(value: string, root: string): { abs: string; shown: string; open: OpenFile } {
   if (value === WINK_PACKAGE) {
     const abs = winkPackageFile();
     if (abs === null) throw new InputError(`${FIELD}: ${NOT_INSTALLED}`);
-    return { abs, shown: WINK_PACKAGE };
+    return { abs, shown: WINK_PACKAGE, open: (file) => fs.openSync(file, "r") };
   }
   const { abs, rel } = dataPathOrThrow(root, FIELD, value, "file");
-  return { abs, shown: rel };
+  return { abs, shown: rel, open: (file, label) => openInDataRoot(root, file, label) };
 }
+
+/** Opens a file for reading (a descriptor the reader closes). */
+export type OpenFile = (file: string, label: string) => number;
 
 /**
  * Checks `algo.encoder.word_vectors` before a run is stored or started (with the hf folder check):
@@ -64,14 +70,21 @@ export function checkWordVectors(value: string, root: string, mustExist = true):
 }
 
 /** Reads the vectors of `wanted` (lower-case words) from a GloVe text file or a wink JSON file. `shown` names the file in errors. */
-export function readWordVectors(abs: string, shown: string, wanted: ReadonlySet<string>): WordVectors {
-  return abs.toLowerCase().endsWith(".json") ? readWinkJson(abs, shown, wanted) : readGloveText(abs, shown, wanted);
+export function readWordVectors(abs: string, shown: string, wanted: ReadonlySet<string>, open: OpenFile): WordVectors {
+  return abs.toLowerCase().endsWith(".json") ? readWinkJson(abs, shown, wanted, open) : readGloveText(abs, shown, wanted, open);
 }
 
-function readWinkJson(abs: string, shown: string, wanted: ReadonlySet<string>): WordVectors {
+function readWinkJson(abs: string, shown: string, wanted: ReadonlySet<string>, open: OpenFile): WordVectors {
+  const fd = open(abs, shown);
+  let text: string;
+  try {
+    text = fs.readFileSync(fd, "utf8");
+  } finally {
+    fs.closeSync(fd);
+  }
   let doc: unknown;
   try {
-    doc = JSON.parse(fs.readFileSync(abs, "utf8"));
+    doc = JSON.parse(text);
   } catch {
     throw new DataFileError(shown, undefined, "not valid JSON");
   }
@@ -99,8 +112,7 @@ function readWinkJson(abs: string, shown: string, wanted: ReadonlySet<string>): 
 }
 
 /** Lines of a text file, read in blocks so a multi-GB file is never one string. */
-function* lines(abs: string): Generator<string> {
-  const fd = fs.openSync(abs, "r");
+function* lines(fd: number): Generator<string> {
   try {
     const buf = Buffer.alloc(1 << 22);
     let rest = "";
@@ -118,11 +130,11 @@ function* lines(abs: string): Generator<string> {
   }
 }
 
-function readGloveText(abs: string, shown: string, wanted: ReadonlySet<string>): WordVectors {
+function readGloveText(abs: string, shown: string, wanted: ReadonlySet<string>, open: OpenFile): WordVectors {
   let dim = 0;
   let lineNo = 0;
   const vectors = new Map<string, Float32Array>();
-  for (const raw of lines(abs)) {
+  for (const raw of lines(open(abs, shown))) {
     lineNo++;
     const line = raw.trimEnd();
     if (line === "") continue;

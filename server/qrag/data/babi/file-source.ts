@@ -16,7 +16,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { DataFileError, InputError } from "../../errors.ts";
-import { dataPathOrThrow, resolveDataPath } from "../../data-root.ts";
+import { dataPathOrThrow, readFileInDataRoot, resolveDataPath } from "../../data-root.ts";
 import type { Sample, SampleSource } from "../../types.ts";
 import { parseBabiFile } from "./format.ts";
 import { storyQuestions } from "./questions.ts";
@@ -74,17 +74,16 @@ export function findBabiFile(o: BabiFileOptions): { abs: string; rel: string } {
 const cache = new Map<string, { size: number; mtimeMs: number; qas: FileQA[] }>();
 const CACHE_MAX = 8;
 
-function readQuestions(file: { abs: string; rel: string }): FileQA[] {
+function readQuestions(file: { abs: string; rel: string }, root: string): FileQA[] {
   let st: fs.Stats;
-  let text: string;
   try {
     st = fs.statSync(file.abs);
-    const hit = cache.get(file.abs);
-    if (hit && hit.size === st.size && hit.mtimeMs === st.mtimeMs) return hit.qas;
-    text = fs.readFileSync(file.abs, "utf8");
   } catch (e) {
     throw new DataFileError(file.rel, undefined, `cannot read (${(e as NodeJS.ErrnoException).code ?? "error"})`);
   }
+  const hit = cache.get(file.abs);
+  if (hit && hit.size === st.size && hit.mtimeMs === st.mtimeMs) return hit.qas;
+  const text = readFileInDataRoot(root, file.abs, file.rel).toString("utf8");
   const qas: FileQA[] = [];
   parseBabiFile(text, file.rel).forEach((story, s) => {
     const lines = story.lines.filter((l) => l.kind === "question");
@@ -99,7 +98,7 @@ function readQuestions(file: { abs: string; rel: string }): FileQA[] {
 /** The split's questions of the real bAbI file as fact samples (chunks = the story's facts before the question). */
 export function babiFileSource(o: BabiFileOptions): SampleSource {
   const file = findBabiFile(o);
-  const qas = readQuestions(file);
+  const qas = readQuestions(file, o.root);
   return {
     name: `babi-${o.task}-${o.split}(${file.rel})`,
     size: qas.length,

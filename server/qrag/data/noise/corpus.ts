@@ -7,7 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { InputError } from "../../errors.ts";
-import { resolveDataPath } from "../../data-root.ts";
+import { readFileInDataRoot, resolveDataPath } from "../../data-root.ts";
 
 export interface Book {
   title: string;
@@ -39,9 +39,12 @@ export function loadCorpus(spec: CorpusSpec): Book[] {
   return files.map((f) => {
     let file = path.join(dir, f);
     if (spec.kind === "dir" && spec.root !== undefined) {
+      const label = path.posix.join(shown, f);
       const r = resolveDataPath(spec.root, path.posix.join(spec.shown ?? ".", f), { kind: "file" });
-      if (!r.ok) throw new InputError(`envs.noise: ${path.posix.join(shown, f)}: ${r.message}`);
+      if (!r.ok) throw new InputError(`envs.noise: ${label}: ${r.message}`);
       file = r.abs;
+      // checked again once open: the file could be swapped for a link between the two
+      return { title: f.replace(/\.txt$/, ""), text: readFileInDataRoot(spec.root, file, `envs.noise: ${label}`).toString("utf8") };
     }
     return { title: f.replace(/\.txt$/, ""), text: fs.readFileSync(file, "utf8") };
   });

@@ -17,7 +17,6 @@
  * and `bertDense` (the full [B·T, d] batch with the additive key mask, PAD positions included — the
  * form Hugging Face returns, used to check exactness).
  */
-import fs from "node:fs";
 import * as tf from "@tensorflow/tfjs";
 import type { SerializedTensor } from "../encoder.ts";
 import type { ParamSpec } from "../base.ts";
@@ -27,6 +26,7 @@ import { attentionDense } from "../device-ops.ts";
 import { onDevice } from "../../device.ts";
 import { SafetensorsError, type SafetensorsFile } from "./safetensors.ts";
 import type { Rng } from "../../util/rng.ts";
+import type { ReadFile } from "../../data-root.ts";
 
 export interface BertConfig {
   hidden: number;
@@ -59,15 +59,15 @@ export function parseBertConfig(raw: unknown, label: string): BertConfig {
   };
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) bad("not a JSON object");
   const c = raw as Record<string, unknown>;
-  if (c.model_type !== undefined && c.model_type !== "bert") bad(`model_type "${String(c.model_type)}" is not supported (BERT-family WordPiece models: model_type "bert")`);
+  if (c.model_type !== undefined && c.model_type !== "bert") bad(`model_type is not supported (BERT-family WordPiece models: model_type "bert")`);
   const int = (k: string, min: number, def?: number): number => {
     const v = c[k] ?? def;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < min) bad(`${k} must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
+    if (typeof v !== "number" || !Number.isInteger(v) || v < min) bad(`${k} must be an integer ≥ ${min}`);
     return v as number;
   };
   const num = (k: string, def: number, ok: (v: number) => boolean): number => {
     const v = c[k] ?? def;
-    if (typeof v !== "number" || !ok(v)) bad(`${k} is out of range: ${JSON.stringify(v)}`);
+    if (typeof v !== "number" || !ok(v)) bad(`${k} is not a number in range`);
     return v as number;
   };
   const hidden = int("hidden_size", 1);
@@ -75,9 +75,9 @@ export function parseBertConfig(raw: unknown, label: string): BertConfig {
   if (hidden % heads !== 0) bad(`num_attention_heads ${heads} does not divide hidden_size ${hidden}`);
   const actName = c.hidden_act ?? "gelu";
   const act = typeof actName === "string" ? ACTS[actName] : undefined;
-  if (!act) bad(`hidden_act ${JSON.stringify(actName)} is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)`);
+  if (!act) bad(`hidden_act is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)`);
   if (c.position_embedding_type !== undefined && c.position_embedding_type !== "absolute") {
-    bad(`position_embedding_type "${String(c.position_embedding_type)}" is not supported (absolute)`);
+    bad(`position_embedding_type is not supported (absolute)`);
   }
   return {
     hidden,
@@ -95,12 +95,13 @@ export function parseBertConfig(raw: unknown, label: string): BertConfig {
   };
 }
 
-export function readBertConfig(file: string, label: string): BertConfig {
+export function readBertConfig(file: string, label: string, read: ReadFile): BertConfig {
+  const text = read(file, label).toString("utf8");
   let raw: unknown;
   try {
-    raw = JSON.parse(fs.readFileSync(file, "utf8"));
-  } catch (e) {
-    throw new HfModelError(`${label}: ${(e as NodeJS.ErrnoException).code ? "cannot read" : "not valid JSON"}`);
+    raw = JSON.parse(text);
+  } catch {
+    throw new HfModelError(`${label}: not valid JSON`);
   }
   return parseBertConfig(raw, label);
 }

@@ -23,7 +23,7 @@ import { onDevice } from "../../device.ts";
 import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertConfig, type BertConfig } from "./bert.ts";
 import { SafetensorsFile } from "./safetensors.ts";
 import { WordPieceTokenizer } from "./wordpiece.ts";
-import { dataPathOrThrow, resolveDataPath } from "../../data-root.ts";
+import { dataPathOrThrow, resolveDataPath, rootReader } from "../../data-root.ts";
 import { checkWordVectors } from "../word-vectors.ts";
 import { InputError } from "../../errors.ts";
 import { env as processEnv } from "../../../env.ts";
@@ -78,12 +78,14 @@ export function loadHfFolder(config: Pick<EncoderConfig, "path" | "max_length">,
   const { abs, rel } = dataPathOrThrow(root, FIELD, config.path, "dir");
   const miss = missingFile(abs);
   if (miss) throw new InputError(`${FIELD}: no ${miss} in ${rel}`);
-  const bert = readBertConfig(path.join(abs, "config.json"), `${rel}/config.json`);
-  const tokenizer = WordPieceTokenizer.fromFolder(abs, rel);
+  // every file of the folder is checked against the root once open (a link inside may point out)
+  const read = rootReader(root);
+  const bert = readBertConfig(path.join(abs, "config.json"), `${rel}/config.json`, read);
+  const tokenizer = WordPieceTokenizer.fromFolder(abs, rel, read);
   if (tokenizer.vocabSize > bert.vocab) {
     throw new InputError(`${FIELD}: the tokenizer of ${rel} has ${tokenizer.vocabSize} tokens, config.json's vocab_size is ${bert.vocab}`);
   }
-  const st = SafetensorsFile.open(path.join(abs, "model.safetensors"), `${rel}/model.safetensors`);
+  const st = SafetensorsFile.open(path.join(abs, "model.safetensors"), `${rel}/model.safetensors`, read);
   const weights = loadBertWeights(st, bert);
   const maxLen = Math.min(config.max_length ?? Infinity, bert.maxPositions, tokenizer.modelMaxLength);
   return { model: { rel, bert, tokenizer, maxLen }, weights };

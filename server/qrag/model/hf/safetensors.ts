@@ -5,7 +5,7 @@
  * little-endian tensor bytes, offsets relative to the end of the header. F32 is read as is; F16,
  * BF16 and F64 are converted to float32. Errors name the file and the tensor, never the data.
  */
-import fs from "node:fs";
+import type { ReadFile } from "../../data-root.ts";
 
 export type SafetensorsDtype = "F32" | "F16" | "BF16" | "F64";
 
@@ -84,14 +84,8 @@ export class SafetensorsFile {
     this.metadata = meta;
   }
 
-  static open(file: string, label = file): SafetensorsFile {
-    let buf: Buffer;
-    try {
-      buf = fs.readFileSync(file);
-    } catch (e) {
-      throw new SafetensorsError(`${label}: cannot read (${(e as NodeJS.ErrnoException).code ?? "error"})`);
-    }
-    return new SafetensorsFile(buf, label);
+  static open(file: string, label: string, read: ReadFile): SafetensorsFile {
+    return new SafetensorsFile(read(file, label), label);
   }
 
   has(name: string): boolean {
@@ -123,7 +117,7 @@ export class SafetensorsFile {
         break;
       }
       default:
-        throw new SafetensorsError(`${this.label}: tensor "${name}" has dtype ${e.dtype} (supported: F32, F16, BF16, F64)`);
+        throw new SafetensorsError(`${this.label}: tensor "${name}" has a dtype this reader does not take (supported: F32, F16, BF16, F64)`);
     }
     return { shape: [...e.shape], data: out };
   }

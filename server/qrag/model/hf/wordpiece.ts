@@ -13,6 +13,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
+import type { ReadFile } from "../../data-root.ts";
 
 type Json = Record<string, unknown>;
 
@@ -23,13 +24,8 @@ export class HfTokenizerError extends Error {
   }
 }
 
-function readJson(file: string, label: string): Json {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch (e) {
-    throw new HfTokenizerError(`${label}: cannot read (${(e as NodeJS.ErrnoException).code ?? "error"})`);
-  }
+function readJson(file: string, label: string, read: ReadFile): Json {
+  const text = read(file, label).toString("utf8");
   try {
     const v: unknown = JSON.parse(text);
     if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("not an object");
@@ -63,7 +59,7 @@ function tokenizerJsonFromVocab(vocabText: string, cfg: Json, label: string): Js
     mask: specialName(cfg.mask_token, "[MASK]"),
   };
   for (const k of ["unk", "cls", "sep", "pad"] as const) {
-    if (!(names[k] in vocab)) throw new HfTokenizerError(`${label}: special token ${names[k]} is not in the vocabulary`);
+    if (!(names[k] in vocab)) throw new HfTokenizerError(`${label}: the ${k} token is not in the vocabulary`);
   }
   const added = Object.values(names)
     .filter((n, i, a) => n in vocab && a.indexOf(n) === i)
@@ -108,16 +104,17 @@ export class WordPieceTokenizer {
     try {
       this.tok = new Tokenizer(tokenizerJson, config);
     } catch (e) {
-      throw new HfTokenizerError(`${label}: unsupported tokenizer (${(e as Error).message})`);
+      // the library's message can quote the file: name the kind of failure only
+      throw new HfTokenizerError(`${label}: unsupported tokenizer (${(e as Error).name || "error"})`);
     }
     const model = tokenizerJson.model as { type?: unknown; vocab?: unknown } | undefined;
     if (!model || model.type !== "WordPiece" || typeof model.vocab !== "object" || model.vocab === null) {
-      throw new HfTokenizerError(`${label}: model.type is ${String(model?.type)}, expected WordPiece (a BERT-family tokenizer)`);
+      throw new HfTokenizerError(`${label}: model.type is not WordPiece (a BERT-family tokenizer is needed)`);
     }
     this.vocabSize = this.tok.get_vocab(true).size;
     const idOf = (name: string): number => {
       const id = this.tok.token_to_id(name);
-      if (id === undefined) throw new HfTokenizerError(`${label}: special token ${name} is not in the vocabulary`);
+      if (id === undefined) throw new HfTokenizerError(`${label}: a special token named by the tokenizer config is not in the vocabulary`);
       return id;
     };
     this.cls = idOf(specialName(config.cls_token, "[CLS]"));
@@ -131,14 +128,14 @@ export class WordPieceTokenizer {
    * From a model folder: tokenizer.json if present, else vocab.txt; tokenizer_config.json is
    * optional. `label` names the folder in errors.
    */
-  static fromFolder(dir: string, label = dir): WordPieceTokenizer {
+  static fromFolder(dir: string, label: string, read: ReadFile): WordPieceTokenizer {
     const cfgFile = path.join(dir, "tokenizer_config.json");
-    const config = fs.existsSync(cfgFile) ? readJson(cfgFile, `${label}/tokenizer_config.json`) : {};
+    const config = fs.existsSync(cfgFile) ? readJson(cfgFile, `${label}/tokenizer_config.json`, read) : {};
     const tj = path.join(dir, "tokenizer.json");
-    if (fs.existsSync(tj)) return new WordPieceTokenizer(readJson(tj, `${label}/tokenizer.json`), config, label);
+    if (fs.existsSync(tj)) return new WordPieceTokenizer(readJson(tj, `${label}/tokenizer.json`, read), config, label);
     const vt = path.join(dir, "vocab.txt");
     if (fs.existsSync(vt)) {
-      return new WordPieceTokenizer(tokenizerJsonFromVocab(fs.readFileSync(vt, "utf8"), config, `${label}/vocab.txt`), config, label);
+      return new WordPieceTokenizer(tokenizerJsonFromVocab(read(vt, `${label}/vocab.txt`).toString("utf8"), config, `${label}/vocab.txt`), config, label);
     }
     throw new HfTokenizerError(`${label}: no tokenizer.json or vocab.txt`);
   }
