@@ -84,6 +84,27 @@ function suite(label: string, makeUrl: () => Promise<string>, opts: { skip?: str
       assert.ok(!(await queuedRunIds(h, 100)).some((id) => ids.includes(id)));
     });
 
+    test("an interrupted run_end (its worker shut down) queues the run again from its last checkpoint, without counting the attempt; a cancel asked meanwhile wins", async () => {
+      const { id } = await createRun(h, { config: tiny(), name: "interrupted" });
+      assert.ok(await claimRun(h, id, "w1", 10_000));
+      const ck = { type: "checkpoint", step: 20, update: 20, path: "/tmp/ck-interrupted/last", best: false } as EngineEvent;
+      const end = { type: "run_end", status: "interrupted", step: 20, update: 20, error: "worker w1 shut down (SIGTERM); queued again to resume from its last checkpoint" } as EngineEvent;
+      const r = await ingestBatch(h, { runId: id, seq: 1, events: [metric("qf_loss", 20, 1.1), ck, end] }, "w1");
+      assert.equal(r.ended, "interrupted");
+      let run = await getRun(h, id);
+      assert.deepEqual([run.status, run.workerId, run.attempt, run.finishedAt], ["queued", null, 0, null]);
+      assert.equal((await h.prisma.run.findUnique({ where: { id }, select: { resumeFrom: true } }))?.resumeFrom, "/tmp/ck-interrupted/last");
+      assert.ok((await queuedRunIds(h, 100)).includes(id), "offered to workers again");
+      assert.ok((await h.prisma.logLine.findMany({ where: { runId: id } })).some((l) => /shut down/.test(l.message)));
+      // taken up again, then interrupted while the user's cancel is pending: cancelled
+      assert.ok(await claimRun(h, id, "w2", 10_000));
+      await cancelRun(h, id);
+      await ingestBatch(h, { runId: id, seq: 2, events: [{ ...end, error: "worker w2 shut down" } as EngineEvent] }, "w2");
+      run = await getRun(h, id);
+      assert.equal(run.status, "cancelled");
+      assert.ok(run.finishedAt);
+    });
+
     test("ingestion is idempotent on (run, seq), ordered, and only from the run's worker", async () => {
       const { id } = await createRun(h, { config: tiny(), name: "ingest" });
       assert.ok(await claimRun(h, id, "w1", 10_000));

@@ -4,7 +4,7 @@
  * events arrive gapless from nextSeq across a dashboard restart (the reconnecting worker names its
  * run), one run at a time, cancel from the dashboard, config, checkpoint and engine failures
  * reported as failed run_ends, a stable worker id, and SIGTERM mid-run
- * (checkpoint, cancelled run_end, clean exit).
+ * (checkpoint, an interrupted run_end — the dashboard queues the run again — clean exit).
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -295,7 +295,7 @@ test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and e
     assert.equal(dash.end("run-g")!.status, "failed");
     assert.match(dash.end("run-g")!.error ?? "", /missing.*not found/);
 
-    // SIGTERM mid-run: checkpoint, cancelled run_end (noting the shutdown), exit 0
+    // SIGTERM mid-run: checkpoint, interrupted run_end (noting the shutdown: no user's cancel), exit 0
     let signalled = false;
     dash.onBatch = (msg) => {
       if (msg.runId === "run-c" && !signalled && msg.events.some((e) => e.type === "metric" && e.key === "qf_loss")) {
@@ -307,8 +307,8 @@ test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and e
     assert.equal(await exitCode(w, 30_000), 0, w.stderr());
     const endC = dash.end("run-c");
     assert.ok(endC, "run_end delivered before exit");
-    assert.equal(endC.status, "cancelled");
-    assert.match(endC.error ?? "", /shut down/);
+    assert.equal(endC.status, "interrupted");
+    assert.match(endC.error ?? "", /shut down.*queued again/);
     const ck = dash.events("run-c", 1).filter((e) => e.type === "checkpoint").at(-1);
     assert.ok(ck && ck.type === "checkpoint" && ck.update === endC.update, "checkpoint saved on shutdown");
   } finally {
@@ -455,7 +455,7 @@ test("worker: cancel inside a long evaluation ends the run within 2 s with a che
     assert.deepEqual(await dash.assign(assignment("run-ev2", long)), { ok: true });
     await waitFor(() => termAt > 0, 60_000, "run-ev2's evaluation", w);
     assert.equal(await exitCode(w, 5_000), 0, w.stderr());
-    assert.equal(dash.end("run-ev2")?.status, "cancelled", "run_end delivered before exit");
+    assert.equal(dash.end("run-ev2")?.status, "interrupted", "run_end delivered before exit");
     console.log(`# inside a 10,000-episode evaluation: cancel → cancelled run_end in ${took} ms; SIGTERM → exit in ${Date.now() - termAt} ms`);
   } finally {
     if (process.env.SHOW_WORKER_STDERR) process.stderr.write(w.stderr());

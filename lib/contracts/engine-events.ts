@@ -124,7 +124,12 @@ export const sweepPointSchema = z.object({
 });
 export type SweepPoint = z.infer<typeof sweepPointSchema>;
 
-export const RUN_END_STATUSES = ["completed", "cancelled", "failed"] as const;
+/**
+ * How a run attempt ended. `interrupted`: its worker shut down mid-run (SIGTERM, not a user's
+ * cancel); the engine saved a checkpoint and the dashboard queues the run again to resume from it.
+ */
+export const RUN_END_STATUSES = ["completed", "cancelled", "failed", "interrupted"] as const;
+export type RunEndStatus = (typeof RUN_END_STATUSES)[number];
 
 export const engineEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("run_start"), meta: runMetaSchema }),

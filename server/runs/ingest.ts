@@ -8,7 +8,7 @@
  * Batches are accepted strictly in order (seq = lastSeq + 1) and only from the worker that holds
  * the run, so stored sequences have no gaps and a stale worker cannot write into a newer attempt.
  */
-import { SUMMARY_KEYS, type EngineEvent, type EventBatchMsg, type EventsAck, type RunSummary } from "../../lib/contracts/index.ts";
+import { SUMMARY_KEYS, type EngineEvent, type EventBatchMsg, type EventsAck, type RunEndStatus, type RunSummary } from "../../lib/contracts/index.ts";
 import type { Db, DbHandle, Provider } from "../db/client.ts";
 import { insertRows } from "../db/bulk-insert.ts";
 import { parseJson } from "./dto.ts";
@@ -18,8 +18,8 @@ const summaryKeys = new Set<string>(SUMMARY_KEYS);
 export interface IngestResult extends EventsAck {
   /** The batch was written now (false for duplicates and refusals). */
   stored: boolean;
-  /** The run reached a final status with this batch. */
-  ended?: "completed" | "cancelled" | "failed";
+  /** The attempt ended with this batch (`interrupted`: the run is queued again). */
+  ended?: RunEndStatus;
   /**
    * The events as stored (when `stored`): the batch without the metric points and episodes a
    * resumed attempt re-sent for steps already stored. Live subscribers get exactly these, so a
@@ -124,7 +124,21 @@ async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Pr
                 break;
               case "run_end":
                 ended = e.status;
-                data.status = e.status;
+                if (e.status === "interrupted" && !run.cancelRequested) {
+                  // the worker shut down: queued again, to resume from the checkpoint this batch or
+                  // an earlier one stored; the attempt is not counted against MAX_ATTEMPTS
+                  const last = await tx.checkpoint.findFirst({ where: { runId }, orderBy: [{ best: "asc" }, { update: "desc" }, { id: "desc" }], select: { path: true } });
+                  data.status = "queued";
+                  data.workerId = null;
+                  data.leaseUntil = null;
+                  data.resumeFrom = last?.path ?? null;
+                  data.attempt = { decrement: 1 };
+                  data.error = null;
+                  logs.push({ runId, seq, level: "info", message: `${e.error ?? "the worker shut down"}${last ? "" : " (no checkpoint yet: it starts over)"}`, at: now });
+                  break;
+                }
+                // a cancel the user asked for meanwhile wins over the requeue
+                data.status = e.status === "interrupted" ? "cancelled" : e.status;
                 data.finishedAt = now;
                 data.leaseUntil = null;
                 data.cancelRequested = false;

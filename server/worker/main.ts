@@ -230,7 +230,7 @@ async function main(): Promise<void> {
       const run = training();
       if (run) {
         log("info", `${why}: cancelling run ${run.runId}, saving a checkpoint (waiting up to ${limit / 1000} s)`);
-        run.cancel(`worker shutting down (${why})`, `worker ${cli.name} shut down (${why}); resume from the last checkpoint`);
+        run.interrupt(`worker shutting down (${why})`, `worker ${cli.name} shut down (${why}); queued again to resume from its last checkpoint`);
       } else {
         log("info", `${why}: delivering the last events (waiting up to ${limit / 1000} s)`);
       }

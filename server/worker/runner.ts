@@ -12,7 +12,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { EngineEvent, EventsAck, RunAssignment } from "../../lib/contracts/index.ts";
+import type { EngineEvent, EventsAck, RunAssignment, RunEndStatus } from "../../lib/contracts/index.ts";
 import { sweepSpecSchema, issuesText } from "../../lib/contracts/index.ts";
 import { checkEncoderPath, checkEnvPaths, checkpointFiles, findCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
 import { env } from "../env.ts";
@@ -22,7 +22,7 @@ import { clip, errorMessage, silentLogger, type Logger } from "./log.ts";
 import type { WorkerSocket } from "./main.ts";
 
 export type RunOutcome = {
-  status: "completed" | "cancelled" | "failed";
+  status: RunEndStatus;
   error?: string;
   /** false when the dashboard refused the run's events (ack with stop, not ok). */
   delivered: boolean;
@@ -148,6 +148,8 @@ export class RunExecution {
   }
   private endEvent: Extract<EngineEvent, { type: "run_end" }> | null = null;
   private endNote: string | null = null;
+  /** Set by interrupt(): the engine's cancelled run_end goes out as `interrupted` (queued again). */
+  private interrupted = false;
   private lastLogged = "";
   private step = 0;
   private update = 0;
@@ -194,6 +196,17 @@ export class RunExecution {
     if (note) this.endNote = note;
     this.log("info", `run ${this.runId}: cancelling (${reason})`);
     if (this.engine) this.sendCancel(this.engine);
+  }
+
+  /**
+   * Stops the engine because this worker shuts down: as cancel() (a checkpoint, the events
+   * delivered), but the run_end says `interrupted`, so the dashboard queues the run again instead
+   * of marking it cancelled.
+   */
+  interrupt(reason: string, note: string): void {
+    if (this.cancelRequested || this.endEvent) return;
+    this.interrupted = true;
+    this.cancel(reason, note);
   }
 
   private sendCancel(engine: EngineProcess): void {
@@ -264,7 +277,9 @@ export class RunExecution {
         break;
       case "run_end": {
         const error = e.error !== undefined ? clip(e.error) : this.endNote && e.status === "cancelled" ? this.endNote : undefined;
-        e = { ...e, ...(error !== undefined ? { error } : {}) };
+        // a shutdown's stop is no user's cancel: the dashboard queues the run again
+        const status = this.interrupted && e.status === "cancelled" ? "interrupted" : e.status;
+        e = { ...e, status, ...(error !== undefined ? { error } : {}) };
         this.endEvent = e as Extract<EngineEvent, { type: "run_end" }>;
         const why = error && error !== this.lastLogged ? `: ${error}` : "";
         this.log(e.status === "failed" ? "error" : "info", `run ${this.runId}: ${e.status} at update ${e.update}${why}`);
