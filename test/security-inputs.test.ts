@@ -12,6 +12,8 @@ import type { FieldErrorsDto, RunDetailDto, RunListDto } from "../lib/contracts/
 import { startServer, type RunningServer } from "../server/main.ts";
 import { tmpDir } from "./platform-helpers.ts";
 import { JSON_MAX_DEPTH, jsonDepth, loneSurrogateAt } from "../server/api/json-body.ts";
+import { shortText } from "../lib/contracts/short-text.ts";
+import { notFound } from "../server/runs/errors.ts";
 
 let server: RunningServer;
 before(async () => {
@@ -93,4 +95,25 @@ test("jsonDepth counts brackets outside strings only (escapes included); loneSur
   assert.equal(loneSurrogateAt({ ok: ["fine", { "k\udc00": 1 }] }), "ok.1.(key)");
   assert.equal(loneSurrogateAt("\ud800"), "body");
   assert.equal(loneSurrogateAt({ a: ["\ud83d\ude00"] }), null);
+});
+
+test("error texts repeat ids, unknown keys and paths only in a short, printable form", async () => {
+  // an id over the schema's 100 characters is refused without being repeated; one within is repeated whole
+  const longId = "r".repeat(1024);
+  const r = await fetch(`${server.url}/api/runs/${longId}`);
+  assert.equal(r.status, 400);
+  assert.ok(!(await r.text()).includes("r".repeat(65)));
+  const r100 = await fetch(`${server.url}/api/runs/${"s".repeat(100)}`);
+  assert.equal(r100.status, 404);
+  assert.match(((await r100.json()) as { error: string }).error, /^run s{100} not found$/);
+  assert.equal(notFound(`run ${"t".repeat(500)}`).message.length, 2 * 64 + " not found".length);
+  const key = `k${"x".repeat(1000)}\u001b[31m`;
+  const post = await send("POST", "/api/runs", JSON.stringify({ preset: "tiny", [key]: 1 }));
+  assert.equal(post.status, 400);
+  const fields = Object.keys(post.body.fieldErrors);
+  assert.equal(fields.length, 1);
+  assert.ok(fields[0].length <= 64 && fields[0].endsWith("…"), fields[0]);
+  assert.ok(!JSON.stringify(post.body).includes("\u001b"), "no control character comes back");
+  assert.equal(shortText("a\u0007b\u202ec"), "a\\u0007b\\u202ec");
+  assert.equal(shortText("x".repeat(10), 5), "xxxx…");
 });

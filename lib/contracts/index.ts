@@ -14,3 +14,4 @@ export * from "./dashboards.ts";
 export * from "./import.ts";
 export * from "./data-files.ts";
 export * from "./auth.ts";
+export * from "./short-text.ts";

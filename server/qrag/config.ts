@@ -11,6 +11,7 @@ import { env } from "../env.ts";
 import { InputError } from "./errors.ts";
 import { runConfigSchema, type RunConfig } from "./config-schema.ts";
 import { datasetLabel } from "./datasets.ts";
+import { shortText } from "../../lib/contracts/short-text.ts";
 
 export type { RunConfig } from "./config-schema.ts";
 
@@ -214,7 +215,8 @@ export function fieldIssues(err: z.ZodError): ConfigIssue[] {
   const out: ConfigIssue[] = [];
   const seen = new Set<string>();
   const put = (p: readonly PropertyKey[], message: string) => {
-    const path = p.map(String).join(".");
+    // keys come from the input (an unknown one may be 1,000 characters): short and printable
+    const path = p.map((k) => shortText(String(k))).join(".");
     if (seen.has(path)) return;
     seen.add(path);
     out.push({ path, message });

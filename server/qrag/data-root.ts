@@ -12,6 +12,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { shortText } from "../../lib/contracts/short-text.ts";
 import { InputError } from "./errors.ts";
 
 export type DataPathKind = "file" | "dir";
@@ -105,10 +106,10 @@ export function resolveDataPath(root: string, value: string, opts: { kind: DataP
     try {
       st = fs.statSync(real);
     } catch {
-      return { ok: false, reason: "not-found", message: `${rel} not found in the data root ${lexRoot}` };
+      return { ok: false, reason: "not-found", message: `${shortText(rel)} not found in the data root ${lexRoot}` };
     }
-    if (opts.kind === "file" && !st.isFile()) return { ok: false, reason: "wrong-kind", message: `${rel} is not a file` };
-    if (opts.kind === "dir" && !st.isDirectory()) return { ok: false, reason: "wrong-kind", message: `${rel} is not a folder` };
+    if (opts.kind === "file" && !st.isFile()) return { ok: false, reason: "wrong-kind", message: `${shortText(rel)} is not a file` };
+    if (opts.kind === "dir" && !st.isDirectory()) return { ok: false, reason: "wrong-kind", message: `${shortText(rel)} is not a folder` };
   }
   return { ok: true, abs: real, rel };
 }

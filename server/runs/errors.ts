@@ -1,4 +1,5 @@
 /** Errors the run services throw; the REST layer maps them to status codes and FieldErrorsDto. */
+import { SHORT_TEXT_MAX, shortText } from "../../lib/contracts/short-text.ts";
 import type { ConfigIssue } from "../qrag/index.ts";
 
 export class ApiError extends Error {
@@ -12,7 +13,8 @@ export class ApiError extends Error {
   }
 }
 
-export const notFound = (what: string) => new ApiError(404, `${what} not found`);
+// ids come from the URL: repeated in their short, printable form only
+export const notFound = (what: string) => new ApiError(404, `${shortText(what, 2 * SHORT_TEXT_MAX)} not found`);
 export const conflict = (message: string) => new ApiError(409, message);
 export const badRequest = (message: string, fieldErrors: Record<string, string>) => new ApiError(400, message, fieldErrors);
 
