@@ -8,6 +8,7 @@
  * IPC (JSON over the fork channel), parent → child: EngineRequest; child → parent: EngineReply.
  * If the parent goes away, the child exits at once (no checkpoint: see the "disconnect" handler).
  */
+import { exitWithParent } from "./exit-with-parent.ts";
 import type { EngineEvent, RunConfig } from "../qrag/index.ts";
 import type { SweepSpec } from "../../lib/contracts/index.ts";
 import { errorMessage } from "./log.ts";
@@ -112,7 +113,10 @@ if (!process.send) {
   process.stderr.write("engine-process.ts is started by the trainer worker (server/worker/main.ts), not directly\n");
   process.exit(2);
 }
-process.on("message", (m: EngineRequest) => void handle(m));
+// ...and within 0.1 s when a long computation holds the event loop (the disconnect below waits for
+// it); requests wait until the watcher runs
+const watching = exitWithParent();
+process.on("message", (m: EngineRequest) => void watching.then(() => handle(m), (e: unknown) => finish({ type: "error", message: errorMessage(e) }, 1)));
 // The worker went away (killed, crashed): exit now, without the checkpoint an abort would save.
 // Events it had not yet delivered died with it, so a checkpoint now would run ahead of what the
 // dashboard stored, and the next attempt would resume past points it never received.
