@@ -147,9 +147,15 @@ export const readOwnFile: ReadFile = (file, label) => {
   try {
     return fs.readFileSync(file);
   } catch (e) {
-    throw new InputError(`${label}: cannot read (${(e as NodeJS.ErrnoException).code ?? "error"})`);
+    throw new InputError(`${label}: ${unreadable(e)}`);
   }
 };
+
+/** Why a file could not be opened, without its path or content: "file not found" or the error code. */
+export function unreadable(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code === "ENOENT" ? "file not found" : `cannot read file (${code ?? "error"})`;
+}
 
 /** `readFileInDataRoot`'s open and check alone: a descriptor the caller reads and closes. */
 export function openInDataRoot(root: string, file: string, label: string): number {
@@ -157,8 +163,7 @@ export function openInDataRoot(root: string, file: string, label: string): numbe
   try {
     fd = fs.openSync(file, "r");
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new InputError(`${label}: ${code === "ENOENT" ? "file not found" : `cannot read file (${code ?? "error"})`}`);
+    throw new InputError(`${label}: ${unreadable(e)}`);
   }
   try {
     const realRoot = realDataRoot(root);

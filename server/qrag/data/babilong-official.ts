@@ -23,7 +23,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { parquetMetadataAsync, parquetReadObjects, type AsyncBuffer } from "hyparquet";
-import { openInDataRoot } from "../data-root.ts";
+import { openInDataRoot, unreadable } from "../data-root.ts";
 import { DataFileError } from "../errors.ts";
 import type { Sample } from "../types.ts";
 import { splitSentences } from "./text/sentences.ts";
@@ -136,8 +136,7 @@ function openPlain(file: string, shown: string): number {
   try {
     return fs.openSync(file, "r");
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new DataFileError(shown, undefined, code === "ENOENT" ? "file not found" : `cannot read file (${code ?? "error"})`);
+    throw new DataFileError(shown, undefined, unreadable(e));
   }
 }
 

@@ -11,7 +11,7 @@
 import fs from "node:fs";
 import type { z } from "zod";
 import { DataFileError } from "../errors.ts";
-import { readFileInDataRoot } from "../data-root.ts";
+import { readFileInDataRoot, unreadable } from "../data-root.ts";
 import type { Sample, SampleSource } from "../types.ts";
 import { Rng } from "../util/rng.ts";
 
@@ -32,8 +32,7 @@ export function readDataFile(file: string, shown = file, root?: string): Buffer 
   try {
     return fs.readFileSync(file);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new DataFileError(shown, undefined, code === "ENOENT" ? "file not found" : `cannot read file (${code ?? "error"})`);
+    throw new DataFileError(shown, undefined, unreadable(e));
   }
 }
 
