@@ -16,6 +16,7 @@ import { startServer, type RunningServer } from "../server/main.ts";
 import { API_ROUTES } from "../server/api/router.ts";
 import { getDb } from "../server/db/client.ts";
 import { createUser } from "../server/auth/accounts.ts";
+import { LoginThrottle } from "../server/auth/login-throttle.ts";
 import { sqliteUrl, tmpDir, waitFor } from "./platform-helpers.ts";
 
 const PASSWORD = "correct horse battery";
@@ -35,6 +36,7 @@ before(async () => {
   await createUser(db, { name: "vera", password: PASSWORD, role: "viewer" });
   await createUser(db, { name: "mia", password: PASSWORD, role: "member" });
   await createUser(db, { name: "ada", password: PASSWORD, role: "admin" });
+  await createUser(db, { name: "lou", password: PASSWORD, role: "member" }); // locked out by the throttle test
 });
 after(async () => {
   // they share one database handle: close it last
@@ -275,4 +277,32 @@ test("signing out, revoking a token and changing a user end the live /ui sockets
   assert.equal((await call(forced.url, "PATCH", `/api/users/${sam.id}`, { cookie: admin, body: { disabled: true } })).status, 200);
   assert.equal(await gone2, "io server disconnect");
   await assert.rejects(connectUi(forced.url, c2), /unauthorized/);
+});
+
+test("sign-in throttle over HTTP: after 10 failures the name is refused (429) even with the right password; other names still sign in", async () => {
+  for (let i = 0; i < 10; i++) assert.equal((await call(forced.url, "POST", "/api/auth/login", { body: { name: "lou", password: `guess ${i}` } })).status, 401);
+  const locked = await call<{ error: string }>(forced.url, "POST", "/api/auth/login", { body: { name: "LOU", password: PASSWORD } });
+  assert.equal(locked.status, 429, "the name is locked whatever its case and address");
+  assert.match(locked.body.error, /too many failed sign-ins/);
+  await login(forced.url, "mia");
+});
+
+test("sign-in throttle: per name whatever the address, a global bound over all names, a spray of names cannot unlock a name, the window ends it", () => {
+  let now = 0;
+  const t = new LoginThrottle({ perName: 3, global: 50, windowMs: 1000, now: () => now });
+  for (let i = 0; i < 3; i++) t.failed("Victim");
+  assert.equal(t.allowed("victim"), false);
+  assert.equal(t.allowed("someone"), true);
+  // spraying other names: the global bound refuses everyone, and the victim stays locked
+  for (let i = 0; i < 10_000; i++) t.failed(`spray-${i}`);
+  assert.equal(t.allowed("someone"), false, "global bound reached");
+  assert.equal(t.allowed("victim"), false);
+  now = 1001; // the window is over
+  assert.equal(t.allowed("victim"), true);
+  assert.equal(t.allowed("someone"), true);
+  t.failed("victim");
+  t.succeeded("VICTIM");
+  t.failed("victim");
+  t.failed("victim");
+  assert.equal(t.allowed("victim"), true, "a success clears the name's count");
 });

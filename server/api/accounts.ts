@@ -27,16 +27,15 @@ const SAME_ANSWER = "wrong name or password";
 export const authLogin = {
   POST: handler(async (req, _p, d) => {
     const body = parseWith(loginBody, await readJson(req), "body");
-    const key = `${body.name.toLowerCase()}|${d.remoteAddress ?? ""}`;
-    if (!d.auth.loginAllowed(key)) throw new ApiError(429, "too many failed sign-ins; try again in 15 minutes");
+    if (!d.auth.logins.allowed(body.name)) throw new ApiError(429, "too many failed sign-ins; try again in 15 minutes");
     const user = await accounts.checkPassword(d.db, body.name, body.password);
     if (!user) {
-      d.auth.loginFailed(key);
+      d.auth.logins.failed(body.name);
       // the name only (bounded by the schema), never the password
       await accounts.audit(d.db, { actor: body.name, action: "login.failed" });
       throw new ApiError(401, SAME_ANSWER);
     }
-    d.auth.loginSucceeded(key);
+    d.auth.logins.succeeded(body.name);
     const s = await accounts.createSession(d.db, user.id);
     await accounts.audit(d.db, { actor: user.name, action: "login" });
     const res = json({ name: user.name, role: user.role, authRequired: d.auth.required } satisfies PrincipalDto);

@@ -24,8 +24,6 @@ export interface ApiDeps extends RunsDeps {
   auth: AuthGate;
   /** This request's caller (set per request by the router). */
   principal?: Principal;
-  /** The client's address (failed-login throttle). */
-  remoteAddress?: string;
   /** Disconnects the live sockets of a revoked worker token. */
   revokeWorkerToken(id: number): void;
   /** Disconnects the /ui sockets in these rooms (server/auth/gate.ts uiRoom). */

@@ -5,6 +5,7 @@
  * person on their own machine never sees a login. The router (server/api/router.ts), the page
  * redirect and the /ui socket middleware (server/main.ts) all ask this gate.
  */
+import { LoginThrottle } from "./login-throttle.ts";
 import type { IncomingHttpHeaders } from "node:http";
 import { parse as parseCookies, serialize } from "cookie";
 import type { DbHandle } from "../db/client.ts";
@@ -36,17 +37,11 @@ export interface AuthGate {
   clearCookie(): string;
   /** The session secret in a Cookie header, if any. */
   sessionSecret(headers: IncomingHttpHeaders): string | undefined;
-  /** Failed-login throttle: false when this name/address pair has failed too often lately. */
-  loginAllowed(key: string): boolean;
-  loginFailed(key: string): void;
-  loginSucceeded(key: string): void;
+  /** The failed-sign-in throttle (login-throttle.ts): per account name, and over all names. */
+  logins: LoginThrottle;
 }
 
-const MAX_FAILURES = 10;
-const FAILURE_WINDOW_MS = 15 * 60_000;
-
 export function createAuthGate(h: DbHandle, o: { required: boolean; cookieSecure: boolean }): AuthGate {
-  const failures = new Map<string, { n: number; since: number }>();
   const sessionSecret = (headers: IncomingHttpHeaders) => {
     const raw = headers.cookie;
     if (!raw || raw.length > 8192) return undefined;
@@ -73,17 +68,6 @@ export function createAuthGate(h: DbHandle, o: { required: boolean; cookieSecure
     sessionCookie: (secret) => cookie(secret, Math.floor(SESSION_MS / 1000)),
     clearCookie: () => cookie("", 0),
     sessionSecret,
-    loginAllowed(key) {
-      const f = failures.get(key);
-      if (!f || Date.now() - f.since > FAILURE_WINDOW_MS) return true;
-      return f.n < MAX_FAILURES;
-    },
-    loginFailed(key) {
-      const f = failures.get(key);
-      if (!f || Date.now() - f.since > FAILURE_WINDOW_MS) failures.set(key, { n: 1, since: Date.now() });
-      else f.n++;
-      if (failures.size > 10_000) failures.delete(failures.keys().next().value!); // bounded memory
-    },
-    loginSucceeded: (key) => void failures.delete(key),
+    logins: new LoginThrottle(),
   };
 }
