@@ -12,7 +12,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 
-/** Allocated ≤ this × live after a trim. */
+/** Allocated ≤ this × the step's peak bytes in use after a trim. */
 export const POOL_RATIO = 1.2;
 
 let ratioInUse = POOL_RATIO;

@@ -4,7 +4,7 @@
  * and 512…4096 on webgpu), `--lengths=40000,400000` (the workload parts' greedy-episode lengths in
  * chunks), `--submit-batch=N` (webgpu: programs per submitted command buffer, tfjs's
  * WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE), `--pool-ratio=R` (webgpu: the buffer pool's bound, allocated ≤ R ×
- * live after each step; `off` keeps every freed buffer), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
+ * the step's peak bytes in use; `off` keeps every freed buffer), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
 import { parseBackendPref } from "../backend.ts";
 import { intList } from "../cli/flags.ts";

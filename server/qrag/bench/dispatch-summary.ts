@@ -14,8 +14,6 @@ export interface DispatchSummary {
   hostMsPerIteration: number;
   readWaitMsPerIteration: number;
   iterationMs: number;
-  /** One scalar op and its `await data()` on an idle queue: the floor under each of a rollout's reads. */
-  readRoundTripMs?: number;
   budget: typeof DISPATCH_BUDGET;
   withinBudget: boolean;
   perPhase: Record<string, PhaseCounters>;

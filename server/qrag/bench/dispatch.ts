@@ -12,6 +12,10 @@ import { kernelNameCounts } from "../device.ts";
 import { benchTraining, workloadConfig } from "./workload-bench.ts";
 import type { DispatchSummary } from "./dispatch-summary.ts";
 
+/**
+ * The hot-loop figures, plus `readRoundTripMs` (one GPU sum and its `await data()` on an idle
+ * queue: the floor under each of a rollout's reads) and the kernels per iteration by name.
+ */
 export async function benchDispatch(log: (m: string) => void, iterations = 2): Promise<DispatchSummary & { readRoundTripMs: number; kernelsByName: Record<string, number> }> {
   const nets = new QNetworks(workloadConfig("transformer").algo.encoder, new Rng(1));
   try {

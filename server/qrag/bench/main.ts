@@ -60,7 +60,7 @@ interface BenchOptions {
   sizes?: number[];
   /** webgpu: programs recorded per submitted command buffer (tfjs's WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE). */
   submitBatch?: number;
-  /** webgpu: allocated ≤ this × live after each step (Infinity: no trimming). */
+  /** webgpu: allocated ≤ this × the step's peak bytes in use (Infinity: no trimming). */
   poolRatio?: number;
   log?: (m: string) => void;
 }

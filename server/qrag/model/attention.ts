@@ -15,7 +15,8 @@
  * inside. Dropout on the attention probabilities when training.
  */
 import * as tf from "@tensorflow/tfjs";
-import { dropout, dropoutKeepScale, dropoutMask, mm } from "./ops.ts";
+import { dropout, dropoutMask, mm } from "./ops.ts";
+import { dropoutKeepScale } from "../util/mask-hash.ts";
 import type { Rng } from "../util/rng.ts";
 
 /**

@@ -18,7 +18,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import type { Rng } from "../util/rng.ts";
-import { maskBits, maskKey } from "../util/mask-hash.ts";
+import { dropoutKeepScale, dropThreshold, maskBits, maskKey } from "../util/mask-hash.ts";
 import { dropoutMaskDevice } from "./webgpu/dropout.ts";
 import { isAligned, matmulTiled, tileFor } from "./webgpu/matmul.ts";
 import { onDevice } from "../device.ts";
@@ -367,7 +367,7 @@ export function layerNorm<T extends tf.Tensor>(x: T, gamma: tf.Tensor1D, beta: t
  * in parallel (`model/webgpu/dropout.ts`), with nothing computed or uploaded by the host.
  */
 export function dropoutMask(size: number, rate: number, rng: Rng): Float32Array {
-  const thr = Math.round(rate * 65536);
+  const thr = dropThreshold(rate);
   const keepScale = dropoutKeepScale(rate);
   const key = maskKey(rng);
   const m = new Float32Array(size);
@@ -377,12 +377,6 @@ export function dropoutMask(size: number, rate: number, rng: Rng): Float32Array 
     if (i + 1 < size) m[i + 1] = u >>> 16 < thr ? 0 : keepScale;
   }
   return m;
-}
-
-/** The value of kept entries in `dropoutMask` masks: 1/(1 − p) with p rounded to 1/65536. */
-export function dropoutKeepScale(rate: number): number {
-  const thr = Math.round(rate * 65536);
-  return thr >= 65536 ? 0 : 65536 / (65536 - thr);
 }
 
 /**

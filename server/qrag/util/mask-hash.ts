@@ -23,6 +23,17 @@ export function lowbias32(x: number): number {
   return (x ^ (x >>> 16)) >>> 0;
 }
 
+/** A value is dropped when its 16 random bits are below this: p rounded to a multiple of 1/65536. */
+export function dropThreshold(rate: number): number {
+  return Math.round(rate * 65536);
+}
+
+/** The value of kept entries: 1/(1 − p) with p rounded as `dropThreshold` rounds it (0 when all drop). */
+export function dropoutKeepScale(rate: number): number {
+  const thr = dropThreshold(rate);
+  return thr >= 65536 ? 0 : 65536 / (65536 - thr);
+}
+
 /** 32 random bits for counter j under `key`. */
 export function maskBits(key: MaskKey, j: number): number {
   return lowbias32((lowbias32((j ^ key[0]) >>> 0) + key[1]) >>> 0);

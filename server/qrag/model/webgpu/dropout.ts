@@ -8,7 +8,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import type { Rng } from "../../util/rng.ts";
-import { MASK_HASH_WGSL, maskKey } from "../../util/mask-hash.ts";
+import { MASK_HASH_WGSL, dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 
 const CODE = `${uniformStruct(["n: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"])}
@@ -25,8 +25,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 /** The mask `dropoutMask(size, rate, rng)` returns, as a [size] tensor computed on the device. */
 export function dropoutMaskDevice(size: number, rate: number, rng: Rng): tf.Tensor1D {
-  const thr = Math.round(rate * 65536);
-  const keep = thr >= 65536 ? 0 : 65536 / (65536 - thr);
+  const thr = dropThreshold(rate);
+  const keep = dropoutKeepScale(rate);
   const [k0, k1] = maskKey(rng);
   const [info] = runRawProgram(webgpuBackend(), {
     key: "qrag_dropout_mask",
