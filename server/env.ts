@@ -15,6 +15,8 @@
  *   QRAG_ALLOWED_ORIGINS         extra origins (a reverse proxy's https://studio.example.org), comma-separated
  *   QRAG_AUTH                    "on": require sign-in even on loopback (beyond loopback it always is)
  *   QRAG_COOKIE_SECURE           "1": the session cookie is Secure (serve behind https)
+ *   QRAG_TRUSTED_PROXIES         reverse proxies whose X-Forwarded-For names the client: addresses, CIDRs,
+ *                                or loopback / linklocal / uniquelocal, comma-separated (none: the peer is the client)
  *   QRAG_TOKEN                   a personal API token the CLI (npm run import) sends
  *   QRAG_BACKEND                 force a tfjs backend (auto)
  *   QRAG_WASM_THREADS            wasm threads, 1…8 or auto (one per core)
@@ -24,6 +26,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { isTrustList } from "./http/client-address.ts";
 
 /** The repository root (configs/, data/, the Next app). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -61,6 +64,13 @@ const schema = z
     QRAG_AUTH: optionalText.refine((s) => s === undefined || s === "on" || s === "auto", 'expected "on" or "auto"'),
     QRAG_COOKIE_SECURE: optionalText.refine((s) => s === undefined || s === "0" || s === "1", 'expected "0" or "1"'),
     QRAG_TOKEN: optionalText,
+    QRAG_TRUSTED_PROXIES: optionalText.pipe(
+      z
+        .string()
+        .optional()
+        .transform((s) => (s ?? "").split(",").map((o) => o.trim()).filter(Boolean))
+        .refine((list) => list.length <= 64 && isTrustList(list), "expected addresses, CIDRs (10.0.0.0/8) or loopback, linklocal, uniquelocal, comma-separated"),
+    ),
     QRAG_BACKEND: optionalText,
     QRAG_WASM_THREADS: optionalText.refine((s) => s === undefined || s === "auto" || /^[1-8]$/.test(s), 'expected an integer 1…8 or "auto"'),
     QRAG_SOCKET_ADAPTER: optionalText.refine((s) => s === undefined || s === "none" || s === "postgres", 'expected "none" or "postgres"'),
@@ -83,6 +93,8 @@ const schema = z
       workerToken: e.QRAG_WORKER_TOKEN,
       /** Accounts: forced on (else required only beyond loopback), Secure cookies, the CLI's API token. */
       auth: { forced: e.QRAG_AUTH === "on", cookieSecure: e.QRAG_COOKIE_SECURE === "1", apiToken: e.QRAG_TOKEN },
+      /** Proxies whose X-Forwarded-For is believed (server/http/client-address.ts). */
+      trustedProxies: e.QRAG_TRUSTED_PROXIES,
       leaseMs: e.QRAG_LEASE_MS,
       worker: {
         dashboardUrl: e.QRAG_DASHBOARD_URL,

@@ -20,6 +20,7 @@ import { isLoopback, sameOrigin } from "./http/same-origin.ts";
 import { checkWorkerToken } from "./auth/accounts.ts";
 import { createAuthGate, uiRoomsOf } from "./auth/gate.ts";
 import { serveApi } from "./api/router.ts";
+import { clientAddressOf } from "./http/client-address.ts";
 import { closeDb, getDb, providerOf } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import { env, ROOT } from "./env.ts";
@@ -55,6 +56,8 @@ export interface ServerOptions {
   allowedOrigins?: string[];
   /** Require sign-in even on loopback (default QRAG_AUTH=on); beyond loopback it is always required. */
   auth?: boolean;
+  /** Reverse proxies whose X-Forwarded-For names the client (default QRAG_TRUSTED_PROXIES). */
+  trustedProxies?: string[];
   log?: (msg: string) => void;
 }
 
@@ -212,6 +215,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     revokeWorkerToken: (id) => io.of(WORKER_NAMESPACE).in(workerTokenRoom(id)).disconnectSockets(true),
     endUiSockets: (rooms) => rooms.length > 0 && io.of(UI_NAMESPACE).in(rooms).disconnectSockets(true),
     dataRoot, // config paths resolve inside it
+    clientAddress: clientAddressOf(opts.trustedProxies ?? e.trustedProxies),
   };
 
   await new Promise<void>((resolve, reject) => {

@@ -9,7 +9,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { io, type Socket } from "socket.io-client";
-import type { NewTokenDto, PrincipalDto, RunDetailDto, UserDto } from "../lib/contracts/index.ts";
+import type { DashboardDto, NewTokenDto, PrincipalDto, RunDetailDto, UserDto } from "../lib/contracts/index.ts";
 import { UI_NAMESPACE, WORKER_NAMESPACE } from "../lib/contracts/index.ts";
 import { resolveConfig } from "../server/qrag/index.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
@@ -25,8 +25,9 @@ let wide: RunningServer; // 0.0.0.0, no QRAG_AUTH
 let open: RunningServer; // loopback default
 let wideBase: string;
 
+const databaseUrl = sqliteUrl(); // one database per process: every server here shares it
+
 before(async () => {
-  const databaseUrl = sqliteUrl();
   const common = { port: 0, spawnWorker: false, next: false, databaseUrl, log: () => {} } as const;
   forced = await startServer({ ...common, dataDir: tmpDir("qrag-auth-a-"), auth: true });
   wide = await startServer({ ...common, dataDir: tmpDir("qrag-auth-b-"), host: "0.0.0.0" });
@@ -37,9 +38,13 @@ before(async () => {
   await createUser(db, { name: "mia", password: PASSWORD, role: "member" });
   await createUser(db, { name: "ada", password: PASSWORD, role: "admin" });
   await createUser(db, { name: "lou", password: PASSWORD, role: "member" }); // locked out by the throttle test
+  await createUser(db, { name: "noor", password: PASSWORD, role: "member" }); // owns dashboards
+  await createUser(db, { name: "otto", password: PASSWORD, role: "member" }); // another member
 });
+let proxied: RunningServer | undefined; // started by the trusted-proxy test
 after(async () => {
   // they share one database handle: close it last
+  await proxied?.close();
   await wide?.close();
   await open?.close();
   await forced?.close();
@@ -287,22 +292,79 @@ test("sign-in throttle over HTTP: after 10 failures the name is refused (429) ev
   await login(forced.url, "mia");
 });
 
-test("sign-in throttle: per name whatever the address, a global bound over all names, a spray of names cannot unlock a name, the window ends it", () => {
+test("sign-in throttle: per name whatever the address, per address over all names, a global bound, a spray cannot unlock a name, the window ends it", () => {
   let now = 0;
-  const t = new LoginThrottle({ perName: 3, global: 50, windowMs: 1000, now: () => now });
-  for (let i = 0; i < 3; i++) t.failed("Victim");
-  assert.equal(t.allowed("victim"), false);
-  assert.equal(t.allowed("someone"), true);
-  // spraying other names: the global bound refuses everyone, and the victim stays locked
-  for (let i = 0; i < 10_000; i++) t.failed(`spray-${i}`);
-  assert.equal(t.allowed("someone"), false, "global bound reached");
-  assert.equal(t.allowed("victim"), false);
+  const t = new LoginThrottle({ perName: 3, perAddress: 20, global: 50, windowMs: 1000, now: () => now });
+  const A = "203.0.113.7";
+  for (let i = 0; i < 3; i++) t.failed("Victim", A);
+  assert.equal(t.allowed("victim", A), false);
+  assert.equal(t.allowed("victim", "198.51.100.1"), false, "another address does not unlock the name");
+  assert.equal(t.allowed("someone", A), true);
+  // one address spraying names: that address is refused before the global bound, others are not
+  for (let i = 0; i < 17; i++) t.failed(`guess-${i}`, A);
+  assert.equal(t.allowed("someone", A), false, "the address reached its bound");
+  assert.equal(t.allowed("someone", "198.51.100.1"), true, "other clients still sign in");
+  // spraying names from many addresses: the global bound refuses everyone, and the victim stays locked
+  for (let i = 0; i < 10_000; i++) t.failed(`spray-${i}`, `10.0.${i >> 8}.${i & 255}`);
+  assert.equal(t.allowed("someone", "198.51.100.1"), false, "global bound reached");
+  assert.equal(t.allowed("victim", "198.51.100.1"), false);
   now = 1001; // the window is over
-  assert.equal(t.allowed("victim"), true);
-  assert.equal(t.allowed("someone"), true);
-  t.failed("victim");
+  assert.equal(t.allowed("victim", A), true);
+  assert.equal(t.allowed("someone", A), true);
+  t.failed("victim", A);
   t.succeeded("VICTIM");
-  t.failed("victim");
-  t.failed("victim");
-  assert.equal(t.allowed("victim"), true, "a success clears the name's count");
+  t.failed("victim", A);
+  t.failed("victim", A);
+  assert.equal(t.allowed("victim", A), true, "a success clears the name's count");
+});
+
+test("behind a trusted proxy the client's address comes from X-Forwarded-For; from anyone else the header is ignored", async () => {
+  const viaProxy = await startServer({ port: 0, spawnWorker: false, next: false, log: () => {}, auth: true, databaseUrl, dataDir: tmpDir("qrag-auth-p-"), trustedProxies: ["loopback"] });
+  proxied = viaProxy;
+  const direct = forced; // no trusted proxy
+  await createUser(await getDb(databaseUrl), { name: "pat", password: PASSWORD, role: "admin" });
+  const from = (base: string, xff: string, name: string, password = "wrong") =>
+    fetch(`${base}/api/auth/login`, { method: "POST", headers: { origin: base, "content-type": "application/json", "x-forwarded-for": xff }, body: JSON.stringify({ name, password }) });
+  // one client behind the proxy guesses 50 names: that client is refused, a neighbour is not
+  for (let i = 0; i < 50; i++) assert.equal((await from(viaProxy.url, "203.0.113.7", `nobody-${i}`)).status, 401);
+  assert.equal((await from(viaProxy.url, "203.0.113.7", "pat", PASSWORD)).status, 429, "the guessing client is refused");
+  assert.equal((await from(viaProxy.url, "198.51.100.1, 203.0.113.7", "pat", PASSWORD)).status, 429, "a hop the client added is not believed");
+  const ok = await from(viaProxy.url, "203.0.113.8", "pat", PASSWORD);
+  assert.equal(ok.status, 200, "another client behind the same proxy signs in");
+  const cookie = ok.headers.getSetCookie()[0].split(";")[0];
+  const audit = await call<{ actor: string; action: string; detail: { address?: string } }[]>(viaProxy.url, "GET", "/api/audit", { cookie });
+  assert.equal(audit.body.find((a) => a.action === "login" && a.actor === "pat")?.detail.address, "203.0.113.8", "the audit names the client, not the proxy");
+  // no trusted proxy: the header is the client's word only, the peer is the address
+  assert.equal((await from(direct.url, "203.0.113.99", "nobody-direct")).status, 401);
+  const seen = await call<{ actor: string; action: string; detail: { address?: string } }[]>(direct.url, "GET", "/api/audit", { cookie: await login(direct.url, "pat") });
+  assert.match(seen.body.find((a) => a.action === "login.failed" && a.actor === "nobody-direct")?.detail.address ?? "", /^(::ffff:)?127\.0\.0\.1$|^::1$/);
+});
+
+test("dashboards have owners: the owner or an admin edits and deletes; another member reads, is refused (403 naming the owner) and saves a copy of their own", async () => {
+  const [noor, otto, ada] = [await login(forced.url, "noor"), await login(forced.url, "otto"), await login(forced.url, "ada")];
+  const spec = { runs: ["r1", "r2"], panels: ["qf_loss"] };
+  const made = await call<DashboardDto>(forced.url, "POST", "/api/dashboards", { cookie: noor, body: { name: "noor's board", spec } });
+  assert.equal(made.status, 201);
+  assert.deepEqual([made.body.owner, made.body.canEdit], ["noor", true]);
+  const id = made.body.id;
+
+  const seen = await call<DashboardDto>(forced.url, "GET", `/api/dashboards/${id}`, { cookie: otto });
+  assert.deepEqual([seen.status, seen.body.owner, seen.body.canEdit], [200, "noor", false], "others read it, marked read-only");
+  assert.equal((await call<DashboardDto[]>(forced.url, "GET", "/api/dashboards", { cookie: otto })).body.find((d) => d.id === id)?.canEdit, false);
+  for (const [method, body] of [["PATCH", { name: "taken over" }], ["DELETE", undefined]] as const) {
+    const refused = await call<{ error: string }>(forced.url, method, `/api/dashboards/${id}`, { cookie: otto, body });
+    assert.equal(refused.status, 403, method);
+    assert.match(refused.body.error, /owner \(noor\) or an admin.*save a copy/);
+  }
+  assert.equal((await call<DashboardDto>(forced.url, "GET", `/api/dashboards/${id}`, { cookie: noor })).body.name, "noor's board", "nothing changed");
+
+  const copy = await call<DashboardDto>(forced.url, "POST", "/api/dashboards", { cookie: otto, body: { name: "otto's copy", spec: seen.body.spec } });
+  assert.deepEqual([copy.status, copy.body.owner, copy.body.canEdit], [201, "otto", true]);
+  assert.equal((await call(forced.url, "PATCH", `/api/dashboards/${copy.body.id}`, { cookie: otto, body: { name: "mine now" } })).status, 200);
+
+  assert.equal((await call(forced.url, "PATCH", `/api/dashboards/${id}`, { cookie: noor, body: { name: "renamed by noor" } })).status, 200, "the owner edits");
+  const byAdmin = await call<DashboardDto>(forced.url, "PATCH", `/api/dashboards/${id}`, { cookie: ada, body: { name: "renamed by ada" } });
+  assert.deepEqual([byAdmin.status, byAdmin.body.canEdit, byAdmin.body.owner], [200, true, "noor"], "an admin edits; the owner stays");
+  assert.equal((await call(forced.url, "DELETE", `/api/dashboards/${id}`, { cookie: noor })).status, 200, "the owner deletes");
+  assert.equal((await call(forced.url, "GET", `/api/dashboards/${id}`, { cookie: otto })).status, 404);
 });

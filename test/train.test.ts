@@ -10,6 +10,12 @@ import os from "node:os";
 import path from "node:path";
 import { resolveConfig } from "../server/qrag/config.ts";
 import { train } from "../server/qrag/train.ts";
+import { QNetworks } from "../server/qrag/agent/networks.ts";
+import { Learner } from "../server/qrag/agent/learner.ts";
+import { ParallelEnvs } from "../server/qrag/agent/rollout.ts";
+import { rolloutSettings, trainIteration } from "../server/qrag/agent/iteration.ts";
+import { buildSource } from "../server/qrag/sources.ts";
+import { Rng } from "../server/qrag/util/rng.ts";
 import { evaluate } from "../server/qrag/evaluate.ts";
 import { loadCheckpoint } from "../server/qrag/checkpoint.ts";
 import type { EngineEvent, EpisodeRecord } from "../server/qrag/events.ts";
@@ -91,6 +97,29 @@ test("tiny qa1 run: loss stays bounded and coverage beats random", async () => {
   assert.equal(ev.records.length, 20);
   assert.ok(ev.records.every((r) => r.steps.length === 6 && !r.oracle_stop), "never_terminate runs max_steps, labelled");
   assert.ok(ev.summary.filtered.avgKept <= 6);
+});
+
+test("a cancel during the rollout stops the iteration before its update: learner and weights stay as the last update left them", async () => {
+  const config = resolveConfig({ preset: "tiny", overrides: ["envs_parallel=4", "batch_size=16"] });
+  const nets = new QNetworks(config.algo.encoder, new Rng(1));
+  const learner = new Learner(nets, config.algo, config.steps_count, 1);
+  const envs = new ParallelEnvs(buildSource(config, "train"), rolloutSettings(config), new Rng(2));
+  try {
+    await trainIteration(envs, learner, nets, config, false);
+    assert.equal(learner.updates, 1);
+    const before = JSON.stringify(nets.exportWeights(), (_k, v: unknown) => (v instanceof Float32Array ? Array.from(v) : v));
+    const ac = new AbortController();
+    const iteration = trainIteration(envs, learner, nets, config, false, ac.signal);
+    // queued now, this runs once the rollout first lets the event loop in (a CPU rollout never awaits I/O)
+    setImmediate(() => ac.abort());
+    await assert.rejects(iteration, { name: "AbortError" });
+    assert.equal(learner.updates, 1, "no update after the abort");
+    assert.equal(JSON.stringify(nets.exportWeights(), (_k, v: unknown) => (v instanceof Float32Array ? Array.from(v) : v)), before, "weights untouched");
+  } finally {
+    envs.dispose();
+    learner.dispose();
+    nets.dispose();
+  }
 });
 
 test("cancel saves a checkpoint; resume continues the same curves", async () => {

@@ -30,6 +30,7 @@ export default function DashboardsPage() {
                 <th>name</th>
                 <th>runs</th>
                 <th>grouped by</th>
+                <th>owner</th>
                 <th>updated</th>
                 <th />
               </tr>
@@ -42,11 +43,14 @@ export default function DashboardsPage() {
                   </td>
                   <td>{d.spec.runs ? `${d.spec.runs.length} runs` : "filter"}</td>
                   <td className="mono">{d.spec.group ?? "—"}</td>
+                  <td>{d.owner ?? <span className="muted">—</span>}</td>
                   <td className="muted">{fmtDateTime(d.updatedAt)}</td>
                   <td>
-                    <button type="button" className="link small" onClick={() => del.mutate(d.id)} disabled={del.isPending}>
-                      delete
-                    </button>
+                    {d.canEdit && (
+                      <button type="button" className="link small" onClick={() => confirm(`Delete the dashboard "${d.name}"?`) && del.mutate(d.id)} disabled={del.isPending}>
+                        delete
+                      </button>
+                    )}
                   </td>
                 </tr>
               ))}

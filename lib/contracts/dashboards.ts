@@ -63,6 +63,10 @@ export interface DashboardDto {
   id: string;
   name: string;
   spec: DashboardSpec;
+  /** Who saved it (null: saved before dashboards had owners; admins only may change it). */
+  owner: string | null;
+  /** Whether the caller may save changes to it or delete it (its owner or an admin). */
+  canEdit: boolean;
   createdAt: string;
   updatedAt: string;
 }

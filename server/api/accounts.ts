@@ -27,17 +27,18 @@ const SAME_ANSWER = "wrong name or password";
 export const authLogin = {
   POST: handler(async (req, _p, d) => {
     const body = parseWith(loginBody, await readJson(req), "body");
-    if (!d.auth.logins.allowed(body.name)) throw new ApiError(429, "too many failed sign-ins; try again in 15 minutes");
+    const address = d.address ?? "";
+    if (!d.auth.logins.allowed(body.name, address)) throw new ApiError(429, "too many failed sign-ins; try again in 15 minutes");
     const user = await accounts.checkPassword(d.db, body.name, body.password);
     if (!user) {
-      d.auth.logins.failed(body.name);
-      // the name only (bounded by the schema), never the password
-      await accounts.audit(d.db, { actor: body.name, action: "login.failed" });
+      d.auth.logins.failed(body.name, address);
+      // the name (bounded by the schema) and the client's address, never the password
+      await accounts.audit(d.db, { actor: body.name, action: "login.failed", detail: { address } });
       throw new ApiError(401, SAME_ANSWER);
     }
     d.auth.logins.succeeded(body.name);
     const s = await accounts.createSession(d.db, user.id);
-    await accounts.audit(d.db, { actor: user.name, action: "login" });
+    await accounts.audit(d.db, { actor: user.name, action: "login", detail: { address } });
     const res = json({ name: user.name, role: user.role, authRequired: d.auth.required } satisfies PrincipalDto);
     res.headers.append("set-cookie", d.auth.sessionCookie(s.secret));
     return res;

@@ -3,6 +3,7 @@
  * input is parsed with the contract's zod schemas, bad input answers 400 with FieldErrorsDto
  * (nothing written), ApiErrors map to their status, anything else to 500.
  */
+import type { IncomingMessage } from "node:http";
 import type { z } from "zod";
 import type { FieldErrorsDto } from "../../lib/contracts/index.ts";
 import type { DbHandle } from "../db/client.ts";
@@ -24,6 +25,10 @@ export interface ApiDeps extends RunsDeps {
   auth: AuthGate;
   /** This request's caller (set per request by the router). */
   principal?: Principal;
+  /** The client's address (set per request by the router; behind trusted proxies, from X-Forwarded-For). */
+  address?: string;
+  /** How the router finds the client's address (server/http/client-address.ts). */
+  clientAddress(req: IncomingMessage): string;
   /** Disconnects the live sockets of a revoked worker token. */
   revokeWorkerToken(id: number): void;
   /** Disconnects the /ui sockets in these rooms (server/auth/gate.ts uiRoom). */

@@ -138,7 +138,7 @@ export async function serveApi(req: IncomingMessage, res: ServerResponse, deps: 
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
       const request = new Request(url, { method, headers, body: body?.length ? new Uint8Array(body) : undefined });
       const actor = principal?.name;
-      response = await route.methods[method as keyof Methods]!(request, route.params, { ...deps, principal: principal ?? undefined, actor });
+      response = await route.methods[method as keyof Methods]!(request, route.params, { ...deps, principal: principal ?? undefined, actor, address: deps.clientAddress(req) });
       if (actor && response.ok) await auditCall(deps, actor, route.pattern, method, route.params, response);
     }
   }

@@ -3,7 +3,8 @@
  * - public: health (reveals nothing then), login and logout;
  * - viewer: every GET, the launch form's dry-run validation, one's own API tokens;
  * - member: launching, cancelling, resuming, cloning and editing runs, sweeps, dashboards, imports;
- * - admin: users, worker tokens, the audit trail, and deleting.
+ * - admin: users, worker tokens, the audit trail, and deleting (a member deletes a dashboard of
+ *   their own: the dashboards service checks the owner).
  * Anything not listed defaults by method (GET → viewer, else member), so a new route is never
  * public by accident.
  */
@@ -16,6 +17,7 @@ const EXACT: Record<string, Need> = {
   "POST /api/auth/login": "public",
   "POST /api/auth/logout": "public",
   "POST /api/runs/validate": "viewer",
+  "DELETE /api/dashboards/:id": "member",
 };
 /** Patterns every method of which needs the role. */
 const PREFIX: [string, Need][] = [

@@ -251,7 +251,12 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
         if (lastEvalUpdate < learner.updates && !(await runEval())) continue;
         break;
       }
-      const res = await trainIteration(envs, learner, nets, config, step < 2 * config.learning_start);
+      // aborted mid-rollout: nothing was updated, the loop's top saves the checkpoint
+      const res = await trainIteration(envs, learner, nets, config, step < 2 * config.learning_start, opts.signal).catch((e: unknown) => {
+        if (opts.signal?.aborted) return null;
+        throw e;
+      });
+      if (!res) continue;
       step += res.transitions;
       windowTransitions += res.transitions;
       if (res.applied) {

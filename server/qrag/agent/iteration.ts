@@ -47,13 +47,20 @@ interface IterationResult extends MicroStepResult {
   updateSeconds: number;
 }
 
-export async function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean): Promise<IterationResult> {
+/**
+ * `signal`: an abort during the rollout throws its reason before the update, so a cancelled
+ * iteration leaves the learner and weights as the previous one did (the checkpoint is consistent);
+ * the update itself runs to its end.
+ */
+export async function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean, signal?: AbortSignal): Promise<IterationResult> {
   const t0 = performance.now();
   const { batch, boot } = await withPhaseAsync("rollout", async () => {
-    const b = await envs.collect(nets, { random, alpha: learner.alpha, exploreEps: exploreEpsAt(config, learner.updates) });
+    const b = await envs.collect(nets, { random, alpha: learner.alpha, exploreEps: exploreEpsAt(config, learner.updates), signal });
     const v = config.algo.hyperparams.drop_last_transition ? null : await withPhaseAsync("target", () => envs.bootstrapValues(nets, learner.alpha));
     return { batch: b, boot: v };
   });
+  await new Promise((r) => setImmediate(r)); // a cancel that came during the rollout's last step
+  signal?.throwIfAborted();
   const { targets, keep } = buildTargets(batch, boot, config);
   const t1 = performance.now();
   const res = withPhase("update", () =>

@@ -16,6 +16,7 @@ import { softValue, type SoftValueHeads } from "./soft-value.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { embedActions, embedActionsDevice, embedStates, embedStatesDevice, type QNetworks } from "./networks.ts";
 import type { Rng } from "../util/rng.ts";
+import { breather } from "../util/breathe.ts";
 
 export interface RolloutSettings {
   envs: number;
@@ -194,8 +195,10 @@ export class ParallelEnvs {
    * Runs one rollout of E × stepsPerEnv transitions. `exploreEps`: the chance of a uniform pick among
    * the policy's top-k (policy.ts; 0 = the reference's policy), per rollout since it may be annealed.
    */
-  async collect(nets: QNetworks, opts: { random: boolean; alpha: number; exploreEps: number }): Promise<RolloutBatch> {
+  async collect(nets: QNetworks, opts: { random: boolean; alpha: number; exploreEps: number; signal?: AbortSignal }): Promise<RolloutBatch> {
     const device = onDevice();
+    // on the CPU backends a rollout runs without awaiting anything: let a cancel in between steps
+    const breathe = breather();
     const { envs: E, stepsPerEnv: L, maxInMemory, sortByIndex, topk } = this.settings;
     while (this.slots.length < E) this.slots.push(this.newSlot());
     // Embeddings are recomputed at rollout start with the current weights (docs/method.md §3.2).
@@ -211,6 +214,8 @@ export class ParallelEnvs {
       value: new Float32Array(E * L),
     };
     for (let t = 0; t < L; t++) {
+      await breathe();
+      opts.signal?.throwIfAborted();
       const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
       const dev = device ? await this.deviceStep(nets, states, opts.random, opts.alpha) : null;
       const sTarget = dev ? null : withPhase("target", () => embedStates(nets.stateTarget, states, maxInMemory, true));
