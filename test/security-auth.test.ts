@@ -17,6 +17,7 @@ import { API_ROUTES } from "../server/api/router.ts";
 import { getDb } from "../server/db/client.ts";
 import { createUser } from "../server/auth/accounts.ts";
 import { LoginThrottle } from "../server/auth/login-throttle.ts";
+import { clientAddressOf } from "../server/http/client-address.ts";
 import { sqliteUrl, tmpDir, waitFor } from "./platform-helpers.ts";
 
 const PASSWORD = "correct horse battery";
@@ -319,6 +320,7 @@ test("sign-in throttle: per name whatever the address, per address over all name
 });
 
 test("behind a trusted proxy the client's address comes from X-Forwarded-For; from anyone else the header is ignored", async () => {
+  assert.throws(() => clientAddressOf(["loopback", "not-a-net"]), /^Error: QRAG_TRUSTED_PROXIES: entry 2 is not an address/, "a bad entry stops the start, naming the setting");
   const viaProxy = await startServer({ port: 0, spawnWorker: false, next: false, log: () => {}, auth: true, databaseUrl, dataDir: tmpDir("qrag-auth-p-"), trustedProxies: ["loopback"] });
   proxied = viaProxy;
   const direct = forced; // no trusted proxy

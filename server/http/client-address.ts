@@ -7,19 +7,19 @@
 import type { IncomingMessage } from "node:http";
 import proxyAddr from "proxy-addr";
 
-/** True when every entry is an address, a CIDR or one of proxy-addr's names (loopback, …). */
-export function isTrustList(list: readonly string[]): boolean {
-  try {
-    proxyAddr.compile([...list]);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The address function for a trust list (compiled once). */
+/**
+ * The address function for a trust list (compiled once); a bad entry throws at start, naming the
+ * setting and the entry's position (not its text).
+ */
 export function clientAddressOf(trusted: readonly string[]): (req: IncomingMessage) => string {
   if (trusted.length === 0) return (req) => req.socket.remoteAddress ?? "";
+  trusted.forEach((entry, i) => {
+    try {
+      proxyAddr.compile(entry);
+    } catch {
+      throw new Error(`QRAG_TRUSTED_PROXIES: entry ${i + 1} is not an address, a CIDR (10.0.0.0/8) or one of loopback, linklocal, uniquelocal`);
+    }
+  });
   const trust = proxyAddr.compile([...trusted]);
   return (req) => proxyAddr(req, trust);
 }
