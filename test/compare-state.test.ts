@@ -8,7 +8,7 @@ import { alignSteps, groupBand } from "../lib/analysis/bands.ts";
 import { toggleRows } from "../lib/selection.ts";
 import { DEFAULT_PANELS, searchFromState, specFromState, stateFromSearch, withDefaults } from "../lib/compare-state.ts";
 import { dashboardSpec } from "../lib/contracts/index.ts";
-import { bucketSeries } from "../server/runs/queries.ts";
+import { bucketSeries } from "../lib/contracts/index.ts";
 
 const series = (steps: number[], f: (s: number) => number) => steps.map((step) => ({ step, value: f(step) }));
 const range = (from: number, to: number, by: number) => Array.from({ length: Math.floor((to - from) / by) + 1 }, (_, i) => from + i * by);

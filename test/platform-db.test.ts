@@ -11,7 +11,8 @@ import { migrate } from "../server/db/migrate.ts";
 import { ApiError } from "../server/runs/errors.ts";
 import { ingestBatch } from "../server/runs/ingest.ts";
 import { MAX_ATTEMPTS, claimRun, expireLeases, heartbeat, queuedRunIds } from "../server/runs/scheduler.ts";
-import { bucketSeries, getMetrics } from "../server/runs/queries.ts";
+import { getMetrics } from "../server/runs/queries.ts";
+import { bucketSeries } from "../lib/contracts/index.ts";
 import { cancelRun, cloneRun, createRun, getRun, listRuns, patchRun, resumeRun } from "../server/runs/service.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
 import { sqliteUrl, startPostgres, uniqueDbName } from "./platform-helpers.ts";
@@ -40,7 +41,7 @@ function suite(label: string, makeUrl: () => Promise<string>, opts: { skip?: str
     before(async () => {
       url = await makeUrl();
       const first = await migrate(url);
-      assert.deepEqual(first, ["0001_init", "0002_drop_sweep_point", "0003_sweeps_dashboards", "0004_auth"]);
+      assert.deepEqual(first, ["0001_init", "0002_drop_sweep_point", "0003_sweeps_dashboards", "0004_auth", "0005_dashboard_owner"]);
       assert.deepEqual(await migrate(url), [], "second migration run applies nothing");
       h = await openDb(url);
       // PostgreSQL: a second pool stands for a second dashboard node. SQLite has one writer
@@ -314,6 +315,23 @@ test("bucketSeries (pure): short series unchanged, long ones bounded, spikes kep
   const byWall = bucketSeries(pts, 64, "wall");
   assert.ok(byWall.length <= 64);
   assert.deepEqual(bucketSeries([], 10), []);
+});
+
+test("bucketSeries composes: a reloaded answer plus live appends, bucketed again, equals bucketing every raw point, at any length (10× the chart and more)", () => {
+  let seed = 7;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const full: SeriesPoint[] = [];
+  for (let i = 0, step = 0; i < 20_000; i++, step += 1 + Math.floor(rand() * 5)) full.push({ step, update: i, wall: step / 3.7, value: rand() < 0.001 ? 100 : rand() });
+  for (const x of ["step", "wall"] as const) {
+    for (const width of [50, 600, 800]) {
+      for (const cut of [10, 700, 3000, 9999, 19_000]) {
+        // the page loads once `cut` points exist (the server buckets them), then the rest stream in raw
+        const live = bucketSeries([...bucketSeries(full.slice(0, cut), width, x), ...full.slice(cut)], width, x);
+        assert.deepEqual(live, bucketSeries(full, width, x), `${x}, width ${width}, reload at ${cut}`);
+      }
+      assert.ok(bucketSeries(full, width, x).length <= width && bucketSeries(full, width, x).length > width / 2 - 1, "at most the width, at least half of it");
+    }
+  }
 });
 
 suite("SQLite", async () => sqliteUrl());

@@ -15,3 +15,4 @@ export * from "./import.ts";
 export * from "./data-files.ts";
 export * from "./auth.ts";
 export * from "./short-text.ts";
+export * from "./series-buckets.ts";

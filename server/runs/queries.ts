@@ -1,74 +1,44 @@
 /**
- * Read side of a run for the REST API: metric series (deterministically bucketed for a pixel
- * width), episodes, logs; and the workers list.
+ * Read side of a run for the REST API: metric series (bucketed for a pixel width by the one rule
+ * the browser applies too), episodes, logs; and the workers list.
  */
-import type { EpisodeDto, EpisodeRecord, EpisodesQuery, LogLineDto, MetricsDto, MetricsQuery, SeriesPoint, WorkerDto, XAxis } from "../../lib/contracts/index.ts";
-import { episodeListSelect, logLineSelect } from "../../lib/contracts/index.ts";
+import type { EpisodeDto, EpisodeRecord, EpisodesQuery, LogLineDto, MetricsDto, MetricsQuery, SeriesPoint, WorkerDto } from "../../lib/contracts/index.ts";
+import { bucketSeries, bucketWidth, episodeListSelect, logLineSelect } from "../../lib/contracts/index.ts";
 import type { DbHandle } from "../db/client.ts";
 import { placeholder } from "../db/bulk-insert.ts";
 import { notFound } from "./errors.ts";
 import { parseJson } from "./dto.ts";
 
 /**
- * Reduces a series sorted by x to at most `width` points: the x range is cut into `width` equal
- * buckets and each non-empty bucket gives its last point, with the bucket's min and max, so a
- * spike stays visible however long the run. The same input and width give the same output.
- * Series no longer than `width` come back unchanged.
- */
-export function bucketSeries(points: readonly SeriesPoint[], width: number, x: XAxis = "step"): SeriesPoint[] {
-  const w = Math.max(1, Math.floor(width));
-  if (points.length <= w) return points.map((p) => ({ ...p }));
-  const x0 = points[0][x];
-  const span = points[points.length - 1][x] - x0;
-  const out: SeriesPoint[] = [];
-  let cur = -1;
-  let acc: SeriesPoint | null = null;
-  for (const p of points) {
-    const b = span > 0 ? Math.min(w - 1, Math.floor(((p[x] - x0) / span) * w)) : 0;
-    if (b !== cur || !acc) {
-      if (acc) out.push(acc);
-      cur = b;
-      acc = { ...p, min: p.value, max: p.value };
-    } else {
-      acc = { step: p.step, update: p.update, wall: p.wall, value: p.value, min: Math.min(acc.min!, p.value), max: Math.max(acc.max!, p.value) };
-    }
-  }
-  if (acc) out.push(acc);
-  return out;
-}
-
-/**
- * bucketSeries on the step axis, in the database: per key, the range and count first; a series
- * longer than the width is then grouped by bucket there (integer division: the same buckets as
- * bucketSeries, exactly, where floating point could round at a boundary), and only each bucket's
- * last point (with the bucket's min and max) is read back — one row per pixel instead of 100k
- * through the driver. Shorter series come back raw. The numbers inlined in the SQL are integers
- * read from the database or computed here (a bound number can arrive as REAL, making the division
- * inexact); text goes in as parameters. Each query is driven by the (runId, key, step) index.
+ * bucketSeries (lib/contracts/series-buckets.ts) on the step axis, in the database: per key, the
+ * last step first; a series whose bucket width is over one step is then grouped by bucket there
+ * (integer division: steps are integers and the width a power of two, so these are bucketSeries'
+ * buckets exactly), and only each bucket's last point (with the bucket's min and max) is read back
+ * — one row per pixel instead of 100k through the driver. Narrower series come back raw, as
+ * bucketSeries gives them. The numbers inlined in the SQL are integers read from the database or
+ * computed here (a bound number can arrive as REAL, making the division inexact); text goes in as
+ * parameters. Each query is driven by the (runId, key, step) index.
  */
 async function bucketedBySteps(h: DbHandle, runId: string, keys: readonly string[] | undefined, width: number): Promise<Record<string, SeriesPoint[]>> {
-  const w = Math.max(1, Math.floor(width));
   const ph = (i: number) => placeholder(h.provider, i);
   const keyList = keys?.length ? ` AND "key" IN (${keys.map((_, i) => ph(i + 2)).join(",")})` : "";
-  const ranges = await h.prisma.$queryRawUnsafe<{ key: string; lo: number | bigint; hi: number | bigint; n: number | bigint }[]>(
-    `SELECT "key", MIN("step") AS lo, MAX("step") AS hi, COUNT(*) AS n FROM "MetricPoint" WHERE "runId" = ${ph(1)}${keyList} GROUP BY "key"`,
+  const ranges = await h.prisma.$queryRawUnsafe<{ key: string; hi: number | bigint }[]>(
+    `SELECT "key", MAX("step") AS hi FROM "MetricPoint" WHERE "runId" = ${ph(1)}${keyList} GROUP BY "key"`,
     runId, ...(keys ?? []),
   );
   const series: Record<string, SeriesPoint[]> = {};
   const cols = `"step", "update", "value", "wall"`;
   const point = (r: { step: unknown; update: unknown; value: unknown; wall: unknown }): SeriesPoint => ({ step: Number(r.step), update: Number(r.update), wall: Number(r.wall), value: Number(r.value) });
   for (const r of ranges) {
-    const lo = Number(r.lo);
-    const span = Number(r.hi) - lo;
-    if (Number(r.n) <= w || span <= 0) {
+    // steps are integers: a width under one step buckets as one step does (each point alone)
+    const w = Math.max(1, bucketWidth(Number(r.hi), width));
+    if (w === 1) {
       const rows = await h.prisma.$queryRawUnsafe<SeriesPoint[]>(`SELECT ${cols} FROM "MetricPoint" WHERE "runId" = ${ph(1)} AND "key" = ${ph(2)} ORDER BY "step"`, runId, r.key);
       series[r.key] = rows.map(point);
       continue;
     }
-    const bucket = `(("step" - ${lo}) * ${w}) / ${span}`;
-    const agg = await h.prisma.$queryRawUnsafe<{ ls: number | bigint; mn: number; mx: number }[]>(
-      `SELECT MAX("step") AS ls, MIN("value") AS mn, MAX("value") AS mx FROM "MetricPoint" WHERE "runId" = ${ph(1)} AND "key" = ${ph(2)}
-       GROUP BY CASE WHEN ${bucket} >= ${w} THEN ${w - 1} ELSE ${bucket} END`,
+    const agg = await h.prisma.$queryRawUnsafe<{ ls: number | bigint; mn: number; mx: number; n: number | bigint }[]>(
+      `SELECT MAX("step") AS ls, MIN("value") AS mn, MAX("value") AS mx, COUNT(*) AS n FROM "MetricPoint" WHERE "runId" = ${ph(1)} AND "key" = ${ph(2)} GROUP BY "step" / ${w}`,
       runId, r.key,
     );
     const last = agg.map((a) => Number(a.ls)).sort((a, b) => a - b);
@@ -76,7 +46,8 @@ async function bucketedBySteps(h: DbHandle, runId: string, keys: readonly string
     const spread = new Map(agg.map((a) => [Number(a.ls), a]));
     series[r.key] = rows.map((row) => {
       const a = spread.get(Number(row.step))!;
-      return { ...point(row), min: Number(a.mn), max: Number(a.mx) };
+      // a bucket of one point is that point, as bucketSeries gives it
+      return Number(a.n) > 1 ? { ...point(row), min: Number(a.mn), max: Number(a.mx) } : point(row);
     });
   }
   return series;

@@ -274,7 +274,7 @@ export default function RunPage() {
       </div>
       <div className="charts">
         {GROUPS.filter((g) => !g.ifData || g.series.some((s) => (metrics.data?.series[s.key]?.length ?? 0) > 0)).map((g) => (
-          <MetricChart key={g.id} testId={`chart-${g.id}`} title={g.title} series={g.series} data={metrics.data?.series} x={x} smoothing={smoothing} />
+          <MetricChart key={g.id} testId={`chart-${g.id}`} title={g.title} series={g.series} data={metrics.data?.series} x={x} smoothing={smoothing} buckets={CHART_WIDTH} />
         ))}
       </div>
       <SweepSection run={r} />
