@@ -15,7 +15,7 @@ const runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-learning-"));
 after(() => fs.rmSync(runsDir, { recursive: true, force: true }));
 
 test("sample policy: ≥ 100 episodes per length up to 1M tokens, ≥ 30 at 10M", () => {
-  // 40,000 chunks ≈ 1.34M tokens and 400,000 ≈ 13.4M (README, GPT-2 tokens)
+  // 40,000 chunks ≈ 1.34M tokens and 400,000 ≈ 13.4M (docs/operations.md, GPT-2 tokens)
   for (const n of LEARNING_LENGTHS) assert.ok(learningSamples(n) >= (n <= 40_000 ? 100 : 30), `${n} chunks: ${learningSamples(n)}`);
 });
 

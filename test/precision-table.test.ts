@@ -1,6 +1,6 @@
 /**
  * The stopping-rule table generator (server/qrag/bench/precision-table.ts): columns per file and
- * length, rows in the README's order, bold only where coverage ≥ 0.95 and F1 ≥ 0.90 both hold, the
+ * length, rows in docs/benchmarks/precision.md's order, bold only where coverage ≥ 0.95 and F1 ≥ 0.90 both hold, the
  * ground-truth ceiling never bold, `FILE=label` columns, and a clear error for a file of another kind.
  */
 import { test } from "node:test";

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU figures of the README's GPU table in one device call (about 4 minutes; each step
+# The GPU figures of the GPU table in docs/benchmarks/gpu.md in one device call (about 4 minutes; each step
 # time-boxed so a slow one cannot starve the rest): our webgpu bench and the PyTorch-CUDA anchors
 # in the same lease, then the transformer workload under a CPU profile and a training iteration
 # with the buffer pool untrimmed. At most 8 files in $OUT (the device tool's

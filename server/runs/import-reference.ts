@@ -17,7 +17,7 @@ import { z } from "zod";
 import { METRIC_KEYS, qThresholdFilter, retrievalMetrics, type EpisodeRecord, type MetricKey } from "../../lib/contracts/index.ts";
 import { ImportFileError, numberedLines, parseJsonLine, zodFileError } from "./import-errors.ts";
 
-/** Reference TensorBoard tag → our metric key (README "Importing runs"). */
+/** Reference TensorBoard tag → our metric key (docs/operations.md "Importing runs"). */
 export const REFERENCE_TAGS: Readonly<Record<string, MetricKey>> = {
   qf_loss: "qf_loss",
   "train r_sum": "train_return",

@@ -1,5 +1,5 @@
 /**
- * The README's GPU table, generated from one device call's files (scripts/device/figures.sh):
+ * The GPU table of docs/benchmarks/gpu.md, generated from one device call's files (scripts/device/figures.sh):
  *   npx tsx server/qrag/bench/gpu-table.ts PREFIX
  * reads PREFIX-bench.json (ours, webgpu), PREFIX-torch.json (the PyTorch-CUDA workload anchor),
  * PREFIX-torch-matmul.json and PREFIX-torch-encode.json, and prints markdown: each figure, ours

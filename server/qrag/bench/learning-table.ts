@@ -1,9 +1,9 @@
 /**
- * README tables of the learning bench part, generated from its JSON files (one or more, e.g. one
- * per process when tasks ran side by side):
- *   npx tsx server/qrag/bench/learning-table.ts bench-results/learning-qa2-qa4-qa5.json bench-results/learning-qa3.json
- * prints the markdown (with `--readme README.md`: writes it between the README's learning-tables
- * markers instead): training per task (across seeds), then per length the Q-RAG coverage (mean over
+ * The tables of docs/benchmarks/learning.md (the learning bench part), generated from its JSON files
+ * (one or more, e.g. one per process when tasks ran side by side):
+ *   npx tsx server/qrag/bench/learning-table.ts [--into docs/benchmarks/learning.md] bench-results/learning-qa1-seeds.json …
+ * prints the markdown (with `--into FILE`: writes it between FILE's learning-tables markers instead;
+ * `--readme FILE` is the older name of the same option): training per task (across seeds), then per length the Q-RAG coverage (mean over
  * seeds, min–max), the baselines' coverage, the F1 after the paper's Q > 0.5 filter and, where the
  * sweep recorded it, coverage / F1 after that filter plus leave-one-out pruning.
  */
@@ -118,15 +118,15 @@ export function replaceBetweenMarkers(doc: string, tables: string, name = "learn
 
 if (isMainModule(import.meta.url)) {
   const args = process.argv.slice(2);
-  const w = args.indexOf("--readme");
-  const readme = w >= 0 ? args.splice(w, 2)[1] : undefined;
-  if (!args.length || (w >= 0 && !readme)) {
-    process.stderr.write("usage: learning-table.ts [--readme README.md] FILE.json [FILE.json …]\n");
+  const w = args.findIndex((a) => a === "--into" || a === "--readme");
+  const into = w >= 0 ? args.splice(w, 2)[1] : undefined;
+  if (!args.length || (w >= 0 && !into)) {
+    process.stderr.write("usage: learning-table.ts [--into docs/benchmarks/learning.md] FILE.json [FILE.json …]\n");
     process.exit(2);
   }
   const tasks = args.flatMap((f) => learningResults(JSON.parse(fs.readFileSync(f, "utf8"))));
   tasks.sort((a, b) => a.task.localeCompare(b.task));
   const md = learningTables(tasks);
-  if (readme) fs.writeFileSync(readme, replaceBetweenMarkers(fs.readFileSync(readme, "utf8"), md));
+  if (into) fs.writeFileSync(into, replaceBetweenMarkers(fs.readFileSync(into, "utf8"), md));
   else process.stdout.write(md);
 }

@@ -6,7 +6,7 @@
  * A needle haystack of n distractors misses when the largest of n draws from the "shares 0" group
  * beats the gold needle, so the gold's margin in that group's standard deviations (`goldZ`) says
  * how long a haystack the model can take: the largest of 7,300 normal draws (128K tokens) lies
- * ≈ 3.7 sd above their mean, of 58,000 (1M tokens) ≈ 4.2 sd (medians; the README uses the same).
+ * ≈ 3.7 sd above their mean, of 58,000 (1M tokens) ≈ 4.2 sd (medians; docs/benchmarks/niah.md uses the same).
  */
 import fs from "node:fs";
 import path from "node:path";

@@ -1,5 +1,5 @@
 /**
- * RULER's NIAH score applied to retrieval (docs: README "RULER NIAH"). RULER scores a reader's
+ * RULER's NIAH score applied to retrieval (docs/benchmarks/niah.md). RULER scores a reader's
  * prediction with `string_match_all`: per sample, the share of reference outputs that occur
  * (lower-cased substring) in the prediction, averaged over samples, × 100. We have no reader, so
  * the "prediction" is the text of the retrieved chunks: the score a reader that copies what it is

@@ -1,7 +1,7 @@
 /**
- * README tables of the NIAH bench part, generated from bench-results/niah.json:
+ * The tables of docs/benchmarks/niah.md (the NIAH bench part), generated from bench-results/niah.json:
  *   npx tsx server/qrag/bench/niah-table.ts [bench-results/niah.json]
- * prints the markdown (results beside the paper's Table 1, and the training per group).
+ * prints the markdown to paste there (results beside the paper's Table 1, and the training per group).
  */
 import fs from "node:fs";
 import path from "node:path";

@@ -1,5 +1,5 @@
 /**
- * The README's stopping-rule table, generated from the precision bench part's JSON files:
+ * The stopping-rule tables of docs/benchmarks/precision.md, generated from the precision bench part's JSON files:
  *   npx tsx server/qrag/bench/precision-table.ts bench-results/precision-qa1.json … [FILE=label …]
  * One column per task and haystack length (a `=label` after a file names its columns instead of the
  * task, e.g. a second checkpoint of the same task); one row per rule, "coverage / F1", bold where
@@ -50,7 +50,7 @@ const ROWS: [string, string][] = [
 
 export const GOAL = { coverage: 0.95, f1: 0.9 };
 
-/** ".95" / "1.00": two decimals, no leading zero, as the README's tables. */
+/** ".95" / "1.00": two decimals, no leading zero, as the tables in docs/benchmarks/precision.md. */
 const d2 = (x: number) => x.toFixed(2).replace(/^0\./, ".");
 const tokens = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : `${(n / 1e3).toFixed(n >= 1e4 ? 0 : 1)}K`);
 

@@ -31,7 +31,7 @@ type Trajectory = Pick<EpisodeRecord, "id" | "steps" | "sf_idx" | "pred_idx" | "
 export interface PrecisionOptions {
   /** Checkpoint folder per task; default runs/bench-learning-<task>/checkpoints/best. */
   checkpoints?: Record<string, string>;
-  /** Output file name per task; default precision-<task>.json (the README's table). */
+  /** Output file name per task; default precision-<task>.json (the table in docs/benchmarks/precision.md). */
   fileName?: (task: string) => string;
   lengths?: number[];
   samples?: (numChunks: number) => number;

@@ -1,4 +1,4 @@
-/** Summary statistics over seeds, shared by the bench parts and their README tables. */
+/** Summary statistics over seeds, shared by the bench parts and their tables in docs/benchmarks/. */
 
 export const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
