@@ -1,15 +1,16 @@
 "use client";
 /**
  * One metric panel of the compare view: a line per run, or a band per group (mean line, ±1 std or
- * min–max shaded), all smoothed with the run page's debiased EMA. Drawn as plain SVG paths (one
+ * min–max shaded), smoothed as the run page smooths (dense series only, lib/smoothing.ts) and each
+ * run bucketed by the rule the server uses (live = reloaded). Drawn as plain SVG paths (one
  * per run) rather than Recharts: 50 overlaid runs stay cheap to redraw on every live batch.
  * The container exposes data-points / data-lines / data-bands for tests and the benchmark.
  */
 import { memo } from "react";
-import type { SeriesPoint, XAxis } from "../lib/contracts/index.ts";
+import { bucketSeries, type SeriesPoint, type XAxis } from "../lib/contracts/index.ts";
 import type { BandKind } from "../lib/contracts/index.ts";
 import type { Band } from "../lib/analysis/bands.ts";
-import { debiasedEma } from "../lib/smoothing.ts";
+import { smoothDense } from "../lib/smoothing.ts";
 import { linearAxis } from "../lib/chart-ticks.ts";
 import { fmtDuration, fmtNum } from "../lib/format.ts";
 
@@ -39,7 +40,7 @@ interface Props {
 
 const W = 560;
 const M = { l: 56, r: 10, t: 8, b: 22 };
-/** Most points drawn per line (the server already buckets for the width; live tails grow). */
+/** Buckets per line (the server's answer is bucketed for it; live tails are bucketed the same way). */
 const MAX_DRAWN = 500;
 
 function thinIdx(n: number): number[] {
@@ -73,17 +74,16 @@ function CompareChartImpl({ title, testId, lines, bands, bandKind, x, smoothing,
   let count = 0;
   for (const l of lines) {
     count += l.points.length;
-    const finite = l.points.filter((p) => Number.isFinite(p.value));
-    const sm = debiasedEma(finite.map((p) => p.value), smoothing);
-    const idx = thinIdx(finite.length);
-    drawn.push({ id: l.id, label: l.label, color: l.color, xs: idx.map((i) => (x === "wall" ? finite[i].wall : finite[i].step)), ys: idx.map((i) => sm[i]) });
+    const finite = bucketSeries(l.points.filter((p) => Number.isFinite(p.value)), MAX_DRAWN, x);
+    const sm = smoothDense(finite.map((p) => p.value), smoothing);
+    drawn.push({ id: l.id, label: l.label, color: l.color, xs: finite.map((p) => (x === "wall" ? p.wall : p.step)), ys: sm });
   }
   for (const b of bands) {
     const pts = b.band.points;
     count += pts.length;
-    const mean = debiasedEma(pts.map((p) => p.mean), smoothing);
-    const lo = debiasedEma(pts.map((p) => (bandKind === "std" ? p.mean - p.std : p.min)), smoothing);
-    const hi = debiasedEma(pts.map((p) => (bandKind === "std" ? p.mean + p.std : p.max)), smoothing);
+    const mean = smoothDense(pts.map((p) => p.mean), smoothing);
+    const lo = smoothDense(pts.map((p) => (bandKind === "std" ? p.mean - p.std : p.min)), smoothing);
+    const hi = smoothDense(pts.map((p) => (bandKind === "std" ? p.mean + p.std : p.max)), smoothing);
     const idx = thinIdx(pts.length);
     drawn.push({ id: b.id, label: b.label, color: b.color, xs: idx.map((i) => pts[i].step), ys: idx.map((i) => mean[i]), lo: idx.map((i) => lo[i]), hi: idx.map((i) => hi[i]), endsAt: b.band.endsAt });
   }

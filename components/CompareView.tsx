@@ -230,9 +230,13 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
           <Legend entries={legend} hidden={hidden} onChange={(h) => set({ hidden: h })} />
           <div className="charts">
             {panels.map((p) => (
-              <div key={p.key} className="stack" style={{ gap: 6 }}>
+              <div key={p.key} className="stack" style={{ gap: 6 }} data-testid={`compare-panel-${p.key}`}>
                 <CompareChart testId={`compare-chart-${p.key}`} title={METRIC_TITLES.get(p.key) ?? p.key} lines={p.lines} bands={p.bands} bandKind={state.band} x={x} smoothing={state.smoothing} />
-                {grouped && <BandSummary testId={`band-summary-${p.key}`} rows={p.rows} />}
+                {grouped && (
+                  <div className="table-scroll">
+                    <BandSummary testId={`band-summary-${p.key}`} rows={p.rows} />
+                  </div>
+                )}
               </div>
             ))}
           </div>

@@ -13,7 +13,7 @@ import { memo, useState } from "react";
 import { Area, CartesianGrid, ComposedChart, Line, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import { bucketSeries, type SeriesPoint } from "../lib/contracts/index.ts";
 import type { XAxis as XAxisKind } from "../lib/contracts/index.ts";
-import { debiasedEma } from "../lib/smoothing.ts";
+import { SMOOTH_FROM, smoothDense } from "../lib/smoothing.ts";
 import { fmtDuration, fmtNum } from "../lib/format.ts";
 import { linearAxis, logAxis } from "../lib/chart-ticks.ts";
 
@@ -45,8 +45,6 @@ interface Row {
   range: [number, number];
 }
 
-/** Fewest points a series needs before it is smoothed. */
-export const SMOOTH_FROM = 50;
 const rangeOf = (r: Row) => r.range;
 
 /** Short tick labels: 0.25, 1200, 8e-4, 1.5e+6. */
@@ -68,7 +66,7 @@ const fmtValue = (v: unknown, name: unknown) => [fmtNum(Number(v)), String(name)
 
 function buildRows(points: SeriesPoint[], x: XAxisKind, smoothing: number, log: boolean, buckets: number): Row[] {
   const pts = bucketSeries(log ? points.filter((p) => p.value > 0) : points, buckets, x);
-  const smooth = pts.length >= SMOOTH_FROM ? debiasedEma(pts.map((p) => p.value), smoothing) : pts.map((p) => p.value);
+  const smooth = smoothDense(pts.map((p) => p.value), smoothing);
   const floor = log ? Number.MIN_VALUE : -Infinity; // a bucket's min ≤ 0 has no place on a log axis
   return pts.map((p, i) => ({ x: x === "wall" ? p.wall : p.step, raw: p.value, smooth: smooth[i], range: [Math.max(floor, p.min ?? p.value), p.max ?? p.value] }));
 }

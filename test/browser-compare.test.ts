@@ -111,6 +111,36 @@ describe("compare runs and dashboards in a real browser", { skip: skip ?? false,
     await shot("compare");
   });
 
+  test("grouped, from 1,280 to 1,920 px: no sideways scroll, each stats table inside its own panel, panels apart", async () => {
+    const narrow = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    try {
+      for (const width of [1280, 1400, 1920]) {
+        await narrow.setViewportSize({ width, height: 900 });
+        await narrow.goto(`${server.url}/compare?runs=${IDS.join(",")}&group=envs.task&band=minmax`);
+        await narrow.locator('[data-testid="band-summary-eval_coverage"] tr[data-group=\'g:"qa1"\'][data-runs="2"]').waitFor({ timeout: 20_000 });
+        const layout = await narrow.evaluate(() => {
+          const panels = Array.from(document.querySelectorAll('[data-testid^="compare-panel-"]'), (p) => {
+            const r = p.getBoundingClientRect();
+            const inner = Array.from(p.querySelectorAll(".table-scroll, section"), (c) => c.getBoundingClientRect());
+            return { left: r.left, right: r.right, top: r.top, bottom: r.bottom, innerRight: Math.max(...inner.map((c) => c.right)), innerLeft: Math.min(...inner.map((c) => c.left)) };
+          });
+          return { scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth, panels };
+        });
+        assert.ok(layout.scrollWidth <= layout.innerWidth, `${width} px: the page is ${layout.scrollWidth} px wide`);
+        assert.ok(layout.panels.length >= 2, `${width} px: panels drawn`);
+        for (const [i, p] of layout.panels.entries()) {
+          assert.ok(p.innerLeft >= p.left - 0.5 && p.innerRight <= p.right + 0.5, `${width} px, panel ${i}: its chart and stats (${p.innerLeft}–${p.innerRight}) lie within it (${p.left}–${p.right})`);
+          for (const q of layout.panels.slice(i + 1)) {
+            const apart = p.right <= q.left + 0.5 || q.right <= p.left + 0.5 || p.bottom <= q.top + 0.5 || q.bottom <= p.top + 0.5;
+            assert.ok(apart, `${width} px: panels overlap`);
+          }
+        }
+      }
+    } finally {
+      await narrow.close();
+    }
+  });
+
   test("the legend hides a run and solos one (and back)", async () => {
     await page.goto(`${server.url}/compare?runs=${IDS.join(",")}`);
     const lines = () => attr('[data-testid="compare-chart-qf_loss"]', "data-lines");
