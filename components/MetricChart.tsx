@@ -16,13 +16,7 @@ import type { XAxis as XAxisKind } from "../lib/contracts/index.ts";
 import { SMOOTH_FROM, smoothDense } from "../lib/smoothing.ts";
 import { fmtDuration, fmtNum } from "../lib/format.ts";
 import { linearAxis, logAxis } from "../lib/chart-ticks.ts";
-
-export interface ChartSeries {
-  key: string;
-  label: string;
-  color: string;
-  axis?: "left" | "right";
-}
+import type { ChartSeries } from "../lib/metric-panels.ts";
 
 interface Props {
   title: string;

@@ -2,7 +2,14 @@
  * The metric panels of the run page (one chart per group, its series with their colours), and the
  * per-key titles the compare view uses (there a panel is one metric key, a line per run).
  */
-import type { ChartSeries } from "../components/MetricChart.tsx";
+
+/** One line of a chart: a metric key, its legend label and colour, and its y axis (left by default). */
+export interface ChartSeries {
+  key: string;
+  label: string;
+  color: string;
+  axis?: "left" | "right";
+}
 
 export interface MetricPanel {
   id: string;

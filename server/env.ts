@@ -1,7 +1,14 @@
 /**
- * The process environment, validated once: every variable the server, the worker, the engine's
- * CLI and the benchmarks read, with its default. Nothing else reads `process.env`; a bad value
- * stops the process at start with a message naming the variable.
+ * The process environment, validated once: every variable the server, the worker and the
+ * platform's benchmarks read, with its default. Nothing else of the platform reads `process.env`;
+ * a bad value stops the process at start with a message naming the variable.
+ *
+ * The engine (server/qrag) never imports this module: its settings (data root, config folder,
+ * backend, wasm threads) are its own (server/qrag/settings.ts), which read QRAG_DATA_ROOT,
+ * QRAG_DATA_DIR, QRAG_CONFIG_DIR, QRAG_BACKEND and QRAG_WASM_THREADS with the same defaults as
+ * here when the engine runs alone (its CLI `qrag`, `npm run bench`, tests). Every platform process
+ * that uses the engine maps `env().engine` onto it with `configureEngine` at start (server/main.ts,
+ * server/worker/main.ts and engine-process.ts, server/bench/*).
  *
  *   PORT, HOST                   dashboard listen address (3000, 127.0.0.1)
  *   NODE_ENV                     "production" serves the `next build` output, else Next dev mode
@@ -76,6 +83,8 @@ const schema = z
   })
   .transform((e) => {
     const dataDir = path.resolve(e.QRAG_DATA_DIR ?? path.join(ROOT, "data"));
+    const dataRoot = path.resolve(e.QRAG_DATA_ROOT ?? dataDir);
+    const configDir = path.resolve(e.QRAG_CONFIG_DIR ?? path.join(ROOT, "configs"));
     return {
       port: e.PORT,
       host: e.HOST,
@@ -83,12 +92,12 @@ const schema = z
       production: e.NODE_ENV === "production",
       dataDir,
       /** Where config paths resolve (data-root.ts): QRAG_DATA_ROOT, else the data folder. */
-      dataRoot: path.resolve(e.QRAG_DATA_ROOT ?? dataDir),
+      dataRoot,
       /** The data root of a process whose data folder is `dir`: QRAG_DATA_ROOT when set, else `dir`. */
       dataRootFor: (dir: string) => (e.QRAG_DATA_ROOT ? path.resolve(e.QRAG_DATA_ROOT) : dir),
       /** The database of the data folder `dir`: DATABASE_URL when set, else file:<dir>/qrag.db. */
       databaseUrlFor: (dir: string) => e.DATABASE_URL ?? `file:${path.join(dir, "qrag.db")}`,
-      configDir: path.resolve(e.QRAG_CONFIG_DIR ?? path.join(ROOT, "configs")),
+      configDir,
       workerToken: e.QRAG_WORKER_TOKEN,
       /** Accounts: forced on (else required only beyond loopback), Secure cookies, the CLI's API token. */
       auth: { forced: e.QRAG_AUTH === "on", cookieSecure: e.QRAG_COOKIE_SECURE === "1", apiToken: e.QRAG_TOKEN },
@@ -103,8 +112,8 @@ const schema = z
       },
       /** socket.io across dashboard nodes: "none", or undefined for the PostgreSQL adapter on PostgreSQL. */
       socketAdapter: e.QRAG_SOCKET_ADAPTER as "none" | "postgres" | undefined,
-      /** Engine settings (server/qrag reads only these). */
-      engine: { backend: e.QRAG_BACKEND, wasmThreads: e.QRAG_WASM_THREADS },
+      /** The engine's settings (server/qrag/settings.ts), handed to it with `configureEngine` at start. */
+      engine: { backend: e.QRAG_BACKEND, wasmThreads: e.QRAG_WASM_THREADS, dataRoot, configDir },
     };
   });
 export type Env = z.output<typeof schema>;

@@ -24,7 +24,7 @@ import { clientAddressOf } from "./http/client-address.ts";
 import { closeDb, getDb, providerOf } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import { env, ROOT } from "./env.ts";
-import { wasmThreadsAuto } from "./qrag/index.ts";
+import { configureEngine, wasmThreadsAuto } from "./qrag/index.ts";
 import { createScheduler, schedulerStartup } from "./runs/scheduler.ts";
 import { attachPostgresAdapter, type Cluster } from "./realtime/cluster.ts";
 import { createListCache } from "./runs/list-cache.ts";
@@ -274,6 +274,7 @@ function flag(args: string[], name: string): string | undefined {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  configureEngine(env().engine); // the engine's settings come from this process's validated environment
   const args = process.argv.slice(2);
   const port = flag(args, "--port");
   startServer({

@@ -18,7 +18,7 @@ import { gpuTable, type OursFile, type TorchFile } from "../server/qrag/bench/gp
 import { MATMUL_TILES, tileFor } from "../server/qrag/model/webgpu/matmul.ts";
 import { DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, runScript, sizeCheck } from "../scripts/device/pack.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
-import { checkEncoderPath } from "../server/qrag/model/hf/encoder.ts";
+import { checkEncoderPath } from "../server/qrag/model/hf/encoder-path.ts";
 import { webgpuSkip } from "./webgpu-skip.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");

@@ -14,7 +14,7 @@
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { isMainModule } from "../../server/qrag/util/main-module.ts";
+import { fileURLToPath } from "node:url";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 /** What travels with a device call at most (working tree + carried paths). */
@@ -181,7 +181,7 @@ function pack(dest: string): void {
   process.stderr.write(`pack: ${dest} holds ${(own / 2 ** 20).toFixed(1)} MiB, ${(total / 2 ** 20).toFixed(1)} MiB with the checkout${fits ? "" : " — over the 64 MiB a device call carries"}\n`);
 }
 
-if (isMainModule(import.meta.url)) {
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const i = process.argv.indexOf("--dest");
   pack(path.resolve(i > 0 ? process.argv[i + 1] : path.join(ROOT, ".device")));
 }

@@ -17,7 +17,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { env } from "../env.ts";
+import { engineSettings } from "./settings.ts";
 import { adapterLabel, installWebgpu, type WebgpuAdapter } from "./backend-webgpu.ts";
 import { patchWebgpuAddN } from "./webgpu-addn.ts";
 import { patchWebgpuUpload } from "./webgpu-upload.ts";
@@ -81,7 +81,7 @@ let wasmPathsSet = false;
  * different backend switches to it.
  */
 export function pickBackend(pref?: string): Promise<BackendInfo> {
-  const choice = parseBackendPref(pref ?? env().engine.backend);
+  const choice = parseBackendPref(pref ?? engineSettings().backend);
   if (current && tf.getBackend() === current.info.backend && (choice === "auto" || choice === current.choice)) {
     return Promise.resolve(current.info);
   }

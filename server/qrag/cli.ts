@@ -7,6 +7,8 @@
  *   qrag sweep runs/babilong-qa2-… --lengths 50,160,1200
  *   qrag babi-check qa1_single-supporting-fact_test.txt
  *   qrag eval-official --checkpoint runs/babilong-qa1-… --files qa1/4k.parquet qa1/16k.parquet
+ * Environment (the engine's own settings, settings.ts): QRAG_DATA_ROOT (else QRAG_DATA_DIR, else
+ * data/), QRAG_CONFIG_DIR (else configs/), QRAG_BACKEND, QRAG_WASM_THREADS.
  */
 import { Command, Option } from "commander";
 import fs from "node:fs";

@@ -7,7 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
 import { z } from "zod";
-import { env } from "../env.ts";
+import { engineSettings } from "./settings.ts";
 import { InputError } from "./errors.ts";
 import { runConfigSchema, type RunConfig } from "./config-schema.ts";
 import { datasetLabel } from "./datasets.ts";
@@ -19,9 +19,9 @@ const CONFIG_GROUPS = ["envs", "algo"] as const;
 type Group = (typeof CONFIG_GROUPS)[number];
 type Obj = Record<string, unknown>;
 
-/** The configs/ folder (QRAG_CONFIG_DIR, else the repository's). */
+/** The configs/ folder: the engine's configDir (settings.ts: QRAG_CONFIG_DIR, else the repository's). */
 export function defaultConfigDir(): string {
-  return env().configDir;
+  return engineSettings().configDir;
 }
 
 function isObj(v: unknown): v is Obj {

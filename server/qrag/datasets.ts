@@ -9,7 +9,7 @@ import path from "node:path";
 import { z } from "zod";
 import { int, prob } from "./schema-bounds.ts";
 import type { SampleSource } from "./types.ts";
-import { env as processEnv } from "../env.ts";
+import { engineSettings } from "./settings.ts";
 import { dataPathOrThrow, resolveDataPath, type DataPathKind } from "./data-root.ts";
 import { babiSource } from "./data/babi/source.ts";
 import { babiFileSource } from "./data/babi/file-source.ts";
@@ -25,7 +25,7 @@ import { musiqueSource } from "./data/musique.ts";
 
 export type Split = "train" | "test";
 
-const rootOf = (a: { dataRoot?: string }): string => a.dataRoot ?? processEnv().dataRoot;
+const rootOf = (a: { dataRoot?: string }): string => a.dataRoot ?? engineSettings().dataRoot;
 
 /** A haystack is at most 400,000 chunks (≈ 10M tokens). */
 export const MAX_CHUNKS = 400_000;
@@ -78,7 +78,7 @@ interface SourceArgs {
   seed: number;
   /** Overrides the haystack size (sweeps). */
   numSentences?: number;
-  /** Where the env's files and folders are looked up (default: this process's QRAG_DATA_ROOT). */
+  /** Where the env's files and folders are looked up (default: the engine's dataRoot, settings.ts). */
   dataRoot?: string;
   /** Optimizer updates so far, for training curricula (train split only). */
   progress?: () => number;

@@ -7,7 +7,7 @@
  * in the sweep. Skipped rows are counted and listed per length with file and row.
  */
 import fs from "node:fs";
-import { env as processEnv } from "../env.ts";
+import { engineSettings } from "./settings.ts";
 import { dataPathOrThrow } from "./data-root.ts";
 import { loadAgent } from "./evaluate.ts";
 import { evalOptions } from "./train.ts";
@@ -72,7 +72,7 @@ function scores(list: { precision: number; recall: number; f1: number; coverage:
 export async function evalOfficial(opts: EvalOfficialOptions): Promise<OfficialLengthResult[]> {
   if (opts.files.length === 0) throw new InputError("--files: name at least one file");
   if (opts.samples !== undefined && !(Number.isInteger(opts.samples) && opts.samples > 0)) throw new InputError("--samples: expected a positive integer");
-  const root = opts.dataRoot ?? processEnv().dataRoot;
+  const root = opts.dataRoot ?? engineSettings().dataRoot;
   const emit: EventSink = opts.onEvent ?? (() => {});
 
   // read every file first: a bad file stops the run before any episode

@@ -1,8 +1,9 @@
 /**
  * The engine's public face for the platform (server/api, server/runs, server/worker, server/main):
- * configs, events, errors and checkpoint inspection. Light to import: nothing here loads
- * TensorFlow.js. Training itself (`train`, `pickBackend`) is in ./runtime.ts, which the worker's
- * engine process imports on its own. Lint forbids the platform any other path into server/qrag.
+ * configs, events, errors, checkpoint inspection, path checks and the engine's settings
+ * (`configureEngine`, settings.ts). Light to import: nothing here loads TensorFlow.js
+ * (test/engine-face.test.ts holds it). Training itself (`train`, `pickBackend`) is in
+ * ./runtime.ts, which the worker's engine process imports on its own. Lint forbids the platform any other path into server/qrag.
  */
 export {
   buildRunConfig, configJsonSchema, ConfigError, describeConfig, fieldIssues, presetNames, resolveConfig, validateConfig,
@@ -14,5 +15,6 @@ export { ENGINE_VERSION } from "./version.ts";
 export { wasmThreadsAuto } from "./wasm-threads.ts";
 export { regenerateHaystack, HaystackUnavailable, type Haystack } from "./replay.ts";
 export { checkEnvPaths } from "./datasets.ts";
-export { checkEncoderPath } from "./model/hf/encoder.ts";
+export { checkEncoderPath } from "./model/hf/encoder-path.ts";
 export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot } from "./data-root.ts";
+export { configureEngine, engineSettings, type EngineSettings } from "./settings.ts";

@@ -17,7 +17,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { env } from "../env.ts";
+import { engineSettings } from "./settings.ts";
 
 /** emscripten's pre-spawned pool (PTHREAD_POOL_SIZE of the tfjs build); more would need blobs later. */
 export const MAX_WASM_THREADS = 8;
@@ -27,8 +27,8 @@ export function wasmThreadsAuto(reserveCores = 0): number {
   return Math.max(1, Math.min(MAX_WASM_THREADS, os.cpus().length - reserveCores));
 }
 
-/** Threads for the wasm backend: `QRAG_WASM_THREADS` (1…8) or one per logical core. */
-export function wasmThreadsWanted(setting: string | undefined = env().engine.wasmThreads): number {
+/** Threads for the wasm backend: the engine's wasmThreads (settings.ts, `QRAG_WASM_THREADS`: 1…8) or one per logical core. */
+export function wasmThreadsWanted(setting: string | undefined = engineSettings().wasmThreads): number {
   const raw = (setting ?? "").trim();
   if (raw === "" || raw === "auto") return wasmThreadsAuto();
   const n = Number(raw);

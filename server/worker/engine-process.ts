@@ -9,7 +9,8 @@
  * If the parent goes away, the child exits at once (no checkpoint: see the "disconnect" handler).
  */
 import { exitWithParent } from "./exit-with-parent.ts";
-import type { EngineEvent, RunConfig } from "../qrag/index.ts";
+import { configureEngine, type EngineEvent, type RunConfig } from "../qrag/index.ts";
+import { env } from "../env.ts";
 import type { SweepSpec } from "../../lib/contracts/index.ts";
 import { errorMessage } from "./log.ts";
 
@@ -113,6 +114,8 @@ if (!process.send) {
   process.stderr.write("engine-process.ts is started by the trainer worker (server/worker/main.ts), not directly\n");
   process.exit(2);
 }
+// the engine's settings from the environment the worker handed down (QRAG_BACKEND: the probed backend)
+configureEngine(env().engine);
 // ...and within 0.1 s when a long computation holds the event loop (the disconnect below waits for
 // it); requests wait until the watcher runs
 const watching = exitWithParent();

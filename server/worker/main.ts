@@ -19,6 +19,7 @@ import { io, type Socket } from "socket.io-client";
 import type { AssignAck, HeartbeatMsg, ServerToWorker, WorkerHello, WorkerToServer } from "../../lib/contracts/index.ts";
 import { HEARTBEAT_MS, WORKER_NAMESPACE, issuesText, runAssignmentSchema, runCancelSchema } from "../../lib/contracts/index.ts";
 import { env } from "../env.ts";
+import { configureEngine } from "../qrag/index.ts";
 import { errorMessage, stderrLogger, type Logger } from "./log.ts";
 import { probeBackend, startRun, type RunExecution } from "./runner.ts";
 
@@ -105,6 +106,8 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const log: Logger = stderrLogger(cli.name);
+  // this process checks run configs with the engine (runner.ts): its settings, with this worker's data root
+  configureEngine({ ...env().engine, dataRoot: cli.dataRoot, ...(cli.backend ? { backend: cli.backend } : {}) });
   const workerId = workerIdFor(cli.dataDir, cli.name);
   // the engine (and tfjs) runs in a forked process per run; probe there which backend runs get
   // (the forked processes read QRAG_BACKEND from the environment they inherit)

