@@ -45,6 +45,7 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
   const found = record.steps.filter((s) => s.gold).length;
   const [threshold, setThreshold] = useState(record.filtered.threshold);
   const view = thresholdView(record, threshold);
+  const sameThreshold = Math.abs(threshold - record.filtered.threshold) < 1e-9 && view.kept === record.filtered.kept;
   // leave-one-out pruning at the same threshold, where the record has the values (runs to max_steps)
   const pruned = pruneView(record, threshold);
   const [prune, setPrune] = useState(false);
@@ -106,8 +107,15 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
             </thead>
             <tbody>
               <Scores label={`all picks (${record.pred_idx.length})`} s={record.metrics} />
-              <Scores label={`Q > ${fmtNum(record.filtered.threshold, 3)}, as evaluated (${record.filtered.kept} kept)`} s={record.filtered} />
-              <Scores label={`Q > ${fmtNum(threshold, 2)} (${view.kept} kept)`} s={view} testId="threshold-row" />
+              {/* at the evaluated threshold the slider's row would repeat the evaluated one */}
+              {sameThreshold ? (
+                <Scores label={`Q > ${fmtNum(threshold, 2)}, as evaluated (${view.kept} kept)`} s={view} testId="threshold-row" />
+              ) : (
+                <>
+                  <Scores label={`Q > ${fmtNum(record.filtered.threshold, 3)}, as evaluated (${record.filtered.kept} kept)`} s={record.filtered} />
+                  <Scores label={`Q > ${fmtNum(threshold, 2)} (${view.kept} kept)`} s={view} testId="threshold-row" />
+                </>
+              )}
               {pruned && <Scores label={`Q > ${fmtNum(threshold, 2)}, then prune (${pruned.keep.length} kept)`} s={pruned} testId="prune-row" />}
             </tbody>
           </table>

@@ -131,8 +131,8 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
     const first = await points("chart-qf_loss");
     await page.waitForFunction((n) => Number(document.querySelector('[data-testid="chart-qf_loss"]')?.getAttribute("data-points")) >= n + 3, first, { timeout: 60_000 });
     assert.equal(await page.locator('[data-testid="run-page"]').getAttribute("data-status"), "running");
-    // drawn, not only counted: the smoothed TD-loss curve is an SVG path
-    assert.ok((await page.locator('[data-testid="chart-qf_loss"] .recharts-line-curve').count()) >= 2);
+    // drawn, not only counted: the TD-loss curve is an SVG path (raw; a smoothed one joins once the series is dense)
+    assert.ok((await page.locator('[data-testid="chart-qf_loss"] .recharts-line-curve').count()) >= 1);
     await page.locator('[data-testid="backend-badge"]').waitFor();
     await page.waitForTimeout(1500);
     await shot("run-live");
@@ -168,6 +168,10 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
       assert.equal(await page.locator('[data-testid="episode-step"][data-kept="yes"]').count(), want.kept, `kept steps at Q > ${t}`);
       const cells = await page.locator('[data-testid="threshold-row"] td.num').allTextContents();
       assert.deepEqual(cells, [want.precision, want.recall, want.f1, want.coverage].map((v) => fmtNum(v, 3)), `scores at Q > ${t}`);
+      // the evaluated row and the slider's row: one row when they are the same threshold, never two alike
+      const labels = (await page.locator('[data-testid="episode-metrics"] tbody tr td:first-child').allTextContents()).filter((l) => l.startsWith("Q >") && !l.includes("prune"));
+      const atOwn: boolean = t === record.filtered.threshold && want.kept === record.filtered.kept;
+      assert.equal(labels.length, atOwn ? 1 : 2, `threshold rows at Q > ${t}: ${labels.join(" | ")}`);
     }
     const own = thresholdView(record, record.filtered.threshold);
     assert.deepEqual([own.kept, own.f1], [record.filtered.kept, record.filtered.f1], "at its own threshold the view is the engine's filtered score");
@@ -209,10 +213,42 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
   test("cancel a run and see status cancelled", async () => {
     await page.goto(`${base}/runs/${runId}`);
     await page.locator('[data-testid="run-page"][data-status="running"]').waitFor({ timeout: 30_000 });
+    await page.locator('[data-testid="stream-badge"]', { hasText: "streaming" }).waitFor();
+    // a misclick asks first: dismissed, nothing is sent and the run goes on
+    const cancels: string[] = [];
+    const onRequest = (r: { method(): string; url(): string }) => r.method() === "POST" && r.url().endsWith("/cancel") && cancels.push(r.url());
+    page.on("request", onRequest);
+    const asked: string[] = [];
+    page.once("dialog", (d) => {
+      asked.push(d.message());
+      void d.dismiss();
+    });
+    await page.click('[data-testid="cancel-button"]');
+    assert.match(asked[0] ?? "", /^Cancel "e2e-launch"\?/);
+    await page.evaluate(() => fetch("/api/health").then((r) => r.ok)); // a round trip after the click's handler
+    assert.deepEqual(cancels, [], "no cancel sent when the question is dismissed");
+    assert.equal(await page.locator('[data-testid="run-page"]').getAttribute("data-status"), "running");
+    page.once("dialog", (d) => void d.accept());
     await page.click('[data-testid="cancel-button"]');
     await page.locator('[data-testid="run-page"][data-status="cancelled"]').waitFor({ timeout: 60_000 });
+    page.off("request", onRequest);
+    assert.equal(cancels.length, 1);
     assert.equal(await page.locator('[data-testid="status-badge"]').first().getAttribute("data-status"), "cancelled");
     await page.locator('[data-testid="resume-button"]').waitFor();
+    assert.equal(await page.locator('[data-testid="stream-badge"]').count(), 0, "an ended run is not 'streaming'");
+    // one row per checkpoint folder, however many evals saved it
+    const names = await page.locator('[data-testid="checkpoints-table"] tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-name")));
+    assert.ok(names.includes("last"), `checkpoint rows: ${names.join(", ")}`);
+    assert.equal(new Set(names).size, names.length, `one row per checkpoint: ${names.join(", ")}`);
+    // every export downloads from the menu
+    await page.click('[data-testid="export-menu"] summary');
+    const links = page.locator('[data-testid="export-link"]');
+    assert.deepEqual(await links.evaluateAll((as) => as.map((a) => a.getAttribute("data-file"))), ["metrics.csv", "metrics.json", "episodes.jsonl", "config.yaml", "tfevents"]);
+    for (const href of await links.evaluateAll((as) => as.map((a) => a.getAttribute("href")!))) {
+      const r = await page.request.get(`${base}${href}`);
+      assert.equal(r.status(), 200, href);
+      assert.match(r.headers()["content-disposition"] ?? "", /^attachment; filename=/, href);
+    }
     await shot("run-cancelled");
     // clone it into the form: the fields come back with the run's config
     await page.click('[data-testid="clone-link"]');

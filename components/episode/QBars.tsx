@@ -69,7 +69,7 @@ export function QBars({ step, gold }: { step: EpisodeStep; gold: ReadonlySet<num
         )}
       </svg>
       <figcaption className="small muted">
-        Top-{rows.length} candidates by Q = Q1 + Q2 (bars), <span className="gold-mark">★ gold facts</span>, ▶ chosen;{" "}
+        Top-{rows.length} candidates by Q = Q1 + Q2 (bars; each head is trained towards half the return, so Q is the mean of the heads&apos; own estimates 2·Q1 and 2·Q2), <span className="gold-mark">★ gold facts</span>, ▶ chosen;{" "}
         {step.v !== undefined ? (
           <>
             dashed line: soft value V(s) at α = <span className="mono" data-testid="step-alpha">{fmtNum(step.alpha, 3)}</span> (α·logsumexp over the top-k per head, as the learner bootstraps it)

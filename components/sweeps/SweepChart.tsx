@@ -8,7 +8,7 @@
 import { useState } from "react";
 import { CartesianGrid, ErrorBar, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import type { SweepDto } from "../../lib/contracts/index.ts";
-import { METHOD_LABELS, SWEEP_METHODS, fmtTokens, sweepCurve, type SweepMethod, type SweepMetric } from "../../lib/analysis/sweep-series.ts";
+import { METHOD_LABELS, SWEEP_METHODS, distinctLabels, fmtTokens, sweepCurve, type SweepMethod, type SweepMetric } from "../../lib/analysis/sweep-series.ts";
 import { fmtNum } from "../../lib/format.ts";
 import { toggled } from "../../lib/selection.ts";
 
@@ -30,10 +30,11 @@ interface Row {
 export function SweepChart({ sweeps, height = 280, labelOf = defaultLabel }: { sweeps: SweepDto[]; height?: number; labelOf?: (s: SweepDto) => string }) {
   const [metric, setMetric] = useState<SweepMetric>("coverage");
   const [methods, setMethods] = useState<Set<SweepMethod>>(new Set(SWEEP_METHODS));
+  const labels = distinctLabels(sweeps.map(labelOf), sweeps.map((s) => s.run.createdAt));
   const lines = sweeps.flatMap((s, si) =>
     SWEEP_METHODS.filter((m) => methods.has(m)).map((m) => {
       const rows: Row[] = sweepCurve(s.points, m, metric).map((f) => ({ x: f.tokens, y: f.value, n: f.samples, ci: f.interval ? [f.value - f.interval.low, f.interval.high - f.value] : [0, 0] }));
-      return { key: `${s.run.id}:${m}`, name: `${sweeps.length > 1 ? `${labelOf(s)} · ` : ""}${METHOD_LABELS[m]}`, color: SWEEP_COLORS[si % SWEEP_COLORS.length], dash: DASH[m], rows };
+      return { key: `${s.run.id}:${m}`, name: `${sweeps.length > 1 ? `${labels[si]} · ` : ""}${METHOD_LABELS[m]}`, color: SWEEP_COLORS[si % SWEEP_COLORS.length], dash: DASH[m], rows };
     }),
   ).filter((l) => l.rows.length);
   const ticks = [...new Set(lines.flatMap((l) => l.rows.map((r) => r.x)))].sort((a, b) => a - b);

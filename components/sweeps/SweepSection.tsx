@@ -15,6 +15,7 @@ import { SWEEP_COLORS, SweepChart } from "./SweepChart.tsx";
 import { SweepTable } from "./SweepTable.tsx";
 import { SweepForm } from "./SweepForm.tsx";
 import { SweepUpload } from "./SweepUpload.tsx";
+import { confirmCancel } from "../../lib/confirm-cancel.ts";
 
 function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; shown: boolean; onToggle: () => void }) {
   const cancel = useCancelRun();
@@ -42,7 +43,7 @@ function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; s
       </td>
       <td>
         {ACTIVE_STATUSES.includes(r.status) && (
-          <button type="button" className="link small" onClick={() => cancel.mutate(r.id)} disabled={cancel.isPending}>
+          <button type="button" className="link small" onClick={() => confirmCancel(r.name ?? r.id) && cancel.mutate(r.id)} disabled={cancel.isPending}>
             cancel
           </button>
         )}

@@ -50,3 +50,22 @@ export function fmtTokens(n: number): string {
   const v = n / div;
   return `${div === 1 ? Math.round(v) : Number(v.toFixed(v >= 100 ? 0 : 1))}${unit}`;
 }
+
+/**
+ * Legend labels that tell overlaid sweeps apart: a label shared by several sweeps (two sweeps of
+ * one checkpoint at one threshold) gets each one's creation time, and a numbered suffix when even
+ * that repeats. Labels already distinct come back as they were.
+ */
+export function distinctLabels(labels: readonly string[], createdAt: readonly string[]): string[] {
+  const count = (xs: readonly string[]) => xs.reduce((m, l) => m.set(l, (m.get(l) ?? 0) + 1), new Map<string, number>());
+  const byLabel = count(labels);
+  const timed = labels.map((l, i) => ((byLabel.get(l) ?? 0) > 1 ? `${l}, created ${createdAt[i].slice(0, 16).replace("T", " ")}` : l));
+  const byTimed = count(timed);
+  const seen = new Map<string, number>();
+  return timed.map((l) => {
+    if ((byTimed.get(l) ?? 0) < 2) return l;
+    const k = (seen.get(l) ?? 0) + 1;
+    seen.set(l, k);
+    return `${l} #${k}`;
+  });
+}

@@ -107,5 +107,6 @@ export const logsQuery = z.strictObject({ limit: intParam(1, 5000).optional() })
 export const runIdParams = z.object({ id: idParam });
 /** GET /api/runs/:id/export/:file */
 export const EXPORT_FILES = ["metrics.csv", "metrics.json", "episodes.jsonl", "config.yaml", "tfevents"] as const;
+export type ExportFile = (typeof EXPORT_FILES)[number];
 export const exportParams = z.object({ id: idParam, file: z.enum(EXPORT_FILES) });
 export const episodeIdParams = z.object({ id: idParam, episodeId: intParam(1, Number.MAX_SAFE_INTEGER) });

@@ -19,6 +19,8 @@ import { METRIC_PANELS as GROUPS } from "../../../lib/metric-panels.ts";
 import { LogTail } from "../../../components/LogTail.tsx";
 import { ConfigView } from "../../../components/ConfigView.tsx";
 import { SweepSection } from "../../../components/sweeps/SweepSection.tsx";
+import { ExportMenu } from "../../../components/ExportMenu.tsx";
+import { confirmCancel } from "../../../lib/confirm-cancel.ts";
 
 const METRIC_KEYS = GROUPS.flatMap((g) => g.series.map((s) => s.key));
 const CHART_WIDTH = 800;
@@ -73,7 +75,7 @@ function Header({ run }: { run: RunDetailDto }) {
         {run.attempt > 1 && <span className="badge plain">attempt {run.attempt}</span>}
         <span className="spacer" />
         {active && (
-          <button type="button" className="danger" onClick={() => cancel.mutate(run.id)} disabled={cancel.isPending} data-testid="cancel-button">
+          <button type="button" className="danger" onClick={() => confirmCancel(run.name) && cancel.mutate(run.id)} disabled={cancel.isPending} data-testid="cancel-button">
             {cancel.isPending ? "Cancelling…" : "Cancel"}
           </button>
         )}
@@ -82,15 +84,24 @@ function Header({ run }: { run: RunDetailDto }) {
             {resume.isPending ? "Resuming…" : "Resume"}
           </button>
         )}
+        <ExportMenu runId={run.id} />
         <Link className="button" href={`/runs/new?clone=${run.id}`} data-testid="clone-link">
           Clone
         </Link>
       </div>
       <div className="row small">
-        <Progress done={run.progressDone} total={run.progressTotal} wide />
-        <span className="muted num">
-          {run.progressDone} / {run.progressTotal} updates
-        </span>
+        {run.progressTotal > 0 ? (
+          <>
+            <Progress done={run.progressDone} total={run.progressTotal} wide />
+            <span className="muted num" data-testid="run-progress">
+              {run.progressDone} / {run.progressTotal} updates
+            </span>
+          </>
+        ) : (
+          <span className="muted" data-testid="run-progress">
+            {run.kind === "imported" ? "imported from files" : run.status === "queued" ? "waiting for a worker" : "no progress reported yet"}
+          </span>
+        )}
         <span className="muted">·</span>
         <span className="mono">
           {run.envName}/{run.task}
@@ -166,17 +177,25 @@ const Episodes = memo(function Episodes({ runId }: { runId: string }) {
   );
 });
 
+/**
+ * The run's checkpoint folders ("last", "best"), each as its newest save: every eval writes "last"
+ * (and "best" when it improved), and listing every save read like several best checkpoints. The
+ * history of saves is one click away.
+ */
 const Checkpoints = memo(function Checkpoints({ checkpoints, resumeFrom }: { checkpoints: CheckpointDto[]; resumeFrom: string | null }) {
-  const [all, setAll] = useState(false);
+  const [history, setHistory] = useState(false);
   const sorted = [...checkpoints].sort((a, b) => b.update - a.update || Number(b.best) - Number(a.best));
-  const list = all ? sorted : sorted.slice(0, 8);
+  const saves = new Map<string, number>();
+  for (const c of sorted) saves.set(c.path, (saves.get(c.path) ?? 0) + 1);
+  const current = sorted.filter((c, i) => sorted.findIndex((d) => d.path === c.path) === i);
+  const list = history ? sorted : current;
   return (
     <section className="panel">
       <h2>Checkpoints</h2>
       {list.length === 0 ? (
         <div className="empty">No checkpoints yet.</div>
       ) : (
-        <table className="table" data-testid="checkpoints-table">
+        <table className="table" data-testid="checkpoints-table" data-view={history ? "history" : "current"}>
           <thead>
             <tr>
               <th>name</th>
@@ -187,24 +206,29 @@ const Checkpoints = memo(function Checkpoints({ checkpoints, resumeFrom }: { che
             </tr>
           </thead>
           <tbody>
-            {list.map((c) => (
-              <tr key={`${c.path}:${c.update}`}>
-                <td className="mono" title={c.path}>
-                  {c.path.split(/[\\/]/).pop()}
-                  {c.best ? " ★" : ""}
-                </td>
-                <td className="num">{c.update}</td>
-                <td className="num">{c.step}</td>
-                <td className="num">{fmtNum(c.evalReturn, 3)}</td>
-                <td className="muted">{fmtDateTime(c.createdAt)}</td>
-              </tr>
-            ))}
+            {list.map((c, i) => {
+              const name = c.path.split(/[\\/]/).pop();
+              const replaced = history && sorted.findIndex((d) => d.path === c.path) !== i;
+              return (
+                <tr key={`${c.path}:${c.update}:${i}`} data-name={name} className={replaced ? "muted" : undefined}>
+                  <td className="mono" title={c.path}>
+                    {name}
+                    {c.best && !replaced ? " ★ best eval" : ""}
+                    {replaced ? " (overwritten)" : !history && (saves.get(c.path) ?? 0) > 1 ? <span className="muted"> · saved {saves.get(c.path)}×</span> : null}
+                  </td>
+                  <td className="num">{c.update}</td>
+                  <td className="num">{c.step}</td>
+                  <td className="num">{fmtNum(c.evalReturn, 3)}</td>
+                  <td className="muted">{fmtDateTime(c.createdAt)}</td>
+                </tr>
+              );
+            })}
           </tbody>
         </table>
       )}
-      {sorted.length > 8 && (
-        <button type="button" className="link small" onClick={() => setAll(!all)}>
-          {all ? "show latest" : `show all ${sorted.length}`}
+      {sorted.length > current.length && (
+        <button type="button" className="link small" onClick={() => setHistory(!history)} data-testid="checkpoint-history">
+          {history ? "show current checkpoints" : `show every save (${sorted.length})`}
         </button>
       )}
       {resumeFrom && <p className="muted small">resumes from {resumeFrom}</p>}
@@ -268,7 +292,11 @@ export default function RunPage() {
             <option value="wall">wall time</option>
           </select>
         </label>
-        <span className={`badge ${stream.connected ? "ok" : "off"}`}>{stream.connected ? "streaming" : "reconnecting…"}</span>
+        {ACTIVE_STATUSES.includes(r.status) && (
+          <span className={`badge ${stream.connected ? "ok" : "off"}`} data-testid="stream-badge">
+            {stream.connected ? "streaming" : "connecting…"}
+          </span>
+        )}
         {metrics.isFetching && <span className="muted small">loading series…</span>}
         {metrics.error && <span className="error-text small">{(metrics.error as Error).message}</span>}
       </div>

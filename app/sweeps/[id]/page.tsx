@@ -16,6 +16,7 @@ import { BackendBadge, Progress, StatusBadge } from "../../../components/Badges.
 import { SweepChart } from "../../../components/sweeps/SweepChart.tsx";
 import { SweepTable } from "../../../components/sweeps/SweepTable.tsx";
 import { AcrossLengths } from "../../../components/sweeps/AcrossLengths.tsx";
+import { confirmCancel } from "../../../lib/confirm-cancel.ts";
 
 function LengthEpisodes({ sweepId, lengths }: { sweepId: string; lengths: number[] }) {
   const [n, setN] = useState(lengths[0]);
@@ -84,7 +85,7 @@ export default function SweepPage() {
           <BackendBadge backend={r.backend} device={r.device} />
           <span className="spacer" />
           {ACTIVE_STATUSES.includes(r.status) && (
-            <button type="button" className="danger" onClick={() => cancel.mutate(r.id)} disabled={cancel.isPending}>
+            <button type="button" className="danger" onClick={() => confirmCancel(r.name) && cancel.mutate(r.id)} disabled={cancel.isPending}>
               Cancel
             </button>
           )}
