@@ -8,7 +8,7 @@
  */
 import Link from "next/link";
 import { useState, type FormEvent } from "react";
-import { ApiError } from "../../lib/api.ts";
+import { HttpError } from "../../lib/api.ts";
 import { IMPORT_MAX_BODY_BYTES, IMPORT_MAX_FILES, importEncodingOf, importFileKind, type ImportFile, type ImportFileKind, type ImportRunDto } from "../../lib/contracts/index.ts";
 import { useImportRun } from "../../lib/hooks/useImportRun.ts";
 
@@ -73,7 +73,7 @@ export default function ImportPage() {
       const files = await Promise.all(chosen.map(readPicked));
       setResult(await importRun.mutateAsync({ ...(name.trim() ? { name: name.trim() } : {}), files }));
     } catch (err) {
-      if (err instanceof ApiError && Object.keys(err.fieldErrors).length) {
+      if (err instanceof HttpError && Object.keys(err.fieldErrors).length) {
         const byFile = Object.fromEntries(Object.entries(err.fieldErrors).filter(([k]) => chosen.some((p) => p.name === k)));
         setErrors(byFile);
         const other = Object.entries(err.fieldErrors).filter(([k]) => !(k in byFile));
