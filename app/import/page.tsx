@@ -9,6 +9,7 @@
 import Link from "next/link";
 import { useState, type FormEvent } from "react";
 import { HttpError } from "../../lib/api.ts";
+import { REFERENCE_TAGS } from "../../lib/contracts/metrics.ts";
 import { IMPORT_MAX_BODY_BYTES, IMPORT_MAX_FILES, importEncodingOf, importFileKind, type ImportFile, type ImportFileKind, type ImportRunDto } from "../../lib/contracts/index.ts";
 import { useImportRun } from "../../lib/hooks/useImportRun.ts";
 
@@ -92,7 +93,10 @@ export default function ImportPage() {
         <div className="panel stack">
           <p className="muted small" style={{ margin: 0 }}>
             Reads <span className="mono">eval_seed*.jsonl</span> (reference eval episodes), <span className="mono">events.out.tfevents.*</span> (TensorBoard scalars:
-            qf_loss, &quot;train r_sum&quot;, &quot;eval r_sum&quot; or our metric keys), <span className="mono">*metrics.csv / .json / .jsonl</span>,{" "}
+            {Object.keys(REFERENCE_TAGS)
+              .map((t) => `"${t}"`)
+              .join(", ")}{" "}
+            or our metric keys), <span className="mono">*metrics.csv / .json / .jsonl</span>,{" "}
             <span className="mono">*episodes.jsonl</span> and <span className="mono">config.yaml</span>. Other files are skipped. The whole import succeeds or nothing is kept.
           </p>
           <div className="row">
