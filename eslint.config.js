@@ -19,7 +19,7 @@ const engineLib = { regex: "(^|/)lib/(?!contracts/)|(^|/)(app|components|generat
 const ENGINE_DEPTHS = [0, 1, 2, 3, 4, 5, 6, 7];
 const enginePlatform = (depth) => ({
   regex: `^(\\.\\./){${depth + 1}}(?!qrag/|\\.\\./)`,
-  message: "the engine imports nothing of the platform (server/api, auth, bench, cli, db, http, local, realtime, runs, worker, env.ts, main.ts): it takes its settings from server/qrag/settings.ts",
+  message: "the engine imports nothing of the platform (server/api, auth, bench, cli, db, http, local, realtime, runs, worker, settings.ts, main.ts): it takes its settings from server/qrag/settings.ts",
 });
 const browser = [
   { regex: "(^|/)server/", message: "browser code imports contracts (lib/contracts), never server/" },
@@ -27,7 +27,7 @@ const browser = [
   { regex: "(^|/)generated/", allowTypeImports: true, message: "Prisma's generated client: type imports only (lib/contracts/dto.ts)" },
 ];
 /** Every platform file: the dashboard, the worker, the CLIs, the benches, the scripts. */
-const PLATFORM = ["server/{api,auth,bench,cli,db,http,local,realtime,runs,worker}/**/*.ts", "server/main.ts", "server/env.ts", "scripts/**/*.ts"];
+const PLATFORM = ["server/{api,auth,bench,cli,db,http,local,realtime,runs,worker}/**/*.ts", "server/main.ts", "server/settings.ts", "scripts/**/*.ts"];
 
 export default tseslint.config(
   { ignores: ["node_modules/", ".next/", "generated/", "runs/**", "data/**", "bin/", "scratch/", "next-env.d.ts", "test-results/", "bench-results/", ".device/"] },
@@ -64,8 +64,8 @@ export default tseslint.config(
     rules: layer(engineFace, { regex: "(^|/)(realtime|api)/", message: "server/runs knows no sockets or HTTP: changes go out through the RunNotifier passed in" }),
   },
   {
-    files: ["server/env.ts"],
-    rules: layer(engineFace, { regex: "^\\.", message: "server/env.ts imports no module of the project (every process reads it first)" }),
+    files: ["server/settings.ts"],
+    rules: layer(engineFace, { regex: "^\\.", message: "server/settings.ts imports no module of the project (every process reads it first)" }),
   },
   {
     // The one exception: the device bundle's entry is the engine's own bench CLI (`npm run bench`,

@@ -1,6 +1,6 @@
 "use client";
 import Link from "next/link";
-import type { RunDto } from "../lib/contracts/index.ts";
+import { SUMMARY_COLUMNS, type RunDto } from "../lib/contracts/index.ts";
 import type { RunListParams } from "../lib/hooks/keys.ts";
 import { fmtDateTime, fmtDuration, fmtNum, runSeconds } from "../lib/format.ts";
 import { useNow } from "../lib/hooks/useNow.ts";
@@ -58,11 +58,11 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selecti
             <SortHeader label="Status" k="status" {...h} />
             <th>Preset</th>
             <th>Task</th>
-            <th className="num" title="latest TD loss">TD loss</th>
-            <th className="num">Eval return</th>
-            <th className="num">Coverage</th>
-            <th className="num">F1</th>
-            <th className="num" title="transitions per second">Trans/s</th>
+            {SUMMARY_COLUMNS.map((c) => (
+              <th key={c.key} className="num" title={c.tooltip}>
+                {c.header}
+              </th>
+            ))}
             <th>Progress</th>
             <SortHeader label="Created" k="createdAt" {...h} />
             <SortHeader label="Duration" k="duration" className="num" {...h} />
@@ -97,11 +97,11 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selecti
               <td className="mono">
                 {r.envName}/{r.task}
               </td>
-              <td className="num">{fmtNum(r.summary.qf_loss)}</td>
-              <td className="num">{fmtNum(r.summary.eval_return, 3)}</td>
-              <td className="num">{fmtNum(r.summary.eval_coverage, 3)}</td>
-              <td className="num">{fmtNum(r.summary.eval_f1, 3)}</td>
-              <td className="num">{fmtNum(r.summary.transitions_per_s, 3)}</td>
+              {SUMMARY_COLUMNS.map((c) => (
+                <td key={c.key} className="num">
+                  {fmtNum(r.summary[c.key], c.digits)}
+                </td>
+              ))}
               <td>
                 <Progress done={r.progressDone} total={r.progressTotal} />
               </td>

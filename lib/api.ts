@@ -1,7 +1,12 @@
 /** Small fetch wrapper for the dashboard's REST API (same origin). */
 import type { FieldErrorsDto } from "./contracts/index.ts";
 
-export class ApiError extends Error {
+/**
+ * A failed answer of the REST API as the browser sees it (status, message, field errors). The
+ * server's own error, thrown by its services and turned into such an answer, is `ApiError`
+ * (server/runs/errors.ts).
+ */
+export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
@@ -9,7 +14,7 @@ export class ApiError extends Error {
     readonly fieldErrors: Record<string, string> = {},
   ) {
     super(message);
-    this.name = "ApiError";
+    this.name = "HttpError";
   }
 }
 
@@ -39,9 +44,9 @@ async function request<T>(method: string, url: string, body?: unknown, signal?: 
     }
   }
   if (!res.ok) {
-    if (isFieldErrors(data)) throw new ApiError(res.status, data.error || `HTTP ${res.status}`, data.fieldErrors ?? {});
+    if (isFieldErrors(data)) throw new HttpError(res.status, data.error || `HTTP ${res.status}`, data.fieldErrors ?? {});
     const msg = typeof data === "object" && data !== null && "error" in data ? String((data as { error: unknown }).error) : typeof data === "string" && data ? data.slice(0, 300) : res.statusText;
-    throw new ApiError(res.status, `${msg || "request failed"} (HTTP ${res.status})`);
+    throw new HttpError(res.status, `${msg || "request failed"} (HTTP ${res.status})`);
   }
   return data as T;
 }

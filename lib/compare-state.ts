@@ -4,10 +4,10 @@
  * a hand-edited link still opens); a dashboard's spec is the same object, validated strictly by
  * the contract when it is saved.
  */
-import { BAND_KINDS, MAX_COMPARE_RUNS, RUN_STATUSES, X_AXES, type BandKind, type DashboardSpec, type RunFilterSpec, type RunStatus, type XAxis } from "./contracts/index.ts";
+import { BAND_KINDS, COMPARED_KEYS, MAX_COMPARE_RUNS, RUN_STATUSES, X_AXES, type BandKind, type DashboardSpec, type RunFilterSpec, type RunStatus, type XAxis } from "./contracts/index.ts";
 
-/** Panels shown when none are chosen: the run page's first charts. */
-export const DEFAULT_PANELS = ["qf_loss", "train_return", "eval_return", "eval_coverage"] as const;
+/** Panels shown when none are chosen: the registry's compared keys (lib/contracts/metrics.ts), the run page's first charts. */
+export const DEFAULT_PANELS: readonly string[] = COMPARED_KEYS;
 export const DEFAULT_SMOOTHING = 0.6;
 
 /** A spec with every default filled in. */

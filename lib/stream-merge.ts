@@ -1,7 +1,7 @@
 /**
  * Pure functions that fold one socket batch ("run:batch") into cached REST data: metric series,
  * log lines, episodes. Each entry carries its own watermark (MetricsDto.lastSeq, the seq of the
- * last log line), and a batch at or below it is ignored, so replaying batches after a reconnect
+ * last log line), and a batch at or below it is ignored, so batches sent again after a reconnect
  * or a gap never duplicates anything. Episodes carry no seq and are de-duplicated by (phase,
  * update, sample). A run's own state (status, summary, progress) is not derived here: the server
  * publishes it ("runs:state", merged by run-cache.ts).
@@ -63,7 +63,7 @@ export const batchHas = (batch: RunBatchMsg, type: EngineEvent["type"]) => batch
 /**
  * Orders one run's batches: applies seq = cursor + 1 at once, holds early ones, drops what was
  * already applied, and on a gap asks for a re-subscription from the cursor (at most once per
- * `resyncWaitMs` while the replay is on its way).
+ * `resyncWaitMs` while the catch-up is on its way).
  */
 export class BatchSequencer {
   /** Last applied seq; -1 until the first subscription. */

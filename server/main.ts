@@ -6,7 +6,7 @@
  * that a new user has a working product with one command.
  *
  *   tsx server/main.ts [--port 3000] [--host 127.0.0.1] [--data-dir data] [--no-worker] [--dev] [--no-next]
- *   Environment: see server/env.ts (PORT, HOST, DATABASE_URL, QRAG_DATA_DIR, QRAG_WORKER_TOKEN, …).
+ *   Environment: see server/settings.ts (PORT, HOST, DATABASE_URL, QRAG_DATA_DIR, QRAG_WORKER_TOKEN, …).
  */
 import crypto from "node:crypto";
 import fs from "node:fs";
@@ -23,7 +23,7 @@ import { serveApi } from "./api/router.ts";
 import { clientAddressOf } from "./http/client-address.ts";
 import { closeDb, getDb, providerOf } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
-import { env, ROOT } from "./env.ts";
+import { settings, ROOT } from "./settings.ts";
 import { configureEngine, wasmThreadsAuto } from "./qrag/index.ts";
 import { createScheduler, schedulerStartup } from "./runs/scheduler.ts";
 import { attachPostgresAdapter, type Cluster } from "./realtime/cluster.ts";
@@ -95,7 +95,7 @@ function redact(url: string): string {
 
 export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
   const log = opts.log ?? ((m: string) => console.log(m));
-  const e = env();
+  const e = settings();
   const dataDir = opts.dataDir ? path.resolve(opts.dataDir) : e.dataDir;
   const databaseUrl = opts.databaseUrl ?? e.databaseUrlFor(dataDir);
   const host = opts.host ?? e.host;
@@ -229,7 +229,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const shownHost = host.includes(":") ? `[${host}]` : host;
   const url = `http://${shownHost}:${actualPort}`;
 
-  const timers = [setInterval(() => void scheduler.sweep(), Math.min(1000, leaseMs / 4)), setInterval(() => scheduler.kick(), HEARTBEAT_MS)];
+  const timers = [setInterval(() => void scheduler.reapLeases(), Math.min(1000, leaseMs / 4)), setInterval(() => scheduler.kick(), HEARTBEAT_MS)];
 
   // ---- the local worker -----------------------------------------------------------------------
   const local = (opts.spawnWorker ?? true)
@@ -274,7 +274,7 @@ function flag(args: string[], name: string): string | undefined {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  configureEngine(env().engine); // the engine's settings come from this process's validated environment
+  configureEngine(settings().engine); // the engine's settings come from this process's validated environment
   const args = process.argv.slice(2);
   const port = flag(args, "--port");
   startServer({

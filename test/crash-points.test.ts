@@ -20,6 +20,7 @@ import type { RunBatchMsg, RunDetailDto } from "../lib/contracts/index.ts";
 import { engineChildren, freePort, tmpDir, waitFor } from "./platform-helpers.ts";
 import { UiStream, api, close, getRun, metricsOf, startServer, startWorker, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
+import { metricKeysEmitted } from "../lib/contracts/metrics.ts";
 
 const SEED = Number(process.env.QRAG_CRASH_SEED ?? 20261124);
 const TRIALS = Number(process.env.QRAG_CRASH_TRIALS ?? 20);
@@ -28,8 +29,9 @@ const STEPS = 160;
 const EVAL_INTERVAL = 10;
 /** The engine logs per-update metrics every max(1, min(10, ⌊eval_interval / 5⌋)) updates. */
 const LOG_EVERY = Math.max(1, Math.min(10, Math.floor(EVAL_INTERVAL / 5)));
-const PER_UPDATE = ["qf_loss", "lr", "alpha", "grad_norm", "transitions_per_s", "updates_per_s"];
-const EVAL_KEYS = ["eval_return", "eval_coverage", "eval_f1", "eval_precision", "eval_recall", "eval_steps"];
+/** From the metric registry: the keys of every logged update, and of every evaluation. */
+const PER_UPDATE = metricKeysEmitted("update");
+const EVAL_KEYS = metricKeysEmitted("eval");
 
 
 

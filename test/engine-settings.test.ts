@@ -1,13 +1,13 @@
 /**
  * The engine's own settings (server/qrag/settings.ts): alone, the engine reads the same variables
- * with the same defaults as the platform's validated environment (server/env.ts `env().engine`), so
- * `configureEngine(env().engine)` at a platform process's start changes nothing the engine would
+ * with the same defaults as the platform's validated environment (server/settings.ts `settings().engine`), so
+ * `configureEngine(settings().engine)` at a platform process's start changes nothing the engine would
  * have found itself; and `configureEngine` sets what it is given, leaving the rest.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import { parseEnv } from "../server/env.ts";
+import { parseSettings } from "../server/settings.ts";
 import { configureEngine, engineSettings, engineSettingsFromEnv } from "../server/qrag/settings.ts";
 import { defaultConfigDir } from "../server/qrag/config.ts";
 import { wasmThreadsWanted } from "../server/qrag/wasm-threads.ts";
@@ -24,7 +24,7 @@ test("alone, the engine's settings equal what the platform's environment maps on
   ];
   for (const e of envs) {
     const own = engineSettingsFromEnv(e);
-    const mapped = parseEnv(e).engine;
+    const mapped = parseSettings(e).engine;
     assert.deepEqual(
       { ...own, backend: own.backend ?? null, wasmThreads: own.wasmThreads ?? null },
       { ...mapped, backend: mapped.backend ?? null, wasmThreads: mapped.wasmThreads ?? null },

@@ -4,7 +4,7 @@
  * strings, unpaired surrogates, deep nesting, prototype keys, numbers out of range, invalid JSON
  * and invalid UTF-8 — with real and made-up ids in the path. Every answer must be below 500,
  * every 400 must name at least one field, and the server must still answer afterwards.
- * QRAG_FUZZ_SEED replays another schedule; QRAG_FUZZ_BODIES sets the count.
+ * QRAG_FUZZ_SEED draws another schedule; QRAG_FUZZ_BODIES sets the count.
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";

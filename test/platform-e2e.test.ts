@@ -142,10 +142,10 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
       const stored = await storedPoints(env, run.id);
       assert.deepEqual(new Set(stored.map(ptKey)), new Set(streamed.map(ptKey)), "the stream and the database hold the same points");
       assert.ok(ui.changed > 0, "runs:state was broadcast");
-      // a late subscriber gets the same history replayed
+      // a late subscriber gets the same history in its catch-up
       const late = new UiStream(env);
       await late.subscribe(run.id, 3);
-      await waitFor("the replay", () => late.lastSeq(run.id) === done.lastSeq, 20_000);
+      await waitFor("the catch-up", () => late.lastSeq(run.id) === done.lastSeq, 20_000);
       assert.deepEqual(late.violations, []);
       late.close();
       ui.close();

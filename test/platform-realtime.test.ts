@@ -1,6 +1,6 @@
 /**
  * The /ui namespace's ordering promise, with a real socket.io server and client on a real
- * (SQLite) database: batches committed while a subscriber's replay is still running, and batches
+ * (SQLite) database: batches committed while a subscriber's catch-up is still running, and batches
  * published with a hole, still reach the browser as 1, 2, 3, … without gaps or repeats; batches
  * published late (already delivered) are not sent again.
  */
@@ -56,7 +56,7 @@ function assertDeliveredOnce(batches: RunBatchMsg[], runId: string, from: number
   }
 }
 
-test("replay then live, in order, while batches keep arriving", async (t) => {
+test("catch-up then live, in order, while batches keep arriving", async (t) => {
   const runId = "rt-run";
   await h.write((db) => db.run.create({ data: { id: runId, name: "rt", config: "{}", envName: "babilong", task: "qa1", status: "running" } }));
   for (let s = 1; s <= 600; s++) await commit(runId, s);
@@ -73,7 +73,7 @@ test("replay then live, in order, while batches keep arriving", async (t) => {
   client.on("runs:state", (m: RunsStateMsg) => changed.push([...m.runs.map((r) => r.id), ...m.gone]));
   await waitFor("connect", () => client.connected, 10_000, 20);
 
-  // subscribe, and while the replay (600 stored batches, read 200 at a time) runs, commit and
+  // subscribe, and while the catch-up (600 stored batches, read 200 at a time) runs, commit and
   // publish more, one of them published out of order (its predecessor is published late)
   const subscribed = client.timeout(10_000).emitWithAck("subscribe", { runId, afterSeq: 0 });
   for (let s = 601; s <= 700; s++) {
@@ -84,7 +84,7 @@ test("replay then live, in order, while batches keep arriving", async (t) => {
   }
   assert.deepEqual(await subscribed, { ok: true });
   await waitFor("all batches", () => got.length >= 700, 20_000, 20);
-  assertDeliveredOnce(batches, runId, 1, 700, "replay then live");
+  assertDeliveredOnce(batches, runId, 1, 700, "catch-up then live");
 
   // a hole in what is published is filled from the database
   await commit(runId, 701);
@@ -100,18 +100,18 @@ test("replay then live, in order, while batches keep arriving", async (t) => {
   await waitFor("the marker batch 703", () => got.includes(703), 10_000, 20);
   assertDeliveredOnce(batches, runId, 1, 703, "after a late publish");
 
-  // a re-subscribe from an older seq replays from there
+  // a re-subscribe from an older seq catches up from there
   got.length = 0;
   batches.length = 0;
   await client.timeout(10_000).emitWithAck("subscribe", { runId, afterSeq: 695 });
-  await waitFor("the replay", () => got.length >= 8, 10_000, 20);
-  // and live again after the replay, nothing repeated from it
+  await waitFor("the catch-up", () => got.length >= 8, 10_000, 20);
+  // and live again after the catch-up, nothing repeated from it
   await commit(runId, 704);
   ui.batch({ runId, seq: 704, events: ev(704) });
-  ui.batch({ runId, seq: 700, events: ev(700) }); // late again, after the replay
+  ui.batch({ runId, seq: 700, events: ev(700) }); // late again, after the catch-up
   await commit(runId, 705);
   ui.batch({ runId, seq: 705, events: ev(705) });
-  await waitFor("the live batches after the replay", () => got.includes(705), 10_000, 20);
+  await waitFor("the live batches after the catch-up", () => got.includes(705), 10_000, 20);
   assertDeliveredOnce(batches, runId, 696, 705, "re-subscribe from 695");
 
   ui.changed([runId]);

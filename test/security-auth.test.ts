@@ -1,5 +1,5 @@
 /**
- * Issue 10, part 1 replayed against real servers (server/main.ts, no Next, one real SQLite file
+ * Issue 10, part 1 re-run against real servers (server/main.ts, no Next, one real SQLite file
  * shared by three servers in this process): one on loopback with sign-in forced (auth: true), one
  * listening on 0.0.0.0 without QRAG_AUTH (sign-in required because it is beyond loopback), and
  * one on loopback by default (nothing in the way). Every REST route without credentials answers

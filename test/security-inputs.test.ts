@@ -1,5 +1,5 @@
 /**
- * Issue 10's input findings, replayed against the real server (no Next, a real SQLite file):
+ * Issue 10's input findings, re-run against the real server (no Next, a real SQLite file):
  * lone surrogates and invalid UTF-8 answer 400 naming the field (they were 500s quoting Prisma),
  * a JSON syntax error never quotes the body, metric key lists are capped, and sizes that drive a
  * worker's memory or time (chunks per sample, eval episodes) have ceilings — nothing is written.

@@ -1,5 +1,5 @@
 /**
- * Issue 10's file findings, replayed against the real server (no Next, a real SQLite file) and a
+ * Issue 10's file findings, re-run against the real server (no Next, a real SQLite file) and a
  * real worker process: a config naming a folder or file outside the data root (an outside folder
  * of books as noise, /etc/passwd, ../../../../etc/passwd, a symlink out, a path that does not
  * exist) answers 400 naming the field and the root, the same text whether the path exists or not,

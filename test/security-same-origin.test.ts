@@ -1,5 +1,5 @@
 /**
- * Issue 10's cross-site findings, replayed against the real server (server/main.ts, no Next, a
+ * Issue 10's cross-site findings, re-run against the real server (server/main.ts, no Next, a
  * real SQLite file): a foreign Origin, a text/plain or form body, a rebinding Host header and a
  * foreign Origin on the /ui socket are refused and write nothing; the dashboard's own requests
  * and an allowed proxy origin go through.

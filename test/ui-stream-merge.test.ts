@@ -23,7 +23,7 @@ test("metric points are appended once per cache entry, for the keys it holds", (
   assert.deepEqual(m.series.qf_loss.map((p) => p.value), [1, 0.5, 0.25]);
   assert.equal(m.series.lr, undefined);
   assert.equal(m.lastSeq, 4);
-  assert.equal(mergeMetrics(m, b4, ["qf_loss"]), m, "a replayed batch changes nothing");
+  assert.equal(mergeMetrics(m, b4, ["qf_loss"]), m, "a batch sent again changes nothing");
   assert.equal(mergeMetrics(m, batch(3, [metric("qf_loss", 5, 9)]), ["qf_loss"]), m, "a batch under the watermark is ignored");
   assert.equal(data.series.qf_loss.length, 1, "the cached object is not mutated");
 });
@@ -59,7 +59,7 @@ test("runs the server publishes replace list rows and detail fields; an older co
   assert.equal(run.status, "queued", "cached objects are not mutated");
 });
 
-test("log lines and episodes are not duplicated by a replay", () => {
+test("log lines and episodes are not duplicated by a catch-up", () => {
   const logs = mergeLogs([], batch(5, [{ type: "log", level: "info", message: "a" }, { type: "log", level: "warn", message: "b" }]), 3);
   assert.deepEqual(logs.map((l) => [l.seq, l.message]), [[5, "a"], [5, "b"]]);
   assert.equal(mergeLogs(logs, batch(5, [{ type: "log", level: "info", message: "a" }]), 3), logs);
@@ -73,22 +73,22 @@ test("log lines and episodes are not duplicated by a replay", () => {
   assert.equal(mergeEpisodes(eps, batch(8, [{ ...ev("s2"), phase: "train" } as EngineEvent]), 10, "eval"), eps, "other phases are filtered out");
 });
 
-test("the sequencer applies in order, holds early batches and asks for a replay on a gap", () => {
+test("the sequencer applies in order, holds early batches and asks for a catch-up on a gap", () => {
   const s = new BatchSequencer(2_000);
   assert.deepEqual(s.push(batch(1), 0), { apply: [], resubscribe: false }, "nothing before the first subscription");
   s.subscribed(4, 0);
   assert.deepEqual(s.push(batch(5), 10).apply.map((b) => b.seq), [5]);
   assert.deepEqual(s.push(batch(5), 11).apply, [], "duplicate");
-  // seq 6 is lost: 7 is held and a replay from 5 is asked for at once
+  // seq 6 is lost: 7 is held and a catch-up from 5 is asked for at once
   assert.deepEqual(s.push(batch(7), 12), { apply: [], resubscribe: true });
   s.subscribed(s.cursor, 12);
   assert.equal(s.cursor, 5);
-  assert.equal(s.push(batch(8), 100).resubscribe, false, "a replay is on its way: no second request");
+  assert.equal(s.push(batch(8), 100).resubscribe, false, "a catch-up is on its way: no second request");
   assert.equal(s.push(batch(9), 2_600).resubscribe, true, "still missing after the wait: ask again");
   s.subscribed(s.cursor, 2_600);
   assert.deepEqual(s.push(batch(6), 2_700).apply.map((b) => b.seq), [6, 7, 8, 9]);
   assert.equal(s.cursor, 9);
-  // a reconnect re-subscribes from the cursor; replayed batches at or below it are ignored
+  // a reconnect re-subscribes from the cursor; caught-up batches at or below it are ignored
   s.subscribed(s.cursor, 3_000);
   assert.deepEqual(s.push(batch(9), 3_001).apply, []);
   assert.deepEqual(s.push(batch(10), 3_002).apply.map((b) => b.seq), [10]);

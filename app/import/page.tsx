@@ -8,7 +8,8 @@
  */
 import Link from "next/link";
 import { useState, type FormEvent } from "react";
-import { ApiError } from "../../lib/api.ts";
+import { HttpError } from "../../lib/api.ts";
+import { REFERENCE_TAGS } from "../../lib/contracts/metrics.ts";
 import { IMPORT_MAX_BODY_BYTES, IMPORT_MAX_FILES, importEncodingOf, importFileKind, type ImportFile, type ImportFileKind, type ImportRunDto } from "../../lib/contracts/index.ts";
 import { useImportRun } from "../../lib/hooks/useImportRun.ts";
 
@@ -73,7 +74,7 @@ export default function ImportPage() {
       const files = await Promise.all(chosen.map(readPicked));
       setResult(await importRun.mutateAsync({ ...(name.trim() ? { name: name.trim() } : {}), files }));
     } catch (err) {
-      if (err instanceof ApiError && Object.keys(err.fieldErrors).length) {
+      if (err instanceof HttpError && Object.keys(err.fieldErrors).length) {
         const byFile = Object.fromEntries(Object.entries(err.fieldErrors).filter(([k]) => chosen.some((p) => p.name === k)));
         setErrors(byFile);
         const other = Object.entries(err.fieldErrors).filter(([k]) => !(k in byFile));
@@ -92,7 +93,10 @@ export default function ImportPage() {
         <div className="panel stack">
           <p className="muted small" style={{ margin: 0 }}>
             Reads <span className="mono">eval_seed*.jsonl</span> (reference eval episodes), <span className="mono">events.out.tfevents.*</span> (TensorBoard scalars:
-            qf_loss, &quot;train r_sum&quot;, &quot;eval r_sum&quot; or our metric keys), <span className="mono">*metrics.csv / .json / .jsonl</span>,{" "}
+            {Object.keys(REFERENCE_TAGS)
+              .map((t) => `"${t}"`)
+              .join(", ")}{" "}
+            or our metric keys), <span className="mono">*metrics.csv / .json / .jsonl</span>,{" "}
             <span className="mono">*episodes.jsonl</span> and <span className="mono">config.yaml</span>. Other files are skipped. The whole import succeeds or nothing is kept.
           </p>
           <div className="row">

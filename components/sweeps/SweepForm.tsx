@@ -6,7 +6,7 @@
  */
 import { useState } from "react";
 import { DEFAULT_SWEEP_LENGTHS, MAX_SWEEP_CHUNKS, type CheckpointDto, type CreateSweepBody } from "../../lib/contracts/index.ts";
-import { ApiError } from "../../lib/api.ts";
+import { HttpError } from "../../lib/api.ts";
 import { useStartSweep } from "../../lib/hooks/useSweeps.ts";
 
 function FieldError({ errors, name }: { errors: Record<string, string>; name: string }) {
@@ -24,7 +24,7 @@ export function SweepForm({ runId, checkpoints, onDone }: { runId: string; check
   const [baselines, setBaselines] = useState(true);
   const [oracleStop, setOracleStop] = useState(false);
   const [local, setLocal] = useState<Record<string, string>>({});
-  const server = start.error instanceof ApiError ? start.error.fieldErrors : {};
+  const server = start.error instanceof HttpError ? start.error.fieldErrors : {};
   const errors = { ...server, ...local };
 
   const submit = (e: React.FormEvent) => {

@@ -1,14 +1,14 @@
 "use client";
 /** Uploads `qrag sweep --out` (and optionally `--episodes`) files as a completed sweep of this run. */
 import { useState } from "react";
-import { ApiError } from "../../lib/api.ts";
+import { HttpError } from "../../lib/api.ts";
 import { useUploadSweep } from "../../lib/hooks/useSweeps.ts";
 
 export function SweepUpload({ runId, onDone }: { runId: string; onDone: () => void }) {
   const upload = useUploadSweep(runId);
   const [points, setPoints] = useState<File | null>(null);
   const [episodes, setEpisodes] = useState<File | null>(null);
-  const errors = upload.error instanceof ApiError ? upload.error.fieldErrors : {};
+  const errors = upload.error instanceof HttpError ? upload.error.fieldErrors : {};
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
     if (!points) return;

@@ -6,6 +6,7 @@
  */
 import type { Prisma } from "../../generated/sqlite/client.ts";
 import type { EpisodeRecord } from "./engine-events.ts";
+import type { SummaryKey } from "./metrics.ts";
 
 export const RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -14,9 +15,8 @@ export const ACTIVE_STATUSES: readonly RunStatus[] = ["queued", "running"];
 /** Dates become ISO strings on the wire. */
 export type Wire<T> = { [K in keyof T]: T[K] extends Date ? string : T[K] extends Date | null ? string | null : T[K] };
 
-/** Latest values of these metrics are kept on each run for the runs table. */
-export const SUMMARY_KEYS = ["qf_loss", "eval_coverage", "eval_f1", "eval_return", "train_return", "transitions_per_s"] as const;
-export type RunSummary = Partial<Record<(typeof SUMMARY_KEYS)[number] | "update" | "step", number>>;
+/** The latest value of each summary key (metrics.ts `SUMMARY_KEYS`), and the last update and step. */
+export type RunSummary = Partial<Record<SummaryKey | "update" | "step", number>>;
 
 /** The Run columns of the runs table (no config: it can be large). */
 export const runListSelect = {

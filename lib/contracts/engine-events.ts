@@ -5,21 +5,13 @@
  * browser merges them into charts. Every event is plain JSON, so it crosses sockets unchanged.
  */
 import { z } from "zod";
+import { METRIC_KEYS, type MetricKey } from "./metrics.ts";
 
 const int = z.number().int();
 const finite = z.number().refine(Number.isFinite, "must be a finite number");
 
-/** Metric keys, as in the reference's TensorBoard scalars where one exists. */
-export const METRIC_KEYS = [
-  "qf_loss", "train_return", "eval_return", "eval_coverage", "eval_f1", "eval_precision", "eval_recall",
-  "eval_steps", "alpha", "lr", "grad_norm", "transitions_per_s", "updates_per_s",
-  // webgpu workers only: MiB of GPU buffers the tfjs backend holds, its pool of freed buffers
-  // included (tf.memory().numBytesAllocatedInGPU), of those in live tensors (numBytesInGPU), and
-  // the most the last step held at once (what the pool is bounded by: ≤ 1.2 × that)
-  "gpu_memory_mb", "gpu_memory_live_mb", "gpu_memory_peak_mb",
-] as const;
-export const metricKeySchema = z.enum(METRIC_KEYS);
-export type MetricKey = z.infer<typeof metricKeySchema>;
+/** A metric key of the registry (metrics.ts). */
+export const metricKeySchema = z.enum(METRIC_KEYS as readonly [MetricKey, ...MetricKey[]]);
 
 export const stepCandidateSchema = z.object({ index: int, q: z.number(), gold: z.boolean() });
 export type StepCandidate = z.infer<typeof stepCandidateSchema>;

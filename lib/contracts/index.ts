@@ -1,8 +1,10 @@
 /**
  * The platform's one contract: REST inputs (rest.ts) and answers (dto.ts), socket.io messages of
- * /workers and /ui (sockets.ts), and the engine's events (engine-events.ts). Browser code, the
+ * /workers and /ui (sockets.ts), the engine's events (engine-events.ts) and its metric keys
+ * (metrics.ts). Browser code, the
  * server and the worker import from here; the browser imports nothing of server/.
  */
+export * from "./metrics.ts";
 export * from "./engine-events.ts";
 export * from "./dto.ts";
 export * from "./rest.ts";

@@ -95,12 +95,12 @@ export interface ServerToWorker {
 
 // ---- /ui ----------------------------------------------------------------------------------------
 
-/** browser → server "subscribe": replay batches with seq > afterSeq, then stream live. */
+/** browser → server "subscribe": catch up on the batches with seq > afterSeq, then stream live. */
 export const subscribeSchema = z.object({ runId, afterSeq: z.number().int().min(0).default(0) });
 export type SubscribeMsg = z.input<typeof subscribeSchema>;
 export const unsubscribeSchema = z.object({ runId });
 
-/** server → browser "run:batch" (replayed or live, in seq order, gapless per subscriber). */
+/** server → browser "run:batch" (catch-up or live, in seq order, gapless per subscriber). */
 export interface RunBatchMsg {
   runId: string;
   seq: number;

@@ -4,7 +4,7 @@ import { apiPost } from "../api.ts";
 import type { ImportRunBody, ImportRunDto } from "../contracts/index.ts";
 import { qk } from "./keys.ts";
 
-/** POST /api/runs/import: a 400 rejects with ApiError whose fieldErrors are keyed by file name. */
+/** POST /api/runs/import: a 400 rejects with HttpError whose fieldErrors are keyed by file name. */
 export function useImportRun() {
   const qc = useQueryClient();
   return useMutation({

@@ -5,7 +5,7 @@ import type { CreateRunBody, PatchRunBody, RunDetailDto, ValidatedConfigDto, Val
 import { putRuns } from "../run-cache.ts";
 import { qk } from "./keys.ts";
 
-/** POST /api/runs: a 400 rejects with ApiError carrying fieldErrors for the form. */
+/** POST /api/runs: a 400 rejects with HttpError carrying fieldErrors for the form. */
 export function useCreateRun() {
   const qc = useQueryClient();
   return useMutation({

@@ -3,7 +3,7 @@
  * Live tail of one run: subscribes on the /ui socket with the last sequence number the query
  * cache holds, and folds every "run:batch" into the cached metrics, logs and episodes (no
  * refetch; the run's own state arrives as "runs:state", see useRunsState). Batches are applied strictly in seq order: an early one is held back, and a gap
- * (seq ≠ last + 1) re-subscribes from the last applied seq so the server replays what is missing.
+ * (seq ≠ last + 1) re-subscribes from the last applied seq so the server catches it up on what is missing.
  * After a reconnect the hook re-subscribes from the last applied seq as well.
  */
 import { useEffect } from "react";
@@ -88,7 +88,7 @@ export function useRunStream(runId: string | undefined): RunStreamState {
     const onBatch = (msg: RunBatchMsg) => {
       if (msg.runId !== runId) return;
       const { apply, resubscribe } = seq.push(msg, Date.now());
-      // a gap: ask the server to replay from what we have
+      // a gap: ask the server to catch us up from what we have
       if (resubscribe) subscribe(seq.cursor);
       for (const b of apply) {
         applyBatch(qc, runId, b);

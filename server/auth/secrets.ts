@@ -1,7 +1,7 @@
 /**
  * Passwords and opaque secrets. Passwords are hashed with argon2id (@node-rs/argon2, its
  * defaults: 19 MiB, 2 passes); session cookies and API/worker tokens are 32 random bytes whose
- * sha256 is all the database keeps, so a copied table cannot be replayed as credentials.
+ * sha256 is all the database keeps, so a copied table cannot be presented as credentials.
  */
 import crypto from "node:crypto";
 import { hash, verify } from "@node-rs/argon2";

@@ -15,7 +15,7 @@ import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
 import { startServer } from "../main.ts";
 import { configureEngine } from "../qrag/index.ts";
-import { env } from "../env.ts";
+import { settings } from "../settings.ts";
 
 const { values: args } = parseArgs({ options: { clients: { type: "string", default: "4" }, seconds: { type: "string", default: "15" }, depth: { type: "string", default: "5000" } } });
 
@@ -55,7 +55,7 @@ const pct = (xs: number[], p: number) => {
 };
 
 async function main() {
-  configureEngine(env().engine);
+  configureEngine(settings().engine);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-bench-nested-"));
   const server = await startServer({ port: 0, dataDir, spawnWorker: false, next: false, log: () => {} });
   try {

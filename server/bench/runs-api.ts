@@ -18,7 +18,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
 import { configureEngine, resolveConfig } from "../qrag/index.ts";
-import { env } from "../env.ts";
+import { settings } from "../settings.ts";
 import { getDb } from "../db/client.ts";
 import { startServer } from "../main.ts";
 
@@ -30,7 +30,7 @@ const LOAD_ROUNDS = 5;
 const DEFAULT_PAGE = "/api/runs?limit=50";
 
 async function main() {
-  configureEngine(env().engine);
+  configureEngine(settings().engine);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-bench-"));
   const server = await startServer({ port: 0, dataDir, spawnWorker: false, next: false, log: () => {} });
   try {

@@ -10,7 +10,7 @@ import path from "node:path";
 import { Command } from "commander";
 import { IMPORT_MAX_BODY_BYTES, IMPORT_MAX_FILES, importEncodingOf, importFileKind, type ImportFile, type ImportRunDto } from "../../lib/contracts/index.ts";
 import { ApiCallError, apiFetch } from "./api-client.ts";
-import { env } from "../env.ts";
+import { settings } from "../settings.ts";
 
 const MAX_DEPTH = 4;
 
@@ -52,7 +52,7 @@ async function main(argv: string[]): Promise<void> {
   const size = Buffer.byteLength(JSON.stringify(body));
   if (size > IMPORT_MAX_BODY_BYTES) throw new Error(`${folder}: ${size} bytes to send, the server takes at most ${IMPORT_MAX_BODY_BYTES}`);
   console.log(`importing ${files.length} file(s) from ${folder}: ${files.map((f) => f.name).join(", ")}`);
-  const r = await apiFetch<ImportRunDto>(opts.server, "/api/runs/import", { method: "POST", body, token: opts.token ?? env().auth.apiToken });
+  const r = await apiFetch<ImportRunDto>(opts.server, "/api/runs/import", { method: "POST", body, token: opts.token ?? settings().auth.apiToken });
   for (const w of r.warnings) console.log(`warning: ${w}`);
   console.log(`imported run ${r.run.id} "${r.run.name}": ${r.points} metric points, ${r.episodes} episodes`);
   console.log(new URL(`/runs/${r.run.id}`, opts.server).toString());

@@ -14,13 +14,13 @@ import { Command } from "commander";
 import { createUserBody, patchUserBody, ROLES, tokenLabel, type Role } from "../../lib/contracts/index.ts";
 import { closeDb, getDb, type DbHandle } from "../db/client.ts";
 import { migrate } from "../db/migrate.ts";
-import { env } from "../env.ts";
+import { settings } from "../settings.ts";
 import * as accounts from "../auth/accounts.ts";
 
 const ACTOR = "cli";
 
 async function db(): Promise<DbHandle> {
-  const url = env().databaseUrlFor(env().dataDir);
+  const url = settings().databaseUrlFor(settings().dataDir);
   await migrate(url);
   return getDb(url);
 }

@@ -9,7 +9,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { PrismaClient } from "../../generated/sqlite/client.ts";
-import { env } from "../env.ts";
+import { settings } from "../settings.ts";
 
 export type Db = PrismaClient;
 export type Provider = "sqlite" | "postgresql";
@@ -90,7 +90,7 @@ let current: { url: string; handle: Promise<DbHandle> } | undefined;
 
 /** The process's database, opened on first use from DATABASE_URL (or <data>/qrag.db). */
 export function getDb(url?: string): Promise<DbHandle> {
-  const want = url ?? env().databaseUrlFor(env().dataDir);
+  const want = url ?? settings().databaseUrlFor(settings().dataDir);
   if (current && (url === undefined || current.url === want)) return current.handle;
   if (current) throw new Error(`database already open at ${current.url}`);
   const handle = openDb(want);

@@ -10,7 +10,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { env } from "../env.ts";
+import { settings } from "../settings.ts";
 import { providerOf, sqlitePath } from "./client.ts";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -86,7 +86,7 @@ export async function migrate(url: string, opts: { root?: string; log?: (msg: st
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const url = env().databaseUrlFor(env().dataDir);
+  const url = settings().databaseUrlFor(settings().dataDir);
   migrate(url, { log: (m) => console.log(m) })
     .then((a) => console.log(a.length ? `${a.length} migration(s) applied` : "database is up to date"))
     .catch((e: Error) => {

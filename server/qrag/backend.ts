@@ -11,13 +11,14 @@
  * `QRAG_BACKEND` (or the argument) forces one backend: `tensorflow` (tfjs-node-gpu if installed,
  * else tfjs-node) | `tensorflow-gpu` (tfjs-node-gpu only) | `webgpu` (a software adapter too) |
  * `wasm` | `cpu` (aliases: `node-gpu`, `tfjs-node-gpu`, `gpu`, `node`, `tfjs-node`, `dawn`);
- * `auto` (or empty) = the order above. A forced backend that cannot load is an error that names
+ * `auto` (or empty) = the order above. The names, aliases and their parse: backend-names.ts. A forced backend that cannot load is an error that names
  * why; on auto, the next one is tried and the reasons come back in `skipped` (the worker logs webgpu's).
  */
 import * as tf from "@tensorflow/tfjs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { engineSettings } from "./settings.ts";
+import { BACKENDS, parseBackendPref, type BackendChoice } from "./backend-names.ts";
 import { adapterLabel, installWebgpu, type WebgpuAdapter } from "./backend-webgpu.ts";
 import { patchWebgpuAddN } from "./webgpu-addn.ts";
 import { patchWebgpuUpload } from "./webgpu-upload.ts";
@@ -35,36 +36,11 @@ interface BackendInfo {
   skipped?: string[];
 }
 
-type Choice = "tensorflow-gpu" | "webgpu" | "tensorflow" | "wasm" | "cpu";
-const AUTO_ORDER: readonly Choice[] = ["tensorflow-gpu", "webgpu", "tensorflow", "wasm", "cpu"];
+type Choice = BackendChoice;
+/** `auto` tries them in this order. */
+const AUTO_ORDER: readonly Choice[] = BACKENDS;
 
-const ALIASES: Record<string, Choice | "auto"> = {
-  auto: "auto",
-  "": "auto",
-  "tensorflow-gpu": "tensorflow-gpu",
-  "tfjs-node-gpu": "tensorflow-gpu",
-  "node-gpu": "tensorflow-gpu",
-  gpu: "tensorflow-gpu",
-  tensorflow: "tensorflow",
-  "tfjs-node": "tensorflow",
-  node: "tensorflow",
-  webgpu: "webgpu",
-  dawn: "webgpu",
-  wasm: "wasm",
-  cpu: "cpu",
-};
-
-/** Resolves a backend preference string; throws on an unknown name. */
-export function parseBackendPref(pref: string | undefined): Choice | "auto" {
-  const key = (pref ?? "").trim().toLowerCase();
-  const c = ALIASES[key];
-  if (c === undefined) {
-    throw new Error(
-      `unknown tfjs backend "${pref}" (QRAG_BACKEND / --backend): use one of auto, tensorflow-gpu, webgpu, tensorflow, wasm, cpu`,
-    );
-  }
-  return c;
-}
+export { parseBackendPref };
 
 // Module names held in variables so TypeScript neither resolves nor requires their types.
 const NODE_GPU_PKG: string = "@tensorflow/tfjs-node-gpu";

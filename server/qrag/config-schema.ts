@@ -2,13 +2,17 @@
  * The one zod schema for a Q-RAG run config (the `envs` part comes from the dataset registry,
  * datasets.ts). Key names follow the reference's Hydra configs
  * (configs/training.yaml, configs/envs/*.yaml, configs/algo/pqn.yaml) so Q-RAG users recognise
- * them. The CLI, the worker and the dashboard's launch form all validate with this schema.
+ * them. The CLI, the worker and the dashboard's launch form all validate with this schema, and
+ * its `.default()`s are the one home of every default: the YAML groups and presets (configs/)
+ * state only what they change, and the engine reads the resolved config.
  */
 import { z } from "zod";
 import { envSchema } from "./datasets.ts";
 import { int, prob } from "./schema-bounds.ts";
+import { BACKEND_PREFS } from "./backend-names.ts";
 
-const encoderSchema = z.strictObject({
+/** `algo.encoder`: the one home of its defaults (model/factory.ts `defaultEncoderConfig` parses with it). */
+export const encoderSchema = z.strictObject({
   type: z.enum(["bow", "transformer", "hf"]),
   dim: int(4, 4096).multipleOf(4, "must be divisible by 4 (two heads of rotary pairs)").describe("divisible by 4"),
   vocab_size: int(16, 4_194_304),
@@ -26,6 +30,14 @@ const encoderSchema = z.strictObject({
 }).refine((e) => e.type !== "hf" || typeof e.path === "string", { message: "required for type hf (a Hugging Face model folder in the data root)", path: ["path"] })
   .refine((e) => e.type === "bow" || !e.word_bigrams, { message: "only the bow encoder takes word bigrams", path: ["word_bigrams"] })
   .refine((e) => e.type === "bow" || e.word_vectors === undefined, { message: "only the bow encoder takes word vectors", path: ["word_vectors"] });
+
+/** `algo.optimizer` (AdamW): the one home of its defaults (agent/adamw.ts reads them from here). */
+export const optimizerSchema = z.strictObject({
+  lr: z.number().positive(),
+  betas: z.tuple([prob, prob]).default([0.9, 0.98]).describe("two numbers, e.g. 0.9, 0.98"),
+  eps: z.number().positive().default(1e-6),
+  weight_decay: z.number().nonnegative().default(0.01),
+});
 
 const algoSchema = z.strictObject({
   name: z.string().default("pqn"),
@@ -51,12 +63,7 @@ const algoSchema = z.strictObject({
     /** Reference behaviour: the last transition of every rollout is executed but not trained on. */
     drop_last_transition: z.boolean().default(true),
   }),
-  optimizer: z.strictObject({
-    lr: z.number().positive(),
-    betas: z.tuple([prob, prob]).default([0.9, 0.98]).describe("two numbers, e.g. 0.9, 0.98"),
-    eps: z.number().positive().default(1e-6),
-    weight_decay: z.number().nonnegative().default(0.01),
-  }),
+  optimizer: optimizerSchema,
   scheduler: z.strictObject({
     type: z.enum(["warmup_linear", "cosine", "constant"]).default("warmup_linear"),
     warmup: int(0).default(1000),
@@ -84,7 +91,7 @@ export const runConfigSchema = z.strictObject({
   max_action_length_in_memory: int(1, 8192),
   /** Episodes kept in the event stream per evaluation (full records go to episodes.jsonl). */
   eval_episodes_logged: int(0, 1000).default(8).describe("episodes per evaluation kept in the event stream"),
-  backend: z.enum(["auto", "tensorflow", "webgpu", "wasm", "cpu"]).default("auto"),
+  backend: z.enum(BACKEND_PREFS).default("auto"),
   envs: envSchema,
   algo: algoSchema,
 }).refine((c) => c.batch_size % c.envs_parallel === 0, { message: "must be a multiple of envs_parallel", path: ["batch_size"] });

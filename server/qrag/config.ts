@@ -11,6 +11,7 @@ import { engineSettings } from "./settings.ts";
 import { InputError } from "./errors.ts";
 import { runConfigSchema, type RunConfig } from "./config-schema.ts";
 import { datasetLabel } from "./datasets.ts";
+import { BABI_TASK_NAMES, isBabiTask } from "./data/babi/vocab.ts";
 import { shortText } from "../../lib/contracts/short-text.ts";
 
 export type { RunConfig } from "./config-schema.ts";
@@ -108,15 +109,6 @@ function setPath(obj: Obj, dotted: string, value: unknown): Obj {
   return deepMerge(obj, patch);
 }
 
-/** Short aliases accepted for envs.task, e.g. qa2 → the reference's qa2_two-supporting-facts. */
-const BABI_TASK_NAMES: Record<string, string> = {
-  qa1: "qa1_single-supporting-fact",
-  qa2: "qa2_two-supporting-facts",
-  qa3: "qa3_three-supporting-facts",
-  qa4: "qa4_two-arg-relations",
-  qa5: "qa5_three-arg-relations",
-};
-
 interface ResolveOptions {
   preset?: string;
   overrides?: readonly string[];
@@ -144,7 +136,8 @@ export function composeConfig(opts: ResolveOptions = {}): Obj {
   tree = deepMerge(tree, body);
   tree = applyParsed(tree, parsed.filter((o) => !isGroup(o.key)));
   const envs = tree.envs as Obj | undefined;
-  if (envs && typeof envs.task === "string" && BABI_TASK_NAMES[envs.task]) tree = setPath(tree, "envs.task", BABI_TASK_NAMES[envs.task]);
+  // short bAbI names (envs.task=qa2) become the reference's (qa2_two-supporting-facts)
+  if (envs && typeof envs.task === "string" && isBabiTask(envs.task)) tree = setPath(tree, "envs.task", BABI_TASK_NAMES[envs.task]);
   return tree;
 }
 

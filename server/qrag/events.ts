@@ -4,5 +4,6 @@
  * them too; the engine imports nothing else from outside server/qrag.
  */
 export type {
-  EngineEvent, EpisodeRecord, EpisodeStep, EventSink, MetricKey, RunMeta, SweepPoint,
+  EngineEvent, EpisodeRecord, EpisodeStep, EventSink, RunMeta, SweepPoint,
 } from "../../lib/contracts/engine-events.ts";
+export type { MetricKey } from "../../lib/contracts/metrics.ts";

@@ -18,3 +18,4 @@ export { checkEnvPaths } from "./datasets.ts";
 export { checkEncoderPath } from "./model/hf/encoder-path.ts";
 export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot } from "./data-root.ts";
 export { configureEngine, engineSettings, type EngineSettings } from "./settings.ts";
+export { BACKEND_PREFS } from "./backend-names.ts";

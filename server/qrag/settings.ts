@@ -2,7 +2,7 @@
  * The engine's settings, its own: where a config's files may come from (`dataRoot`, data-root.ts),
  * where presets live (`configDir`, config.ts), the tfjs backend (`backend`, backend.ts) and the
  * wasm threads (`wasmThreads`, wasm-threads.ts). Engine code reads them here only; it never reads
- * the platform's settings (server/env.ts).
+ * the platform's settings (server/settings.ts).
  *
  * Defaults, read from the process environment on first use, so that every use of the engine as a
  * library (its CLI `qrag`, its benches, tests) gets them without setup:
@@ -13,7 +13,7 @@
  * Empty values count as unset; relative paths resolve against the working directory then. `<repo>`
  * is found from this file's place, not from the working directory. A platform process (the
  * dashboard, the worker, its engine process, the platform's benches) maps its validated
- * environment (server/env.ts `env().engine`, the same variables with the same defaults) onto the
+ * environment (server/settings.ts `settings().engine`, the same variables with the same defaults) onto the
  * engine with `configureEngine` at start.
  */
 import path from "node:path";

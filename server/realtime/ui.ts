@@ -1,6 +1,6 @@
 /**
  * socket.io namespace /ui (browsers), the dashboard's RunNotifier. "subscribe" {runId, afterSeq}
- * replays the stored batches after afterSeq in order, then streams live ones ("run:batch").
+ * catches the subscriber up on the stored batches after afterSeq in order, then streams live ones ("run:batch").
  * "runs:state" is broadcast (coalesced) whenever runs change, carrying the runs as the server
  * derived them (status, summary, progress, worker), so browsers merge instead of deriving.
  * Delivery is gapless per subscriber: a batch is emitted only when it is the next sequence number
@@ -52,7 +52,7 @@ export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: num
     return true;
   };
 
-  /** Replays from the database until the subscriber is level with what is stored and pending. */
+  /** Catch-up: sends from the database until the subscriber is level with what is stored and pending. */
   const catchUp = async (s: Sub) => {
     if (s.busy) return;
     s.busy = true;
@@ -71,7 +71,7 @@ export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: num
         }
       }
     } catch (e) {
-      log(`replay of ${s.runId} failed: ${(e as Error).message}`);
+      log(`catch-up of ${s.runId} failed: ${(e as Error).message}`);
     } finally {
       s.busy = false;
     }

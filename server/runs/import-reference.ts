@@ -11,24 +11,21 @@
  *   `oracle_stop` is inferred: true when the last pick completed the gold set (the reference's test
  *   envs stop at completion unless `never_terminate`).
  * - TensorBoard scalars (`tb_logs/events.out.tfevents.*`): `qf_loss`, `train r_sum`, `eval r_sum`
- *   map to our metric keys below; our own keys pass through (our export writes them as tags).
+ *   map to our metric keys (their `referenceTag`s in lib/contracts/metrics.ts); our own keys pass through (our export writes them as tags).
  */
 import { z } from "zod";
-import { METRIC_KEYS, qThresholdFilter, retrievalMetrics, type EpisodeRecord, type MetricKey } from "../../lib/contracts/index.ts";
+import { METRIC_KEYS, REFERENCE_TAGS, qThresholdFilter, retrievalMetrics, type EpisodeRecord, type MetricKey } from "../../lib/contracts/index.ts";
 import { ImportFileError, numberedLines, parseJsonLine, zodFileError } from "./import-errors.ts";
-
-/** Reference TensorBoard tag → our metric key (docs/operations.md "Importing runs"). */
-export const REFERENCE_TAGS: Readonly<Record<string, MetricKey>> = {
-  qf_loss: "qf_loss",
-  "train r_sum": "train_return",
-  "eval r_sum": "eval_return",
-};
 
 const metricKeys = new Set<string>(METRIC_KEYS);
 
-/** Our key for a TensorBoard tag, or null when the tag is not one we chart. */
+/**
+ * Our key for a TensorBoard tag (the reference's tags of the metric registry, lib/contracts/metrics.ts,
+ * docs/operations.md "Importing runs"; our own keys as themselves), or null when we do not chart it.
+ */
 export function metricKeyOfTag(tag: string): MetricKey | null {
-  return REFERENCE_TAGS[tag] ?? (metricKeys.has(tag) ? (tag as MetricKey) : null);
+  if (Object.hasOwn(REFERENCE_TAGS, tag)) return REFERENCE_TAGS[tag]!;
+  return metricKeys.has(tag) ? (tag as MetricKey) : null;
 }
 
 /** The Q threshold our evaluation reports `filtered` scores at (server/qrag evaluate default). */

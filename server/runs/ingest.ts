@@ -1,6 +1,6 @@
 /**
  * Event-batch ingestion: one numbered batch from a worker is written in one transaction,
- * idempotently on (run, seq). The batch itself is stored (the unit of replay for browsers), and
+ * idempotently on (run, seq). The batch itself is stored (the unit of a browser's catch-up), and
  * its events are derived into rows: metric points (skipping (run, key, step) already stored — a
  * resumed attempt re-sends points after its checkpoint), episodes, checkpoints, sweep points and
  * log lines, plus the run's status, backend/device, progress, summary and lastSeq.
@@ -201,7 +201,7 @@ async function withoutStored(db: Db, runId: string, events: EngineEvent[], maxSt
   });
 }
 
-/** Stored batches after `afterSeq`, in order (browser replay). */
+/** Stored batches after `afterSeq`, in order (a browser's catch-up). */
 export async function batchesAfter(h: DbHandle, runId: string, afterSeq: number, limit = 200): Promise<{ seq: number; events: EngineEvent[] }[]> {
   const rows = await h.prisma.eventBatch.findMany({ where: { runId, seq: { gt: afterSeq } }, orderBy: { seq: "asc" }, take: limit, select: { seq: true, events: true } });
   return rows.map((r) => ({ seq: r.seq, events: parseJson<EngineEvent[]>(r.events, []) }));

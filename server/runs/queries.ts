@@ -54,7 +54,7 @@ async function bucketedBySteps(h: DbHandle, runId: string, keys: readonly string
 }
 
 export async function getMetrics(h: DbHandle, runId: string, q: MetricsQuery = {}): Promise<MetricsDto> {
-  // lastSeq first: points written after it are replayed again by the stream, never missed
+  // lastSeq first: points written after it are sent again by the stream's catch-up, never missed
   const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { lastSeq: true } });
   if (!run) throw notFound(`run ${runId}`);
   const x = q.x ?? "step";

@@ -4,7 +4,7 @@
  * - The atomic claim: a conditional update (queued → running), so two workers, or two dashboard
  *   nodes on one PostgreSQL, never take the same run. An idle connected worker is offered the
  *   oldest queued run; a refused offer gives the run back to the queue.
- * - Leases: heartbeats extend them; the sweeper takes runs back from workers whose lease ran out
+ * - Leases: heartbeats extend them; the lease reaper takes runs back from workers whose lease ran out
  *   (resume from the last checkpoint, or fail when there is none, or finish a pending cancel).
  * - Batches: each worker batch is written by runs/ingest.ts, serialised per run so runs are
  *   written and published in seq order; the worker's slot frees when its run ends.
@@ -56,8 +56,8 @@ export interface Scheduler {
   cancel(runId: string, workerId: string | null): void;
   /** Ids of the workers connected to this node. */
   connectedWorkers(): string[];
-  /** Runs the lease sweeper once. */
-  sweep(): Promise<void>;
+  /** Runs the lease reaper once: takes back the runs whose lease expired. */
+  reapLeases(): Promise<void>;
   close(): void;
 }
 
@@ -182,11 +182,11 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
     }
   };
 
-  // ---- lease sweeper ---------------------------------------------------------------------------
-  let sweeping = false;
-  const sweep = async () => {
-    if (sweeping || closed) return;
-    sweeping = true;
+  // ---- lease reaper ----------------------------------------------------------------------------
+  let reaping = false;
+  const reapLeases = async () => {
+    if (reaping || closed) return;
+    reaping = true;
     try {
       const expired = await expireLeases(h);
       for (const e of expired) {
@@ -202,9 +202,9 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
         kick();
       }
     } catch (e) {
-      log(`lease sweep failed: ${(e as Error).message}`);
+      log(`lease reaper failed: ${(e as Error).message}`);
     } finally {
-      sweeping = false;
+      reaping = false;
     }
   };
 
@@ -273,7 +273,7 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
       for (const c of targets) c?.link.cancel(runId);
     },
     connectedWorkers: () => [...conns.keys()],
-    sweep,
+    reapLeases,
     close() {
       closed = true;
       for (const c of conns.values()) c.link.disconnect();

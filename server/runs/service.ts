@@ -9,7 +9,7 @@ import type { Prisma } from "../../generated/sqlite/client.ts";
 import type { CloneRunBody, CreateRunBody, PatchRunBody, RunDetailDto, RunDto, RunListDto, RunListQuery, RunListRow } from "../../lib/contracts/index.ts";
 import { checkpointSelect, runListSelect } from "../../lib/contracts/index.ts";
 import { buildRunConfig, checkEncoderPath, checkEnvPaths, ConfigError, describeConfig, type RunConfig, type RunConfigInput } from "../qrag/index.ts";
-import { env } from "../env.ts";
+import { settings } from "../settings.ts";
 import type { DbHandle } from "../db/client.ts";
 import { conflict, invalid, notFound } from "./errors.ts";
 import { parseJson, toRunDetailDto, toRunDto } from "./dto.ts";
@@ -37,7 +37,7 @@ export function newRunId(): string {
  * must lie in the data root (issue 10): they are stored relative to it, so a worker with its own
  * root finds the same files; a path outside answers the same 400 whether it exists or not.
  */
-export function runConfigFrom(input: RunConfigInput, dataRoot: string = env().dataRoot): RunConfig {
+export function runConfigFrom(input: RunConfigInput, dataRoot: string = settings().dataRoot): RunConfig {
   let config: RunConfig;
   try {
     config = buildRunConfig(input);

@@ -10,7 +10,7 @@
  */
 import { exitWithParent } from "./exit-with-parent.ts";
 import { configureEngine, type EngineEvent, type RunConfig } from "../qrag/index.ts";
-import { env } from "../env.ts";
+import { settings } from "../settings.ts";
 import type { SweepSpec } from "../../lib/contracts/index.ts";
 import { errorMessage } from "./log.ts";
 
@@ -115,7 +115,7 @@ if (!process.send) {
   process.exit(2);
 }
 // the engine's settings from the environment the worker handed down (QRAG_BACKEND: the probed backend)
-configureEngine(env().engine);
+configureEngine(settings().engine);
 // ...and within 0.1 s when a long computation holds the event loop (the disconnect below waits for
 // it); requests wait until the watcher runs
 const watching = exitWithParent();

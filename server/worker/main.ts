@@ -4,7 +4,7 @@
  *
  *   npm run worker -- --url http://dashboard:3000 --token <token> [--name gpu-box] [--data-dir data]
  *
- * Environment equivalents (server/env.ts): QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME,
+ * Environment equivalents (server/settings.ts): QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME,
  * QRAG_WORKER_DATA_DIR; QRAG_BACKEND (or --backend) forces a tfjs backend. The worker id is kept
  * in <data-dir>/worker-<name>.id so a restarted worker keeps its identity. SIGINT/SIGTERM cancel
  * the active run (the engine saves a checkpoint), wait for its events to be acknowledged (at most
@@ -18,15 +18,15 @@ import { parseArgs } from "node:util";
 import { io, type Socket } from "socket.io-client";
 import type { AssignAck, HeartbeatMsg, ServerToWorker, WorkerHello, WorkerToServer } from "../../lib/contracts/index.ts";
 import { HEARTBEAT_MS, WORKER_NAMESPACE, issuesText, runAssignmentSchema, runCancelSchema } from "../../lib/contracts/index.ts";
-import { env } from "../env.ts";
-import { configureEngine } from "../qrag/index.ts";
+import { settings } from "../settings.ts";
+import { BACKEND_PREFS, configureEngine } from "../qrag/index.ts";
 import { errorMessage, stderrLogger, type Logger } from "./log.ts";
 import { probeBackend, startRun, type RunExecution } from "./runner.ts";
 
 /** The worker's socket, typed by the /workers contract. */
 export type WorkerSocket = Socket<ServerToWorker, WorkerToServer>;
 
-const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--data-root <dir>] [--backend auto|tensorflow-gpu|webgpu|tensorflow|wasm|cpu]
+const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--data-root <dir>] [--backend ${BACKEND_PREFS.join("|")}]
   env: QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_DATA_ROOT (config paths resolve inside it; default the data dir), QRAG_BACKEND`;
 
 class UsageError extends Error {}
@@ -60,7 +60,7 @@ function parseCli(argv: string[]): Cli {
     process.stdout.write(USAGE + "\n");
     process.exit(0);
   }
-  const e = env();
+  const e = settings();
   const url = values.url ?? e.worker.dashboardUrl;
   const token = values.token ?? e.workerToken;
   if (!url || !token) throw new UsageError(`missing ${!url ? "--url (or QRAG_DASHBOARD_URL)" : "--token (or QRAG_WORKER_TOKEN)"}`);
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
   }
   const log: Logger = stderrLogger(cli.name);
   // this process checks run configs with the engine (runner.ts): its settings, with this worker's data root
-  configureEngine({ ...env().engine, dataRoot: cli.dataRoot, ...(cli.backend ? { backend: cli.backend } : {}) });
+  configureEngine({ ...settings().engine, dataRoot: cli.dataRoot, ...(cli.backend ? { backend: cli.backend } : {}) });
   const workerId = workerIdFor(cli.dataDir, cli.name);
   // the engine (and tfjs) runs in a forked process per run; probe there which backend runs get
   // (the forked processes read QRAG_BACKEND from the environment they inherit)
@@ -229,7 +229,7 @@ async function main(): Promise<void> {
     exitCode = code;
     const pending = [...runs.values()];
     if (pending.length) {
-      const limit = env().worker.shutdownMs;
+      const limit = settings().worker.shutdownMs;
       const run = training();
       if (run) {
         log("info", `${why}: cancelling run ${run.runId}, saving a checkpoint (waiting up to ${limit / 1000} s)`);

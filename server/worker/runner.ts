@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import type { EngineEvent, EventsAck, RunAssignment, RunEndStatus } from "../../lib/contracts/index.ts";
 import { sweepSpecSchema, issuesText } from "../../lib/contracts/index.ts";
 import { checkEncoderPath, checkEnvPaths, checkpointFiles, findCheckpoint, validateConfig, type RunConfig } from "../qrag/index.ts";
-import { env } from "../env.ts";
+import { settings } from "../settings.ts";
 import type { EngineReply, EngineRequest } from "./engine-process.ts";
 import { EventBatcher, type BatcherOptions } from "./batcher.ts";
 import { clip, errorMessage, silentLogger, type Logger } from "./log.ts";
@@ -144,7 +144,7 @@ export class RunExecution {
   private readonly batcher: EventBatcher;
   private readonly log: Logger;
   private get dataRoot(): string {
-    return this.opts.dataRoot ?? env().dataRoot;
+    return this.opts.dataRoot ?? settings().dataRoot;
   }
   private endEvent: Extract<EngineEvent, { type: "run_end" }> | null = null;
   private endNote: string | null = null;

@@ -3,7 +3,7 @@ import Link from "next/link";
 import { Suspense, useEffect, useMemo, useState, type FormEvent } from "react";
 import { useRouter, useSearchParams } from "next/navigation";
 import { configFieldErrors, configToDraft, describeSchema, draftToConfig, fieldPaths, getAt, setAt, switchVariant, type FieldNode } from "../../../lib/config-form.ts";
-import { ApiError } from "../../../lib/api.ts";
+import { HttpError } from "../../../lib/api.ts";
 import type { PresetDto, RunDetailDto } from "../../../lib/contracts/index.ts";
 import { useConfigSchema } from "../../../lib/hooks/useConfigSchema.ts";
 import { usePresets } from "../../../lib/hooks/usePresets.ts";
@@ -108,7 +108,7 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
       });
       router.push(`/runs/${run.id}`);
     } catch (err) {
-      if (err instanceof ApiError && Object.keys(err.fieldErrors).length) {
+      if (err instanceof HttpError && Object.keys(err.fieldErrors).length) {
         setServerErrors(configFieldErrors(err.fieldErrors));
         setFormError(err.message);
       } else setFormError((err as Error).message);

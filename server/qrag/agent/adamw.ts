@@ -10,6 +10,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { onDevice } from "../device.ts";
 import { adamwStepFused, globalNormFused } from "../model/webgpu/fused-adamw.ts";
+import { optimizerSchema } from "../config-schema.ts";
 
 interface AdamWConfig {
   beta1: number;
@@ -18,8 +19,11 @@ interface AdamWConfig {
   weightDecay: number;
 }
 
-/** Q-RAG's settings (configs/algo/pqn.yaml): betas (0.9, 0.98), eps 1e-6, weight decay 0.01. */
-const QRAG_ADAMW: AdamWConfig = { beta1: 0.9, beta2: 0.98, eps: 1e-6, weightDecay: 0.01 };
+/** Q-RAG's settings: the defaults of the config's `algo.optimizer` (config-schema.ts). */
+const QRAG_ADAMW: AdamWConfig = (() => {
+  const o = optimizerSchema.omit({ lr: true }).parse({});
+  return { beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weight_decay };
+})();
 
 export interface AdamWState {
   /** Number of step() calls. */

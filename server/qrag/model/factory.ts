@@ -8,6 +8,7 @@ import { BowEncoder } from "./bow.ts";
 import { TransformerEncoder } from "./transformer.ts";
 import type { Rng } from "../util/rng.ts";
 import { HfBertEncoder } from "./hf/encoder.ts";
+import { encoderSchema } from "../config-schema.ts";
 
 export type { QEncoder } from "./base.ts";
 
@@ -28,9 +29,15 @@ export function createEncoder(config: EncoderConfig, rng: Rng, opts: { dataRoot?
   }
 }
 
-/** Defaults per type: `bow` as in docs/method.md §11, `transformer` as in docs/workload.md §1.2. */
+/**
+ * A full encoder config of `type` for benches and tests: the sizes of `bow` as in docs/method.md
+ * §11 and of `transformer` as in docs/workload.md §1.2; every key not set here is the config
+ * schema's default (`encoderSchema`, config-schema.ts).
+ */
 export function defaultEncoderConfig(type: EncoderConfig["type"]): EncoderConfig {
-  return type === "bow"
-    ? { type, dim: 128, vocab_size: 16384, hidden: 256, layers: 0, heads: 1, max_len: 512, dropout: 0.1, init_std: 0.1 }
-    : { type, dim: 128, vocab_size: 8192, hidden: 512, layers: 2, heads: 4, max_len: 256, dropout: 0.1, init_std: 0.02 };
+  if (type === "bow") {
+    // bow has no layers or heads (0 and 1 are outside the schema's bounds, which are a transformer's)
+    return { ...encoderSchema.parse({ type, dim: 128, vocab_size: 16384, hidden: 256 }), layers: 0, heads: 1, max_len: 512, init_std: 0.1 };
+  }
+  return encoderSchema.parse({ type, dim: 128, vocab_size: 8192, hidden: 512 });
 }

@@ -8,14 +8,17 @@ import { InputError } from "../../errors.ts";
 export const BABI_TASKS = ["qa1", "qa2", "qa3", "qa4", "qa5"] as const;
 export type BabiTask = (typeof BABI_TASKS)[number];
 
-/** The reference's (bAbI v1.2 / BabiLong / Q-RAG) long task names. */
-const BABI_TASK_NAMES: Record<BabiTask, string> = {
+/** The reference's (bAbI v1.2 / BabiLong / Q-RAG) long task names; the short ones are their aliases. */
+export const BABI_TASK_NAMES: Readonly<Record<BabiTask, string>> = {
   qa1: "qa1_single-supporting-fact",
   qa2: "qa2_two-supporting-facts",
   qa3: "qa3_three-supporting-facts",
   qa4: "qa4_two-arg-relations",
   qa5: "qa5_three-arg-relations",
 };
+
+/** true for a short task name ("qa2"), exactly as written. */
+export const isBabiTask = (name: string): name is BabiTask => (BABI_TASKS as readonly string[]).includes(name);
 
 /** Maps "qa2" or the reference name "qa2_two-supporting-facts" (any case) to a BabiTask. */
 export function toBabiTask(name: string): BabiTask {

@@ -1,5 +1,5 @@
 /**
- * The process environment, validated once: every variable the server, the worker and the
+ * The platform's settings: its process environment, validated once: every variable the server, the worker and the
  * platform's benchmarks read, with its default. Nothing else of the platform reads `process.env`;
  * a bad value stops the process at start with a message naming the variable.
  *
@@ -7,7 +7,7 @@
  * backend, wasm threads) are its own (server/qrag/settings.ts), which read QRAG_DATA_ROOT,
  * QRAG_DATA_DIR, QRAG_CONFIG_DIR, QRAG_BACKEND and QRAG_WASM_THREADS with the same defaults as
  * here when the engine runs alone (its CLI `qrag`, `npm run bench`, tests). Every platform process
- * that uses the engine maps `env().engine` onto it with `configureEngine` at start (server/main.ts,
+ * that uses the engine maps `settings().engine` onto it with `configureEngine` at start (server/main.ts,
  * server/worker/main.ts and engine-process.ts, server/bench/*).
  *
  *   PORT, HOST                   dashboard listen address (3000, 127.0.0.1)
@@ -116,17 +116,17 @@ const schema = z
       engine: { backend: e.QRAG_BACKEND, wasmThreads: e.QRAG_WASM_THREADS, dataRoot, configDir },
     };
   });
-export type Env = z.output<typeof schema>;
+export type Settings = z.output<typeof schema>;
 
-/** Parses an environment (tests pass their own); throws one line per bad variable. */
-export function parseEnv(source: Record<string, string | undefined>): Env {
+/** Parses a process environment (tests pass their own); throws one line per bad variable. */
+export function parseSettings(source: Record<string, string | undefined>): Settings {
   const r = schema.safeParse(source);
   if (!r.success) throw new Error(`bad environment: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
   return r.data;
 }
 
-let current: Env | undefined;
-/** This process's environment, read on first use. */
-export function env(): Env {
-  return (current ??= parseEnv(process.env));
+let current: Settings | undefined;
+/** This process's settings, read from its environment on first use. */
+export function settings(): Settings {
+  return (current ??= parseSettings(process.env));
 }
