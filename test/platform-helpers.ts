@@ -3,7 +3,7 @@
  * server binaries, initdb into a temp folder, on 127.0.0.1 and a free port), free ports, and
  * condition polling (no blind sleeps).
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -65,11 +65,6 @@ function pgBinDir(): string | null {
   return versions.length ? path.join(base, versions[0], "bin") : null;
 }
 
-function tryInstallPostgres(): void {
-  if (process.getuid?.() !== 0) return;
-  spawnSync("apt-get", ["install", "-y", "-q", "postgresql"], { stdio: "ignore", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" }, timeout: 300_000 });
-}
-
 /**
  * Starts a throwaway PostgreSQL, or returns a reason it cannot. With CI=true a missing server
  * is an error (the caller fails the test); otherwise the PostgreSQL tests are skipped.
@@ -78,11 +73,7 @@ function tryInstallPostgres(): void {
 export async function startPostgres(): Promise<Pg | { skip: string }> {
   const external = process.env.TEST_DATABASE_URL;
   if (external && /^postgres(ql)?:\/\//.test(external)) return externalPg(external);
-  let bin = pgBinDir();
-  if (!bin && process.env.CI === "true") {
-    tryInstallPostgres();
-    bin = pgBinDir();
-  }
+  const bin = pgBinDir();
   if (!bin) {
     const why = "PostgreSQL server binaries not found (apt-get install postgresql); PostgreSQL tests skipped";
     if (process.env.CI === "true") throw new Error(why.replace("; PostgreSQL tests skipped", " and CI=true"));
