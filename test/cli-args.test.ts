@@ -1,8 +1,9 @@
 /**
- * The qrag command line's argument handling, in process (server/qrag/cli.ts runQrag with its
- * output captured): bad flags and overrides are refused with the flag named and the exit code the
- * real command gives, before any checkpoint is looked up or anything trains. test/cli-sweep.test.ts
- * keeps the spawned smoke tests of the real command.
+ * The command lines' argument handling, in process with their output captured (server/qrag/cli.ts
+ * runQrag, server/cli/user.ts runUser): bad flags, overrides, roles and passwords are refused with
+ * the field named and the exit code the real command gives, before any checkpoint is looked up,
+ * anything trains or a database is opened. test/cli-sweep.test.ts and test/cli-user.test.ts keep
+ * the spawned smoke tests of the real commands.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -10,6 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { runQrag } from "../server/qrag/cli.ts";
+import { runUser } from "../server/cli/user.ts";
 
 async function qrag(args: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = "";
@@ -85,4 +87,31 @@ test("qrag bench --parts niah: bad --variants, a --samples count per length, a c
   const d = await run(["--set", "algo.encoder.word_bigrams"]);
   assert.equal(d.code, 2, d.err);
   assert.match(d.err, /algo\.encoder\.word_bigrams/);
+});
+
+test("npm run user: a short password, an unknown role or a missing name exit 1 naming the problem, before the database is opened", async () => {
+  const user = async (args: string[], stdin = "") => {
+    let out = "";
+    let err = "";
+    const code = await runUser(args, { out: (t) => void (out += t), err: (t) => void (err += t), stdin: async () => stdin });
+    return { code, out, err };
+  };
+  // a database URL nothing can open: reaching it would be a different error
+  const saved = process.env.DATABASE_URL;
+  process.env.DATABASE_URL = "postgresql://nobody@127.0.0.1:1/none";
+  try {
+    const short = await user(["add", "root", "--role", "admin", "--password-stdin"], "short");
+    assert.equal(short.code, 1);
+    assert.match(short.err, /^error: password: at least 10 characters/);
+    const role = await user(["add", "root", "--role", "wizard", "--password-stdin"], "long enough password");
+    assert.equal(role.code, 1);
+    assert.match(role.err, /^error: role: /);
+    const missing = await user(["add"]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.err, /error: missing required argument 'name'/);
+    assert.equal(short.out + role.out + missing.out, "");
+  } finally {
+    if (saved === undefined) delete process.env.DATABASE_URL;
+    else process.env.DATABASE_URL = saved;
+  }
 });
