@@ -11,7 +11,8 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import type { DashboardDto } from "../lib/contracts/index.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, waitFor, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { waitFor } from "./platform-helpers.ts";
 import { seedRuns, type SeedRun } from "./compare-seed.ts";
 
 const skip = browserUnavailable();

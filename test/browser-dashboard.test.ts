@@ -14,7 +14,8 @@ import type { Browser, Page } from "playwright-core";
 import type { EpisodeDto } from "../lib/contracts/index.ts";
 import { thresholdView } from "../lib/analysis/threshold.ts";
 import { fmtNum } from "../lib/format.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, waitFor, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { waitFor } from "./platform-helpers.ts";
 
 const skip = browserUnavailable();
 if (skip) console.log(`browser tests skipped: ${skip}`);
@@ -51,7 +52,7 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
       const r = await fetch(`${base}/api/workers`);
       const ws = (await r.json()) as { status: string }[];
       return ws.some((w) => w.status !== "offline");
-    });
+    }, 60_000);
   });
 
   after(async () => {

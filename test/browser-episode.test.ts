@@ -26,7 +26,8 @@ import { buildSource } from "../server/qrag/sources.ts";
 import { evalOptions } from "../server/qrag/train.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { chunkAt, type Sample } from "../server/qrag/types.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, waitFor, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { waitFor } from "./platform-helpers.ts";
 
 const skip = browserUnavailable();
 if (skip) console.log(`browser tests skipped: ${skip}`);

@@ -16,7 +16,8 @@ import type { Browser, Page } from "playwright-core";
 import type { EpisodeDto, MetricsDto, RunListDto } from "../lib/contracts/index.ts";
 import { openDb, type DbHandle } from "../server/db/client.ts";
 import { downloadExports, seedFinishedRun, type SeededRun } from "./import-helpers.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, waitFor, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { waitFor } from "./platform-helpers.ts";
 
 const skip = browserUnavailable();
 if (skip) console.log(`browser tests skipped: ${skip}`);

@@ -11,7 +11,8 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import type { RunDetailDto, SweepDto, SweepListDto } from "../lib/contracts/index.ts";
 import { fmtNum } from "../lib/format.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, waitFor, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { waitFor } from "./platform-helpers.ts";
 
 const skip = browserUnavailable();
 if (skip) console.log(`browser tests skipped: ${skip}`);

@@ -1,7 +1,8 @@
 /**
  * `npm run user` (server/cli/user.ts) as an operator runs it, in a child process on a real SQLite
- * file: short passwords and unknown roles are refused, the first admin is added from stdin, and
- * the personal token it mints signs in to a server that requires accounts.
+ * file: the first admin is added from stdin, and the personal token it mints signs in to a server
+ * that requires accounts. Its refusals (short passwords, unknown roles) are tested in process in
+ * test/cli-args.test.ts.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -10,18 +11,13 @@ import path from "node:path";
 import { startServer } from "../server/main.ts";
 import { ROOT, tmpDir } from "./platform-helpers.ts";
 
-test("npm run user: add (password from stdin), refuse short passwords, mint a token the server accepts", async () => {
+test("npm run user: add (password from stdin), list, mint a token the server accepts", async () => {
   const dataDir = tmpDir("qrag-cli-user-");
   const databaseUrl = `file:${path.join(dataDir, "qrag.db")}`;
   const user = (args: string[], input = "") =>
     spawnSync(process.execPath, ["--import", "tsx", path.join(ROOT, "server/cli/user.ts"), ...args], {
       cwd: ROOT, input, encoding: "utf8", env: { ...process.env, QRAG_DATA_DIR: dataDir, DATABASE_URL: databaseUrl },
     });
-
-  const short = user(["add", "root", "--role", "admin", "--password-stdin"], "short\n");
-  assert.equal(short.status, 1);
-  assert.match(short.stderr, /password: at least 10 characters/);
-  assert.equal(user(["add", "root", "--role", "wizard", "--password-stdin"], "long enough password\n").status, 1);
 
   const added = user(["add", "root", "--role", "admin", "--password-stdin"], "long enough password\n");
   assert.equal(added.status, 0, added.stderr);

@@ -11,6 +11,10 @@
  *     series, value for value: a live chart after resumes equals a reloaded one.
  * QRAG_CRASH_SEED picks the kill moments (default 20261124); QRAG_CRASH_TRIALS the number of
  * worker kills (default 20).
+ *
+ * Budget: each worker kill costs a worker restart, a lease expiry and an engine start from the last
+ * checkpoint, about 40 s per trial on a loaded 2-core machine (802 s for the 20 trials). The
+ * timeout is 2 min (start, the run's tail) + 1 min per trial: 22 min for 20 trials, 1.6× that.
  */
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -32,15 +36,15 @@ const LOG_EVERY = Math.max(1, Math.min(10, Math.floor(EVAL_INTERVAL / 5)));
 /** From the metric registry: the keys of every logged update, and of every evaluation. */
 const PER_UPDATE = metricKeysEmitted("update");
 const EVAL_KEYS = metricKeysEmitted("eval");
-
-
+/** 2 min for the start and the run's tail, 1 min per worker kill (≈ 1.5 × the 40 s one takes on a loaded 2-core machine). */
+const TIMEOUT_MS = (2 + TRIALS) * 60_000;
 
 const procs: Proc[] = [];
 after(async () => {
   for (const p of procs) await p.kill9();
 });
 
-test(`crash trials (seed ${SEED}): ${TRIALS} worker kills and ${SERVER_KILLS} server kills around metric emission lose no point and double none`, { skip: process.platform !== "linux" ? "reads /proc" : false, timeout: 15 * 60_000 }, async () => {
+test(`crash trials (seed ${SEED}): ${TRIALS} worker kills and ${SERVER_KILLS} server kills around metric emission lose no point and double none`, { skip: process.platform !== "linux" ? "reads /proc" : false, timeout: TIMEOUT_MS }, async () => {
   const gen = new Rng(SEED);
   const random = () => gen.next();
   const dataDir = tmpDir("qrag-crash-");
@@ -142,5 +146,5 @@ test(`crash trials (seed ${SEED}): ${TRIALS} worker kills and ${SERVER_KILLS} se
   const differ = streamed.filter((p) => !close(storedAt.get(`${p.key}@${p.step}`), p.value)).map((p) => `${p.key}@${p.step}: live ${p.value}, stored ${storedAt.get(`${p.key}@${p.step}`)}`);
   assert.deepEqual(differ.slice(0, 10), [], `live ≠ stored at ${differ.length} points\n${log.join("\n")}`);
   if (process.env.QRAG_TEST_VERBOSE) console.log(log.join("\n"));
-  console.log(`# crash trials (seed ${SEED}): ${TRIALS} worker kills (${log.filter((l) => l.includes("engine child")).length} with the engine child), ${SERVER_KILLS} server kills, ${done.attempt} attempts; ${rows.length} stored points, 0 lost, 0 doubled`);
+  console.log(`# crash trials (seed ${SEED}): ${TRIALS} worker kills (${log.filter((l) => l.includes("engine child")).length} with the engine child), ${SERVER_KILLS} server kills, ${done.attempt} attempts; ${rows.length} stored points, 0 lost, 0 doubled; ${((Date.now() - t0) / 1000).toFixed(0)} s of a ${TIMEOUT_MS / 1000} s budget`);
 });

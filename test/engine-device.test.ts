@@ -4,8 +4,8 @@
  * Vulkan driver (lavapipe), against the cpu backend's host path: encoder forwards and gradients
  * (transformer, bow), greedy picks, bert-tiny against Hugging Face, and training with no
  * synchronous read and at most one read per environment step. Each case runs in a fresh process
- * (engine-device-cases.ts says why); a case whose process is killed by a signal (a crash inside
- * Dawn/lavapipe, not an engine error) is run again, up to 3 times. Machines without lavapipe skip,
+ * (engine-device-cases.ts says why); a case whose process crashes (killed by a signal inside
+ * Dawn/lavapipe) fails like any other error, with no retry. Machines without lavapipe skip,
  * except under QRAG_REQUIRE_WEBGPU=1 (CI), where its absence is a failure.
  */
 import { test } from "node:test";

@@ -1,9 +1,10 @@
 /**
  * Helpers for the platform tests: temporary SQLite files, a throwaway PostgreSQL (Debian's
  * server binaries, initdb into a temp folder, on 127.0.0.1 and a free port), free ports, and
- * condition polling (no blind sleeps).
+ * condition polling (waitFor: the one polling helper of the tests; no blind sleeps).
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -33,7 +34,20 @@ export async function freePort(): Promise<number> {
 /** Thrown from a waitFor condition to give up at once (e.g. the process under test exited). */
 export class GiveUp extends Error {}
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+/**
+ * The tests' one polling helper: calls `fn` every `everyMs` until it returns a truthy value, which
+ * it resolves to. Other errors thrown by `fn` count as "not yet" (a server still starting) and the
+ * last one is named on timeout; a GiveUp or a failed assertion inside `fn` ends the wait at once.
+ * On timeout the error reads "timed out after N ms waiting for WHAT", plus `detail()` when given
+ * (a child process's output, say).
+ */
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 30_000,
+  everyMs = 100,
+  detail?: () => string,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let lastErr: unknown;
   for (;;) {
@@ -41,10 +55,13 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
       const v = await fn();
       if (v) return v as T;
     } catch (e) {
-      if (e instanceof GiveUp) throw e;
+      if (e instanceof GiveUp || e instanceof assert.AssertionError) throw e;
       lastErr = e;
     }
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${(lastErr as Error).message})` : ""}`);
+    if (Date.now() > end) {
+      const more = detail?.();
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${(lastErr as Error).message})` : ""}${more ? `\n${more}` : ""}`);
+    }
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -65,11 +82,6 @@ function pgBinDir(): string | null {
   return versions.length ? path.join(base, versions[0], "bin") : null;
 }
 
-function tryInstallPostgres(): void {
-  if (process.getuid?.() !== 0) return;
-  spawnSync("apt-get", ["install", "-y", "-q", "postgresql"], { stdio: "ignore", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" }, timeout: 300_000 });
-}
-
 /**
  * Starts a throwaway PostgreSQL, or returns a reason it cannot. With CI=true a missing server
  * is an error (the caller fails the test); otherwise the PostgreSQL tests are skipped.
@@ -78,11 +90,7 @@ function tryInstallPostgres(): void {
 export async function startPostgres(): Promise<Pg | { skip: string }> {
   const external = process.env.TEST_DATABASE_URL;
   if (external && /^postgres(ql)?:\/\//.test(external)) return externalPg(external);
-  let bin = pgBinDir();
-  if (!bin && process.env.CI === "true") {
-    tryInstallPostgres();
-    bin = pgBinDir();
-  }
+  const bin = pgBinDir();
   if (!bin) {
     const why = "PostgreSQL server binaries not found (apt-get install postgresql); PostgreSQL tests skipped";
     if (process.env.CI === "true") throw new Error(why.replace("; PostgreSQL tests skipped", " and CI=true"));

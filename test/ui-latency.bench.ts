@@ -24,7 +24,8 @@ import { parseArgs } from "node:util";
 import { io } from "socket.io-client";
 import type { EngineEvent, RunBatchMsg, RunDto } from "../lib/contracts/index.ts";
 import { BATCH_MS } from "../lib/contracts/index.ts";
-import { ROOT, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, waitFor } from "./ui-browser-helpers.ts";
+import { ROOT, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer } from "./ui-browser-helpers.ts";
+import { waitFor } from "./platform-helpers.ts";
 
 const { values: args } = parseArgs({
   options: {

@@ -2,8 +2,8 @@
  * The fused WebGPU kernels of server/qrag/model/webgpu/ (the device path's AdamW, Polyak, GELU,
  * LayerNorm) on Mesa's software Vulkan driver (lavapipe), against the tfjs reference ops on the
  * cpu backend with the same inputs. Each case runs in a fresh process (webgpu-fused-cases.ts);
- * a case whose process is killed by a signal (a crash inside Dawn/lavapipe) is run again, up to 3
- * times. Machines without lavapipe skip, except under QRAG_REQUIRE_WEBGPU=1 (CI).
+ * a case whose process crashes (killed by a signal inside Dawn/lavapipe) fails, with no retry.
+ * Machines without lavapipe skip, except under QRAG_REQUIRE_WEBGPU=1 (CI).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -13,6 +13,7 @@ import { io as connect, type Socket } from "socket.io-client";
 import { WORKER_NAMESPACE, type EngineEvent, type EventBatchMsg, type EventsAck } from "../lib/contracts/index.ts";
 import { EventBatcher } from "../server/worker/batcher.ts";
 import type { LogLevel } from "../server/worker/log.ts";
+import { waitFor } from "./platform-helpers.ts";
 
 type AckPolicy = (msg: EventBatchMsg, reception: number) => EventsAck | "drop";
 
@@ -86,13 +87,8 @@ function client(port: number): Socket {
   });
 }
 
-async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+/** waitFor (platform-helpers.ts) on a condition, polled every 5 ms. */
+const until = (cond: () => boolean, ms: number, what: string): Promise<boolean> => waitFor(what, () => cond(), ms, 5);
 
 const logEvent = (i: number): EngineEvent => ({ type: "log", level: "info", message: `event ${i}` });
 const runEnd: EngineEvent = { type: "run_end", status: "completed", step: 1, update: 1 };
@@ -119,11 +115,11 @@ test("batches arrive in seq order from nextSeq, within the batch window of their
   const sock = client(dash.port);
   const b = new EventBatcher({ socket: sock, runId: "r1", nextSeq: 7, batchMs: WINDOW });
   try {
-    await waitFor(() => sock.connected, 5_000, "connect");
+    await until(() => sock.connected, 5_000, "connect");
     const p = producer(b, 15);
-    await waitFor(() => p.pushed.length >= 70, 10_000, "70 events");
+    await until(() => p.pushed.length >= 70, 10_000, "70 events");
     p.stop();
-    await waitFor(() => b.pendingEvents === 0, 5_000, "all acknowledged");
+    await until(() => b.pendingEvents === 0, 5_000, "all acknowledged");
     // latency: each event reached the server at most WINDOW (+ scheduling slack) after its push
     const slack = 150;
     let k = 0;
@@ -170,9 +166,9 @@ test("dropped acks and ok:false are retried; one batch in flight; each seq store
     log: (_l: LogLevel, m: string) => logs.push(m),
   });
   try {
-    await waitFor(() => sock.connected, 5_000, "connect");
+    await until(() => sock.connected, 5_000, "connect");
     const p = producer(b, 10);
-    await waitFor(() => dash.lastSeq >= 6, 10_000, "6 batches stored");
+    await until(() => dash.lastSeq >= 6, 10_000, "6 batches stored");
     p.stop();
     b.push(runEnd);
     await b.drain();
@@ -207,19 +203,19 @@ test("a killed transport and a dashboard restart on the same port lose nothing",
     log: (_l: LogLevel, m: string) => logs.push(m),
   });
   try {
-    await waitFor(() => connects === 1, 5_000, "connect");
+    await until(() => connects === 1, 5_000, "connect");
     const p = producer(b, 5);
-    await waitFor(() => dash.lastSeq >= 5, 5_000, "3 batches stored");
+    await until(() => dash.lastSeq >= 5, 5_000, "3 batches stored");
 
     dash.dropConnections();
-    await waitFor(() => connects === 2, 5_000, "reconnect after transport close");
+    await until(() => connects === 2, 5_000, "reconnect after transport close");
     const before = dash.lastSeq;
-    await waitFor(() => dash.lastSeq >= before + 3, 5_000, "batches after reconnect");
+    await until(() => dash.lastSeq >= before + 3, 5_000, "batches after reconnect");
 
     await dash.stop();
-    await waitFor(() => !sock.connected, 5_000, "disconnect on dashboard stop");
+    await until(() => !sock.connected, 5_000, "disconnect on dashboard stop");
     const backlogFrom = p.pushed.length;
-    await waitFor(() => p.pushed.length >= backlogFrom + 40, 5_000, "events produced while the dashboard is down");
+    await until(() => p.pushed.length >= backlogFrom + 40, 5_000, "events produced while the dashboard is down");
     p.stop();
     // let the cut timer freeze the tail into a batch; nothing is pushed after this, so only the
     // batcher's reconnect handling can deliver the backlog
@@ -228,8 +224,8 @@ test("a killed transport and a dashboard restart on the same port lose nothing",
     // pushed from here on: only the batcher's reconnect handling can deliver the backlog
     assert.ok(b.pendingEvents > b.bufferedEvents, "an unacknowledged batch is kept");
     await dash.start(); // same port: Dashboard keeps it
-    await waitFor(() => connects === 3, 5_000, "reconnect after dashboard restart");
-    await waitFor(() => b.pendingEvents === 0, 5_000, "backlog delivered without new events");
+    await until(() => connects === 3, 5_000, "reconnect after dashboard restart");
+    await until(() => b.pendingEvents === 0, 5_000, "backlog delivered without new events");
     assert.ok(dash.lastSeq > before + 3);
 
     b.push(runEnd);
@@ -253,7 +249,7 @@ test("a stop ack calls onStop; stop with ok:false discards the rest and drain re
   const stops: EventsAck[] = [];
   const b = new EventBatcher({ socket: sock, runId: "r4", nextSeq: 1, batchMs: 20, onStop: (a) => stops.push(a) });
   try {
-    await waitFor(() => sock.connected, 5_000, "connect");
+    await until(() => sock.connected, 5_000, "connect");
     b.push(logEvent(0));
     await b.drain();
     assert.equal(stops.length, 1, "onStop called");

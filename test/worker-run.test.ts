@@ -27,7 +27,7 @@ import {
   type AssignAck,
 } from "../lib/contracts/index.ts";
 import { resolveConfig } from "../server/qrag/config.ts";
-import { engineChildren } from "./platform-helpers.ts";
+import { engineChildren, waitFor } from "./platform-helpers.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const TOKEN = "test-token";
@@ -123,13 +123,9 @@ function spawnWorker(url: string, dataDir: string, token = TOKEN): Worker {
   return { proc, stderr: () => err, exited };
 }
 
-async function waitFor(cond: () => boolean, ms: number, what: string, w?: Worker): Promise<void> {
-  const t0 = Date.now();
-  while (!cond()) {
-    if (Date.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}${w ? `\nworker stderr:\n${w.stderr()}` : ""}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** waitFor (platform-helpers.ts) on a condition, polled every 20 ms, with the worker's stderr on timeout. */
+const until = (cond: () => boolean, ms: number, what: string, w?: Worker): Promise<boolean> =>
+  waitFor(what, () => cond(), ms, 20, w && (() => `worker stderr:\n${w.stderr()}`));
 
 async function exitCode(w: Worker, ms: number): Promise<number | null> {
   let timer: NodeJS.Timeout | undefined;
@@ -166,7 +162,7 @@ test("worker: hello, heartbeats, a tiny run across a dashboard restart, one run 
   const dataDir = newDataDir();
   const w = spawnWorker(dash.url, dataDir);
   try {
-    await waitFor(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
     const hello = dash.hellos[0];
     assert.equal(hello.token, TOKEN);
     assert.equal(hello.name, "test worker");
@@ -191,10 +187,10 @@ test("worker: hello, heartbeats, a tiny run across a dashboard restart, one run 
     const busy = await dash.assign(assignment("run-x", []));
     assert.equal(busy.ok, false, "one run at a time");
     assert.match(busy.error ?? "", /busy/);
-    await waitFor(() => dash.hellos.length === 2, 30_000, "the worker's hello after the dashboard restart", w);
+    await until(() => dash.hellos.length === 2, 30_000, "the worker's hello after the dashboard restart", w);
     assert.deepEqual(dash.hellos[1].activeRuns, ["run-a"], "the reconnecting worker names its active run");
     assert.equal(dash.hellos[1].workerId, hello.workerId);
-    await waitFor(() => dash.end("run-a") !== undefined, 60_000, "run-a's run_end", w);
+    await until(() => dash.end("run-a") !== undefined, 60_000, "run-a's run_end", w);
     const evs = dash.events("run-a", 5);
     const start = evs[0];
     assert.ok(start.type === "run_start", "run_start first");
@@ -211,7 +207,7 @@ test("worker: hello, heartbeats, a tiny run across a dashboard restart, one run 
     assert.equal(dash.end("run-a")!.status, "completed");
     assert.equal(dash.end("run-a")!.update, 20);
     assert.ok(dash.heartbeats.some((h) => h.msg.workerId === hello.workerId && h.msg.runs.includes("run-a")), "heartbeat lists the active run");
-    await waitFor(() => dash.heartbeats.at(-1)!.msg.runs.length === 0, 10_000, "an idle heartbeat", w);
+    await until(() => dash.heartbeats.at(-1)!.msg.runs.length === 0, 10_000, "an idle heartbeat", w);
 
     // run B: cancelled from the dashboard once training is under way
     let cancelledAt = -1;
@@ -222,7 +218,7 @@ test("worker: hello, heartbeats, a tiny run across a dashboard restart, one run 
       }
     };
     assert.deepEqual(await dash.assign(assignment("run-b", ["steps_count=400", "eval_interval=200", "eval_episodes=8"])), { ok: true });
-    await waitFor(() => dash.end("run-b") !== undefined, 60_000, "run-b's run_end", w);
+    await until(() => dash.end("run-b") !== undefined, 60_000, "run-b's run_end", w);
     const bEvents = dash.events("run-b", 1);
     const endB = dash.end("run-b")!;
     assert.equal(endB.status, "cancelled");
@@ -252,7 +248,7 @@ test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and e
   // a first worker on this data folder creates the id; the restarted one (used below) keeps it
   const first = spawnWorker(dash.url, dataDir);
   try {
-    await waitFor(() => dash.hellos.length === 1, 30_000, "the first worker's hello", first);
+    await until(() => dash.hellos.length === 1, 30_000, "the first worker's hello", first);
     first.proc.kill("SIGTERM");
     assert.equal(await exitCode(first, 15_000), 0, first.stderr());
   } finally {
@@ -263,13 +259,13 @@ test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and e
   assert.equal(fs.readFileSync(idFile(dataDir), "utf8").trim(), firstId, "the id is persisted");
   const w = spawnWorker(dash.url, dataDir);
   try {
-    await waitFor(() => dash.hellos.length === 2, 30_000, "the restarted worker's hello", w);
+    await until(() => dash.hellos.length === 2, 30_000, "the restarted worker's hello", w);
     assert.equal(dash.hellos[1].workerId, firstId, "a restarted worker keeps its id");
 
     // an unreadable resume checkpoint fails the run with the reason
     const missing = path.join(tmp, "nowhere", "checkpoints", "last");
     assert.deepEqual(await dash.assign(assignment("run-d", [], { resumeFrom: missing, nextSeq: 3 })), { ok: true });
-    await waitFor(() => dash.end("run-d") !== undefined, 20_000, "run-d's run_end", w);
+    await until(() => dash.end("run-d") !== undefined, 20_000, "run-d's run_end", w);
     assert.equal(dash.end("run-d")!.status, "failed");
     assert.equal(dash.end("run-d")!.error, `checkpoint not reachable on this worker: ${missing}`);
     assert.ok(dash.events("run-d", 3).some((e) => e.type === "log" && e.level === "error"));
@@ -277,7 +273,7 @@ test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and e
     // an invalid config fails the run with the schema's field messages
     const bad = { ...assignment("run-e", []), config: { ...(resolveConfig({ preset: "tiny" }) as object), steps_count: -3 } };
     assert.deepEqual(await dash.assign(bad), { ok: true });
-    await waitFor(() => dash.end("run-e") !== undefined, 20_000, "run-e's run_end", w);
+    await until(() => dash.end("run-e") !== undefined, 20_000, "run-e's run_end", w);
     assert.equal(dash.end("run-e")!.status, "failed");
     assert.match(dash.end("run-e")!.error ?? "", /steps_count/);
 
@@ -291,7 +287,7 @@ test("worker: failures as run_ends, stable id, SIGTERM mid-run checkpoints and e
       train_path: missingFile, eval_path: missingFile,
     };
     assert.deepEqual(await dash.assign({ ...assignment("run-g", []), config: { ...tiny, envs: hotpot } }), { ok: true });
-    await waitFor(() => dash.end("run-g") !== undefined, 30_000, "run-g's run_end", w);
+    await until(() => dash.end("run-g") !== undefined, 30_000, "run-g's run_end", w);
     assert.equal(dash.end("run-g")!.status, "failed");
     assert.match(dash.end("run-g")!.error ?? "", /missing.*not found/);
 
@@ -333,7 +329,7 @@ test("worker: kill -9 mid-run takes its engine child with it, and no checkpoint 
   let child = 0;
   let killedAt = 0;
   try {
-    await waitFor(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
     const a = assignment("run-k", ["steps_count=2000", "eval_interval=1000", "eval_episodes=8"]);
     dash.onBatch = (msg) => {
       if (killedAt || msg.runId !== "run-k" || !msg.events.some((e) => e.type === "metric" && e.key === "qf_loss")) return;
@@ -342,9 +338,9 @@ test("worker: kill -9 mid-run takes its engine child with it, and no checkpoint 
       w.proc.kill("SIGKILL");
     };
     assert.deepEqual(await dash.assign(a), { ok: true });
-    await waitFor(() => killedAt > 0, 60_000, "the first TD-loss batch", w);
+    await until(() => killedAt > 0, 60_000, "the first TD-loss batch", w);
     assert.ok(child > 0, "the engine child was running");
-    await waitFor(() => !alive(child), 10_000, "the orphaned engine child to exit");
+    await until(() => !alive(child), 10_000, "the orphaned engine child to exit");
     assert.ok(newestUnder(path.join(a.runDir, "checkpoints")) < killedAt, "no checkpoint written after the worker died");
   } finally {
     w.proc.kill("SIGKILL");
@@ -358,7 +354,7 @@ test("worker: a newer attempt of a run it still holds replaces it: the old attem
   await dash.start();
   const w = spawnWorker(dash.url, newDataDir());
   try {
-    await waitFor(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
     // attempt 1: once training is under way the dashboard stops answering for this run, as a
     // dashboard that gave the attempt up (its lease ran out) and moved on
     let stuck = false;
@@ -368,24 +364,23 @@ test("worker: a newer attempt of a run it still holds replaces it: the old attem
       return stuck && !second && msg.runId === "run-s";
     };
     assert.deepEqual(await dash.assign(assignment("run-s", ["steps_count=2000", "eval_interval=1000", "eval_episodes=8"])), { ok: true });
-    await waitFor(() => stuck, 60_000, "attempt 1's first TD-loss batch", w);
+    await until(() => stuck, 60_000, "attempt 1's first TD-loss batch", w);
 
     // attempt 2 is offered (as the scheduler does, again after each refusal) until it is taken
     const next = assignment("run-s", ["steps_count=20", "eval_interval=10", "eval_episodes=8"], { attempt: 2, nextSeq: 1000 });
     const replies: AssignAck[] = [];
     const t0 = Date.now();
-    while (!replies.at(-1)?.ok) {
-      if (Date.now() - t0 > 20_000) assert.fail(`attempt 2 still refused after 20 s: ${JSON.stringify(replies.at(-1))}\n${w.stderr()}`);
-      if (replies.length) await new Promise((r) => setTimeout(r, 250));
+    await waitFor("attempt 2 to be taken", async () => {
       replies.push(await dash.assign(next));
-    }
+      return replies.at(-1)!.ok;
+    }, 20_000, 250, () => `last reply: ${JSON.stringify(replies.at(-1))}\n${w.stderr()}`);
     second = true;
     assert.match(replies[0].error ?? "", /still finishing attempt 1 of run run-s \(training; \d+ events unacknowledged\); stopping it/);
     assert.equal(engineChildren(w.proc.pid!).length <= 1, true, "attempt 1's engine is gone");
     assert.match(w.stderr(), /attempt 2 assigned while attempt 1 is training.*dropping attempt 1/);
 
     // attempt 2 runs to completion with its own gapless seqs; nothing of attempt 1 comes after
-    await waitFor(() => dash.end("run-s") !== undefined, 60_000, "attempt 2's run_end", w);
+    await until(() => dash.end("run-s") !== undefined, 60_000, "attempt 2's run_end", w);
     const seqs = [...dash.runs.get("run-s")!.keys()].filter((s) => s >= 1000).sort((a, b) => a - b);
     assert.deepEqual(seqs, seqs.map((_, i) => 1000 + i), "attempt 2's batches gapless from its nextSeq");
     assert.deepEqual(dash.end("run-s"), { ...dash.end("run-s")!, status: "completed", update: 20 });
@@ -417,7 +412,7 @@ test("worker: cancel inside a long evaluation ends the run within 2 s with a che
   await dash.start();
   const w = spawnWorker(dash.url, newDataDir());
   try {
-    await waitFor(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
     // the first evaluation (update 0) of 10,000 episodes of 400 chunks takes minutes on this machine
     const long = ["steps_count=100", "eval_interval=50", "eval_episodes=10000", "envs.test_env.num_sentences=400"];
     let cancelAt = 0;
@@ -431,7 +426,7 @@ test("worker: cancel inside a long evaluation ends the run within 2 s with a che
       }
     };
     assert.deepEqual(await dash.assign(assignment("run-ev", long)), { ok: true });
-    await waitFor(() => dash.end("run-ev") !== undefined, 120_000, "run-ev's run_end", w);
+    await until(() => dash.end("run-ev") !== undefined, 120_000, "run-ev's run_end", w);
     const took = Date.now() - cancelAt;
     const end = dash.end("run-ev")!;
     assert.equal(end.status, "cancelled");
@@ -453,7 +448,7 @@ test("worker: cancel inside a long evaluation ends the run within 2 s with a che
       }
     };
     assert.deepEqual(await dash.assign(assignment("run-ev2", long)), { ok: true });
-    await waitFor(() => termAt > 0, 60_000, "run-ev2's evaluation", w);
+    await until(() => termAt > 0, 60_000, "run-ev2's evaluation", w);
     assert.equal(await exitCode(w, 5_000), 0, w.stderr());
     assert.equal(dash.end("run-ev2")?.status, "interrupted", "run_end delivered before exit");
     console.log(`# inside a 10,000-episode evaluation: cancel → cancelled run_end in ${took} ms; SIGTERM → exit in ${Date.now() - termAt} ms`);

@@ -8,9 +8,11 @@
  *   token NAME [--label L]        mint a personal API token for NAME (scripts, npm run import)
  *   worker-token NAME             mint a token for one remote worker (npm run worker -- --token …)
  */
+import path from "node:path";
 import readline from "node:readline";
+import { fileURLToPath } from "node:url";
 import { Writable } from "node:stream";
-import { Command } from "commander";
+import { Command, CommanderError } from "commander";
 import { createUserBody, patchUserBody, ROLES, tokenLabel, type Role } from "../../lib/contracts/index.ts";
 import { closeDb, getDb, type DbHandle } from "../db/client.ts";
 import { migrate } from "../db/migrate.ts";
@@ -42,8 +44,18 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
 }
 
-async function newPassword(fromStdin: boolean): Promise<string> {
-  if (fromStdin) return readStdin();
+/** Where the command writes and reads: the process's streams, or a test's. */
+export interface UserCliIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** All of stdin as text, its last line break dropped. */
+  stdin(): Promise<string>;
+}
+
+const PROCESS_IO: UserCliIo = { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t), stdin: readStdin };
+
+async function newPassword(fromStdin: boolean, io: UserCliIo): Promise<string> {
+  if (fromStdin) return io.stdin();
   if (!process.stdin.isTTY) throw new Error("no terminal to prompt on: pass --password-stdin and pipe the password");
   const a = await promptHidden("password: ");
   const b = await promptHidden("again: ");
@@ -63,62 +75,90 @@ async function userId(h: DbHandle, name: string): Promise<number> {
   return u.id;
 }
 
-async function patch(name: string, p: { role?: Role; disabled?: boolean; password?: string }, detail: Record<string, string | boolean>) {
+async function patch(io: UserCliIo, name: string, p: { role?: Role; disabled?: boolean; password?: string }, detail: Record<string, string | boolean>) {
   const h = await db();
   const u = await accounts.patchUser(h, await userId(h, name), check(patchUserBody.safeParse(p)));
   await accounts.audit(h, { actor: ACTOR, action: "user.edit", targetKind: "user", targetId: name, detail });
-  console.log(`${u.name}: ${u.role}${u.disabled ? " (disabled)" : ""}`);
+  io.out(`${u.name}: ${u.role}${u.disabled ? " (disabled)" : ""}\n`);
 }
 
-const program = new Command("user").description("manage Q-RAG Studio accounts and tokens");
-program
-  .command("add <name>")
-  .option("--role <role>", `one of ${ROLES.join(", ")}`, "member")
-  .option("--password-stdin", "read the password from stdin (scripts)")
-  .action(async (name: string, o: { role: string; passwordStdin?: boolean }) => {
-    check(createUserBody.pick({ name: true, role: true }).safeParse({ name, role: o.role })); // before the prompt
-    const body = check(createUserBody.safeParse({ name, role: o.role, password: await newPassword(!!o.passwordStdin) }));
-    const h = await db();
-    const u = await accounts.createUser(h, body);
-    await accounts.audit(h, { actor: ACTOR, action: "user.create", targetKind: "user", targetId: u.name, detail: { role: u.role } });
-    console.log(`added ${u.name} (${u.role})`);
+/**
+ * The commands. In the process (PROCESS_IO) commander's own errors print and exit as commander
+ * does; given other io (tests) they are written there and thrown as a CommanderError.
+ */
+function userProgram(io: UserCliIo): Command {
+  const out = (v: string) => io.out(`${v}\n`);
+  const err = (v: string) => io.err(`${v}\n`);
+  const program = new Command("user");
+  if (io !== PROCESS_IO) program.exitOverride().configureOutput({ writeOut: (t) => io.out(t), writeErr: (t) => io.err(t) });
+  program.description("manage Q-RAG Studio accounts and tokens");
+  program
+    .command("add <name>")
+    .option("--role <role>", `one of ${ROLES.join(", ")}`, "member")
+    .option("--password-stdin", "read the password from stdin (scripts)")
+    .action(async (name: string, o: { role: string; passwordStdin?: boolean }) => {
+      check(createUserBody.pick({ name: true, role: true }).safeParse({ name, role: o.role })); // before the prompt
+      const body = check(createUserBody.safeParse({ name, role: o.role, password: await newPassword(!!o.passwordStdin, io) }));
+      const h = await db();
+      const u = await accounts.createUser(h, body);
+      await accounts.audit(h, { actor: ACTOR, action: "user.create", targetKind: "user", targetId: u.name, detail: { role: u.role } });
+      out(`added ${u.name} (${u.role})`);
+    });
+  program.command("list").action(async () => {
+    for (const u of await accounts.listUsers(await db())) out(`${u.name}\t${u.role}${u.disabled ? "\tdisabled" : ""}\t${u.createdAt}`);
   });
-program.command("list").action(async () => {
-  for (const u of await accounts.listUsers(await db())) console.log(`${u.name}\t${u.role}${u.disabled ? "\tdisabled" : ""}\t${u.createdAt}`);
-});
-program.command("set-role <name> <role>").action((name: string, role: string) => patch(name, { role: role as Role }, { role }));
-program.command("disable <name>").action((name: string) => patch(name, { disabled: true }, { disabled: true }));
-program.command("enable <name>").action((name: string) => patch(name, { disabled: false }, { disabled: false }));
-program
-  .command("password <name>")
-  .option("--password-stdin", "read the password from stdin (scripts)")
-  .action(async (name: string, o: { passwordStdin?: boolean }) => patch(name, { password: await newPassword(!!o.passwordStdin) }, { password: "changed" }));
-program
-  .command("token <name>")
-  .description("mint a personal API token (shown once)")
-  .option("--label <label>", "what the token is for", "cli")
-  .action(async (name: string, o: { label: string }) => {
-    const h = await db();
-    const t = await accounts.createApiToken(h, await userId(h, name), check(tokenLabel.safeParse(o.label)));
-    await accounts.audit(h, { actor: ACTOR, action: "token.create", targetKind: "token", targetId: String(t.id), detail: { name: t.name, user: name } });
-    console.error(`token "${t.name}" for ${name} (shown once; send it as Authorization: Bearer, or QRAG_TOKEN for npm run import):`);
-    console.log(t.secret);
-  });
-program
-  .command("worker-token <name>")
-  .description("mint a token for one remote worker (shown once; revoke it on /admin)")
-  .action(async (name: string) => {
-    const h = await db();
-    const t = await accounts.createWorkerToken(h, check(tokenLabel.safeParse(name)));
-    await accounts.audit(h, { actor: ACTOR, action: "worker-token.create", targetKind: "worker-token", targetId: String(t.id), detail: { name: t.name } });
-    console.error(`worker token "${t.name}" (shown once; npm run worker -- --token …):`);
-    console.log(t.secret);
-  });
+  program.command("set-role <name> <role>").action((name: string, role: string) => patch(io, name, { role: role as Role }, { role }));
+  program.command("disable <name>").action((name: string) => patch(io, name, { disabled: true }, { disabled: true }));
+  program.command("enable <name>").action((name: string) => patch(io, name, { disabled: false }, { disabled: false }));
+  program
+    .command("password <name>")
+    .option("--password-stdin", "read the password from stdin (scripts)")
+    .action(async (name: string, o: { passwordStdin?: boolean }) => patch(io, name, { password: await newPassword(!!o.passwordStdin, io) }, { password: "changed" }));
+  program
+    .command("token <name>")
+    .description("mint a personal API token (shown once)")
+    .option("--label <label>", "what the token is for", "cli")
+    .action(async (name: string, o: { label: string }) => {
+      const h = await db();
+      const t = await accounts.createApiToken(h, await userId(h, name), check(tokenLabel.safeParse(o.label)));
+      await accounts.audit(h, { actor: ACTOR, action: "token.create", targetKind: "token", targetId: String(t.id), detail: { name: t.name, user: name } });
+      err(`token "${t.name}" for ${name} (shown once; send it as Authorization: Bearer, or QRAG_TOKEN for npm run import):`);
+      out(t.secret);
+    });
+  program
+    .command("worker-token <name>")
+    .description("mint a token for one remote worker (shown once; revoke it on /admin)")
+    .action(async (name: string) => {
+      const h = await db();
+      const t = await accounts.createWorkerToken(h, check(tokenLabel.safeParse(name)));
+      await accounts.audit(h, { actor: ACTOR, action: "worker-token.create", targetKind: "worker-token", targetId: String(t.id), detail: { name: t.name } });
+      err(`worker token "${t.name}" (shown once; npm run worker -- --token …):`);
+      out(t.secret);
+    });
+  return program;
+}
 
-program
-  .parseAsync(process.argv)
-  .catch((e: Error) => {
-    console.error(`error: ${e.message}`);
-    process.exitCode = 1;
-  })
-  .finally(() => closeDb());
+/**
+ * Runs `npm run user -- …` on `argv` (the arguments after the script's name) and resolves to the
+ * exit code: 0, 1 with "error: …" on stderr for a refused command (a short password, an unknown
+ * role or user), or commander's own code for its errors. Checks that need no database (names,
+ * roles, passwords) come before it is opened.
+ */
+export async function runUser(argv: readonly string[], io: UserCliIo = PROCESS_IO): Promise<number> {
+  try {
+    await userProgram(io).parseAsync([...argv], { from: "user" });
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode;
+    io.err(`error: ${(e as Error).message}\n`);
+    return 1;
+  } finally {
+    await closeDb();
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  runUser(process.argv.slice(2)).then((code) => {
+    if (code !== 0) process.exitCode = code;
+  });
+}

@@ -10,7 +10,7 @@
  * Environment (the engine's own settings, settings.ts): QRAG_DATA_ROOT (else QRAG_DATA_DIR, else
  * data/), QRAG_CONFIG_DIR (else configs/), QRAG_BACKEND, QRAG_WASM_THREADS.
  */
-import { Command, Option } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
@@ -22,6 +22,7 @@ import { intFlag, intList, numberFlag } from "./cli/flags.ts";
 import { MAX_MATMUL_SIZE } from "./bench/cli.ts";
 import { MAX_CHUNKS } from "./datasets.ts";
 import type { EngineEvent } from "./events.ts";
+import { isMainModule } from "./util/main-module.ts";
 
 /** `preset=NAME` may be given like any override; pull it out. */
 function splitPreset(args: string[]): { preset?: string; overrides: string[] } {
@@ -57,171 +58,209 @@ const THRESHOLD_OPTION = ["--threshold <q>", "Q-threshold of the stopping filter
 /** Test samples one eval/sweep command may draw (per length); larger runs belong in several commands. */
 const MAX_EVAL_SAMPLES = 100_000;
 
-const program = new Command();
-program.name("qrag").description("Q-RAG engine: train, evaluate and sweep multi-step retrievers").version(ENGINE_VERSION);
+/** Where the CLI writes: the process's stdout and stderr, or a test's buffers. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+}
 
-program
-  .command("train")
-  .description("train a retriever; arguments are preset=NAME, group choices (envs=…, algo=…) and key=value overrides")
-  .argument("[overrides...]", "preset=NAME, envs=babilong, envs.task=qa2, steps_count=3000, …")
-  .option("--resume <dir>", "resume from a checkpoint or run folder")
-  .option("--run-dir <dir>", "where checkpoints, metrics.jsonl and episodes.jsonl go")
-  .option(...DATA_ROOT_OPTION)
-  .option("-q, --quiet", "no progress output")
-  .action(async (args: string[], o: { resume?: string; runDir?: string; dataRoot?: string; quiet?: boolean }) => {
-    const { train } = await import("./train.ts");
-    const { preset, overrides } = splitPreset(args);
-    let config;
-    if (o.resume && !preset && overrides.length === 0) {
-      const { loadCheckpoint } = await import("./checkpoint.ts");
-      config = loadCheckpoint<{ config: ReturnType<typeof resolveConfig> }>(o.resume).state.config;
-    } else {
-      config = resolveConfig({ preset, overrides });
-    }
-    const ac = new AbortController();
-    process.once("SIGINT", () => {
-      process.stderr.write("\ninterrupted: saving a checkpoint…\n");
-      ac.abort();
+const PROCESS_IO: CliIo = { out: (t) => void process.stdout.write(t), err: (t) => void process.stderr.write(t) };
+
+/**
+ * The commands. In the process (PROCESS_IO) commander's own errors, --help and --version print and
+ * exit as commander does; given other io (tests) they are written there and thrown as a
+ * CommanderError carrying the exit code.
+ */
+function qragProgram(io: CliIo, setExit: (code: number) => void): Command {
+  const out = (v: string) => io.out(`${v}\n`);
+  const program = new Command();
+  if (io !== PROCESS_IO) program.exitOverride().configureOutput({ writeOut: (t) => io.out(t), writeErr: (t) => io.err(t) });
+  program.name("qrag").description("Q-RAG engine: train, evaluate and sweep multi-step retrievers").version(ENGINE_VERSION);
+
+  program
+    .command("train")
+    .description("train a retriever; arguments are preset=NAME, group choices (envs=…, algo=…) and key=value overrides")
+    .argument("[overrides...]", "preset=NAME, envs=babilong, envs.task=qa2, steps_count=3000, …")
+    .option("--resume <dir>", "resume from a checkpoint or run folder")
+    .option("--run-dir <dir>", "where checkpoints, metrics.jsonl and episodes.jsonl go")
+    .option(...DATA_ROOT_OPTION)
+    .option("-q, --quiet", "no progress output")
+    .action(async (args: string[], o: { resume?: string; runDir?: string; dataRoot?: string; quiet?: boolean }) => {
+      const { train } = await import("./train.ts");
+      const { preset, overrides } = splitPreset(args);
+      let config;
+      if (o.resume && !preset && overrides.length === 0) {
+        const { loadCheckpoint } = await import("./checkpoint.ts");
+        config = loadCheckpoint<{ config: ReturnType<typeof resolveConfig> }>(o.resume).state.config;
+      } else {
+        config = resolveConfig({ preset, overrides });
+      }
+      const ac = new AbortController();
+      process.once("SIGINT", () => {
+        process.stderr.write("\ninterrupted: saving a checkpoint…\n");
+        ac.abort();
+      });
+      const res = await train(config, { onEvent: printer(Boolean(o.quiet)), signal: ac.signal, resumeFrom: o.resume, runDir: o.runDir, dataRoot: o.dataRoot });
+      out(JSON.stringify({ status: res.status, runDir: res.runDir, updates: res.updates, step: res.step, backend: res.backend, lastEval: res.lastEval }, null, 2));
     });
-    const res = await train(config, { onEvent: printer(Boolean(o.quiet)), signal: ac.signal, resumeFrom: o.resume, runDir: o.runDir, dataRoot: o.dataRoot });
-    console.log(JSON.stringify({ status: res.status, runDir: res.runDir, updates: res.updates, step: res.step, backend: res.backend, lastEval: res.lastEval }, null, 2));
-  });
 
-program
-  .command("eval")
-  .description("greedy evaluation of a checkpoint on the test split")
-  .argument("<checkpoint>", "checkpoint folder or run folder")
-  .option("--samples <n>", "number of test samples", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
-  .option("--num-sentences <n>", "haystack size in chunks (BabiLong)", intFlag("--num-sentences", 1, MAX_CHUNKS))
-  .option("--never-terminate", "run every episode to max_steps (no ground-truth oracle stop)")
-  .option(...THRESHOLD_OPTION)
-  .option("--stop <rule>", "stopping rule for the filtered metrics instead: q-threshold:Q, margin:δ, drop:ρ, soft-v:τ, q-and-drop:Q,ρ, first-k:K, prune:Q,τ (needs --never-terminate), elbow, keep-all")
-  .option("--out <file>", "write one JSON line per episode")
-  .option(...DATA_ROOT_OPTION)
-  .option("-q, --quiet", "no progress output")
-  .action(async (ckpt: string, o: { samples?: number; numSentences?: number; neverTerminate?: boolean; threshold: number; stop?: string; out?: string; dataRoot?: string; quiet?: boolean }) => {
-    const { evaluate } = await import("./evaluate.ts");
-    const { parseStopRule } = await import("./stop-rules.ts");
-    let stop;
-    try {
-      stop = o.stop === undefined ? undefined : parseStopRule(o.stop);
-    } catch (e) {
-      throw new InputError((e as Error).message);
-    }
-    const onEvent = printer(Boolean(o.quiet));
-    const r = await evaluate({ checkpoint: ckpt, numSamples: o.samples, numSentences: o.numSentences, neverTerminate: o.neverTerminate, threshold: o.threshold, stop, episodesFile: o.out, dataRoot: o.dataRoot, onEvent: (e) => e.type !== "episode" && onEvent(e) });
-    console.log(JSON.stringify({ backend: r.backend, ...r.summary }, null, 2));
-  });
+  program
+    .command("eval")
+    .description("greedy evaluation of a checkpoint on the test split")
+    .argument("<checkpoint>", "checkpoint folder or run folder")
+    .option("--samples <n>", "number of test samples", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
+    .option("--num-sentences <n>", "haystack size in chunks (BabiLong)", intFlag("--num-sentences", 1, MAX_CHUNKS))
+    .option("--never-terminate", "run every episode to max_steps (no ground-truth oracle stop)")
+    .option(...THRESHOLD_OPTION)
+    .option("--stop <rule>", "stopping rule for the filtered metrics instead: q-threshold:Q, margin:δ, drop:ρ, soft-v:τ, q-and-drop:Q,ρ, first-k:K, prune:Q,τ (needs --never-terminate), elbow, keep-all")
+    .option("--out <file>", "write one JSON line per episode")
+    .option(...DATA_ROOT_OPTION)
+    .option("-q, --quiet", "no progress output")
+    .action(async (ckpt: string, o: { samples?: number; numSentences?: number; neverTerminate?: boolean; threshold: number; stop?: string; out?: string; dataRoot?: string; quiet?: boolean }) => {
+      const { evaluate } = await import("./evaluate.ts");
+      const { parseStopRule } = await import("./stop-rules.ts");
+      let stop;
+      try {
+        stop = o.stop === undefined ? undefined : parseStopRule(o.stop);
+      } catch (e) {
+        throw new InputError((e as Error).message);
+      }
+      const onEvent = printer(Boolean(o.quiet));
+      const r = await evaluate({ checkpoint: ckpt, numSamples: o.samples, numSentences: o.numSentences, neverTerminate: o.neverTerminate, threshold: o.threshold, stop, episodesFile: o.out, dataRoot: o.dataRoot, onEvent: (e) => e.type !== "episode" && onEvent(e) });
+      out(JSON.stringify({ backend: r.backend, ...r.summary }, null, 2));
+    });
 
-program
-  .command("sweep")
-  .description("context-length sweep of a BabiLong checkpoint with BM25 and dense baselines")
-  .argument("<checkpoint>", "checkpoint folder or run folder")
-  .option("--lengths <list>", "haystack sizes in chunks", "50,160,1200,4600,40000,400000")
-  .option("--samples <n>", "samples per length (default 100 / 20 / 3 by size)", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
-  .option(...THRESHOLD_OPTION)
-  .option("--oracle-stop", "stop episodes at the ground-truth completion oracle")
-  .option("--out <file>", "sweep points as JSONL")
-  .option("--episodes <file>", "episode records as JSONL")
-  .option(...DATA_ROOT_OPTION)
-  .option("-q, --quiet", "no progress output")
-  .action(async (ckpt: string, o: { lengths: string; samples?: number; threshold: number; oracleStop?: boolean; out?: string; episodes?: string; dataRoot?: string; quiet?: boolean }) => {
-    const { sweep } = await import("./sweep.ts");
-    const lengths = intList("--lengths", o.lengths, 1, MAX_CHUNKS);
-    const points = await sweep({ checkpoint: ckpt, lengths, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, episodesFile: o.episodes, dataRoot: o.dataRoot, onEvent: printer(Boolean(o.quiet)) });
-    console.log(JSON.stringify(points, null, 2));
-  });
+  program
+    .command("sweep")
+    .description("context-length sweep of a BabiLong checkpoint with BM25 and dense baselines")
+    .argument("<checkpoint>", "checkpoint folder or run folder")
+    .option("--lengths <list>", "haystack sizes in chunks", "50,160,1200,4600,40000,400000")
+    .option("--samples <n>", "samples per length (default 100 / 20 / 3 by size)", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
+    .option(...THRESHOLD_OPTION)
+    .option("--oracle-stop", "stop episodes at the ground-truth completion oracle")
+    .option("--out <file>", "sweep points as JSONL")
+    .option("--episodes <file>", "episode records as JSONL")
+    .option(...DATA_ROOT_OPTION)
+    .option("-q, --quiet", "no progress output")
+    .action(async (ckpt: string, o: { lengths: string; samples?: number; threshold: number; oracleStop?: boolean; out?: string; episodes?: string; dataRoot?: string; quiet?: boolean }) => {
+      const { sweep } = await import("./sweep.ts");
+      const lengths = intList("--lengths", o.lengths, 1, MAX_CHUNKS);
+      const points = await sweep({ checkpoint: ckpt, lengths, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, episodesFile: o.episodes, dataRoot: o.dataRoot, onEvent: printer(Boolean(o.quiet)) });
+      out(JSON.stringify(points, null, 2));
+    });
 
-// --- eval-official (issue 11): the published BabiLong test files ---
-program
-  .command("eval-official")
-  .description("evaluate a checkpoint on the published BabiLong test files (input/question/target rows; .json, .jsonl, .parquet), per length")
-  .requiredOption("--checkpoint <dir>", "checkpoint folder or run folder")
-  .requiredOption("--files <paths...>", "files in the data root, one per task and length (qa1/4k.parquet, …)")
-  .option("--samples <n>", "at most N samples per length", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
-  .option(...THRESHOLD_OPTION)
-  .option("--oracle-stop", "stop episodes at the ground-truth completion oracle")
-  .option("--out <file>", "one JSON line per length")
-  .option(...DATA_ROOT_OPTION)
-  .option("-q, --quiet", "no progress output")
-  .action(async (o: { checkpoint: string; files: string[]; samples?: number; threshold: number; oracleStop?: boolean; out?: string; dataRoot?: string; quiet?: boolean }) => {
-    const { evalOfficial, formatOfficialResult } = await import("./eval-official.ts");
-    const onEvent = printer(Boolean(o.quiet));
-    const res = await evalOfficial({ checkpoint: o.checkpoint, files: o.files, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, dataRoot: o.dataRoot, onEvent });
-    for (const r of res) process.stderr.write(formatOfficialResult(r) + "\n");
-    console.log(JSON.stringify(res, null, 2));
-  });
+  // --- eval-official (issue 11): the published BabiLong test files ---
+  program
+    .command("eval-official")
+    .description("evaluate a checkpoint on the published BabiLong test files (input/question/target rows; .json, .jsonl, .parquet), per length")
+    .requiredOption("--checkpoint <dir>", "checkpoint folder or run folder")
+    .requiredOption("--files <paths...>", "files in the data root, one per task and length (qa1/4k.parquet, …)")
+    .option("--samples <n>", "at most N samples per length", intFlag("--samples", 1, MAX_EVAL_SAMPLES))
+    .option(...THRESHOLD_OPTION)
+    .option("--oracle-stop", "stop episodes at the ground-truth completion oracle")
+    .option("--out <file>", "one JSON line per length")
+    .option(...DATA_ROOT_OPTION)
+    .option("-q, --quiet", "no progress output")
+    .action(async (o: { checkpoint: string; files: string[]; samples?: number; threshold: number; oracleStop?: boolean; out?: string; dataRoot?: string; quiet?: boolean }) => {
+      const { evalOfficial, formatOfficialResult } = await import("./eval-official.ts");
+      const onEvent = printer(Boolean(o.quiet));
+      const res = await evalOfficial({ checkpoint: o.checkpoint, files: o.files, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, dataRoot: o.dataRoot, onEvent });
+      for (const r of res) io.err(formatOfficialResult(r) + "\n");
+      out(JSON.stringify(res, null, 2));
+    });
 
-program
-  .command("babi-check")
-  .description("re-derive every answer and supporting-fact set of real bAbI files with the simulator's rules")
-  .argument("<files...>", "bAbI v1.2 task files")
-  .action(async (files: string[]) => {
-    const { checkBabiFiles, formatCheckReport } = await import("./data/babi/check.ts");
-    const r = checkBabiFiles(files);
-    console.log(formatCheckReport(r));
-    process.exitCode = r.agree === r.total ? 0 : 1;
-  });
+  program
+    .command("babi-check")
+    .description("re-derive every answer and supporting-fact set of real bAbI files with the simulator's rules")
+    .argument("<files...>", "bAbI v1.2 task files")
+    .action(async (files: string[]) => {
+      const { checkBabiFiles, formatCheckReport } = await import("./data/babi/check.ts");
+      const r = checkBabiFiles(files);
+      out(formatCheckReport(r));
+      setExit(r.agree === r.total ? 0 : 1);
+    });
 
-program
-  .command("demo")
-  .description("train the default CPU preset on BabiLong qa1 for a few minutes, then sweep it (what `npm start` runs)")
-  .option("--steps <n>", "optimizer steps", intFlag("--steps", 1, 10_000_000), 400)
-  .action(async (o: { steps: number }) => {
-    const { train } = await import("./train.ts");
-    const { sweep } = await import("./sweep.ts");
-    const config = resolveConfig({ preset: "babilong-cpu", overrides: ["envs.task=qa1", `steps_count=${o.steps}`, "eval_interval=100", "name=demo-qa1"] });
-    const onEvent = printer(false);
-    const ac = new AbortController();
-    process.once("SIGINT", () => ac.abort());
-    const res = await train(config, { onEvent, signal: ac.signal });
-    if (res.status !== "completed") return;
-    await sweep({ checkpoint: path.join(res.runDir, "checkpoints", "best"), lengths: [50, 160, 1200, 4600], samples: 50, onEvent, signal: ac.signal, outFile: path.join(res.runDir, "sweep.jsonl") });
-    console.log(`run folder: ${res.runDir}`);
-  });
+  program
+    .command("demo")
+    .description("train the default CPU preset on BabiLong qa1 for a few minutes, then sweep it (what `npm start` runs)")
+    .option("--steps <n>", "optimizer steps", intFlag("--steps", 1, 10_000_000), 400)
+    .action(async (o: { steps: number }) => {
+      const { train } = await import("./train.ts");
+      const { sweep } = await import("./sweep.ts");
+      const config = resolveConfig({ preset: "babilong-cpu", overrides: ["envs.task=qa1", `steps_count=${o.steps}`, "eval_interval=100", "name=demo-qa1"] });
+      const onEvent = printer(false);
+      const ac = new AbortController();
+      process.once("SIGINT", () => ac.abort());
+      const res = await train(config, { onEvent, signal: ac.signal });
+      if (res.status !== "completed") return;
+      await sweep({ checkpoint: path.join(res.runDir, "checkpoints", "best"), lengths: [50, 160, 1200, 4600], samples: 50, onEvent, signal: ac.signal, outFile: path.join(res.runDir, "sweep.jsonl") });
+      out(`run folder: ${res.runDir}`);
+    });
 
-program
-  .command("config")
-  .description("print the resolved config of a preset and overrides (validated)")
-  .argument("[overrides...]")
-  .addOption(new Option("--json", "print JSON instead of YAML"))
-  .action((args: string[], o: { json?: boolean }) => {
-    const { preset, overrides } = splitPreset(args);
-    const c = resolveConfig({ preset, overrides });
-    console.log(o.json ? JSON.stringify(c, null, 2) : YAML.stringify(c));
-  });
+  program
+    .command("config")
+    .description("print the resolved config of a preset and overrides (validated)")
+    .argument("[overrides...]")
+    .addOption(new Option("--json", "print JSON instead of YAML"))
+    .action((args: string[], o: { json?: boolean }) => {
+      const { preset, overrides } = splitPreset(args);
+      const c = resolveConfig({ preset, overrides });
+      out(o.json ? JSON.stringify(c, null, 2) : YAML.stringify(c));
+    });
 
-program
-  .command("bench")
-  .description("run the benchmarks (JSON to stdout and bench-results/)")
-  .option("--parts <list>", "comma-separated parts to run")
-  .option("--tasks <list>", "learning / precision parts: comma-separated tasks (qa1,…,qa5)")
-  .option("--seeds <list>", "learning part: comma-separated seeds, one training per seed (mean ± std across them)")
-  .option("--lengths <list>", "precision part: comma-separated haystack sizes in chunks (default 50,1200,40000); niah part: GPT-2 tokens (default 4096,131072,1048576)")
-  .option("--variants <list>", "niah part: comma-separated RULER variants (default all 8)")
-  .option("--samples <list>", "niah part: samples per length, one per --lengths entry (default 200 / 100 / 30 by haystack chunks)")
-  .option("--set <key=value>", "learning / niah parts: a config override for every run they train (repeatable)", (v: string, prev: string[] = []) => [...prev, v])
-  .option("--tag <name>", "learning / niah parts: runs under runs/<name>/, the niah file as bench-results/niah-<name>.json")
-  .option("--checkpoint <dir>", "precision part: evaluate this checkpoint (one --tasks entry) instead of runs/bench-learning-<task>; writes bench-results/precision-<task>-<run folder>.json")
-  .option("--reuse", "niah part: reuse trained checkpoints (runs/bench-niah-*) and keep bench-results/niah.json's points not measured again")
-  .option("--out <file>", "JSON output file")
-  .option("--backend <name>", "tfjs backend (as QRAG_BACKEND): auto, webgpu, wasm, cpu, …")
-  .option("--sizes <list>", "matmul part: comma-separated n for n×n×n products (default 512; 512…4096 on webgpu)")
-  .action(async (o: { parts?: string; tasks?: string; seeds?: string; lengths?: string; variants?: string; samples?: string; reuse?: boolean; set?: string[]; tag?: string; checkpoint?: string; out?: string; backend?: string; sizes?: string }) => {
-    const { runBench } = await import("./bench/main.ts");
-    // bounds: seeds fit the RNG's 32 bits; lengths are chunks (precision) or GPT-2 tokens (niah, 10M at most)
-    const ints = (flag: string, list: string | undefined, min: number, max: number) => (list === undefined ? undefined : intList(flag, list, min, max));
-    if (o.tag !== undefined && !/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/.test(o.tag)) throw new InputError(`--tag: "${o.tag}" must be a plain folder name (letters, digits, . _ -; at most 64)`);
-    for (const a of o.set ?? []) parseOverride(a); // a malformed override fails now, not after an hour of benchmarks
-    const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), seeds: ints("--seeds", o.seeds, 0, 2 ** 31 - 1), lengths: ints("--lengths", o.lengths, 1, 16_000_000), variants: o.variants?.split(","), samples: ints("--samples", o.samples, 1, 100_000), reuse: o.reuse, overrides: o.set, tag: o.tag, checkpoint: o.checkpoint, outFile: o.out, backend: o.backend, sizes: ints("--sizes", o.sizes, 1, MAX_MATMUL_SIZE) });
-    const file = o.out ?? path.resolve("bench-results", "latest.json");
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    console.log(JSON.stringify(res, null, 2));
-  });
+  program
+    .command("bench")
+    .description("run the benchmarks (JSON to stdout and bench-results/)")
+    .option("--parts <list>", "comma-separated parts to run")
+    .option("--tasks <list>", "learning / precision parts: comma-separated tasks (qa1,…,qa5)")
+    .option("--seeds <list>", "learning part: comma-separated seeds, one training per seed (mean ± std across them)")
+    .option("--lengths <list>", "precision part: comma-separated haystack sizes in chunks (default 50,1200,40000); niah part: GPT-2 tokens (default 4096,131072,1048576)")
+    .option("--variants <list>", "niah part: comma-separated RULER variants (default all 8)")
+    .option("--samples <list>", "niah part: samples per length, one per --lengths entry (default 200 / 100 / 30 by haystack chunks)")
+    .option("--set <key=value>", "learning / niah parts: a config override for every run they train (repeatable)", (v: string, prev: string[] = []) => [...prev, v])
+    .option("--tag <name>", "learning / niah parts: runs under runs/<name>/, the niah file as bench-results/niah-<name>.json")
+    .option("--checkpoint <dir>", "precision part: evaluate this checkpoint (one --tasks entry) instead of runs/bench-learning-<task>; writes bench-results/precision-<task>-<run folder>.json")
+    .option("--reuse", "niah part: reuse trained checkpoints (runs/bench-niah-*) and keep bench-results/niah.json's points not measured again")
+    .option("--out <file>", "JSON output file")
+    .option("--backend <name>", "tfjs backend (as QRAG_BACKEND): auto, webgpu, wasm, cpu, …")
+    .option("--sizes <list>", "matmul part: comma-separated n for n×n×n products (default 512; 512…4096 on webgpu)")
+    .action(async (o: { parts?: string; tasks?: string; seeds?: string; lengths?: string; variants?: string; samples?: string; reuse?: boolean; set?: string[]; tag?: string; checkpoint?: string; out?: string; backend?: string; sizes?: string }) => {
+      const { runBench } = await import("./bench/main.ts");
+      // bounds: seeds fit the RNG's 32 bits; lengths are chunks (precision) or GPT-2 tokens (niah, 10M at most)
+      const ints = (flag: string, list: string | undefined, min: number, max: number) => (list === undefined ? undefined : intList(flag, list, min, max));
+      if (o.tag !== undefined && !/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/.test(o.tag)) throw new InputError(`--tag: "${o.tag}" must be a plain folder name (letters, digits, . _ -; at most 64)`);
+      for (const a of o.set ?? []) parseOverride(a); // a malformed override fails now, not after an hour of benchmarks
+      const res = await runBench({ parts: o.parts?.split(","), tasks: o.tasks?.split(","), seeds: ints("--seeds", o.seeds, 0, 2 ** 31 - 1), lengths: ints("--lengths", o.lengths, 1, 16_000_000), variants: o.variants?.split(","), samples: ints("--samples", o.samples, 1, 100_000), reuse: o.reuse, overrides: o.set, tag: o.tag, checkpoint: o.checkpoint, outFile: o.out, backend: o.backend, sizes: ints("--sizes", o.sizes, 1, MAX_MATMUL_SIZE) });
+      const file = o.out ?? path.resolve("bench-results", "latest.json");
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      out(JSON.stringify(res, null, 2));
+    });
 
-program.parseAsync(process.argv).catch((e: unknown) => {
-  const err = e as Error;
-  // user errors get one clear line; anything else keeps its stack for bug reports
-  process.stderr.write(err instanceof InputError || err.name === "ConfigError" ? `qrag: ${err.message}\n` : `qrag: ${err.stack ?? err.message}\n`);
-  process.exitCode = 2;
-});
+  return program;
+}
+
+/**
+ * Runs the qrag command line on `argv` (the arguments after the script's name) and resolves to
+ * the exit code: 0, 1 when babi-check disagrees, 2 for a user error (one line, "qrag: …"; other
+ * errors keep their stack), or commander's own code for its errors (unknown option, missing
+ * argument: 1). Flags are checked before anything is loaded or trained.
+ */
+export async function runQrag(argv: readonly string[], io: CliIo = PROCESS_IO): Promise<number> {
+  let code = 0;
+  try {
+    await qragProgram(io, (c) => (code = c)).parseAsync([...argv], { from: "user" });
+    return code;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode;
+    const err = e as Error;
+    // user errors get one clear line; anything else keeps its stack for bug reports
+    io.err(err instanceof InputError || err.name === "ConfigError" ? `qrag: ${err.message}\n` : `qrag: ${err.stack ?? err.message}\n`);
+    return 2;
+  }
+}
+
+if (isMainModule(import.meta.url)) {
+  runQrag(process.argv.slice(2)).then((code) => {
+    if (code !== 0) process.exitCode = code;
+  });
+}

@@ -1,0 +1,173 @@
+/**
+ * The test tiers, in one place, and their runner. Every `test/*.test.ts` file belongs to exactly
+ * one tier; a file in none (or in two, or a listed file that is gone) is an error here, before any
+ * test runs, and in test/test-tiers.test.ts.
+ *
+ *   unit         in-process only: no child process, no listening server, no database, no browser
+ *   integration  real servers (in-process or spawned), workers, SQLite/PostgreSQL, CLI child
+ *                processes, crash trials, webgpu case processes
+ *   e2e          a real Chromium (test/browser-*.test.ts) or the Next production build
+ *
+ * `tsx scripts/test-tier.ts unit [integration e2e]` runs the tiers named, one
+ * `node --import tsx --test --test-concurrency=2` per tier with QRAG_WASM_THREADS=1, all of them even
+ * when one fails, and exits non-zero when any failed. `--list TIER` prints a tier's files;
+ * `--check` only checks the classification.
+ */
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+export const ROOT = path.resolve(import.meta.dirname, "..");
+
+export const TIERS = {
+  unit: [
+    "agent-formulas",
+    "analysis",
+    "babi-generate",
+    "babi-oracle",
+    "babi-parse",
+    "babi-real-source",
+    "babilong-official",
+    "babilong",
+    "bench-niah",
+    "bench-workload",
+    "checkpoint-shards",
+    "cli-args",
+    "compare-state",
+    "config",
+    "curriculum",
+    "data-root",
+    "encoders",
+    "engine-settings",
+    "env",
+    "gpt2-tokens",
+    "hf-bert",
+    "import-parse",
+    "learning-bench",
+    "leave-one-out",
+    "metric-registry",
+    "metrics-bm25",
+    "model-ops",
+    "niah-margins",
+    "niah",
+    "noise-pool",
+    "partial-start",
+    "precision-table",
+    "qa-loaders",
+    "replay-view",
+    "rng",
+    "rotary",
+    "stop-rules",
+    "sweep-series",
+    "test-tiers",
+    "tfevents-read",
+    "tfevents",
+    "train",
+    "ui-config-form",
+    "ui-smoothing",
+    "ui-stream-merge",
+    "word-vectors",
+  ],
+  integration: [
+    "api-dashboards", // in-process server, SQLite and PostgreSQL
+    "api-import", // in-process server, CLI child process
+    "api-router", // in-process server
+    "backend-webgpu", // fresh node processes per backend
+    "cli-sweep", // the qrag CLI as a child process
+    "cli-user", // the user CLI as a child process, a server
+    "crash-points", // spawned server and workers killed with -9
+    "engine-device", // webgpu case processes
+    "engine-face", // probe child processes
+    "episode-chunks", // in-process server
+    "exit-with-parent", // child processes
+    "fuzz-mutations", // in-process server
+    "gpu-device", // bash and node child processes
+    "platform-db", // SQLite and PostgreSQL
+    "platform-realtime", // socket.io server on SQLite
+    "runs-list", // in-process server
+    "scale-out", // PostgreSQL, several nodes
+    "security-auth", // in-process server
+    "security-inputs", // in-process server
+    "security-paths", // in-process server, child processes
+    "security-same-origin", // in-process server
+    "sweeps", // in-process server, SQLite and PostgreSQL
+    "wasm-threads", // child processes with 1 and 2 threads
+    "webgpu-fused", // webgpu case processes
+    "webgpu-memory", // webgpu case processes
+    "worker-batcher", // socket.io server
+    "worker-identity", // spawned server and workers
+    "worker-run", // workers, engine child processes
+  ],
+  e2e: [
+    "browser-auth",
+    "browser-compare",
+    "browser-dashboard",
+    "browser-episode",
+    "browser-import",
+    "browser-scale-out",
+    "browser-sweep",
+    "platform-e2e", // the Next production build behind a spawned server
+  ],
+} as const satisfies Record<string, readonly string[]>;
+
+export type Tier = keyof typeof TIERS;
+const TIER_NAMES = Object.keys(TIERS) as Tier[];
+
+const fileOf = (name: string) => `test/${name}.test.ts`;
+
+/** Problems with the classification: files in no tier, in two, or listed and missing. */
+export function classificationProblems(root = ROOT): string[] {
+  const onDisk = fs.readdirSync(path.join(root, "test")).filter((f) => f.endsWith(".test.ts")).map((f) => f.slice(0, -".test.ts".length));
+  const tiersOf = new Map<string, Tier[]>();
+  for (const tier of TIER_NAMES) for (const name of TIERS[tier]) tiersOf.set(name, [...(tiersOf.get(name) ?? []), tier]);
+  const problems: string[] = [];
+  for (const name of onDisk) if (!tiersOf.has(name)) problems.push(`${fileOf(name)} is in no tier: add it to unit, integration or e2e in scripts/test-tier.ts`);
+  for (const [name, tiers] of tiersOf) {
+    if (tiers.length > 1) problems.push(`${fileOf(name)} is in several tiers (${tiers.join(", ")})`);
+    if (!onDisk.includes(name)) problems.push(`${fileOf(name)} is listed in the ${tiers[0]} tier but does not exist`);
+  }
+  return problems;
+}
+
+export const tierFiles = (tier: Tier): string[] => TIERS[tier].map(fileOf);
+
+function main(args: string[]): number {
+  const problems = classificationProblems();
+  if (problems.length) {
+    for (const p of problems) console.error(`test tiers: ${p}`);
+    return 2;
+  }
+  if (args[0] === "--check") return 0;
+  if (args[0] === "--list") {
+    const tier = args[1] as Tier;
+    if (!TIER_NAMES.includes(tier)) return usage(`--list needs a tier (${TIER_NAMES.join(", ")})`);
+    for (const f of tierFiles(tier)) console.log(f);
+    return 0;
+  }
+  if (!args.length) return usage("name one or more tiers");
+  const unknown = args.filter((a) => !TIER_NAMES.includes(a as Tier));
+  if (unknown.length) return usage(`unknown tier ${unknown.map((a) => `"${a}"`).join(", ")}`);
+  const failed: string[] = [];
+  for (const tier of args as Tier[]) {
+    const started = Date.now();
+    console.log(`== test tier ${tier}: ${TIERS[tier].length} files`);
+    const r = spawnSync(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=2", ...tierFiles(tier)], {
+      cwd: ROOT,
+      stdio: "inherit",
+      env: { ...process.env, QRAG_WASM_THREADS: "1" },
+    });
+    const code = r.status ?? 1;
+    console.log(`== test tier ${tier}: ${code === 0 ? "passed" : `FAILED (${r.signal ?? `exit ${code}`})`} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    if (code !== 0) failed.push(tier);
+  }
+  if (failed.length) console.log(`== failed tiers: ${failed.join(", ")}`);
+  return failed.length ? 1 : 0;
+}
+
+function usage(why: string): number {
+  console.error(`test-tier: ${why}\nusage: tsx scripts/test-tier.ts TIER... | --list TIER | --check   (tiers: ${TIER_NAMES.join(", ")})`);
+  return 2;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) process.exitCode = main(process.argv.slice(2));
