@@ -4,6 +4,8 @@
  * that step. Runs of unequal length are aligned by step; the band ends where fewer than
  * `minRuns` (2) runs remain, and says where.
  */
+import { bucketWidth } from "../contracts/index.ts";
+
 export interface StepValue {
   step: number;
   value: number;
@@ -54,24 +56,22 @@ export function groupBand(series: readonly (readonly StepValue[])[], minRuns = 2
 }
 
 /**
- * Puts runs on one step grid before `groupBand`: the server buckets each run for the chart's
- * width over the run's own range, so two runs of unequal length come back with different steps.
+ * Puts runs on one step grid before `groupBand`: each run comes bucketed by its own last step
+ * (lib/contracts/series-buckets.ts), so two runs of unequal length come back with different steps.
  * When all runs together have at most `buckets` distinct steps nothing changes (exact steps).
- * Otherwise [first, last] step is cut into `buckets` equal bins; each run gives its last point in
- * a bin, placed at the bin's largest step seen in any run (a real step, shared by every run).
+ * Otherwise the runs are bucketed again by that same rule at the longest run's width (a power of
+ * two that every run's own width divides, so no bucket is split); each run gives its last point in
+ * a bucket, placed at the bucket's largest step seen in any run (a real step, shared by every run).
  */
 export function alignSteps(series: readonly (readonly StepValue[])[], buckets: number): StepValue[][] {
   const steps = new Set<number>();
   for (const s of series) for (const p of s) steps.add(p.step);
   const n = Math.max(1, Math.floor(buckets));
   if (steps.size <= n) return series.map((s) => [...s]);
-  let lo = Infinity;
   let hi = -Infinity;
-  for (const st of steps) {
-    lo = Math.min(lo, st);
-    hi = Math.max(hi, st);
-  }
-  const bin = (step: number) => Math.min(n - 1, Math.floor(((step - lo) / (hi - lo)) * n));
+  for (const st of steps) hi = Math.max(hi, st);
+  const w = bucketWidth(hi, n);
+  const bin = (step: number) => Math.floor(step / w);
   const binStep = new Map<number, number>();
   for (const st of steps) {
     const b = bin(st);
