@@ -2,13 +2,13 @@
 import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useWorkers } from "../lib/hooks/useWorkers.ts";
-import { useSocketConnected } from "../lib/hooks/useSocketConnected.ts";
+import { useSocketState } from "../lib/hooks/useSocketConnected.ts";
 import { UserBadge } from "./UserBadge.tsx";
 
 export function TopBar() {
   const path = usePathname();
   const workers = useWorkers();
-  const connected = useSocketConnected();
+  const socket = useSocketState();
   const list = workers.data ?? [];
   const online = list.filter((w) => w.status !== "offline");
   const title = list.map((w) => `${w.name} (${w.backend}/${w.device}) ${w.status}`).join("\n") || "no workers registered";
@@ -33,11 +33,11 @@ export function TopBar() {
       </nav>
       <span className="spacer" />
       <span className="workers" title={title} data-testid="workers-count">
-        <span className={`badge ${online.length ? "ok" : "off"}`}>
+        <span className={`badge ${workers.isLoading ? "plain" : online.length ? "ok" : "off"}`}>
           {workers.isLoading ? "workers …" : `${online.length} worker${online.length === 1 ? "" : "s"} online`}
         </span>
-        <span className={`badge ${connected ? "ok" : "off"}`} title="live updates (socket.io)">
-          {connected ? "live" : "offline"}
+        <span className={`badge ${socket === "live" ? "ok" : socket === "offline" ? "off" : "plain"}`} title="live updates (socket.io)" data-testid="socket-badge" data-state={socket}>
+          {socket === "live" ? "live" : socket === "offline" ? "offline" : "connecting…"}
         </span>
       </span>
       <UserBadge />

@@ -260,6 +260,31 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
     assert.equal(await page.locator('[data-testid="preset-select"]').inputValue(), "tiny");
   });
 
+  test("a fresh load never shows the top bar 'offline' before the live socket connects", async () => {
+    const fresh = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+    try {
+      // every text the top bar's badges take, from the first paint on
+      await fresh.addInitScript(() => {
+        const w = window as unknown as { __badges: string[] };
+        w.__badges = [];
+        const seen = () => {
+          for (const b of Array.from(document.querySelectorAll(".topbar .workers .badge"))) {
+            const t = b.textContent ?? "";
+            if (!w.__badges.includes(t)) w.__badges.push(t);
+          }
+        };
+        new MutationObserver(seen).observe(document, { subtree: true, childList: true, characterData: true });
+      });
+      await fresh.goto(`${base}/`);
+      await fresh.locator('[data-testid="socket-badge"][data-state="live"]').waitFor({ timeout: 20_000 });
+      const badges = await fresh.evaluate(() => (window as unknown as { __badges: string[] }).__badges);
+      assert.ok(badges.includes("live"), badges.join(" | "));
+      assert.ok(!badges.includes("offline"), `the badge said offline on a normal load: ${badges.join(" | ")}`);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   test("the runs table lists the run with its tags; light and dark screenshots", async () => {
     await page.goto(`${base}/`);
     const row = page.locator(`[data-testid="runs-table"] tr[data-run-id="${runId}"]`);

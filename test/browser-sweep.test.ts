@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
-import type { RunDetailDto, SweepDto, SweepListDto } from "../lib/contracts/index.ts";
+import type { EpisodeDto, RunDetailDto, SweepDto, SweepListDto } from "../lib/contracts/index.ts";
 import { fmtNum } from "../lib/format.ts";
 import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
 import { waitFor } from "./platform-helpers.ts";
@@ -121,6 +121,16 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
     else assert.ok((await page.locator('[data-testid="across-row"]').count()) >= 1);
     await page.click('[data-testid="across-filter-all"]');
     await shot("sweep-page");
+    // the length selector lists that length's episodes: all 4 samples, and only them
+    for (const length of [20, 300, 20000]) {
+      await page.selectOption('[data-testid="sweep-episodes-length"]', String(length));
+      const want = (await api<EpisodeDto[]>(`/api/runs/${sweepId}/episodes?phase=sweep&numChunks=${length}`)).map((e) => `/runs/${sweepId}/episodes/${e.id}`).sort();
+      assert.equal(want.length, 4, `4 stored episodes at ${length} chunks`);
+      await waitFor(`the episodes at ${length} chunks`, async () => {
+        const hrefs = await page.locator('[data-testid="sweep-episodes"] a').evaluateAll((as) => as.map((a) => a.getAttribute("href")));
+        return JSON.stringify([...hrefs].sort()) === JSON.stringify(want);
+      }, 20_000);
+    }
     // an episode of the sweep opens in the replay player
     await page.locator('[data-testid="sweep-episodes"] a').first().click();
     await page.waitForSelector('[data-testid="episode-view"]');

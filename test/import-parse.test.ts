@@ -71,7 +71,11 @@ test("a malformed eval_seed line names file, line and field, and echoes nothing 
   m = errorOf(parse(withLine(0, (o) => (o.question = { text: secret }))));
   assert.equal(m, "run/eval_seed1_ns50.jsonl line 1: question: expected string");
   m = errorOf(parse(withLine(0, (o) => delete o.return)));
-  assert.equal(m, "run/eval_seed1_ns50.jsonl line 1: return: expected number");
+  assert.equal(m, "run/eval_seed1_ns50.jsonl line 1: return: missing");
+  m = errorOf(parse(withLine(0, (o) => delete o.sf_idx)));
+  assert.equal(m, "run/eval_seed1_ns50.jsonl line 1: sf_idx: missing");
+  m = errorOf(parse(withLine(0, (o) => (o.return = "1"))));
+  assert.equal(m, "run/eval_seed1_ns50.jsonl line 1: return: expected number", "a wrong type is not called missing");
   m = errorOf(parse([lines[0], `{"id": 1, "question": "${secret}`].join("\n")));
   assert.equal(m, "run/eval_seed1_ns50.jsonl line 2: not valid JSON");
   // blank lines are skipped but still counted

@@ -8,7 +8,7 @@ import { qk, type EpisodesParams } from "./keys.ts";
 export function useEpisodes(id: string | undefined, params: EpisodesParams) {
   return useQuery({
     queryKey: qk.episodes(id ?? "", params),
-    queryFn: ({ signal }) => apiGet<EpisodeDto[]>(`/api/runs/${encodeURIComponent(id!)}/episodes${qs({ limit: params.limit, phase: params.phase })}`, signal),
+    queryFn: ({ signal }) => apiGet<EpisodeDto[]>(`/api/runs/${encodeURIComponent(id!)}/episodes${qs({ limit: params.limit, phase: params.phase, numChunks: params.numChunks })}`, signal),
     enabled: !!id,
     staleTime: Infinity,
     refetchOnWindowFocus: false,

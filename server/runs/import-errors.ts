@@ -23,7 +23,8 @@ export class ImportFileError extends Error {
 function issueText(i: z.core.$ZodIssue): string {
   switch (i.code) {
     case "invalid_type":
-      return `expected ${i.expected === "int" ? "an integer" : i.expected}`;
+      // zod's own message (never the input's value) tells an absent field from a wrong one
+      return /received undefined$/.test(i.message) ? "missing" : `expected ${i.expected === "int" ? "an integer" : i.expected}`;
     case "too_small":
       return i.origin === "array" ? `expected at least ${String(i.minimum)} items` : i.origin === "string" ? `expected at least ${String(i.minimum)} characters` : `must be ≥ ${String(i.minimum)}`;
     case "too_big":

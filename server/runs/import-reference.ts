@@ -35,7 +35,7 @@ const MAX_ITEMS = 10_000;
 const MAX_TEXT = 1_000_000;
 
 const arrayOf = <T>(ok: (x: unknown) => boolean, what: string) =>
-  z.custom<T[]>((v) => Array.isArray(v) && v.every(ok), `expected array of ${what}`).refine((v) => v.length <= MAX_ITEMS, `expected at most ${MAX_ITEMS} items`);
+  z.custom<T[]>((v) => Array.isArray(v) && v.every(ok), { error: (iss) => (iss.input === undefined ? "missing" : `expected array of ${what}`) }).refine((v) => v.length <= MAX_ITEMS, `expected at most ${MAX_ITEMS} items`);
 const isInt = (x: unknown) => Number.isSafeInteger(x);
 const isNum = (x: unknown) => typeof x === "number" && Number.isFinite(x);
 const isText = (x: unknown) => typeof x === "string" && x.length <= MAX_TEXT;

@@ -20,7 +20,8 @@ import { confirmCancel } from "../../../lib/confirm-cancel.ts";
 
 function LengthEpisodes({ sweepId, lengths }: { sweepId: string; lengths: number[] }) {
   const [n, setN] = useState(lengths[0]);
-  const eps = useEpisodes(sweepId, { limit: 500, phase: "sweep", numChunks: n });
+  // one length at a time, every sample of it (a sweep has at most 500 per length)
+  const eps = useEpisodes(sweepId, { limit: 1000, phase: "sweep", numChunks: n });
   const list = [...(eps.data ?? [])].sort((a, b) => a.id - b.id);
   return (
     <section className="panel">
