@@ -60,7 +60,7 @@ test("a reference run folder through the CLI: eval_seed episodes and mapped Tens
 
   // the server runs in this process: the CLI must run beside it, not block it
   const cli = await promisify(execFile)(process.execPath, ["--import", "tsx", path.join(ROOT, "server", "cli", "import-run.ts"), dir, "--server", server.url, "--name", "reference qa2"], { cwd: ROOT, encoding: "utf8", timeout: 120_000 });
-  const id = /imported run (\w+) "reference qa2": 12 metric points, 5 episodes/.exec(cli.stdout)?.[1];
+  const id = /imported run (\w+) "reference qa2": 17 metric points, 5 episodes/.exec(cli.stdout)?.[1];
   assert.ok(id, cli.stdout);
   assert.match(cli.stdout, /warning: tb_logs\/events\.out\.tfevents\.\d+\.gpu1: 4 scalar value\(s\) under tags that map to no metric were skipped/);
 
@@ -70,7 +70,7 @@ test("a reference run folder through the CLI: eval_seed episodes and mapped Tens
   assert.equal((run.config as { steps_count: number }).steps_count, 9000, "the reference config is kept as read");
 
   const m = await get<MetricsDto>(`/api/runs/${id}/metrics`);
-  assert.deepEqual(Object.keys(m.series).sort(), ["eval_return", "qf_loss", "train_return"]);
+  assert.deepEqual(Object.keys(m.series).sort(), ["eval_coverage", "eval_f1", "eval_precision", "eval_recall", "eval_return", "eval_steps", "qf_loss", "train_return"]);
   // float32 values as written; the SQLite driver keeps doubles to ~16 significant digits
   const near = (x: number, y: number) => Math.abs(x - y) <= 1e-15 * Math.max(1, Math.abs(y));
   assert.deepEqual(m.series.train_return.map((p) => [p.step, p.update, p.wall]), [0, 1, 2, 3].map((i) => [i * 96, 0, 10 * i + 2]));
@@ -81,6 +81,13 @@ test("a reference run folder through the CLI: eval_seed episodes and mapped Tens
   assert.equal(eps.length, 5);
   const rows = await h.prisma.episode.findMany({ where: { runId: id }, orderBy: [{ numChunks: "asc" }, { sampleId: "asc" }], select: { sampleId: true, numChunks: true, coverage: true } });
   assert.deepEqual(rows.map((r) => [r.numChunks, r.sampleId, r.coverage]), [[50, "0", 1], [50, "1", 1], [50, "2", 0], [160, "0", 1], [160, "1", 1]]);
+  // the eval series the folder lacks come from its episodes (one evaluation: the mean over all 5);
+  // eval_return stays the event file's
+  const cov = rows.reduce((a, r) => a + r.coverage, 0) / rows.length;
+  assert.deepEqual(m.series.eval_coverage.map((p) => [p.step, p.value]), [[0, cov]]);
+  assert.equal(m.series.eval_f1.length, 1);
+  assert.ok(m.series.eval_return.length > 1, "the event file's eval_return, not an average");
+  assert.equal(run.summary.eval_coverage, cov, "the runs table's coverage column has a value");
   const one = await get<EpisodeDto>(`/api/runs/${id}/episodes/${eps.find((e) => e.sampleId === "2")!.id}`);
   assert.deepEqual(one.record?.pred_idx, [22, 45, 9]);
   assert.equal(one.record?.num_chunks, 50);

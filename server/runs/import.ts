@@ -29,6 +29,36 @@ const PARAMS_PER_INSERT = 9000;
 
 /** Lower number = more exact (wins a (key, step) clash). */
 const METRIC_PRIORITY: Partial<Record<ImportFileKind, number>> = { "metrics.json": 0, "metrics.csv": 1, "metrics.jsonl": 2, tfevents: 3 };
+/** Eval points averaged from episodes: for eval keys no file has any point of. */
+const FROM_EPISODES = 4;
+
+/**
+ * The eval series of imported episodes: per evaluation step, the mean of each eval score over its
+ * episodes (several seed files at one step make one point), as the engine's evaluation logs them,
+ * for each eval key that no imported file has a point of (a file's series is never mixed with
+ * averages). Without it a run imported from the reference's eval_seed files had episodes but no
+ * eval curve and an empty summary.
+ */
+function evalPointsOfEpisodes(episodes: readonly ParsedEpisode[], fromFiles: ReadonlySet<string>): ParsedPoint[] {
+  const bySteps = new Map<number, ParsedEpisode[]>();
+  for (const e of episodes) if (e.phase === "eval") bySteps.set(e.step, [...(bySteps.get(e.step) ?? []), e]);
+  const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const out: ParsedPoint[] = [];
+  for (const [step, eps] of [...bySteps].sort((a, b) => a[0] - b[0])) {
+    const update = eps[0].update;
+    const r = eps.map((e) => e.record);
+    const scores: [ParsedPoint["key"], number][] = [
+      ["eval_return", mean(r.map((x) => x.return))],
+      ["eval_coverage", mean(r.map((x) => x.metrics.coverage))],
+      ["eval_f1", mean(r.map((x) => x.metrics.f1))],
+      ["eval_precision", mean(r.map((x) => x.metrics.precision))],
+      ["eval_recall", mean(r.map((x) => x.metrics.recall))],
+      ["eval_steps", mean(r.map((x) => x.pred_idx.length))],
+    ];
+    for (const [key, value] of scores) if (!fromFiles.has(key) && Number.isFinite(value)) out.push({ key, step, update, wall: 0, value });
+  }
+  return out;
+}
 
 const ACCEPTED = "eval_seed*.jsonl, events.out.tfevents.*, *metrics.json|csv|jsonl, *episodes.jsonl, *config.yaml";
 
@@ -148,6 +178,11 @@ function parseAll(body: ImportRunBody): Parsed {
   const bad = Object.keys(errors);
   if (bad.length) throw badRequest(`invalid import: ${bad.length} file${bad.length === 1 ? "" : "s"} with errors`, errors);
   if (!out.points.length && !out.episodes.length) throw badRequest("invalid import: no metric points or episodes in these files", { files: "no metric points or episodes" });
+  // a metrics file (our export, a qrag train folder) holds every series the run logged: only a
+  // folder without one (the reference's eval_seed files and event files) gets averaged eval points
+  const metricsFiles = out.points.some((s) => s.source !== METRIC_PRIORITY.tfevents);
+  const derived = metricsFiles ? [] : evalPointsOfEpisodes(out.episodes, new Set(out.points.flatMap((s) => s.list.map((p) => p.key))));
+  if (derived.length) out.points.push({ source: FROM_EPISODES, order: body.files.length, file: "(episodes)", list: derived });
   return out;
 }
 
@@ -160,7 +195,7 @@ function mergePoints(parsed: Parsed): { points: ParsedPoint[]; shadowed: number 
     for (const p of s.list) {
       const k = `${p.key}\u0000${p.step}`;
       const had = byKey.get(k);
-      if (had && had.source !== s.source) shadowed++;
+      if (had && had.source !== s.source && had.source !== FROM_EPISODES) shadowed++;
       byKey.set(k, { ...p, source: s.source });
     }
   }
