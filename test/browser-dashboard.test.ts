@@ -263,17 +263,17 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
   test("a fresh load never shows the top bar 'offline' before the live socket connects", async () => {
     const fresh = await browser.newPage({ viewport: { width: 1360, height: 900 } });
     try {
-      // every text the top bar's badges take, from the first paint on
+      // every text the top bar's badges take, from the first paint on (no named functions in here:
+      // the test's transpiler would wrap them in a helper the page does not have)
       await fresh.addInitScript(() => {
         const w = window as unknown as { __badges: string[] };
         w.__badges = [];
-        const seen = () => {
+        new MutationObserver(() => {
           for (const b of Array.from(document.querySelectorAll(".topbar .workers .badge"))) {
             const t = b.textContent ?? "";
             if (!w.__badges.includes(t)) w.__badges.push(t);
           }
-        };
-        new MutationObserver(seen).observe(document, { subtree: true, childList: true, characterData: true });
+        }).observe(document, { subtree: true, childList: true, characterData: true });
       });
       await fresh.goto(`${base}/`);
       await fresh.locator('[data-testid="socket-badge"][data-state="live"]').waitFor({ timeout: 20_000 });
