@@ -14,6 +14,7 @@ import type { EpisodeDto, FieldErrorsDto, ImportRunDto, MetricsDto, RunDetailDto
 import { getDb, type DbHandle } from "../server/db/client.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
 import { encodeTfEvents } from "../server/runs/tfevents.ts";
+import { readTfEvents } from "../server/runs/tfevents-read.ts";
 import { MAX_BODY_BYTES } from "../server/api/router.ts";
 import { ROOT, tmpDir } from "./platform-helpers.ts";
 import { downloadExports, seedFinishedRun } from "./import-helpers.ts";
@@ -114,6 +115,9 @@ test("our own export imports back: the same points (exact) and the same episodes
   // the event file alone: float32 values, the same steps and (relative) wall times
   const near = (x: number, y: number, rel: number) => Math.abs(x - y) <= rel * Math.max(1, Math.abs(y));
   const tf = files.find((f) => f.name.includes("tfevents"))!;
+  // written in step order across tags, as TensorBoard expects (--inspect: no out-of-order steps)
+  const order = readTfEvents(tf.bytes, tf.name).events.filter((e) => e.scalars.length).map((e) => e.step);
+  assert.ok(order.length > 0 && order.every((st, i) => i === 0 || st >= order[i - 1]), `event steps in file order: ${order.slice(0, 12).join(", ")} …`);
   const only = await post<ImportRunDto>({ name: "tb only", files: [{ name: tf.name, content: tf.bytes.toString("base64"), encoding: "base64" }] });
   assert.equal(only.status, 201);
   const c = await get<MetricsDto>(`/api/runs/${only.body.run.id}/metrics`);

@@ -7,13 +7,11 @@
  */
 import os from "node:os";
 import YAML from "yaml";
-import type { EXPORT_FILES } from "../../lib/contracts/index.ts";
+import type { ExportFile } from "../../lib/contracts/index.ts";
 import type { DbHandle } from "../db/client.ts";
 import { notFound } from "./errors.ts";
 import { parseJson } from "./dto.ts";
 import { encodeTfEvents, tfEventsFileName } from "./tfevents.ts";
-
-export type ExportFile = (typeof EXPORT_FILES)[number];
 
 export interface ExportedFile {
   filename: string;
@@ -71,6 +69,9 @@ export async function exportRun(h: DbHandle, runId: string, file: ExportFile): P
       const start = (run.startedAt ?? run.createdAt).getTime() / 1000;
       const points: { key: string; step: number; wall: number; value: number }[] = [];
       for await (const rows of metricRows(h, runId)) for (const r of rows) points.push({ key: r.key, step: r.step, wall: start + r.wall, value: r.value });
+      // in step order across tags, as a live writer appends them: TensorBoard's --inspect reports
+      // any step lower than the one before as out of order (the rows come sorted by key)
+      points.sort((a, b) => a.step - b.step || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
       const host = os.hostname().replace(/[^\w.-]+/g, "_") || "qrag";
       return { filename: tfEventsFileName(start, host), contentType: "application/octet-stream", body: encodeTfEvents(points, start) };
     }
