@@ -1,8 +1,10 @@
 "use client";
 /**
  * Renders the launch form from the field tree that lib/config-form.ts derives from the JSON Schema:
- * nested groups as fieldsets, the env variant as a select, enums as selects, booleans as checkboxes,
- * numbers and number lists as text (so a non-number reaches zod and gets its message).
+ * nested groups as fieldsets, the env variant as a select, enums and fields with known choices
+ * (the schema's examples) as selects, fixed values as a one-option select, booleans as checkboxes,
+ * numbers and number lists as text (so a non-number reaches zod and gets its message). A value that
+ * differs from the baseline (the preset, or the run a clone comes from) is marked, with a reset.
  */
 import type { FieldNode } from "../lib/config-form.ts";
 import { getAt } from "../lib/config-form.ts";
@@ -10,6 +12,8 @@ import { dataFilesListId, dataPathKind } from "../lib/contracts/index.ts";
 
 export interface FieldsProps {
   draft: unknown;
+  /** The draft of the preset (or cloned run) the form started from: changed fields are marked. */
+  baseline: unknown;
   /** Message per dotted path, already filtered to what should be shown. */
   errors: Record<string, string>;
   onChange: (path: string[], value: unknown) => void;
@@ -29,9 +33,19 @@ function describeBounds(n: FieldNode): string | undefined {
   return parts.join(", ") || undefined;
 }
 
-function Leaf({ node, draft, errors, onChange }: { node: FieldNode } & Omit<FieldsProps, "onVariant">) {
+/** Whether a draft value differs from the baseline's (both as the form holds them: text, booleans). */
+const differs = (a: unknown, b: unknown) => JSON.stringify(a ?? "") !== JSON.stringify(b ?? "");
+
+function Leaf({ node, draft, baseline, errors, onChange }: { node: FieldNode } & Omit<FieldsProps, "onVariant">) {
   const path = split(node.path);
   const value = getAt(draft, path);
+  const base = getAt(baseline, path);
+  const changed = node.kind !== "literal" && differs(value, base);
+  const reset = changed && (
+    <button type="button" className="link small reset" onClick={() => onChange(path, base)} title={`back to ${base === "" || base === undefined ? "empty" : String(base)}`} data-testid="field-reset">
+      reset
+    </button>
+  );
   const error = errors[node.path];
   const id = `f-${node.path}`;
   const hint = [node.hint, describeBounds(node)].filter(Boolean).join(" · ");
@@ -40,9 +54,10 @@ function Leaf({ node, draft, errors, onChange }: { node: FieldNode } & Omit<Fiel
 
   if (node.kind === "boolean") {
     return (
-      <div className="field check" data-field={node.path}>
+      <div className={`field check${changed ? " changed" : ""}`} data-field={node.path} data-changed={changed ? "yes" : undefined}>
         <input type="checkbox" {...common} checked={!!value} onChange={(e) => onChange(path, e.target.checked)} />
         <label htmlFor={id}>{node.key}</label>
+        {reset}
         {hint && <span className="hint">{hint}</span>}
         {error && (
           <p className="field-error" id={`${id}-err`} role="alert">
@@ -64,8 +79,26 @@ function Leaf({ node, draft, errors, onChange }: { node: FieldNode } & Omit<Fiel
         ))}
       </select>
     );
+  } else if (node.kind === "string" && node.choices) {
+    const current = typeof value === "string" ? value : "";
+    input = (
+      <select {...common} value={current} onChange={(e) => onChange(path, e.target.value)}>
+        {node.optional && <option value="">{node.defaultValue !== undefined ? `(default ${String(node.defaultValue)})` : "(none)"}</option>}
+        {current && !node.choices.includes(current) && <option value={current}>{current}</option>}
+        {node.choices.map((v) => (
+          <option key={v} value={v}>
+            {v}
+          </option>
+        ))}
+      </select>
+    );
   } else if (node.kind === "literal") {
-    input = <input {...common} value={String(node.value)} readOnly />;
+    // the only value the schema allows: shown as a select of one, not as a box that looks editable
+    input = (
+      <select {...common} value={String(node.value)} disabled>
+        <option value={String(node.value)}>{String(node.value)}</option>
+      </select>
+    );
   } else {
     const pathKind = dataPathKind(node.path);
     input = (
@@ -83,8 +116,11 @@ function Leaf({ node, draft, errors, onChange }: { node: FieldNode } & Omit<Fiel
     );
   }
   return (
-    <div className="field" data-field={node.path}>
-      <label htmlFor={id}>{node.key}</label>
+    <div className={`field${changed ? " changed" : ""}`} data-field={node.path} data-changed={changed ? "yes" : undefined}>
+      <label htmlFor={id}>
+        {node.key}
+        {reset}
+      </label>
       {input}
       {error ? (
         <p className="field-error" id={`${id}-err`} role="alert">

@@ -33,7 +33,8 @@ export type FieldNode =
   | (Base & { kind: "number"; bounds: NumberBounds })
   /** A list of numbers typed as "10, 20"; `scalar` allows a single number, `length` fixes the size. */
   | (Base & { kind: "numbers"; bounds: NumberBounds; scalar: boolean; length?: number })
-  | (Base & { kind: "string" })
+  /** `choices`: the schema's examples, offered as a select (a value outside them is kept). */
+  | (Base & { kind: "string"; choices?: string[] })
   | (Base & { kind: "boolean" })
   | (Base & { kind: "enum"; values: string[] })
   | (Base & { kind: "literal"; value: unknown });
@@ -92,6 +93,10 @@ export function describeSchema(schema: JsonSchema, path: string[] = [], key = ""
       return { ...base, kind: "number", bounds: numberBounds(schema) };
     case "boolean":
       return { ...base, kind: "boolean" };
+    case "string": {
+      const choices = schema.examples?.filter((x): x is string => typeof x === "string");
+      return choices?.length ? { ...base, kind: "string", choices } : { ...base, kind: "string" };
+    }
     default:
       return { ...base, kind: "string" };
   }
@@ -213,5 +218,27 @@ export function fieldPaths(node: FieldNode, out = new Set<string>()): Set<string
 export function configFieldErrors(fieldErrors: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(fieldErrors)) out[k.replace(/^config\.?/, "")] = v;
+  return out;
+}
+
+/** The leaves of a draft as dotted path → value. */
+function leaves(d: unknown, prefix: string, out: Map<string, unknown>): Map<string, unknown> {
+  if (isObj(d)) for (const [k, v] of Object.entries(d)) leaves(v, prefix ? `${prefix}.${k}` : k, out);
+  else out.set(prefix, d);
+  return out;
+}
+
+/**
+ * What a draft changes against a baseline draft (the preset's, or the cloned run's), leaf by leaf
+ * in the draft's order; a leaf only one side has counts when it holds a value.
+ */
+export function draftDiff(draft: unknown, baseline: unknown): { path: string; from: unknown; to: unknown }[] {
+  const now = leaves(draft, "", new Map());
+  const was = leaves(baseline, "", new Map());
+  const out: { path: string; from: unknown; to: unknown }[] = [];
+  for (const path of new Set([...now.keys(), ...was.keys()])) {
+    const [to, from] = [now.get(path), was.get(path)];
+    if (JSON.stringify(to ?? "") !== JSON.stringify(from ?? "")) out.push({ path, from, to });
+  }
   return out;
 }

@@ -98,6 +98,32 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
     errors.length = 0; // the browser logs the mocked 400 as a failed resource load
   });
 
+  test("the launch form: the task is a select, values changed from the preset are marked with a reset, and listed before launch", async () => {
+    await page.goto(`${base}/runs/new`);
+    await page.selectOption('[data-testid="preset-select"]', "tiny");
+    const task = page.locator('[data-field="envs.task"] select');
+    const TASKS = ["qa1_single-supporting-fact", "qa2_two-supporting-facts", "qa3_three-supporting-facts", "qa4_two-arg-relations", "qa5_three-arg-relations"];
+    assert.deepEqual(await task.locator("option").allTextContents(), TASKS, "the tasks to pick from");
+    assert.equal(await task.inputValue(), TASKS[0]);
+    const changes = page.locator('[data-testid="config-changes"]');
+    assert.equal(await changes.getAttribute("data-count"), "0");
+    assert.equal(await page.locator('[data-field][data-changed="yes"]').count(), 0, "nothing marked on the preset as it is");
+    await task.selectOption(TASKS[2]);
+    await page.locator('[data-field="steps_count"] input').fill("90");
+    await page.locator('[data-field="envs.task"][data-changed="yes"]').waitFor();
+    assert.deepEqual(await page.locator('[data-field][data-changed="yes"]').evaluateAll((fs) => fs.map((f) => f.getAttribute("data-field")).sort()), ["envs.task", "steps_count"]);
+    assert.equal(await changes.getAttribute("data-count"), "2");
+    assert.deepEqual(await changes.locator("li").allTextContents(), ["steps_count 60 → 90", `envs.task ${TASKS[0]} → ${TASKS[2]}`]);
+    // reset puts the preset's value back and unmarks the field
+    await page.locator('[data-field="envs.task"] [data-testid="field-reset"]').click();
+    assert.equal(await task.inputValue(), TASKS[0]);
+    await page.locator('[data-field="envs.task"]:not([data-changed])').waitFor();
+    assert.deepEqual(await changes.locator("li").allTextContents(), ["steps_count 60 → 90"]);
+    // a fixed value is a select of one, not an editable-looking box
+    const fixed = page.locator('[data-field="envs.feedback.type"] select');
+    assert.deepEqual([await fixed.isDisabled(), await fixed.locator("option").allTextContents()], [true, ["gt"]]);
+  });
+
   test("the launch form shows the data root and suggests what it holds for path fields", async (t) => {
     if (!server) return t.skip("an external server's data root is not ours to write");
     fs.mkdirSync(path.join(server!.dataDir, "books"), { recursive: true });

@@ -99,3 +99,18 @@ test("number lists, optional fields and switching the environment", () => {
   const r = serverCheck(setAt(setAt(draft, ["envs"], niah), ["envs", "task"], "niah_single_1"));
   assert.ok(r.ok, JSON.stringify(!r.ok && r.errors));
 });
+
+test("draftDiff lists the leaves a draft changes against its baseline, in the draft's order", async () => {
+  const { draftDiff } = await import("../lib/config-form.ts");
+  const base = { steps_count: "60", envs: { task: "qa1", noise: "sotu" }, flag: false };
+  assert.deepEqual(draftDiff(base, base), []);
+  const now = { steps_count: "90", envs: { task: "qa3", noise: "sotu" }, flag: true };
+  assert.deepEqual(draftDiff(now, base), [
+    { path: "steps_count", from: "60", to: "90" },
+    { path: "envs.task", from: "qa1", to: "qa3" },
+    { path: "flag", from: false, to: true },
+  ]);
+  // a key only one side has counts when it holds a value (a switched env variant)
+  assert.deepEqual(draftDiff({ envs: { task: "qa1", extra: "" } }, { envs: { task: "qa1" } }), []);
+  assert.deepEqual(draftDiff({ envs: { task: "qa1", path: "x" } }, { envs: { task: "qa1" } }), [{ path: "envs.path", from: undefined, to: "x" }]);
+});

@@ -93,6 +93,8 @@ export interface JsonSchema {
   default?: unknown;
   const?: unknown;
   enum?: unknown[];
+  /** Values a free-form field is usually given (the launch form offers them as a select). */
+  examples?: unknown[];
   properties?: Record<string, JsonSchema>;
   required?: string[];
   additionalProperties?: boolean | JsonSchema;

@@ -13,7 +13,7 @@ import { engineSettings } from "./settings.ts";
 import { dataPathOrThrow, resolveDataPath, type DataPathKind } from "./data-root.ts";
 import { babiSource } from "./data/babi/source.ts";
 import { babiFileSource } from "./data/babi/file-source.ts";
-import { toBabiTask } from "./data/babi/vocab.ts";
+import { BABI_TASK_NAMES, toBabiTask } from "./data/babi/vocab.ts";
 import { babilongSource } from "./data/babilong.ts";
 import { curriculumLevel } from "./data/curriculum.ts";
 import { noisePoolFor } from "./data/noise/pool.ts";
@@ -110,7 +110,11 @@ function noiseFolder(value: string, root: string): CorpusSpec {
 const babilong = dataset({
   schema: z.strictObject({
     name: z.literal("babilong"),
-    task: z.string().regex(/^qa[1-5](_[a-z-]+)?$/, "expected qa1..qa5 (or the reference name, e.g. qa2_two-supporting-facts)").describe("qa1..qa5"),
+    task: z
+      .string()
+      .regex(/^qa[1-5](_[a-z-]+)?$/, "expected qa1..qa5 (or the reference name, e.g. qa2_two-supporting-facts)")
+      .describe("qa1..qa5")
+      .meta({ examples: Object.values(BABI_TASK_NAMES) }), // the launch form's choices: the names configs resolve to
     /** Total chunks (facts + noise) per training sample; a list is sampled per sample. */
     num_sentences: z.union([int(1, MAX_CHUNKS), z.array(int(1, MAX_CHUNKS)).min(1).max(64)]).describe("total chunks per sample; a list is sampled per sample"),
     /** "sotu" (public-domain State of the Union prose from npm) or a folder of .txt books. */

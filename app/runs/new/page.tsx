@@ -2,7 +2,7 @@
 import Link from "next/link";
 import { Suspense, useEffect, useMemo, useState, type FormEvent } from "react";
 import { useRouter, useSearchParams } from "next/navigation";
-import { configFieldErrors, configToDraft, describeSchema, draftToConfig, fieldPaths, getAt, setAt, switchVariant, type FieldNode } from "../../../lib/config-form.ts";
+import { configFieldErrors, configToDraft, describeSchema, draftDiff, draftToConfig, fieldPaths, getAt, setAt, switchVariant, type FieldNode } from "../../../lib/config-form.ts";
 import { HttpError } from "../../../lib/api.ts";
 import type { PresetDto, RunDetailDto } from "../../../lib/contracts/index.ts";
 import { useConfigSchema } from "../../../lib/hooks/useConfigSchema.ts";
@@ -13,6 +13,16 @@ import { ConfigFields } from "../../../components/ConfigFields.tsx";
 import { DataRootSuggestions } from "../../../components/DataRootSuggestions.tsx";
 
 const PREFERRED_PRESET = "babilong-cpu";
+/** `over`'s values laid over `base`, objects merged key by key (arrays and scalars replace). */
+function overlay(base: unknown, over: unknown): unknown {
+  const obj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+  if (!obj(base) || !obj(over)) return over === undefined ? base : over;
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) out[k] = overlay(base[k], v);
+  return out;
+}
+/** A draft value as the change list shows it. */
+const shownValue = (v: unknown) => (v === undefined || v === "" ? "(empty)" : String(v));
 /** Typing pauses this long before the server checks the config. */
 const CHECK_AFTER_MS = 150;
 
@@ -41,6 +51,9 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
   const PATHS = useMemo(() => fieldPaths(ROOT), [ROOT]);
   const [preset, setPreset] = useState(initialPreset);
   const [draft, setDraft] = useState<unknown>(() => configToDraft(ROOT, initialConfig));
+  // what changed fields are marked against: the preset chosen, or the run a clone comes from
+  const [baseline, setBaseline] = useState<unknown>(() => configToDraft(ROOT, initialConfig));
+  const changes = useMemo(() => draftDiff(draft, baseline), [draft, baseline]);
   const candidate = useMemo(() => draftToConfig(ROOT, draft), [ROOT, draft]);
   // the server's last verdict and the candidate it judged (a newer check may be on its way)
   const [checked, setChecked] = useState<{ for: unknown; errors: Record<string, string> } | null>(null);
@@ -77,7 +90,10 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
   const choosePreset = (name: string) => {
     const p = presets.find((x) => x.name === name);
     setPreset(name);
-    if (p) setDraft(configToDraft(ROOT, p.config));
+    if (p) {
+      setDraft(configToDraft(ROOT, p.config));
+      setBaseline(configToDraft(ROOT, p.config));
+    }
     setTouched(new Set());
     setSubmitted(false);
     setServerErrors({});
@@ -153,7 +169,25 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
         </div>
       )}
       <DataRootSuggestions />
-      <ConfigFields root={ROOT} draft={draft} errors={shown} onChange={change} onVariant={changeVariant} />
+      <ConfigFields root={ROOT} draft={draft} baseline={baseline} errors={shown} onChange={change} onVariant={changeVariant} />
+      <section className="panel small" data-testid="config-changes" data-count={changes.length}>
+        {changes.length === 0 ? (
+          <span className="muted">{parent ? "the same config as the run it is cloned from" : `the preset ${preset || "(custom)"} as it is`}</span>
+        ) : (
+          <>
+            <b>
+              {changes.length} value{changes.length === 1 ? "" : "s"} differ{changes.length === 1 ? "s" : ""} from {parent ? `the run it is cloned from (${parent.name})` : `the preset ${preset || "(custom)"}`}:
+            </b>
+            <ul className="changes">
+              {changes.map((c) => (
+                <li key={c.path} data-path={c.path}>
+                  <code>{c.path}</code> <span className="muted">{shownValue(c.from)}</span> → <span>{shownValue(c.to)}</span>
+                </li>
+              ))}
+            </ul>
+          </>
+        )}
+      </section>
       <div className="row">
         <button type="submit" className="primary" disabled={create.isPending} data-testid="launch-button">
           {create.isPending ? "Launching…" : "Launch run"}
@@ -163,7 +197,11 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
             {errorCount} field{errorCount === 1 ? "" : "s"} to fix
           </span>
         )}
-        {Object.keys(checkErrors).length > 0 && errorCount === 0 && <span className="muted small">some fields are incomplete</span>}
+        {Object.keys(checkErrors).length > 0 && errorCount === 0 && (
+          <span className="muted small" data-testid="incomplete-fields">
+            to complete: {Object.keys(checkErrors).map((p) => p || "the config").join(", ")}
+          </span>
+        )}
       </div>
     </form>
   );
@@ -185,8 +223,13 @@ function NewRunPage() {
   else {
     const list = presets.data;
     const parent = cloneId ? clone.data! : null;
+    // a clone of an imported run: its config is the reference's, which names only some of our
+    // keys, so the rest come from a preset (not blank); "imported" describes the source, not the clone
+    const base = list.find((x) => x.name === (parent?.preset ?? PREFERRED_PRESET)) ?? list[0];
     const start = parent
-      ? { preset: parent.preset ?? "", config: parent.config, tags: parent.tags }
+      ? parent.kind === "imported"
+        ? { preset: base?.name ?? "", config: overlay(base?.config ?? {}, parent.config), tags: parent.tags.filter((t) => t !== "imported") }
+        : { preset: parent.preset ?? "", config: parent.config, tags: parent.tags }
       : (() => {
           const p = list.find((x) => x.name === PREFERRED_PRESET) ?? list[0];
           return { preset: p?.name ?? "", config: p?.config ?? {}, tags: [] as string[] };
