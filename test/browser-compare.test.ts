@@ -142,6 +142,40 @@ describe("compare runs and dashboards in a real browser", { skip: skip ?? false,
     }
   });
 
+  test("a panel: 11 px ticks, a hover read-out of every run's raw value at the step, drag to zoom x and reset, log y", async () => {
+    await page.goto(`${server.url}/compare?runs=${IDS.join(",")}&panels=qf_loss`);
+    const sel = '[data-testid="compare-chart-qf_loss"]';
+    await until("three lines drawn", async () => (await page.locator(`${sel} svg [data-line]`).count()) === 3 && Number(await attr(sel, "data-points")) === 11 + 7 + 11);
+    const svg = page.locator(`${sel} svg`);
+    const fonts = await svg.locator("[data-tick]").evaluateAll((ts) => ts.map((t) => [getComputedStyle(t).fontSize, t.getBoundingClientRect().height]));
+    assert.ok(fonts.length >= 4 && fonts.every(([size, h]) => size === "11px" && Number(h) >= 10), `tick labels: ${JSON.stringify(fonts)}`);
+    // x of a step on screen: the plot spans 60 px from the left to 10 px from the right, steps 0…100
+    const box = (await svg.boundingBox())!;
+    const at = (step: number) => ({ x: box.x + 60 + (step / 100) * (box.width - 70), y: box.y + 60 });
+    await page.mouse.move(at(50).x, at(50).y);
+    const rows = page.locator(`${sel} [data-testid="compare-chart-qf_loss-readout"] .readout-row`);
+    await until("the read-out", async () => (await rows.count()) === 3);
+    const read = Object.fromEntries(await rows.evaluateAll((rs) => rs.map((r) => [r.getAttribute("data-run"), [Number(r.getAttribute("data-at")), Number(r.getAttribute("data-value"))]])));
+    const want: Record<string, [number, number]> = { cmpa: [50, 1.5], cmpb: [50, 3], cmpc: [50, 0.5 + Math.sin(50)] };
+    for (const [id, [step, value]] of Object.entries(want)) assert.ok(read[id] && read[id][0] === step && Math.abs(read[id][1] - value) < 1e-9, `${id} at step ${step}: ${JSON.stringify(read[id])}`);
+    assert.match((await page.locator(`${sel} .readout > div`).first().textContent()) ?? "", /^step 50/);
+    // drag from step 20 to 60: x zooms there; reset brings the whole range back
+    await page.mouse.move(at(20).x, at(20).y);
+    await page.mouse.down();
+    await page.mouse.move(at(60).x, at(60).y, { steps: 4 });
+    await page.mouse.up();
+    const zoom = (await attr(sel, "data-zoom"))!.split(",").map(Number);
+    assert.ok(Math.abs(zoom[0] - 20) < 1 && Math.abs(zoom[1] - 60) < 1, `zoomed to ${zoom}`);
+    const xs = await svg.locator('[data-tick="x"]').allTextContents();
+    assert.ok(xs.every((t) => Number(t) >= 20 && Number(t) <= 60), `x ticks within the zoom: ${xs.join(", ")}`);
+    await page.click('[data-testid="compare-chart-qf_loss-unzoom"]');
+    assert.equal(await attr(sel, "data-zoom"), "");
+    await page.click('[data-testid="compare-chart-qf_loss-log"]');
+    assert.equal(await attr(sel, "data-log"), "yes");
+    const ys = (await svg.locator('[data-tick="y"]').allTextContents()).map(Number);
+    assert.ok(ys.length >= 2 && ys.every((v) => v > 0) && ys.some((v, i) => i > 0 && v / ys[i - 1] >= 9.99), `log ticks: ${ys.join(", ")}`);
+  });
+
   test("the legend hides a run and solos one (and back)", async () => {
     await page.goto(`${server.url}/compare?runs=${IDS.join(",")}`);
     const lines = () => attr('[data-testid="compare-chart-qf_loss"]', "data-lines");
