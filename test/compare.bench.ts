@@ -3,7 +3,9 @@
  * real server's SQLite file, then headless chromium measures, click → chart painted:
  * - overlay: N runs (default 50) × P points (default 20,000) each, opened from the runs table
  *   (select all shown → Compare), then legend hide and solo clicks on the overlaid chart;
- * - one long series: a run with L points (default 100,000) opened the same way.
+ * - one long series: a run with L points (default 100,000) opened the same way;
+ * - the hover read-out on the overlay: mouse move → the read-out lists every line's value at the
+ *   new step, painted (10 positions across the plot per repetition).
  * "Painted": a MutationObserver sees the chart's data attributes reach the expected state, then
  * the next animation frame plus one task has run (the frame is on screen by then).
  *
@@ -57,6 +59,41 @@ const PROBE = `({ clickSel, chartSel, want }) => {
   });
 }`;
 
+/** Plain JS: sets window.__hover to mouse move → the read-out showing a new step, painted. */
+const HOVER_PROBE = `({ chartSel, prevAt, rows }) => {
+  window.__hover = new Promise((resolve) => {
+    let t0 = 0;
+    document.querySelector(chartSel + " svg").addEventListener("mousemove", () => { t0 = t0 || performance.now(); }, { capture: true, once: true });
+    const ok = () => {
+      const r = document.querySelectorAll(chartSel + " .readout-row");
+      return t0 && r.length === rows && r[0].getAttribute("data-at") !== prevAt;
+    };
+    const obs = new MutationObserver(() => {
+      if (!ok()) return;
+      obs.disconnect();
+      requestAnimationFrame(() => {
+        const ch = new MessageChannel();
+        ch.port1.onmessage = () => resolve(performance.now() - t0);
+        ch.port2.postMessage(0);
+      });
+    });
+    obs.observe(document.body, { subtree: true, childList: true, attributes: true });
+  });
+}`;
+
+/** Mouse moves across the plot: ms from each move to the read-out at the new step, painted. */
+async function hoverReadout(page: Page, chartSel: string, rows: number): Promise<number[]> {
+  const box = (await page.locator(`${chartSel} svg`).boundingBox())!;
+  const out: number[] = [];
+  for (let k = 1; k <= 10; k++) {
+    const prevAt = await page.evaluate((sel) => document.querySelector(`${sel} .readout-row`)?.getAttribute("data-at") ?? "", chartSel);
+    await page.evaluate(`(${HOVER_PROBE})(${JSON.stringify({ chartSel, prevAt, rows })})`);
+    await page.mouse.move(box.x + 60 + ((box.width - 70) * k) / 11, box.y + box.height / 2);
+    out.push(await page.evaluate(() => (window as unknown as { __hover: Promise<number> }).__hover));
+  }
+  return out;
+}
+
 /** Arms a probe, clicks, resolves with ms from the click to the painted chart. */
 async function clickToPaint(page: Page, clickSel: string, chartSel: string, want: { lines?: number; minPoints?: number }): Promise<number> {
   await page.evaluate(`(${PROBE})(${JSON.stringify({ clickSel, chartSel, want })})`);
@@ -84,6 +121,7 @@ async function main() {
     const hide: number[] = [];
     const solo: number[] = [];
     const openLong: number[] = [];
+    const hover: number[] = [];
     let apiLong = NaN;
     try {
       for (let r = 0; r < REPS; r++) {
@@ -93,6 +131,8 @@ async function main() {
         await page.click('[data-testid="select-all-shown"]');
         const n = await page.locator('[data-testid="select-run"]').count();
         openOverlay.push(await clickToPaint(page, '[data-testid="compare-button"]', chart, { lines: n, minPoints: n * 100 }));
+        hover.push(...(await hoverReadout(page, chart, n)));
+        await page.mouse.move(0, 0); // off the plot: the read-out closes before the legend clicks
         hide.push(await clickToPaint(page, '[data-testid="legend-item"]:nth-child(1) [data-testid="legend-toggle"]', chart, { lines: n - 1 }));
         solo.push(await clickToPaint(page, '[data-testid="legend-item"]:nth-child(2) [data-testid="legend-solo"]', chart, { lines: 1 }));
         // one 100k-point series
@@ -119,6 +159,7 @@ async function main() {
       overlayHideMs: stat(hide),
       overlaySoloMs: stat(solo),
       longSeriesOpenMs: { ...stat(openLong), target: 500 },
+      overlayReadoutMs: { ...stat(hover), target: 50 },
       longSeriesApiMs: round(apiLong),
     };
     console.log(JSON.stringify(result, null, 2));
