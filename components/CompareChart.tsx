@@ -9,7 +9,7 @@
  * time; dragging across the plot zooms x (double-click or "reset zoom" undoes it); "log y" per panel.
  * The container exposes data-points / data-lines / data-bands / data-zoom for tests and the benchmark.
  */
-import { memo, useEffect, useRef, useState, type MouseEvent } from "react";
+import { memo, useEffect, useMemo, useRef, useState, type MouseEvent } from "react";
 import { bucketSeries, type SeriesPoint, type XAxis } from "../lib/contracts/index.ts";
 import type { BandKind } from "../lib/contracts/index.ts";
 import type { Band } from "../lib/analysis/bands.ts";
@@ -113,24 +113,29 @@ function CompareChartImpl({ title, testId, lines, bands, bandKind, x, smoothing,
   const [zoom, setZoom] = useState<[number, number] | null>(null);
   const [hover, setHover] = useState<number | null>(null);
   const [drag, setDrag] = useState<[number, number] | null>(null);
-  const drawn: Drawn[] = [];
-  let count = 0;
   const keep = (v: number) => Number.isFinite(v) && (!log || v > 0);
-  for (const l of lines) {
-    count += l.points.length;
-    const finite = bucketSeries(l.points.filter((p) => keep(p.value)), MAX_DRAWN, x);
-    const sm = smoothDense(finite.map((p) => p.value), smoothing);
-    drawn.push({ id: l.id, label: l.label, color: l.color, xs: finite.map((p) => (x === "wall" ? p.wall : p.step)), ys: sm, raw: finite.map((p) => p.value), walls: finite.map((p) => p.wall) });
-  }
-  for (const b of bands) {
-    const pts = b.band.points.filter((p) => keep(p.mean));
-    count += b.band.points.length;
-    const mean = smoothDense(pts.map((p) => p.mean), smoothing);
-    const lo = smoothDense(pts.map((p) => (bandKind === "std" ? p.mean - p.std : p.min)), smoothing);
-    const hi = smoothDense(pts.map((p) => (bandKind === "std" ? p.mean + p.std : p.max)), smoothing);
-    const idx = thinIdx(pts.length);
-    drawn.push({ id: b.id, label: b.label, color: b.color, xs: idx.map((i) => pts[i].step), ys: idx.map((i) => mean[i]), raw: idx.map((i) => pts[i].mean), lo: idx.map((i) => lo[i]), hi: idx.map((i) => hi[i]), endsAt: b.band.endsAt });
-  }
+  // bucketing and smoothing depend on the data, not on the pointer: a hover re-renders without them
+  const { drawn, count } = useMemo(() => {
+    const drawn: Drawn[] = [];
+    let count = 0;
+    const ok = (v: number) => Number.isFinite(v) && (!log || v > 0);
+    for (const l of lines) {
+      count += l.points.length;
+      const finite = bucketSeries(l.points.filter((p) => ok(p.value)), MAX_DRAWN, x);
+      const sm = smoothDense(finite.map((p) => p.value), smoothing);
+      drawn.push({ id: l.id, label: l.label, color: l.color, xs: finite.map((p) => (x === "wall" ? p.wall : p.step)), ys: sm, raw: finite.map((p) => p.value), walls: finite.map((p) => p.wall) });
+    }
+    for (const b of bands) {
+      const pts = b.band.points.filter((p) => ok(p.mean));
+      count += b.band.points.length;
+      const mean = smoothDense(pts.map((p) => p.mean), smoothing);
+      const lo = smoothDense(pts.map((p) => (bandKind === "std" ? p.mean - p.std : p.min)), smoothing);
+      const hi = smoothDense(pts.map((p) => (bandKind === "std" ? p.mean + p.std : p.max)), smoothing);
+      const idx = thinIdx(pts.length);
+      drawn.push({ id: b.id, label: b.label, color: b.color, xs: idx.map((i) => pts[i].step), ys: idx.map((i) => mean[i]), raw: idx.map((i) => pts[i].mean), lo: idx.map((i) => lo[i]), hi: idx.map((i) => hi[i]), endsAt: b.band.endsAt });
+    }
+    return { drawn, count };
+  }, [lines, bands, bandKind, x, smoothing, log]);
   let yLo = Infinity;
   let yHi = -Infinity;
   let xLo = Infinity;

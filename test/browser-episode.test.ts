@@ -48,6 +48,8 @@ describe("episode replay in a real browser", { skip: skip ?? false, timeout: 15 
   let xssId = 0;
   /** The same record under a run whose dataset is file-backed: its haystack cannot be regenerated. */
   let filesId = 0;
+  /** The record with its last pick made a gold fact: a gold fact a later step picks. */
+  let laterGoldId = 0;
 
   before(async () => {
     ensureNextBuild((m) => console.log(`# ${m}`));
@@ -79,6 +81,8 @@ describe("episode replay in a real browser", { skip: skip ?? false, timeout: 15 
       });
       episodeId = (await db.prisma.episode.create({ data: row(record, 1) })).id;
       xssId = (await db.prisma.episode.create({ data: row(poisoned, 2) })).id;
+      const lastPick = record.pred_idx[record.pred_idx.length - 1];
+      laterGoldId = (await db.prisma.episode.create({ data: row({ ...record, sf_idx: [...new Set([...record.sf_idx, lastPick])] }, 4) })).id;
       const hotpot = { ...config, envs: { name: "hotpotqa", train_path: "/nowhere/train.json", eval_path: "/nowhere/dev.json", max_steps: 6, positions_processor: "relative", sort_by_index: true } };
       await db.prisma.run.create({ data: { id: "replay-files", name: "files", status: "completed", config: JSON.stringify(hotpot), envName: "hotpotqa", task: "hotpotqa" } });
       filesId = (await db.prisma.episode.create({ data: { ...row(record, 3), runId: "replay-files" } })).id;
@@ -153,6 +157,22 @@ describe("episode replay in a real browser", { skip: skip ?? false, timeout: 15 
     // off again: the plain threshold prefix
     await page.locator('[data-testid="prune-toggle"]').uncheck();
     assert.equal(await page.locator('[data-testid="episode-step"][data-kept="yes"]').count(), thresholdView(record, 1).kept);
+  });
+
+  test("a gold fact a later step picks is drawn gold (with a 'later' mark) until its step, then as the pick", async () => {
+    const lastPick = record.pred_idx[record.pred_idx.length - 1];
+    const n = record.steps.length;
+    await page.goto(url(laterGoldId));
+    await strip().waitFor();
+    const c = await cellCentre(lastPick);
+    for (let k = 0; k < n; k++) {
+      if (k > 0) await page.keyboard.press("ArrowRight");
+      await waitFor(`step ${k + 1}`, async () => (await position()) === `step ${k + 1} of ${n}`, 10_000);
+      if (k < n - 1) {
+        await waitFor(`step ${k + 1}: #${lastPick} gold`, async () => near(await pixel({ x: c.x, y: STRIP_LAYOUT.laneTop + 4 }), STRIP_COLORS.gold), 10_000);
+        assert.ok(near(await pixel({ x: c.x, y: STRIP_LAYOUT.laneTop + STRIP_LAYOUT.laneHeight - 2 }), STRIP_COLORS.future), `step ${k + 1}: the 'picked later' mark under it`);
+      } else await waitFor(`step ${n}: #${lastPick} is the current pick`, async () => near(await pixel(c), STRIP_COLORS.current), 10_000);
+    }
   });
 
   test("keyboard stepping moves the strip's highlighted cell and the Q bars", async () => {

@@ -44,7 +44,12 @@ function draw(ctx: CanvasRenderingContext2D, w: number, v: StripView, n: number,
   let lastLabel = -Infinity;
   p.picks.forEach((c, k) => {
     if (c < first || c >= last || k === p.current) return;
-    lane(c, k < p.current ? (goldSet.has(c) ? C.pickedGold : C.picked) : C.future, 2);
+    if (k < p.current) lane(c, goldSet.has(c) ? C.pickedGold : C.picked, 2);
+    else if (goldSet.has(c)) {
+      // a gold fact picked later stays gold until it is picked; a strip under it says "later"
+      lane(c, C.gold, 2);
+      lane(c, C.future, 2, L.laneTop + L.laneHeight - 6, 6);
+    } else lane(c, C.future, 2);
   });
   // the current pick last, over everything, a little taller
   const cur = p.picks[p.current];
@@ -153,7 +158,7 @@ export function HaystackStrip(p: Props) {
         <button type="button" onMouseDown={noFocus} onClick={() => zoomBy(1 / 4)} aria-label="zoom out" data-testid="strip-zoom-out">-</button>
         <button type="button" onMouseDown={noFocus} onClick={() => setView(fullView(n))} data-testid="strip-fit">fit</button>
         <span className="muted">
-          <Swatch c={C.gold} /> gold <Swatch c={C.picked} /> picked <Swatch c={C.pickedGold} /> picked gold <Swatch c={C.current} /> this step <Swatch c={C.future} /> later picks
+          <Swatch c={C.gold} /> gold <Swatch c={C.picked} /> picked <Swatch c={C.pickedGold} /> picked gold <Swatch c={C.current} /> this step <Swatch c={C.future} /> later picks (under gold: a gold fact picked later)
         </span>
       </div>
       <div
