@@ -15,16 +15,14 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { io, type Socket } from "socket.io-client";
-import type { AssignAck, HeartbeatMsg, ServerToWorker, WorkerHello, WorkerToServer } from "../../lib/contracts/index.ts";
+import { io } from "socket.io-client";
+import type { AssignAck, HeartbeatMsg, WorkerHello } from "../../lib/contracts/index.ts";
 import { HEARTBEAT_MS, WORKER_NAMESPACE, issuesText, runAssignmentSchema, runCancelSchema } from "../../lib/contracts/index.ts";
 import { settings } from "../settings.ts";
 import { BACKEND_PREFS, configureEngine } from "../qrag/index.ts";
 import { errorMessage, stderrLogger, type Logger } from "./log.ts";
 import { probeBackend, startRun, type RunExecution } from "./runner.ts";
-
-/** The worker's socket, typed by the /workers contract. */
-export type WorkerSocket = Socket<ServerToWorker, WorkerToServer>;
+import type { WorkerSocket } from "./socket.ts";
 
 const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--data-root <dir>] [--backend ${BACKEND_PREFS.join("|")}]
   env: QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_DATA_ROOT (config paths resolve inside it; default the data dir), QRAG_BACKEND`;
