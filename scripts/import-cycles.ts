@@ -38,7 +38,8 @@ const stripComments = (src: string) => src.replace(/\/\*[\s\S]*?\*\//g, "").repl
 export function runtimeImports(src: string, withTypes = false): string[] {
   const text = stripComments(src);
   const specs: string[] = [];
-  const statement = /(?:^|[;\n])\s*(import|export)\s+([^;]*?)\s*from\s*["']([^"']+)["']|(?:^|[;\n])\s*import\s*["']([^"']+)["']/g;
+  // an import/export clause holds names, braces, commas, `*`, `as` and `type` only (so `export const … from` text never matches)
+  const statement = /(?:^|[;\n])\s*(import|export)\s+([\w$*\s{},]*?)\s*from\s*["']([^"']+)["']|(?:^|[;\n])\s*import\s*["']([^"']+)["']/g;
   for (const m of text.matchAll(statement)) {
     if (m[4] !== undefined) {
       specs.push(m[4]); // a bare side-effect import
