@@ -33,57 +33,57 @@ export interface UiChannel extends RunNotifier {
 
 type Log = (msg: string) => void;
 
+const sendBatch = (s: Sub, b: RunBatchMsg) => {
+  s.socket.emit("run:batch", b);
+  s.lastSent = b.seq;
+};
+
+/** Emits what can be emitted in order from `pending`; false when a hole remains. */
+function drain(s: Sub): boolean {
+  s.pending.sort((a, b) => a.seq - b.seq);
+  while (s.pending.length) {
+    const b = s.pending[0];
+    if (b.seq <= s.lastSent) s.pending.shift();
+    else if (b.seq === s.lastSent + 1) sendBatch(s, s.pending.shift()!);
+    else return false;
+  }
+  return true;
+}
+
+/** Catch-up: sends from the database until the subscriber is level with what is stored and pending. */
+async function catchUp(h: DbHandle, log: Log, s: Sub): Promise<void> {
+  if (s.busy) return;
+  s.busy = true;
+  const startSent = s.lastSent;
+  try {
+    for (;;) {
+      if (s.closed) return;
+      const rows = await batchesAfter(h, s.runId, s.lastSent, 200);
+      for (const r of rows) if (!s.closed && r.seq === s.lastSent + 1) sendBatch(s, { runId: s.runId, seq: r.seq, events: r.events });
+      if (rows.length === 200) continue;
+      if (drain(s)) break;
+      // a hole between what is stored and what is pending: it is committed by now, read again
+      if (!rows.length) {
+        // nothing new stored yet: the missing batch is still being written; wait for publish
+        break;
+      }
+    }
+  } catch (e) {
+    log(`catch-up of ${s.runId} failed: ${(e as Error).message}`);
+  } finally {
+    s.busy = false;
+  }
+  // batches published during the last read: deliver them, or read again if a hole remains and
+  // this pass made progress (a hole that is not stored yet is filled by its own publish)
+  if (!s.closed && s.pending.length && !drain(s) && s.lastSent > startSent) void catchUp(h, log, s);
+}
+
 /**
  * The run-batch subscriptions of every /ui socket, each delivered gaplessly: live batches in seq
  * order, a hole filled from the database first.
  */
 function runStreams(h: DbHandle, log: Log) {
   const subs = new Map<string, Set<Sub>>();
-
-  const emit = (s: Sub, b: RunBatchMsg) => {
-    s.socket.emit("run:batch", b);
-    s.lastSent = b.seq;
-  };
-
-  /** Emits what can be emitted in order from `pending`; false when a hole remains. */
-  const drain = (s: Sub): boolean => {
-    s.pending.sort((a, b) => a.seq - b.seq);
-    while (s.pending.length) {
-      const b = s.pending[0];
-      if (b.seq <= s.lastSent) s.pending.shift();
-      else if (b.seq === s.lastSent + 1) emit(s, s.pending.shift()!);
-      else return false;
-    }
-    return true;
-  };
-
-  /** Catch-up: sends from the database until the subscriber is level with what is stored and pending. */
-  const catchUp = async (s: Sub) => {
-    if (s.busy) return;
-    s.busy = true;
-    const startSent = s.lastSent;
-    try {
-      for (;;) {
-        if (s.closed) return;
-        const rows = await batchesAfter(h, s.runId, s.lastSent, 200);
-        for (const r of rows) if (!s.closed && r.seq === s.lastSent + 1) emit(s, { runId: s.runId, seq: r.seq, events: r.events });
-        if (rows.length === 200) continue;
-        if (drain(s)) break;
-        // a hole between what is stored and what is pending: it is committed by now, read again
-        if (!rows.length) {
-          // nothing new stored yet: the missing batch is still being written; wait for publish
-          break;
-        }
-      }
-    } catch (e) {
-      log(`catch-up of ${s.runId} failed: ${(e as Error).message}`);
-    } finally {
-      s.busy = false;
-    }
-    // batches published during the last read: deliver them, or read again if a hole remains and
-    // this pass made progress (a hole that is not stored yet is filled by its own publish)
-    if (!s.closed && s.pending.length && !drain(s) && s.lastSent > startSent) void catchUp(s);
-  };
 
   const unsubscribe = (socket: UiSocket, runId: string) => {
     const set = subs.get(runId);
@@ -107,7 +107,7 @@ function runStreams(h: DbHandle, log: Log) {
       if (!set) subs.set(s.runId, (set = new Set()));
       set.add(s);
       void socket.join(`run:${s.runId}`);
-      return catchUp(s);
+      return catchUp(h, log, s);
     },
     unsubscribe,
     /** Every subscription of a socket that went away. */
@@ -122,7 +122,7 @@ function runStreams(h: DbHandle, log: Log) {
         if (seq <= s.lastSent) continue;
         s.pending.push({ runId, seq, events });
         if (s.busy) continue;
-        if (!drain(s)) void catchUp(s);
+        if (!drain(s)) void catchUp(h, log, s);
       }
     },
     close(): void {
