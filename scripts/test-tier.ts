@@ -43,6 +43,7 @@ export const TIERS = {
     "env",
     "gpt2-tokens",
     "hf-bert",
+    "import-cycles",
     "import-parse",
     "learning-bench",
     "leave-one-out",

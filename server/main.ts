@@ -10,25 +10,26 @@
  */
 import crypto from "node:crypto";
 import fs from "node:fs";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { Server } from "socket.io";
+import type { Server } from "socket.io";
 import { HEARTBEAT_MS, UI_NAMESPACE, WORKER_NAMESPACE } from "../lib/contracts/index.ts";
 import { isLoopback, sameOrigin } from "./http/same-origin.ts";
 import { checkWorkerToken } from "./auth/accounts.ts";
-import { createAuthGate, uiRoomsOf } from "./auth/gate.ts";
+import { createAuthGate, uiRoomsOf, type AuthGate } from "./auth/gate.ts";
+import type { ApiDeps } from "./api/http.ts";
 import { serveApi } from "./api/router.ts";
+import { dashboardHttp, dashboardSockets, listen, startNext } from "./http/dashboard-http.ts";
 import { clientAddressOf } from "./http/client-address.ts";
-import { closeDb, getDb, providerOf } from "./db/client.ts";
+import { closeDb, getDb, providerOf, type DbHandle } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import { settings, ROOT } from "./settings.ts";
 import { configureEngine, wasmThreadsAuto } from "./qrag/index.ts";
 import { createScheduler, schedulerStartup } from "./runs/scheduler.ts";
 import { attachPostgresAdapter, type Cluster } from "./realtime/cluster.ts";
-import { createListCache } from "./runs/list-cache.ts";
-import { attachUi, type UiNamespace } from "./realtime/ui.ts";
+import { createListCache, type ListCache } from "./runs/list-cache.ts";
+import { attachUi, type UiChannel, type UiNamespace } from "./realtime/ui.ts";
 import { attachWorkers, workerTokenRoom, type WorkersNamespace } from "./realtime/workers.ts";
 import { startLocalWorker } from "./local/local-worker.ts";
 
@@ -93,8 +94,8 @@ function redact(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
 }
 
-export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
-  const log = opts.log ?? ((m: string) => console.log(m));
+/** The server's folders, address and lease time: options first, then settings (server/settings.ts); the folders are created. */
+function resolveServer(opts: ServerOptions) {
   const e = settings();
   const dataDir = opts.dataDir ? path.resolve(opts.dataDir) : e.dataDir;
   const databaseUrl = opts.databaseUrl ?? e.databaseUrlFor(dataDir);
@@ -108,76 +109,33 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   // telemetry off for Next and Prisma (this process and the worker it spawns)
   process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   process.env.CHECKPOINT_DISABLE ??= "1";
+  const clustered = providerOf(databaseUrl) === "postgresql" && (opts.socketAdapter ?? e.socketAdapter) !== "none";
+  return { e, dataDir, databaseUrl, host, port, dev, leaseMs, dataRoot, clustered };
+}
 
+/** Migrations applied, the one Prisma client, and the scheduler's start-up (leases extended by the restart grace). */
+async function openDatabase(databaseUrl: string, leaseMs: number, clustered: boolean, log: (msg: string) => void): Promise<DbHandle> {
   const applied = await migrate(databaseUrl, { log });
   const h = await getDb(databaseUrl);
   log(`database: ${providerOf(databaseUrl)} ${redact(databaseUrl)}${applied.length ? ` (applied ${applied.join(", ")})` : ""}`);
   // workers could not heartbeat while this server was down: give them time to reconnect (their
   // socket.io clients back off for a few seconds between attempts) before leases can expire
-  const clustered = providerOf(databaseUrl) === "postgresql" && (opts.socketAdapter ?? e.socketAdapter) !== "none";
   await schedulerStartup(h, leaseMs + RESTART_GRACE_MS, clustered);
-  const workerToken = workerTokenFor(dataDir, opts.workerToken ?? e.workerToken);
+  return h;
+}
 
-  // ---- accounts: nothing in the way on loopback; a sign-in everywhere else ----
-  const authRequired = !isLoopback(host.toLowerCase()) || (opts.auth ?? e.auth.forced);
-  const auth = createAuthGate(h, { required: authRequired, cookieSecure: e.auth.cookieSecure });
+/** Accounts: nothing in the way on loopback; a sign-in everywhere else (or with QRAG_AUTH=on). */
+function accountsGate(h: DbHandle, o: { host: string; dev: boolean; forced: boolean; cookieSecure: boolean }) {
+  const required = !isLoopback(o.host.toLowerCase()) || o.forced;
+  const auth = createAuthGate(h, { required, cookieSecure: o.cookieSecure });
   // pages anyone may load: the login page and the static assets it needs
-  const publicPage = (url: string) => /^\/(login(\/|\?|$)|_next\/static\/|icon\.svg|favicon\.ico)/.test(url) || (dev && url.startsWith("/_next/"));
+  const publicPage = (url: string) => /^\/(login(\/|\?|$)|_next\/static\/|icon\.svg|favicon\.ico)/.test(url) || (o.dev && url.startsWith("/_next/"));
+  const pageAllowed = (req: IncomingMessage): Promise<unknown> => (required && !publicPage(req.url ?? "/") ? auth.identify(req.headers) : Promise.resolve(true));
+  return { required, auth, pageAllowed };
+}
 
-  let nextHandle: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | null = null;
-  let nextApp: { close?: () => Promise<void> } | null = null;
-  if (opts.next !== false) {
-    const { default: next } = await import("next");
-    const app = next({ dev, dir: ROOT, hostname: host, port: port || undefined });
-    await app.prepare();
-    const handle = app.getRequestHandler();
-    nextHandle = (req, res) => handle(req, res);
-    nextApp = app as unknown as { close?: () => Promise<void> };
-  }
-
-  // the socket namespaces and the API share one scheduler and one notifier
-  let apiDeps: Parameters<typeof serveApi>[2] | null = null;
-  const guard = sameOrigin({ host, allowedOrigins: opts.allowedOrigins ?? e.allowedOrigins });
-  const http = createServer((req, res) => {
-    const refused = guard.check(req);
-    if (refused) {
-      res.writeHead(refused.status, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ error: refused.error }));
-      return;
-    }
-    if (apiDeps && /^\/api(\/|$|\?)/.test(req.url ?? "")) {
-      serveApi(req, res, apiDeps).catch((err: Error) => {
-        log(`request ${req.url} failed: ${err.message}`);
-        if (!res.headersSent) res.writeHead(500);
-        res.end();
-      });
-    } else if (nextHandle) {
-      const handle = nextHandle;
-      (authRequired && !publicPage(req.url ?? "/") ? auth.identify(req.headers) : Promise.resolve(true))
-        .then((who) => {
-          if (who) return handle(req, res);
-          res.writeHead(302, { location: `/login?next=${encodeURIComponent(req.url ?? "/")}`, "cache-control": "no-store" }).end();
-        })
-        .catch((e: Error) => {
-          log(`request ${req.url} failed: ${e.message}`);
-          if (!res.headersSent) res.writeHead(500);
-          res.end();
-        });
-    } else {
-      res.writeHead(404).end();
-    }
-  });
-  // destroyUpgrade:false leaves Next's own upgrade requests (dev HMR) alone
-  const io = new Server(http, {
-    destroyUpgrade: false,
-    maxHttpBufferSize: 64 * 1024 * 1024,
-    pingInterval: 10_000,
-    pingTimeout: 20_000,
-    allowRequest: (req, done) => done(null, guard.allowSocket(req)),
-  });
-  // ---- scale-out: several nodes on one PostgreSQL (server/realtime/cluster.ts) ----
-  const cluster: Cluster | null = clustered ? await attachPostgresAdapter(io, databaseUrl, log) : null;
-  const ui = attachUi(io.of(UI_NAMESPACE) as UiNamespace, h);
-  // the /ui socket carries run data: a session cookie (or Bearer token in extraHeaders) when accounts are required
+/** The /ui socket carries run data: a session cookie (or Bearer token in extraHeaders) when accounts are required. */
+function guardUiSockets(io: Server, auth: AuthGate): void {
   io.of(UI_NAMESPACE).use((socket, next) => {
     auth.identify(socket.handshake.headers).then(
       (who) => {
@@ -188,9 +146,15 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       () => next(new Error("unauthorized: sign-in check failed")),
     );
   });
-  // every run change this node hears of (its own, or relayed from another node) clears cached
-  // lists; progress alone (each batch) may lag up to the cache's 1 s, as "runs:state" does
-  const runsList = createListCache();
+}
+
+/**
+ * Run changes go to this node's /ui sockets and clear its cached run lists; with other nodes they
+ * are relayed through PostgreSQL. Every run change this node hears of (its own, or relayed from
+ * another node) clears cached lists; progress alone (each batch) may lag up to the cache's 1 s, as
+ * "runs:state" does.
+ */
+function runsNotifier(ui: UiChannel, cluster: Cluster | null, runsList: ListCache) {
   const localNotifier = {
     batch: ui.batch,
     changed: (ids: readonly string[], kind?: "status" | "progress") => {
@@ -199,7 +163,28 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     },
     changedElsewhere: () => runsList.invalidate(),
   };
-  const notifier = cluster ? cluster.notifier(localNotifier) : localNotifier;
+  return cluster ? cluster.notifier(localNotifier) : localNotifier;
+}
+
+export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
+  const log = opts.log ?? ((m: string) => console.log(m));
+  const { e, dataDir, databaseUrl, host, port, dev, leaseMs, dataRoot, clustered } = resolveServer(opts);
+  const h = await openDatabase(databaseUrl, leaseMs, clustered, log);
+  const workerToken = workerTokenFor(dataDir, opts.workerToken ?? e.workerToken);
+  const gate = accountsGate(h, { host, dev, forced: opts.auth ?? e.auth.forced, cookieSecure: e.auth.cookieSecure });
+  const nextApp = await startNext({ enabled: opts.next !== false, dev, dir: ROOT, host, port });
+
+  // the socket namespaces and the API share one scheduler and one notifier
+  let apiDeps: ApiDeps | null = null;
+  const guard = sameOrigin({ host, allowedOrigins: opts.allowedOrigins ?? e.allowedOrigins });
+  const http = dashboardHttp({ guard, api: (req, res) => (apiDeps ? serveApi(req, res, apiDeps) : null), next: nextApp?.handle ?? null, pageAllowed: gate.pageAllowed, log });
+  const io = dashboardSockets(http, guard);
+  // ---- scale-out: several nodes on one PostgreSQL (server/realtime/cluster.ts) ----
+  const cluster: Cluster | null = clustered ? await attachPostgresAdapter(io, databaseUrl, log) : null;
+  const ui = attachUi(io.of(UI_NAMESPACE) as UiNamespace, h);
+  guardUiSockets(io, gate.auth);
+  const runsList = createListCache();
+  const notifier = runsNotifier(ui, cluster, runsList);
   const scheduler = createScheduler(h, { leaseMs, runsDir: path.join(dataDir, "runs"), notifier, log: (m) => log(`[scheduler] ${m}`) });
   attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, checkWorkerToken: (t) => checkWorkerToken(h, t), log: (m) => log(`[workers] ${m}`) });
   apiDeps = {
@@ -211,24 +196,14 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     leaseMs,
     runsList,
     ...(cluster ? { nodes: cluster.nodes } : {}),
-    auth,
+    auth: gate.auth,
     revokeWorkerToken: (id) => io.of(WORKER_NAMESPACE).in(workerTokenRoom(id)).disconnectSockets(true),
     endUiSockets: (rooms) => rooms.length > 0 && io.of(UI_NAMESPACE).in(rooms).disconnectSockets(true),
     dataRoot, // config paths resolve inside it
     clientAddress: clientAddressOf(opts.trustedProxies ?? e.trustedProxies),
   };
 
-  await new Promise<void>((resolve, reject) => {
-    http.once("error", reject);
-    http.listen(port, host, () => {
-      http.off("error", reject);
-      resolve();
-    });
-  });
-  const actualPort = (http.address() as AddressInfo).port;
-  const shownHost = host.includes(":") ? `[${host}]` : host;
-  const url = `http://${shownHost}:${actualPort}`;
-
+  const { port: actualPort, url } = await listen(http, port, host);
   const timers = [setInterval(() => void scheduler.reapLeases(), Math.min(1000, leaseMs / 4)), setInterval(() => scheduler.kick(), HEARTBEAT_MS)];
 
   // ---- the local worker -----------------------------------------------------------------------
@@ -244,10 +219,11 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       })
     : null;
 
-  log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""}${authRequired ? ", sign-in required" : ""}${cluster ? ", nodes share events through PostgreSQL" : ""})`);
-  if (authRequired && (await h.prisma.user.count()) === 0) log("no accounts yet: add the first admin with `npm run user -- add NAME --role admin`");
+  log(`Q-RAG Studio on ${url} (${dev ? "dev" : "production"}${opts.next === false ? ", no Next" : ""}${gate.required ? ", sign-in required" : ""}${cluster ? ", nodes share events through PostgreSQL" : ""})`);
+  if (gate.required && (await h.prisma.user.count()) === 0) log("no accounts yet: add the first admin with `npm run user -- add NAME --role admin`");
   log(`more workers: npm run worker -- --url ${url} --token ${e.workerToken ? "$QRAG_WORKER_TOKEN" : `"$(cat ${path.join(dataDir, "worker-token")})"`}`);
 
+  // ---- shutdown: timers, the local worker, the API, the scheduler, sockets, Next, the database ----
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
@@ -260,11 +236,11 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       http.closeAllConnections?.();
       await closed;
       await cluster?.close();
-      await nextApp?.close?.().catch(() => undefined);
+      await nextApp?.app.close?.().catch(() => undefined);
       await closeDb();
     })());
 
-  return { url, port: actualPort, workerToken, databaseUrl, authRequired, localWorkerPid: () => local?.pid() ?? null, close };
+  return { url, port: actualPort, workerToken, databaseUrl, authRequired: gate.required, localWorkerPid: () => local?.pid() ?? null, close };
 }
 
 function flag(args: string[], name: string): string | undefined {

@@ -31,58 +31,114 @@ export interface UiChannel extends RunNotifier {
   close(): void;
 }
 
-export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: number; progressMs?: number } = {}): UiChannel {
-  const subs = new Map<string, Set<Sub>>();
-  const log = (msg: string) => console.error(`[ui] ${msg}`);
+type Log = (msg: string) => void;
 
-  const emit = (s: Sub, b: RunBatchMsg) => {
-    s.socket.emit("run:batch", b);
-    s.lastSent = b.seq;
-  };
+const sendBatch = (s: Sub, b: RunBatchMsg) => {
+  s.socket.emit("run:batch", b);
+  s.lastSent = b.seq;
+};
 
-  /** Emits what can be emitted in order from `pending`; false when a hole remains. */
-  const drain = (s: Sub): boolean => {
-    s.pending.sort((a, b) => a.seq - b.seq);
-    while (s.pending.length) {
-      const b = s.pending[0];
-      if (b.seq <= s.lastSent) s.pending.shift();
-      else if (b.seq === s.lastSent + 1) emit(s, s.pending.shift()!);
-      else return false;
-    }
-    return true;
-  };
+/** Emits what can be emitted in order from `pending`; false when a hole remains. */
+function drain(s: Sub): boolean {
+  s.pending.sort((a, b) => a.seq - b.seq);
+  while (s.pending.length) {
+    const b = s.pending[0];
+    if (b.seq <= s.lastSent) s.pending.shift();
+    else if (b.seq === s.lastSent + 1) sendBatch(s, s.pending.shift()!);
+    else return false;
+  }
+  return true;
+}
 
-  /** Catch-up: sends from the database until the subscriber is level with what is stored and pending. */
-  const catchUp = async (s: Sub) => {
-    if (s.busy) return;
-    s.busy = true;
-    const startSent = s.lastSent;
-    try {
-      for (;;) {
-        if (s.closed) return;
-        const rows = await batchesAfter(h, s.runId, s.lastSent, 200);
-        for (const r of rows) if (!s.closed && r.seq === s.lastSent + 1) emit(s, { runId: s.runId, seq: r.seq, events: r.events });
-        if (rows.length === 200) continue;
-        if (drain(s)) break;
-        // a hole between what is stored and what is pending: it is committed by now, read again
-        if (!rows.length) {
-          // nothing new stored yet: the missing batch is still being written; wait for publish
-          break;
-        }
+/** Catch-up: sends from the database until the subscriber is level with what is stored and pending. */
+async function catchUp(h: DbHandle, log: Log, s: Sub): Promise<void> {
+  if (s.busy) return;
+  s.busy = true;
+  const startSent = s.lastSent;
+  try {
+    for (;;) {
+      if (s.closed) return;
+      const rows = await batchesAfter(h, s.runId, s.lastSent, 200);
+      for (const r of rows) if (!s.closed && r.seq === s.lastSent + 1) sendBatch(s, { runId: s.runId, seq: r.seq, events: r.events });
+      if (rows.length === 200) continue;
+      if (drain(s)) break;
+      // a hole between what is stored and what is pending: it is committed by now, read again
+      if (!rows.length) {
+        // nothing new stored yet: the missing batch is still being written; wait for publish
+        break;
       }
-    } catch (e) {
-      log(`catch-up of ${s.runId} failed: ${(e as Error).message}`);
-    } finally {
-      s.busy = false;
     }
-    // batches published during the last read: deliver them, or read again if a hole remains and
-    // this pass made progress (a hole that is not stored yet is filled by its own publish)
-    if (!s.closed && s.pending.length && !drain(s) && s.lastSent > startSent) void catchUp(s);
+  } catch (e) {
+    log(`catch-up of ${s.runId} failed: ${(e as Error).message}`);
+  } finally {
+    s.busy = false;
+  }
+  // batches published during the last read: deliver them, or read again if a hole remains and
+  // this pass made progress (a hole that is not stored yet is filled by its own publish)
+  if (!s.closed && s.pending.length && !drain(s) && s.lastSent > startSent) void catchUp(h, log, s);
+}
+
+/**
+ * The run-batch subscriptions of every /ui socket, each delivered gaplessly: live batches in seq
+ * order, a hole filled from the database first.
+ */
+function runStreams(h: DbHandle, log: Log) {
+  const subs = new Map<string, Set<Sub>>();
+
+  const unsubscribe = (socket: UiSocket, runId: string) => {
+    const set = subs.get(runId);
+    if (!set) return;
+    for (const s of set) {
+      if (s.socket === socket) {
+        s.closed = true;
+        set.delete(s);
+      }
+    }
+    if (!set.size) subs.delete(runId);
+    void socket.leave(`run:${runId}`);
   };
 
-  // Changed runs are read once per window and published in the order they were read. Status
-  // changes go out within `coalesceMs`; progress of streaming runs within `progressMs` (every
-  // batch brings some, and a read per batch would cost the live charts' tail latency).
+  return {
+    /** Subscribes the socket to the run after `afterSeq` (replacing an earlier subscription); resolves once caught up. */
+    subscribe(socket: UiSocket, runId: string, afterSeq: number): Promise<void> {
+      unsubscribe(socket, runId);
+      const s: Sub = { socket, runId, lastSent: afterSeq, busy: false, pending: [], closed: false };
+      let set = subs.get(s.runId);
+      if (!set) subs.set(s.runId, (set = new Set()));
+      set.add(s);
+      void socket.join(`run:${s.runId}`);
+      return catchUp(h, log, s);
+    },
+    unsubscribe,
+    /** Every subscription of a socket that went away. */
+    drop(socket: UiSocket): void {
+      for (const runId of [...subs.keys()]) unsubscribe(socket, runId);
+    },
+    /** A stored batch, to each subscriber it is new to. */
+    batch({ runId, seq, events }: RunBatchMsg): void {
+      const set = subs.get(runId);
+      if (!set) return;
+      for (const s of set) {
+        if (seq <= s.lastSent) continue;
+        s.pending.push({ runId, seq, events });
+        if (s.busy) continue;
+        if (!drain(s)) void catchUp(h, log, s);
+      }
+    },
+    close(): void {
+      for (const set of subs.values()) for (const s of set) s.closed = true;
+      subs.clear();
+    },
+  };
+}
+
+/**
+ * "runs:state" broadcasts. Changed runs are read once per window and published in the order they
+ * were read. Status changes go out within `coalesceMs`; progress of streaming runs within
+ * `progressMs` (every batch brings some, and a read per batch would cost the live charts' tail
+ * latency).
+ */
+function runsState(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: number; progressMs?: number }, log: Log) {
   let changed = new Set<string>();
   let timer: NodeJS.Timeout | null = null;
   let due = Infinity;
@@ -111,19 +167,23 @@ export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: num
     due = at;
     timer = setTimeout(flushChanged, ms);
   };
-
-  const unsubscribe = (socket: UiSocket, runId: string) => {
-    const set = subs.get(runId);
-    if (!set) return;
-    for (const s of set) {
-      if (s.socket === socket) {
-        s.closed = true;
-        set.delete(s);
-      }
-    }
-    if (!set.size) subs.delete(runId);
-    void socket.leave(`run:${runId}`);
+  return {
+    changed(runIds: readonly string[], kind: "status" | "progress" = "status"): void {
+      for (const id of runIds) changed.add(id);
+      flushWithin(kind === "status" ? (opts.coalesceMs ?? 150) : (opts.progressMs ?? 1_000));
+    },
+    /** Publishes what is waiting now. */
+    close(): void {
+      if (timer) clearTimeout(timer);
+      flushChanged();
+    },
   };
+}
+
+export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: number; progressMs?: number } = {}): UiChannel {
+  const log = (msg: string) => console.error(`[ui] ${msg}`);
+  const streams = runStreams(h, log);
+  const state = runsState(nsp, h, opts, log);
 
   nsp.on("connection", (socket) => {
     socket.on("subscribe", (raw, ack) => {
@@ -132,45 +192,23 @@ export function attachUi(nsp: UiNamespace, h: DbHandle, opts: { coalesceMs?: num
         if (typeof ack === "function") ack({ ok: false, error: issuesText(p.error) });
         return;
       }
-      unsubscribe(socket, p.data.runId);
-      const s: Sub = { socket, runId: p.data.runId, lastSent: p.data.afterSeq, busy: false, pending: [], closed: false };
-      let set = subs.get(s.runId);
-      if (!set) subs.set(s.runId, (set = new Set()));
-      set.add(s);
-      void socket.join(`run:${s.runId}`);
-      void catchUp(s).then(() => {
+      void streams.subscribe(socket, p.data.runId, p.data.afterSeq).then(() => {
         if (typeof ack === "function") ack({ ok: true });
       });
     });
     socket.on("unsubscribe", (raw) => {
       const p = unsubscribeSchema.safeParse(raw);
-      if (p.success) unsubscribe(socket, p.data.runId);
+      if (p.success) streams.unsubscribe(socket, p.data.runId);
     });
-    socket.on("disconnect", () => {
-      for (const runId of [...subs.keys()]) unsubscribe(socket, runId);
-    });
+    socket.on("disconnect", () => streams.drop(socket));
   });
 
   return {
-    batch({ runId, seq, events }) {
-      const set = subs.get(runId);
-      if (!set) return;
-      for (const s of set) {
-        if (seq <= s.lastSent) continue;
-        s.pending.push({ runId, seq, events });
-        if (s.busy) continue;
-        if (!drain(s)) void catchUp(s);
-      }
-    },
-    changed(runIds, kind = "status") {
-      for (const id of runIds) changed.add(id);
-      flushWithin(kind === "status" ? (opts.coalesceMs ?? 150) : (opts.progressMs ?? 1_000));
-    },
+    batch: (b) => streams.batch(b),
+    changed: (runIds, kind) => state.changed(runIds, kind),
     close() {
-      if (timer) clearTimeout(timer);
-      flushChanged();
-      for (const set of subs.values()) for (const s of set) s.closed = true;
-      subs.clear();
+      state.close();
+      streams.close();
     },
   };
 }

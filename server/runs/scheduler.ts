@@ -77,15 +77,48 @@ interface Conn {
 /** After a refusal, a worker waits this long for its next offer (the refused run may be offered again at once). */
 const REFUSAL_PAUSE_MS = 1_000;
 
-export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
-  const conns = new Map<string, Conn>();
-  const log = o.log ?? ((m: string) => console.log(`[scheduler] ${m}`));
-  const chains = new Map<string, Promise<unknown>>();
-  let closed = false;
-  const who = (c: Conn) => c.hello.name || c.hello.workerId;
+/** What the scheduler's parts share: the connected workers, the Worker-row writes, the kick. */
+interface Core {
+  h: DbHandle;
+  o: SchedulerOptions;
+  conns: Map<string, Conn>;
+  log: (msg: string) => void;
+  closed: boolean;
+  who(c: Conn): string;
+  /** The worker's row: busy with its first run, or idle. */
+  setWorkerRow(c: Conn): Promise<unknown>;
+  /** The worker no longer runs these; its row follows. */
+  release(c: Conn, runIds: readonly string[]): Promise<void>;
+  /** Offer queued work to idle workers. */
+  kick(): void;
+}
 
-  /** Serialises work per run, so batches are written and published in order. */
-  const perRun = <T>(runId: string, fn: () => Promise<T>): Promise<T> => {
+function schedulerCore(h: DbHandle, o: SchedulerOptions): Core {
+  const core: Core = {
+    h,
+    o,
+    conns: new Map(),
+    log: o.log ?? ((m: string) => console.log(`[scheduler] ${m}`)),
+    closed: false,
+    who: (c) => c.hello.name || c.hello.workerId,
+    setWorkerRow: (c) => {
+      const runId = [...c.runs][0] ?? null;
+      return h.write((db) => db.worker.updateMany({ where: { id: c.hello.workerId }, data: { status: runId ? "busy" : "idle", runId, lastSeen: new Date() } }));
+    },
+    release: async (c, runIds) => {
+      let any = false;
+      for (const id of runIds) any = c.runs.delete(id) || any;
+      if (any) await core.setWorkerRow(c).catch(() => undefined);
+    },
+    kick: () => {}, // set by assignments()
+  };
+  return core;
+}
+
+/** Serialises work per run, so batches are written and published in order. */
+function perRunQueue(): <T>(runId: string, fn: () => Promise<T>) => Promise<T> {
+  const chains = new Map<string, Promise<unknown>>();
+  return <T>(runId: string, fn: () => Promise<T>): Promise<T> => {
     const next = (chains.get(runId) ?? Promise.resolve()).then(fn, fn);
     const tail = next.catch(() => undefined);
     chains.set(runId, tail);
@@ -94,18 +127,29 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
     });
     return next;
   };
+}
 
-  const setWorkerRow = (c: Conn) => {
-    const runId = [...c.runs][0] ?? null;
-    return h.write((db) => db.worker.updateMany({ where: { id: c.hello.workerId }, data: { status: runId ? "busy" : "idle", runId, lastSeen: new Date() } }));
+/** The assignment a claimed run is offered with. */
+function assignmentOf(id: string, claimed: Claimed, runsDir: string): RunAssignment {
+  return {
+    runId: id,
+    config: parseJson<unknown>(claimed.config, null),
+    resumeFrom: claimed.resumeFrom,
+    nextSeq: claimed.lastSeq + 1,
+    attempt: claimed.attempt,
+    runDir: path.join(runsDir, id),
+    kind: claimed.kind === "sweep" ? "sweep" : "train",
+    ...(claimed.skipLengths.length ? { skipLengths: claimed.skipLengths } : {}),
   };
-  const release = async (c: Conn, runIds: readonly string[]) => {
-    let any = false;
-    for (const id of runIds) any = c.runs.delete(id) || any;
-    if (any) await setWorkerRow(c).catch(() => undefined);
-  };
+}
 
-  // ---- assignment loop -------------------------------------------------------------------------
+/**
+ * The assignment loop (sets `core.kick`): each idle connected worker is offered the oldest queued
+ * run it can claim (up to 5 tries past runs another worker or node won); a refused offer gives the
+ * run back to the queue and pauses that worker a little. Also the heartbeat's run bookkeeping.
+ */
+function assignments(core: Core) {
+  const { h, o, conns, log, who } = core;
   let assigning = false;
   let again = false;
   const assignLoop = async () => {
@@ -118,7 +162,7 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
       do {
         again = false;
         for (const c of conns.values()) {
-          if (closed || c.offering || c.runs.size || (c.pausedUntil ?? 0) > Date.now()) continue;
+          if (core.closed || c.offering || c.runs.size || (c.pausedUntil ?? 0) > Date.now()) continue;
           const tried: string[] = [];
           for (let k = 0; k < 5; k++) {
             const [id] = await queuedRunIds(h, 1, tried);
@@ -128,24 +172,15 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
             if (!claimed) continue; // another worker or node won; try the next one
             c.runs.add(id);
             c.offering = true;
-            const a: RunAssignment = {
-              runId: id,
-              config: parseJson<unknown>(claimed.config, null),
-              resumeFrom: claimed.resumeFrom,
-              nextSeq: claimed.lastSeq + 1,
-              attempt: claimed.attempt,
-              runDir: path.join(o.runsDir, id),
-              kind: claimed.kind === "sweep" ? "sweep" : "train",
-              ...(claimed.skipLengths.length ? { skipLengths: claimed.skipLengths } : {}),
-            };
+            const a = assignmentOf(id, claimed, o.runsDir);
             log(`run ${id} (attempt ${a.attempt}${a.resumeFrom ? `, resuming from ${a.resumeFrom}` : ""}) → ${who(c)}`);
-            await setWorkerRow(c).catch(() => undefined);
+            await core.setWorkerRow(c).catch(() => undefined);
             o.notifier.changed([id]);
             void offer(c, a);
             break;
           }
         }
-      } while (again && !closed);
+      } while (again && !core.closed);
     } catch (e) {
       log(`assignment failed: ${(e as Error).message}`);
     } finally {
@@ -153,6 +188,7 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
     }
   };
   const kick = () => void assignLoop();
+  core.kick = kick;
 
   const offer = async (c: Conn, a: RunAssignment) => {
     const res = await c.link.assign(a).catch(() => null);
@@ -167,7 +203,7 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
     c.pausedUntil = Date.now() + REFUSAL_PAUSE_MS;
     c.runs.delete(a.runId);
     await unclaimRun(h, a.runId, c.hello.workerId).catch(() => undefined);
-    await setWorkerRow(c).catch(() => undefined);
+    await core.setWorkerRow(c).catch(() => undefined);
     o.notifier.changed([a.runId]);
     kick();
   };
@@ -177,15 +213,20 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
     for (const runId of runs) if (!r.stop.includes(runId)) c.runs.add(runId);
     for (const runId of [...r.stop, ...r.cancel]) c.link.cancel(runId);
     if (r.stop.length) {
-      await release(c, r.stop);
+      await core.release(c, r.stop);
       kick();
     }
   };
 
-  // ---- lease reaper ----------------------------------------------------------------------------
+  return { kick, onHeartbeat };
+}
+
+/** The lease reaper: takes back runs whose lease expired (and cancels them on a worker still connected here). */
+function leaseReaper(core: Core): () => Promise<void> {
+  const { h, o, conns, log } = core;
   let reaping = false;
-  const reapLeases = async () => {
-    if (reaping || closed) return;
+  return async () => {
+    if (reaping || core.closed) return;
     reaping = true;
     try {
       const expired = await expireLeases(h);
@@ -194,12 +235,12 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
         const c = e.workerId ? conns.get(e.workerId) : undefined;
         if (c?.runs.has(e.runId)) {
           c.link.cancel(e.runId);
-          await release(c, [e.runId]);
+          await core.release(c, [e.runId]);
         }
       }
       if (expired.length) {
         o.notifier.changed(expired.map((e) => e.runId));
-        kick();
+        core.kick();
       }
     } catch (e) {
       log(`lease reaper failed: ${(e as Error).message}`);
@@ -207,6 +248,60 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
       reaping = false;
     }
   };
+}
+
+/** A worker connected: it replaces an older connection of its id, its row is written, and the runs it reports are heartbeated. */
+async function registerWorker(core: Core, hello: WorkerHello, link: WorkerLink, onHeartbeat: (c: Conn, runs: readonly string[]) => Promise<void>): Promise<void> {
+  const { h, conns, log } = core;
+  const id = hello.workerId;
+  const old = conns.get(id);
+  if (old && old.link !== link) old.link.disconnect();
+  const c: Conn = { hello, link, runs: new Set(hello.activeRuns), offering: false, ready: Promise.resolve() };
+  conns.set(id, c);
+  log(`worker ${core.who(c)} connected (${hello.backend}, ${hello.device}${hello.activeRuns.length ? `, running ${hello.activeRuns.join(",")}` : ""})`);
+  c.ready = (async () => {
+    const runId = hello.activeRuns[0] ?? null;
+    const fields = { name: hello.name || id, backend: hello.backend, device: hello.device, host: hello.host, status: runId ? "busy" : "idle", runId, lastSeen: new Date() };
+    await h.write((db) => db.worker.upsert({ where: { id }, create: { id, ...fields }, update: fields }));
+    if (hello.activeRuns.length) await onHeartbeat(c, hello.activeRuns);
+  })().catch((e: Error) => log(`worker ${id} registration failed: ${e.message}`));
+  await c.ready;
+  core.kick();
+}
+
+/** One "run:events" message: validated, written in seq order per run, published, acknowledged; a run that ended frees its worker. */
+async function receiveBatch(core: Core, perRun: ReturnType<typeof perRunQueue>, workerId: string, raw: unknown): Promise<EventsAck> {
+  const { h, o, conns } = core;
+  const p = eventBatchSchema.safeParse(raw);
+  const seq = typeof (raw as { seq?: unknown })?.seq === "number" ? (raw as { seq: number }).seq : 0;
+  if (!p.success) return { ok: false, seq, error: `invalid batch: ${issuesText(p.error).slice(0, 2000)}` };
+  const msg = p.data;
+  return perRun(msg.runId, async () => {
+    await conns.get(workerId)?.ready;
+    const r = await ingestBatch(h, msg, workerId);
+    if (r.stored) {
+      o.notifier.batch({ runId: msg.runId, seq: msg.seq, events: r.events ?? msg.events });
+      const statusChanged = r.ended || msg.events.some((e) => e.type === "run_start");
+      o.notifier.changed([msg.runId], statusChanged ? "status" : "progress");
+    }
+    if (r.ended || (r.stop && !r.ok)) {
+      const c = conns.get(workerId);
+      if (c) await core.release(c, [msg.runId]);
+      core.kick();
+    }
+    const a: EventsAck = { ok: r.ok, seq: r.seq };
+    if (r.stop) a.stop = true;
+    if (r.error) a.error = r.error;
+    return a;
+  });
+}
+
+export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
+  const core = schedulerCore(h, o);
+  const { conns, log, who } = core;
+  const perRun = perRunQueue();
+  const { kick, onHeartbeat } = assignments(core);
+  const reapLeases = leaseReaper(core);
 
   return {
     refusal(hello) {
@@ -214,22 +309,7 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
       if (!old || (hello.instance && old.hello.instance === hello.instance)) return null;
       return `worker id ${hello.workerId} is already connected (${old.hello.host || "unknown host"}); start this worker with its own --data-dir or --name`;
     },
-    async connected(hello, link) {
-      const id = hello.workerId;
-      const old = conns.get(id);
-      if (old && old.link !== link) old.link.disconnect();
-      const c: Conn = { hello, link, runs: new Set(hello.activeRuns), offering: false, ready: Promise.resolve() };
-      conns.set(id, c);
-      log(`worker ${who(c)} connected (${hello.backend}, ${hello.device}${hello.activeRuns.length ? `, running ${hello.activeRuns.join(",")}` : ""})`);
-      c.ready = (async () => {
-        const runId = hello.activeRuns[0] ?? null;
-        const fields = { name: hello.name || id, backend: hello.backend, device: hello.device, host: hello.host, status: runId ? "busy" : "idle", runId, lastSeen: new Date() };
-        await h.write((db) => db.worker.upsert({ where: { id }, create: { id, ...fields }, update: fields }));
-        if (hello.activeRuns.length) await onHeartbeat(c, hello.activeRuns);
-      })().catch((e: Error) => log(`worker ${id} registration failed: ${e.message}`));
-      await c.ready;
-      kick();
-    },
+    connected: (hello, link) => registerWorker(core, hello, link, onHeartbeat),
     disconnected(workerId, link) {
       const c = conns.get(workerId);
       if (c?.link !== link) return;
@@ -243,30 +323,7 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
       await c.ready;
       await onHeartbeat(c, runs);
     },
-    async receiveBatch(workerId, raw) {
-      const p = eventBatchSchema.safeParse(raw);
-      const seq = typeof (raw as { seq?: unknown })?.seq === "number" ? (raw as { seq: number }).seq : 0;
-      if (!p.success) return { ok: false, seq, error: `invalid batch: ${issuesText(p.error).slice(0, 2000)}` };
-      const msg = p.data;
-      return perRun(msg.runId, async () => {
-        await conns.get(workerId)?.ready;
-        const r = await ingestBatch(h, msg, workerId);
-        if (r.stored) {
-          o.notifier.batch({ runId: msg.runId, seq: msg.seq, events: r.events ?? msg.events });
-          const statusChanged = r.ended || msg.events.some((e) => e.type === "run_start");
-          o.notifier.changed([msg.runId], statusChanged ? "status" : "progress");
-        }
-        if (r.ended || (r.stop && !r.ok)) {
-          const c = conns.get(workerId);
-          if (c) await release(c, [msg.runId]);
-          kick();
-        }
-        const a: EventsAck = { ok: r.ok, seq: r.seq };
-        if (r.stop) a.stop = true;
-        if (r.error) a.error = r.error;
-        return a;
-      });
-    },
+    receiveBatch: (workerId, raw) => receiveBatch(core, perRun, workerId, raw),
     kick,
     cancel(runId, workerId) {
       const targets = workerId ? [conns.get(workerId)] : [...conns.values()].filter((c) => c.runs.has(runId));
@@ -275,7 +332,7 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
     connectedWorkers: () => [...conns.keys()],
     reapLeases,
     close() {
-      closed = true;
+      core.closed = true;
       for (const c of conns.values()) c.link.disconnect();
       conns.clear();
     },

@@ -25,7 +25,7 @@
 import type { EngineEvent, EventBatchMsg, EventsAck } from "../../lib/contracts/index.ts";
 import { BATCH_MS } from "../../lib/contracts/index.ts";
 import { errorMessage, silentLogger, type Logger } from "./log.ts";
-import type { WorkerSocket } from "./main.ts";
+import type { WorkerSocket } from "./socket.ts";
 
 export interface BatcherOptions {
   socket: WorkerSocket;

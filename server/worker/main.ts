@@ -15,16 +15,14 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { io, type Socket } from "socket.io-client";
-import type { AssignAck, HeartbeatMsg, ServerToWorker, WorkerHello, WorkerToServer } from "../../lib/contracts/index.ts";
+import { io } from "socket.io-client";
+import type { AssignAck, HeartbeatMsg, WorkerHello } from "../../lib/contracts/index.ts";
 import { HEARTBEAT_MS, WORKER_NAMESPACE, issuesText, runAssignmentSchema, runCancelSchema } from "../../lib/contracts/index.ts";
 import { settings } from "../settings.ts";
 import { BACKEND_PREFS, configureEngine } from "../qrag/index.ts";
 import { errorMessage, stderrLogger, type Logger } from "./log.ts";
 import { probeBackend, startRun, type RunExecution } from "./runner.ts";
-
-/** The worker's socket, typed by the /workers contract. */
-export type WorkerSocket = Socket<ServerToWorker, WorkerToServer>;
+import type { WorkerSocket } from "./socket.ts";
 
 const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--data-root <dir>] [--backend ${BACKEND_PREFS.join("|")}]
   env: QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_DATA_ROOT (config paths resolve inside it; default the data dir), QRAG_BACKEND`;
@@ -97,15 +95,19 @@ export function workerIdFor(dataDir: string, name: string): string {
   return id;
 }
 
-async function main(): Promise<void> {
-  let cli: Cli;
-  try {
-    cli = parseCli(process.argv.slice(2));
-  } catch (e) {
-    process.stderr.write(`${errorMessage(e)}\n${USAGE}\n`);
-    process.exit(2);
-  }
-  const log: Logger = stderrLogger(cli.name);
+/** What this worker tells the dashboard about itself (besides its token and runs). */
+interface Identity {
+  workerId: string;
+  host: string;
+  backend: string;
+  device: string;
+}
+
+/**
+ * The engine's settings for this process (run configs are checked here, runner.ts), the worker's
+ * id, and the backend runs will get, probed in a forked engine process.
+ */
+async function startUp(cli: Cli, log: Logger): Promise<Identity> {
   // this process checks run configs with the engine (runner.ts): its settings, with this worker's data root
   configureEngine({ ...settings().engine, dataRoot: cli.dataRoot, ...(cli.backend ? { backend: cli.backend } : {}) });
   const workerId = workerIdFor(cli.dataDir, cli.name);
@@ -120,69 +122,111 @@ async function main(): Promise<void> {
   if (!process.env.QRAG_BACKEND || process.env.QRAG_BACKEND === "auto") process.env.QRAG_BACKEND = backend;
   const host = os.hostname();
   log("info", `id ${workerId} on ${host}; backend ${backend}, device ${device}; dashboard ${cli.url}`);
+  return { workerId, host, backend, device };
+}
 
-  // Runs not yet finished: at most one training (no run_end yet), plus runs whose run_end was
-  // emitted but whose last batches still wait for the dashboard's ack. A new run is accepted as
-  // soon as the previous one stopped training; all of them are listed in heartbeats and the hello.
-  const runs = new Map<string, RunExecution>();
-  const training = (): RunExecution | undefined => [...runs.values()].find((r) => !r.ended);
-  let shuttingDown = false;
-  const activeRuns = (): string[] => [...runs.keys()];
-  const instance = crypto.randomUUID();
-  const hello = (): WorkerHello => ({ token: cli.token, workerId, name: cli.name, host, backend, device, activeRuns: activeRuns(), instance });
+/**
+ * One worker process's connection to the dashboard and its runs: the socket (reconnecting), the
+ * heartbeat, run assignments and cancels, and the shutdown sequence.
+ */
+class WorkerSession {
+  /**
+   * Runs not yet finished: at most one training (no run_end yet), plus runs whose run_end was
+   * emitted but whose last batches still wait for the dashboard's ack. A new run is accepted as
+   * soon as the previous one stopped training; all of them are listed in heartbeats and the hello.
+   */
+  private readonly runs = new Map<string, RunExecution>();
+  private shuttingDown = false;
+  private readonly instance = crypto.randomUUID();
+  private readonly socket: WorkerSocket;
+  private readonly hbTimer: NodeJS.Timeout;
+  private lastConnectError = "";
+  private rejoinTimer: NodeJS.Timeout | null = null;
+  private exitCode = 0;
 
-  const socket: WorkerSocket = io(`${cli.url}${WORKER_NAMESPACE}`, {
-    auth: (cb) => cb(hello() as unknown as Record<string, unknown>),
-    transports: ["websocket"],
-    reconnection: true,
-    reconnectionAttempts: Infinity,
-    reconnectionDelay: 500,
-    reconnectionDelayMax: 5_000,
-  });
+  constructor(
+    private readonly cli: Cli,
+    private readonly me: Identity,
+    private readonly log: Logger,
+  ) {
+    this.socket = io(`${cli.url}${WORKER_NAMESPACE}`, {
+      auth: (cb) => cb(this.hello() as unknown as Record<string, unknown>),
+      transports: ["websocket"],
+      reconnection: true,
+      reconnectionAttempts: Infinity,
+      reconnectionDelay: 500,
+      reconnectionDelayMax: 5_000,
+    });
+    this.hbTimer = setInterval(() => this.heartbeat(), HEARTBEAT_MS);
+    this.watchConnection();
+    this.socket.on("run:assign", (msg, ack) => this.assign(msg, ack));
+    this.socket.on("run:cancel", (msg) => {
+      const p = runCancelSchema.safeParse(msg);
+      const run = p.success ? this.runs.get(p.data.runId) : undefined;
+      if (run && !run.ended) run.cancel("cancelled from the dashboard");
+    });
+  }
 
-  const heartbeat = () => {
-    if (!socket.connected) return;
-    const msg: HeartbeatMsg = { workerId, runs: activeRuns() };
-    socket.emit("heartbeat", msg);
-  };
-  const hbTimer = setInterval(heartbeat, HEARTBEAT_MS);
+  private training(): RunExecution | undefined {
+    return [...this.runs.values()].find((r) => !r.ended);
+  }
 
-  let lastConnectError = "";
-  let rejoinTimer: NodeJS.Timeout | null = null;
-  const rejoinLater = (ms: number) => {
-    if (rejoinTimer || shuttingDown) return;
-    rejoinTimer = setTimeout(() => {
-      rejoinTimer = null;
-      if (!socket.connected && !shuttingDown) socket.connect();
+  private activeRuns(): string[] {
+    return [...this.runs.keys()];
+  }
+
+  private hello(): WorkerHello {
+    const { workerId, host, backend, device } = this.me;
+    return { token: this.cli.token, workerId, name: this.cli.name, host, backend, device, activeRuns: this.activeRuns(), instance: this.instance };
+  }
+
+  private heartbeat(): void {
+    if (!this.socket.connected) return;
+    const msg: HeartbeatMsg = { workerId: this.me.workerId, runs: this.activeRuns() };
+    this.socket.emit("heartbeat", msg);
+  }
+
+  private rejoinLater(ms: number): void {
+    if (this.rejoinTimer || this.shuttingDown) return;
+    this.rejoinTimer = setTimeout(() => {
+      this.rejoinTimer = null;
+      if (!this.socket.connected && !this.shuttingDown) this.socket.connect();
     }, ms);
-  };
-  socket.on("connect", () => {
-    lastConnectError = "";
-    log("info", `connected to ${cli.url}${runs.size ? ` (active: ${activeRuns().join(", ")})` : ""}`);
-    heartbeat();
-  });
-  socket.on("disconnect", (reason) => {
-    if (shuttingDown) return;
-    log("warn", `disconnected (${reason}); reconnecting`);
-    // a server-side disconnect turns automatic reconnection off
-    if (reason === "io server disconnect") rejoinLater(2_000);
-  });
-  socket.on("connect_error", (err) => {
-    const msg = errorMessage(err);
-    if (msg !== lastConnectError) log("warn", `cannot connect to ${cli.url}: ${msg}`);
-    lastConnectError = msg;
-    if (!socket.active) {
-      // the dashboard's middleware refused us: a wrong token never heals, unless a run is active
-      if (/token|auth|unauthori[sz]ed|forbidden/i.test(msg) && runs.size === 0) {
-        log("error", `the dashboard rejected this worker (${msg}); check --token`);
-        void shutdown("auth", 3);
-        return;
-      }
-      rejoinLater(5_000);
-    }
-  });
+  }
 
-  socket.on("run:assign", (msg, ack) => {
+  /** Connects, disconnects and refusals: logged once each, rejoined when socket.io gives up, a rejected token ends the worker. */
+  private watchConnection(): void {
+    const { socket, log, cli } = this;
+    socket.on("connect", () => {
+      this.lastConnectError = "";
+      log("info", `connected to ${cli.url}${this.runs.size ? ` (active: ${this.activeRuns().join(", ")})` : ""}`);
+      this.heartbeat();
+    });
+    socket.on("disconnect", (reason) => {
+      if (this.shuttingDown) return;
+      log("warn", `disconnected (${reason}); reconnecting`);
+      // a server-side disconnect turns automatic reconnection off
+      if (reason === "io server disconnect") this.rejoinLater(2_000);
+    });
+    socket.on("connect_error", (err) => {
+      const msg = errorMessage(err);
+      if (msg !== this.lastConnectError) log("warn", `cannot connect to ${cli.url}: ${msg}`);
+      this.lastConnectError = msg;
+      if (!socket.active) {
+        // the dashboard's middleware refused us: a wrong token never heals, unless a run is active
+        if (/token|auth|unauthori[sz]ed|forbidden/i.test(msg) && this.runs.size === 0) {
+          log("error", `the dashboard rejected this worker (${msg}); check --token`);
+          void this.shutdown("auth", 3);
+          return;
+        }
+        this.rejoinLater(5_000);
+      }
+    });
+  }
+
+  /** "run:assign": take the run when idle (the same attempt again is fine; a newer one supersedes ours). */
+  private assign(msg: unknown, ack: unknown): void {
+    const { runs, log } = this;
     const reply = (r: AssignAck) => {
       if (typeof ack === "function") ack(r);
     };
@@ -201,39 +245,37 @@ async function main(): Promise<void> {
       if (raw.attempt > same.attempt) same.supersede(raw.attempt);
       return reply({ ok: false, error: `still finishing attempt ${same.attempt} of run ${raw.runId} (${was})${raw.attempt > same.attempt ? "; stopping it, offer again" : ""}` });
     }
-    if (shuttingDown) return reply({ ok: false, error: "worker is shutting down" });
-    const busy = training();
+    if (this.shuttingDown) return reply({ ok: false, error: "worker is shutting down" });
+    const busy = this.training();
     if (busy) return reply({ ok: false, error: `busy with run ${busy.runId}` });
     log("info", `assigned run ${raw.runId} (attempt ${raw.attempt}, seq from ${raw.nextSeq}${raw.resumeFrom ? `, resume ${raw.resumeFrom}` : ""})`);
-    const run = startRun(raw, { socket, log, dataRoot: cli.dataRoot });
+    const run = startRun(raw, { socket: this.socket, log, dataRoot: this.cli.dataRoot });
     runs.set(run.runId, run);
     reply({ ok: true });
-    heartbeat();
+    this.heartbeat();
     void run.done.then((outcome) => {
       runs.delete(run.runId);
       if (!outcome.delivered) log("warn", `run ${run.runId} ended ${outcome.status}; the dashboard refused its last events`);
-      heartbeat();
+      this.heartbeat();
     });
-  });
+  }
 
-  socket.on("run:cancel", (msg) => {
-    const p = runCancelSchema.safeParse(msg);
-    const run = p.success ? runs.get(p.data.runId) : undefined;
-    if (run && !run.ended) run.cancel("cancelled from the dashboard");
-  });
-
-  let exitCode = 0;
-  const shutdown = async (why: string, code = 0): Promise<void> => {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    exitCode = code;
-    const pending = [...runs.values()];
+  /**
+   * Cancels the training run (its engine saves a checkpoint), waits up to QRAG_WORKER_SHUTDOWN_MS
+   * for every run's events to be acknowledged, closes the socket and exits.
+   */
+  async shutdown(why: string, code = 0): Promise<void> {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    this.exitCode = code;
+    const { log } = this;
+    const pending = [...this.runs.values()];
     if (pending.length) {
       const limit = settings().worker.shutdownMs;
-      const run = training();
+      const run = this.training();
       if (run) {
         log("info", `${why}: cancelling run ${run.runId}, saving a checkpoint (waiting up to ${limit / 1000} s)`);
-        run.interrupt(`worker shutting down (${why})`, `worker ${cli.name} shut down (${why}); queued again to resume from its last checkpoint`);
+        run.interrupt(`worker shutting down (${why})`, `worker ${this.cli.name} shut down (${why}); queued again to resume from its last checkpoint`);
       } else {
         log("info", `${why}: delivering the last events (waiting up to ${limit / 1000} s)`);
       }
@@ -244,24 +286,35 @@ async function main(): Promise<void> {
       ]);
       clearTimeout(timer);
       if (timedOut) {
-        log("warn", `events of ${activeRuns().join(", ")} not all acknowledged before exit (dashboard unreachable?); the runs' files stay in their run folders`);
-        exitCode = exitCode || 1;
+        log("warn", `events of ${this.activeRuns().join(", ")} not all acknowledged before exit (dashboard unreachable?); the runs' files stay in their run folders`);
+        this.exitCode = this.exitCode || 1;
       }
     }
-    clearInterval(hbTimer);
-    if (rejoinTimer) clearTimeout(rejoinTimer);
-    socket.close();
+    clearInterval(this.hbTimer);
+    if (this.rejoinTimer) clearTimeout(this.rejoinTimer);
+    this.socket.close();
     log("info", "stopped");
-    process.exit(exitCode);
-  };
+    process.exit(this.exitCode);
+  }
+}
 
+async function main(): Promise<void> {
+  let cli: Cli;
+  try {
+    cli = parseCli(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`${errorMessage(e)}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  const log: Logger = stderrLogger(cli.name);
+  const session = new WorkerSession(cli, await startUp(cli, log), log);
   let signals = 0;
   const onSignal = (sig: NodeJS.Signals) => {
     if (++signals > 1) {
       log("warn", `${sig} again: exiting now`);
       process.exit(130);
     }
-    void shutdown(sig);
+    void session.shutdown(sig);
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);

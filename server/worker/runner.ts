@@ -19,7 +19,7 @@ import { settings } from "../settings.ts";
 import type { EngineReply, EngineRequest } from "./engine-process.ts";
 import { EventBatcher, type BatcherOptions } from "./batcher.ts";
 import { clip, errorMessage, silentLogger, type Logger } from "./log.ts";
-import type { WorkerSocket } from "./main.ts";
+import type { WorkerSocket } from "./socket.ts";
 
 export type RunOutcome = {
   status: RunEndStatus;

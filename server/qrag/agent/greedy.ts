@@ -9,7 +9,7 @@
  */
 import type { Sample } from "../types.ts";
 import { chunkAt } from "../types.ts";
-import { RetrievalEpisode, type EpisodeConfig } from "../env/episode.ts";
+import { RetrievalEpisode } from "../env/episode.ts";
 import { scoreCandidates } from "../model/rotary.ts";
 import { retrievalMetrics, qThresholdFilter } from "../metrics.ts";
 import type { EpisodeRecord, EpisodeStep } from "../events.ts";
@@ -20,39 +20,11 @@ import { onDevice, withPhase, withPhaseAsync } from "../device.ts";
 import { trimWebgpuPool } from "../webgpu-pool.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { topkIndices } from "./topk.ts";
-import { softValue, type SoftValueHeads } from "./soft-value.ts";
+import { softValue } from "./soft-value.ts";
 import { leaveOneOutQ } from "./leave-one-out.ts";
+import { disposeCandidates, type CandidateEmbeddings, type GreedyOptions } from "./greedy-options.ts";
 
-export interface GreedyOptions {
-  episode: EpisodeConfig;
-  maxActionLength: number;
-  maxInMemory: number;
-  sortByIndex: boolean;
-  /** Q-threshold of the stopping filter (docs/method.md §4.2; default 0.5). */
-  threshold: number;
-  /** Candidates logged per step. */
-  logTopK: number;
-  /** Batch size for embedding candidates. */
-  embedBatch?: number;
-  /** Soft-value temperature α at evaluation time; when set, steps record V(s) and α. */
-  alpha?: number;
-  /** Top-k of the soft value (the learner's `algo.hyperparams.topk`; default 5). */
-  softValueTopK?: number;
-  /** The learner's `algo.hyperparams.soft_value_heads` (default "per_head"). */
-  softValueHeads?: SoftValueHeads;
-  /** Also record each prefix's leave-one-out Q (`loo`, leave-one-out.ts) for the prune rule. */
-  leaveOneOut?: boolean;
-}
-
-/**
- * A sample's candidate embeddings: a host array on the CPU path, a device-resident [n, D] tensor
- * on the device path (dispose with `disposeCandidates`).
- */
-export type CandidateEmbeddings = Float32Array | tf.Tensor2D;
-
-export function disposeCandidates(c: CandidateEmbeddings | undefined): void {
-  if (c instanceof tf.Tensor) c.dispose();
-}
+export { disposeCandidates, type CandidateEmbeddings, type GreedyOptions } from "./greedy-options.ts";
 
 /**
  * Embeds every chunk of a sample with E_a in eval mode, streaming over the chunk list (host path),

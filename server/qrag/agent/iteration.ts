@@ -40,7 +40,7 @@ export function exploreEpsAt(config: RunConfig, update: number): number {
   return eps * Math.max(0, 1 - update / until);
 }
 
-interface IterationResult extends MicroStepResult {
+export interface IterationResult extends MicroStepResult {
   /** Env transitions executed (incl. a dropped last one per env). */
   transitions: number;
   rolloutSeconds: number;

@@ -20,7 +20,7 @@ import { chunkAt, type Sample } from "../types.ts";
 import { embedStatesAsync, type QNetworks } from "./networks.ts";
 import { scoreCandidates } from "../model/rotary.ts";
 import { relativePositionOf } from "../env/positions.ts";
-import type { CandidateEmbeddings, GreedyOptions } from "./greedy.ts";
+import type { CandidateEmbeddings, GreedyOptions } from "./greedy-options.ts";
 
 /** The rows of the picks' cached embeddings, [m·D] on the host. */
 async function pickRows(emb: CandidateEmbeddings, picks: readonly number[], D: number): Promise<Float32Array> {

@@ -18,6 +18,7 @@ import * as tf from "@tensorflow/tfjs";
 import { dropout, dropoutMask, mm } from "./ops.ts";
 import { dropoutKeepScale } from "../util/mask-hash.ts";
 import type { Rng } from "../util/rng.ts";
+import type { BatchedArgs } from "./attention-args.ts";
 
 /**
  * Which rows of the [rows, d] inputs form each sequence (absolute row indices, in order). A dense
@@ -31,17 +32,6 @@ interface SeqLayout {
 export interface PerHeadArgs {
   heads: number;
   layout: SeqLayout;
-  dropout: number;
-  training: boolean;
-  rng?: Rng;
-}
-
-export interface BatchedArgs {
-  batch: number;
-  len: number;
-  heads: number;
-  /** [batch·len] key mask, 1 = token, 0 = PAD. */
-  mask: Float32Array;
   dropout: number;
   training: boolean;
   rng?: Rng;

@@ -6,41 +6,15 @@
  *
  * - `attentionDense`: softmax(QKᵀ/√d_head − 1e9·PAD_key)·V as batched matmuls over [B·H, T, d_head]
  *   (on webgpu as fused programs, model/webgpu/attention.ts; these ops are their reference).
- * - `gatherRows`: tf.gather (its gradient is UnsortedSegmentSum, on the device).
- * - `segmentMeanDevice`: means of row groups by UnsortedSegmentSum (gradient: a gather).
+ * - `gatherRows`, `segmentMeanDevice` live in device-gather.ts (ops.ts uses them too).
  * - `rotateDevice`: rotary rotation with cos/sin tables kept on the device (only positions go up).
  */
 import * as tf from "@tensorflow/tfjs";
 import { dropout } from "./ops.ts";
 import { defaultRotary } from "./rotary.ts";
-import type { BatchedArgs } from "./attention.ts";
+import type { BatchedArgs } from "./attention-args.ts";
 import { onDevice } from "../device.ts";
 import { attentionFused, attentionFusedPacked } from "./webgpu/attention.ts";
-
-/** Rows `table[ids[i]]` → [n, D]. */
-export function gatherRows(table: tf.Tensor2D, ids: Int32Array): tf.Tensor2D {
-  return tf.gather(table, tf.tensor1d(ids, "int32")) as tf.Tensor2D;
-}
-
-/**
- * out[g] = Σ_{i: seg[i] = g} x[i] · scale[g] → [groups, D]. `seg` may be unsorted and groups may be
- * empty (scale 0 gives 0 rows).
- */
-export function segmentMeanDevice(x: tf.Tensor2D, seg: Int32Array, scale: Float32Array): tf.Tensor2D {
-  const G = scale.length;
-  const segT = tf.tensor1d(seg, "int32");
-  const w = tf.tensor2d(scale, [G, 1]);
-  // Own gradient (a gather of dy·scale): tfjs's UnsortedSegmentSum gradient masks negative ids
-  // with extra kernels, one of which aborts the process on lavapipe; our ids are never negative.
-  const f = tf.customGrad(((xi: tf.Tensor, save: tf.GradSaveFunc) => {
-    save([segT, w]);
-    return {
-      value: tf.mul(tf.unsortedSegmentSum(xi, segT, G), w),
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.gather(tf.mul(dy, saved[1]), saved[0]),
-    };
-  }) as Parameters<typeof tf.customGrad>[0]);
-  return f(x) as tf.Tensor2D;
-}
 
 /** The host path's arguments (attention.ts), so both paths take one call shape. */
 type DenseArgs = BatchedArgs;

@@ -22,7 +22,7 @@ import { dropoutKeepScale, dropThreshold, maskBits, maskKey } from "../util/mask
 import { dropoutMaskDevice } from "./webgpu/dropout.ts";
 import { isAligned, matmulTiled, tileFor } from "./webgpu/matmul.ts";
 import { onDevice } from "../device.ts";
-import { gatherRows, segmentMeanDevice } from "./device-ops.ts";
+import { gatherRows, segmentMeanDevice } from "./device-gather.ts";
 import { geluDevice, layerNormDevice } from "./webgpu/gelu-layernorm.ts";
 
 /** tfjs does not export CustomGradientFunc; take it from customGrad's parameter type. */

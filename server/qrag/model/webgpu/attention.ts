@@ -16,7 +16,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { dropoutMaskDevice } from "./dropout.ts";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
-import type { BatchedArgs } from "../attention.ts";
+import type { BatchedArgs } from "../attention-args.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
