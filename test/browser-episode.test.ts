@@ -235,8 +235,11 @@ describe("episode replay in a real browser", { skip: skip ?? false, timeout: 15 
     page.on("request", (r) => {
       if (r.url().includes("/chunks?")) requests.push(r.url());
     });
+    await page.mouse.move(0, 0); // nowhere near the strip: no hover asks for text
     await page.goto(url(episodeId, "?step=3"));
     await strip().waitFor();
+    // opening the episode warms its haystack on the server (the first hover would wait for it)
+    await waitFor("a chunks request before any hover", async () => requests.length >= 1, 10_000);
     const { record: shipped } = (await (await fetch(`${server.url}/api/runs/${runId}/episodes/${episodeId}`)).json()) as EpisodeDto;
     const box = (await page.locator('[data-testid="haystack-canvas"]').boundingBox())!;
     // a noise chunk (not in the record) and a gold fact

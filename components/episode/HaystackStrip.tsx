@@ -85,6 +85,9 @@ export function HaystackStrip(p: Props) {
   const [hover, setHover] = useState<number | null>(null);
   const drag = useRef<{ x: number; start: number; moved: boolean } | null>(null);
   const cur = p.picks[p.current];
+  // the first hover used to wait while the server regenerated the haystack (> 1.5 s on a cold
+  // episode): ask for the first pick's block on opening, which regenerates and caches it there
+  useChunkText(p.runId, p.episodeId, n, p.picks[0] ?? 0);
 
   // keep the current pick in view while stepping (the view is only moved when it is off-screen)
   const [followed, setFollowed] = useState(cur);
