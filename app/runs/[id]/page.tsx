@@ -213,7 +213,7 @@ const Checkpoints = memo(function Checkpoints({ checkpoints, resumeFrom }: { che
                 <tr key={`${c.path}:${c.update}:${i}`} data-name={name} className={replaced ? "muted" : undefined}>
                   <td className="mono" title={c.path}>
                     {name}
-                    {c.best && !replaced ? " ★ best eval" : ""}
+                    {c.best && !replaced ? <span title="saved at the best eval return so far"> ★</span> : ""}
                     {replaced ? " (overwritten)" : !history && (saves.get(c.path) ?? 0) > 1 ? <span className="muted"> · saved {saves.get(c.path)}×</span> : null}
                   </td>
                   <td className="num">{c.update}</td>
