@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { AcrossSampleDto, SweepPoint } from "../lib/contracts/index.ts";
-import { fmtTokens, sweepCurve, sweepInterval } from "../lib/analysis/sweep-series.ts";
+import { distinctLabels, fmtTokens, sweepCurve, sweepInterval } from "../lib/analysis/sweep-series.ts";
 import { wilsonInterval } from "../lib/contracts/intervals.ts";
 
 const scores = (coverage: number, f1: number) => ({ precision: 0.5, recall: coverage, f1, coverage });
@@ -46,4 +46,18 @@ test("across lengths: failures, outcome changes and the first break", async () =
   assert.deepEqual(filterAcross(samples, lengths, "failures").map((r) => r.sample.sample), ["a", "c", "d"]);
   assert.deepEqual(filterAcross(samples, lengths, "changes").map((r) => r.sample.sample), ["a", "c"]);
   assert.deepEqual(filterAcross(samples, lengths, "all").map((r) => r.firstBreak), [1200, null, null, null], "c fails first then recovers: no break; d never succeeded");
+});
+
+test("overlaid sweeps with one label (two sweeps of one checkpoint) get distinct legend labels; distinct ones stay as they are", () => {
+  const at = ["2026-11-26T10:00:00.000Z", "2026-11-26T11:30:00.000Z", "2026-11-26T12:00:00.000Z"];
+  assert.deepEqual(distinctLabels(["best @ update 60, Q ≥ 0.5", "last @ update 80, Q ≥ 0.5", "uploaded x"], at), ["best @ update 60, Q ≥ 0.5", "last @ update 80, Q ≥ 0.5", "uploaded x"]);
+  assert.deepEqual(distinctLabels(["best @ update 60, Q ≥ 0.5", "best @ update 60, Q ≥ 0.5", "other"], at), [
+    "best @ update 60, Q ≥ 0.5, created 2026-11-26 10:00",
+    "best @ update 60, Q ≥ 0.5, created 2026-11-26 11:30",
+    "other",
+  ]);
+  // the same minute too: numbered
+  const same = distinctLabels(["a", "a"], [at[0], at[0]]);
+  assert.equal(new Set(same).size, 2);
+  assert.deepEqual(same, ["a, created 2026-11-26 10:00 #1", "a, created 2026-11-26 10:00 #2"]);
 });
