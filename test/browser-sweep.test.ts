@@ -112,6 +112,9 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
     // the sweep page: its episodes and the same samples across lengths
     await page.click(`a[href="/sweeps/${sweepId}"]`);
     await page.waitForSelector('[data-testid="sweep-page"]');
+    // the header names the swept run by its name, linked
+    await page.locator('[data-testid="sweep-of"]', { hasText: run.name }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.getAttribute('[data-testid="sweep-of"]', "href"), `/runs/${run.id}`);
     await page.waitForSelector('[data-testid="across-row"]');
     assert.equal(await page.locator('[data-testid="across-row"]').count(), 4, "4 samples, each at every length");
     assert.equal(await page.locator('[data-testid="across-cell"]').count(), 12);

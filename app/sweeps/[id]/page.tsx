@@ -17,6 +17,7 @@ import { SweepChart } from "../../../components/sweeps/SweepChart.tsx";
 import { SweepTable } from "../../../components/sweeps/SweepTable.tsx";
 import { AcrossLengths } from "../../../components/sweeps/AcrossLengths.tsx";
 import { confirmCancel } from "../../../lib/confirm-cancel.ts";
+import { useRun } from "../../../lib/hooks/useRun.ts";
 
 function LengthEpisodes({ sweepId, lengths }: { sweepId: string; lengths: number[] }) {
   const [n, setN] = useState(lengths[0]);
@@ -74,6 +75,7 @@ export default function SweepPage() {
   const across = useAcrossLengths(id, live);
   const cancel = useCancelRun();
   const resume = useResumeRun();
+  const parent = useRun(sweep.data?.run.sweepOf ?? undefined); // named by its name, not its id
   if (sweep.error) return <main className="form-banner">Could not load sweep {id}: {(sweep.error as Error).message}</main>;
   if (!sweep.data) return <main className="empty">Loading sweep…</main>;
   const { run: r, spec, points } = sweep.data;
@@ -103,7 +105,10 @@ export default function SweepPage() {
           </span>
           {r.sweepOf && (
             <span>
-              · of run <Link href={`/runs/${r.sweepOf}`}>{r.sweepOf.slice(0, 10)}</Link>
+              · of run{" "}
+              <Link href={`/runs/${r.sweepOf}`} data-testid="sweep-of">
+                {parent.data?.name ?? r.sweepOf.slice(0, 10)}
+              </Link>
             </span>
           )}
           <span className="muted">
