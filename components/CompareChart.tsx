@@ -78,6 +78,9 @@ interface Drawn {
   endsAt?: number | null;
 }
 
+/** Whether a value can be drawn: finite, and above 0 on a log axis. */
+const plotted = (v: number, log: boolean) => Number.isFinite(v) && (!log || v > 0);
+
 /** The last index with xs[i] ≤ v (−1 if none); xs ascending. */
 function atOrBefore(xs: readonly number[], v: number): number {
   let lo = 0;
@@ -113,20 +116,19 @@ function CompareChartImpl({ title, testId, lines, bands, bandKind, x, smoothing,
   const [zoom, setZoom] = useState<[number, number] | null>(null);
   const [hover, setHover] = useState<number | null>(null);
   const [drag, setDrag] = useState<[number, number] | null>(null);
-  const keep = (v: number) => Number.isFinite(v) && (!log || v > 0);
+  const keep = (v: number) => plotted(v, log);
   // bucketing and smoothing depend on the data, not on the pointer: a hover re-renders without them
   const { drawn, count } = useMemo(() => {
     const drawn: Drawn[] = [];
     let count = 0;
-    const ok = (v: number) => Number.isFinite(v) && (!log || v > 0);
     for (const l of lines) {
       count += l.points.length;
-      const finite = bucketSeries(l.points.filter((p) => ok(p.value)), MAX_DRAWN, x);
+      const finite = bucketSeries(l.points.filter((p) => plotted(p.value, log)), MAX_DRAWN, x);
       const sm = smoothDense(finite.map((p) => p.value), smoothing);
       drawn.push({ id: l.id, label: l.label, color: l.color, xs: finite.map((p) => (x === "wall" ? p.wall : p.step)), ys: sm, raw: finite.map((p) => p.value), walls: finite.map((p) => p.wall) });
     }
     for (const b of bands) {
-      const pts = b.band.points.filter((p) => ok(p.mean));
+      const pts = b.band.points.filter((p) => plotted(p.mean, log));
       count += b.band.points.length;
       const mean = smoothDense(pts.map((p) => p.mean), smoothing);
       const lo = smoothDense(pts.map((p) => (bandKind === "std" ? p.mean - p.std : p.min)), smoothing);

@@ -33,8 +33,26 @@ const walk = (n: number, seed: number) => {
   return Array.from({ length: n }, (_, i) => ({ step: i * 64, value: (v = Math.max(1e-4, v * 0.9997 + Math.sin(i * 0.01 + seed) * 0.002)) }));
 };
 
+/**
+ * Plain JS shared by the probes: once `ok()` holds after a DOM change, waits for the next frame
+ * plus one task (the frame is on screen by then) and resolves with ms since `since()`.
+ */
+const WHEN_PAINTED = `(ok, since, resolve) => {
+  const obs = new MutationObserver(() => {
+    if (!ok()) return;
+    obs.disconnect();
+    requestAnimationFrame(() => {
+      const ch = new MessageChannel();
+      ch.port1.onmessage = () => resolve(performance.now() - since());
+      ch.port2.postMessage(0);
+    });
+  });
+  obs.observe(document.body, { subtree: true, childList: true, attributes: true });
+}`;
+
 /** Plain JS (no transpiler helpers reach the page): sets window.__done to click → painted ms. */
 const PROBE = `({ clickSel, chartSel, want }) => {
+  const whenPainted = ${WHEN_PAINTED};
   window.__done = new Promise((resolve) => {
     let t0 = 0;
     document.addEventListener("click", (e) => {
@@ -46,21 +64,13 @@ const PROBE = `({ clickSel, chartSel, want }) => {
       const lines = Number(el.getAttribute("data-lines")) + Number(el.getAttribute("data-bands"));
       return (want.lines === undefined || lines === want.lines) && Number(el.getAttribute("data-points")) >= (want.minPoints || 1) && !!el.querySelector("path");
     };
-    const obs = new MutationObserver(() => {
-      if (!ok()) return;
-      obs.disconnect();
-      requestAnimationFrame(() => {
-        const ch = new MessageChannel();
-        ch.port1.onmessage = () => resolve(performance.now() - t0);
-        ch.port2.postMessage(0);
-      });
-    });
-    obs.observe(document.body, { subtree: true, childList: true, attributes: true });
+    whenPainted(ok, () => t0, resolve);
   });
 }`;
 
 /** Plain JS: sets window.__hover to mouse move → the read-out showing a new step, painted. */
 const HOVER_PROBE = `({ chartSel, prevAt, rows }) => {
+  const whenPainted = ${WHEN_PAINTED};
   window.__hover = new Promise((resolve) => {
     let t0 = 0;
     document.querySelector(chartSel + " svg").addEventListener("mousemove", () => { t0 = t0 || performance.now(); }, { capture: true, once: true });
@@ -68,16 +78,7 @@ const HOVER_PROBE = `({ chartSel, prevAt, rows }) => {
       const r = document.querySelectorAll(chartSel + " .readout-row");
       return t0 && r.length === rows && r[0].getAttribute("data-at") !== prevAt;
     };
-    const obs = new MutationObserver(() => {
-      if (!ok()) return;
-      obs.disconnect();
-      requestAnimationFrame(() => {
-        const ch = new MessageChannel();
-        ch.port1.onmessage = () => resolve(performance.now() - t0);
-        ch.port2.postMessage(0);
-      });
-    });
-    obs.observe(document.body, { subtree: true, childList: true, attributes: true });
+    whenPainted(ok, () => t0, resolve);
   });
 }`;
 

@@ -41,7 +41,12 @@ const FROM_EPISODES = 4;
  */
 function evalPointsOfEpisodes(episodes: readonly ParsedEpisode[], fromFiles: ReadonlySet<string>): ParsedPoint[] {
   const bySteps = new Map<number, ParsedEpisode[]>();
-  for (const e of episodes) if (e.phase === "eval") bySteps.set(e.step, [...(bySteps.get(e.step) ?? []), e]);
+  for (const e of episodes) {
+    if (e.phase !== "eval") continue;
+    const at = bySteps.get(e.step);
+    if (at) at.push(e);
+    else bySteps.set(e.step, [e]);
+  }
   const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const out: ParsedPoint[] = [];
   for (const [step, eps] of [...bySteps].sort((a, b) => a[0] - b[0])) {
