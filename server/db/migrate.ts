@@ -5,15 +5,14 @@
  * nodes starting at once from racing. (Prisma 6's `migrate deploy` cannot talk to PostgreSQL
  * through the JS engine here; docs/offline-stack.md §1.1.)
  *
- *   tsx server/db/migrate.ts            # uses DATABASE_URL, default file:./data/qrag.db
+ * The command line is server/cli/migrate.ts (`npm run db:migrate`): this module only exports, so a
+ * bundle that includes it (the device pack's server) does not also run it.
  */
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { settings } from "../settings.ts";
+import { ROOT } from "../settings.ts";
 import { providerOf, sqlitePath } from "./client.ts";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const TABLE = `"_app_migrations"`;
 const PG_LOCK_KEY = 727_140_001;
 
@@ -83,14 +82,4 @@ export async function migrate(url: string, opts: { root?: string; log?: (msg: st
     db.close();
   }
   return applied;
-}
-
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const url = settings().databaseUrlFor(settings().dataDir);
-  migrate(url, { log: (m) => console.log(m) })
-    .then((a) => console.log(a.length ? `${a.length} migration(s) applied` : "database is up to date"))
-    .catch((e: Error) => {
-      console.error(e.message);
-      process.exit(1);
-    });
 }

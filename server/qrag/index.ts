@@ -16,6 +16,7 @@ export { wasmThreadsAuto } from "./wasm-threads.ts";
 export { regenerateHaystack, HaystackUnavailable, type Haystack } from "./replay.ts";
 export { checkEnvPaths } from "./datasets.ts";
 export { checkEncoderPath } from "./model/hf/encoder-path.ts";
+export { writeRandomBert, type BertSize } from "./model/hf/random-bert.ts";
 export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot } from "./data-root.ts";
 export { configureEngine, engineSettings, type EngineSettings } from "./settings.ts";
 export { BACKEND_PREFS } from "./backend-names.ts";

@@ -60,7 +60,8 @@ const CANCEL_GRACE_MS = 1_500;
 /** How long a checkpoint waits for the dashboard to acknowledge the events before it; then it is skipped. */
 const BARRIER_TIMEOUT_MS = 10_000;
 
-const ENGINE_ENTRY = fileURLToPath(new URL("./engine-process.ts", import.meta.url));
+/** engine-process.ts beside this file; engine-process.mjs in the device pack's bundles (scripts/device/pack.ts). */
+const ENGINE_ENTRY = fileURLToPath(new URL(`./engine-process${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url));
 
 /** A forked engine process: typed IPC, its output's last lines, and its exit. */
 export interface EngineProcess {

@@ -13,6 +13,7 @@ import * as tf from "@tensorflow/tfjs";
 import { HfBertEncoder } from "../model/hf/encoder.ts";
 import type { EncoderConfig } from "../model/encoder.ts";
 import { Rng } from "../util/rng.ts";
+import { writeRandomBert } from "../model/hf/random-bert.ts";
 
 export interface EncodeSize {
   name: string;
@@ -28,61 +29,8 @@ export const ENCODE_SIZES: EncodeSize[] = [
 ];
 const LEN = 32;
 const VOCAB = 1000;
-
-/** Tensor names and shapes of a BertModel checkpoint (no pooler). */
-export function bertTensorShapes(s: Pick<EncodeSize, "hidden" | "layers" | "intermediate">, vocab: number, positions: number): [string, number[]][] {
-  const H = s.hidden, I = s.intermediate;
-  const out: [string, number[]][] = [
-    ["embeddings.word_embeddings.weight", [vocab, H]],
-    ["embeddings.position_embeddings.weight", [positions, H]],
-    ["embeddings.token_type_embeddings.weight", [2, H]],
-    ["embeddings.LayerNorm.weight", [H]],
-    ["embeddings.LayerNorm.bias", [H]],
-  ];
-  for (let l = 0; l < s.layers; l++) {
-    const p = `encoder.layer.${l}.`;
-    for (const m of ["query", "key", "value"]) out.push([`${p}attention.self.${m}.weight`, [H, H]], [`${p}attention.self.${m}.bias`, [H]]);
-    out.push(
-      [`${p}attention.output.dense.weight`, [H, H]], [`${p}attention.output.dense.bias`, [H]],
-      [`${p}attention.output.LayerNorm.weight`, [H]], [`${p}attention.output.LayerNorm.bias`, [H]],
-      [`${p}intermediate.dense.weight`, [I, H]], [`${p}intermediate.dense.bias`, [I]],
-      [`${p}output.dense.weight`, [H, I]], [`${p}output.dense.bias`, [H]],
-      [`${p}output.LayerNorm.weight`, [H]], [`${p}output.LayerNorm.bias`, [H]],
-    );
-  }
-  return out;
-}
-
-/** A BERT folder with random weights (N(0, 0.02); LayerNorm weight 1, biases 0) and a small vocabulary. */
-function randomBertFolder(dir: string, s: EncodeSize, rng: Rng): void {
-  fs.mkdirSync(dir, { recursive: true });
-  const positions = 64;
-  fs.writeFileSync(path.join(dir, "config.json"), JSON.stringify({
-    model_type: "bert", architectures: ["BertModel"], hidden_size: s.hidden, num_hidden_layers: s.layers, num_attention_heads: s.heads,
-    intermediate_size: s.intermediate, vocab_size: VOCAB, max_position_embeddings: positions, type_vocab_size: 2, hidden_act: "gelu",
-    layer_norm_eps: 1e-12, hidden_dropout_prob: 0.1, attention_probs_dropout_prob: 0.1, initializer_range: 0.02, pad_token_id: 0,
-  }));
-  const words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ...Array.from({ length: VOCAB - 5 }, (_, i) => `w${i}`)];
-  fs.writeFileSync(path.join(dir, "vocab.txt"), words.join("\n") + "\n");
-  const shapes = bertTensorShapes(s, VOCAB, positions);
-  const header: Record<string, unknown> = {};
-  const blobs: Buffer[] = [];
-  let off = 0;
-  for (const [name, shape] of shapes) {
-    const n = shape.reduce((a, b) => a * b, 1);
-    const v = new Float32Array(n);
-    if (name.endsWith("LayerNorm.weight")) v.fill(1);
-    else if (!name.endsWith("bias")) for (let i = 0; i < n; i++) v[i] = (rng.next() * 2 - 1) * 0.0346; // uniform, sd 0.02
-    header[name] = { dtype: "F32", shape, data_offsets: [off, off + 4 * n] };
-    blobs.push(Buffer.from(v.buffer));
-    off += 4 * n;
-  }
-  let hb = Buffer.from(JSON.stringify(header));
-  hb = Buffer.concat([hb, Buffer.alloc((8 - (hb.length % 8)) % 8, 0x20)]);
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(hb.length));
-  fs.writeFileSync(path.join(dir, "model.safetensors"), Buffer.concat([len, hb, ...blobs]));
-}
+/** [PAD] [UNK] [CLS] [SEP] [MASK], then w0, w1, …: ids stand for word pieces here. */
+const placeholderWords = (n: number) => ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ...Array.from({ length: n - 5 }, (_, i) => `w${i}`)];
 
 async function encodeOnce(enc: HfBertEncoder, ids: Int32Array, mask: Float32Array, rows: number): Promise<Float32Array> {
   const h = enc.lastHiddenState({ ids, mask, batch: rows, len: LEN });
@@ -102,7 +50,7 @@ export async function benchEncodeHf(log: (m: string) => void, sizes = ENCODE_SIZ
   try {
     for (const s of sizes) {
       const rel = `bert-${s.hidden}x${s.layers}`;
-      randomBertFolder(path.join(root, rel), s, rng);
+      writeRandomBert(path.join(root, rel), s, { words: placeholderWords(VOCAB), positions: 64, seed: rng.int(2 ** 30) });
       const cfg: EncoderConfig = { type: "hf", path: rel, dim: s.hidden, vocab_size: VOCAB, hidden: s.intermediate, layers: s.layers, heads: s.heads, max_len: 64, dropout: 0.1, init_std: 0.02 };
       const enc = HfBertEncoder.load(cfg, rng.fork(rel), root);
       // [CLS] 22–30 word pieces [SEP], then padding to 32 (the workload's chunks)
