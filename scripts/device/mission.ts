@@ -40,6 +40,8 @@ const { values: a } = parseArgs({
     "base-seconds": { type: "string", default: "90" },
     "eval-episodes": { type: "string", default: "50" },
     deadline: { type: "string", default: "400" },
+    /** Stop at once when the worker chose another backend (the device call is too short to waste). */
+    "expect-backend": { type: "string" },
   },
 });
 /** The checkout: configs/ and the bert-tiny fixture come from it. */
@@ -150,6 +152,7 @@ try {
   result.worker = { backend: worker.backend, device: worker.device, connectedS: secs(Date.now() - t0) };
   log(`worker connected: ${worker.backend} ${worker.device ?? ""}`);
   save();
+  if (a["expect-backend"] && worker.backend !== a["expect-backend"]) throw new Error(`the worker chose ${worker.backend}, not ${a["expect-backend"]}\n${tails()}`);
 
   // ---- a babilong-gpu run with bert-tiny, through the REST API, streamed ------------------------
   const steps = Number(a.steps);
