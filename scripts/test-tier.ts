@@ -69,6 +69,7 @@ export const TIERS = {
     "ui-smoothing",
     "ui-stream-merge",
     "word-vectors",
+    "wordpiece-ascii",
   ],
   integration: [
     "api-dashboards", // in-process server, SQLite and PostgreSQL

@@ -14,6 +14,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import type { ReadFile } from "../../data-root.ts";
+import { AsciiWordPiece } from "./wordpiece-ascii.ts";
 
 type Json = Record<string, unknown>;
 
@@ -99,6 +100,8 @@ export class WordPieceTokenizer {
   /** tokenizer_config.json's model_max_length (Infinity when absent or a placeholder). */
   readonly modelMaxLength: number;
   private readonly tok: Tokenizer;
+  /** The same ids for ASCII text under the standard BERT pipeline, ~20× faster (null: another pipeline). */
+  private readonly fast: AsciiWordPiece | null;
 
   constructor(tokenizerJson: Json, config: Json, label: string) {
     try {
@@ -107,6 +110,7 @@ export class WordPieceTokenizer {
       // the library's message can quote the file: name the kind of failure only
       throw new HfTokenizerError(`${label}: unsupported tokenizer (${(e as Error).name || "error"})`);
     }
+    this.fast = AsciiWordPiece.from(tokenizerJson);
     const model = tokenizerJson.model as { type?: unknown; vocab?: unknown } | undefined;
     if (!model || model.type !== "WordPiece" || typeof model.vocab !== "object" || model.vocab === null) {
       throw new HfTokenizerError(`${label}: model.type is not WordPiece (a BERT-family tokenizer is needed)`);
@@ -142,6 +146,11 @@ export class WordPieceTokenizer {
 
   /** WordPiece ids of a text, no special tokens. */
   ids(text: string): number[] {
+    return this.fast?.ids(text) ?? this.libraryIds(text);
+  }
+
+  /** The library's ids, whatever the text (the reference the fast path is tested against). */
+  libraryIds(text: string): number[] {
     return this.tok.encode(text, { add_special_tokens: false }).ids;
   }
 
