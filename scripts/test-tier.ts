@@ -96,6 +96,7 @@ export const TIERS = {
     "sweeps", // in-process server, SQLite and PostgreSQL
     "wasm-threads", // child processes with 1 and 2 threads
     "webgpu-fused", // webgpu case processes
+    "webgpu-errors", // a webgpu case process
     "webgpu-memory", // webgpu case processes
     "worker-batcher", // socket.io server
     "worker-identity", // spawned server and workers

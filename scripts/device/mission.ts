@@ -42,6 +42,8 @@ const { values: a } = parseArgs({
     deadline: { type: "string", default: "400" },
     /** Stop at once when the worker chose another backend (the device call is too short to waste). */
     "expect-backend": { type: "string" },
+    /** Which phases run: train (with its sweep and exports) and base (BERT-base's update rate). */
+    phases: { type: "string", default: "train,base" },
   },
 });
 /** The checkout: configs/ and the bert-tiny fixture come from it. */
@@ -154,7 +156,24 @@ try {
   save();
   if (a["expect-backend"] && worker.backend !== a["expect-backend"]) throw new Error(`the worker chose ${worker.backend}, not ${a["expect-backend"]}\n${tails()}`);
 
-  // ---- a babilong-gpu run with bert-tiny, through the REST API, streamed ------------------------
+  const phases = new Set(a.phases!.split(","));
+  if (phases.has("train")) await trainSweepExport();
+  if (phases.has("base") && baseSeconds > 0) await bertBase(baseSeconds);
+  result.ok = true;
+} catch (e) {
+  result.ok = false;
+  result.error = (e as Error).message.slice(0, 4000);
+  log(`failed: ${result.error}`);
+} finally {
+  result.totalS = secs(Date.now() - t0);
+  save();
+  fs.writeFileSync(path.join(a.out!, "mission.log"), tails() + "\n");
+  await Promise.all(procs.map((p) => p.stop()));
+}
+process.exit(result.ok ? 0 : 1);
+
+/** A babilong-gpu run with bert-tiny through the REST API, streamed; swept at ≈1M tokens; its exports. */
+async function trainSweepExport(): Promise<void> {
   const steps = Number(a.steps);
   const interval = Math.max(1, Math.floor(steps / 4));
   const ui = new UiStream({ url });
@@ -222,13 +241,15 @@ try {
   }
   result.exports = exports;
   save();
+}
 
-  // ---- the paper's encoder size: BERT-base, bounded time -----------------------------------------
-  if (baseSeconds > 0) {
+/** The paper's encoder size: BERT-base trained for a bounded time, for its update rate. */
+async function bertBase(baseSeconds: number): Promise<void> {
+  {
     const b = await api<RunDetailDto>("POST", "/api/runs", {
       preset: "babilong-gpu",
       name: "mission bert-base",
-      overrides: ["algo.encoder.path=models/bert-base", "steps_count=50000", "eval_interval=50000", "learning_start=64"],
+      overrides: ["algo.encoder.path=models/bert-base", "steps_count=50000", "eval_interval=50000", "eval_episodes=8", "learning_start=64"],
     });
     assert.equal(b.status, 201, b.text.slice(0, 2000));
     await until("the BERT-base run to start", async () => (await getRun(b.body.id)).status === "running", 100);
@@ -257,15 +278,4 @@ try {
     };
     log(`BERT-base: ${JSON.stringify(result.bertBase)}`);
   }
-  result.ok = true;
-} catch (e) {
-  result.ok = false;
-  result.error = (e as Error).message.slice(0, 4000);
-  log(`failed: ${result.error}`);
-} finally {
-  result.totalS = secs(Date.now() - t0);
-  save();
-  fs.writeFileSync(path.join(a.out!, "mission.log"), tails() + "\n");
-  await Promise.all(procs.map((p) => p.stop()));
 }
-process.exit(result.ok ? 0 : 1);

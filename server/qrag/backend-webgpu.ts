@@ -9,6 +9,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { errorText } from "./util/error-text.ts";
+import { recordDeviceError } from "./webgpu-errors.ts";
 
 /** The adapter a webgpu backend runs on, as Dawn reports it. */
 export interface WebgpuAdapter {
@@ -95,9 +96,12 @@ export async function installWebgpu(allowFallback: boolean, o: { skipDeviceCheck
     maxComputeInvocationsPerWorkgroup: adapter.limits.maxComputeInvocationsPerWorkgroup,
   };
   const original = adapter.requestDevice.bind(adapter);
-  adapter.requestDevice = (desc?: unknown) => {
+  adapter.requestDevice = async (desc?: unknown) => {
     const d = (desc ?? {}) as { requiredLimits?: Record<string, number> };
-    return original({ ...d, requiredLimits: { ...(d.requiredLimits ?? {}), ...requested } });
+    const device = (await original({ ...d, requiredLimits: { ...(d.requiredLimits ?? {}), ...requested } })) as EventTarget;
+    // WebGPU reports a failed buffer or program here, not at the call (webgpu-errors.ts)
+    device.addEventListener("uncapturederror", (ev) => recordDeviceError((ev as Event & { error?: { message?: unknown } }).error));
+    return device;
   };
   const navigatorGpu = { requestAdapter: () => Promise.resolve(adapter) };
   const nav = (globalThis as { navigator?: object }).navigator;

@@ -18,6 +18,7 @@ import { embedStates, embedActions, embedActionsDevice, embedStatesDevice, type 
 import { availTensor, readJoined, scorePadded, softValueDevice } from "./device-scoring.ts";
 import { onDevice, withPhase, withPhaseAsync } from "../device.ts";
 import { trimWebgpuPool } from "../webgpu-pool.ts";
+import { deviceErrorsFirst } from "../webgpu-errors.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { topkIndices } from "./topk.ts";
 import { softValue } from "./soft-value.ts";
@@ -64,7 +65,7 @@ interface StepPick {
 }
 
 export async function greedyEpisode(nets: QNetworks, sample: Sample, opts: GreedyOptions, candidates?: CandidateEmbeddings): Promise<EpisodeRecord> {
-  return withPhaseAsync("eval", async () => {
+  return withPhaseAsync("eval", () => deviceErrorsFirst(async () => {
     const emb = candidates ?? (await embedSampleChunks(nets, sample, opts.maxActionLength, opts.embedBatch));
     try {
       const rec = emb instanceof tf.Tensor ? await greedyDevice(nets, sample, opts, emb) : greedyHost(nets, sample, opts, emb);
@@ -74,7 +75,7 @@ export async function greedyEpisode(nets: QNetworks, sample: Sample, opts: Greed
       if (!candidates) disposeCandidates(emb);
       trimWebgpuPool(); // what the episode freed (webgpu-pool.ts)
     }
-  });
+  }));
 }
 
 /**

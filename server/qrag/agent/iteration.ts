@@ -10,6 +10,7 @@ import { lambdaTargets } from "./lambda-returns.ts";
 import type { Learner, MicroStepResult } from "./learner.ts";
 import type { QNetworks } from "./networks.ts";
 import type { ParallelEnvs, RolloutBatch, RolloutSettings } from "./rollout.ts";
+import { deviceErrorsFirst } from "../webgpu-errors.ts";
 
 export function rolloutSettings(config: RunConfig): RolloutSettings {
   const perEnv = config.batch_size / config.envs_parallel;
@@ -52,7 +53,11 @@ export interface IterationResult extends MicroStepResult {
  * iteration leaves the learner and weights as the previous one did (the checkpoint is consistent);
  * the update itself runs to its end.
  */
-export async function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean, signal?: AbortSignal): Promise<IterationResult> {
+export function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean, signal?: AbortSignal): Promise<IterationResult> {
+  return deviceErrorsFirst(() => iterate(envs, learner, nets, config, random, signal));
+}
+
+async function iterate(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean, signal?: AbortSignal): Promise<IterationResult> {
   const t0 = performance.now();
   const { batch, boot } = await withPhaseAsync("rollout", async () => {
     const b = await envs.collect(nets, { random, alpha: learner.alpha, exploreEps: exploreEpsAt(config, learner.updates), signal });
