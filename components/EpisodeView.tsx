@@ -1,7 +1,7 @@
 "use client";
 /**
  * One greedy episode: the question, gold facts, each retrieval step, a Q-threshold slider (and, for
- * episodes with leave-one-out Q, a prune toggle: server/qrag/stop-rules.ts "prune") that
+ * episodes with leave-one-out Q, a prune toggle: server/qrag/evaluation/stop-rules.ts "prune") that
  * shows which picks the stopping filter keeps at any threshold and the scores that would give
  * (recomputed here with the engine's definitions, lib/analysis/threshold.ts). The replay panel
  * steps through it (← → Home End, space plays) with the state, the top-k Q bars and the haystack

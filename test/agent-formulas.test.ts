@@ -10,11 +10,11 @@ import { AdamW, clipByGlobalNorm } from "../server/qrag/agent/adamw.ts";
 import { topkIndices } from "../server/qrag/agent/topk.ts";
 import { Learner } from "../server/qrag/agent/learner.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
-import { resolveConfig } from "../server/qrag/config.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
 import { softValueDevice } from "../server/qrag/agent/device-scoring.ts";
 import { ParallelEnvs } from "../server/qrag/agent/rollout.ts";
 import { rolloutSettings } from "../server/qrag/agent/iteration.ts";
-import { buildSource } from "../server/qrag/sources.ts";
+import { buildSource } from "../server/qrag/data/sources.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 
 const f32 = (a: number[]) => Float32Array.from(a);

@@ -14,10 +14,10 @@ import path from "node:path";
 import { parquetWriteBuffer } from "hyparquet-writer";
 import { parseBabiFile } from "../server/qrag/data/babi/format.ts";
 import { loadOfficialFile, readerCorrect, ruleBasedReader, splitOfficialInput, READER_NAME, type OfficialSample } from "../server/qrag/data/babilong-official.ts";
-import { evalOfficial } from "../server/qrag/eval-official.ts";
+import { evalOfficial } from "../server/qrag/evaluation/official.ts";
 import { wilsonInterval } from "../lib/contracts/intervals.ts";
-import { resolveConfig } from "../server/qrag/config.ts";
-import { train } from "../server/qrag/train.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
+import { train } from "../server/qrag/training/train.ts";
 import { chunkAt } from "../server/qrag/types.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 

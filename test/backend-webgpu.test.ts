@@ -11,8 +11,8 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
-import { pickBackend } from "../server/qrag/backend.ts";
-import { installWebgpu } from "../server/qrag/backend-webgpu.ts";
+import { pickBackend } from "../server/qrag/backend/pick.ts";
+import { installWebgpu } from "../server/qrag/backend/webgpu.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { webgpuMissing, webgpuSkip } from "./webgpu-skip.ts";
 
@@ -65,7 +65,7 @@ test("webgpu forced: a software adapter is used, named, and its ops equal the cp
 });
 
 test("webgpu on auto: a machine without a GPU does not load Dawn; a software adapter is passed over", { skip }, async () => {
-  const r = fresh(`const { pickBackend } = await import("./server/qrag/backend.ts"); const i = await pickBackend(); console.log(JSON.stringify(i));`) as { backend: string; skipped?: string[] };
+  const r = fresh(`const { pickBackend } = await import("./server/qrag/backend/pick.ts"); const i = await pickBackend(); console.log(JSON.stringify(i));`) as { backend: string; skipped?: string[] };
   assert.notEqual(r.backend, "webgpu");
   const reason = r.skipped?.find((s) => s.startsWith("webgpu:")) ?? "";
   const hasGpuNode = fs.readdirSync("/dev").some((f) => /^nvidia\d+$/.test(f)) || (fs.existsSync("/dev/dri") && fs.readdirSync("/dev/dri").some((f) => f.startsWith("renderD")));
@@ -77,12 +77,12 @@ test("webgpu on auto: a machine without a GPU does not load Dawn; a software ada
 test("no Vulkan driver: forced webgpu fails with one clear line; auto falls back", () => {
   const noDriver = { VK_ICD_FILENAMES: "/nonexistent/icd.json", VK_DRIVER_FILES: "/nonexistent/icd.json" };
   const forced = fresh(
-    `const { pickBackend } = await import("./server/qrag/backend.ts"); try { await pickBackend("webgpu"); console.log(JSON.stringify({ ok: true })); } catch (e) { console.log(JSON.stringify({ error: e.message })); }`,
+    `const { pickBackend } = await import("./server/qrag/backend/pick.ts"); try { await pickBackend("webgpu"); console.log(JSON.stringify({ ok: true })); } catch (e) { console.log(JSON.stringify({ error: e.message })); }`,
     noDriver,
   ) as { error?: string };
   assert.match(forced.error ?? "", /^no WebGPU adapter: the Vulkan loader (found no driver for a GPU|libvulkan\.so\.1 is not installed)/);
   assert.ok(!forced.error!.includes("\n"), "one line");
-  const auto = fresh(`const { pickBackend } = await import("./server/qrag/backend.ts"); console.log(JSON.stringify(await pickBackend()));`, noDriver) as { backend: string; skipped?: string[] };
+  const auto = fresh(`const { pickBackend } = await import("./server/qrag/backend/pick.ts"); console.log(JSON.stringify(await pickBackend()));`, noDriver) as { backend: string; skipped?: string[] };
   assert.equal(auto.backend, "wasm");
   assert.ok(auto.skipped?.some((s) => /^webgpu: no (GPU device|WebGPU adapter)/.test(s)), JSON.stringify(auto.skipped));
 });

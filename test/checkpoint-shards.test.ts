@@ -1,5 +1,5 @@
 /**
- * Sharded checkpoints (server/qrag/checkpoint.ts, checkpoint-shards.ts): round trips across many
+ * Sharded checkpoints (server/qrag/training/checkpoint.ts, checkpoint-shards.ts): round trips across many
  * tiny shards, damaged shards named, version 1 (one weights.bin) still read, weights moved without
  * one buffer for the whole state, and a training run resumed from a sharded checkpoint.
  */
@@ -8,9 +8,9 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { loadCheckpoint, saveCheckpoint } from "../server/qrag/checkpoint.ts";
-import { resolveConfig } from "../server/qrag/config.ts";
-import { train, type TrainCheckpoint } from "../server/qrag/train.ts";
+import { loadCheckpoint, saveCheckpoint } from "../server/qrag/training/checkpoint.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
+import { train, type TrainCheckpoint } from "../server/qrag/training/train.ts";
 import { collect, series, trainThenCancel } from "./train-helpers.ts";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-ckpt-shards-"));

@@ -9,11 +9,11 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { resolveConfig } from "../server/qrag/config.ts";
-import { train } from "../server/qrag/train.ts";
-import { sweep } from "../server/qrag/sweep.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
+import { train } from "../server/qrag/training/train.ts";
+import { sweep } from "../server/qrag/evaluation/sweep.ts";
 import type { EngineEvent, EpisodeRecord } from "../server/qrag/events.ts";
-import { applyStop } from "../server/qrag/stop-rules.ts";
+import { applyStop } from "../server/qrag/evaluation/stop-rules.ts";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-cli-"));
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { resolveConfig, composeConfig, ConfigError, groupOptions, presetNames } from "../server/qrag/config.ts";
+import { resolveConfig, composeConfig, ConfigError, groupOptions, presetNames } from "../server/qrag/config/config.ts";
 
 test("presets and groups resolve to a valid config with reference key names", () => {
   const c = resolveConfig({ overrides: ["envs=babilong", "envs.task=qa2", "steps_count=3000"] });

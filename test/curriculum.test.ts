@@ -2,8 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { BABI_TASKS, babiSource } from "../server/qrag/data/babi/index.ts";
 import { curriculumLevel, keepStoryFacts } from "../server/qrag/data/curriculum.ts";
-import { resolveConfig } from "../server/qrag/config.ts";
-import { buildSources } from "../server/qrag/sources.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
+import { buildSources } from "../server/qrag/data/sources.ts";
 import { chunkAt, type Sample } from "../server/qrag/types.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { listDataRoot, readFileInDataRoot, resolveDataPath } from "../server/qrag/data-root.ts";
-import { checkEnvPaths } from "../server/qrag/datasets.ts";
+import { checkEnvPaths } from "../server/qrag/data/registry.ts";
 import { loadHotpotqa } from "../server/qrag/data/hotpotqa.ts";
 import { loadMusique } from "../server/qrag/data/musique.ts";
 import { loadRulerFile } from "../server/qrag/data/ruler-file.ts";

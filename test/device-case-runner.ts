@@ -8,8 +8,8 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
-import { pickBackend } from "../server/qrag/backend.ts";
-import { countersOn, onDevice } from "../server/qrag/device.ts";
+import { pickBackend } from "../server/qrag/backend/pick.ts";
+import { countersOn, onDevice } from "../server/qrag/backend/device.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 

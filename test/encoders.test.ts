@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as tf from "@tensorflow/tfjs";
-import { pickBackend } from "../server/qrag/backend.ts";
+import { pickBackend } from "../server/qrag/backend/pick.ts";
 import type { EncoderConfig, TokenBatch } from "../server/qrag/model/encoder.ts";
 import { createEncoder, defaultEncoderConfig, type QEncoder } from "../server/qrag/model/factory.ts";
 import { twinQ, twinQAll } from "../server/qrag/model/qfunction.ts";

@@ -12,7 +12,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { webgpuSkip as skip } from "./webgpu-skip.ts";
 import { runCaseFile } from "./device-case-runner.ts";
-import type { PhaseCounters } from "../server/qrag/device.ts";
+import type { PhaseCounters } from "../server/qrag/backend/device.ts";
 
 /** Runs one case of engine-device-cases.ts in a fresh process and returns its JSON. */
 const runCase = <T>(name: string): T => runCaseFile<T>("test/engine-device-cases.ts", name);

@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { parseSettings } from "../server/settings.ts";
 import { configureEngine, engineSettings, engineSettingsFromEnv } from "../server/qrag/settings.ts";
-import { defaultConfigDir } from "../server/qrag/config.ts";
-import { wasmThreadsWanted } from "../server/qrag/wasm-threads.ts";
+import { defaultConfigDir } from "../server/qrag/config/config.ts";
+import { wasmThreadsWanted } from "../server/qrag/backend/wasm-threads.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 

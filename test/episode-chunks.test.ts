@@ -12,11 +12,11 @@ import { episodeRecordSchema, MAX_CHUNK_RANGE, type EpisodeChunksDto, type Episo
 import { getDb } from "../server/db/client.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
 import { resolveConfig, validateConfig, type RunConfig } from "../server/qrag/index.ts";
-import { pickBackend } from "../server/qrag/backend.ts";
+import { pickBackend } from "../server/qrag/backend/pick.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
 import { greedyEpisode } from "../server/qrag/agent/greedy.ts";
-import { buildSource } from "../server/qrag/sources.ts";
-import { evalOptions } from "../server/qrag/train.ts";
+import { buildSource } from "../server/qrag/data/sources.ts";
+import { evalOptions } from "../server/qrag/training/train.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { tmpDir } from "./platform-helpers.ts";
 

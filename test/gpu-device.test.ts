@@ -17,7 +17,7 @@ import { DISPATCH_BUDGET, summarizeDispatch } from "../server/qrag/bench/dispatc
 import { gpuTable, type OursFile, type TorchFile } from "../server/qrag/bench/gpu-table.ts";
 import { MATMUL_TILES, tileFor } from "../server/qrag/model/webgpu/matmul.ts";
 import { DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, runScript, sizeCheck } from "../scripts/device/pack.ts";
-import { resolveConfig } from "../server/qrag/config.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
 import { checkEncoderPath } from "../server/qrag/model/hf/encoder-path.ts";
 import { webgpuSkip } from "./webgpu-skip.ts";
 
@@ -139,7 +139,7 @@ test("babilong-gpu preset: the reference recipe with an hf encoder from the data
 });
 
 test("webgpu: reads still resolve after the Dawn instance's creator is garbage-collected", { skip: webgpuSkip }, () => {
-  const code = `const tf = await import("@tensorflow/tfjs"); const { pickBackend } = await import("./server/qrag/backend.ts");
+  const code = `const tf = await import("@tensorflow/tfjs"); const { pickBackend } = await import("./server/qrag/backend/pick.ts");
     await pickBackend("webgpu");
     for (let i = 0; i < 4; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 20)); }
     const x = tf.add(tf.ones([4]), 1); console.log(JSON.stringify(Array.from(await x.data())));`;
@@ -169,8 +169,8 @@ test("encode-hf bench part: a random BERT folder loads as an hf encoder and enco
 });
 
 test("webgpu AddN of more inputs than storage buffers allow: the exact sum, and no leaked buffers", { skip: webgpuSkip }, async () => {
-  const { pickBackend } = await import("../server/qrag/backend.ts");
-  const { gpuMemoryMiB } = await import("../server/qrag/gpu-memory.ts");
+  const { pickBackend } = await import("../server/qrag/backend/pick.ts");
+  const { gpuMemoryMiB } = await import("../server/qrag/backend/gpu-memory.ts");
   await pickBackend("webgpu");
   try {
     for (const k of [15, 16, 40, 300]) {

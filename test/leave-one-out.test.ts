@@ -7,11 +7,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as tf from "@tensorflow/tfjs";
-import { resolveConfig } from "../server/qrag/config.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
 import { QNetworks, embedStates } from "../server/qrag/agent/networks.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
-import { buildSource } from "../server/qrag/sources.ts";
-import { evalOptions } from "../server/qrag/train.ts";
+import { buildSource } from "../server/qrag/data/sources.ts";
+import { evalOptions } from "../server/qrag/training/train.ts";
 import { embedSampleChunks, greedyEpisode } from "../server/qrag/agent/greedy.ts";
 import { leaveOneOutQ } from "../server/qrag/agent/leave-one-out.ts";
 import { RetrievalEpisode } from "../server/qrag/env/episode.ts";

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { aggregate, qThresholdFilter, retrievalMetrics } from "../server/qrag/metrics.ts";
+import { aggregate, qThresholdFilter, retrievalMetrics } from "../server/qrag/evaluation/metrics.ts";
 import { Bm25Index } from "../server/qrag/baselines/bm25.ts";
 import type { ChunkList } from "../server/qrag/types.ts";
 import { Rng } from "../server/qrag/util/rng.ts";

@@ -6,8 +6,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as tf from "@tensorflow/tfjs";
-import { parseBackendPref, pickBackend } from "../server/qrag/backend.ts";
-import { wasmThreadsWanted } from "../server/qrag/wasm-threads.ts";
+import { parseBackendPref, pickBackend } from "../server/qrag/backend/pick.ts";
+import { wasmThreadsWanted } from "../server/qrag/backend/wasm-threads.ts";
 import {
   dropout,
   dropoutMask,

@@ -5,8 +5,8 @@ import { applyPartialStart, partialStartPicks } from "../server/qrag/env/partial
 import { ParallelEnvs } from "../server/qrag/agent/rollout.ts";
 import { rolloutSettings } from "../server/qrag/agent/iteration.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
-import { resolveConfig } from "../server/qrag/config.ts";
-import { buildSource } from "../server/qrag/sources.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
+import { buildSource } from "../server/qrag/data/sources.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import type { Sample } from "../server/qrag/types.ts";
 

@@ -14,7 +14,7 @@ import { MAX_ATTEMPTS, claimRun, expireLeases, heartbeat, queuedRunIds } from ".
 import { getMetrics } from "../server/runs/queries.ts";
 import { bucketSeries } from "../lib/contracts/index.ts";
 import { cancelRun, cloneRun, createRun, getRun, listRuns, patchRun, resumeRun } from "../server/runs/service.ts";
-import { resolveConfig } from "../server/qrag/config.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
 import { sqliteUrl, startPostgres, uniqueDbName } from "./platform-helpers.ts";
 
 const tiny = () => resolveConfig({ preset: "tiny" }) as unknown as Record<string, unknown>;

@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as tf from "@tensorflow/tfjs";
-import { pickBackend } from "../server/qrag/backend.ts";
+import { pickBackend } from "../server/qrag/backend/pick.ts";
 import { Rotary, defaultRotary, positionsNone, rotateJs, rotateTf, scoreCandidates } from "../server/qrag/model/rotary.ts";
 import { twinQ, twinQAll } from "../server/qrag/model/qfunction.ts";
 import { Rng } from "../server/qrag/util/rng.ts";

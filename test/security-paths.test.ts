@@ -13,7 +13,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { DataFilesDto, FieldErrorsDto, RunDetailDto, RunListDto } from "../lib/contracts/index.ts";
 import { resolveConfig, validateConfig } from "../server/qrag/index.ts";
-import { buildSource } from "../server/qrag/sources.ts";
+import { buildSource } from "../server/qrag/data/sources.ts";
 import { chunkAt } from "../server/qrag/types.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
 import { openDb } from "../server/db/client.ts";

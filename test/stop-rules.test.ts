@@ -1,5 +1,5 @@
 /**
- * Stopping rules (server/qrag/stop-rules.ts): each rule's kept prefix on hand-made Q sequences,
+ * Stopping rules (server/qrag/evaluation/stop-rules.ts): each rule's kept prefix on hand-made Q sequences,
  * calibration under a coverage floor, the validation split (train generator, another seed, never
  * the test split), and a tiny real run scored with every rule on the same trajectories.
  */
@@ -8,13 +8,13 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { resolveConfig } from "../server/qrag/config.ts";
-import { train, evalOptions } from "../server/qrag/train.ts";
-import { evaluate, loadAgent } from "../server/qrag/evaluate.ts";
-import { buildSource, validationSource, VALIDATION_SEED_OFFSET } from "../server/qrag/sources.ts";
-import { datasetSource } from "../server/qrag/datasets.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
+import { train, evalOptions } from "../server/qrag/training/train.ts";
+import { evaluate, loadAgent } from "../server/qrag/evaluation/evaluate.ts";
+import { buildSource, validationSource, VALIDATION_SEED_OFFSET } from "../server/qrag/data/sources.ts";
+import { datasetSource } from "../server/qrag/data/registry.ts";
 import { chunkAt } from "../server/qrag/types.ts";
-import { applyStop, calibrate, keptCount, keptPicks, oraclePrefixScore, parseStopRule, PAPER_PRUNE_RULE, PAPER_RULE, scoreRule, type StopRule } from "../server/qrag/stop-rules.ts";
+import { applyStop, calibrate, keptCount, keptPicks, oraclePrefixScore, parseStopRule, PAPER_PRUNE_RULE, PAPER_RULE, scoreRule, type StopRule } from "../server/qrag/evaluation/stop-rules.ts";
 import { benchPrecision, trajectories, PRECISION_FAMILIES } from "../server/qrag/bench/precision.ts";
 
 /** A step as the greedy record holds it: the pick's Q, the logged top-k (pick first), V(s). */

@@ -3,8 +3,8 @@
  * metric's series, and a run cancelled once it has reported a given update (the first half of a
  * resume test).
  */
-import { train } from "../server/qrag/train.ts";
-import type { RunConfig } from "../server/qrag/config.ts";
+import { train } from "../server/qrag/training/train.ts";
+import type { RunConfig } from "../server/qrag/config/config.ts";
 import type { EngineEvent } from "../server/qrag/events.ts";
 
 export function collect(): { events: EngineEvent[]; onEvent: (e: EngineEvent) => void } {

@@ -1,5 +1,5 @@
 /**
- * Multi-threaded tfjs-wasm in Node (server/qrag/wasm-threads.ts): the thread setting, and real
+ * Multi-threaded tfjs-wasm in Node (server/qrag/backend/wasm-threads.ts): the thread setting, and real
  * child processes with 1 and 2 threads whose results are finite, agree with each other and with
  * an independent computation (plain JS / tfjs cpu), leave no shim or temp file behind, and exit
  * on their own.
@@ -14,7 +14,7 @@ import { promisify } from "node:util";
 import * as tf from "@tensorflow/tfjs";
 import { createEncoder } from "../server/qrag/model/factory.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
-import { MAX_WASM_THREADS, wasmThreadsAuto, wasmThreadsWanted } from "../server/qrag/wasm-threads.ts";
+import { MAX_WASM_THREADS, wasmThreadsAuto, wasmThreadsWanted } from "../server/qrag/backend/wasm-threads.ts";
 
 const run = promisify(execFile);
 const CHILD = path.resolve("test/fixtures/scripts/wasm-threads-child.ts");

@@ -6,7 +6,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { onBackend } from "./device-case-runner.ts";
-import { deviceErrorsFirst } from "../server/qrag/webgpu-errors.ts";
+import { deviceErrorsFirst } from "../server/qrag/backend/webgpu-errors.ts";
 
 const outcome = async (fn: () => Promise<unknown>) => {
   try {

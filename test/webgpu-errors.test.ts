@@ -1,6 +1,6 @@
 /**
  * Errors the WebGPU device reports asynchronously reach the run as what they are
- * (server/qrag/webgpu-errors.ts): on lavapipe, a 192 MiB tensor passes the adapter's 128 MiB
+ * (server/qrag/backend/webgpu-errors.ts): on lavapipe, a 192 MiB tensor passes the adapter's 128 MiB
  * storage binding limit. Skipped without an adapter, except under QRAG_REQUIRE_WEBGPU=1.
  */
 import { test } from "node:test";

@@ -6,7 +6,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff as relDiffFloor } from "./device-case-runner.ts";
-import { counterSnapshot, kernelNameCounts, resetCounters, withPhase } from "../server/qrag/device.ts";
+import { counterSnapshot, kernelNameCounts, resetCounters, withPhase } from "../server/qrag/backend/device.ts";
 import { AdamW, clipFactorDevice } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
 import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
@@ -24,7 +24,7 @@ import { DEFAULT_TILE, MATMUL_TILES, isAligned, matmulTiled } from "../server/qr
 import { dropoutMaskDevice } from "../server/qrag/model/webgpu/dropout.ts";
 import { dropoutMask } from "../server/qrag/model/ops.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
-import { resolveConfig } from "../server/qrag/config.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
 import { Learner } from "../server/qrag/agent/learner.ts";
 

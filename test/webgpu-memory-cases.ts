@@ -14,13 +14,13 @@ import { QNetworks } from "../server/qrag/agent/networks.ts";
 import { Learner } from "../server/qrag/agent/learner.ts";
 import { ParallelEnvs } from "../server/qrag/agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../server/qrag/agent/iteration.ts";
-import { evalOptions, train } from "../server/qrag/train.ts";
+import { evalOptions, train } from "../server/qrag/training/train.ts";
 import { greedyEpisode } from "../server/qrag/agent/greedy.ts";
-import { resolveConfig } from "../server/qrag/config.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
 import { workloadSource } from "../server/qrag/bench/workload.ts";
 import type { SampleSource } from "../server/qrag/types.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
-import { stepPeakBytes } from "../server/qrag/webgpu-pool.ts";
+import { stepPeakBytes } from "../server/qrag/backend/webgpu-pool.ts";
 
 export interface GpuBytes {
   allocated: number;

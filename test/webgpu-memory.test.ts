@@ -1,5 +1,5 @@
 /**
- * tfjs-webgpu's pool of freed buffers stays bounded (server/qrag/webgpu-pool.ts): on lavapipe, 200
+ * tfjs-webgpu's pool of freed buffers stays bounded (server/qrag/backend/webgpu-pool.ts): on lavapipe, 200
  * training iterations (20–30 s on 2 shared cores; 1,000 would take 2–3 minutes), 12 greedy
  * episodes and a tiny train() run, on samples of 10 to 59 chunks so that sizes keep changing.
  * The bound is 1.2 × the step's peak bytes in use (its working set), which the pool would pass at
@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { webgpuSkip as skip } from "./webgpu-skip.ts";
 import { runCaseFile } from "./device-case-runner.ts";
 import type { GpuBytes, MemoryCase } from "./webgpu-memory-cases.ts";
-import { POOL_RATIO } from "../server/qrag/webgpu-pool.ts";
+import { POOL_RATIO } from "../server/qrag/backend/webgpu-pool.ts";
 
 // The trim leaves allocated ≤ 1.2 × the step's peak exactly, and these are read right after it: no slack is
 // needed, 4 KiB only absorbs a uniform or read-back buffer should one be pooled in between.

@@ -3,7 +3,7 @@
  * machines). Without one they are skipped with the reason, except under QRAG_REQUIRE_WEBGPU=1
  * (.ci/run sets it once lavapipe is installed), where they run and fail.
  */
-import { installWebgpu } from "../server/qrag/backend-webgpu.ts";
+import { installWebgpu } from "../server/qrag/backend/webgpu.ts";
 
 /** The reason no adapter was found ("" when one was). */
 export const webgpuMissing: string = await installWebgpu(true).then(

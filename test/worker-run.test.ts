@@ -26,7 +26,7 @@ import {
   type WorkerHello,
   type AssignAck,
 } from "../lib/contracts/index.ts";
-import { resolveConfig } from "../server/qrag/config.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
 import { engineChildren, waitFor } from "./platform-helpers.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");

@@ -100,7 +100,7 @@ export const sweepPointSchema = z.object({
   qrag: retrievalScoresSchema,
   qragFiltered: retrievalScoresSchema.extend({ avgKept: z.number() }),
   /**
-   * The same threshold, then leave-one-out pruning at it (server/qrag/stop-rules.ts "prune").
+   * The same threshold, then leave-one-out pruning at it (server/qrag/evaluation/stop-rules.ts "prune").
    * Absent for oracle-stopped sweeps and points written before it existed.
    */
   qragPruned: retrievalScoresSchema.extend({ avgKept: z.number() }).optional(),

@@ -29,7 +29,7 @@ export function qThresholdFilter(qValues: readonly number[], threshold = 0.5): n
 }
 
 /**
- * Leave-one-out pruning of a kept prefix (the `prune` stopping rule, server/qrag/stop-rules.ts):
+ * Leave-one-out pruning of a kept prefix (the `prune` stopping rule, server/qrag/evaluation/stop-rules.ts):
  * of the first `kept` picks, those whose Q given the question and the other kept picks
  * (`loo[kept − 1]`, server/qrag/agent/leave-one-out.ts) is > tau. Without that row (records of
  * oracle-stopped or older evaluations) the whole prefix.

@@ -14,13 +14,13 @@ import { Command, CommanderError, Option } from "commander";
 import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
-import { resolveConfig, parseOverride } from "./config.ts";
+import { resolveConfig, parseOverride } from "./config/config.ts";
 import { InputError } from "./errors.ts";
 import { ENGINE_VERSION } from "./version.ts";
 import { ProgressLine } from "./cli/progress.ts";
 import { intFlag, intList, numberFlag } from "./cli/flags.ts";
 import { MAX_MATMUL_SIZE } from "./bench/cli.ts";
-import { MAX_CHUNKS } from "./datasets.ts";
+import { MAX_CHUNKS } from "./data/registry.ts";
 import type { EngineEvent } from "./events.ts";
 import { isMainModule } from "./util/main-module.ts";
 
@@ -86,11 +86,11 @@ function qragProgram(io: CliIo, setExit: (code: number) => void): Command {
     .option(...DATA_ROOT_OPTION)
     .option("-q, --quiet", "no progress output")
     .action(async (args: string[], o: { resume?: string; runDir?: string; dataRoot?: string; quiet?: boolean }) => {
-      const { train } = await import("./train.ts");
+      const { train } = await import("./training/train.ts");
       const { preset, overrides } = splitPreset(args);
       let config;
       if (o.resume && !preset && overrides.length === 0) {
-        const { loadCheckpoint } = await import("./checkpoint.ts");
+        const { loadCheckpoint } = await import("./training/checkpoint.ts");
         config = loadCheckpoint<{ config: ReturnType<typeof resolveConfig> }>(o.resume).state.config;
       } else {
         config = resolveConfig({ preset, overrides });
@@ -117,8 +117,8 @@ function qragProgram(io: CliIo, setExit: (code: number) => void): Command {
     .option(...DATA_ROOT_OPTION)
     .option("-q, --quiet", "no progress output")
     .action(async (ckpt: string, o: { samples?: number; numSentences?: number; neverTerminate?: boolean; threshold: number; stop?: string; out?: string; dataRoot?: string; quiet?: boolean }) => {
-      const { evaluate } = await import("./evaluate.ts");
-      const { parseStopRule } = await import("./stop-rules.ts");
+      const { evaluate } = await import("./evaluation/evaluate.ts");
+      const { parseStopRule } = await import("./evaluation/stop-rules.ts");
       let stop;
       try {
         stop = o.stop === undefined ? undefined : parseStopRule(o.stop);
@@ -143,7 +143,7 @@ function qragProgram(io: CliIo, setExit: (code: number) => void): Command {
     .option(...DATA_ROOT_OPTION)
     .option("-q, --quiet", "no progress output")
     .action(async (ckpt: string, o: { lengths: string; samples?: number; threshold: number; oracleStop?: boolean; out?: string; episodes?: string; dataRoot?: string; quiet?: boolean }) => {
-      const { sweep } = await import("./sweep.ts");
+      const { sweep } = await import("./evaluation/sweep.ts");
       const lengths = intList("--lengths", o.lengths, 1, MAX_CHUNKS);
       const points = await sweep({ checkpoint: ckpt, lengths, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, episodesFile: o.episodes, dataRoot: o.dataRoot, onEvent: printer(Boolean(o.quiet)) });
       out(JSON.stringify(points, null, 2));
@@ -162,7 +162,7 @@ function qragProgram(io: CliIo, setExit: (code: number) => void): Command {
     .option(...DATA_ROOT_OPTION)
     .option("-q, --quiet", "no progress output")
     .action(async (o: { checkpoint: string; files: string[]; samples?: number; threshold: number; oracleStop?: boolean; out?: string; dataRoot?: string; quiet?: boolean }) => {
-      const { evalOfficial, formatOfficialResult } = await import("./eval-official.ts");
+      const { evalOfficial, formatOfficialResult } = await import("./evaluation/official.ts");
       const onEvent = printer(Boolean(o.quiet));
       const res = await evalOfficial({ checkpoint: o.checkpoint, files: o.files, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, dataRoot: o.dataRoot, onEvent });
       for (const r of res) io.err(formatOfficialResult(r) + "\n");
@@ -185,8 +185,8 @@ function qragProgram(io: CliIo, setExit: (code: number) => void): Command {
     .description("train the default CPU preset on BabiLong qa1 for a few minutes, then sweep it (what `npm start` runs)")
     .option("--steps <n>", "optimizer steps", intFlag("--steps", 1, 10_000_000), 400)
     .action(async (o: { steps: number }) => {
-      const { train } = await import("./train.ts");
-      const { sweep } = await import("./sweep.ts");
+      const { train } = await import("./training/train.ts");
+      const { sweep } = await import("./evaluation/sweep.ts");
       const config = resolveConfig({ preset: "babilong-cpu", overrides: ["envs.task=qa1", `steps_count=${o.steps}`, "eval_interval=100", "name=demo-qa1"] });
       const onEvent = printer(false);
       const ac = new AbortController();

@@ -8,15 +8,15 @@
 export {
   buildRunConfig, configJsonSchema, ConfigError, describeConfig, fieldIssues, presetNames, resolveConfig, validateConfig,
   type ConfigIssue, type RunConfig, type RunConfigInput,
-} from "./config.ts";
+} from "./config/config.ts";
 export type { EngineEvent } from "./events.ts";
-export { checkpointFiles, findCheckpoint, isCheckpoint } from "./checkpoint.ts";
+export { checkpointFiles, findCheckpoint, isCheckpoint } from "./training/checkpoint.ts";
 export { ENGINE_VERSION } from "./version.ts";
-export { wasmThreadsAuto } from "./wasm-threads.ts";
-export { regenerateHaystack, HaystackUnavailable, type Haystack } from "./replay.ts";
-export { checkEnvPaths } from "./datasets.ts";
+export { wasmThreadsAuto } from "./backend/wasm-threads.ts";
+export { regenerateHaystack, HaystackUnavailable, type Haystack } from "./evaluation/replay.ts";
+export { checkEnvPaths } from "./data/registry.ts";
 export { checkEncoderPath } from "./model/hf/encoder-path.ts";
 export { writeRandomBert, type BertSize } from "./model/hf/random-bert.ts";
 export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot } from "./data-root.ts";
 export { configureEngine, engineSettings, type EngineSettings } from "./settings.ts";
-export { BACKEND_PREFS } from "./backend-names.ts";
+export { BACKEND_PREFS } from "./backend/names.ts";

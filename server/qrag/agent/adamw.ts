@@ -8,9 +8,9 @@
  * skipped, like a torch parameter whose .grad is None (its own step count does not advance).
  */
 import * as tf from "@tensorflow/tfjs";
-import { onDevice } from "../device.ts";
+import { onDevice } from "../backend/device.ts";
 import { adamwStepFused, globalNormFused } from "../model/webgpu/fused-adamw.ts";
-import { optimizerSchema } from "../config-schema.ts";
+import { optimizerSchema } from "../config/schema.ts";
 
 interface AdamWConfig {
   beta1: number;

@@ -7,7 +7,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { rotateDevice } from "../model/device-ops.ts";
-import { onDevice } from "../device.ts";
+import { onDevice } from "../backend/device.ts";
 import { policyTopKFused, scorePaddedFused, softValueFused } from "../model/webgpu/twin-q.ts";
 import type { SoftValueHeads } from "./soft-value.ts";
 

@@ -2,15 +2,15 @@
  * One training iteration (docs/method.md §3.7): rollout → λ-return targets → one PQN micro-step.
  * Shared by `train()` and the benchmarks, so the benchmark times exactly the code users train with.
  */
-import type { RunConfig } from "../config.ts";
-import { withPhase, withPhaseAsync } from "../device.ts";
-import { episodeConfig } from "../sources.ts";
-import { trimWebgpuPool } from "../webgpu-pool.ts";
+import type { RunConfig } from "../config/config.ts";
+import { withPhase, withPhaseAsync } from "../backend/device.ts";
+import { episodeConfig } from "../data/sources.ts";
+import { trimWebgpuPool } from "../backend/webgpu-pool.ts";
 import { lambdaTargets } from "./lambda-returns.ts";
 import type { Learner, MicroStepResult } from "./learner.ts";
 import type { QNetworks } from "./networks.ts";
 import type { ParallelEnvs, RolloutBatch, RolloutSettings } from "./rollout.ts";
-import { deviceErrorsFirst } from "../webgpu-errors.ts";
+import { deviceErrorsFirst } from "../backend/webgpu-errors.ts";
 
 export function rolloutSettings(config: RunConfig): RolloutSettings {
   const perEnv = config.batch_size / config.envs_parallel;

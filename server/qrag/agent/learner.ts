@@ -5,12 +5,12 @@
  * targets and the hard policy copy.
  */
 import * as tf from "@tensorflow/tfjs";
-import type { AlgoConfig } from "../config-schema.ts";
+import type { AlgoConfig } from "../config/schema.ts";
 import { rotateTf } from "../model/rotary.ts";
 import { rotaryFused } from "../model/webgpu/rotary.ts";
 import { twinLoss } from "../model/qfunction.ts";
 import { AdamW, clipByGlobalNorm, clipFactorDevice, type AdamWState } from "./adamw.ts";
-import { onDevice } from "../device.ts";
+import { onDevice } from "../backend/device.ts";
 import { lrFactor } from "./schedule.ts";
 import type { QNetworks } from "./networks.ts";
 

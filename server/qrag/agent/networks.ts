@@ -8,7 +8,7 @@ import type { EncoderConfig, SerializedTensor } from "../model/encoder.ts";
 import type { QEncoder } from "../model/base.ts";
 import { createEncoder } from "../model/factory.ts";
 import type { Rng, RngState } from "../util/rng.ts";
-import { onDevice } from "../device.ts";
+import { onDevice } from "../backend/device.ts";
 
 export interface NetworkWeights {
   state: SerializedTensor[];

@@ -11,7 +11,7 @@ import { scoreCandidates } from "../model/rotary.ts";
 import * as tf from "@tensorflow/tfjs";
 import { boltzmannTop5, sampleTopK, uniformAvailable } from "./policy.ts";
 import { availTensor, policyTopK, readJoined, scorePadded, softValueDevice } from "./device-scoring.ts";
-import { onDevice, withPhase } from "../device.ts";
+import { onDevice, withPhase } from "../backend/device.ts";
 import { softValue, type SoftValueHeads } from "./soft-value.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { embedActions, embedActionsDevice, embedStates, embedStatesDevice, type QNetworks } from "./networks.ts";

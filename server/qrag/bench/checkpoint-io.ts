@@ -13,8 +13,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadCheckpoint, saveCheckpoint } from "../checkpoint.ts";
-import { DEFAULT_SHARD_BYTES } from "../checkpoint-shards.ts";
+import { loadCheckpoint, saveCheckpoint } from "../training/checkpoint.ts";
+import { DEFAULT_SHARD_BYTES } from "../training/checkpoint-shards.ts";
 import { isMainModule } from "../util/main-module.ts";
 
 const D = 768;

@@ -6,7 +6,7 @@
  * WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE), `--pool-ratio=R` (webgpu: the buffer pool's bound, allocated ≤ R ×
  * the step's peak bytes in use; `off` keeps every freed buffer), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
-import { parseBackendPref } from "../backend.ts";
+import { parseBackendPref } from "../backend/pick.ts";
 import { intList } from "../cli/flags.ts";
 
 /** The largest matmul side `--sizes` takes (16384³ floats already need 3 GiB). */

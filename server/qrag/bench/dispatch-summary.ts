@@ -2,7 +2,7 @@
  * The hot-loop figures of one training iteration, from the per-phase counters of device.ts: what
  * `--parts dispatch` prints and what the workload parts report beside their timings.
  */
-import type { PhaseCounters } from "../device.ts";
+import type { PhaseCounters } from "../backend/device.ts";
 
 /** The hot-loop budget per training iteration (issue 27): what a recorded-once loop should cost. */
 export const DISPATCH_BUDGET = { dispatches: 150, submits: 10, tfjsKernels: 0 };

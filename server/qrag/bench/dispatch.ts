@@ -8,7 +8,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { Rng } from "../util/rng.ts";
 import { QNetworks } from "../agent/networks.ts";
-import { kernelNameCounts } from "../device.ts";
+import { kernelNameCounts } from "../backend/device.ts";
 import { benchTraining, workloadConfig } from "./workload-bench.ts";
 import type { DispatchSummary } from "./dispatch-summary.ts";
 

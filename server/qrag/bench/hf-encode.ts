@@ -7,7 +7,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { pickBackend } from "../backend.ts";
+import { pickBackend } from "../backend/pick.ts";
 import { createEncoder, defaultEncoderConfig } from "../model/factory.ts";
 import type { QEncoder } from "../model/base.ts";
 import { Rng } from "../util/rng.ts";

@@ -11,9 +11,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { wilsonInterval, type Interval } from "../../../lib/contracts/intervals.ts";
-import { resolveConfig } from "../config.ts";
-import { train } from "../train.ts";
-import { sweep } from "../sweep.ts";
+import { resolveConfig } from "../config/config.ts";
+import { train } from "../training/train.ts";
+import { sweep } from "../evaluation/sweep.ts";
 import { mean, sampleSd } from "../util/stats.ts";
 
 export interface LearningTask {

@@ -4,7 +4,7 @@
  * Not a benchmark harness: single process, a few repetitions, medians.
  */
 import * as tf from "@tensorflow/tfjs";
-import { pickBackend } from "../backend.ts";
+import { pickBackend } from "../backend/pick.ts";
 import { createEncoder, defaultEncoderConfig } from "../model/factory.ts";
 import { twinQ } from "../model/qfunction.ts";
 import { scoreCandidates } from "../model/rotary.ts";

@@ -19,9 +19,9 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { resolveConfig } from "../config.ts";
-import { train, evalOptions } from "../train.ts";
-import { loadAgent } from "../evaluate.ts";
+import { resolveConfig } from "../config/config.ts";
+import { train, evalOptions } from "../training/train.ts";
+import { loadAgent } from "../evaluation/evaluate.ts";
 import { embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
 import { niahSource, NIAH_TASKS } from "../data/niah/generate.ts";
 import { InputError } from "../errors.ts";

@@ -9,15 +9,15 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { loadAgent } from "../evaluate.ts";
-import { evalOptions } from "../train.ts";
-import { buildSource, validationSource } from "../sources.ts";
+import { loadAgent } from "../evaluation/evaluate.ts";
+import { evalOptions } from "../training/train.ts";
+import { buildSource, validationSource } from "../data/sources.ts";
 import { disposeCandidates, embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
 import { measureTokensPerChunk, estimateContextTokens } from "../data/context-length.ts";
 import { noisePoolFor } from "../data/noise/pool.ts";
 import { corpusSpecFrom } from "../data/noise/corpus.ts";
 import { InputError } from "../errors.ts";
-import { calibrate, oraclePrefixScore, PAPER_PRUNE_RULE, PAPER_RULE, ruleLabel, scoreRule, type Calibration, type StopFamily, type StopRule } from "../stop-rules.ts";
+import { calibrate, oraclePrefixScore, PAPER_PRUNE_RULE, PAPER_RULE, ruleLabel, scoreRule, type Calibration, type StopFamily, type StopRule } from "../evaluation/stop-rules.ts";
 import { wilsonInterval } from "../../../lib/contracts/intervals.ts";
 import type { EpisodeRecord } from "../events.ts";
 import type { QNetworks } from "../agent/networks.ts";

@@ -5,15 +5,15 @@
  * training loop is `trainIteration`, the code `train()` runs.
  */
 import * as tf from "@tensorflow/tfjs";
-import { resolveConfig, type RunConfig } from "../config.ts";
+import { resolveConfig, type RunConfig } from "../config/config.ts";
 import { Rng } from "../util/rng.ts";
 import { QNetworks } from "../agent/networks.ts";
 import { Learner } from "../agent/learner.ts";
 import { ParallelEnvs } from "../agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../agent/iteration.ts";
 import { disposeCandidates, embedSampleChunks, greedyEpisode, type CandidateEmbeddings } from "../agent/greedy.ts";
-import { counterSnapshot, countersOn, resetCounters, type PhaseCounters } from "../device.ts";
-import { evalOptions } from "../train.ts";
+import { counterSnapshot, countersOn, resetCounters, type PhaseCounters } from "../backend/device.ts";
+import { evalOptions } from "../training/train.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
 import { summarizeDispatch } from "./dispatch-summary.ts";

@@ -6,7 +6,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { Encoder, EncoderConfig, SerializedTensor, TokenBatch } from "./encoder.ts";
 import { Rng } from "../util/rng.ts";
 import { nextPow2 } from "./ops.ts";
-import { onDevice } from "../device.ts";
+import { onDevice } from "../backend/device.ts";
 import { polyakFused } from "./webgpu/fused-adamw.ts";
 
 /** Encoders built here: the `Encoder` contract plus a fast no-grad embedding path. */

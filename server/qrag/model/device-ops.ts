@@ -13,7 +13,7 @@ import * as tf from "@tensorflow/tfjs";
 import { dropout } from "./ops.ts";
 import { defaultRotary } from "./rotary.ts";
 import type { BatchedArgs } from "./attention-args.ts";
-import { onDevice } from "../device.ts";
+import { onDevice } from "../backend/device.ts";
 import { attentionFused, attentionFusedPacked } from "./webgpu/attention.ts";
 
 /** The host path's arguments (attention.ts), so both paths take one call shape. */

@@ -8,7 +8,7 @@ import { BowEncoder } from "./bow.ts";
 import { TransformerEncoder } from "./transformer.ts";
 import type { Rng } from "../util/rng.ts";
 import { HfBertEncoder } from "./hf/encoder.ts";
-import { encoderSchema } from "../config-schema.ts";
+import { encoderSchema } from "../config/schema.ts";
 
 export type { QEncoder } from "./base.ts";
 

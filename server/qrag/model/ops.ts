@@ -21,7 +21,7 @@ import type { Rng } from "../util/rng.ts";
 import { dropoutKeepScale, dropThreshold, maskBits, maskKey } from "../util/mask-hash.ts";
 import { dropoutMaskDevice } from "./webgpu/dropout.ts";
 import { isAligned, matmulTiled, tileFor } from "./webgpu/matmul.ts";
-import { onDevice } from "../device.ts";
+import { onDevice } from "../backend/device.ts";
 import { gatherRows, segmentMeanDevice } from "./device-gather.ts";
 import { geluDevice, layerNormDevice } from "./webgpu/gelu-layernorm.ts";
 

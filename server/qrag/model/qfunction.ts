@@ -5,7 +5,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { mm } from "./ops.ts";
-import { onDevice } from "../device.ts";
+import { onDevice } from "../backend/device.ts";
 import { twinLossDevice } from "./webgpu/twin-loss.ts";
 
 /** Row-wise twin heads for paired rows: s [B, D], aRot [B, D] → q1 [B], q2 [B] (differentiable). */

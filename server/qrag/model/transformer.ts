@@ -36,7 +36,7 @@ import { dropout, embedScatter, gelu, layerNorm, linear, segmentMean } from "./o
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
 import { attentionQkvDevice, maskedMeanDevice } from "./device-ops.ts";
 import { gatherRows } from "./device-gather.ts";
-import { onDevice } from "../device.ts";
+import { onDevice } from "../backend/device.ts";
 import { CLS, SEP, textIdsFast as textIds } from "./tokenizer.ts";
 import { Rng } from "../util/rng.ts";
 

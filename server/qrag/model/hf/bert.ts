@@ -23,7 +23,7 @@ import type { ParamSpec } from "../base.ts";
 import { dropout, embedScatter, gelu, layerNorm, linear } from "../ops.ts";
 import { attentionBatched, attentionPerHead, packedLayout } from "../attention.ts";
 import { attentionDense } from "../device-ops.ts";
-import { onDevice } from "../../device.ts";
+import { onDevice } from "../../backend/device.ts";
 import { SafetensorsError, type SafetensorsFile } from "./safetensors.ts";
 import type { Rng } from "../../util/rng.ts";
 import type { ReadFile } from "../../data-root.ts";

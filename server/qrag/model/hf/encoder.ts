@@ -19,7 +19,7 @@ import type { EncoderConfig, SerializedTensor, TokenBatch } from "../encoder.ts"
 import { BaseEncoder, checkBatch, padRows, type WeightSource } from "../base.ts";
 import { segmentMean } from "../ops.ts";
 import { maskedMeanDevice } from "../device-ops.ts";
-import { onDevice } from "../../device.ts";
+import { onDevice } from "../../backend/device.ts";
 import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertConfig, type BertConfig } from "./bert.ts";
 import { SafetensorsFile } from "./safetensors.ts";
 import { WordPieceTokenizer } from "./wordpiece.ts";

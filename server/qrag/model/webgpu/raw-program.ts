@@ -10,7 +10,7 @@
  * as one dispatch in device.ts's counters.
  */
 import * as tf from "@tensorflow/tfjs";
-import { noteDispatch } from "../../device.ts";
+import { noteDispatch } from "../../backend/device.ts";
 
 /** The parts of tfjs-backend-webgpu 4.22's WebGPUBackend this uses. */
 export interface WebgpuBackendLike {

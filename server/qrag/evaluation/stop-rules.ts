@@ -30,9 +30,9 @@
  * `calibrate()` (maximise mean fact-F1 subject to coverage ≥ a floor); pure functions here, the
  * split itself comes from `validationSource()` in sources.ts and never from the test split.
  */
-import type { RetrievalScores } from "../../lib/contracts/engine-events.ts";
+import type { RetrievalScores } from "../../../lib/contracts/engine-events.ts";
 import { retrievalMetrics, qThresholdFilter } from "./metrics.ts";
-import { leaveOneOutKeep } from "../../lib/contracts/retrieval-metrics.ts";
+import { leaveOneOutKeep } from "../../../lib/contracts/retrieval-metrics.ts";
 
 export type StopRule =
   | { kind: "q-threshold"; threshold: number }

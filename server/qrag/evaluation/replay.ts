@@ -6,9 +6,9 @@
  * File-backed datasets (HotpotQA, MuSiQue, real RULER files) are not regenerated: their files may
  * not be on this machine, and their ids do not locate a sample.
  */
-import type { RunConfig } from "./config.ts";
-import { buildSource } from "./sources.ts";
-import { chunkAt } from "./types.ts";
+import type { RunConfig } from "../config/config.ts";
+import { buildSource } from "../data/sources.ts";
+import { chunkAt } from "../types.ts";
 
 /** A regenerated haystack: chunk texts by index (lazy for long BabiLong haystacks). */
 export interface Haystack {

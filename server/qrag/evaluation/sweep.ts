@@ -6,20 +6,20 @@
  * the noise pool and candidates are embedded in batches, so the text is never held twice.
  */
 import fs from "node:fs";
-import type { EventSink, SweepPoint } from "./events.ts";
+import type { EventSink, SweepPoint } from "../events.ts";
 import { loadAgent } from "./evaluate.ts";
-import { evalOptions } from "./train.ts";
-import { buildSource } from "./sources.ts";
-import { disposeCandidates, embedSampleChunks, greedyEpisode } from "./agent/greedy.ts";
-import { Bm25Index } from "./baselines/bm25.ts";
-import { denseSingleStep } from "./baselines/dense.ts";
+import { evalOptions } from "../training/train.ts";
+import { buildSource } from "../data/sources.ts";
+import { disposeCandidates, embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
+import { Bm25Index } from "../baselines/bm25.ts";
+import { denseSingleStep } from "../baselines/dense.ts";
 import { aggregate, retrievalMetrics } from "./metrics.ts";
-import { SWEEP_LENGTHS, measureTokensPerChunk, estimateContextTokens } from "./data/context-length.ts";
-import { noisePoolFor } from "./data/noise/pool.ts";
-import { corpusSpecFrom } from "./data/noise/corpus.ts";
-import { InputError } from "./errors.ts";
-import { ENGINE_VERSION } from "./version.ts";
-import { breather } from "./util/breathe.ts";
+import { SWEEP_LENGTHS, measureTokensPerChunk, estimateContextTokens } from "../data/context-length.ts";
+import { noisePoolFor } from "../data/noise/pool.ts";
+import { corpusSpecFrom } from "../data/noise/corpus.ts";
+import { InputError } from "../errors.ts";
+import { ENGINE_VERSION } from "../version.ts";
+import { breather } from "../util/breathe.ts";
 import { applyStop } from "./stop-rules.ts";
 
 interface SweepOptions {

@@ -4,19 +4,19 @@
  * Whether episodes stopped at the ground-truth oracle is part of every record and summary.
  */
 import fs from "node:fs";
-import type { EngineEvent, EpisodeRecord, EventSink } from "./events.ts";
-import { pickBackend } from "./backend.ts";
-import { loadCheckpoint } from "./checkpoint.ts";
-import { QNetworks } from "./agent/networks.ts";
-import { greedyEpisode } from "./agent/greedy.ts";
-import { buildSource } from "./sources.ts";
+import type { EngineEvent, EpisodeRecord, EventSink } from "../events.ts";
+import { pickBackend } from "../backend/pick.ts";
+import { loadCheckpoint } from "../training/checkpoint.ts";
+import { QNetworks } from "../agent/networks.ts";
+import { greedyEpisode } from "../agent/greedy.ts";
+import { buildSource } from "../data/sources.ts";
 import { aggregate } from "./metrics.ts";
-import { evalOptions, summarize, type EvalSummary, type TrainCheckpoint } from "./train.ts";
-import { Rng } from "./util/rng.ts";
-import type { RunConfig } from "./config.ts";
-import { breather } from "./util/breathe.ts";
+import { evalOptions, summarize, type EvalSummary, type TrainCheckpoint } from "../training/train.ts";
+import { Rng } from "../util/rng.ts";
+import type { RunConfig } from "../config/config.ts";
+import { breather } from "../util/breathe.ts";
 import { applyStop, ruleLabel, type StopRule } from "./stop-rules.ts";
-import { InputError } from "./errors.ts";
+import { InputError } from "../errors.ts";
 
 interface EvaluateOptions {
   /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */

@@ -17,7 +17,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { engineSettings } from "./settings.ts";
+import { engineSettings } from "../settings.ts";
 
 /** emscripten's pre-spawned pool (PTHREAD_POOL_SIZE of the tfjs build); more would need blobs later. */
 export const MAX_WASM_THREADS = 8;

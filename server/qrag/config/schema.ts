@@ -7,9 +7,9 @@
  * state only what they change, and the engine reads the resolved config.
  */
 import { z } from "zod";
-import { envSchema } from "./datasets.ts";
-import { int, prob } from "./schema-bounds.ts";
-import { BACKEND_PREFS } from "./backend-names.ts";
+import { envSchema } from "../data/registry.ts";
+import { int, prob } from "./bounds.ts";
+import { BACKEND_PREFS } from "../backend/names.ts";
 
 /** `algo.encoder`: the one home of its defaults (model/factory.ts `defaultEncoderConfig` parses with it). */
 export const encoderSchema = z.strictObject({

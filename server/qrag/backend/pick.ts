@@ -17,12 +17,12 @@
 import * as tf from "@tensorflow/tfjs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { engineSettings } from "./settings.ts";
-import { BACKENDS, parseBackendPref, type BackendChoice } from "./backend-names.ts";
-import { adapterLabel, installWebgpu, type WebgpuAdapter } from "./backend-webgpu.ts";
+import { engineSettings } from "../settings.ts";
+import { BACKENDS, parseBackendPref, type BackendChoice } from "./names.ts";
+import { adapterLabel, installWebgpu, type WebgpuAdapter } from "./webgpu.ts";
 import { patchWebgpuAddN } from "./webgpu-addn.ts";
 import { patchWebgpuUpload } from "./webgpu-upload.ts";
-import { errorText } from "./util/error-text.ts";
+import { errorText } from "../util/error-text.ts";
 import { unrefPoolWorkers, wasmThreadsWanted, withWasmThreadShims } from "./wasm-threads.ts";
 
 interface BackendInfo {

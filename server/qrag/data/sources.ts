@@ -2,10 +2,10 @@
  * Builds the train and test sample sources (through the dataset registry, datasets.ts) and the
  * episode settings a run config describes.
  */
-import type { RunConfig } from "./config.ts";
-import type { SampleSource } from "./types.ts";
-import type { EpisodeConfig } from "./env/episode.ts";
-import { datasetSource, type Split } from "./datasets.ts";
+import type { RunConfig } from "../config/config.ts";
+import type { SampleSource } from "../types.ts";
+import type { EpisodeConfig } from "../env/episode.ts";
+import { datasetSource, type Split } from "./registry.ts";
 
 export type { Split };
 

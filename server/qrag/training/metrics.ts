@@ -6,11 +6,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
-import type { RunConfig } from "./config.ts";
-import type { EngineEvent, EventSink, MetricKey } from "./events.ts";
-import type { Learner } from "./agent/learner.ts";
-import type { IterationResult } from "./agent/iteration.ts";
-import { gpuMemoryMiB } from "./gpu-memory.ts";
+import type { RunConfig } from "../config/config.ts";
+import type { EngineEvent, EventSink, MetricKey } from "../events.ts";
+import type { Learner } from "../agent/learner.ts";
+import type { IterationResult } from "../agent/iteration.ts";
+import { gpuMemoryMiB } from "../backend/gpu-memory.ts";
 
 /** A run folder's logs: config.yaml written once, metrics.jsonl and episodes.jsonl appended to. */
 export class RunFiles {

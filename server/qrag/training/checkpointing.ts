@@ -3,13 +3,13 @@
  * carries between them, resuming from one, and writing one (never ahead of the stored events).
  */
 import path from "node:path";
-import type { RunConfig } from "./config.ts";
-import type { EngineEvent, EventSink } from "./events.ts";
-import type { Rng, RngState } from "./util/rng.ts";
-import type { QNetworks, NetworkWeights } from "./agent/networks.ts";
-import type { Learner, LearnerState } from "./agent/learner.ts";
+import type { RunConfig } from "../config/config.ts";
+import type { EngineEvent, EventSink } from "../events.ts";
+import type { Rng, RngState } from "../util/rng.ts";
+import type { QNetworks, NetworkWeights } from "../agent/networks.ts";
+import type { Learner, LearnerState } from "../agent/learner.ts";
 import { saveCheckpoint, loadCheckpoint } from "./checkpoint.ts";
-import { ENGINE_VERSION } from "./version.ts";
+import { ENGINE_VERSION } from "../version.ts";
 
 /** What a checkpoint of a training run holds, besides the tensors. */
 export interface TrainCheckpoint {

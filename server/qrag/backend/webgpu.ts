@@ -8,7 +8,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { errorText } from "./util/error-text.ts";
+import { errorText } from "../util/error-text.ts";
 import { recordDeviceError } from "./webgpu-errors.ts";
 
 /** The adapter a webgpu backend runs on, as Dawn reports it. */

@@ -7,18 +7,18 @@
  * in the sweep. Skipped rows are counted and listed per length with file and row.
  */
 import fs from "node:fs";
-import { engineSettings } from "./settings.ts";
-import { dataPathOrThrow } from "./data-root.ts";
+import { engineSettings } from "../settings.ts";
+import { dataPathOrThrow } from "../data-root.ts";
 import { loadAgent } from "./evaluate.ts";
-import { evalOptions } from "./train.ts";
-import { greedyEpisode } from "./agent/greedy.ts";
+import { evalOptions } from "../training/train.ts";
+import { greedyEpisode } from "../agent/greedy.ts";
 import { aggregate } from "./metrics.ts";
-import { chunkAt } from "./types.ts";
-import { InputError } from "./errors.ts";
-import type { EventSink } from "./events.ts";
-import { breather } from "./util/breathe.ts";
-import { wilsonInterval, type Interval } from "../../lib/contracts/intervals.ts";
-import { lengthTokens, loadOfficialFile, READER_NAME, readerCorrect, ruleBasedReader, type OfficialSample, type SkippedRow } from "./data/babilong-official.ts";
+import { chunkAt } from "../types.ts";
+import { InputError } from "../errors.ts";
+import type { EventSink } from "../events.ts";
+import { breather } from "../util/breathe.ts";
+import { wilsonInterval, type Interval } from "../../../lib/contracts/intervals.ts";
+import { lengthTokens, loadOfficialFile, READER_NAME, readerCorrect, ruleBasedReader, type OfficialSample, type SkippedRow } from "../data/babilong-official.ts";
 
 interface EvalOfficialOptions {
   checkpoint: string;

@@ -7,21 +7,21 @@
  */
 import path from "node:path";
 import { z } from "zod";
-import { int, prob } from "./schema-bounds.ts";
-import type { SampleSource } from "./types.ts";
-import { engineSettings } from "./settings.ts";
-import { dataPathOrThrow, resolveDataPath, type DataPathKind } from "./data-root.ts";
-import { babiSource } from "./data/babi/source.ts";
-import { babiFileSource } from "./data/babi/file-source.ts";
-import { BABI_TASK_NAMES, toBabiTask } from "./data/babi/vocab.ts";
-import { babilongSource } from "./data/babilong.ts";
-import { curriculumLevel } from "./data/curriculum.ts";
-import { noisePoolFor } from "./data/noise/pool.ts";
-import { corpusSpecFrom, type CorpusSpec } from "./data/noise/corpus.ts";
-import { NIAH_TASKS, niahSource } from "./data/niah/generate.ts";
-import { rulerFileSource } from "./data/ruler-file.ts";
-import { hotpotqaSource } from "./data/hotpotqa.ts";
-import { musiqueSource } from "./data/musique.ts";
+import { int, prob } from "../config/bounds.ts";
+import type { SampleSource } from "../types.ts";
+import { engineSettings } from "../settings.ts";
+import { dataPathOrThrow, resolveDataPath, type DataPathKind } from "../data-root.ts";
+import { babiSource } from "./babi/source.ts";
+import { babiFileSource } from "./babi/file-source.ts";
+import { BABI_TASK_NAMES, toBabiTask } from "./babi/vocab.ts";
+import { babilongSource } from "./babilong.ts";
+import { curriculumLevel } from "./curriculum.ts";
+import { noisePoolFor } from "./noise/pool.ts";
+import { corpusSpecFrom, type CorpusSpec } from "./noise/corpus.ts";
+import { NIAH_TASKS, niahSource } from "./niah/generate.ts";
+import { rulerFileSource } from "./ruler-file.ts";
+import { hotpotqaSource } from "./hotpotqa.ts";
+import { musiqueSource } from "./musique.ts";
 
 export type Split = "train" | "test";
 

@@ -7,7 +7,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { InputError } from "./errors.ts";
+import { InputError } from "../errors.ts";
 import { DEFAULT_SHARD_BYTES, checkShards, parseShards, readShards, writeShards, type ShardEntry, type ShardTarget } from "./checkpoint-shards.ts";
 
 /** 2: sharded weights with a shard list in the manifest; 1: one `weights.bin`. */

@@ -2,9 +2,9 @@
  * Retrieval metrics and the Q-value stopping filter: defined once in the shared contract
  * (lib/contracts/retrieval-metrics.ts, the dashboard recomputes them per threshold); averaged here.
  */
-import type { RetrievalScores } from "../../lib/contracts/engine-events.ts";
+import type { RetrievalScores } from "../../../lib/contracts/engine-events.ts";
 
-export { qThresholdFilter, retrievalMetrics } from "../../lib/contracts/retrieval-metrics.ts";
+export { qThresholdFilter, retrievalMetrics } from "../../../lib/contracts/retrieval-metrics.ts";
 
 type RetrievalMetrics = RetrievalScores;
 

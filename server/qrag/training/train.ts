@@ -14,26 +14,26 @@
  * An aborted signal saves a checkpoint and returns.
  */
 import path from "node:path";
-import type { RunConfig } from "./config.ts";
-import { runName } from "./config.ts";
-import type { EventSink, RunMeta } from "./events.ts";
-import { pickBackend } from "./backend.ts";
-import { Rng } from "./util/rng.ts";
-import { QNetworks } from "./agent/networks.ts";
-import { Learner } from "./agent/learner.ts";
-import { ParallelEnvs } from "./agent/rollout.ts";
-import { rolloutSettings, trainIteration } from "./agent/iteration.ts";
-import { trimWebgpuPool } from "./webgpu-pool.ts";
-import { buildSource, buildSources } from "./sources.ts";
-import { initFromWordVectors } from "./agent/word-vector-init.ts";
-import type { WordTableReport } from "./model/word-vectors.ts";
-import { ENGINE_VERSION } from "./version.ts";
-import { checkpointer, loadTrainCheckpoint, restoreRun } from "./train-checkpoint.ts";
-import { evaluator, type EvalSummary } from "./train-eval.ts";
-import { RunFiles, TrainMeter, metricSender } from "./train-metrics.ts";
+import type { RunConfig } from "../config/config.ts";
+import { runName } from "../config/config.ts";
+import type { EventSink, RunMeta } from "../events.ts";
+import { pickBackend } from "../backend/pick.ts";
+import { Rng } from "../util/rng.ts";
+import { QNetworks } from "../agent/networks.ts";
+import { Learner } from "../agent/learner.ts";
+import { ParallelEnvs } from "../agent/rollout.ts";
+import { rolloutSettings, trainIteration } from "../agent/iteration.ts";
+import { trimWebgpuPool } from "../backend/webgpu-pool.ts";
+import { buildSource, buildSources } from "../data/sources.ts";
+import { initFromWordVectors } from "../agent/word-vector-init.ts";
+import type { WordTableReport } from "../model/word-vectors.ts";
+import { ENGINE_VERSION } from "../version.ts";
+import { checkpointer, loadTrainCheckpoint, restoreRun } from "./checkpointing.ts";
+import { evaluator, type EvalSummary } from "./eval.ts";
+import { RunFiles, TrainMeter, metricSender } from "./metrics.ts";
 
-export { evalOptions, summarize, type EvalSummary } from "./train-eval.ts";
-export type { TrainCheckpoint } from "./train-checkpoint.ts";
+export { evalOptions, summarize, type EvalSummary } from "./eval.ts";
+export type { TrainCheckpoint } from "./checkpointing.ts";
 
 interface TrainOptions {
   onEvent?: EventSink;

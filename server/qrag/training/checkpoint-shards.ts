@@ -12,7 +12,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { InputError } from "./errors.ts";
+import { InputError } from "../errors.ts";
 
 /** Shard bound by default: well under the 2 GiB a Node Buffer or one read call can take. */
 export const DEFAULT_SHARD_BYTES = 512 * 2 ** 20;

@@ -3,16 +3,16 @@
  * summary and `eval_*` metrics, the episodes (all to episodes.jsonl, the first
  * `eval_episodes_logged` as events), and the `last` / `best` checkpoints that follow.
  */
-import type { RunConfig } from "./config.ts";
-import type { EngineEvent, EpisodeRecord, EventSink, MetricKey } from "./events.ts";
-import type { QNetworks } from "./agent/networks.ts";
-import type { Learner } from "./agent/learner.ts";
-import { greedyEpisode, type GreedyOptions } from "./agent/greedy.ts";
-import { aggregate } from "./metrics.ts";
-import { episodeConfig } from "./sources.ts";
-import { breather } from "./util/breathe.ts";
-import type { SampleSource } from "./types.ts";
-import type { RunCounters } from "./train-checkpoint.ts";
+import type { RunConfig } from "../config/config.ts";
+import type { EngineEvent, EpisodeRecord, EventSink, MetricKey } from "../events.ts";
+import type { QNetworks } from "../agent/networks.ts";
+import type { Learner } from "../agent/learner.ts";
+import { greedyEpisode, type GreedyOptions } from "../agent/greedy.ts";
+import { aggregate } from "../evaluation/metrics.ts";
+import { episodeConfig } from "../data/sources.ts";
+import { breather } from "../util/breathe.ts";
+import type { SampleSource } from "../types.ts";
+import type { RunCounters } from "./checkpointing.ts";
 
 export interface EvalSummary {
   update: number;

@@ -7,14 +7,14 @@ import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
 import { z } from "zod";
-import { engineSettings } from "./settings.ts";
-import { InputError } from "./errors.ts";
-import { runConfigSchema, type RunConfig } from "./config-schema.ts";
-import { datasetLabel } from "./datasets.ts";
-import { BABI_TASK_NAMES, isBabiTask } from "./data/babi/vocab.ts";
-import { shortText } from "../../lib/contracts/short-text.ts";
+import { engineSettings } from "../settings.ts";
+import { InputError } from "../errors.ts";
+import { runConfigSchema, type RunConfig } from "./schema.ts";
+import { datasetLabel } from "../data/registry.ts";
+import { BABI_TASK_NAMES, isBabiTask } from "../data/babi/vocab.ts";
+import { shortText } from "../../../lib/contracts/short-text.ts";
 
-export type { RunConfig } from "./config-schema.ts";
+export type { RunConfig } from "./schema.ts";
 
 const CONFIG_GROUPS = ["envs", "algo"] as const;
 type Group = (typeof CONFIG_GROUPS)[number];
