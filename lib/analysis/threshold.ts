@@ -54,3 +54,17 @@ export function meanThresholdView(records: readonly Pick<EpisodeRecord, "pred_id
   const mean = (x: number) => (n ? x / n : NaN);
   return { precision: mean(sum.precision), recall: mean(sum.recall), f1: mean(sum.f1), coverage: mean(sum.coverage), kept: mean(sum.kept), threshold, episodes: n };
 }
+
+/** What the episode view shows for one pick at the slider's threshold. */
+export type PickFate = "kept" | "pruned" | "dropped";
+
+/**
+ * Pick `i`'s fate: kept, pruned (in the threshold prefix but made redundant by the other kept
+ * picks; only while pruning is on) or dropped by the stopping filter. `pruned` null, or `prune`
+ * off, is the plain threshold filter.
+ */
+export function pickFate(i: number, view: Pick<ThresholdView, "kept">, pruned: Pick<PruneView, "keep"> | null, prune: boolean): PickFate {
+  const pruning = prune && pruned !== null;
+  if (pruning ? pruned.keep.includes(i) : i < view.kept) return "kept";
+  return pruning && i < view.kept ? "pruned" : "dropped";
+}
