@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { configDiff, flattenConfig, groupBy } from "../lib/analysis/config-diff.ts";
 import { groupBand } from "../lib/analysis/bands.ts";
-import { meanThresholdView, thresholdView } from "../lib/analysis/threshold.ts";
+import { meanThresholdView, pickFate, thresholdView } from "../lib/analysis/threshold.ts";
 import { wilsonInterval } from "../lib/contracts/intervals.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 
@@ -33,6 +33,14 @@ test("the threshold view keeps the prefix before the first Q ≤ threshold and s
   close(mean.coverage, 0.5);
   close(mean.kept, 2);
   close(mean.f1, (0.5 + 1) / 2);
+});
+
+test("a pick's fate: kept inside the threshold prefix, pruned there only while pruning is on, dropped after it", () => {
+  const view = { kept: 3 };
+  const pruned = { keep: [0, 2] };
+  assert.deepEqual([0, 1, 2, 3].map((i) => pickFate(i, view, pruned, true)), ["kept", "pruned", "kept", "dropped"]);
+  assert.deepEqual([0, 1, 2, 3].map((i) => pickFate(i, view, pruned, false)), ["kept", "kept", "kept", "dropped"]);
+  assert.deepEqual([0, 1, 2, 3].map((i) => pickFate(i, view, null, true)), ["kept", "kept", "kept", "dropped"]);
 });
 
 test("Wilson 95 % intervals match worked values and stay inside [0, 1]", () => {
