@@ -34,6 +34,9 @@ test("routes: unknown paths 404, wrong methods 405 with Allow, path parameters d
   const nope = await call<{ error: string }>("GET", "/api/nope");
   assert.equal(nope.status, 404);
   assert.match(nope.body.error, /no API route \/api\/nope/);
+  const long = await call<{ error: string }>("GET", `/api/${"x".repeat(4000)}`);
+  assert.equal(long.status, 404);
+  assert.ok(long.body.error.length < 100, `the path is clipped in the error: ${long.body.error.length} characters`);
   const put = await call<{ error: string }>("PUT", "/api/runs");
   assert.equal(put.status, 405);
   assert.equal(put.headers.get("allow"), "GET, POST");

@@ -17,7 +17,7 @@ import { auditList, authLogin, authLogout, authMe, tokensCollection, userItem, u
 import { requiredRole } from "../auth/roles.ts";
 import { audit } from "../auth/accounts.ts";
 import { auditNeedsAnswer, auditOf } from "../auth/audit-routes.ts";
-import { roleRank } from "../../lib/contracts/index.ts";
+import { roleRank, shortText } from "../../lib/contracts/index.ts";
 import { runCancel, runClone, runEpisode, runEpisodes, runExport, runItem, runLogs, runMetrics, runResume, runsCollection, runsValidate } from "./runs.ts";
 
 /** Request bodies larger than this (or the route's own maxBodyBytes) are refused (413) before they are read. */
@@ -124,9 +124,9 @@ export async function serveApi(req: IncomingMessage, res: ServerResponse, deps: 
   let response: Response;
   if (need !== "public" && !principal) response = json({ error: "sign in first (or send Authorization: Bearer <token>)" }, 401);
   else if (need !== "public" && roleRank(principal!.role) < roleRank(need)) response = json({ error: `this needs the ${need} role (you are ${principal!.role})` }, 403);
-  else if (!route) response = json({ error: `no API route ${url.pathname}` }, 404);
+  else if (!route) response = json({ error: `no API route ${shortText(url.pathname)}` }, 404);
   else if (!route.methods[method as keyof Methods]) {
-    response = json({ error: `${method} is not allowed on ${url.pathname}` }, 405);
+    response = json({ error: `${shortText(method, 16)} is not allowed on ${shortText(url.pathname)}` }, 405);
     response.headers.set("allow", Object.keys(route.methods).join(", "));
   } else {
     const body = method === "GET" || method === "HEAD" ? undefined : await readBody(req, route.maxBodyBytes);
