@@ -18,6 +18,7 @@ import { fmtNum } from "../lib/format.ts";
 import { CompareChart, type CompareBand, type CompareLine } from "./CompareChart.tsx";
 import { ConfigDiffTable } from "./ConfigDiffTable.tsx";
 import { SweepOverlay } from "./sweeps/SweepOverlay.tsx";
+import { ExportMenu } from "./ExportMenu.tsx";
 
 /** Distinct colours for any number of runs: hues a golden angle apart. */
 export const runColor = (i: number) => `hsl(${Math.round((i * 137.508) % 360)} 62% 46%)`;
@@ -219,6 +220,7 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
         {data.loading && <span className="muted small">loading…</span>}
         {data.error && <span className="error-text small">{data.error.message}</span>}
         <span className="spacer" />
+        {ids.length > 0 && <ExportMenu runIds={ids} />}
         {actions}
       </div>
       {ids.length === 0 && !data.loading ? (

@@ -15,6 +15,7 @@ import { startServer, type RunningServer } from "../server/main.ts";
 import { resolveConfig } from "../server/qrag/index.ts";
 import { tmpDir } from "./platform-helpers.ts";
 import { readEvents } from "./tfevents-reader.ts";
+import tar from "tar-stream";
 
 let server: RunningServer;
 
@@ -138,4 +139,57 @@ test("export: metrics as CSV and JSON, episodes as JSONL, the config as YAML, al
 
   assert.equal((await call("GET", `/api/runs/${run.id}/export/passwords.txt`)).status, 400, "only the listed files");
   assert.equal((await call("GET", "/api/runs/nope/export/metrics.csv")).status, 404);
+});
+
+test("compare export: the five files over several runs, each row or document naming its run", async () => {
+  const tiny = resolveConfig({ preset: "tiny" });
+  const h = await getDb();
+  const made: { id: string; name: string; values: number[] }[] = [];
+  for (const [name, values] of [["alpha, \"first\"", [0.5, 0.25]], ["beta", [0.75]]] as const) {
+    const run = (await call<RunDetailDto>("POST", "/api/runs", JSON.stringify({ config: { ...tiny, seed: made.length + 1 }, name }))).body;
+    assert.ok(await claimRun(h, run.id, `w-cmp-${made.length}`, 60_000));
+    const events: EngineEvent[] = values.map((value, i) => ({ type: "metric", key: "qf_loss", step: 40 * (i + 1), update: i + 1, value, wall: i }));
+    events.push({ type: "episode", phase: "eval", step: 40, update: 1, record: { id: `s-${name}`, question: "q", answer: "a", sf_idx: [0], pred_idx: [0], q_values: [1], sf_texts: ["x"], pred_texts: ["x"], return: 1, num_chunks: 2, oracle_stop: true, metrics: { precision: 1, recall: 1, f1: 1, coverage: 1 }, filtered: { precision: 1, recall: 1, f1: 1, coverage: 1, threshold: 0.5, kept: 1 }, steps: [] } });
+    assert.ok((await ingestBatch(h, { runId: run.id, seq: 1, events }, `w-cmp-${made.length}`)).ok);
+    made.push({ id: run.id, name, values: [...values] });
+  }
+  const ids = made.map((r) => r.id).join(",");
+  const get = (file: string) => fetch(`${server.url}/api/compare/export/${file}?ids=${ids}`);
+
+  const csv = await get("metrics.csv");
+  assert.equal(csv.status, 200);
+  assert.match(csv.headers.get("content-disposition") ?? "", /filename="compare-2-runs-metrics\.csv"/);
+  const lines = (await csv.text()).trim().split("\n");
+  assert.equal(lines[0], "run_id,run_name,key,step,update,wall,value");
+  assert.deepEqual(lines.slice(1), [
+    `${made[0].id},"alpha, ""first""",qf_loss,40,1,0,0.5`,
+    `${made[0].id},"alpha, ""first""",qf_loss,80,2,1,0.25`,
+    `${made[1].id},beta,qf_loss,40,1,0,0.75`,
+  ], "a run name with a comma and quotes is one quoted CSV field");
+  const json = (await (await get("metrics.json")).json()) as { id: string; name: string; points: { value: number }[] }[];
+  assert.deepEqual(json.map((r) => [r.id, r.name, r.points.map((p) => p.value)]), made.map((r) => [r.id, r.name, r.values]));
+  const jsonl = (await (await get("episodes.jsonl")).text()).trim().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(jsonl.map((e) => [e.run_id, e.run_name, e.record.id]), made.map((r) => [r.id, r.name, `s-${r.name}`]));
+  const docs = YAML.parseAllDocuments(await (await get("config.yaml")).text());
+  assert.deepEqual(docs.map((d) => (d.toJS() as { seed: number }).seed), [1, 2], "one YAML document per run, in the order asked");
+
+  const tarBody = Buffer.from(await (await get("tfevents")).arrayBuffer());
+  const entries: { name: string; body: Buffer }[] = [];
+  const ex = tar.extract();
+  ex.on("entry", (header, stream, next) => {
+    const parts: Buffer[] = [];
+    stream.on("data", (c: unknown) => void parts.push(c as Buffer));
+    stream.on("end", () => (entries.push({ name: header.name, body: Buffer.concat(parts) }), next()));
+  });
+  await new Promise<void>((resolve, reject) => (ex.on("finish", resolve), ex.on("error", reject), ex.end(tarBody)));
+  assert.equal(entries.length, 2);
+  entries.forEach((e, i) => {
+    assert.match(e.name, new RegExp(`^[\\w.-]+-${made[i].id}/events\\.out\\.tfevents\\.\\d+\\.`), "one folder per run: tensorboard --logdir shows them side by side");
+    const [, ...scalars] = readEvents(new Uint8Array(e.body));
+    assert.deepEqual(scalars.map((ev) => ev.values[0].value), made[i].values.map(Math.fround));
+  });
+
+  assert.equal((await fetch(`${server.url}/api/compare/export/metrics.csv?ids=${made[0].id},nope`)).status, 404);
+  assert.equal((await fetch(`${server.url}/api/compare/export/metrics.csv?ids=`)).status, 400);
+  assert.equal((await fetch(`${server.url}/api/compare/export/metrics.csv?ids=${Array.from({ length: 201 }, (_, i) => `r${i}`).join(",")}`)).status, 400);
 });

@@ -193,6 +193,24 @@ describe("compare runs and dashboards in a real browser", { skip: skip ?? false,
     await until("all lines back", async () => (await lines()) === "3");
   });
 
+  test("the Export menu downloads the compared runs' files, every row naming its run", async () => {
+    await page.goto(`${server.url}/compare?runs=${IDS.join(",")}`);
+    await page.click('[data-testid="export-menu"] summary');
+    const links = page.locator('[data-testid="export-link"]');
+    await links.first().waitFor();
+    assert.deepEqual(await links.evaluateAll((as) => as.map((a) => a.getAttribute("data-file"))), ["metrics.csv", "metrics.json", "episodes.jsonl", "config.yaml", "tfevents"]);
+    assert.ok(await links.first().isVisible(), "the menu opens");
+    const hrefs = await links.evaluateAll((as) => as.map((a) => a.getAttribute("href")!));
+    for (const href of hrefs) {
+      const r = await page.request.get(`${server.url}${href}`);
+      assert.equal(r.status(), 200, href);
+      assert.match(r.headers()["content-disposition"] ?? "", /^attachment; filename="compare-3-runs-/, href);
+    }
+    const csv = (await (await page.request.get(`${server.url}${hrefs[0]}`)).text()).trim().split("\n");
+    assert.equal(csv[0], "run_id,run_name,key,step,update,wall,value");
+    assert.deepEqual([...new Set(csv.slice(1).map((l) => l.split(",")[0]))].sort(), [...IDS].sort(), "rows of every compared run");
+  });
+
   test("the config diff lists only the keys that differ", async () => {
     await page.goto(`${server.url}/compare?runs=${IDS.join(",")}`);
     const rows = page.locator('[data-testid="config-diff"] tbody tr');

@@ -109,4 +109,14 @@ export const runIdParams = z.object({ id: idParam });
 export const EXPORT_FILES = ["metrics.csv", "metrics.json", "episodes.jsonl", "config.yaml", "tfevents"] as const;
 export type ExportFile = (typeof EXPORT_FILES)[number];
 export const exportParams = z.object({ id: idParam, file: z.enum(EXPORT_FILES) });
+/** GET /api/compare/export/:file?ids=a,b — the compare view's runs (as many as it shows) */
+export const MAX_EXPORT_RUNS = 200;
+export const compareExportParams = z.object({ file: z.enum(EXPORT_FILES) });
+export const compareExportQuery = z.strictObject({
+  ids: z
+    .string()
+    .max(MAX_EXPORT_RUNS * 101)
+    .transform((s) => s.split(",").map((x) => x.trim()).filter(Boolean))
+    .pipe(z.array(idParam).min(1, "at least one run id").max(MAX_EXPORT_RUNS, `at most ${MAX_EXPORT_RUNS} runs`)),
+});
 export const episodeIdParams = z.object({ id: idParam, episodeId: intParam(1, Number.MAX_SAFE_INTEGER) });

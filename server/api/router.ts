@@ -18,7 +18,7 @@ import { requiredRole } from "../auth/roles.ts";
 import { audit } from "../auth/accounts.ts";
 import { auditNeedsAnswer, auditOf } from "../auth/audit-routes.ts";
 import { roleRank, shortText } from "../../lib/contracts/index.ts";
-import { runCancel, runClone, runEpisode, runEpisodes, runExport, runItem, runLogs, runMetrics, runResume, runsCollection, runsValidate } from "./runs.ts";
+import { compareExport, runCancel, runClone, runEpisode, runEpisodes, runExport, runItem, runLogs, runMetrics, runResume, runsCollection, runsValidate } from "./runs.ts";
 
 /** Request bodies larger than this (or the route's own maxBodyBytes) are refused (413) before they are read. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -46,6 +46,7 @@ const ROUTES: [string, Methods, RouteOptions?][] = [
   ["/api/runs/:id/episodes/:episodeId/chunks", episodeChunks],
   ["/api/runs/:id/logs", runLogs],
   ["/api/runs/:id/export/:file", runExport],
+  ["/api/compare/export/:file", compareExport],
   ["/api/runs/:id/sweeps", runSweeps],
   ["/api/runs/:id/sweeps/upload", runSweepUpload, { maxBodyBytes: IMPORT_MAX_BODY_BYTES }],
   ["/api/sweeps/:id", sweepItem],

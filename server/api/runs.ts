@@ -1,11 +1,11 @@
 /** REST handlers for /api/runs and /api/runs/:id/... (bound to paths in router.ts). */
 import {
-  cloneRunBody, createRunBody, episodeIdParams, episodesQuery, exportParams, logsQuery, metricsQuery, patchRunBody, runIdParams, runListQuery, validateConfigBody,
+  cloneRunBody, compareExportParams, compareExportQuery, createRunBody, episodeIdParams, episodesQuery, exportParams, logsQuery, metricsQuery, patchRunBody, runIdParams, runListQuery, validateConfigBody,
 } from "../../lib/contracts/index.ts";
 import type { ValidatedConfigDto } from "../../lib/contracts/index.ts";
 import { cancelRun, cloneRun, createRun, getRun, listRuns, patchRun, resumeRun, runConfigFrom } from "../runs/service.ts";
 import { getEpisode, getMetrics, listEpisodes, listLogs } from "../runs/queries.ts";
-import { exportRun } from "../runs/export.ts";
+import { exportRun, exportRuns, type ExportedFile } from "../runs/export.ts";
 import { ApiError, badRequest, fieldErrorsOf } from "../runs/errors.ts";
 import { fieldIssues } from "../qrag/index.ts";
 import { handler, parseWith, queryOf, readJson, type Params } from "./http.ts";
@@ -73,10 +73,21 @@ export const runEpisode = {
 export const runLogs = { GET: handler(async (req, p, d) => listLogs(d.db, idOf(p), parseWith(logsQuery, queryOf(req), "query"))) };
 
 /** A run's files for download (metrics CSV/JSON, episodes JSONL, config YAML). */
+/** The export's answer: a download named for its content. */
+const download = (f: ExportedFile) =>
+  new Response(typeof f.body === "string" ? f.body : new Uint8Array(f.body), { headers: { "content-type": f.contentType, "content-disposition": `attachment; filename="${f.filename}"`, "cache-control": "no-store" } });
+
+export const compareExport = {
+  GET: handler(async (req, p, d) => {
+    const { file } = parseWith(compareExportParams, p, "export");
+    const { ids } = parseWith(compareExportQuery, queryOf(req), "query");
+    return download(await exportRuns(d.db, ids, file));
+  }),
+};
+
 export const runExport = {
   GET: handler(async (_req, p, d) => {
     const { id, file } = parseWith(exportParams, p, "export");
-    const f = await exportRun(d.db, id, file);
-    return new Response(typeof f.body === "string" ? f.body : new Uint8Array(f.body), { headers: { "content-type": f.contentType, "content-disposition": `attachment; filename="${f.filename}"`, "cache-control": "no-store" } });
+    return download(await exportRun(d.db, id, file));
   }),
 };
