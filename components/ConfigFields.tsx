@@ -6,6 +6,7 @@
  * numbers and number lists as text (so a non-number reaches zod and gets its message). A value that
  * differs from the baseline (the preset, or the run a clone comes from) is marked, with a reset.
  */
+import { useState } from "react";
 import type { FieldNode } from "../lib/config-form.ts";
 import { getAt } from "../lib/config-form.ts";
 import { dataFilesListId, dataPathKind } from "../lib/contracts/index.ts";
@@ -133,19 +134,37 @@ function Leaf({ node, draft, baseline, errors, onChange }: { node: FieldNode } &
   );
 }
 
-function Group({ node, legend, ...props }: { node: FieldNode; legend?: string } & FieldsProps) {
-  const path = split(node.path);
-  let children: FieldNode[];
-  let selector = null;
+/** Which fields a part of the form shows (by dotted path; a variant's selector by its discriminator's path). */
+type Pick = (path: string) => boolean;
+
+/** The children a group shows for the current draft (a variant: its chosen option's), and its selector's path. */
+function childrenOf(node: FieldNode, draft: unknown): { children: FieldNode[]; selectorPath?: string } {
   if (node.kind === "variant") {
-    const current = String(getAt(props.draft, [...path, node.discriminator]) ?? Object.keys(node.options)[0]);
+    const current = String(getAt(draft, [...split(node.path), node.discriminator]) ?? Object.keys(node.options)[0]);
     const opt = node.options[current] ?? Object.values(node.options)[0];
-    children = opt.children.filter((c) => c.key !== node.discriminator);
-    const id = `f-${node.path}.${node.discriminator}`;
+    return { children: opt.children.filter((c) => c.key !== node.discriminator), selectorPath: `${node.path}.${node.discriminator}` };
+  }
+  return { children: node.kind === "object" ? node.children : [] };
+}
+
+/** The leaf paths (and selector paths) under a node that `pick` keeps. */
+function pickedPaths(node: FieldNode, draft: unknown, pick: Pick): string[] {
+  if (!isGroup(node)) return pick(node.path) ? [node.path] : [];
+  const { children, selectorPath } = childrenOf(node, draft);
+  return [...(selectorPath && pick(selectorPath) ? [selectorPath] : []), ...children.flatMap((c) => pickedPaths(c, draft, pick))];
+}
+
+function Group({ node, legend, pick, ...props }: { node: FieldNode; legend?: string; pick: Pick } & FieldsProps) {
+  const path = split(node.path);
+  const { children, selectorPath } = childrenOf(node, props.draft);
+  let selector = null;
+  if (node.kind === "variant" && selectorPath && pick(selectorPath)) {
+    const current = String(getAt(props.draft, [...path, node.discriminator]) ?? Object.keys(node.options)[0]);
+    const id = `f-${selectorPath}`;
     selector = (
-      <div className="field" data-field={`${node.path}.${node.discriminator}`}>
+      <div className="field" data-field={selectorPath}>
         <label htmlFor={id}>{node.discriminator}</label>
-        <select id={id} name={`${node.path}.${node.discriminator}`} value={current} onChange={(e) => props.onVariant(node, path, e.target.value)}>
+        <select id={id} name={selectorPath} value={current} onChange={(e) => props.onVariant(node, path, e.target.value)}>
           {Object.keys(node.options).map((n) => (
             <option key={n} value={n}>
               {n}
@@ -154,12 +173,11 @@ function Group({ node, legend, ...props }: { node: FieldNode; legend?: string } 
         </select>
       </div>
     );
-  } else if (node.kind === "object") {
-    children = node.children;
-  } else return <Leaf node={node} {...props} />;
+  } else if (!isGroup(node)) return <Leaf node={node} {...props} />;
 
-  const leaves = children.filter((c) => !isGroup(c));
-  const groups = children.filter(isGroup);
+  const leaves = children.filter((c) => !isGroup(c) && pick(c.path));
+  const groups = children.filter((c) => isGroup(c) && pickedPaths(c, props.draft, pick).length > 0);
+  if (!selector && leaves.length === 0 && groups.length === 0) return null;
   const groupError = props.errors[node.path];
   return (
     <fieldset className="group" data-group={node.path || "root"}>
@@ -175,24 +193,63 @@ function Group({ node, legend, ...props }: { node: FieldNode; legend?: string } 
           </div>
         )}
         {groups.map((g) => (
-          <Group key={g.path} node={g} {...props} />
+          <Group key={g.path} node={g} pick={pick} {...props} />
         ))}
       </div>
     </fieldset>
   );
 }
 
-/** The whole config form: top-level settings, then the envs and algo groups. */
-export function ConfigFields({ root, ...props }: { root: FieldNode } & FieldsProps) {
-  if (root.kind !== "object") return null;
+/**
+ * The fields most runs set, shown first; every other field is under "Advanced" (the schema's
+ * ≈ 60), which opens by itself when one of its fields has an error or differs from the baseline
+ * (until the user opens or closes it); its summary counts those either way.
+ */
+export const COMMON_FIELDS: ReadonlySet<string> = new Set([
+  "name", "seed", "steps_count", "batch_size", "eval_interval", "eval_episodes", "backend",
+  "envs.name", "envs.task", "envs.num_sentences", "algo.encoder.type", "algo.encoder.path", "algo.optimizer.lr",
+]);
+const common: Pick = (p) => COMMON_FIELDS.has(p);
+const advanced: Pick = (p) => !COMMON_FIELDS.has(p);
+
+/** The config form's sections: top-level settings, then the envs and algo groups, for the fields `pick` keeps. */
+function Sections({ root, pick, ...props }: { root: FieldNode & { kind: "object" }; pick: Pick } & FieldsProps) {
   const leaves = root.children.filter((c) => !isGroup(c));
   const groups = root.children.filter(isGroup);
   return (
-    <div className="stack">
-      <Group node={{ ...root, children: leaves }} legend="training" {...props} />
+    <>
+      <Group node={{ ...root, children: leaves }} legend="training" pick={pick} {...props} />
       {groups.map((g) => (
-        <Group key={g.path} node={g} {...props} />
+        <Group key={g.path} node={g} pick={pick} {...props} />
       ))}
+    </>
+  );
+}
+
+/** The whole config form: the common fields, then the rest under "Advanced". */
+export function ConfigFields({ root, ...props }: { root: FieldNode } & FieldsProps) {
+  // null: open exactly while an advanced field has an error or a change; a click decides from then on
+  const [choice, setChoice] = useState<boolean | null>(null);
+  if (root.kind !== "object") return null;
+  const paths = pickedPaths(root, props.draft, advanced);
+  const errors = paths.filter((p) => props.errors[p]).length;
+  const changed = paths.filter((p) => differs(getAt(props.draft, split(p)), getAt(props.baseline, split(p)))).length;
+  const open = choice ?? (errors > 0 || changed > 0);
+  const notes = [errors && `${errors} with an error`, changed && `${changed} changed`].filter(Boolean).join(", ");
+  return (
+    <div className="stack">
+      <Sections root={root} pick={common} {...props} />
+      <details className="advanced" open={open} data-testid="advanced-fields" data-fields={paths.length}>
+        <summary
+          onClick={(e) => {
+            e.preventDefault(); // the open state is React's
+            setChoice(!open);
+          }}
+        >
+          Advanced: {paths.length} more fields{notes ? ` (${notes})` : ""}
+        </summary>
+        {open && <Sections root={root} pick={advanced} {...props} />}
+      </details>
     </div>
   );
 }

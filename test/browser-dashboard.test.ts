@@ -71,6 +71,7 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
     await shows(stepsError, /^must be ≥ 1$/);
     await steps.fill("many");
     await shows(stepsError, /^must be a number$/);
+    await page.click('[data-testid="advanced-fields"] > summary');
     await page.locator('[data-field="algo.encoder.dim"] input').fill("30");
     await shows(page.locator('[data-field="algo.encoder.dim"] .field-error'), /divisible by 4/);
     // submitting an invalid form sends nothing and keeps the messages
@@ -119,6 +120,25 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
     assert.equal(await task.inputValue(), TASKS[0]);
     await page.locator('[data-field="envs.task"]:not([data-changed])').waitFor();
     assert.deepEqual(await changes.locator("li").allTextContents(), ["steps_count 60 → 90"]);
+    // the common fields come first; the rest wait under "Advanced", closed, which counts them
+    const advanced = page.locator('[data-testid="advanced-fields"]');
+    assert.equal(await advanced.getAttribute("open"), null, "Advanced starts closed on the preset as it is");
+    assert.ok(Number(await advanced.getAttribute("data-fields")) > 30, `advanced fields: ${await advanced.getAttribute("data-fields")}`);
+    assert.ok(await page.locator('[data-field="steps_count"]').isVisible());
+    assert.equal(await page.locator('[data-field="algo.encoder.dim"]').count(), 0, "advanced fields are not drawn while closed");
+    const summaryText = () => advanced.locator("> summary").textContent();
+    assert.match((await summaryText()) ?? "", /^Advanced: \d+ more fields$/);
+    await advanced.locator("> summary").click();
+    await page.locator('[data-field="algo.encoder.dim"] input').fill("48");
+    await page.locator('[data-field="algo.encoder.dim"][data-changed="yes"]').waitFor();
+    assert.match((await summaryText()) ?? "", /\(1 changed\)$/);
+    // closed again, a changed advanced field is still counted on the summary, and the change list names it
+    await advanced.locator("> summary").click();
+    assert.equal(await page.locator('[data-field="algo.encoder.dim"]').count(), 0);
+    assert.match((await summaryText()) ?? "", /\(1 changed\)$/);
+    assert.ok((await changes.locator("li").allTextContents()).includes("algo.encoder.dim 32 → 48"));
+    await advanced.locator("> summary").click();
+    await page.locator('[data-field="algo.encoder.dim"] [data-testid="field-reset"]').click();
     // a fixed value is a select of one, not an editable-looking box
     const fixed = page.locator('[data-field="envs.feedback.type"] select');
     assert.deepEqual([await fixed.isDisabled(), await fixed.locator("option").allTextContents()], [true, ["gt"]]);
@@ -132,7 +152,8 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
     await page.selectOption('[data-testid="preset-select"]', "tiny");
     const root = page.locator('[data-testid="data-root"]');
     await waitFor("the data root shown", async () => ((await root.textContent()) ?? "").includes(server!.dataDir), 10_000);
-    // the noise folder field suggests the folders of the root; the datalists hold its entries, not internals
+    // the noise folder field (under Advanced) suggests the folders of the root; the datalists hold its entries, not internals
+    await page.click('[data-testid="advanced-fields"] > summary');
     assert.equal(await page.locator('[data-field="envs.noise"] input').getAttribute("list"), "data-files-dir");
     const options = (kind: string) => page.locator(`datalist#data-files-${kind} option`).evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
     assert.ok((await options("dir")).includes("books"), `dirs: ${await options("dir")}`);
