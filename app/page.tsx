@@ -2,7 +2,8 @@
 import Link from "next/link";
 import { Suspense, useEffect, useState } from "react";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { MAX_COMPARE_RUNS, RUN_LIST_SORTS, RUN_STATUSES, type RunStatus } from "../lib/contracts/index.ts";
+import { MAX_COMPARE_RUNS, RUN_STATUSES, type RunStatus } from "../lib/contracts/index.ts";
+import { HttpError } from "../lib/api.ts";
 import { useRuns } from "../lib/hooks/useRuns.ts";
 import type { RunListParams } from "../lib/hooks/keys.ts";
 import { RunsTable } from "../components/RunsTable.tsx";
@@ -20,11 +21,15 @@ function RunsPage() {
     status: sp.get("status") ?? undefined,
     q: sp.get("q") ?? undefined,
     tag: sp.get("tag") ?? undefined,
-    sort: (RUN_LIST_SORTS as readonly string[]).includes(sortParam ?? "") ? (sortParam as RunListParams["sort"]) : "createdAt",
+    // a fixed column or a chosen one (the server names a sort it cannot do)
+    sort: sortParam || "createdAt",
     order: sp.get("order") === "asc" ? "asc" : "desc",
     limit: PAGE,
     offset: Number(sp.get("offset") ?? 0) || 0,
+    cols: sp.get("cols") ?? undefined,
+    where: sp.get("where") ?? undefined,
   };
+  const columns = (params.cols ?? "").split(",").map((c) => c.trim()).filter(Boolean);
   const runs = useRuns(params);
 
   const setParams = (patch: Record<string, string | undefined>) => {
@@ -43,6 +48,18 @@ function RunsPage() {
     const t = setTimeout(() => setParams({ q: search || undefined }), 300);
     return () => clearTimeout(t);
   });
+
+  // the filter expression and the chosen columns apply on Enter (or when the box is left)
+  const [where, setWhere] = useState(params.where ?? "");
+  const [cols, setCols] = useState(params.cols ?? "");
+  const fieldError = (k: "where" | "cols" | "sort") => (runs.error instanceof HttpError ? runs.error.fieldErrors[k] : undefined);
+  const applyOnEnter = (k: "where" | "cols", v: string) => ({
+    onKeyDown: (e: React.KeyboardEvent) => {
+      if (e.key === "Enter") setParams({ [k]: v.trim() || undefined });
+    },
+    onBlur: () => (v.trim() || undefined) !== params[k] && setParams({ [k]: v.trim() || undefined }),
+  });
+  const paramError = fieldError("where") ?? fieldError("cols") ?? fieldError("sort");
 
   // selection for Compare: rows by id (kept across pages), or "every run matching the filter"
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
@@ -105,10 +122,46 @@ function RunsPage() {
         )}
         {runs.isPlaceholderData && <span className="muted small">loading…</span>}
       </div>
+      <div className="row runs-query" style={{ marginBottom: 12 }}>
+        <label className="grow">
+          filter
+          <input
+            type="text"
+            className="mono"
+            placeholder="envs.task = qa2 and best.eval_coverage >= 0.9"
+            value={where}
+            onChange={(e) => setWhere(e.target.value)}
+            {...applyOnEnter("where", where)}
+            aria-invalid={fieldError("where") ? true : undefined}
+            spellCheck={false}
+            data-testid="runs-where"
+          />
+        </label>
+        <label className="grow">
+          columns
+          <input
+            type="text"
+            className="mono"
+            placeholder="envs.task, algo.optimizer.lr, best.eval_coverage, min.qf_loss"
+            value={cols}
+            onChange={(e) => setCols(e.target.value)}
+            {...applyOnEnter("cols", cols)}
+            aria-invalid={fieldError("cols") ? true : undefined}
+            spellCheck={false}
+            data-testid="runs-cols"
+          />
+        </label>
+      </div>
+      {paramError && (
+        <p className="field-error" role="alert" data-testid="runs-query-error">
+          {fieldError("where") ? "filter" : fieldError("cols") ? "columns" : "sort"}: {paramError}
+        </p>
+      )}
       {(selected.size > 0 || matchingAll) && (
         <div className="row selection-bar" style={{ marginBottom: 12 }} data-testid="selection-bar">
           <span data-testid="selection-count">{matchingAll ? `all ${total} matching runs selected${total > MAX_COMPARE_RUNS ? ` (the newest ${MAX_COMPARE_RUNS} are compared)` : ""}` : `${selected.size} selected`}</span>
-          {!matchingAll && total > shown.length && shown.every((r) => selected.has(r.id)) && (
+          {/* the compare view filters by status, search and tag only: not offered under a filter expression */}
+          {!matchingAll && !params.where && total > shown.length && shown.every((r) => selected.has(r.id)) && (
             <button type="button" className="link" onClick={() => setAllMatching(filterKey)} data-testid="select-all-matching">
               Select all {total} matching
             </button>
@@ -121,12 +174,12 @@ function RunsPage() {
           </button>
         </div>
       )}
-      {runs.error ? (
+      {paramError ? null : runs.error ? (
         <div className="form-banner">Could not load runs: {(runs.error as Error).message}</div>
       ) : runs.isLoading ? (
         <div className="empty">Loading runs…</div>
       ) : (
-        <RunsTable runs={runs.data?.runs ?? []} sort={params.sort!} order={params.order!} onSort={onSort} activeTag={params.tag} onTag={(t) => setParams({ tag: t === params.tag ? undefined : t })} selection={selection} />
+        <RunsTable runs={runs.data?.runs ?? []} sort={params.sort!} order={params.order!} onSort={onSort} activeTag={params.tag} onTag={(t) => setParams({ tag: t === params.tag ? undefined : t })} selection={selection} columns={columns} />
       )}
       {total > PAGE && (
         <div className="row" style={{ marginTop: 10 }}>

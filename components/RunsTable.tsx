@@ -1,12 +1,19 @@
 "use client";
 import Link from "next/link";
-import { SUMMARY_COLUMNS, type RunDto } from "../lib/contracts/index.ts";
+import { SUMMARY_COLUMNS, type CellValue, type RunDto } from "../lib/contracts/index.ts";
 import type { RunListParams } from "../lib/hooks/keys.ts";
 import { fmtDateTime, fmtDuration, fmtNum, runSeconds } from "../lib/format.ts";
 import { useNow } from "../lib/hooks/useNow.ts";
 import { KindBadge, Progress, StatusBadge } from "./Badges.tsx";
 
 type SortKey = NonNullable<RunListParams["sort"]>;
+
+/** A chosen column's cell: numbers to 4 significant digits, text as text, "—" where the run has none. */
+function Cell({ v }: { v: CellValue | undefined }) {
+  if (v === undefined || v === null) return <span className="muted">—</span>;
+  if (typeof v === "number") return <>{fmtNum(v)}</>;
+  return <>{String(v)}</>;
+}
 
 interface Props {
   runs: RunDto[];
@@ -15,6 +22,8 @@ interface Props {
   onSort: (key: SortKey) => void;
   activeTag?: string;
   onTag: (tag: string) => void;
+  /** Chosen columns (config keys, metric stats) after the fixed ones, their values in each row's `columns`. */
+  columns?: readonly string[];
   /** Row selection for Compare (checkbox column shown when given). */
   selection?: {
     selected: ReadonlySet<string>;
@@ -35,7 +44,7 @@ function SortHeader({ label, k, sort, order, onSort, className }: { label: strin
 }
 
 /** The runs table: status, preset, task, live key metrics, created, duration, tags. */
-export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selection }: Props) {
+export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selection, columns = [] }: Props) {
   const now = useNow(1_000);
   const h = { sort, order, onSort };
   return (
@@ -62,6 +71,9 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selecti
               <th key={c.key} className="num" title={c.tooltip}>
                 {c.header}
               </th>
+            ))}
+            {columns.map((c) => (
+              <SortHeader key={c} label={c} k={c} className="num mono chosen" {...h} />
             ))}
             <th>Progress</th>
             <SortHeader label="Created" k="createdAt" {...h} />
@@ -102,6 +114,11 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selecti
                   {fmtNum(r.summary[c.key], c.digits)}
                 </td>
               ))}
+              {columns.map((c) => (
+                <td key={c} className="num" data-column={c}>
+                  <Cell v={r.columns?.[c]} />
+                </td>
+              ))}
               <td>
                 <Progress done={r.progressDone} total={r.progressTotal} />
               </td>
@@ -120,7 +137,7 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selecti
           ))}
           {runs.length === 0 && (
             <tr>
-              <td colSpan={selection ? 14 : 13} className="empty">
+              <td colSpan={(selection ? 14 : 13) + columns.length} className="empty">
                 No runs match. <Link href="/runs/new">Launch one</Link>.
               </td>
             </tr>

@@ -25,7 +25,8 @@ export function putRuns(qc: QueryClient, runs: readonly RunDto[]): string[] {
       listed.add(r.id);
       if (!newer(fresh, r)) return r;
       changed = true;
-      return fresh;
+      // a pushed row carries no chosen columns: keep the list's until its next fetch
+      return r.columns && !fresh.columns ? { ...fresh, columns: r.columns } : fresh;
     });
     if (changed) qc.setQueryData<RunListDto>(q.queryKey, { ...data, runs: list });
   }

@@ -58,6 +58,7 @@ export const TIERS = {
     "qa-loaders",
     "replay-view",
     "rng",
+    "run-columns",
     "rotary",
     "stop-rules",
     "sweep-series",

@@ -193,3 +193,38 @@ test("compare export: the five files over several runs, each row or document nam
   assert.equal((await fetch(`${server.url}/api/compare/export/metrics.csv?ids=`)).status, 400);
   assert.equal((await fetch(`${server.url}/api/compare/export/metrics.csv?ids=${Array.from({ length: 201 }, (_, i) => `r${i}`).join(",")}`)).status, 400);
 });
+
+test("runs list: chosen columns (config keys, metric stats), a filter expression, sort on a column; bad ones name the token", async () => {
+  const h = await getDb();
+  const made: RunDetailDto[] = [];
+  for (const [task, cov] of [["qa1", [0.5, 0.9, 0.7]], ["qa2", [0.2, 0.4]], ["qa2", [0.6, 0.95]]] as const) {
+    const config = resolveConfig({ preset: "tiny", overrides: [`envs.task=${task}`, `seed=${made.length + 7}`] });
+    const run = (await call<RunDetailDto>("POST", "/api/runs", JSON.stringify({ config, name: `cols ${made.length}`, tags: ["cols-test"] }))).body;
+    assert.ok(await claimRun(h, run.id, `w-cols-${made.length}`, 60_000));
+    const events: EngineEvent[] = cov.map((value, i) => ({ type: "metric", key: "eval_coverage", step: 10 * (i + 1), update: i + 1, value, wall: i }));
+    assert.ok((await ingestBatch(h, { runId: run.id, seq: 1, events }, `w-cols-${made.length}`)).ok);
+    made.push((await call<RunDetailDto>("GET", `/api/runs/${run.id}`)).body);
+  }
+  const taskOf = (r: RunDetailDto) => (r.config as { envs: { task: string } }).envs.task;
+  type Page = { runs: (RunDetailDto & { columns: Record<string, unknown> })[]; total: number };
+  const list = (qs: string) => call<Page>("GET", `/api/runs?tag=cols-test&${qs}`);
+
+  const all = (await list(`cols=${encodeURIComponent("envs.task,best.eval_coverage,min.eval_coverage,last.eval_coverage,seed")}&sort=best.eval_coverage&order=desc`)).body;
+  assert.deepEqual(all.runs.map((r) => r.name), ["cols 2", "cols 0", "cols 1"], "sorted by the best coverage, highest first");
+  assert.deepEqual(all.runs.map((r) => r.columns), [
+    { "envs.task": taskOf(made[2]), "best.eval_coverage": 0.95, "min.eval_coverage": 0.6, "last.eval_coverage": 0.95, seed: 9 },
+    { "envs.task": taskOf(made[0]), "best.eval_coverage": 0.9, "min.eval_coverage": 0.5, "last.eval_coverage": 0.7, seed: 7 },
+    { "envs.task": taskOf(made[1]), "best.eval_coverage": 0.4, "min.eval_coverage": 0.2, "last.eval_coverage": 0.4, seed: 8 },
+  ]);
+  const filtered = (await list(`where=${encodeURIComponent(`envs.task = ${taskOf(made[1])} and best.eval_coverage >= 0.9`)}&cols=seed`)).body;
+  assert.deepEqual([filtered.total, filtered.runs.map((r) => r.name)], [1, ["cols 2"]]);
+  const paged = (await list(`where=${encodeURIComponent("best.eval_coverage > 0.3")}&sort=seed&order=asc&limit=1&offset=1`)).body;
+  assert.deepEqual([paged.total, paged.runs.map((r) => r.name)], [3, ["cols 1"]], "filter, sort, then the page");
+
+  const bad = await call<{ fieldErrors: Record<string, string> }>("GET", `/api/runs?where=${encodeURIComponent("envs.task qa2")}`);
+  assert.equal(bad.status, 400);
+  assert.match(bad.body.fieldErrors.where, /expected an operator .* got "qa2" at character 11/);
+  const badCol = await call<{ fieldErrors: Record<string, string> }>("GET", "/api/runs?cols=best.bogus");
+  assert.equal(badCol.status, 400);
+  assert.match(badCol.body.fieldErrors.cols, /unknown metric bogus/);
+});

@@ -193,6 +193,41 @@ describe("compare runs and dashboards in a real browser", { skip: skip ?? false,
     await until("all lines back", async () => (await lines()) === "3");
   });
 
+  test("the runs table: chosen columns from the URL, a filter expression, sorting on a chosen column; a bad filter names its token", async () => {
+    await page.goto(`${server.url}/?cols=${encodeURIComponent("envs.task,best.eval_coverage")}&sort=best.eval_coverage&order=desc`);
+    const table = page.locator('[data-testid="runs-table"]');
+    const ours = (ids: (string | null)[]) => ids.filter((id) => IDS.includes(id!));
+    const order = async () => ours(await table.locator("tbody tr[data-run-id]").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-run-id"))));
+    await until("the chosen columns drawn", async () => (await table.locator('td[data-column="best.eval_coverage"]').count()) >= 3);
+    const headers = await table.locator("thead th").allTextContents();
+    assert.ok(headers.some((h) => h.startsWith("envs.task")) && headers.some((h) => h.startsWith("best.eval_coverage ▼")), headers.join(" | "));
+    assert.deepEqual(await order(), ["cmpa", "cmpb", "cmpc"], "best coverage, highest first");
+    const cells = (col: string) => Promise.all(IDS.map((id) => table.locator(`tr[data-run-id="${id}"] td[data-column="${col}"]`).textContent()));
+    assert.deepEqual(await cells("best.eval_coverage"), ["1", "0.75", "0"]);
+    assert.deepEqual(await cells("envs.task"), ["qa1", "qa1", "qa2"]);
+    // a header click turns the order
+    await table.locator('th[data-sort="best.eval_coverage"]').click();
+    await page.waitForURL(/order=asc/);
+    await until("ascending", async () => (await order()).join() === "cmpc,cmpb,cmpa");
+    // a filter expression, applied on Enter
+    await page.fill('[data-testid="runs-where"]', "envs.task = qa1 and best.eval_coverage >= 0.8");
+    await page.press('[data-testid="runs-where"]', "Enter");
+    await until("the filtered rows", async () => (await order()).join() === "cmpa");
+    assert.match(page.url(), /where=envs\.task/);
+    await shot("runs-columns");
+    // a bad expression: the error under the box names the token, and no table of stale rows is shown
+    await page.fill('[data-testid="runs-where"]', "envs.task qa1");
+    await page.press('[data-testid="runs-where"]', "Enter");
+    const err = page.locator('[data-testid="runs-query-error"]');
+    await err.waitFor();
+    assert.equal(await err.textContent(), 'filter: expected an operator (= != >= <= > < ~) after envs.task, got "qa1" at character 11');
+    assert.equal(await page.locator('[data-testid="runs-where"]').getAttribute("aria-invalid"), "true");
+    // the browser logs the expected 400 as a failed resource load: not a page error
+    const expected = errors.filter((e) => /status of 400/.test(e));
+    assert.ok(expected.length >= 1, errors.join("\n"));
+    errors.splice(0, errors.length, ...errors.filter((e) => !expected.includes(e)));
+  });
+
   test("the Export menu downloads the compared runs' files, every row naming its run", async () => {
     await page.goto(`${server.url}/compare?runs=${IDS.join(",")}`);
     await page.click('[data-testid="export-menu"] summary');

@@ -7,6 +7,7 @@
 import type { Prisma } from "../../generated/sqlite/client.ts";
 import type { EpisodeRecord } from "./engine-events.ts";
 import type { SummaryKey } from "./metrics.ts";
+import type { CellValue } from "./run-columns.ts";
 
 export const RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -35,6 +36,8 @@ export type RunDto = Omit<Wire<RunListRow>, "status" | "tags" | "summary"> & {
   workerName: string | null;
   /** Seconds from start to finish (or to the time of the answer while running). */
   durationSeconds: number | null;
+  /** The values of the columns a runs list asked for (`cols`), by column key; absent: not asked. */
+  columns?: Record<string, CellValue>;
 };
 
 export const checkpointSelect = { step: true, update: true, path: true, best: true, evalReturn: true, createdAt: true } as const satisfies Prisma.CheckpointSelect;

@@ -4,6 +4,7 @@
  * from the same types. Every size a user can set is bounded here.
  */
 import { z } from "zod";
+import { parseColumn, parseColumns, parseFilter } from "./run-columns.ts";
 import { RUN_STATUSES, type RunStatus } from "./dto.ts";
 
 export const intParam = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -65,8 +66,41 @@ export const runListQuery = z.strictObject({
     }),
   q: z.string().max(200).optional(),
   tag: z.string().max(64).optional(),
-  sort: z.enum(RUN_LIST_SORTS).optional(),
+  /** One of RUN_LIST_SORTS, or a column key (run-columns.ts). */
+  sort: z
+    .string()
+    .max(100)
+    .optional()
+    .refine((s) => s === undefined || (RUN_LIST_SORTS as readonly string[]).includes(s) || !("error" in parseColumn(s)), "not a column to sort on"),
   order: z.enum(["asc", "desc"]).optional(),
+  /** Extra columns (run-columns.ts), comma-separated. */
+  cols: z
+    .string()
+    .max(1200)
+    .optional()
+    .transform((s, ctx) => {
+      if (!s) return undefined;
+      const c = parseColumns(s);
+      if ("error" in c) {
+        ctx.addIssue({ code: "custom", message: c.error });
+        return z.NEVER;
+      }
+      return c;
+    }),
+  /** A filter expression (run-columns.ts). */
+  where: z
+    .string()
+    .max(500, "at most 500 characters")
+    .optional()
+    .transform((s, ctx) => {
+      if (!s?.trim()) return undefined;
+      const f = parseFilter(s);
+      if ("error" in f) {
+        ctx.addIssue({ code: "custom", message: f.error });
+        return z.NEVER;
+      }
+      return f;
+    }),
   // a page, not the table: the dashboard asks for 50 rows, compare for at most 200 (default 100)
   limit: intParam(1, 500).optional(),
   offset: intParam(0, 10_000_000).optional(),

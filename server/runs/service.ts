@@ -7,7 +7,8 @@
 import crypto from "node:crypto";
 import type { Prisma } from "../../generated/sqlite/client.ts";
 import type { CloneRunBody, CreateRunBody, PatchRunBody, RunDetailDto, RunDto, RunListDto, RunListQuery, RunListRow } from "../../lib/contracts/index.ts";
-import { checkpointSelect, runListSelect } from "../../lib/contracts/index.ts";
+import { checkpointSelect, clauseHolds, compareCells, parseColumn, RUN_LIST_SORTS, runListSelect, type RunColumn, type RunListSort } from "../../lib/contracts/index.ts";
+import { cellOf, metricStats, parsedRun } from "./list-columns.ts";
 import { buildRunConfig, checkEncoderPath, checkEnvPaths, ConfigError, describeConfig, type RunConfig, type RunConfigInput } from "../qrag/index.ts";
 import { settings } from "../settings.ts";
 import type { DbHandle } from "../db/client.ts";
@@ -120,24 +121,36 @@ export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<R
   const limit = query.limit ?? 100;
   const offset = query.offset ?? 0;
   const now = Date.now();
+  const sortColumn = query.sort && !(RUN_LIST_SORTS as readonly string[]).includes(query.sort) ? (parseColumn(query.sort) as RunColumn) : null;
 
   let rows: RunListRow[];
   let total: number;
-  if (query.sort === "duration") {
+  if (query.where?.length || sortColumn) {
+    // filter and sort on config values and metric stats here: the runs the other filters keep,
+    // in the table's order, then the expression, then the page
+    const clauses = query.where ?? [];
+    const candidates = (await h.prisma.run.findMany({ where, select: { id: true, config: true, summary: true, createdAt: true, startedAt: true, finishedAt: true, status: true, name: true }, orderBy: [{ createdAt: "desc" }, { id: "asc" }] })).map((r) => ({ ...r, ...parsedRun(r) }));
+    const stats = await metricStats(h, null, [...clauses.map((c) => c.column), ...(sortColumn ? [sortColumn] : [])]);
+    const kept = candidates.filter((r) => clauses.every((c) => clauseHolds(cellOf(c.column, r, stats), c)));
+    const sign = order === "asc" ? 1 : -1;
+    const cmp: (a: (typeof kept)[number], b: (typeof kept)[number]) => number = sortColumn
+      ? (a, b) => compareCells(cellOf(sortColumn, a, stats), cellOf(sortColumn, b, stats), order)
+      : query.sort === "name" || query.sort === "status"
+        ? (a, b) => a[query.sort as "name" | "status"].localeCompare(b[query.sort as "name" | "status"]) * sign
+        : query.sort === "duration"
+          ? (a, b) => (runMillis(a, now) - runMillis(b, now)) * sign
+          : (a, b) => (a.createdAt.getTime() - b.createdAt.getTime()) * sign;
+    kept.sort((a, b) => cmp(a, b) || b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? -1 : 1));
+    total = kept.length;
+    rows = await rowsInOrder(h, kept.slice(offset, offset + limit).map((r) => r.id));
+  } else if (query.sort === "duration") {
     // duration depends on "now" for running runs: sort the (small) id/time list here, then page
     const times = await h.prisma.run.findMany({ where, select: { id: true, startedAt: true, finishedAt: true, status: true, createdAt: true } });
     total = times.length;
-    const dur = (t: (typeof times)[number]) => {
-      if (!t.startedAt) return -1;
-      const end = t.finishedAt?.getTime() ?? (t.status === "running" ? now : t.startedAt.getTime());
-      return end - t.startedAt.getTime();
-    };
-    times.sort((a, b) => (dur(a) - dur(b)) * (order === "asc" ? 1 : -1) || b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? -1 : 1));
-    const ids = times.slice(offset, offset + limit).map((t) => t.id);
-    const byId = new Map((await h.prisma.run.findMany({ where: { id: { in: ids } }, select: runListSelect })).map((r) => [r.id, r]));
-    rows = ids.map((id) => byId.get(id)!).filter(Boolean);
+    times.sort((a, b) => (runMillis(a, now) - runMillis(b, now)) * (order === "asc" ? 1 : -1) || b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? -1 : 1));
+    rows = await rowsInOrder(h, times.slice(offset, offset + limit).map((t) => t.id));
   } else {
-    const key = query.sort ?? "createdAt";
+    const key = (query.sort ?? "createdAt") as RunListSort;
     const orderBy: Prisma.RunOrderByWithRelationInput[] = [{ [key]: order }];
     if (key !== "createdAt") orderBy.push({ createdAt: "desc" });
     orderBy.push({ id: "asc" });
@@ -147,7 +160,37 @@ export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<R
     ]);
   }
   const names = await workerNames(h);
-  return { runs: rows.map((r) => toRunDto(r, names, now)), total };
+  const runs = rows.map((r) => toRunDto(r, names, now));
+  if (query.cols?.length) await attachColumns(h, runs, query.cols);
+  return { runs, total };
+}
+
+/** Milliseconds a run has run (a running one: until `now`; not started: -1). */
+function runMillis(t: { startedAt: Date | null; finishedAt: Date | null; status: string }, now: number): number {
+  if (!t.startedAt) return -1;
+  const end = t.finishedAt?.getTime() ?? (t.status === "running" ? now : t.startedAt.getTime());
+  return end - t.startedAt.getTime();
+}
+
+/** The list rows of these ids, in this order. */
+async function rowsInOrder(h: DbHandle, ids: string[]): Promise<RunListRow[]> {
+  const byId = new Map((await h.prisma.run.findMany({ where: { id: { in: ids } }, select: runListSelect })).map((r) => [r.id, r]));
+  return ids.map((id) => byId.get(id)!).filter(Boolean);
+}
+
+/** The chosen columns' values of a page of runs. */
+async function attachColumns(h: DbHandle, runs: RunDto[], cols: readonly RunColumn[]): Promise<void> {
+  const ids = runs.map((r) => r.id);
+  const needConfig = cols.some((c) => c.kind === "config");
+  const [configs, stats] = await Promise.all([
+    needConfig ? h.prisma.run.findMany({ where: { id: { in: ids } }, select: { id: true, config: true } }) : Promise.resolve([]),
+    metricStats(h, ids, cols),
+  ]);
+  const configOf = new Map(configs.map((c) => [c.id, parseJson<unknown>(c.config, {})]));
+  for (const r of runs) {
+    const view = { id: r.id, config: configOf.get(r.id) ?? {}, summary: r.summary };
+    r.columns = Object.fromEntries(cols.map((c) => [c.key, cellOf(c, view, stats) ?? null]));
+  }
 }
 
 export async function getRun(h: DbHandle, id: string): Promise<RunDetailDto> {
