@@ -1,7 +1,7 @@
 "use client";
 /**
  * The Q-threshold slider of the stopping filter and, for episodes with leave-one-out Q, the prune
- * toggle (server/qrag/stop-rules.ts "prune").
+ * toggle (server/qrag/evaluation/stop-rules.ts "prune").
  */
 import { fmtNum } from "../../lib/format.ts";
 
