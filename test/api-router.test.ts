@@ -227,4 +227,9 @@ test("runs list: chosen columns (config keys, metric stats), a filter expression
   const badCol = await call<{ fieldErrors: Record<string, string> }>("GET", "/api/runs?cols=best.bogus");
   assert.equal(badCol.status, 400);
   assert.match(badCol.body.fieldErrors.cols, /unknown metric bogus/);
+  for (const [qs, field] of [["sort=sideways", "sort"], ["cols=envs.bogus", "cols"], [`where=${encodeURIComponent("algo.nope = 1")}`, "where"]] as const) {
+    const r = await call<{ fieldErrors: Record<string, string> }>("GET", `/api/runs?${qs}`);
+    assert.equal(r.status, 400, qs);
+    assert.match(r.body.fieldErrors[field], /^unknown config key (sideways|envs\.bogus|algo\.nope) /, qs);
+  }
 });

@@ -4,8 +4,10 @@
  * the summary keys) or its latest point, and `best.` / `min.` / `max.` from one grouped query over
  * the metric points of the keys named.
  */
-import type { CellValue, RunColumn, RunSummary } from "../../lib/contracts/index.ts";
-import { configCell, lowerIsBetter } from "../../lib/contracts/index.ts";
+import type { CellValue, RunColumn, RunListQuery, RunSummary } from "../../lib/contracts/index.ts";
+import { configCell, lowerIsBetter, parseColumn, RUN_LIST_SORTS, shortText } from "../../lib/contracts/index.ts";
+import { configJsonSchema } from "../qrag/index.ts";
+import { badRequest } from "./errors.ts";
 import type { DbHandle } from "../db/client.ts";
 import { parseJson } from "./dto.ts";
 
@@ -58,3 +60,35 @@ export function cellOf(c: RunColumn, run: { id: string; config: unknown; summary
 
 /** The runs' stored config and summary, parsed. */
 export const parsedRun = (r: { id: string; config: string; summary: string }) => ({ id: r.id, config: parseJson<unknown>(r.config, {}), summary: parseJson<RunSummary>(r.summary, {}) });
+
+type Schema = { properties?: Record<string, Schema>; oneOf?: Schema[]; anyOf?: Schema[]; allOf?: Schema[]; additionalProperties?: boolean | Schema };
+
+/** Whether the run config's JSON Schema has this path (a union: in any branch; a record: any key). */
+function schemaHas(s: Schema | undefined, path: readonly string[]): boolean {
+  if (!s) return false;
+  if (path.length === 0) return true;
+  const branches = [...(s.oneOf ?? []), ...(s.anyOf ?? []), ...(s.allOf ?? [])];
+  if (branches.some((b) => schemaHas(b, path))) return true;
+  const [head, ...rest] = path;
+  if (s.properties?.[head]) return schemaHas(s.properties[head], rest);
+  return typeof s.additionalProperties === "object" && schemaHas(s.additionalProperties, rest);
+}
+
+/**
+ * A config column the run config does not have is a typo, not a column of blanks: 400 naming it,
+ * for the chosen columns, the filter and the sort alike.
+ */
+export function checkConfigColumns(query: RunListQuery): void {
+  const schema = configJsonSchema() as Schema;
+  const sort = query.sort && !(RUN_LIST_SORTS as readonly string[]).includes(query.sort) ? parseColumn(query.sort) : null;
+  const uses: [string, RunColumn | { error: string } | null | undefined][] = [
+    ...(query.cols ?? []).map((c) => ["cols", c] as [string, RunColumn]),
+    ...(query.where ?? []).map((c) => ["where", c.column] as [string, RunColumn]),
+    ["sort", sort],
+  ];
+  for (const [field, c] of uses) {
+    if (!c || "error" in c || c.kind !== "config" || schemaHas(schema, c.path)) continue;
+    const message = `unknown config key ${shortText(c.path.join("."))} (a key of the run config, such as envs.task or algo.optimizer.lr, or last./best./min./max. and a metric)`;
+    throw badRequest(`invalid query: ${field}`, { [field]: message });
+  }
+}

@@ -8,7 +8,7 @@ import crypto from "node:crypto";
 import type { Prisma } from "../../generated/sqlite/client.ts";
 import type { CloneRunBody, CreateRunBody, PatchRunBody, RunDetailDto, RunDto, RunListDto, RunListQuery, RunListRow } from "../../lib/contracts/index.ts";
 import { checkpointSelect, clauseHolds, compareCells, parseColumn, RUN_LIST_SORTS, runListSelect, type RunColumn, type RunListSort } from "../../lib/contracts/index.ts";
-import { cellOf, metricStats, parsedRun } from "./list-columns.ts";
+import { cellOf, checkConfigColumns, metricStats, parsedRun } from "./list-columns.ts";
 import { buildRunConfig, checkEncoderPath, checkEnvPaths, ConfigError, describeConfig, type RunConfig, type RunConfigInput } from "../qrag/index.ts";
 import { settings } from "../settings.ts";
 import type { DbHandle } from "../db/client.ts";
@@ -98,6 +98,7 @@ export async function createRun(h: DbHandle, input: CreateRunBody & { base?: unk
 
 /** The runs table: filters, search, sort and page in the database; 3 queries, no N+1. */
 export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<RunListDto> {
+  checkConfigColumns(query);
   // sweep jobs belong to the run they evaluate (its Sweep section), not to the runs table
   const and: Prisma.RunWhereInput[] = [{ kind: { not: "sweep" } }];
   if (query.status?.length) and.push({ status: { in: query.status } });
