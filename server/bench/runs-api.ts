@@ -4,7 +4,8 @@
  * with realistic configs, tags and summaries, and times GET /api/runs through the server's API
  * router (each after an edit of a run, so read from the database, not shared): the median of 20
  * requests after 3 warm-ups, for the largest page (limit=500), the
- * default page, a search and a duration sort. Then the load phase: LOAD_CONCURRENCY (300)
+ * default page, a search, a duration sort, and the chosen columns with a filter expression and a
+ * sort on a column. Then the load phase: LOAD_CONCURRENCY (300)
  * simultaneous GET of the dashboard's default page (limit=50), in LOAD_ROUNDS rounds after a warm
  * round, each request timed from send to parsed body: p50/p95/max and requests per second (target
  * p95 ≤ 300 ms). Prints JSON.
@@ -94,7 +95,13 @@ async function main() {
       return { path: p, runs: samples[0].runs, total: samples[0].total, median_ms: +ms[Math.floor(ms.length / 2)].toFixed(1), p90_ms: +ms[Math.floor(ms.length * 0.9)].toFixed(1), max_ms: +ms.at(-1)!.toFixed(1) };
     };
     const results = [];
-    for (const p of ["/api/runs?limit=500", "/api/runs", "/api/runs?q=qa3&tag=sweep&limit=500", "/api/runs?sort=duration&limit=500"]) results.push(await time(p));
+    // the runs table's chosen columns and filter (lib/contracts/run-columns.ts): every run's config and summary read and parsed
+    const where = encodeURIComponent("envs.task ~ qa2 and last.qf_loss < 0.05");
+    const cols = encodeURIComponent("envs.task,algo.optimizer.lr,last.eval_coverage");
+    for (const p of [
+      "/api/runs?limit=500", "/api/runs", "/api/runs?q=qa3&tag=sweep&limit=500", "/api/runs?sort=duration&limit=500",
+      `/api/runs?limit=50&cols=${cols}`, `/api/runs?limit=50&where=${where}&cols=${cols}`, `/api/runs?limit=50&sort=last.qf_loss&cols=${cols}`,
+    ]) results.push(await time(p));
 
     // ---- load: 300 concurrent requests of the default page ----
     // The clients run in a worker thread, as browsers would run outside the server: on one event

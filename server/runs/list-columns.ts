@@ -61,6 +61,10 @@ export function cellOf(c: RunColumn, run: { id: string; config: unknown; summary
 /** The runs' stored config and summary, parsed. */
 export const parsedRun = (r: { id: string; config: string; summary: string }) => ({ id: r.id, config: parseJson<unknown>(r.config, {}), summary: parseJson<RunSummary>(r.summary, {}) });
 
+let schemaMemo: Schema | undefined;
+/** The run config's JSON Schema, built once (it is static; building it takes milliseconds). */
+const configSchema = () => (schemaMemo ??= configJsonSchema() as Schema);
+
 type Schema = { properties?: Record<string, Schema>; oneOf?: Schema[]; anyOf?: Schema[]; allOf?: Schema[]; additionalProperties?: boolean | Schema };
 
 /** Whether the run config's JSON Schema has this path (a union: in any branch; a record: any key). */
@@ -79,7 +83,6 @@ function schemaHas(s: Schema | undefined, path: readonly string[]): boolean {
  * for the chosen columns, the filter and the sort alike.
  */
 export function checkConfigColumns(query: RunListQuery): void {
-  const schema = configJsonSchema() as Schema;
   const sort = query.sort && !(RUN_LIST_SORTS as readonly string[]).includes(query.sort) ? parseColumn(query.sort) : null;
   const uses: [string, RunColumn | { error: string } | null | undefined][] = [
     ...(query.cols ?? []).map((c) => ["cols", c] as [string, RunColumn]),
@@ -87,7 +90,7 @@ export function checkConfigColumns(query: RunListQuery): void {
     ["sort", sort],
   ];
   for (const [field, c] of uses) {
-    if (!c || "error" in c || c.kind !== "config" || schemaHas(schema, c.path)) continue;
+    if (!c || "error" in c || c.kind !== "config" || schemaHas(configSchema(), c.path)) continue;
     const message = `unknown config key ${shortText(c.path.join("."))} (a key of the run config, such as envs.task or algo.optimizer.lr, or last./best./min./max. and a metric)`;
     throw badRequest(`invalid query: ${field}`, { [field]: message });
   }
