@@ -12,6 +12,26 @@ import { searchFromState, withDefaults } from "../lib/compare-state.ts";
 
 const PAGE = 50;
 
+/** A text box of the runs query (filter, columns): applied on Enter or when left, its error marked. */
+function QueryField(p: { label: string; value: string; onChange: (v: string) => void; keys: { onKeyDown: (e: React.KeyboardEvent) => void; onBlur: () => void }; error?: string; placeholder: string; testId: string }) {
+  return (
+    <label className="grow">
+      {p.label}
+      <input
+        type="text"
+        className="mono"
+        placeholder={p.placeholder}
+        value={p.value}
+        onChange={(e) => p.onChange(e.target.value)}
+        {...p.keys}
+        aria-invalid={p.error ? true : undefined}
+        spellCheck={false}
+        data-testid={p.testId}
+      />
+    </label>
+  );
+}
+
 function RunsPage() {
   const sp = useSearchParams();
   const router = useRouter();
@@ -123,34 +143,8 @@ function RunsPage() {
         {runs.isPlaceholderData && <span className="muted small">loading…</span>}
       </div>
       <div className="row runs-query" style={{ marginBottom: 12 }}>
-        <label className="grow">
-          filter
-          <input
-            type="text"
-            className="mono"
-            placeholder="envs.task = qa2 and best.eval_coverage >= 0.9"
-            value={where}
-            onChange={(e) => setWhere(e.target.value)}
-            {...applyOnEnter("where", where)}
-            aria-invalid={fieldError("where") ? true : undefined}
-            spellCheck={false}
-            data-testid="runs-where"
-          />
-        </label>
-        <label className="grow">
-          columns
-          <input
-            type="text"
-            className="mono"
-            placeholder="envs.task, algo.optimizer.lr, best.eval_coverage, min.qf_loss"
-            value={cols}
-            onChange={(e) => setCols(e.target.value)}
-            {...applyOnEnter("cols", cols)}
-            aria-invalid={fieldError("cols") ? true : undefined}
-            spellCheck={false}
-            data-testid="runs-cols"
-          />
-        </label>
+        <QueryField label="filter" value={where} onChange={setWhere} keys={applyOnEnter("where", where)} error={fieldError("where")} placeholder="envs.task = qa2 and best.eval_coverage >= 0.9" testId="runs-where" />
+        <QueryField label="columns" value={cols} onChange={setCols} keys={applyOnEnter("cols", cols)} error={fieldError("cols")} placeholder="envs.task, algo.optimizer.lr, best.eval_coverage, min.qf_loss" testId="runs-cols" />
       </div>
       {paramError && (
         <p className="field-error" role="alert" data-testid="runs-query-error">

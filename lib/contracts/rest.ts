@@ -51,7 +51,20 @@ export type CloneRunBody = z.infer<typeof cloneRunBody>;
 export const RUN_LIST_SORTS = ["createdAt", "name", "status", "duration"] as const;
 export type RunListSort = (typeof RUN_LIST_SORTS)[number];
 
-/** GET /api/runs?status=a,b&q=&tag=&sort=&order=&limit=&offset= */
+/** A text parameter read by `parse` (blank: absent); what it cannot read is the parameter's issue. */
+function parsedParam<T>(text: z.ZodString, parse: (s: string) => T | { error: string }) {
+  return text.optional().transform((s, ctx) => {
+    if (!s?.trim()) return undefined;
+    const r = parse(s);
+    if (typeof r === "object" && r !== null && "error" in r) {
+      ctx.addIssue({ code: "custom", message: r.error });
+      return z.NEVER;
+    }
+    return r as T;
+  });
+}
+
+/** GET /api/runs?status=a,b&q=&tag=&sort=&order=&limit=&offset=&cols=&where= */
 export const runListQuery = z.strictObject({
   status: z
     .string()
@@ -74,33 +87,9 @@ export const runListQuery = z.strictObject({
     .refine((s) => s === undefined || (RUN_LIST_SORTS as readonly string[]).includes(s) || !("error" in parseColumn(s)), "not a column to sort on"),
   order: z.enum(["asc", "desc"]).optional(),
   /** Extra columns (run-columns.ts), comma-separated. */
-  cols: z
-    .string()
-    .max(1200)
-    .optional()
-    .transform((s, ctx) => {
-      if (!s) return undefined;
-      const c = parseColumns(s);
-      if ("error" in c) {
-        ctx.addIssue({ code: "custom", message: c.error });
-        return z.NEVER;
-      }
-      return c;
-    }),
+  cols: parsedParam(z.string().max(1200), parseColumns),
   /** A filter expression (run-columns.ts). */
-  where: z
-    .string()
-    .max(500, "at most 500 characters")
-    .optional()
-    .transform((s, ctx) => {
-      if (!s?.trim()) return undefined;
-      const f = parseFilter(s);
-      if ("error" in f) {
-        ctx.addIssue({ code: "custom", message: f.error });
-        return z.NEVER;
-      }
-      return f;
-    }),
+  where: parsedParam(z.string().max(500, "at most 500 characters"), parseFilter),
   // a page, not the table: the dashboard asks for 50 rows, compare for at most 200 (default 100)
   limit: intParam(1, 500).optional(),
   offset: intParam(0, 10_000_000).optional(),

@@ -20,10 +20,10 @@ import os from "node:os";
 import path from "node:path";
 import { spawn } from "node:child_process";
 import { parseArgs } from "node:util";
-import type { MetricsDto, RunDetailDto, SweepDto, WorkerDto } from "../../lib/contracts/index.ts";
+import type { RunDetailDto, SweepDto, WorkerDto } from "../../lib/contracts/index.ts";
 import { EXPORT_FILES } from "../../lib/contracts/index.ts";
 import { writeRandomBert } from "../../server/qrag/index.ts";
-import { Proc, UiStream, close, metricsOf, ptKey, type Pt } from "../../test/e2e-helpers.ts";
+import { Proc, UiStream, api as e2eApi, close, getRun as e2eGetRun, metricsOf, ptKey, storedPoints as e2eStoredPoints, type Env, type Pt } from "../../test/e2e-helpers.ts";
 import { GiveUp, freePort, waitFor } from "../../test/platform-helpers.ts";
 
 const { values: a } = parseArgs({
@@ -81,23 +81,11 @@ const start = (name: string, args: string[]) => new Proc(name, spawn(process.exe
 const procs: Proc[] = [];
 const tails = () => procs.map((p) => p.tail(60)).join("\n");
 
-async function api<T>(method: "GET" | "POST", p: string, body?: unknown): Promise<{ status: number; body: T; text: string; ms: number }> {
-  const s = performance.now();
-  const res = await fetch(`${url}${p}`, {
-    method,
-    headers: method === "GET" ? {} : { "content-type": "application/json", origin: url },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, body: parsed as T, text, ms: performance.now() - s };
-}
-const getRun = async (id: string) => (await api<RunDetailDto>("GET", `/api/runs/${id}`)).body;
+// the e2e tests' REST helpers, on this server
+const server: Env = { dbUrl: env.DATABASE_URL!, dataDir, port, url };
+const api = <T>(method: "GET" | "POST", p: string, body?: unknown) => e2eApi<T>(server, method, p, body);
+const getRun = (id: string) => e2eGetRun(server, id);
+const storedPoints = (id: string) => e2eStoredPoints(server, id);
 const alive = () => {
   for (const p of procs) if (!p.alive()) throw new GiveUp(`${p.name} exited\n${tails()}`);
 };
@@ -128,10 +116,6 @@ const median = (xs: number[]) => (xs.length ? [...xs].sort((x, y) => x - y)[Math
 const lastOf = (pts: Pt[], key: string) => pts.filter((p) => p.key === key).at(-1)?.value ?? null;
 const valuesOf = (pts: Pt[], key: string) => pts.filter((p) => p.key === key).map((p) => p.value);
 
-async function storedPoints(id: string): Promise<Pt[]> {
-  const m = (await api<MetricsDto>("GET", `/api/runs/${id}/metrics?width=20000`)).body;
-  return Object.entries(m.series).flatMap(([key, pts]) => pts.map((p) => ({ key, step: p.step, value: p.value })));
-}
 
 try {
   // the encoders in the data root: bert-tiny as shipped (the exactness fixture), and BERT-base's
@@ -186,7 +170,7 @@ async function trainSweepExport(): Promise<void> {
       `eval_episodes=${a["eval-episodes"]}`, "eval_episodes_logged=4", "learning_start=64", "algo.scheduler.warmup=10", "algo.optimizer.lr=5e-4",
     ],
   });
-  assert.equal(created.status, 201, created.text.slice(0, 2000));
+  assert.equal(created.status, 201, JSON.stringify(created.body).slice(0, 2000));
   const id = created.body.id;
   await ui.subscribe(id);
   const running = await until("the run to start", async () => {
@@ -219,7 +203,7 @@ async function trainSweepExport(): Promise<void> {
   const chunks = Number(a["sweep-chunks"]);
   const sweepStart = Date.now();
   const sw = await api<SweepDto>("POST", `/api/runs/${id}/sweeps`, { checkpoint: "last", lengths: [chunks], samples: Number(a["sweep-samples"]), baselines: true });
-  assert.equal(sw.status, 201, sw.text.slice(0, 2000));
+  assert.equal(sw.status, 201, JSON.stringify(sw.body).slice(0, 2000));
   await finished(sw.body.run.id);
   const swept = (await api<SweepDto>("GET", `/api/sweeps/${sw.body.run.id}`)).body;
   const p = swept.points[0];
@@ -251,7 +235,7 @@ async function bertBase(baseSeconds: number): Promise<void> {
       name: "mission bert-base",
       overrides: ["algo.encoder.path=models/bert-base", "steps_count=50000", "eval_interval=50000", "eval_episodes=8", "learning_start=64"],
     });
-    assert.equal(b.status, 201, b.text.slice(0, 2000));
+    assert.equal(b.status, 201, JSON.stringify(b.body).slice(0, 2000));
     await until("the BERT-base run to start", async () => (await getRun(b.body.id)).status === "running", 100);
     const s = Date.now();
     // the update rate from the run's progress: from its first update to the end of the window

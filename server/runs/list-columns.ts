@@ -5,7 +5,7 @@
  * the metric points of the keys named.
  */
 import type { CellValue, RunColumn, RunListQuery, RunSummary } from "../../lib/contracts/index.ts";
-import { configCell, lowerIsBetter, parseColumn, RUN_LIST_SORTS, shortText } from "../../lib/contracts/index.ts";
+import { configCell, lowerIsBetter, shortText } from "../../lib/contracts/index.ts";
 import { configJsonSchema } from "../qrag/index.ts";
 import { badRequest } from "./errors.ts";
 import type { DbHandle } from "../db/client.ts";
@@ -82,15 +82,14 @@ function schemaHas(s: Schema | undefined, path: readonly string[]): boolean {
  * A config column the run config does not have is a typo, not a column of blanks: 400 naming it,
  * for the chosen columns, the filter and the sort alike.
  */
-export function checkConfigColumns(query: RunListQuery): void {
-  const sort = query.sort && !(RUN_LIST_SORTS as readonly string[]).includes(query.sort) ? parseColumn(query.sort) : null;
-  const uses: [string, RunColumn | { error: string } | null | undefined][] = [
+export function checkConfigColumns(query: RunListQuery, sort: RunColumn | null): void {
+  const uses: [string, RunColumn | null][] = [
     ...(query.cols ?? []).map((c) => ["cols", c] as [string, RunColumn]),
     ...(query.where ?? []).map((c) => ["where", c.column] as [string, RunColumn]),
     ["sort", sort],
   ];
   for (const [field, c] of uses) {
-    if (!c || "error" in c || c.kind !== "config" || schemaHas(configSchema(), c.path)) continue;
+    if (!c || c.kind !== "config" || schemaHas(configSchema(), c.path)) continue;
     const message = `unknown config key ${shortText(c.path.join("."))} (a key of the run config, such as envs.task or algo.optimizer.lr, or last./best./min./max. and a metric)`;
     throw badRequest(`invalid query: ${field}`, { [field]: message });
   }

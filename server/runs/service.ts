@@ -98,7 +98,8 @@ export async function createRun(h: DbHandle, input: CreateRunBody & { base?: unk
 
 /** The runs table: filters, search, sort and page in the database; 3 queries, no N+1. */
 export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<RunListDto> {
-  checkConfigColumns(query);
+  const sortColumn = query.sort && !(RUN_LIST_SORTS as readonly string[]).includes(query.sort) ? (parseColumn(query.sort) as RunColumn) : null;
+  checkConfigColumns(query, sortColumn);
   // sweep jobs belong to the run they evaluate (its Sweep section), not to the runs table
   const and: Prisma.RunWhereInput[] = [{ kind: { not: "sweep" } }];
   if (query.status?.length) and.push({ status: { in: query.status } });
@@ -122,7 +123,6 @@ export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<R
   const limit = query.limit ?? 100;
   const offset = query.offset ?? 0;
   const now = Date.now();
-  const sortColumn = query.sort && !(RUN_LIST_SORTS as readonly string[]).includes(query.sort) ? (parseColumn(query.sort) as RunColumn) : null;
 
   let rows: RunListRow[];
   let total: number;
