@@ -34,6 +34,7 @@ test("a clause holds on numbers as numbers, text by equality or contains; a miss
   const c = (op: FilterClause["op"], value: string | number): FilterClause => ({ column: { kind: "config", key: "k", path: ["k"] }, op, value });
   assert.ok(clauseHolds(0.95, c(">=", 0.9)));
   assert.ok(!clauseHolds(0.85, c(">=", 0.9)));
+  assert.deepEqual([">=", ">", "<=", "<", "=", "!="].map((op) => clauseHolds(0.9, c(op as FilterClause["op"], 0.9))), [true, false, true, false, true, false], "the boundary");
   assert.ok(clauseHolds("0.001", c("=", 0.001)), "a number held as text compares as a number");
   assert.ok(clauseHolds("qa2_two-supporting-facts", c("~", "QA2")));
   assert.ok(!clauseHolds("qa2", c("=", "qa1")));
