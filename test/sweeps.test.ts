@@ -194,12 +194,15 @@ for (const provider of ["SQLite", "PostgreSQL"] as const) describe(`sweep API wi
     const runId = await seedRun(server, { checkpoint: true });
     const h = await getDb(server.databaseUrl);
     const s = (await call<SweepDto>(server, "POST", `/api/runs/${runId}/sweeps`, { lengths: [50, 160, 1200], samples: 2 })).body;
-    const first = await claimRun(h, s.run.id, "w-lost", 1);
+    // an hour's lease, expired below by a "now" two hours on: the server's own lease reaper (every
+    // second, at the real time) cannot take the sweep back first (a 1 ms lease let it, and this
+    // test's expireLeases then found nothing)
+    const first = await claimRun(h, s.run.id, "w-lost", 3_600_000);
     assert.ok(first);
     assert.deepEqual(first.skipLengths, []);
     const ack = await ingestBatch(h, { runId: s.run.id, seq: first.lastSeq + 1, events: [{ type: "sweep_point", point: point(50, 2) }] }, "w-lost");
     assert.ok(ack.ok, ack.error);
-    const expired = await expireLeases(h, new Date(Date.now() + 60_000));
+    const expired = await expireLeases(h, new Date(Date.now() + 7_200_000));
     assert.deepEqual(expired.filter((e) => e.runId === s.run.id).map((e) => e.outcome), ["queued"]);
     const again = await claimRun(h, s.run.id, "w-new", 60_000);
     assert.deepEqual(again?.skipLengths, [50]);
