@@ -44,6 +44,8 @@ const { values: a } = parseArgs({
     "expect-backend": { type: "string" },
     /** Which phases run: train (with its sweep and exports) and base (BERT-base's update rate). */
     phases: { type: "string", default: "train,base" },
+    /** Extra config overrides for the BERT-base run, comma-separated (e.g. batch_size=16). */
+    "base-overrides": { type: "string", default: "" },
   },
 });
 /** The checkout: configs/ and the bert-tiny fixture come from it. */
@@ -233,7 +235,8 @@ async function bertBase(baseSeconds: number): Promise<void> {
     const b = await api<RunDetailDto>("POST", "/api/runs", {
       preset: "babilong-gpu",
       name: "mission bert-base",
-      overrides: ["algo.encoder.path=models/bert-base", "steps_count=50000", "eval_interval=50000", "eval_episodes=8", "learning_start=64"],
+      overrides: ["algo.encoder.path=models/bert-base", "steps_count=50000", "eval_interval=50000", "eval_episodes=8", "learning_start=64",
+        ...a["base-overrides"]!.split(",").filter(Boolean)],
     });
     assert.equal(b.status, 201, JSON.stringify(b.body).slice(0, 2000));
     await until("the BERT-base run to start", async () => (await getRun(b.body.id)).status === "running", 100);
@@ -255,7 +258,7 @@ async function bertBase(baseSeconds: number): Promise<void> {
     const f = first as { t: number; done: number } | null, l = last as { t: number; done: number } | null;
     const ups = f && l && l.done > f.done ? (l.done - f.done) / ((l.t - f.t) / 1000) : null;
     result.bertBase = {
-      seconds: baseSeconds, firstUpdateS: f ? secs(f.t - s) : null, lastUpdate: l?.done ?? 0, updatesPerS: ups,
+      overrides: a["base-overrides"], seconds: baseSeconds, firstUpdateS: f ? secs(f.t - s) : null, lastUpdate: l?.done ?? 0, updatesPerS: ups,
       transitionsPerS: median(valuesOf(pts, "transitions_per_s").slice(-10)),
       hoursFor50kUpdates: ups ? Math.round((50_000 / ups / 3600) * 10) / 10 : null,
       gpuMemoryMb: lastOf(pts, "gpu_memory_mb"), gpuMemoryPeakMb: lastOf(pts, "gpu_memory_peak_mb"),
