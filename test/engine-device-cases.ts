@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
+import { passesAgainstOnePass } from "./learner-passes-helpers.ts";
 import { counterSnapshot, resetCounters } from "../server/qrag/backend/device.ts";
 import { createEncoder } from "../server/qrag/model/factory.ts";
 import type { EncoderConfig, TokenBatch } from "../server/qrag/model/encoder.ts";
@@ -171,7 +172,14 @@ async function bertCase() {
   }
 }
 
+/** The update in passes of 3 against one pass, on webgpu (the fused rotary and twin loss inside). */
+async function passesCase() {
+  await onBackend("webgpu");
+  return passesAgainstOnePass(3);
+}
+
 const CASES: Record<string, () => Promise<unknown>> = {
+  passes: passesCase,
   "encoder-transformer": () => encoderCase("transformer"),
   "encoder-bow": () => encoderCase("bow"),
   greedy: greedyCase,

@@ -29,6 +29,13 @@ for (const kind of ["transformer", "bow"] as const) {
   });
 }
 
+test("the update in passes (pass_batch_size 3) equals the one-pass update on webgpu", { skip }, () => {
+  const r = runCase<{ lossDiff: number; weightDiff: number; moved: number }>("passes");
+  assert.ok(r.lossDiff <= 1e-5, `loss differs by ${r.lossDiff} (relative)`);
+  assert.ok(r.weightDiff <= 1e-5, `largest weight difference ${r.weightDiff}`);
+  assert.ok(r.moved > 1e-3, `the updates moved the weights by ${r.moved}`);
+});
+
 interface GreedyRun {
   pred: number[];
   q: number[];

@@ -83,6 +83,10 @@ export const METRICS = {
     summary: { column: { header: "Trans/s", tooltip: "transitions per second", digits: 3 } },
   },
   updates_per_s: { emitted: "update", chart: { panel: "throughput", label: "updates/s (right)", color: "#d4a017", axis: "right" } },
+  // mean seconds per training iteration in the rollout (env steps, encoding, the reads Q needs: on
+  // webgpu it also waits for the previous update's GPU work) and in recording the update
+  rollout_s: { emitted: "update" },
+  update_s: { emitted: "update" },
   // MiB of GPU buffers the tfjs backend holds, its pool of freed buffers included
   // (tf.memory().numBytesAllocatedInGPU), of those in live tensors (numBytesInGPU), and the most the
   // last step held at once (what the pool is bounded by: ≤ 1.2 × that)

@@ -260,6 +260,7 @@ async function bertBase(baseSeconds: number): Promise<void> {
     result.bertBase = {
       overrides: a["base-overrides"], seconds: baseSeconds, firstUpdateS: f ? secs(f.t - s) : null, lastUpdate: l?.done ?? 0, updatesPerS: ups,
       transitionsPerS: median(valuesOf(pts, "transitions_per_s").slice(-10)),
+      rolloutS: median(valuesOf(pts, "rollout_s").slice(-10)), updateS: median(valuesOf(pts, "update_s").slice(-10)),
       hoursFor50kUpdates: ups ? Math.round((50_000 / ups / 3600) * 10) / 10 : null,
       gpuMemoryMb: lastOf(pts, "gpu_memory_mb"), gpuMemoryPeakMb: lastOf(pts, "gpu_memory_peak_mb"),
     };

@@ -3,6 +3,11 @@
  * selection-time rotated action embeddings, gradients accumulated over `accumulate_grads`
  * micro-steps, global-norm clipping, AdamW with the LR schedule, α following the LR, then Polyak
  * targets and the hard policy copy.
+ *
+ * A micro-step's forward/backward may run in passes of at most `passSize` transitions whose
+ * gradients are summed, each pass's loss weighted by its share of the batch: the same update in
+ * a fraction of the activation memory (BERT-base at batch 64 and 512 tokens needs over 80 GB in
+ * one pass on webgpu; in passes of 16 it trains in 29 GB).
  */
 import * as tf from "@tensorflow/tfjs";
 import type { AlgoConfig } from "../config/schema.ts";
@@ -44,6 +49,8 @@ export class Learner {
     private readonly algo: AlgoConfig,
     private readonly totalUpdates: number,
     private readonly accumulate: number,
+    /** Transitions per forward/backward pass (0: the whole batch in one). */
+    private readonly passSize = 0,
   ) {
     const o = algo.optimizer;
     this.opt = new AdamW(nets.trainable, { beta1: o.betas[0], beta2: o.betas[1], eps: o.eps, weightDecay: o.weight_decay });
@@ -66,23 +73,55 @@ export class Learner {
    * selection-time rotary positions, and λ-return targets G.
    */
   microStep(batch: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }): MicroStepResult {
+    const B = batch.targets.length;
+    const size = this.passSize > 0 ? Math.min(this.passSize, B) : B;
+    let grads: tf.Tensor[] | null = null;
+    let value: tf.Scalar | null = null;
+    for (let lo = 0; lo < B; lo += size) {
+      const hi = Math.min(B, lo + size);
+      const pass = this.pass(
+        { states: batch.states.slice(lo, hi), actionTexts: batch.actionTexts.slice(lo, hi), positions: batch.positions.subarray(lo, hi), targets: batch.targets.subarray(lo, hi) },
+        lengths,
+        (hi - lo) / B,
+      );
+      if (!grads || !value) {
+        grads = pass.grads;
+        value = pass.value;
+        continue;
+      }
+      const sum: tf.Tensor[] = grads.map((g, i) => tf.add(g, pass.grads[i]));
+      const v = tf.add(value, pass.value) as tf.Scalar;
+      tf.dispose([...grads, ...pass.grads, value, pass.value]);
+      grads = sum;
+      value = v;
+    }
+    // The device path keeps the loss on the device: no read per update (lastStats reads it when logged).
+    const loss = onDevice() ? NaN : value!.dataSync()[0];
+    this.setLast("loss", onDevice() ? value! : loss);
+    if (!onDevice()) value!.dispose();
+    return this.accumulateGrads(grads!, loss);
+  }
+
+  /** One forward/backward pass over part of the batch: its mean loss times `weight` and the gradients of that. */
+  private pass(part: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }, weight: number): { value: tf.Scalar; grads: tf.Tensor[] } {
     const { nets } = this;
-    const sPacked = nets.state.packStates(batch.states, lengths.maxInMemory);
-    const aPacked = nets.action.packActions(batch.actionTexts, lengths.maxActionLength);
-    const G = tf.tensor1d(batch.targets);
+    const sPacked = nets.state.packStates(part.states, lengths.maxInMemory);
+    const aPacked = nets.action.packActions(part.actionTexts, lengths.maxActionLength);
+    const G = tf.tensor1d(part.targets);
     const vars = nets.trainable;
     const { value, grads } = tf.variableGrads(() => {
       const s = nets.state.forward(sPacked, true);
       const aRaw = nets.action.forward(aPacked, true);
-      const a = onDevice() ? rotaryFused(aRaw, batch.positions) : rotateTf(aRaw, batch.positions);
-      return twinLoss(s, a, G);
+      const a = onDevice() ? rotaryFused(aRaw, part.positions) : rotateTf(aRaw, part.positions);
+      const l = twinLoss(s, a, G);
+      return weight === 1 ? l : (tf.mul(l, weight) as tf.Scalar);
     }, vars);
     G.dispose();
-    // The device path keeps the loss on the device: no read per update (lastStats reads it when logged).
-    const loss = onDevice() ? NaN : value.dataSync()[0];
-    this.setLast("loss", onDevice() ? value : loss);
-    if (!onDevice()) value.dispose();
-    const ordered = vars.map((v) => grads[v.name]);
+    return { value, grads: vars.map((v) => grads[v.name]) };
+  }
+
+  /** Adds a micro-step's gradients to the pending sum; applies it every `accumulate` micro-steps. */
+  private accumulateGrads(ordered: tf.Tensor[], loss: number): MicroStepResult {
     // accumulate loss/accum gradients across micro-steps
     const scaled = this.accumulate === 1 ? ordered : ordered.map((g) => tf.tidy(() => tf.div(g, this.accumulate)));
     if (this.accumulate !== 1) ordered.forEach((g) => g.dispose());

@@ -22,7 +22,7 @@ export function recordDeviceError(error: { message?: unknown; constructor?: { na
   const line = String(error?.message ?? "unknown error").split("\n")[0].slice(0, 300);
   first =
     error?.constructor?.name === "GPUOutOfMemoryError"
-      ? `the GPU ran out of memory (${line}); lower batch_size or algo.encoder.max_length, or raise accumulate_grads`
+      ? `the GPU ran out of memory (${line}); set pass_batch_size (e.g. 16) to run the update in smaller passes, or lower batch_size or algo.encoder.max_length`
       : `WebGPU error: ${line}`;
 }
 

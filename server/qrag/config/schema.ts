@@ -83,6 +83,12 @@ export const runConfigSchema = z.strictObject({
   /** Trained transitions per micro-step. */
   batch_size: int(1, 65_536).describe("trained transitions per micro-step; a multiple of envs_parallel"),
   accumulate_grads: int(1, 1024).default(1),
+  /**
+   * Transitions per forward/backward pass of the update; a larger batch runs in passes whose
+   * gradients are summed (the same update in less memory: BERT-base at batch 64 needs passes of
+   * ≤ 16 on an 80 GB GPU). 0: the whole batch in one pass.
+   */
+  pass_batch_size: int(0, 65_536).default(0).describe("transitions per forward/backward pass of the update; larger batches run in passes whose gradients are summed (same update, less GPU memory); 0: the whole batch"),
   /** Evaluate, log and checkpoint every this many optimizer steps (and at step 0). */
   eval_interval: int(1).describe("evaluate, log and checkpoint every this many optimizer steps"),
   eval_episodes: int(1, 10_000),

@@ -76,6 +76,9 @@ export class TrainMeter {
   private windowStart = performance.now();
   private windowTransitions = 0;
   private windowUpdates = 0;
+  private windowIterations = 0;
+  private windowRolloutS = 0;
+  private windowUpdateS = 0;
   private lastProgress = 0;
 
   constructor(private readonly d: TrainMeterDeps) {
@@ -86,6 +89,9 @@ export class TrainMeter {
   async record(res: IterationResult): Promise<void> {
     const { config, learner } = this.d;
     this.windowTransitions += res.transitions;
+    this.windowIterations++;
+    this.windowRolloutS += res.rolloutSeconds;
+    this.windowUpdateS += res.updateSeconds;
     if (!res.applied) return;
     this.windowUpdates++;
     if (learner.updates % this.logEvery === 0 || learner.updates === config.steps_count) await this.logWindow(res.applied);
@@ -109,6 +115,8 @@ export class TrainMeter {
     metric("grad_norm", last.gradNorm);
     metric("transitions_per_s", this.windowTransitions / secs);
     metric("updates_per_s", this.windowUpdates / secs);
+    metric("rollout_s", this.windowRolloutS / this.windowIterations);
+    metric("update_s", this.windowUpdateS / this.windowIterations);
     const gpuMem = gpuMemoryMiB(); // webgpu only: buffers the backend holds (pool included), live tensors', the step's peak
     if (gpuMem) {
       metric("gpu_memory_mb", gpuMem.allocatedMiB);
@@ -120,5 +128,8 @@ export class TrainMeter {
     this.windowStart = performance.now();
     this.windowTransitions = 0;
     this.windowUpdates = 0;
+    this.windowIterations = 0;
+    this.windowRolloutS = 0;
+    this.windowUpdateS = 0;
   }
 }

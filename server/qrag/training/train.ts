@@ -80,7 +80,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
 
   const rng = new Rng(config.seed);
   const nets = new QNetworks(config.algo.encoder, rng.fork("init"), { dataRoot: opts.dataRoot });
-  const learner = new Learner(nets, config.algo, config.steps_count, config.accumulate_grads);
+  const learner = new Learner(nets, config.algo, config.steps_count, config.accumulate_grads, config.pass_batch_size);
   const rolloutRng = rng.fork("rollout");
   const counters = restoreRun(resume, nets, learner, rolloutRng);
   const { train: trainSource, test: testSource } = buildSources(config, opts.dataRoot, () => learner.updates);
