@@ -1,8 +1,11 @@
-// NODE_OPTIONS="--require …/prof-preload.cjs" (NODE_OPTIONS refuses --cpu-prof): a CPU profile of
-// every Node process it starts, written to $QRAG_PROF_DIR at exit (process.exit included).
-const inspector = require("node:inspector");
-const fs = require("node:fs");
-const path = require("node:path");
+// NODE_OPTIONS="--import /abs/…/prof-preload.mjs" QRAG_PROF_DIR=DIR (NODE_OPTIONS refuses
+// --cpu-prof): a CPU profile of every Node process started so, written to DIR at exit
+// (process.exit included; the inspector session answers synchronously on its own thread).
+import inspector from "node:inspector";
+import fs from "node:fs";
+import path from "node:path";
+import process from "node:process";
+
 const dir = process.env.QRAG_PROF_DIR;
 if (dir) {
   const s = new inspector.Session();
