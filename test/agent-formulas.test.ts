@@ -356,7 +356,7 @@ test("Learner: α follows the LR schedule (α = α0·lr_t/lr0) through warm-up a
   const wantLr = [0, 0.5e-3, 1e-3, 0.75e-3, 0.5e-3, 0.25e-3];
   const wantAlpha = [0.005, 0.01, 0.0075, 0.005, 0.0025, 0];
   for (let k = 0; k < 6; k++) {
-    const { applied } = learner.microStep(batch, lengths);
+    const { applied } = await learner.microStep(batch, lengths);
     assert.ok(applied, `micro-step ${k} applied an update (accumulate 1)`);
     close(applied.lr, wantLr[k], 1e-15, `lr of update ${k + 1}`);
     close(applied.alpha, wantAlpha[k], 1e-15, `α after update ${k + 1}`);

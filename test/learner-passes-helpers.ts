@@ -5,7 +5,7 @@ import { resolveConfig } from "../server/qrag/config/config.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 
 // Seven transitions of different state lengths: passes of 3 pad each pass to its own longest state.
-const batch = {
+export const batch = {
   states: [
     ["where is mary?", "mary went to the kitchen.", "mary picked up the milk there."],
     ["where is john?"],
@@ -19,22 +19,27 @@ const batch = {
   positions: Int32Array.from([0, 20, 3, 7, 11, 2, 40]),
   targets: Float32Array.from([1, 0, 0.5, -0.3, 1.2, 0.1, 0.8]),
 };
-const lengths = { maxActionLength: 16, maxInMemory: 16 };
+export const lengths = { maxActionLength: 16, maxInMemory: 16 };
 
-/** Three updates with the given pass size (the first at the warm-up’s lr 0) on fresh, identically seeded networks: losses and final weights. */
-export async function threeUpdates(passSize: number, dropout = 0): Promise<{ losses: number[]; weights: number[]; init: number[] }> {
+/** Fresh, identically seeded networks (a 1-layer transformer) and a learner with this pass size. */
+export function learnerWith(passSize: number, dropout = 0): { nets: QNetworks; learner: Learner } {
   const config = resolveConfig({
     preset: "tiny",
     overrides: ["algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=64", `algo.encoder.dropout=${dropout}`],
   });
   const nets = new QNetworks(config.algo.encoder, new Rng(5));
-  const learner = new Learner(nets, { ...config.algo, optimizer: { ...config.algo.optimizer, lr: 1e-2 } }, 10, 1, passSize);
+  return { nets, learner: new Learner(nets, { ...config.algo, optimizer: { ...config.algo.optimizer, lr: 1e-2 } }, 10, 1, passSize) };
+}
+
+/** Three updates with the given pass size (the first at the warm-up’s lr 0) on fresh, identically seeded networks: losses and final weights. */
+export async function threeUpdates(passSize: number, dropout = 0): Promise<{ losses: number[]; weights: number[]; init: number[] }> {
+  const { nets, learner } = learnerWith(passSize, dropout);
   const flat = async () => (await nets.state.exportWeightsAsync()).flatMap((w) => Array.from(w.data));
   try {
     const init = await flat();
     const losses: number[] = [];
     for (let i = 0; i < 3; i++) {
-      learner.microStep(batch, lengths);
+      await learner.microStep(batch, lengths);
       losses.push((await learner.lastStats()).loss); // the device path keeps the loss on the device
     }
     return { losses, weights: await flat(), init };

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { passesAgainstOnePass, threeUpdates } from "./learner-passes-helpers.ts";
+import * as tf from "@tensorflow/tfjs";
+import { batch, learnerWith, lengths, passesAgainstOnePass, threeUpdates } from "./learner-passes-helpers.ts";
 
 test("pass_batch_size: the update in passes of 3 (3 + 3 + 1 transitions) equals the one-pass update: losses and weights after three updates", async () => {
   const r = await passesAgainstOnePass(3);
@@ -14,4 +15,30 @@ test("pass_batch_size: with dropout the passes still train (finite losses that c
   const { losses, weights } = await threeUpdates(1, 0.1);
   assert.ok(losses.every(Number.isFinite) && losses[1] !== losses[2], `losses ${losses}`);
   assert.ok(weights.every(Number.isFinite));
+});
+
+test("an abort between the update's passes throws before any step: updates, weights and tensors as before", async () => {
+  const { nets, learner } = learnerWith(3);
+  try {
+    await learner.microStep(batch, lengths);
+    await learner.microStep(batch, lengths); // past the warm-up's lr 0: a step would move the weights
+    const before = await nets.state.exportWeightsAsync();
+    const tensors = tf.memory().numTensors;
+    const ac = new AbortController();
+    // queued before the update's own yield after its first pass: the abort lands between passes
+    setImmediate(() => ac.abort());
+    await assert.rejects(learner.microStep(batch, lengths, ac.signal), { name: "AbortError" });
+    assert.equal(learner.updates, 2, "no optimizer step");
+    assert.equal(learner.microSteps, 2, "no micro-step counted");
+    assert.equal(tf.memory().numTensors, tensors, "the first pass's gradients were released");
+    const after = await nets.state.exportWeightsAsync();
+    after.forEach((w, i) => assert.deepEqual(w.data, before[i].data, `weight ${i} untouched`));
+    // not aborted: the same call completes the update
+    const r = await learner.microStep(batch, lengths, new AbortController().signal);
+    assert.ok(r.applied, "the update applied");
+    assert.equal(learner.getState().updates, 3);
+  } finally {
+    learner.dispose();
+    nets.dispose();
+  }
 });

@@ -187,7 +187,7 @@ async function learnerRun(backend: "cpu" | "webgpu") {
       positions: Int32Array.from({ length: B }, () => rng.int(20)),
       targets: Float32Array.from({ length: B }, () => rng.normal()),
     };
-    const r = learner.microStep(batch, { maxActionLength: 16, maxInMemory: 16 });
+    const r = await learner.microStep(batch, { maxActionLength: 16, maxInMemory: 16 });
     if (r.applied) gradNorms.push((await learner.lastStats()).gradNorm);
   }
   const w = await nets.exportWeightsAsync();

@@ -3,7 +3,7 @@
  * Shared by `train()` and the benchmarks, so the benchmark times exactly the code users train with.
  */
 import type { RunConfig } from "../config/config.ts";
-import { withPhase, withPhaseAsync } from "../backend/device.ts";
+import { withPhaseAsync } from "../backend/device.ts";
 import { episodeConfig } from "../data/sources.ts";
 import { trimWebgpuPool } from "../backend/webgpu-pool.ts";
 import { lambdaTargets } from "./lambda-returns.ts";
@@ -49,9 +49,9 @@ export interface IterationResult extends MicroStepResult {
 }
 
 /**
- * `signal`: an abort during the rollout throws its reason before the update, so a cancelled
- * iteration leaves the learner and weights as the previous one did (the checkpoint is consistent);
- * the update itself runs to its end.
+ * `signal`: an abort during the rollout, or between the update's passes (pass_batch_size), throws
+ * its reason before any step, so a cancelled iteration leaves the learner and weights as the
+ * previous one did (the checkpoint is consistent); a pass runs to its end.
  */
 export function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean, signal?: AbortSignal): Promise<IterationResult> {
   return deviceErrorsFirst(() => iterate(envs, learner, nets, config, random, signal));
@@ -68,10 +68,11 @@ async function iterate(envs: ParallelEnvs, learner: Learner, nets: QNetworks, co
   signal?.throwIfAborted();
   const { targets, keep } = buildTargets(batch, boot, config);
   const t1 = performance.now();
-  const res = withPhase("update", () =>
+  const res = await withPhaseAsync("update", () =>
     learner.microStep(
       { states: keep.map((k) => batch.states[k]), actionTexts: keep.map((k) => batch.actionTexts[k]), positions: Int32Array.from(keep, (k) => batch.actionPositions[k]), targets },
       { maxActionLength: config.max_action_length, maxInMemory: config.max_action_length_in_memory },
+      signal,
     ),
   );
   trimWebgpuPool(); // the pooled buffers this iteration freed (webgpu-pool.ts); timed with the update

@@ -70,14 +70,23 @@ export class Learner {
 
   /**
    * One micro-step on a batch of B transitions: states (as pieces), action texts, their
-   * selection-time rotary positions, and λ-return targets G.
+   * selection-time rotary positions, and λ-return targets G. With `signal`, the event loop runs
+   * between passes and an abort there throws before anything changed (no gradient kept, no step):
+   * a cancel waits for one pass, not the whole update.
    */
-  microStep(batch: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }): MicroStepResult {
+  async microStep(batch: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }, signal?: AbortSignal): Promise<MicroStepResult> {
     const B = batch.targets.length;
     const size = this.passSize > 0 ? Math.min(this.passSize, B) : B;
     let grads: tf.Tensor[] | null = null;
     let value: tf.Scalar | null = null;
     for (let lo = 0; lo < B; lo += size) {
+      if (signal && lo > 0) {
+        await new Promise((r) => setImmediate(r));
+        if (signal.aborted) {
+          tf.dispose([...grads!, value!]);
+          signal.throwIfAborted();
+        }
+      }
       const hi = Math.min(B, lo + size);
       const pass = this.pass(
         { states: batch.states.slice(lo, hi), actionTexts: batch.actionTexts.slice(lo, hi), positions: batch.positions.subarray(lo, hi), targets: batch.targets.subarray(lo, hi) },
