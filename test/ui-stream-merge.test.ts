@@ -38,7 +38,7 @@ test("runs the server publishes replace list rows and detail fields; an older co
   qc.setQueryData(qk.run("r1"), detail);
 
   const running: RunDto = { ...row, status: "running", lastSeq: 3, progressDone: 10, summary: { qf_loss: 0.5, update: 10 }, backend: "wasm" };
-  const unlisted = putRuns(qc, [running, { ...row, id: "r9", lastSeq: 1 }]);
+  const { unlisted } = putRuns(qc, [running, { ...row, id: "r9", lastSeq: 1 }]);
   assert.deepEqual(unlisted, ["r9"], "a run no list holds is reported, so lists can be refetched");
   for (const key of [qk.runList({ sort: "createdAt" }), qk.runList({ status: "queued" })]) {
     const r1 = qc.getQueryData<RunListDto>(key)!.runs.find((r) => r.id === "r1")!;
@@ -92,4 +92,22 @@ test("the sequencer applies in order, holds early batches and asks for a catch-u
   s.subscribed(s.cursor, 3_000);
   assert.deepEqual(s.push(batch(9), 3_001).apply, []);
   assert.deepEqual(s.push(batch(10), 3_002).apply.map((b) => b.seq), [10]);
+});
+
+test("lists whose chosen columns or filter depend on a moved summary are reported stale; others are not", () => {
+  const qc = new QueryClient();
+  const row: RunDto = { ...run, status: "running", lastSeq: 3, summary: { qf_loss: 0.5, update: 10 } };
+  const other: RunDto = { ...row, id: "r2" };
+  const plain = qk.runList({ sort: "createdAt" });
+  const withCols = qk.runList({ cols: "best.eval_coverage" });
+  const filtered = qk.runList({ where: "best.eval_coverage >= 0.5" });
+  for (const key of [plain, withCols, filtered]) qc.setQueryData<RunListDto>(key, { runs: [row], total: 1 } as RunListDto);
+
+  const same = putRuns(qc, [{ ...row, lastSeq: 4, progressDone: 11 }]);
+  assert.deepEqual(same.stale, [], "progress alone leaves computed columns and filters right");
+  const moved = putRuns(qc, [{ ...row, lastSeq: 5, summary: { qf_loss: 0.25, update: 20 } }]);
+  assert.deepEqual(moved.stale, [withCols, filtered], "the chosen columns and the filter of a run whose summary moved");
+  const elsewhere = putRuns(qc, [{ ...other, lastSeq: 6 }]);
+  assert.deepEqual(elsewhere.unlisted, ["r2"]);
+  assert.deepEqual(elsewhere.stale, [filtered], "a run the filter does not hold may now pass it");
 });

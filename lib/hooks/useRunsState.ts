@@ -3,10 +3,11 @@
  * Keeps the runs table and run details fresh: the server broadcasts "runs:state" with every run
  * whose status, summary, progress or worker changed, as it derived them; they are merged into the
  * cache (run-cache.ts). A list is refetched (at most once a second) only when a run it may now
- * include or exclude changed: a run it does not hold yet, a status change, or a deleted run.
+ * include or exclude changed (a run it does not hold yet, a status change, a deleted run), or when
+ * its chosen columns or filter depend on a summary that moved (run-cache.ts `stale`).
  */
 import { useEffect } from "react";
-import { useQueryClient } from "@tanstack/react-query";
+import { useQueryClient, type QueryKey } from "@tanstack/react-query";
 import { getUiSocket } from "../socket.ts";
 import type { RunListDto, RunsStateMsg } from "../contracts/index.ts";
 import { putRuns } from "../run-cache.ts";
@@ -27,17 +28,25 @@ export function useRunsState() {
   useEffect(() => {
     const socket = getUiSocket();
     let timer: ReturnType<typeof setTimeout> | null = null;
-    const refetchLists = () => {
+    // all lists, or only those named (their columns or filter went stale), at most once a second
+    let pending: QueryKey[] | "all" = [];
+    const refetchLists = (which: QueryKey[] | "all") => {
+      pending = which === "all" || pending === "all" ? "all" : [...pending, ...which];
       timer ??= setTimeout(() => {
         timer = null;
-        void qc.invalidateQueries({ queryKey: qk.runs() });
+        const keys = pending;
+        pending = [];
+        if (keys === "all") void qc.invalidateQueries({ queryKey: qk.runs() });
+        else for (const queryKey of keys) void qc.invalidateQueries({ queryKey, exact: true });
       }, LIST_EVERY_MS);
     };
     const onState = (msg: RunsStateMsg) => {
       const refetch = statusChanged(qc, msg) || msg.gone.length > 0;
       // sweep jobs are never in the runs table: one that no list holds needs no refetch
       const sweeps = new Set(msg.runs.filter((r) => r.kind === "sweep").map((r) => r.id));
-      if (putRuns(qc, msg.runs).some((id) => !sweeps.has(id)) || refetch) refetchLists();
+      const put = putRuns(qc, msg.runs);
+      if (put.unlisted.some((id) => !sweeps.has(id)) || refetch) refetchLists("all");
+      else if (put.stale.length) refetchLists(put.stale);
     };
     // after a reconnect, anything may have changed while we were away
     const onReconnect = () => void qc.invalidateQueries({ queryKey: qk.runs() });
