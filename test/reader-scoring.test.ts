@@ -87,9 +87,12 @@ test("the cache answers a repeated input without calling the model, and stays bo
   assert.equal(b.cached, true);
   assert.equal(b.text, a.text);
   await r.answer(input("q2"));
-  await r.answer(input("q3")); // evicts q1 (least recently used)
+  await r.answer(input("q1")); // a hit: q1 is now the most recently used
+  await r.answer(input("q3")); // evicts q2, the least recently used
   assert.equal(r.size, 2);
-  await r.answer(input("q1"));
+  assert.equal(inner.calls, 3);
+  assert.equal((await r.answer(input("q1"))).cached, true);
+  assert.equal((await r.answer(input("q2"))).cached, undefined);
   assert.equal(inner.calls, 4);
   assert.notEqual(r.key(input("q1")), r.key({ ...input("q1"), chunks: ["d"] }));
 });

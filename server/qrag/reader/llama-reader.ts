@@ -50,7 +50,7 @@ export async function openLlamaReader(file: string, o: GgufReaderOptions = {}): 
     const budget = o.maxTokens ?? answerTokenBudget(input.dataset);
     const promptTokens = countPrompt(system, user);
     if (promptTokens + budget > context.contextSize) throw new PromptTooLongError(promptTokens, budget, context.contextSize);
-    await sequence.clearHistory();
+    await sequence.clearHistory(); // each answer from an empty KV cache: bit-identical whatever came before
     const out0 = sequence.tokenMeter.usedOutputTokens;
     const session = new LlamaChatSession({ contextSequence: sequence, systemPrompt: system, chatWrapper, autoDisposeSequence: false });
     try {
