@@ -57,6 +57,7 @@ export const TIERS = {
     "partial-start",
     "precision-table",
     "qa-loaders",
+    "reader-scoring",
     "replay-view",
     "rng",
     "run-columns",
@@ -89,6 +90,7 @@ export const TIERS = {
     "gpu-device", // bash and node child processes
     "platform-db", // SQLite and PostgreSQL
     "platform-realtime", // socket.io server on SQLite
+    "reader-llama", // real llama.cpp inference (node-llama-cpp), a probe child process
     "runs-list", // in-process server
     "scale-out", // PostgreSQL, several nodes
     "security-auth", // in-process server

@@ -17,6 +17,11 @@ export { regenerateHaystack, HaystackUnavailable, type Haystack } from "./evalua
 export { checkEnvPaths } from "./data/registry.ts";
 export { checkEncoderPath } from "./model/hf/encoder-path.ts";
 export { writeRandomBert, type BertSize } from "./model/hf/random-bert.ts";
+export { writeTinyGguf, type TinyGgufOptions } from "./reader/tiny-gguf.ts";
+export { openGgufReader } from "./reader/open.ts";
+export { cachedReader, withTimeout, PromptTooLongError, ReaderTimeoutError, type Reader, type ReaderAnswer, type ReaderInput } from "./reader/reader.ts";
+export { readerPrompt, type ReaderDataset } from "./reader/prompts.ts";
+export { scoreAnswer, type AnswerScore } from "./reader/score.ts";
 export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot } from "./data-root.ts";
 export { configureEngine, engineSettings, type EngineSettings } from "./settings.ts";
 export { BACKEND_PREFS } from "./backend/names.ts";

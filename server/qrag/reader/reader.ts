@@ -1,0 +1,97 @@
+/**
+ * The reader: an LLM that answers a question from the chunks the retriever kept. Providers
+ * implement `Reader`; `cachedReader` and `withTimeout` wrap any of them. The llama.cpp provider is
+ * behind `openGgufReader` (./open.ts), a lazy import, so nothing here loads node-llama-cpp.
+ */
+import { InputError } from "../errors.ts";
+import type { ReaderDataset } from "./prompts.ts";
+
+export interface ReaderInput {
+  question: string;
+  /** The kept chunks, in document order. */
+  chunks: readonly string[];
+  dataset: ReaderDataset;
+}
+
+export interface ReaderAnswer {
+  text: string;
+  promptTokens: number;
+  completionTokens: number;
+  /** Wall time of the call (0 when answered from the cache). */
+  ms: number;
+  cached?: boolean;
+}
+
+export interface Reader {
+  /** Names the model (provider and file or model id): part of every cache key. */
+  readonly model: string;
+  answer(input: ReaderInput, signal?: AbortSignal): Promise<ReaderAnswer>;
+  close?(): Promise<void>;
+}
+
+/** The prompt and its answer budget do not fit the model's context: a run error, not a retry. */
+export class PromptTooLongError extends InputError {
+  constructor(readonly promptTokens: number, readonly answerTokens: number, readonly contextTokens: number) {
+    super(`reader prompt too long: ${promptTokens} prompt tokens + ${answerTokens} answer tokens exceed the ` +
+      `reader's context window of ${contextTokens} tokens (keep fewer chunks or raise the reader's context size)`);
+    this.name = "PromptTooLongError";
+  }
+}
+
+export class ReaderTimeoutError extends Error {
+  constructor(readonly ms: number) {
+    super(`reader call timed out after ${ms} ms`);
+    this.name = "ReaderTimeoutError";
+  }
+}
+
+/** Calls `answer` with a signal that aborts after `ms`; rejects with ReaderTimeoutError then. */
+export function withTimeout(reader: Reader, ms: number): Reader {
+  return {
+    model: reader.model,
+    close: reader.close?.bind(reader),
+    async answer(input, outer) {
+      const ctl = new AbortController();
+      const onOuter = (): void => ctl.abort(outer?.reason);
+      outer?.addEventListener("abort", onOuter, { once: true });
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => { ctl.abort(new ReaderTimeoutError(ms)); reject(new ReaderTimeoutError(ms)); }, ms);
+      });
+      try {
+        return await Promise.race([reader.answer(input, ctl.signal), timedOut]);
+      } finally {
+        clearTimeout(timer);
+        outer?.removeEventListener("abort", onOuter);
+      }
+    },
+  };
+}
+
+/**
+ * Answers from a bounded LRU keyed by model and the whole input (greedy decoding: the same prompt
+ * always gives the same text). `key` is exposed for tests and for callers that dedupe.
+ */
+export function cachedReader(reader: Reader, maxEntries = 4096): Reader & { readonly size: number; key(i: ReaderInput): string } {
+  const cache = new Map<string, Omit<ReaderAnswer, "ms" | "cached">>();
+  const key = (i: ReaderInput): string => JSON.stringify([reader.model, i.dataset, i.question, i.chunks]);
+  return {
+    model: reader.model,
+    close: reader.close?.bind(reader),
+    key,
+    get size() { return cache.size; },
+    async answer(input, signal) {
+      const k = key(input);
+      const hit = cache.get(k);
+      if (hit) {
+        cache.delete(k); // re-insert: Map order is the LRU order
+        cache.set(k, hit);
+        return { ...hit, ms: 0, cached: true };
+      }
+      const a = await reader.answer(input, signal);
+      cache.set(k, { text: a.text, promptTokens: a.promptTokens, completionTokens: a.completionTokens });
+      while (cache.size > maxEntries) cache.delete(cache.keys().next().value as string);
+      return a;
+    },
+  };
+}
