@@ -10,7 +10,7 @@ import { counterSnapshot, kernelNameCounts, resetCounters, withPhase } from "../
 import { AdamW, clipFactorDevice } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
 import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
-import { gelu, layerNorm, linear } from "../server/qrag/model/ops.ts";
+import { gelu, layerNorm, linear, residualDropout, residualLayerNorm } from "../server/qrag/model/ops.ts";
 import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgpu/attention.ts";
 import { attentionDense } from "../server/qrag/model/device-ops.ts";
 import { twinLoss } from "../server/qrag/model/qfunction.ts";
@@ -164,6 +164,56 @@ async function geluLayerNormCase() {
   const diffs: Record<string, number> = {};
   cpu.results.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts[j]}`] = relDiff(gpu.results[i].values[j], v))));
   return { diffs };
+}
+
+/**
+ * BERT's sub-layer end LayerNorm(x + dropout(h)): ops.ts `residualLayerNorm` on cpu (the tfjs
+ * composition) and on webgpu (one fused program), with dropout 0.1 and 0, forward and the
+ * gradients of Σ y ⊙ R w.r.t. x, h, γ, β. Both draw the mask from an Rng of the same seed.
+ */
+async function residualLayerNormRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(11);
+  const results: { name: string; values: Float32Array[] }[] = [];
+  for (const [shape, rate, training] of [[[37, 24], 0.1, true], [[2, 5, 16], 0.3, true], [[40, 32], 0.1, false]] as [number[], number, boolean][]) {
+    const n = shape[shape.length - 1];
+    const size = shape.reduce((a, b) => a * b, 1);
+    const x = tf.tensor(normals(rng, size, 2), shape);
+    const h = tf.tensor(Float32Array.from(normals(rng, size, 3), (v, i) => v + (i % 5)), shape);
+    const gamma = tf.tensor1d(normals(rng, n)) as tf.Tensor1D;
+    const beta = tf.tensor1d(normals(rng, n)) as tf.Tensor1D;
+    const R = tf.tensor(normals(rng, size), shape);
+    let maskRng = new Rng(100 + size);
+    const f = (a: tf.Tensor, b: tf.Tensor, g: tf.Tensor, c: tf.Tensor) => residualLayerNorm(a, b, { rate, training, rng: maskRng }, g as tf.Tensor1D, c as tf.Tensor1D, 1e-12);
+    const { value, grads } = tf.tidy(() => {
+      const value = f(x, h, gamma, beta);
+      maskRng = new Rng(100 + size); // the gradient's forward draws the same mask again
+      return { value, grads: tf.grads((a: tf.Tensor, b: tf.Tensor, g: tf.Tensor, c: tf.Tensor) => tf.sum(tf.mul(f(a, b, g, c), R)))([x, h, gamma, beta]) };
+    });
+    results.push({ name: `[${shape}] p ${rate}${training ? "" : " eval"}`, values: await readAll([value, ...grads]) });
+    // the pre-LN residual x + dropout(h): forward, grad x, grad h
+    maskRng = new Rng(200 + size);
+    const add = (a: tf.Tensor, b: tf.Tensor) => residualDropout(a, b, { rate, training, rng: maskRng });
+    const res = tf.tidy(() => {
+      const value = add(x, h);
+      maskRng = new Rng(200 + size);
+      return { value, grads: tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(add(a, b), R)))([x, h]) };
+    });
+    results.push({ name: `add [${shape}] p ${rate}${training ? "" : " eval"}`, values: await readAll([res.value, ...res.grads]) });
+    tf.dispose([x, h, gamma, beta, R]);
+  }
+  return { results };
+}
+
+async function residualLayerNormCase() {
+  const cpu = await residualLayerNormRun("cpu");
+  const gpu = await residualLayerNormRun("webgpu");
+  const parts = ["forward", "grad x", "grad h", "grad gamma", "grad beta"];
+  const diffs: Record<string, number> = {};
+  cpu.results.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts[j]}`] = relDiff(gpu.results[i].values[j], v))));
+  // the dropout really dropped: some h gradients are exactly 0 where x's are not
+  const dropped = cpu.results[0].values[2].filter((v, i) => v === 0 && cpu.results[0].values[1][i] !== 0).length;
+  return { diffs, dropped };
 }
 
 /**
@@ -492,6 +542,7 @@ async function dropoutCase() {
 }
 
 const CASES: Record<string, () => Promise<unknown>> = {
+  "residual-layernorm": residualLayerNormCase,
   dropout: dropoutCase,
   matmul: matmulCase,
   rotary: rotaryCase,

@@ -24,6 +24,7 @@ import { isAligned, matmulTiled, tileFor } from "./webgpu/matmul.ts";
 import { onDevice } from "../backend/device.ts";
 import { gatherRows, segmentMeanDevice } from "./device-gather.ts";
 import { geluDevice, layerNormDevice } from "./webgpu/gelu-layernorm.ts";
+import { residualDropoutDevice, residualLayerNormDevice, type MaskParams } from "./webgpu/residual-layernorm.ts";
 
 /** tfjs does not export CustomGradientFunc; take it from customGrad's parameter type. */
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
@@ -389,6 +390,42 @@ export function dropout<T extends tf.Tensor>(x: T, rate: number, training: boole
   // on the device path the mask is drawn there (same values, nothing uploaded)
   const mask = onDevice() ? tf.reshape(dropoutMaskDevice(x.size, rate, rng), x.shape) : tf.tensor(dropoutMask(x.size, rate, rng), x.shape);
   return tf.mul(x, mask) as T;
+}
+
+/**
+ * `layerNorm(x + dropout(h))`, a post-LN sub-layer's end (BERT). The device path runs it as one
+ * program (model/webgpu/residual-layernorm.ts) with the mask `dropout` would draw: the same Rng
+ * draws at the same point, so both paths give the same values.
+ */
+export function residualLayerNorm<T extends tf.Tensor>(x: T, h: T, drop: DropSpec, gamma: tf.Tensor1D, beta: tf.Tensor1D, eps = LN_EPS): T {
+  const mask = deviceMask(x, drop);
+  if (mask) return residualLayerNormDevice(x, h, gamma, beta, eps, mask);
+  return layerNorm(tf.add(x, dropout(h, drop.rate, drop.training, drop.rng)) as T, gamma, beta, eps);
+}
+
+/** `x + dropout(h)`, a pre-LN sub-layer's residual; one program on the device path (as above). */
+export function residualDropout<T extends tf.Tensor>(x: T, h: T, drop: DropSpec): T {
+  const mask = deviceMask(x, drop);
+  if (mask) return residualDropoutDevice(x, h, mask);
+  return tf.add(x, dropout(h, drop.rate, drop.training, drop.rng)) as T;
+}
+
+interface DropSpec {
+  rate: number;
+  training: boolean;
+  rng?: Rng;
+}
+
+/**
+ * The fused programs' mask, drawing the key from the Rng exactly when `dropout` would; null where
+ * the tfjs ops run instead (not on the device, or dropout without an Rng: tf.dropout's own mask).
+ */
+function deviceMask(x: tf.Tensor, drop: DropSpec): MaskParams | null {
+  const dropping = drop.training && drop.rate > 0;
+  if (!onDevice() || x.dtype !== "float32" || (dropping && !drop.rng)) return null;
+  if (!dropping) return { thr: 0, keep: 1, k0: 0, k1: 0 };
+  const [k0, k1] = maskKey(drop.rng!);
+  return { thr: dropThreshold(drop.rate), keep: dropoutKeepScale(drop.rate), k0, k1 };
 }
 
 /** Smallest power of two ≥ n (and ≥ 1). */

@@ -32,7 +32,7 @@
 import * as tf from "@tensorflow/tfjs";
 import type { EncoderConfig, TokenBatch } from "./encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type ParamSpec, type WeightSource } from "./base.ts";
-import { dropout, embedScatter, gelu, layerNorm, linear, segmentMean } from "./ops.ts";
+import { dropout, embedScatter, gelu, layerNorm, linear, residualDropout, segmentMean } from "./ops.ts";
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
 import { attentionQkvDevice, maskedMeanDevice } from "./device-ops.ts";
 import { gatherRows } from "./device-gather.ts";
@@ -193,12 +193,12 @@ export class TransformerEncoder extends BaseEncoder {
       const hN = layerNorm(x, ln1g as V1, ln1b as V1);
       const merged = attend(hN, wqkv as V2, bqkv as V1); // [rows, d]
       const attnOut = linear(merged, wo as V2, bo as V1);
-      x = tf.add(x, dropout(attnOut, p, training, rng));
+      x = residualDropout(x, attnOut, { rate: p, training, rng });
 
       const h2 = layerNorm(x, ln2g as V1, ln2b as V1);
       const f = gelu(linear(h2, w1 as V2, b1 as V1));
       const ffOut = linear(f, w2 as V2, b2 as V1);
-      x = tf.add(x, dropout(ffOut, p, training, rng));
+      x = residualDropout(x, ffOut, { rate: p, training, rng });
     }
     const nf = vars.length - 2;
     return layerNorm(x, vars[nf] as V1, vars[nf + 1] as V1);

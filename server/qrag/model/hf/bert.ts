@@ -20,7 +20,7 @@
 import * as tf from "@tensorflow/tfjs";
 import type { SerializedTensor } from "../encoder.ts";
 import type { ParamSpec } from "../base.ts";
-import { dropout, embedScatter, gelu, layerNorm, linear } from "../ops.ts";
+import { dropout, embedScatter, gelu, layerNorm, linear, residualLayerNorm } from "../ops.ts";
 import { attentionBatched, attentionPerHead, packedLayout } from "../attention.ts";
 import { attentionDense } from "../device-ops.ts";
 import { onDevice } from "../../backend/device.ts";
@@ -224,9 +224,10 @@ function run(
     const [wq, bq, wk, bk, wv, bv, wo, bo, g1, b1, w1, c1, w2, c2, g2, b2] = vars.slice(b, b + LAYER.length);
     const lin = (h: tf.Tensor2D, w: tf.Variable, bias: tf.Variable) => linear(h, w as V2, bias as V1);
     const ctx = attend(lin(x, wq, bq), lin(x, wk, bk), lin(x, wv, bv));
-    x = layerNorm(tf.add(x, dropout(lin(ctx, wo, bo), p, o.training, o.rng)) as tf.Tensor2D, g1 as V1, b1 as V1, eps);
+    const drop = { rate: p, training: o.training, rng: o.rng };
+    x = residualLayerNorm(x, lin(ctx, wo, bo), drop, g1 as V1, b1 as V1, eps);
     const f = activation(lin(x, w1, c1), c.act);
-    x = layerNorm(tf.add(x, dropout(lin(f, w2, c2), p, o.training, o.rng)) as tf.Tensor2D, g2 as V1, b2 as V1, eps);
+    x = residualLayerNorm(x, lin(f, w2, c2), drop, g2 as V1, b2 as V1, eps);
   }
   return x;
 }

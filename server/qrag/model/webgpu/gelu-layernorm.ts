@@ -114,7 +114,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
  * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a workgroup per column, its threads striding over the rows
  * (parallel on long batches), summed in shared memory.
  */
-const LN_DGB = `${uniformStruct(["rows: u32", "n: u32"])}
+export const LN_DGB = `${uniformStruct(["rows: u32", "n: u32"])}
 ${storageDecls(["x", "stats", "dy"], ["dgamma", "dbeta"])}
 var<workgroup> acc: array<vec2<f32>, ${WG}>;
 @compute @workgroup_size(${WG})

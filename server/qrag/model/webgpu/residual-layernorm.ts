@@ -1,0 +1,165 @@
+/**
+ * A sub-layer's end as one WebGPU program: BERT's post-LN `LayerNorm(x + dropout(h))` (two
+ * programs backward) and the pre-LN transformer's `x + dropout(h)` (one backward), instead of a
+ * mask program, a multiply, an add (and the LayerNorm): 3–4 dispatches and their tfjs kernels
+ * forward, as many backward, and a saved [rows, d] mask per sub-layer.
+ *
+ * The mask is the counter-based hash of util/mask-hash.ts under a key drawn from the same Rng at
+ * the same point as ops.ts `dropout` draws it, so the result equals the unfused ops (tested). The
+ * forward also writes v = x + h·m, which the backward reads (one [rows, d] tensor, as the add's
+ * output was).
+ */
+import * as tf from "@tensorflow/tfjs";
+import { MASK_HASH_WGSL } from "../../util/mask-hash.ts";
+import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
+import { LN_DGB } from "./gelu-layernorm.ts";
+
+type CustomGradFn = Parameters<typeof tf.customGrad>[0];
+
+/** The dropout of `h`: drop threshold (of 65536), keep scale, hash key; thr 0 and keep 1 keep all. */
+export interface MaskParams {
+  thr: number;
+  keep: number;
+  k0: number;
+  k1: number;
+}
+
+const FIELDS = ["rows: u32", "n: u32", "eps: f32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
+const MASK_FN = `${MASK_HASH_WGSL}
+fn maskAt(i: u32) -> f32 {
+  let bits = maskBits(u.k0, u.k1, i >> 1u);
+  let half = select(bits & 0xffffu, bits >> 16u, (i & 1u) == 1u);
+  return select(u.keep, 0.0, half < u.thr);
+}`;
+
+const FWD = `${uniformStruct(FIELDS)}
+${storageDecls(["x", "h", "gamma", "beta"], ["y", "v", "stats"])}
+${MASK_FN}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let r = threadIndex(gid);
+  if (r >= u.rows) { return; }
+  let o = r * u.n;
+  let nf = f32(u.n);
+  var s = 0.0;
+  for (var k = 0u; k < u.n; k++) {
+    let a = x[o + k] + h[o + k] * maskAt(o + k);
+    v[o + k] = a;
+    s += a;
+  }
+  let mean = s / nf;
+  var q = 0.0;
+  for (var k = 0u; k < u.n; k++) { let c = v[o + k] - mean; q += c * c; }
+  let inv = inverseSqrt(q / nf + u.eps);
+  for (var k = 0u; k < u.n; k++) { y[o + k] = ((v[o + k] - mean) * inv) * gamma[k] + beta[k]; }
+  stats[2u * r] = mean;
+  stats[2u * r + 1u] = inv;
+}`;
+
+/** dv per row (LayerNorm's dx over v), then dx = dv and dh = dv·m. */
+const DX = `${uniformStruct(FIELDS)}
+${storageDecls(["v", "gamma", "stats", "dy"], ["dx", "dh"])}
+${MASK_FN}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let r = threadIndex(gid);
+  if (r >= u.rows) { return; }
+  let o = r * u.n;
+  let mean = stats[2u * r];
+  let inv = stats[2u * r + 1u];
+  var m1 = 0.0;
+  var m2 = 0.0;
+  for (var k = 0u; k < u.n; k++) {
+    let gy = dy[o + k] * gamma[k];
+    m1 += gy;
+    m2 += gy * ((v[o + k] - mean) * inv);
+  }
+  let nf = f32(u.n);
+  m1 = m1 / nf;
+  m2 = m2 / nf;
+  for (var k = 0u; k < u.n; k++) {
+    let vh = (v[o + k] - mean) * inv;
+    let d = ((dy[o + k] * gamma[k] - m1) - vh * m2) * inv;
+    dx[o + k] = d;
+    dh[o + k] = d * maskAt(o + k);
+  }
+}`;
+
+const ADD_FIELDS = ["n: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
+const ADD_FWD = `${uniformStruct(ADD_FIELDS)}
+${storageDecls(["x", "h"], ["y"])}
+${MASK_FN}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = threadIndex(gid);
+  if (i >= u.n) { return; }
+  y[i] = x[i] + h[i] * maskAt(i);
+}`;
+const ADD_DH = `${uniformStruct(ADD_FIELDS)}
+${storageDecls(["dy"], ["dh"])}
+${MASK_FN}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = threadIndex(gid);
+  if (i >= u.n) { return; }
+  dh[i] = dy[i] * maskAt(i);
+}`;
+
+function run(key: string, code: string, inputs: tf.Tensor[], outputs: number[][], uniforms: { type: "float32" | "uint32"; data: number[] }[], threads: number): tf.Tensor[] {
+  const infos = runRawProgram(webgpuBackend(), { key, code, inputs, outputs: outputs.map((shape) => ({ shape })), uniforms, threads });
+  return infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
+}
+
+/** LayerNorm(x + h·m) over the last axis, m the dropout mask `mask` describes; x, h [rows, d]. */
+export function residualLayerNormDevice<T extends tf.Tensor>(x: T, h: T, gamma: tf.Tensor1D, beta: tf.Tensor1D, eps: number, mask: MaskParams): T {
+  if (x.dtype !== "float32" || h.dtype !== "float32") throw new Error("residualLayerNormDevice: float32 only");
+  const n = x.shape[x.rank - 1];
+  const rows = x.size / n;
+  const uniforms = [
+    { type: "uint32" as const, data: [rows] },
+    { type: "uint32" as const, data: [n] },
+    { type: "float32" as const, data: [eps] },
+    { type: "uint32" as const, data: [mask.thr] },
+    { type: "float32" as const, data: [mask.keep] },
+    { type: "uint32" as const, data: [mask.k0] },
+    { type: "uint32" as const, data: [mask.k1] },
+  ];
+  const f = tf.customGrad(((xi: tf.Tensor, hi: tf.Tensor, g: tf.Tensor, b: tf.Tensor, save: tf.GradSaveFunc) => {
+    const [y, v, stats] = run("qrag_res_ln_fwd", FWD, [xi, hi, g, b], [xi.shape, xi.shape, [rows, 2]], uniforms, rows);
+    save([v, g, stats]);
+    return {
+      value: y,
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const [vs, gs, st] = saved;
+        const [dx, dh] = run("qrag_res_ln_dx", DX, [vs, gs, st, dy], [vs.shape, vs.shape], uniforms, rows);
+        const [dgamma, dbeta] = run("qrag_ln_dgb", LN_DGB, [vs, st, dy], [[n], [n]], uniforms.slice(0, 2), n * WG);
+        return [dx, dh, dgamma, dbeta];
+      },
+    };
+  }) as CustomGradFn);
+  return f(x, h, gamma, beta) as T;
+}
+
+/** x + h·m, m the dropout mask `mask` describes (the gradient: dy to x, dy·m to h). */
+export function residualDropoutDevice<T extends tf.Tensor>(x: T, h: T, mask: MaskParams): T {
+  if (x.dtype !== "float32" || h.dtype !== "float32") throw new Error("residualDropoutDevice: float32 only");
+  const n = x.size;
+  const uniforms = [
+    { type: "uint32" as const, data: [n] },
+    { type: "uint32" as const, data: [mask.thr] },
+    { type: "float32" as const, data: [mask.keep] },
+    { type: "uint32" as const, data: [mask.k0] },
+    { type: "uint32" as const, data: [mask.k1] },
+  ];
+  const f = tf.customGrad(((xi: tf.Tensor, hi: tf.Tensor) => {
+    const [y] = run("qrag_res_drop_fwd", ADD_FWD, [xi, hi], [xi.shape], uniforms, n);
+    return {
+      value: y,
+      gradFunc: (dy: tf.Tensor) => {
+        const [dh] = run("qrag_res_drop_dh", ADD_DH, [dy], [dy.shape], uniforms, n);
+        return [tf.clone(dy), dh];
+      },
+    };
+  }) as CustomGradFn);
+  return f(x, h) as T;
+}
