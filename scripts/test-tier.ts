@@ -63,6 +63,7 @@ export const TIERS = {
     "run-columns",
     "rotary",
     "stop-rules",
+    "slurm-parse",
     "sweep-series",
     "test-tiers",
     "tfevents-read",
@@ -97,6 +98,7 @@ export const TIERS = {
     "security-inputs", // in-process server
     "security-paths", // in-process server, child processes
     "security-same-origin", // in-process server
+    "slurm-client", // a real single-node Slurm (munged, slurmctld, slurmd) and its commands
     "sweeps", // in-process server, SQLite and PostgreSQL
     "wasm-threads", // child processes with 1 and 2 threads
     "webgpu-fused", // webgpu case processes
