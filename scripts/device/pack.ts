@@ -160,6 +160,9 @@ function checkoutBytes(dir: string): number {
 const ESBUILD_NODE = [
   "--bundle", "--platform=node", "--format=esm", "--target=node20", "--log-level=warning",
   "--external:webgpu", "--external:@tensorflow/tfjs-node", "--external:@tensorflow/tfjs-node-gpu",
+  // the LLM reader's providers load lazily and stay out of the pack (llama.cpp's binaries are
+  // hundreds of MB; the GPU calls carry 64 MiB): a reader on the device machine is not packed yet
+  "--external:node-llama-cpp", "--external:@node-llama-cpp/*", "--external:openai",
   // CommonJS bits inside the bundle call require(): give the ESM bundle one
   "--banner:js=import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
 ];
