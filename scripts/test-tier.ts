@@ -92,6 +92,7 @@ export const TIERS = {
     "platform-db", // SQLite and PostgreSQL
     "platform-realtime", // socket.io server on SQLite
     "reader-llama", // real llama.cpp inference (node-llama-cpp), a probe child process
+    "reader-openai", // a local OpenAI-compatible HTTP server generating with the tiny GGUF model
     "runs-list", // in-process server
     "scale-out", // PostgreSQL, several nodes
     "security-auth", // in-process server
