@@ -57,6 +57,7 @@ export const TIERS = {
     "partial-start",
     "precision-table",
     "qa-loaders",
+    "reader-pass",
     "reader-scoring",
     "replay-view",
     "rng",

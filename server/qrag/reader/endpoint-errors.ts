@@ -7,7 +7,6 @@
  */
 import { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
 import { shortText } from "../../../lib/contracts/short-text.ts";
-import { InputError } from "../errors.ts";
 import type { ReaderFailure } from "./reader.ts";
 
 export interface Classified {
@@ -17,18 +16,6 @@ export interface Classified {
   /** Once the retries are spent (or at once when nothing is retried), no later call can succeed. */
   fatal: boolean;
   headers?: Headers;
-}
-
-/** Host and path of a base URL, without credentials or query: what messages and cache keys name. */
-export function endpointName(baseURL: string): string {
-  let u: URL;
-  try {
-    u = new URL(baseURL);
-  } catch {
-    throw new InputError("--reader-url: expected an http(s) URL such as http://127.0.0.1:8000/v1");
-  }
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw new InputError("--reader-url: expected an http(s) URL");
-  return `${u.host}${u.pathname.replace(/\/+$/, "")}`;
 }
 
 /** The secret, and anything shaped like a key or a bearer token, removed; then short and printable. */

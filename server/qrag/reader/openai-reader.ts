@@ -10,7 +10,8 @@ import type { ChatCompletionCreateParamsNonStreaming } from "openai/resources/ch
 import { InputError } from "../errors.ts";
 import { answerTokenBudget, readerPrompt } from "./prompts.ts";
 import { ReaderCallError, type Reader, type ReaderAnswer, type ReaderInput } from "./reader.ts";
-import { classifyEndpointError, endpointName, type Classified } from "./endpoint-errors.ts";
+import { classifyEndpointError, type Classified } from "./endpoint-errors.ts";
+import { endpointName } from "./endpoint-name.ts";
 import { retryDelayMs, sleep } from "./retry-delay.ts";
 
 export interface OpenAiReaderOptions {
