@@ -14,6 +14,7 @@ import path from "node:path";
 import { resolveConfig } from "../server/qrag/config/config.ts";
 import { train } from "../server/qrag/training/train.ts";
 import { sweep } from "../server/qrag/evaluation/sweep.ts";
+import { evalOfficial, formatOfficialResult } from "../server/qrag/evaluation/official.ts";
 import { buildSource } from "../server/qrag/data/sources.ts";
 import { wilsonInterval } from "../lib/contracts/intervals.ts";
 import { episodeRecordSchema, sweepPointSchema, type EngineEvent, type EpisodeRecord } from "../lib/contracts/engine-events.ts";
@@ -64,6 +65,32 @@ test("a stub reader with known answers: per-record scores, accuracy and its Wils
   // a fatal reader error stops the sweep with its message
   const down: Reader = { model: "stub", answer: () => Promise.reject(new ReaderCallError("connection", "reader endpoint x unreachable", true)) };
   await assert.rejects(sweep({ checkpoint: runDir, lengths: [20], samples: 2, baselines: false, reader: down }), /unreachable/);
+});
+
+test("eval-official with a reader: each length's llmReader beside the rule-based reader, failures counted", async () => {
+  let k = 0;
+  const stub: Reader = {
+    model: "stub",
+    async answer(i) {
+      if (k++ % 2 === 0) throw new ReaderCallError("unparseable", "stub said nothing");
+      return { text: `Answer: ${i.chunks.at(-1)?.split(" ").at(-1) ?? "none"}`, promptTokens: 5, completionTokens: 1, ms: 1 };
+    },
+  };
+  const root = path.resolve(import.meta.dirname, "fixtures/babilong-official");
+  const files = fs.readdirSync(path.join(root, "qa1")).filter((f) => f.endsWith(".jsonl")).map((f) => `qa1/${f}`);
+  const res = await evalOfficial({ checkpoint: runDir, files, dataRoot: root, reader: stub });
+  const total = res.reduce((a, r) => a + r.samples, 0);
+  assert.ok(total >= 2, `${total} samples`);
+  assert.equal(k, total, "one reader call per sample");
+  assert.equal(res.reduce((a, r) => a + r.llmReader!.failures, 0), Math.ceil(total / 2));
+  for (const r of res) {
+    const m = r.llmReader!;
+    assert.equal(m.n, r.samples);
+    assert.equal(m.accuracy, m.correct / m.n);
+    assert.deepEqual(m.ci, wilsonInterval(m.correct, m.n));
+    assert.equal(r.reader.name.startsWith("rule-based"), true, "the rule-based reader is still reported");
+    assert.match(formatOfficialResult(r), /\| stub \d\.\d{3} \[/);
+  }
 });
 
 test("the tiny GGUF model from the data root: real answers in the records, accuracy in the point", async () => {
