@@ -108,6 +108,9 @@ test("the tiny GGUF model from the data root: real answers in the records, accur
     assert.equal(e.reader!.correct, babilongExactMatch(e.reader!.answer, e.answer));
   }
   assert.equal(r.correct, eps.reduce((a, e) => a + e.reader!.correct, 0));
+  // a reader timeout is each sample's counted failure, and the sweep still completes
+  const [late] = await sweep({ checkpoint: runDir, lengths: [20], samples: 2, baselines: false, dataRoot: root, reader: { spec: "llama:models/tiny.gguf", threads: 1, timeoutMs: 1 } });
+  assert.deepEqual([late.reader!.n, late.reader!.failures, late.reader!.failureKinds, late.reader!.accuracy], [2, 2, { timeout: 2 }, 0]);
   // outside the data root: refused before anything loads, naming the flag and the root
   writeTinyGguf(path.join(tmp, "outside.gguf"));
   fs.symlinkSync(path.join(tmp, "outside.gguf"), path.join(root, "models", "link.gguf"));

@@ -4,6 +4,7 @@
  * the provider's lazy import, the model file checked against the data root when it is opened, then
  * wrapped: timeout (GGUF), concurrency bound, cache.
  */
+import fs from "node:fs";
 import os from "node:os";
 import { InputError } from "../errors.ts";
 import { dataPathOrThrow, openInDataRoot } from "../data-root.ts";
@@ -11,7 +12,6 @@ import { readerApiKey } from "../settings.ts";
 import { endpointName } from "./endpoint-name.ts";
 import { openGgufReader, openOpenAiReader } from "./open.ts";
 import { cachedReader, limitConcurrency, withTimeout, type Reader } from "./reader.ts";
-import fs from "node:fs";
 
 export interface ReaderSpec {
   /** `gguf:FILE`, `llama:FILE` or `openai:MODEL`. */
@@ -58,7 +58,8 @@ export async function openReader(s: ReaderSpec, root: string): Promise<Reader> {
     try {
       const viaFd = `/proc/self/fd/${fd}`;
       const threads = s.threads ?? Math.max(1, Math.floor(os.availableParallelism() / 2));
-      reader = withTimeout(await openGgufReader(fs.existsSync(viaFd) ? viaFd : f.abs, { threads, json: s.json, name: f.rel }), timeoutMs);
+      // one call at a time, queued outside the timeout: waiting for the model is not the call's time
+      reader = limitConcurrency(withTimeout(await openGgufReader(fs.existsSync(viaFd) ? viaFd : f.abs, { threads, json: s.json, name: f.rel }), timeoutMs), 1);
     } finally {
       fs.closeSync(fd);
     }
