@@ -100,3 +100,19 @@ test("--reader: gguf:/llama:/openai: specs, their refusals; the key only from th
   assert.equal(readerApiKey({ QRAG_READER_API_KEY: "", OPENAI_API_KEY: "k2" }), "k2");
   assert.equal(readerApiKey({}), undefined);
 });
+
+test("qrag sweep / eval-official: a bad --reader is one line before anything loads", async () => {
+  const { runQrag } = await import("../server/qrag/cli.ts");
+  for (const [args, want] of [
+    [["sweep", "no-such-run", "--reader", "gpt4"], /^qrag: --reader: expected gguf:FILE/],
+    [["sweep", "no-such-run", "--reader", "openai:m"], /^qrag: --reader openai:MODEL needs --reader-url/],
+    [["eval-official", "--checkpoint", "no-such-run", "--files", "x.jsonl", "--reader-url", "http://h/v1"], /^qrag: --reader-url: only for --reader openai/],
+    [["sweep", "no-such-run", "--reader", "gguf:x.gguf", "--reader-threads", "0"], /--reader-threads must be a whole number/],
+  ] as const) {
+    let err = "";
+    const code = await runQrag(args, { out: () => {}, err: (t) => void (err += t) });
+    assert.ok(code !== 0, args.join(" "));
+    assert.match(err, want);
+    assert.doesNotMatch(err, /checkpoint/, "refused before the checkpoint is looked at");
+  }
+});

@@ -62,6 +62,8 @@ test("a stub reader with known answers: per-record scores, accuracy and its Wils
   assert.deepEqual(r.ci, wilsonInterval(3, 8));
   const emitted = events.filter((e): e is Extract<EngineEvent, { type: "episode" }> => e.type === "episode").map((e) => e.record.reader?.correct);
   assert.deepEqual(emitted, [0, 1, 0, 0, 1, 0, 0, 1]);
+  const start = events.find((e) => e.type === "run_start");
+  assert.equal((start?.meta.config as { reader?: string }).reader, "stub", "the run config names the reader's model only");
   // a fatal reader error stops the sweep with its message
   const down: Reader = { model: "stub", answer: () => Promise.reject(new ReaderCallError("connection", "reader endpoint x unreachable", true)) };
   await assert.rejects(sweep({ checkpoint: runDir, lengths: [20], samples: 2, baselines: false, reader: down }), /unreachable/);
@@ -146,7 +148,8 @@ test("qrag sweep --reader openai:… as a process: the accuracy in --out, answer
     let badErr = "";
     bad.stderr.on("data", (d: Buffer) => (badErr += d.toString()));
     assert.equal(await new Promise((resolve) => bad.on("close", resolve)), 2);
-    assert.match(badErr, /refused the key \(401\)/);
+    assert.match(badErr, /qrag: reader endpoint 127\.0\.0\.1:\d+\/v1 refused the key \(401\); set QRAG_READER_API_KEY\n$/);
+    assert.doesNotMatch(badErr, /\n\s+at /, "one line, no stack");
     assert.ok(!badErr.includes("Secret-91b2"), badErr);
   } finally {
     await server.close();

@@ -256,8 +256,8 @@ export async function runQrag(argv: readonly string[], io: CliIo = PROCESS_IO): 
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode;
     const err = e as Error;
-    // user errors get one clear line; anything else keeps its stack for bug reports
-    io.err(err instanceof InputError || err.name === "ConfigError" ? `qrag: ${err.message}\n` : `qrag: ${err.stack ?? err.message}\n`);
+    // user errors (and a reader endpoint that fails the run) get one clear line; anything else keeps its stack for bug reports
+    io.err(err instanceof InputError || err.name === "ConfigError" || err.name === "ReaderCallError" ? `qrag: ${err.message}\n` : `qrag: ${err.stack ?? err.message}\n`);
     return 2;
   }
 }
