@@ -145,8 +145,10 @@ test("a server that never answers, and a stream that stalls: timed out, the next
 });
 
 test("unparseable answers: a body that is not JSON, a missing message, text where the schema was asked", async () => {
-  server.faults.push({ kind: "garbage" });
-  assert.equal((await failure((await open()).answer(input), "unparseable")).fatal, false);
+  for (const stream of [false, true]) {
+    server.faults.push({ kind: "garbage" });
+    assert.equal((await failure((await open({ stream })).answer(input), "unparseable")).fatal, false);
+  }
   jsonServer.faults.push({ kind: "content", content: "Mary is in the" });
   const e = await failure(openOpenAiReader({ baseURL: jsonServer.url, model: "tiny", apiKey: KEY, json: true }).then((r) => r.answer(input)), "unparseable");
   assert.match(e.message, /not the asked JSON/);

@@ -61,13 +61,15 @@ export function openOpenAiReaderNow(o: OpenAiReaderOptions): Reader {
       return { content: r.choices?.[0]?.message?.content, prompt: r.usage?.prompt_tokens, completion: r.usage?.completion_tokens };
     }
     const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal });
-    let text = "", prompt: number | undefined, completion: number | undefined;
+    let text = "", prompt: number | undefined, completion: number | undefined, chunks = 0;
     for await (const chunk of stream) {
+      chunks++;
       text += chunk.choices?.[0]?.delta?.content ?? "";
       if (chunk.usage) ({ prompt_tokens: prompt, completion_tokens: completion } = chunk.usage);
     }
     // the SDK ends an aborted stream quietly: a cut-off text is no answer
     if (signal.aborted) throw new APIUserAbortError();
+    if (chunks === 0) return { content: undefined }; // a 200 that was no event stream (a proxy's page)
     return { content: text, prompt, completion };
   };
 
