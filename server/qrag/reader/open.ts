@@ -1,6 +1,7 @@
 /**
- * Opening a reader by spec, loading its provider lazily: `gguf:FILE` → node-llama-cpp (a native
- * addon of ~50 MB) only when a run asks for it, so the engine's face stays light.
+ * Opening a provider, loading its package lazily: node-llama-cpp (a native addon of ~50 MB) for a
+ * GGUF file, `openai` for an endpoint, only when a run asks for one, so the engine's face stays
+ * light. `spec.ts` opens by `--reader` spec.
  */
 import type { GgufReaderOptions } from "./llama-reader.ts";
 import type { OpenAiReaderOptions } from "./openai-reader.ts";
