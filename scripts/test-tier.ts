@@ -57,6 +57,7 @@ export const TIERS = {
     "partial-start",
     "precision-table",
     "qa-loaders",
+    "reader-pass",
     "reader-scoring",
     "replay-view",
     "rng",
@@ -92,6 +93,8 @@ export const TIERS = {
     "platform-db", // SQLite and PostgreSQL
     "platform-realtime", // socket.io server on SQLite
     "reader-llama", // real llama.cpp inference (node-llama-cpp), a probe child process
+    "reader-openai", // a local OpenAI-compatible HTTP server generating with the tiny GGUF model
+    "reader-sweep", // a tiny training, real llama.cpp answers, the CLI as a child process against a local endpoint
     "runs-list", // in-process server
     "scale-out", // PostgreSQL, several nodes
     "security-auth", // in-process server

@@ -3,7 +3,7 @@
  * fixture is written into a temporary folder, then retrieved chunks → prompt → greedy generation
  * → a scored answer; the same prompt twice gives the same text (and the cache answers the second
  * time); an over-long prompt is a PromptTooLongError before any evaluation; the JSON-schema grammar
- * yields parseable JSON; and the engine's face does not load node-llama-cpp.
+ * yields parseable JSON; and the engine's face loads neither node-llama-cpp nor openai.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -102,15 +102,15 @@ test("the JSON-schema grammar constrains the answer to {\"answer\": string}", as
   }
 });
 
-test("importing the engine's face loads no node-llama-cpp", () => {
+test("importing the engine's face loads neither node-llama-cpp nor openai", () => {
   const probe = `
     import { createRequire } from "node:module";
     await import(${JSON.stringify(pathToFileURL(path.join(ROOT, "server/qrag/index.ts")).href)});
-    const loaded = Object.keys(createRequire(import.meta.url).cache).filter((k) => /node-llama-cpp/.test(k));
+    const loaded = Object.keys(createRequire(import.meta.url).cache).filter((k) => /node-llama-cpp|node_modules[\\/]openai[\\/]/.test(k));
     process.stdout.write(JSON.stringify({ loaded, addons: process.moduleLoadList?.length ?? 0 }));`;
   const hook = `
     import { register } from "node:module";
-    register("data:text/javascript," + encodeURIComponent("export async function resolve(s, c, n) { const r = await n(s, c); if (/node-llama-cpp/.test(r.url)) process.stderr.write('LOADED ' + r.url + '\\\\n'); return r; }"));`;
+    register("data:text/javascript," + encodeURIComponent("export async function resolve(s, c, n) { const r = await n(s, c); if (/node-llama-cpp|node_modules\\\\/openai\\\\//.test(r.url)) process.stderr.write('LOADED ' + r.url + '\\\\n'); return r; }"));`;
   const r = spawnSync(process.execPath, ["--import", "tsx", "--import", `data:text/javascript,${encodeURIComponent(hook)}`, "--input-type=module", "-e", probe], {
     cwd: ROOT, encoding: "utf8", timeout: 60_000,
   });

@@ -48,6 +48,49 @@ export const retrievalScoresSchema = z.object({
 });
 export type RetrievalScores = z.infer<typeof retrievalScoresSchema>;
 
+/** Why a reader call failed (server/qrag/reader/reader.ts `ReaderFailure`): the sample counts as wrong. */
+export const READER_FAILURES = ["context", "timeout", "rate_limit", "server", "unparseable", "bad_request", "connection", "auth"] as const;
+
+/** The LLM reader on one episode's kept chunks (`--reader` on sweep and eval-official). */
+export const readerRecordSchema = z.object({
+  /** Provider and model (`gguf:FILE`, `openai:MODEL@HOST`), never a key. */
+  model: z.string(),
+  /** The system and user messages as sent. */
+  prompt: z.string(),
+  answer: z.string(),
+  /** The benchmark's score of the answer, 0..1 (0 for a failed call). */
+  correct: z.number(),
+  /** Open QA only: SQuAD token F1. */
+  f1: z.number().optional(),
+  tokens: z.object({ prompt: int, completion: int }),
+  /** Wall time of the call, retries and their waits included (0 from the cache). */
+  ms: z.number(),
+  retries: int,
+  cached: z.boolean().optional(),
+  failure: z.object({ kind: z.enum(READER_FAILURES), message: z.string() }).optional(),
+});
+export type ReaderRecord = z.infer<typeof readerRecordSchema>;
+
+/** The reader over one length's episodes: answer accuracy with its 95 % Wilson interval. */
+export const readerSummarySchema = z.object({
+  model: z.string(),
+  n: int,
+  /** Sum of the per-sample scores (RULER's string_match_all is a share, the others 0/1). */
+  correct: z.number(),
+  accuracy: z.number(),
+  ci: z.object({ low: z.number(), high: z.number() }).nullable(),
+  f1: z.number().optional(),
+  /** Failed calls, scored 0 and counted in n; per kind. */
+  failures: int,
+  failureKinds: z.partialRecord(z.enum(READER_FAILURES), int),
+  /** Means per sample, and the mean wall time of the calls that reached the model (cache hits excluded). */
+  promptTokens: z.number(),
+  completionTokens: z.number(),
+  msPerAnswer: z.number(),
+  retries: int,
+});
+export type ReaderSummary = z.infer<typeof readerSummarySchema>;
+
 export const episodeRecordSchema = z.object({
   id: z.string(),
   question: z.string(),
@@ -74,6 +117,7 @@ export const episodeRecordSchema = z.object({
    * record it, for the prune stopping rule.
    */
   loo: z.array(z.array(z.number())).optional(),
+  reader: readerRecordSchema.optional(),
 });
 export type EpisodeRecord = z.infer<typeof episodeRecordSchema>;
 
@@ -113,6 +157,8 @@ export const sweepPointSchema = z.object({
   baselineK: int,
   episodeSeconds: z.number(),
   encodeSeconds: z.number(),
+  /** Answer accuracy of the LLM reader on the kept chunks (`--reader`); absent without one. */
+  reader: readerSummarySchema.optional(),
 });
 export type SweepPoint = z.infer<typeof sweepPointSchema>;
 

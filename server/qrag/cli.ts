@@ -19,6 +19,7 @@ import { InputError } from "./errors.ts";
 import { ENGINE_VERSION } from "./version.ts";
 import { ProgressLine } from "./cli/progress.ts";
 import { intFlag, intList, numberFlag } from "./cli/flags.ts";
+import { addReaderFlags, readerSpecFrom, type ReaderFlags } from "./cli/reader-flags.ts";
 import { MAX_MATMUL_SIZE } from "./bench/cli.ts";
 import { MAX_CHUNKS } from "./data/registry.ts";
 import type { EngineEvent } from "./events.ts";
@@ -44,7 +45,7 @@ function printer(quiet: boolean): (e: EngineEvent) => void {
     else if (e.type === "log") bar.log(`[${e.level}] ${e.message}`);
     else if (e.type === "sweep_point") {
       const p = e.point;
-      bar.log(`${p.label.padEnd(5)} ${String(p.numChunks).padStart(7)} chunks ≈${p.tokens} tok | Q-RAG cov ${p.qrag.coverage.toFixed(3)} f1@${p.threshold} ${p.qragFiltered.f1.toFixed(3)}${p.qragPruned ? ` +prune cov ${p.qragPruned.coverage.toFixed(3)} f1 ${p.qragPruned.f1.toFixed(3)}` : ""} | BM25 cov ${p.bm25?.coverage.toFixed(3) ?? "–"} | dense cov ${p.dense?.coverage.toFixed(3) ?? "–"} | ${p.episodeSeconds.toFixed(2)} s/episode`);
+      bar.log(`${p.label.padEnd(5)} ${String(p.numChunks).padStart(7)} chunks ≈${p.tokens} tok | Q-RAG cov ${p.qrag.coverage.toFixed(3)} f1@${p.threshold} ${p.qragFiltered.f1.toFixed(3)}${p.qragPruned ? ` +prune cov ${p.qragPruned.coverage.toFixed(3)} f1 ${p.qragPruned.f1.toFixed(3)}` : ""} | BM25 cov ${p.bm25?.coverage.toFixed(3) ?? "–"} | dense cov ${p.dense?.coverage.toFixed(3) ?? "–"} | ${p.episodeSeconds.toFixed(2)} s/episode${p.reader ? ` | reader acc ${p.reader.accuracy.toFixed(3)} [${p.reader.ci?.low.toFixed(3) ?? "–"}, ${p.reader.ci?.high.toFixed(3) ?? "–"}] ${p.reader.failures} failed, ${p.reader.msPerAnswer.toFixed(0)} ms/answer` : ""}`);
     }
   };
 }
@@ -130,8 +131,8 @@ function qragProgram(io: CliIo, setExit: (code: number) => void): Command {
       out(JSON.stringify({ backend: r.backend, ...r.summary }, null, 2));
     });
 
-  program
-    .command("sweep")
+  addReaderFlags(program
+    .command("sweep"))
     .description("context-length sweep of a BabiLong checkpoint with BM25 and dense baselines")
     .argument("<checkpoint>", "checkpoint folder or run folder")
     .option("--lengths <list>", "haystack sizes in chunks", "50,160,1200,4600,40000,400000")
@@ -142,16 +143,17 @@ function qragProgram(io: CliIo, setExit: (code: number) => void): Command {
     .option("--episodes <file>", "episode records as JSONL")
     .option(...DATA_ROOT_OPTION)
     .option("-q, --quiet", "no progress output")
-    .action(async (ckpt: string, o: { lengths: string; samples?: number; threshold: number; oracleStop?: boolean; out?: string; episodes?: string; dataRoot?: string; quiet?: boolean }) => {
-      const { sweep } = await import("./evaluation/sweep.ts");
+    .action(async (ckpt: string, o: { lengths: string; samples?: number; threshold: number; oracleStop?: boolean; out?: string; episodes?: string; dataRoot?: string; quiet?: boolean } & ReaderFlags) => {
       const lengths = intList("--lengths", o.lengths, 1, MAX_CHUNKS);
-      const points = await sweep({ checkpoint: ckpt, lengths, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, episodesFile: o.episodes, dataRoot: o.dataRoot, onEvent: printer(Boolean(o.quiet)) });
+      const reader = readerSpecFrom(o);
+      const { sweep } = await import("./evaluation/sweep.ts");
+      const points = await sweep({ checkpoint: ckpt, lengths, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, episodesFile: o.episodes, dataRoot: o.dataRoot, onEvent: printer(Boolean(o.quiet)), reader });
       out(JSON.stringify(points, null, 2));
     });
 
   // --- eval-official (issue 11): the published BabiLong test files ---
-  program
-    .command("eval-official")
+  addReaderFlags(program
+    .command("eval-official"))
     .description("evaluate a checkpoint on the published BabiLong test files (input/question/target rows; .json, .jsonl, .parquet), per length")
     .requiredOption("--checkpoint <dir>", "checkpoint folder or run folder")
     .requiredOption("--files <paths...>", "files in the data root, one per task and length (qa1/4k.parquet, …)")
@@ -161,10 +163,11 @@ function qragProgram(io: CliIo, setExit: (code: number) => void): Command {
     .option("--out <file>", "one JSON line per length")
     .option(...DATA_ROOT_OPTION)
     .option("-q, --quiet", "no progress output")
-    .action(async (o: { checkpoint: string; files: string[]; samples?: number; threshold: number; oracleStop?: boolean; out?: string; dataRoot?: string; quiet?: boolean }) => {
+    .action(async (o: { checkpoint: string; files: string[]; samples?: number; threshold: number; oracleStop?: boolean; out?: string; dataRoot?: string; quiet?: boolean } & ReaderFlags) => {
+      const reader = readerSpecFrom(o);
       const { evalOfficial, formatOfficialResult } = await import("./evaluation/official.ts");
       const onEvent = printer(Boolean(o.quiet));
-      const res = await evalOfficial({ checkpoint: o.checkpoint, files: o.files, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, dataRoot: o.dataRoot, onEvent });
+      const res = await evalOfficial({ checkpoint: o.checkpoint, files: o.files, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, dataRoot: o.dataRoot, onEvent, reader });
       for (const r of res) io.err(formatOfficialResult(r) + "\n");
       out(JSON.stringify(res, null, 2));
     });
@@ -253,8 +256,8 @@ export async function runQrag(argv: readonly string[], io: CliIo = PROCESS_IO): 
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode;
     const err = e as Error;
-    // user errors get one clear line; anything else keeps its stack for bug reports
-    io.err(err instanceof InputError || err.name === "ConfigError" ? `qrag: ${err.message}\n` : `qrag: ${err.stack ?? err.message}\n`);
+    // user errors (and a reader endpoint that fails the run) get one clear line; anything else keeps its stack for bug reports
+    io.err(err instanceof InputError || err.name === "ConfigError" || err.name === "ReaderCallError" ? `qrag: ${err.message}\n` : `qrag: ${err.stack ?? err.message}\n`);
     return 2;
   }
 }

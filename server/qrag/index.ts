@@ -18,8 +18,12 @@ export { checkEnvPaths } from "./data/registry.ts";
 export { checkEncoderPath } from "./model/hf/encoder-path.ts";
 export { writeRandomBert, type BertSize } from "./model/hf/random-bert.ts";
 export { writeTinyGguf, type TinyGgufOptions } from "./reader/tiny-gguf.ts";
-export { openGgufReader } from "./reader/open.ts";
-export { cachedReader, withTimeout, PromptTooLongError, ReaderTimeoutError, type Reader, type ReaderAnswer, type ReaderInput } from "./reader/reader.ts";
+export { openGgufReader, openOpenAiReader } from "./reader/open.ts";
+export { openReader, parseReaderSpec, type ReaderSpec } from "./reader/spec.ts";
+export {
+  cachedReader, withTimeout, limitConcurrency, PromptTooLongError, ReaderTimeoutError, ReaderCallError,
+  type Reader, type ReaderAnswer, type ReaderInput, type ReaderFailure,
+} from "./reader/reader.ts";
 export { readerPrompt, type ReaderDataset } from "./reader/prompts.ts";
 export { scoreAnswer, type AnswerScore } from "./reader/score.ts";
 export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot } from "./data-root.ts";

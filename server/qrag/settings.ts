@@ -67,3 +67,12 @@ export function configureEngine(partial: Partial<EngineSettings>): EngineSetting
   current = next;
   return next;
 }
+
+/**
+ * The OpenAI-compatible reader's key: QRAG_READER_API_KEY, else OPENAI_API_KEY; read when a reader
+ * opens and kept out of EngineSettings, so no settings dump, run config or event can carry it.
+ * Never a CLI flag (argv is visible to every user of the machine).
+ */
+export function readerApiKey(source: Record<string, string | undefined> = process.env): string | undefined {
+  return text(source.QRAG_READER_API_KEY) ?? text(source.OPENAI_API_KEY);
+}

@@ -18,6 +18,10 @@ import { InputError } from "../errors.ts";
 import type { EventSink } from "../events.ts";
 import { breather } from "../util/breathe.ts";
 import { wilsonInterval, type Interval } from "../../../lib/contracts/intervals.ts";
+import type { ReaderSummary } from "../../../lib/contracts/engine-events.ts";
+import type { Reader } from "../reader/reader.ts";
+import { openReader, type ReaderSpec } from "../reader/spec.ts";
+import { keptChunks, readEpisode, ReaderPipeline, ReaderTally } from "./reader-pass.ts";
 import { lengthTokens, loadOfficialFile, READER_NAME, readerCorrect, ruleBasedReader, type OfficialSample, type SkippedRow } from "../data/babilong-official.ts";
 
 interface EvalOfficialOptions {
@@ -35,6 +39,8 @@ interface EvalOfficialOptions {
   outFile?: string;
   onEvent?: EventSink;
   signal?: AbortSignal;
+  /** An LLM reader on each episode's kept chunks (`--reader`): a spec to open (and close), or an open reader. */
+  reader?: ReaderSpec | Reader;
 }
 
 interface Scores {
@@ -61,6 +67,8 @@ export interface OfficialLengthResult {
   qragFiltered: Scores & { avgKept: number };
   reader: { name: string; correct: number; n: number; accuracy: number; ci: Interval | null; allPicks: { correct: number; accuracy: number } };
   skipped: { count: number; rows: SkippedRow[] };
+  /** The LLM reader's answer accuracy on the kept chunks (`--reader`); `reader` above is the rule-based one. */
+  llmReader?: ReaderSummary;
 }
 
 function scores(list: { precision: number; recall: number; f1: number; coverage: number }[]): Scores {
@@ -73,10 +81,9 @@ export async function evalOfficial(opts: EvalOfficialOptions): Promise<OfficialL
   if (opts.files.length === 0) throw new InputError("--files: name at least one file");
   if (opts.samples !== undefined && !(Number.isInteger(opts.samples) && opts.samples > 0)) throw new InputError("--samples: expected a positive integer");
   const root = opts.dataRoot ?? engineSettings().dataRoot;
-  const emit: EventSink = opts.onEvent ?? (() => {});
 
   // read every file first: a bad file stops the run before any episode
-  const groups = new Map<string, { files: string[]; rows: number; samples: OfficialSample[]; skipped: SkippedRow[] }>();
+  const groups: Groups = new Map();
   for (const value of opts.files) {
     const f = dataPathOrThrow(root, "--files", value, "file");
     const load = await loadOfficialFile(f.abs, f.rel, root);
@@ -91,6 +98,20 @@ export async function evalOfficial(opts: EvalOfficialOptions): Promise<OfficialL
     for (const k of load.skipped) group(k.length).skipped.push(k);
   }
 
+  const given = opts.reader && "answer" in opts.reader ? opts.reader : undefined;
+  const reader = given ?? (opts.reader ? await openReader(opts.reader as ReaderSpec, root) : undefined);
+  try {
+    return await evalGroups(opts, groups, reader);
+  } finally {
+    if (!given) await reader?.close?.();
+  }
+}
+
+type Groups = Map<string, { files: string[]; rows: number; samples: OfficialSample[]; skipped: SkippedRow[] }>;
+
+async function evalGroups(opts: EvalOfficialOptions, groups: Groups, reader: Reader | undefined): Promise<OfficialLengthResult[]> {
+  const emit: EventSink = opts.onEvent ?? (() => {});
+  const window = reader && opts.reader && !("answer" in opts.reader) ? 2 * (opts.reader.concurrency ?? 4) : 8;
   const { nets, config, alpha } = await loadAgent(opts.checkpoint);
   const gOpts = evalOptions(config, { neverTerminate: opts.neverTerminate ?? true, threshold: opts.threshold, alpha, leaveOneOut: opts.neverTerminate ?? true });
   const order = [...groups.keys()].sort((a, b) => (lengthTokens(a) ?? Infinity) - (lengthTokens(b) ?? Infinity) || a.localeCompare(b));
@@ -105,6 +126,7 @@ export async function evalOfficial(opts: EvalOfficialOptions): Promise<OfficialL
       const todo = g.samples.slice(0, opts.samples ?? g.samples.length);
       const all = [], kept = [];
       let keptCount = 0, chunks = 0, readerOk = 0, readerAllOk = 0;
+      const pipeline = new ReaderPipeline(window, opts.signal), tally = new ReaderTally();
       for (const s of todo) {
         await breathe();
         if (opts.signal?.aborted) break;
@@ -116,10 +138,13 @@ export async function evalOfficial(opts: EvalOfficialOptions): Promise<OfficialL
         const retrieved = (idx: number[]) => idx.map((index) => ({ index, text: chunkAt(s.chunks, index) }));
         if (readerCorrect(ruleBasedReader(s.task, s.question, retrieved(rec.pred_idx.slice(0, rec.filtered.kept))), s.answer)) readerOk++;
         if (readerCorrect(ruleBasedReader(s.task, s.question, retrieved(rec.pred_idx)), s.answer)) readerAllOk++;
+        const call = reader && (() => readEpisode(reader, { name: "babilong", task: s.task }, s.question, keptChunks(s, rec.pred_idx, rec.filtered.kept), s.answer, opts.signal));
+        await pipeline.submit(call, (r) => r && tally.add(r));
         done++;
         emit({ type: "progress", phase: "eval", done, total, message: `${length}: ${all.length}/${todo.length}` });
       }
       if (opts.signal?.aborted) break;
+      await pipeline.drain();
       const n = all.length;
       const res: OfficialLengthResult = {
         length,
@@ -135,6 +160,7 @@ export async function evalOfficial(opts: EvalOfficialOptions): Promise<OfficialL
         qragFiltered: { ...scores(kept), avgKept: keptCount / Math.max(1, n) },
         reader: { name: READER_NAME, correct: readerOk, n, accuracy: readerOk / n, ci: wilsonInterval(readerOk, n), allPicks: { correct: readerAllOk, accuracy: readerAllOk / n } },
         skipped: { count: g.skipped.length, rows: g.skipped },
+        ...(reader && tally.n > 0 ? { llmReader: tally.summary(reader.model) } : {}),
       };
       results.push(res);
       if (out !== undefined) fs.writeSync(out, JSON.stringify(res) + "\n");
@@ -155,5 +181,6 @@ export function formatOfficialResult(r: OfficialLengthResult): string {
     `cov ${pct(r.qrag.coverage)} ${ci(r.qrag.coverageCI)}`,
     `cov@${r.threshold} ${pct(r.qragFiltered.coverage)} ${ci(r.qragFiltered.coverageCI)} f1@${r.threshold} ${pct(r.qragFiltered.f1)} kept ${r.qragFiltered.avgKept.toFixed(1)}`,
     `${r.reader.name} ${pct(r.reader.accuracy)} ${ci(r.reader.ci)}`,
+    ...(r.llmReader ? [`${r.llmReader.model} ${pct(r.llmReader.accuracy)} ${ci(r.llmReader.ci)} (${r.llmReader.failures} failed)`] : []),
   ].join(" | ");
 }

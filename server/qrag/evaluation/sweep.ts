@@ -21,6 +21,11 @@ import { InputError } from "../errors.ts";
 import { ENGINE_VERSION } from "../version.ts";
 import { breather } from "../util/breathe.ts";
 import { applyStop } from "./stop-rules.ts";
+import { engineSettings } from "../settings.ts";
+import type { Reader } from "../reader/reader.ts";
+import type { BabiTask } from "../reader/prompts.ts";
+import { openReader, type ReaderSpec } from "../reader/spec.ts";
+import { keptChunks, readEpisode, ReaderPipeline, ReaderTally } from "./reader-pass.ts";
 
 interface SweepOptions {
   /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
@@ -44,6 +49,8 @@ interface SweepOptions {
   /** Write sweep points (JSONL) and per-episode records here. */
   outFile?: string;
   episodesFile?: string;
+  /** An LLM reader on each episode's kept chunks: a spec to open (and close), or an open reader. */
+  reader?: ReaderSpec | Reader;
 }
 
 /** Default samples per length: plenty for short haystacks, a handful at 1M–10M tokens. */
@@ -61,9 +68,22 @@ function f1Sd(list: readonly { f1: number }[]): number {
 }
 
 export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
+  const given = opts.reader && "answer" in opts.reader ? opts.reader : undefined;
+  // a bad model path or URL fails before the checkpoint loads
+  const reader = given ?? (opts.reader ? await openReader(opts.reader as ReaderSpec, opts.dataRoot ?? engineSettings().dataRoot) : undefined);
+  try {
+    return await sweepWith(opts, reader);
+  } finally {
+    if (!given) await reader?.close?.();
+  }
+}
+
+async function sweepWith(opts: SweepOptions, reader: Reader | undefined): Promise<SweepPoint[]> {
   const emit: EventSink = opts.onEvent ?? (() => {});
   const { nets, config, alpha, backend, device } = await loadAgent(opts.checkpoint, undefined, opts.dataRoot);
   if (config.envs.name !== "babilong") throw new InputError(`sweep: needs a BabiLong run (this checkpoint was trained on ${config.envs.name})`);
+  const dataset = { name: "babilong" as const, task: config.envs.task.slice(0, 3) as BabiTask };
+  const window = reader && opts.reader && !("answer" in opts.reader) ? 2 * (opts.reader.concurrency ?? 4) : 8;
   const env = config.envs;
   const skip = new Set(opts.skipLengths ?? []);
   const lengths = (opts.lengths ?? SWEEP_LENGTHS.map((l) => l.chunks)).filter((n) => !skip.has(n));
@@ -77,7 +97,7 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
   const totalEpisodes = lengths.reduce((a, n) => a + samplesFor(n), 0);
   let done = 0;
   const k = env.max_steps;
-  emit({ type: "run_start", meta: { name: `sweep of ${opts.checkpoint}`, backend, device, engineVersion: ENGINE_VERSION, config: { checkpoint: opts.checkpoint, lengths, baselines, threshold: gOpts.threshold }, startedAt: new Date().toISOString() } });
+  emit({ type: "run_start", meta: { name: `sweep of ${opts.checkpoint}`, backend, device, engineVersion: ENGINE_VERSION, config: { checkpoint: opts.checkpoint, lengths, baselines, threshold: gOpts.threshold, ...(reader ? { reader: reader.model } : {}) }, startedAt: new Date().toISOString() } });
   const breathe = breather();
   try {
     for (const numChunks of lengths) {
@@ -86,6 +106,7 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
       const m = samplesFor(numChunks);
       const q = [], qf = [], qp = [], bm = [], de = [];
       let kept = 0, keptPruned = 0, episodeSecs = 0, encodeSecs = 0;
+      const pipeline = new ReaderPipeline(window, opts.signal), tally = new ReaderTally();
       for (let i = 0; i < m; i++) {
         await breathe();
         if (opts.signal?.aborted) break;
@@ -114,13 +135,22 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
           de.push(retrievalMetrics(await denseSingleStep(nets, sample.question, hostEmb, n, k, { maxInMemory: config.max_action_length_in_memory, positions: env.positions_processor, stepSize: env.step_size }), sample.supportIdx));
         }
         disposeCandidates(emb);
-        if (epOut !== undefined) fs.writeSync(epOut, JSON.stringify({ numChunks, ...rec }) + "\n");
-        if (opts.emitEpisodes) emit({ type: "episode", phase: "sweep", step: 0, update: 0, record: rec });
+        const call = reader && (() => readEpisode(reader, dataset, sample.question, keptChunks(sample, rec.pred_idx, rec.filtered.kept), sample.answer, opts.signal));
+        await pipeline.submit(call, (r) => {
+          const full = r ? { ...rec, reader: r } : rec;
+          if (r) tally.add(r);
+          if (epOut !== undefined) fs.writeSync(epOut, JSON.stringify({ numChunks, ...full }) + "\n");
+          if (opts.emitEpisodes) emit({ type: "episode", phase: "sweep", step: 0, update: 0, record: full });
+        });
         done++;
         emit({ type: "progress", phase: "sweep", done, total: totalEpisodes, message: `${numChunks} chunks: ${i + 1}/${m}` });
       }
       // a length cut short by cancel is not a point: a resumed sweep measures it again
-      if (opts.signal?.aborted) break;
+      if (opts.signal?.aborted) {
+        pipeline.discard();
+        break;
+      }
+      await pipeline.drain();
       const pick = (x: ReturnType<typeof aggregate>) => ({ precision: x.precision, recall: x.recall, f1: x.f1, coverage: x.coverage });
       // every episode of the length recorded leave-one-out Q (runs to max_steps)
       const pruned = qp.length > 0 && qp.length === q.length;
@@ -137,6 +167,7 @@ export async function sweep(opts: SweepOptions): Promise<SweepPoint[]> {
         baselineK: k,
         episodeSeconds: episodeSecs / Math.max(1, q.length),
         encodeSeconds: encodeSecs / Math.max(1, q.length),
+        ...(reader && tally.n > 0 ? { reader: tally.summary(reader.model) } : {}),
       };
       points.push(point);
       if (out !== undefined) fs.writeSync(out, JSON.stringify(point) + "\n");

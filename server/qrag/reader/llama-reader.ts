@@ -24,6 +24,8 @@ export interface GgufReaderOptions {
   maxTokens?: number;
   /** Constrain the answer to `{"answer": string}` with llama.cpp's JSON-schema grammar. */
   json?: boolean;
+  /** What the reader's `model` names (default the file's name): the path in the data root. */
+  name?: string;
 }
 
 const ANSWER_SCHEMA = { type: "object", properties: { answer: { type: "string", maxLength: 64 } } } as const;
@@ -64,7 +66,7 @@ export async function openLlamaReader(file: string, o: GgufReaderOptions = {}): 
   };
 
   return {
-    model: `gguf:${path.basename(file)}`,
+    model: `gguf:${o.name ?? path.basename(file)}`,
     answer(input, signal) {
       const next = queue.then(() => run(input, signal));
       queue = next.catch(() => undefined);

@@ -20,6 +20,8 @@ export interface ReaderAnswer {
   /** Wall time of the call (0 when answered from the cache). */
   ms: number;
   cached?: boolean;
+  /** Calls retried after a 429/5xx (OpenAI-compatible provider). */
+  retries?: number;
 }
 
 export interface Reader {
@@ -43,6 +45,43 @@ export class ReaderTimeoutError extends Error {
     super(`reader call timed out after ${ms} ms`);
     this.name = "ReaderTimeoutError";
   }
+}
+
+/** Why a provider call failed; a sample's failure is counted and scored 0, never a crash. */
+export type ReaderFailure = "context" | "timeout" | "rate_limit" | "server" | "unparseable" | "bad_request" | "connection" | "auth";
+
+/**
+ * A failed provider call. `fatal`: no later call can succeed (endpoint down, key refused, unknown
+ * model), so the run stops with this message instead of failing every sample. Messages name the
+ * endpoint's host and status, never the prompt nor the key.
+ */
+export class ReaderCallError extends Error {
+  constructor(readonly kind: ReaderFailure, message: string, readonly fatal = false, readonly retries = 0) {
+    super(message);
+    this.name = "ReaderCallError";
+  }
+}
+
+/** At most `limit` calls in flight; the rest wait in arrival order. */
+export function limitConcurrency(reader: Reader, limit: number): Reader {
+  if (!(Number.isInteger(limit) && limit >= 1)) throw new InputError(`reader concurrency: expected an integer ≥ 1, got ${limit}`);
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return {
+    model: reader.model,
+    close: reader.close?.bind(reader),
+    async answer(input, signal) {
+      if (active < limit) active++;
+      else await new Promise<void>((resolve) => waiting.push(resolve)); // a finishing call hands its slot over
+      try {
+        return await reader.answer(input, signal);
+      } finally {
+        const next = waiting.shift();
+        if (next) next();
+        else active--;
+      }
+    },
+  };
 }
 
 /** Calls `answer` with a signal that aborts after `ms`; rejects with ReaderTimeoutError then. */
