@@ -85,7 +85,9 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
 
   /** Drags along an axis from one value to another (numeric axes: values; categorical: fractions). */
   async function drag(axis: string, fromF: number, toF: number) {
-    const box = (await page.locator(`[data-testid="pcoord-brush-area"][data-axis="${axis}"]`).boundingBox())!;
+    const area = page.locator(`[data-testid="pcoord-brush-area"][data-axis="${axis}"]`);
+    await area.scrollIntoViewIfNeeded();
+    const box = (await area.boundingBox())!;
     const x = box.x + box.width / 2;
     const y = (f: number) => box.y + (1 - f) * box.height;
     await page.mouse.move(x, y(fromF));
@@ -98,9 +100,10 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
 
   test("the panel is switched on from the toolbar and saved in the URL", async () => {
     await page.goto(`${server.url}${BASE}`);
-    await page.locator('[data-testid="show-pcoord"]').check();
+    // controlled by the URL: the box changes once the page's URL did
+    await page.locator('[data-testid="show-pcoord"]').click();
     await page.waitForURL(/pcm=best\.eval_coverage/);
-    await page.locator('[data-testid="show-scatter"]').check();
+    await page.locator('[data-testid="show-scatter"]').click();
     await page.waitForURL(/sc=/);
     await until("both panels", async () => (await page.locator('[data-testid="pcoord-panel"]').count()) === 1 && (await page.locator('[data-testid="scatter-panel"]').count()) === 1);
     await page.locator('[data-testid="pcoord-close"]').click();
@@ -160,7 +163,9 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     assert.equal(await page.locator('[data-testid="pcoord-brush"]').count(), 2, "both brushes drawn");
 
     // a click on the lr axis clears its brush: qa2's two runs
-    const box = (await page.locator('[data-testid="pcoord-brush-area"][data-axis="algo.optimizer.lr"]').boundingBox())!;
+    const area = page.locator('[data-testid="pcoord-brush-area"][data-axis="algo.optimizer.lr"]');
+    await area.scrollIntoViewIfNeeded();
+    const box = (await area.boundingBox())!;
     await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
     await until("pcc and pcd kept", async () => (await keptIds()).join() === "pcc,pcd");
     assert.deepEqual(brushesInUrl().map((x) => x.key), ["envs.task"]);
