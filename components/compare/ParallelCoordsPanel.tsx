@@ -152,9 +152,11 @@ export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChan
                         {clip(c, 14)}
                       </text>
                     ))}
-                <text x={x - 6} y={bottom + MISSING_DY + 4} textAnchor="end" fontSize={11} fill="#999">
-                  none
-                </text>
+                {runs.some((r) => fractionOn(a, r.values[a.key]) === null) && (
+                  <text x={x - 6} y={bottom + MISSING_DY + 4} textAnchor="end" fontSize={11} fill="#999" data-testid="pcoord-none">
+                    none
+                  </text>
+                )}
                 {fr && <rect x={x - 7} width={14} y={yOf(fr[1])} height={Math.max(1, (fr[1] - fr[0]) * span)} fill="#1f6feb" fillOpacity={0.25} stroke="#1f6feb" data-testid="pcoord-brush" data-axis={a.key} />}
                 <rect x={x - 12} width={24} y={top} height={span} fill="transparent" style={{ cursor: "ns-resize" }} onPointerDown={onDown(a.key)} onPointerMove={onMove} onPointerUp={onUp(a)} data-testid="pcoord-brush-area" data-axis={a.key} />
               </g>

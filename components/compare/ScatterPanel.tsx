@@ -13,6 +13,8 @@ import { fmtNum } from "../../lib/format.ts";
 
 const H = 300;
 const M = { l: 64, r: 16, t: 12, b: 40 };
+/** Points keep this far from the axes, so a run at a domain's end is not drawn on the axis line. */
+const INSET = 12;
 
 const shown = (v: CellValue | undefined) => (v === undefined || v === null ? "—" : typeof v === "number" ? fmtNum(v) : typeof v === "string" ? v : JSON.stringify(v));
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
@@ -37,10 +39,10 @@ function ticksOf(a: SummaryAxis): { f: number; label: string }[] {
 export function ScatterPanel({ spec, runs, colors, x, y, kept, configKeys, onChange }: Props) {
   const [box, W] = useElementWidth(560, 280);
   const [hover, setHover] = useState<string | null>(null);
-  const x0 = M.l;
-  const x1 = W - M.r;
-  const y0 = H - M.b;
-  const y1 = M.t;
+  const x0 = M.l + INSET;
+  const x1 = W - M.r - INSET;
+  const y0 = H - M.b - INSET;
+  const y1 = M.t + INSET;
   const px = (f: number) => x0 + f * (x1 - x0);
   const py = (f: number) => y0 - f * (y0 - y1);
   const points = runs.flatMap((r) => {
@@ -99,15 +101,15 @@ export function ScatterPanel({ spec, runs, colors, x, y, kept, configKeys, onCha
           data-ymin={y.kind === "num" ? y.domain[0] : ""}
           data-ymax={y.kind === "num" ? y.domain[1] : ""}
         >
-          <line x1={x0} x2={x1} y1={y0} y2={y0} stroke="#555" />
-          <line x1={x0} x2={x0} y1={y0} y2={y1} stroke="#555" />
+          <line x1={M.l} x2={W - M.r} y1={H - M.b} y2={H - M.b} stroke="#555" />
+          <line x1={M.l} x2={M.l} y1={H - M.b} y2={M.t} stroke="#555" />
           {ticksOf(x).map((t) => (
-            <text key={`x${t.f}`} x={px(t.f)} y={y0 + 16} textAnchor="middle" fontSize={11} fill="#555">
+            <text key={`x${t.f}`} x={px(t.f)} y={H - M.b + 16} textAnchor="middle" fontSize={11} fill="#555">
               {t.label}
             </text>
           ))}
           {ticksOf(y).map((t) => (
-            <text key={`y${t.f}`} x={x0 - 6} y={py(t.f) + 4} textAnchor="end" fontSize={11} fill="#555">
+            <text key={`y${t.f}`} x={M.l - 6} y={py(t.f) + 4} textAnchor="end" fontSize={11} fill="#555">
               {t.label}
             </text>
           ))}
