@@ -2,7 +2,7 @@
  * The compare view's summary panels in a real browser (playwright-core + Debian chromium) against
  * the real server, runs seeded straight into its SQLite file with known config values and eval
  * coverage: the parallel-coordinates polylines are read back point by point against the values
- * (numeric axes on their drawn domain, categories evenly), a drag on an axis keeps exactly the
+ * (numeric axes on their drawn domain, categories evenly) and a hovered line is read out, a drag on an axis keeps exactly the
  * runs inside it and writes the brush into the URL (and a reload keeps it), the scatter draws each
  * run where its values say and its hover names it (as text), and a dashboard carries both panels.
  * Screenshot: test-results/screenshots/compare-summary.png.
@@ -136,6 +136,16 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     }
     // best, not last: pcc's best (0.9) sits above pcb's (0.8) though its last is 0.8
     assert.ok(ls.get("pcc")!.pts[2][1] < ls.get("pcb")!.pts[2][1]);
+
+    // hovering a line (midway between the first two axes) reads out its run and values
+    const svg = page.locator('[data-testid="pcoord-svg"]');
+    await svg.scrollIntoViewIfNeeded();
+    const sb = (await svg.boundingBox())!;
+    const [[ax0, ay0], [ax1, ay1]] = ls.get("pcd")!.pts;
+    await page.mouse.move(sb.x + (ax0 + ax1) / 2, sb.y + (ay0 + ay1) / 2);
+    const ro = page.locator('[data-testid="pcoord-readout"]');
+    await until("the read-out of pcd", async () => (await ro.getAttribute("data-run", { timeout: 1_000 }).catch(() => null)) === "pcd");
+    assert.equal(await ro.textContent(), "run pcd · algo.optimizer.lr = 0.004 · envs.task = qa2 · best.eval_coverage = 0.5");
   });
 
   test("a drag on the lr axis keeps exactly the runs inside it and writes the brush into the URL; a reload keeps it", async () => {

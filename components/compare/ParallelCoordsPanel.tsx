@@ -4,11 +4,11 @@
  * or summaries, lib/analysis/summary-axes.ts) and the summary metric last; one polyline per run,
  * coloured by that metric. Dragging along an axis brushes it (a click clears it); runs outside any
  * brush are dimmed here and in the scatter. Brushes live in the view's state (URL, dashboard).
- * Hand-drawn SVG: Recharts has no parallel coordinates. Lines expose data-run / data-kept and
+ * Hovering a line reads out its run and values. Hand-drawn SVG: Recharts has no parallel coordinates. Lines expose data-run / data-kept and
  * axes data-top / data-bottom / data-min / data-max / data-cats for the browser tests.
  */
 import { useState, type PointerEvent } from "react";
-import { MAX_PCOORD_AXES, type AxisBrush, type PcoordSpec } from "../../lib/contracts/index.ts";
+import { MAX_PCOORD_AXES, type AxisBrush, type CellValue, type PcoordSpec } from "../../lib/contracts/index.ts";
 import { SUMMARY_KEYS_OFFERED, brushFractions, brushOf, fractionOn, metricColor, type SummaryAxis, type SummaryRun } from "../../lib/analysis/summary-axes.ts";
 import { useElementWidth } from "../../lib/hooks/useElementWidth.ts";
 import { fmtNum } from "../../lib/format.ts";
@@ -20,7 +20,24 @@ const M = { l: 70, r: 70, t: 34, b: 40 };
 const MISSING_DY = 18;
 
 const tickText = (v: number) => (Math.abs(v) !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e6) ? v.toExponential(1) : String(Number(v.toPrecision(4))));
+const cellText = (v: CellValue | undefined) => (v === undefined || v === null ? "none" : typeof v === "number" ? fmtNum(v) : typeof v === "string" ? v : JSON.stringify(v));
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+/** The hovered run's name and its value on every axis (raw, as text). */
+function ReadOut({ run, axes }: { run: SummaryRun | undefined; axes: readonly SummaryAxis[] }) {
+  if (!run) return <div className="small muted">hover a line to read its run</div>;
+  return (
+    <div className="small" data-testid="pcoord-readout" data-run={run.id} style={{ overflowWrap: "anywhere" }}>
+      <strong>{run.name}</strong>
+      {axes.map((a) => (
+        <span key={a.key}>
+          {" · "}
+          {a.key} = {cellText(run.values[a.key])}
+        </span>
+      ))}
+    </div>
+  );
+}
 
 interface Props {
   spec: PcoordSpec;
@@ -35,6 +52,7 @@ interface Props {
 export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChange }: Props) {
   const [box, W] = useElementWidth(900, 320);
   const [drag, setDrag] = useState<{ key: string; a: number; b: number } | null>(null);
+  const [hover, setHover] = useState<string | null>(null);
   const top = M.t;
   const bottom = H - M.b;
   const span = bottom - top;
@@ -126,9 +144,11 @@ export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChan
       <div ref={box} style={{ width: "100%" }}>
         <svg width={W} height={H + MISSING_DY} data-testid="pcoord-svg" style={{ display: "block", touchAction: "none" }}>
           {lines.map(({ r, pts, color, on }) => (
-            <polyline key={r.id} points={pts} fill="none" stroke={on ? color : "#bbb"} strokeOpacity={on ? 0.9 : 0.35} strokeWidth={on ? 2 : 1} data-testid="pcoord-line" data-run={r.id} data-kept={on ? "1" : "0"}>
-              <title>{r.name}</title>
-            </polyline>
+            <polyline key={r.id} points={pts} fill="none" stroke={on ? color : "#bbb"} strokeOpacity={on ? 0.9 : 0.35} strokeWidth={hover === r.id ? 4 : on ? 2 : 1} data-testid="pcoord-line" data-run={r.id} data-kept={on ? "1" : "0"} />
+          ))}
+          {/* wide invisible twins take the hover: a 2 px line is hard to hit */}
+          {lines.map(({ r, pts }) => (
+            <polyline key={r.id} points={pts} fill="none" stroke="transparent" strokeWidth={9} onMouseEnter={() => setHover(r.id)} onMouseLeave={() => setHover((h) => (h === r.id ? null : h))} data-testid="pcoord-hit" data-run={r.id} />
           ))}
           {axes.map((a, i) => {
             const x = xOf(i);
@@ -164,6 +184,7 @@ export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChan
           })}
         </svg>
       </div>
+      <ReadOut run={runs.find((r) => r.id === hover)} axes={axes} />
       {metricAxis?.kind === "num" && (
         <div className="small muted">
           colour: {spec.metric} from {fmtNum(metricAxis.domain[0])} (blue) to {fmtNum(metricAxis.domain[1])} (orange)
