@@ -116,6 +116,7 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     const ax = await axes();
     assert.deepEqual(ax.map((a) => a.key), ["algo.optimizer.lr", "envs.task", "best.eval_coverage"]);
     assert.deepEqual(ax.map((a) => a.kind), ["num", "cat", "num"]);
+    assert.deepEqual(await page.locator('[data-testid="pcoord-axis"]').evaluateAll((els) => els.map((e) => e.getAttribute("data-scale"))), ["linear", "linear", "linear"], "a ratio of 4: linear axes");
     assert.deepEqual(ax[1].cats, ["qa1", "qa2", "qa3"]);
     // the domains cover the values (round ends)
     assert.ok(ax[0].min <= 0.001 && ax[0].max >= 0.004 && ax[0].max - ax[0].min < 0.01, `lr domain ${ax[0].min}..${ax[0].max}`);

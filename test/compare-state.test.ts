@@ -107,6 +107,13 @@ test("summary axes: numbers on round ends, categories evenly, brushes keep what 
   const runs = [{ id: "a", name: "a", values: { lr: 0.002, task: "qa1" } }, { id: "b", name: "b", values: { lr: 0.003, task: "qa1" } }];
   assert.deepEqual([...keptRuns(runs, [b], ["lr"])], ["a"]);
   assert.deepEqual([...keptRuns(runs, [b], ["task"])], ["a", "b"], "a brush on an axis not shown is ignored");
+  // two decades and more: log, so 1e-5 and 1e-4 do not merge at the bottom under 1e-2
+  const lr = axisOf("lr", [1e-5, 1e-4, 1e-3, 1e-2]);
+  assert.ok(lr.kind === "num" && lr.log && lr.domain[0] === 1e-5 && lr.domain[1] === 1e-2);
+  assert.deepEqual([1e-5, 1e-4, 1e-3, 1e-2, 0].map((v) => fractionOn(lr, v)?.toFixed(6) ?? null), ["0.000000", "0.333333", "0.666667", "1.000000", null]);
+  const lb = brushOf(lr, 0.3, 0.7);
+  assert.deepEqual([1e-5, 1e-4, 1e-3, 1e-2].map((v) => brushKeeps(lb, v)), [false, true, true, false]);
+  assert.equal(axisOf("x", [1, 50]).kind === "num" && (axisOf("x", [1, 50]) as { log: boolean }).log, false, "under two decades: linear");
   assert.equal(columnValue("algo.optimizer.lr", { algo: { optimizer: { lr: 0.5 } } }, undefined), 0.5);
   assert.equal(columnValue("best.eval_coverage", {}, { "best.eval_coverage": 0.9 }), 0.9);
   assert.equal(columnValue("best.eval_coverage", {}, { "best.eval_coverage": null }), undefined);

@@ -156,14 +156,15 @@ export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChan
             const live = drag?.key === a.key ? ([Math.min(drag.a, drag.b), Math.max(drag.a, drag.b)] as [number, number]) : null;
             const fr = live ?? (brush ? brushFractions(a, brush) : null);
             return (
-              <g key={a.key} data-testid="pcoord-axis" data-axis={a.key} data-kind={a.kind} data-x={x.toFixed(2)} data-top={top} data-bottom={bottom} data-min={a.kind === "num" ? a.domain[0] : ""} data-max={a.kind === "num" ? a.domain[1] : ""} data-cats={a.kind === "cat" ? JSON.stringify(a.cats) : ""}>
+              <g key={a.key} data-testid="pcoord-axis" data-axis={a.key} data-kind={a.kind} data-scale={a.kind === "num" && a.log ? "log" : "linear"} data-x={x.toFixed(2)} data-top={top} data-bottom={bottom} data-min={a.kind === "num" ? a.domain[0] : ""} data-max={a.kind === "num" ? a.domain[1] : ""} data-cats={a.kind === "cat" ? JSON.stringify(a.cats) : ""}>
                 <line x1={x} x2={x} y1={top} y2={bottom} stroke="#555" />
                 <text x={x} y={top - 14} textAnchor="middle" fontSize={12} fontWeight={i === axes.length - 1 ? 600 : 400}>
                   {clip(a.key, 28)}
+                  {a.kind === "num" && a.log ? " (log)" : ""}
                 </text>
                 {a.kind === "num"
                   ? a.ticks.map((t) => (
-                      <text key={t} x={x - 6} y={yOf((t - a.domain[0]) / (a.domain[1] - a.domain[0])) + 4} textAnchor="end" fontSize={11} fill="#555">
+                      <text key={t} x={x - 6} y={yOf(fractionOn(a, t)) + 4} textAnchor="end" fontSize={11} fill="#555">
                         {tickText(t)}
                       </text>
                     ))

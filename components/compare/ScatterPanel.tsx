@@ -32,7 +32,7 @@ interface Props {
 }
 
 function ticksOf(a: SummaryAxis): { f: number; label: string }[] {
-  if (a.kind === "num") return a.ticks.map((t) => ({ f: (t - a.domain[0]) / (a.domain[1] - a.domain[0]), label: String(Number(t.toPrecision(4))) }));
+  if (a.kind === "num") return a.ticks.map((t) => ({ f: fractionOn(a, t) ?? 0, label: String(Number(t.toPrecision(4))) }));
   return a.cats.map((c, i) => ({ f: (i + 0.5) / a.cats.length, label: clip(c, 16) }));
 }
 
@@ -95,6 +95,8 @@ export function ScatterPanel({ spec, runs, colors, x, y, kept, configKeys, onCha
           data-y0={y0}
           data-y1={y1}
           data-xkind={x.kind}
+          data-xscale={x.kind === "num" && x.log ? "log" : "linear"}
+          data-yscale={y.kind === "num" && y.log ? "log" : "linear"}
           data-xmin={x.kind === "num" ? x.domain[0] : ""}
           data-xmax={x.kind === "num" ? x.domain[1] : ""}
           data-xcats={x.kind === "cat" ? JSON.stringify(x.cats) : ""}
@@ -115,9 +117,11 @@ export function ScatterPanel({ spec, runs, colors, x, y, kept, configKeys, onCha
           ))}
           <text x={(x0 + x1) / 2} y={H - 6} textAnchor="middle" fontSize={12}>
             {clip(spec.x, 60)}
+            {x.kind === "num" && x.log ? " (log)" : ""}
           </text>
           <text x={12} y={(y0 + y1) / 2} textAnchor="middle" fontSize={12} transform={`rotate(-90 12 ${(y0 + y1) / 2})`}>
             {clip(spec.y, 40)}
+            {y.kind === "num" && y.log ? " (log)" : ""}
           </text>
           {points.map(({ r, cx, cy }) => {
             const on = !kept || kept.has(r.id);

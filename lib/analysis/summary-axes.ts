@@ -5,7 +5,7 @@
  * round ticks, or categories placed evenly), where a value sits on it, and whether a brush keeps it.
  */
 import { AGGREGATES, METRIC_KEYS, compareCells, configCell, parseColumn, type AxisBrush, type CellValue } from "../contracts/index.ts";
-import { linearAxis } from "../chart-ticks.ts";
+import { linearAxis, logAxis } from "../chart-ticks.ts";
 
 /** A run's value in a column: config keys from its config, summaries from the server's answer. */
 export function columnValue(key: string, config: unknown, serverColumns: Record<string, CellValue> | undefined): CellValue | undefined {
@@ -19,8 +19,11 @@ export function columnValue(key: string, config: unknown, serverColumns: Record<
 /** Every metric summary a panel offers (last./best./min./max. of each metric key). */
 export const SUMMARY_KEYS_OFFERED: readonly string[] = AGGREGATES.flatMap((a) => METRIC_KEYS.map((m) => `${a}.${m}`));
 
+/** A numeric axis whose max / min reaches this is drawn on a log scale. */
+const LOG_RATIO = 100;
+
 export type SummaryAxis =
-  | { kind: "num"; key: string; domain: [number, number]; ticks: number[] }
+  | { kind: "num"; key: string; domain: [number, number]; ticks: number[]; log: boolean }
   | { kind: "cat"; key: string; cats: string[] };
 
 const missing = (v: CellValue | undefined): v is null | undefined => v === undefined || v === null || (typeof v === "number" && !Number.isFinite(v));
@@ -33,8 +36,11 @@ export function axisOf(key: string, values: readonly (CellValue | undefined)[]):
   const present = values.filter((v): v is string | number | boolean => !missing(v));
   if (present.length > 0 && present.every((v) => typeof v === "number")) {
     const nums = present as number[];
-    const { domain, ticks } = linearAxis(Math.min(...nums), Math.max(...nums));
-    return { kind: "num", key, domain, ticks };
+    const [min, max] = [Math.min(...nums), Math.max(...nums)];
+    // values over two decades and more (learning rates): a log axis, or the small ones merge
+    const log = min > 0 && max / min >= LOG_RATIO;
+    const { domain, ticks } = log ? logAxis(min, max) : linearAxis(min, max);
+    return { kind: "num", key, domain, ticks, log };
   }
   const cats = [...new Set(present.map(categoryOf))].sort((a, b) => compareCells(a, b, "asc"));
   return { kind: "cat", key, cats };
@@ -46,6 +52,7 @@ export function fractionOn(axis: SummaryAxis, v: CellValue | undefined): number 
   if (axis.kind === "num") {
     if (typeof v !== "number") return null;
     const [lo, hi] = axis.domain;
+    if (axis.log) return v > 0 ? Math.log10(v / lo) / Math.log10(hi / lo) : null;
     return (v - lo) / (hi - lo);
   }
   const i = axis.cats.indexOf(categoryOf(v));
@@ -55,7 +62,8 @@ export function fractionOn(axis: SummaryAxis, v: CellValue | undefined): number 
 }
 
 /** A value at a fraction of a numeric axis (brushes are stored in the axis's units). */
-export const valueAt = (axis: { domain: [number, number] }, f: number): number => axis.domain[0] + f * (axis.domain[1] - axis.domain[0]);
+export const valueAt = (axis: { domain: [number, number]; log: boolean }, f: number): number =>
+  axis.log ? axis.domain[0] * Math.pow(axis.domain[1] / axis.domain[0], f) : axis.domain[0] + f * (axis.domain[1] - axis.domain[0]);
 
 /** The brush a drag from fraction a to b makes on an axis. */
 export function brushOf(axis: SummaryAxis, a: number, b: number): AxisBrush {
@@ -74,8 +82,8 @@ export function brushKeeps(brush: AxisBrush, v: CellValue | undefined): boolean 
 /** A brush's range as fractions of the axis (to draw it), or null when it cannot be drawn on it. */
 export function brushFractions(axis: SummaryAxis, brush: AxisBrush): [number, number] | null {
   if (axis.kind === "num" && "lo" in brush) {
-    const span = axis.domain[1] - axis.domain[0];
-    return [(brush.lo - axis.domain[0]) / span, (brush.hi - axis.domain[0]) / span];
+    const at = (v: number) => fractionOn(axis, v) ?? 0;
+    return [at(brush.lo), at(brush.hi)];
   }
   if (axis.kind === "cat" && "values" in brush) {
     const fs = brush.values.map((v) => axis.cats.indexOf(v)).filter((i) => i >= 0).map((i) => (i + 0.5) / axis.cats.length);
