@@ -156,7 +156,9 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
     return { key, lines, bands, rows };
   });
 
-  const summaryRuns = useMemo(() => ids.flatMap((id, i) => (runs[i] ? [{ id, name: runs[i]!.name, config: runs[i]!.config, color: runColor(i) }] : [])), [ids, runs]);
+  // the summary panels leave out what the legend hides: a run, or (grouped) its group
+  const hiddenGroupRuns = new Set(groups.flatMap(([label, gids]) => (hidden.has(`g:${label}`) ? gids : [])));
+  const summaryRuns = ids.flatMap((id, i) => (runs[i] && !hidden.has(id) && !hiddenGroupRuns.has(id) ? [{ id, name: runs[i]!.name, config: runs[i]!.config, color: runColor(i) }] : []));
 
   const active = runs.filter((r) => r && ACTIVE_STATUSES.includes(r.status)).map((r) => r!.id);
   const allKeys = [...METRIC_TITLES.keys()];

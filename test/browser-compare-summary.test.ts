@@ -210,6 +210,15 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     await page.screenshot({ path: path.join(SCREENSHOTS, "compare-summary.png"), fullPage: true });
   });
 
+  test("a run hidden in the legend leaves both panels", async () => {
+    await page.goto(`${server.url}${PC.replace("/compare?", "/compare?sc=algo.optimizer.lr,best.eval_coverage&")}`);
+    await waitLines();
+    await page.locator('[data-testid="legend-item"][data-id="pce"] [data-testid="legend-toggle"]').click();
+    await page.waitForURL(/hidden=pce/);
+    await until("four lines and four points", async () => (await page.locator('[data-testid="pcoord-line"]').count()) === 4 && (await page.locator('[data-testid="scatter-point"]').count()) === 4);
+    assert.equal(await page.locator('[data-testid="pcoord-line"][data-run="pce"]').count(), 0);
+  });
+
   test("a dashboard saves both panels and a brush; one saved before them still opens; bad specs are refused", async () => {
     const spec = { runs: IDS, panels: ["eval_coverage"], pcoord: { axes: ["algo.optimizer.lr"], metric: "best.eval_coverage", brushes: [{ key: "best.eval_coverage", lo: 0.75, hi: 1 }] }, scatter: { x: "envs.task", y: "best.eval_coverage" } };
     const post = (body: unknown) => fetch(`${server.url}/api/dashboards`, { method: "POST", headers: { "content-type": "application/json", origin: server.url }, body: JSON.stringify(body) });

@@ -2,9 +2,9 @@
 /**
  * The compare view's summary panels (parallel coordinates, scatter) over the compared runs: each
  * run's value per column (config keys from its config, summaries from the runs list's columns),
- * one axis per column, and the runs the brushes keep, shared by both panels.
+ * one axis per column, and the runs the brushes keep, shared by both panels. Runs the legend hides
+ * are not passed in. Recomputed each render: at most 200 runs × 10 columns.
  */
-import { useMemo } from "react";
 import type { CompareState } from "../../lib/compare-state.ts";
 import { axisOf, columnValue, keptRuns, type SummaryRun } from "../../lib/analysis/summary-axes.ts";
 import { useSummaryColumns } from "../../lib/hooks/useSummaryColumns.ts";
@@ -24,11 +24,7 @@ export function SummaryPanels({ state, runs, configKeys, set }: Props) {
   const keys = [...new Set([...pcKeys, ...(scatter ? [scatter.x, scatter.y] : [])])];
   const ids = runs.map((r) => r.id);
   const { byRun, error } = useSummaryColumns(ids, keys);
-  const keysText = keys.join(",");
-  const rows: SummaryRun[] = useMemo(
-    () => runs.map((r) => ({ id: r.id, name: r.name, values: Object.fromEntries(keysText.split(",").filter(Boolean).map((k) => [k, columnValue(k, r.config, byRun.get(r.id))])) })),
-    [runs, keysText, byRun],
-  );
+  const rows: SummaryRun[] = runs.map((r) => ({ id: r.id, name: r.name, values: Object.fromEntries(keys.map((k) => [k, columnValue(k, r.config, byRun.get(r.id))])) }));
   const axisFor = (k: string) => axisOf(k, rows.map((r) => r.values[k]));
   const kept = keptRuns(rows, pcoord?.brushes ?? [], pcKeys);
   const colors = new Map(runs.map((r) => [r.id, r.color]));
