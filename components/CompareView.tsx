@@ -19,6 +19,10 @@ import { CompareChart, type CompareBand, type CompareLine } from "./CompareChart
 import { ConfigDiffTable } from "./ConfigDiffTable.tsx";
 import { SweepOverlay } from "./sweeps/SweepOverlay.tsx";
 import { ExportMenu } from "./ExportMenu.tsx";
+import { SummaryPanels } from "./compare/SummaryPanels.tsx";
+
+/** The summary both new panels start on: what a retrieval run is judged by. */
+const DEFAULT_SUMMARY = "best.eval_coverage";
 
 /** Distinct colours for any number of runs: hues a golden angle apart. */
 export const runColor = (i: number) => `hsl(${Math.round((i * 137.508) % 360)} 62% 46%)`;
@@ -152,6 +156,10 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
     return { key, lines, bands, rows };
   });
 
+  // the summary panels leave out what the legend hides: a run, or (grouped) its group
+  const hiddenGroupRuns = new Set(groups.flatMap(([label, gids]) => (hidden.has(`g:${label}`) ? gids : [])));
+  const summaryRuns = ids.flatMap((id, i) => (runs[i] && !hidden.has(id) && !hiddenGroupRuns.has(id) ? [{ id, name: runs[i]!.name, config: runs[i]!.config, color: runColor(i) }] : []));
+
   const active = runs.filter((r) => r && ACTIVE_STATUSES.includes(r.status)).map((r) => r!.id);
   const allKeys = [...METRIC_TITLES.keys()];
 
@@ -217,6 +225,14 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
             ))}
           </div>
         </details>
+        <label title="config keys → a summary metric, one line per run">
+          <input type="checkbox" checked={!!state.pcoord} onChange={(e) => set({ pcoord: e.target.checked ? { axes: groupKeys.slice(0, 3), metric: DEFAULT_SUMMARY } : undefined })} data-testid="show-pcoord" />
+          parallel coordinates
+        </label>
+        <label title="a config key or summary against a summary, one point per run">
+          <input type="checkbox" checked={!!state.scatter} onChange={(e) => set({ scatter: e.target.checked ? { x: groupKeys[0] ?? "last.qf_loss", y: DEFAULT_SUMMARY } : undefined })} data-testid="show-scatter" />
+          scatter
+        </label>
         {data.loading && <span className="muted small">loading…</span>}
         {data.error && <span className="error-text small">{data.error.message}</span>}
         <span className="spacer" />
@@ -242,6 +258,7 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
               </div>
             ))}
           </div>
+          <SummaryPanels state={state} runs={summaryRuns} configKeys={groupKeys} set={set} />
           <SweepOverlay runs={named} />
           <section className="panel">
             <h2>Config differences</h2>

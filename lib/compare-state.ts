@@ -4,7 +4,7 @@
  * a hand-edited link still opens); a dashboard's spec is the same object, validated strictly by
  * the contract when it is saved.
  */
-import { BAND_KINDS, COMPARED_KEYS, MAX_COMPARE_RUNS, RUN_STATUSES, X_AXES, type BandKind, type DashboardSpec, type RunFilterSpec, type RunStatus, type XAxis } from "./contracts/index.ts";
+import { BAND_KINDS, COMPARED_KEYS, MAX_COMPARE_RUNS, RUN_STATUSES, X_AXES, axisBrush, pcoordSpec, scatterSpec, type BandKind, type DashboardSpec, type PcoordSpec, type RunFilterSpec, type RunStatus, type ScatterSpec, type XAxis } from "./contracts/index.ts";
 
 /** Panels shown when none are chosen: the registry's compared keys (lib/contracts/metrics.ts), the run page's first charts. */
 export const DEFAULT_PANELS: readonly string[] = COMPARED_KEYS;
@@ -20,6 +20,10 @@ export interface CompareState {
   smoothing: number;
   x: XAxis;
   hidden: string[];
+  /** The parallel-coordinates panel (absent: not shown). */
+  pcoord?: PcoordSpec;
+  /** The scatter panel (absent: not shown). */
+  scatter?: ScatterSpec;
 }
 
 const list = (s: string | null) => (s ? s.split(",").map((x) => x.trim()).filter(Boolean) : []);
@@ -34,7 +38,32 @@ export function withDefaults(spec: Partial<DashboardSpec>): CompareState {
     smoothing: spec.smoothing ?? DEFAULT_SMOOTHING,
     x: spec.x ?? "step",
     hidden: spec.hidden ?? [],
+    pcoord: spec.pcoord,
+    scatter: spec.scatter,
   };
+}
+
+/**
+ * The summary panels from the URL: `pc=axis,axis` + `pcm=metric` + `pcb=[brushes as JSON]`,
+ * `sc=x,y`. Read leniently like the rest: a bad brush is dropped alone, bad axes drop the panel.
+ */
+function summaryPanelsFromSearch(sp: URLSearchParams): Pick<CompareState, "pcoord" | "scatter"> {
+  let pcoord: PcoordSpec | undefined;
+  const metric = sp.get("pcm");
+  if (metric) {
+    let brushes: unknown[] = [];
+    try {
+      const raw: unknown = JSON.parse(sp.get("pcb") ?? "[]");
+      if (Array.isArray(raw)) brushes = raw.filter((b) => axisBrush.safeParse(b).success);
+    } catch {
+      // an unreadable brush list: no brushes
+    }
+    const parsed = pcoordSpec.safeParse({ axes: list(sp.get("pc")), metric, brushes: brushes.length ? brushes : undefined });
+    pcoord = parsed.success ? parsed.data : undefined;
+  }
+  const [x, y] = list(sp.get("sc"));
+  const sc = x && y ? scatterSpec.safeParse({ x, y }) : undefined;
+  return { pcoord, scatter: sc?.success ? sc.data : undefined };
 }
 
 const KEY_RE = /^[\w.-]{1,200}$/;
@@ -59,6 +88,7 @@ export function stateFromSearch(sp: URLSearchParams): CompareState {
     smoothing: Number.isFinite(smoothing) && smoothing >= 0 && smoothing <= 0.99 ? smoothing : undefined,
     x: (X_AXES as readonly string[]).includes(x) ? (x as XAxis) : undefined,
     hidden: list(sp.get("hidden")).slice(0, MAX_COMPARE_RUNS),
+    ...summaryPanelsFromSearch(sp),
   });
 }
 
@@ -78,6 +108,12 @@ export function searchFromState(s: CompareState): string {
   if (s.smoothing !== DEFAULT_SMOOTHING) p.set("smooth", String(s.smoothing));
   if (s.x !== "step") p.set("x", s.x);
   if (s.hidden.length) p.set("hidden", s.hidden.join(","));
+  if (s.pcoord) {
+    if (s.pcoord.axes.length) p.set("pc", s.pcoord.axes.join(","));
+    p.set("pcm", s.pcoord.metric);
+    if (s.pcoord.brushes?.length) p.set("pcb", JSON.stringify(s.pcoord.brushes));
+  }
+  if (s.scatter) p.set("sc", `${s.scatter.x},${s.scatter.y}`);
   return p.toString();
 }
 
@@ -92,6 +128,8 @@ export function specFromState(s: CompareState): DashboardSpec {
     smoothing: s.smoothing,
     x: s.x,
     hidden: s.hidden,
+    ...(s.pcoord ? { pcoord: s.pcoord } : {}),
+    ...(s.scatter ? { scatter: s.scatter } : {}),
   };
 }
 

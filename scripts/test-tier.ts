@@ -114,6 +114,7 @@ export const TIERS = {
   e2e: [
     "browser-auth",
     "browser-compare",
+    "browser-compare-summary",
     "browser-dashboard",
     "browser-episode",
     "browser-import",

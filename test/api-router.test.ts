@@ -221,6 +221,12 @@ test("runs list: chosen columns (config keys, metric stats), a filter expression
   const paged = (await list(`where=${encodeURIComponent("best.eval_coverage > 0.3")}&sort=seed&order=asc&limit=1&offset=1`)).body;
   assert.deepEqual([paged.total, paged.runs.map((r) => r.name)], [3, ["cols 1"]], "filter, sort, then the page");
 
+  // the compare view's summaries: only the runs named, with their columns
+  const some = (await call<Page>("GET", `/api/runs?ids=${made[0].id},${made[2].id},nope&cols=best.eval_coverage`)).body;
+  assert.deepEqual(some.runs.map((r) => [r.id, r.columns]).sort(), [[made[0].id, { "best.eval_coverage": 0.9 }], [made[2].id, { "best.eval_coverage": 0.95 }]].sort());
+  assert.equal((await call("GET", `/api/runs?ids=${Array.from({ length: 201 }, (_, i) => `r${i}`).join(",")}`)).status, 400, "at most 200 ids");
+  assert.equal((await call("GET", "/api/runs?ids=a%20b")).status, 400, "ids are checked");
+
   const bad = await call<{ fieldErrors: Record<string, string> }>("GET", `/api/runs?where=${encodeURIComponent("envs.task qa2")}`);
   assert.equal(bad.status, 400);
   assert.match(bad.body.fieldErrors.where, /expected an operator .* got "qa2" at character 11/);

@@ -8,6 +8,7 @@ import { alignSteps, groupBand } from "../lib/analysis/bands.ts";
 import { toggleRows } from "../lib/selection.ts";
 import { DEFAULT_PANELS, searchFromState, specFromState, stateFromSearch, withDefaults } from "../lib/compare-state.ts";
 import { dashboardSpec } from "../lib/contracts/index.ts";
+import { axisOf, brushKeeps, brushOf, columnValue, fractionOn, keptRuns } from "../lib/analysis/summary-axes.ts";
 import { bucketSeries } from "../lib/contracts/index.ts";
 
 const series = (steps: number[], f: (s: number) => number) => steps.map((step) => ({ step, value: f(step) }));
@@ -69,4 +70,51 @@ test("compare state round-trips through the URL and is a valid dashboard spec", 
   const odd = stateFromSearch(new URLSearchParams("runs=a,b%20c,d&band=wide&smooth=7&x=time&group=a;b&status=bogus"));
   assert.deepEqual(odd, withDefaults({ runs: ["a", "d"] }));
   assert.deepEqual(odd.panels, [...DEFAULT_PANELS]);
+});
+
+test("the summary panels round-trip through the URL and the spec; a bad brush is dropped alone, bad axes drop the panel", () => {
+  const s = withDefaults({
+    runs: ["r1"],
+    pcoord: { axes: ["algo.optimizer.lr", "envs.task"], metric: "best.eval_coverage", brushes: [{ key: "algo.optimizer.lr", lo: 0.001, hi: 0.002 }, { key: "envs.task", values: ["qa1", "a \"quoted\" one"] }] },
+    scatter: { x: "envs.task", y: "last.eval_f1" },
+  });
+  const back = stateFromSearch(new URLSearchParams(searchFromState(s)));
+  assert.deepEqual(back, s);
+  assert.ok(dashboardSpec.safeParse(specFromState(s)).success);
+  assert.equal(stateFromSearch(new URLSearchParams(searchFromState(withDefaults({ runs: ["r1"] })))).pcoord, undefined, "absent stays absent (old links, old dashboards)");
+  const bad = JSON.stringify([{ key: "algo.optimizer.lr", lo: 2, hi: 1 }, { key: "envs.task", values: ["qa2"] }]);
+  const lenient = stateFromSearch(new URLSearchParams(`runs=r1&pc=envs.task&pcm=best.eval_coverage&pcb=${encodeURIComponent(bad)}`));
+  assert.deepEqual(lenient.pcoord, { axes: ["envs.task"], metric: "best.eval_coverage", brushes: [{ key: "envs.task", values: ["qa2"] }] });
+  assert.equal(stateFromSearch(new URLSearchParams("runs=r1&pc=envs.task&pcm=envs.task")).pcoord, undefined, "the metric must be a summary");
+  assert.equal(stateFromSearch(new URLSearchParams("runs=r1&pcm=best.eval_coverage&pcb={")).pcoord?.brushes, undefined, "unreadable brushes: none");
+  assert.equal(stateFromSearch(new URLSearchParams("runs=r1&sc=envs.task,best.nope")).scatter, undefined);
+  assert.ok(!dashboardSpec.safeParse({ runs: ["r1"], pcoord: { axes: Array.from({ length: 8 }, (_, i) => `k${i}`), metric: "best.eval_coverage" } }).success, "axes are bounded");
+});
+
+test("summary axes: numbers on round ends, categories evenly, brushes keep what lies inside", () => {
+  const num = axisOf("lr", [0.001, 0.004, undefined, 0.002]);
+  assert.equal(num.kind, "num");
+  assert.deepEqual(num.kind === "num" && num.domain, [0.001, 0.004]);
+  assert.equal(fractionOn(num, 0.0025), 0.5);
+  assert.equal(fractionOn(num, undefined), null);
+  const cat = axisOf("task", ["qa2", "qa1", "qa3", "qa1", true]);
+  assert.deepEqual(cat.kind === "cat" && cat.cats, ["qa1", "qa2", "qa3", "true"]);
+  assert.deepEqual(["qa1", "qa2", "qa3", true].map((v) => fractionOn(cat, v)), [0.125, 0.375, 0.625, 0.875]);
+  assert.deepEqual(brushOf(cat, 0.3, 0.7), { key: "task", values: ["qa2", "qa3"] });
+  const b = brushOf(num, 0.6, 0.2);
+  assert.deepEqual(b, { key: "lr", lo: 0.0016, hi: 0.0028 });
+  assert.deepEqual([0.0015, 0.002, 0.0028, 0.003, null].map((v) => brushKeeps(b, v)), [false, true, true, false, false]);
+  const runs = [{ id: "a", name: "a", values: { lr: 0.002, task: "qa1" } }, { id: "b", name: "b", values: { lr: 0.003, task: "qa1" } }];
+  assert.deepEqual([...keptRuns(runs, [b], ["lr"])], ["a"]);
+  assert.deepEqual([...keptRuns(runs, [b], ["task"])], ["a", "b"], "a brush on an axis not shown is ignored");
+  // two decades and more: log, so 1e-5 and 1e-4 do not merge at the bottom under 1e-2
+  const lr = axisOf("lr", [1e-5, 1e-4, 1e-3, 1e-2]);
+  assert.ok(lr.kind === "num" && lr.log && lr.domain[0] === 1e-5 && lr.domain[1] === 1e-2);
+  assert.deepEqual([1e-5, 1e-4, 1e-3, 1e-2, 0].map((v) => fractionOn(lr, v)?.toFixed(6) ?? null), ["0.000000", "0.333333", "0.666667", "1.000000", null]);
+  const lb = brushOf(lr, 0.3, 0.7);
+  assert.deepEqual([1e-5, 1e-4, 1e-3, 1e-2].map((v) => brushKeeps(lb, v)), [false, true, true, false]);
+  assert.equal(axisOf("x", [1, 50]).kind === "num" && (axisOf("x", [1, 50]) as { log: boolean }).log, false, "under two decades: linear");
+  assert.equal(columnValue("algo.optimizer.lr", { algo: { optimizer: { lr: 0.5 } } }, undefined), 0.5);
+  assert.equal(columnValue("best.eval_coverage", {}, { "best.eval_coverage": 0.9 }), 0.9);
+  assert.equal(columnValue("best.eval_coverage", {}, { "best.eval_coverage": null }), undefined);
 });

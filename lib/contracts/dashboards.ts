@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { RUN_STATUSES } from "./dto.ts";
 import { X_AXES, idParam } from "./rest.ts";
+import { parseColumn } from "./run-columns.ts";
 
 /** Most runs one comparison overlays (and one filter resolves to). */
 export const MAX_COMPARE_RUNS = 200;
@@ -29,6 +30,45 @@ export const runFilterSpec = z.strictObject({
 });
 export type RunFilterSpec = z.infer<typeof runFilterSpec>;
 
+/** Most axes of the parallel-coordinates panel (its summary metric included). */
+export const MAX_PCOORD_AXES = 8;
+/** Most categories one categorical brush keeps. */
+export const MAX_BRUSH_VALUES = 50;
+
+/** A runs-table column key (run-columns.ts): a config key, or last./best./min./max. and a metric. */
+const columnKey = z
+  .string()
+  .min(1)
+  .max(100)
+  .superRefine((k, ctx) => {
+    const c = parseColumn(k);
+    if ("error" in c) ctx.addIssue({ code: "custom", message: c.error });
+  });
+/** A column key that is a metric summary (what lines are coloured by and scatters plot on y). */
+const summaryKey = columnKey.refine((k) => {
+  const c = parseColumn(k);
+  return !("error" in c) && c.kind === "metric";
+}, "a metric summary such as best.eval_coverage");
+
+/** A brushed range on one axis: numbers between lo and hi, or these categories. */
+export const axisBrush = z.union([
+  z.strictObject({ key: columnKey, lo: z.number(), hi: z.number() }).refine((b) => b.lo <= b.hi, "lo must not exceed hi"),
+  z.strictObject({ key: columnKey, values: z.array(z.string().max(300)).max(MAX_BRUSH_VALUES) }),
+]);
+export type AxisBrush = z.infer<typeof axisBrush>;
+
+/** The parallel-coordinates panel: config keys (or summaries) → one summary metric, which colours the lines. */
+export const pcoordSpec = z.strictObject({
+  axes: z.array(columnKey).max(MAX_PCOORD_AXES - 1, `at most ${MAX_PCOORD_AXES - 1} axes before the metric`),
+  metric: summaryKey,
+  brushes: z.array(axisBrush).max(MAX_PCOORD_AXES).optional(),
+});
+export type PcoordSpec = z.infer<typeof pcoordSpec>;
+
+/** The scatter panel: a config key or summary on x, a summary on y. */
+export const scatterSpec = z.strictObject({ x: columnKey, y: summaryKey });
+export type ScatterSpec = z.infer<typeof scatterSpec>;
+
 export const dashboardSpec = z
   .strictObject({
     /** Explicit run ids (mutually exclusive with `filter`). */
@@ -44,6 +84,10 @@ export const dashboardSpec = z
     x: z.enum(X_AXES).optional(),
     /** Runs (or group labels when grouped) hidden from the charts via the legend. */
     hidden: z.array(z.string().min(1).max(300)).max(MAX_COMPARE_RUNS).optional(),
+    /** The parallel-coordinates panel, when shown (absent in dashboards saved before it existed). */
+    pcoord: pcoordSpec.optional(),
+    /** The scatter panel, when shown. */
+    scatter: scatterSpec.optional(),
   })
   .refine((s) => !(s.runs && s.filter), { message: "either runs or filter, not both", path: ["runs"] })
   .refine((s) => (s.runs?.length ?? 0) > 0 || s.filter !== undefined, { message: "name at least one run or a filter", path: ["runs"] });

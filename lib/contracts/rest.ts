@@ -64,8 +64,15 @@ function parsedParam<T>(text: z.ZodString, parse: (s: string) => T | { error: st
   });
 }
 
-/** GET /api/runs?status=a,b&q=&tag=&sort=&order=&limit=&offset=&cols=&where= */
+/** GET /api/runs?status=a,b&q=&tag=&sort=&order=&limit=&offset=&cols=&where=&ids= */
 export const runListQuery = z.strictObject({
+  /** Only these runs (the compare view asks its runs' summary columns this way). */
+  ids: z
+    .string()
+    .max(200 * 101)
+    .optional()
+    .transform((s) => (s ? s.split(",").map((x) => x.trim()).filter(Boolean) : undefined))
+    .pipe(z.array(idParam).max(200, "at most 200 runs").optional()),
   status: z
     .string()
     .max(200)

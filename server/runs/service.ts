@@ -102,6 +102,7 @@ export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<R
   checkConfigColumns(query, sortColumn);
   // sweep jobs belong to the run they evaluate (its Sweep section), not to the runs table
   const and: Prisma.RunWhereInput[] = [{ kind: { not: "sweep" } }];
+  if (query.ids) and.push({ id: { in: query.ids } });
   if (query.status?.length) and.push({ status: { in: query.status } });
   if (query.tag) and.push({ tags: { contains: JSON.stringify(query.tag) } });
   if (query.q) {

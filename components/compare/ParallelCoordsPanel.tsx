@@ -1,0 +1,196 @@
+"use client";
+/**
+ * The compare view's parallel-coordinates panel: one vertical axis per chosen column (config keys
+ * or summaries, lib/analysis/summary-axes.ts) and the summary metric last; one polyline per run,
+ * coloured by that metric. Dragging along an axis brushes it (a click clears it); runs outside any
+ * brush are dimmed here and in the scatter. Brushes live in the view's state (URL, dashboard).
+ * Hovering a line reads out its run and values. Hand-drawn SVG: Recharts has no parallel coordinates. Lines expose data-run / data-kept and
+ * axes data-top / data-bottom / data-min / data-max / data-cats for the browser tests.
+ */
+import { useState, type PointerEvent } from "react";
+import { MAX_PCOORD_AXES, type AxisBrush, type CellValue, type PcoordSpec } from "../../lib/contracts/index.ts";
+import { SUMMARY_KEYS_OFFERED, brushFractions, brushOf, fractionOn, metricColor, type SummaryAxis, type SummaryRun } from "../../lib/analysis/summary-axes.ts";
+import { useElementWidth } from "../../lib/hooks/useElementWidth.ts";
+import { fmtNum } from "../../lib/format.ts";
+
+
+const H = 320;
+const M = { l: 70, r: 70, t: 34, b: 40 };
+/** Where a run without a value on an axis is drawn: just under it. */
+const MISSING_DY = 18;
+
+const tickText = (v: number) => (Math.abs(v) !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e6) ? v.toExponential(1) : String(Number(v.toPrecision(4))));
+const cellText = (v: CellValue | undefined) => (v === undefined || v === null ? "none" : typeof v === "number" ? fmtNum(v) : typeof v === "string" ? v : JSON.stringify(v));
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+/** The hovered run's name and its value on every axis (raw, as text). */
+function ReadOut({ run, axes }: { run: SummaryRun | undefined; axes: readonly SummaryAxis[] }) {
+  if (!run) return <div className="small muted">hover a line to read its run</div>;
+  return (
+    <div className="small" data-testid="pcoord-readout" data-run={run.id} style={{ overflowWrap: "anywhere" }}>
+      <strong>{run.name}</strong>
+      {axes.map((a) => (
+        <span key={a.key}>
+          {" · "}
+          {a.key} = {cellText(run.values[a.key])}
+        </span>
+      ))}
+    </div>
+  );
+}
+
+interface Props {
+  spec: PcoordSpec;
+  runs: readonly SummaryRun[];
+  axes: readonly SummaryAxis[];
+  /** Runs every brush keeps. */
+  kept: ReadonlySet<string>;
+  configKeys: readonly string[];
+  onChange: (next: PcoordSpec | undefined) => void;
+}
+
+export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChange }: Props) {
+  const [box, W] = useElementWidth(900, 320);
+  const [drag, setDrag] = useState<{ key: string; a: number; b: number } | null>(null);
+  const [hover, setHover] = useState<string | null>(null);
+  const top = M.t;
+  const bottom = H - M.b;
+  const span = bottom - top;
+  const xOf = (i: number) => (axes.length <= 1 ? W / 2 : M.l + (i * (W - M.l - M.r)) / (axes.length - 1));
+  const yOf = (f: number | null) => (f === null ? bottom + MISSING_DY : top + (1 - f) * span);
+  const metricAxis = axes[axes.length - 1];
+  const brushes = spec.brushes ?? [];
+
+  const setBrush = (key: string, b: AxisBrush | null) => {
+    const rest = brushes.filter((x) => x.key !== key);
+    const next = b ? [...rest, b] : rest;
+    onChange({ ...spec, brushes: next.length ? next : undefined });
+  };
+  const fracAt = (e: PointerEvent<SVGRectElement>) => {
+    const r = e.currentTarget.getBoundingClientRect();
+    return Math.min(1, Math.max(0, 1 - (e.clientY - r.top) / r.height));
+  };
+  const onDown = (key: string) => (e: PointerEvent<SVGRectElement>) => {
+    e.currentTarget.setPointerCapture(e.pointerId);
+    const f = fracAt(e);
+    setDrag({ key, a: f, b: f });
+  };
+  const onMove = (e: PointerEvent<SVGRectElement>) => {
+    if (drag) setDrag({ ...drag, b: fracAt(e) });
+  };
+  const onUp = (axis: SummaryAxis) => (e: PointerEvent<SVGRectElement>) => {
+    if (!drag) return;
+    const b = fracAt(e);
+    setDrag(null);
+    // a click (no real drag) clears the axis's brush
+    setBrush(axis.key, Math.abs(b - drag.a) < 0.01 ? null : brushOf(axis, drag.a, b));
+  };
+
+  const lines = runs.map((r) => {
+    const pts = axes.map((a, i) => `${xOf(i).toFixed(2)},${yOf(fractionOn(a, r.values[a.key])).toFixed(2)}`).join(" ");
+    return { r, pts, color: metricColor(metricAxis ? fractionOn(metricAxis, r.values[metricAxis.key]) : null), on: kept.has(r.id) };
+  });
+  // dimmed lines first, so kept ones are drawn over them
+  lines.sort((a, b) => Number(a.on) - Number(b.on));
+
+  const offered = [...new Set([...configKeys, ...SUMMARY_KEYS_OFFERED])].filter((k) => !spec.axes.includes(k) && k !== spec.metric);
+
+  return (
+    <section className="panel stack" style={{ gap: 8 }} data-testid="pcoord-panel" data-kept={kept.size} data-runs={runs.length}>
+      <div className="chart-toolbar">
+        <h2 style={{ margin: 0 }}>Parallel coordinates</h2>
+        <span className="small muted" data-testid="pcoord-count">
+          {kept.size} of {runs.length} runs kept
+        </span>
+        <label>
+          metric
+          <select value={spec.metric} onChange={(e) => onChange({ ...spec, metric: e.target.value, brushes: brushes.filter((b) => b.key !== spec.metric) })} data-testid="pcoord-metric">
+            {SUMMARY_KEYS_OFFERED.map((k) => (
+              <option key={k} value={k}>
+                {k}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          add axis
+          <select value="" disabled={spec.axes.length >= MAX_PCOORD_AXES - 1} onChange={(e) => e.target.value && onChange({ ...spec, axes: [...spec.axes, e.target.value] })} data-testid="pcoord-add-axis">
+            <option value="">…</option>
+            {offered.map((k) => (
+              <option key={k} value={k}>
+                {k}
+              </option>
+            ))}
+          </select>
+        </label>
+        {spec.axes.map((k) => (
+          <span key={k} className="badge">
+            {k}{" "}
+            <button type="button" className="link small" title={`remove ${k}`} onClick={() => onChange({ ...spec, axes: spec.axes.filter((a) => a !== k), brushes: brushes.filter((b) => b.key !== k) })} data-testid="pcoord-remove-axis" data-axis={k}>
+              ×
+            </button>
+          </span>
+        ))}
+        {brushes.length > 0 && (
+          <button type="button" className="link small" onClick={() => onChange({ ...spec, brushes: undefined })} data-testid="pcoord-clear">
+            clear brushes
+          </button>
+        )}
+        <span className="spacer" />
+        <button type="button" className="link small" onClick={() => onChange(undefined)} data-testid="pcoord-close">
+          close
+        </button>
+      </div>
+      <div ref={box} style={{ width: "100%" }}>
+        <svg width={W} height={H + MISSING_DY} data-testid="pcoord-svg" style={{ display: "block", touchAction: "none" }}>
+          {lines.map(({ r, pts, color, on }) => (
+            <polyline key={r.id} points={pts} fill="none" stroke={on ? color : "#bbb"} strokeOpacity={on ? 0.9 : 0.35} strokeWidth={hover === r.id ? 4 : on ? 2 : 1} data-testid="pcoord-line" data-run={r.id} data-kept={on ? "1" : "0"} />
+          ))}
+          {/* wide invisible twins take the hover: a 2 px line is hard to hit */}
+          {lines.map(({ r, pts }) => (
+            <polyline key={r.id} points={pts} fill="none" stroke="transparent" strokeWidth={9} onMouseEnter={() => setHover(r.id)} onMouseLeave={() => setHover((h) => (h === r.id ? null : h))} data-testid="pcoord-hit" data-run={r.id} />
+          ))}
+          {axes.map((a, i) => {
+            const x = xOf(i);
+            const brush = brushes.find((b) => b.key === a.key);
+            const live = drag?.key === a.key ? ([Math.min(drag.a, drag.b), Math.max(drag.a, drag.b)] as [number, number]) : null;
+            const fr = live ?? (brush ? brushFractions(a, brush) : null);
+            return (
+              <g key={a.key} data-testid="pcoord-axis" data-axis={a.key} data-kind={a.kind} data-scale={a.kind === "num" && a.log ? "log" : "linear"} data-x={x.toFixed(2)} data-top={top} data-bottom={bottom} data-min={a.kind === "num" ? a.domain[0] : ""} data-max={a.kind === "num" ? a.domain[1] : ""} data-cats={a.kind === "cat" ? JSON.stringify(a.cats) : ""}>
+                <line x1={x} x2={x} y1={top} y2={bottom} stroke="#555" />
+                <text x={x} y={top - 14} textAnchor="middle" fontSize={12} fontWeight={i === axes.length - 1 ? 600 : 400}>
+                  {clip(a.key, 28)}
+                  {a.kind === "num" && a.log ? " (log)" : ""}
+                </text>
+                {a.kind === "num"
+                  ? a.ticks.map((t) => (
+                      <text key={t} x={x - 6} y={yOf(fractionOn(a, t)) + 4} textAnchor="end" fontSize={11} fill="#555">
+                        {tickText(t)}
+                      </text>
+                    ))
+                  : a.cats.map((c, j) => (
+                      <text key={c} x={x - 6} y={yOf((j + 0.5) / a.cats.length) + 4} textAnchor="end" fontSize={11} fill="#555">
+                        {clip(c, 14)}
+                      </text>
+                    ))}
+                {runs.some((r) => fractionOn(a, r.values[a.key]) === null) && (
+                  <text x={x - 6} y={bottom + MISSING_DY + 4} textAnchor="end" fontSize={11} fill="#999" data-testid="pcoord-none">
+                    none
+                  </text>
+                )}
+                {fr && <rect x={x - 7} width={14} y={yOf(fr[1])} height={Math.max(1, (fr[1] - fr[0]) * span)} fill="#1f6feb" fillOpacity={0.25} stroke="#1f6feb" data-testid="pcoord-brush" data-axis={a.key} />}
+                <rect x={x - 12} width={24} y={top} height={span} fill="transparent" style={{ cursor: "ns-resize" }} onPointerDown={onDown(a.key)} onPointerMove={onMove} onPointerUp={onUp(a)} data-testid="pcoord-brush-area" data-axis={a.key} />
+              </g>
+            );
+          })}
+        </svg>
+      </div>
+      <ReadOut run={runs.find((r) => r.id === hover)} axes={axes} />
+      {metricAxis?.kind === "num" && (
+        <div className="small muted">
+          colour: {spec.metric} from {fmtNum(metricAxis.domain[0])} (blue) to {fmtNum(metricAxis.domain[1])} (orange)
+        </div>
+      )}
+    </section>
+  );
+}

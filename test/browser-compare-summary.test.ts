@@ -1,0 +1,245 @@
+/**
+ * The compare view's summary panels in a real browser (playwright-core + Debian chromium) against
+ * the real server, runs seeded straight into its SQLite file with known config values and eval
+ * coverage: the parallel-coordinates polylines are read back point by point against the values
+ * (numeric axes on their drawn domain, categories evenly) and a hovered line is read out, a drag on an axis keeps exactly the
+ * runs inside it and writes the brush into the URL (and a reload keeps it), the scatter draws each
+ * run where its values say and its hover names it (as text), and a dashboard carries both panels.
+ * Screenshot: test-results/screenshots/compare-summary.png.
+ */
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import type { Browser, Page } from "playwright-core";
+import type { DashboardDto } from "../lib/contracts/index.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { waitFor } from "./platform-helpers.ts";
+import { seedRuns, type SeedRun } from "./compare-seed.ts";
+
+const skip = browserUnavailable();
+if (skip) console.log(`browser tests skipped: ${skip}`);
+
+/** Eval coverage rising to `best` at step 40, then falling to best − 0.1 (so best ≠ last). */
+const coverage = (best: number) => [0, 20, 40, 60].map((step) => ({ step, value: step === 40 ? best : step === 60 ? best - 0.1 : best / 2 }));
+const RUN_VALUES = [
+  { id: "pca", lr: 0.001, task: "qa1", best: 0.7 },
+  { id: "pcb", lr: 0.002, task: "qa1", best: 0.8 },
+  { id: "pcc", lr: 0.003, task: "qa2", best: 0.9 },
+  { id: "pcd", lr: 0.004, task: "qa2", best: 0.5 },
+  { id: "pce", lr: 0.001, task: "qa3", best: 0.95 },
+];
+// one name is markup: it must come out as text
+const nameOf = (id: string) => (id === "pce" ? "<img src=x onerror=alert(1)> qa3" : `run ${id}`);
+const RUNS: SeedRun[] = RUN_VALUES.map((r) => ({ id: r.id, name: nameOf(r.id), set: { "algo.optimizer.lr": r.lr, "envs.task": r.task, seed: 1 }, points: { eval_coverage: coverage(r.best) } }));
+const IDS = RUNS.map((r) => r.id);
+const BASE = `/compare?runs=${IDS.join(",")}`;
+const PC = `${BASE}&pc=algo.optimizer.lr,envs.task&pcm=best.eval_coverage`;
+const SC = `${BASE}&sc=algo.optimizer.lr,best.eval_coverage`;
+
+const close = (a: number, b: number, tol: number, what: string) => assert.ok(Math.abs(a - b) <= tol, `${what}: ${a} vs ${b}`);
+
+describe("compare: parallel coordinates and scatter in a real browser", { skip: skip ?? false, timeout: 12 * 60_000 }, () => {
+  let server: TestServer;
+  let browser: Browser;
+  let page: Page;
+  const errors: string[] = [];
+  const until = (what: string, fn: () => Promise<boolean>) => waitFor(what, async () => (await fn()) || null, 20_000, 100);
+
+  before(async () => {
+    ensureNextBuild((m) => console.log(`# ${m}`));
+    server = await startTestServer();
+    const t0 = Date.now() - 60_000;
+    await seedRuns(`file:${path.join(server.dataDir, "qrag.db")}`, RUNS.map((r, i) => ({ ...r, createdAt: new Date(t0 + i * 1000) })));
+    browser = await launchBrowser();
+    page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
+    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page.on("dialog", (d) => {
+      errors.push(`dialog: ${d.message()}`);
+      void d.dismiss();
+    });
+    page.on("console", (m) => {
+      if (m.type() === "error") errors.push(`console: ${m.text()}`);
+    });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    assert.deepEqual(errors, [], "no page errors");
+  });
+
+  /** Axis geometry as drawn. */
+  async function axes() {
+    return page.locator('[data-testid="pcoord-axis"]').evaluateAll((els) =>
+      els.map((e) => ({ key: e.getAttribute("data-axis")!, kind: e.getAttribute("data-kind")!, x: Number(e.getAttribute("data-x")), top: Number(e.getAttribute("data-top")), bottom: Number(e.getAttribute("data-bottom")), min: Number(e.getAttribute("data-min")), max: Number(e.getAttribute("data-max")), cats: e.getAttribute("data-cats") ? (JSON.parse(e.getAttribute("data-cats")!) as string[]) : [] })),
+    );
+  }
+  /** Each run's polyline points and whether the brushes keep it. */
+  async function lines() {
+    const ls = await page.locator('[data-testid="pcoord-line"]').evaluateAll((els) => els.map((e) => ({ run: e.getAttribute("data-run")!, kept: e.getAttribute("data-kept") === "1", points: e.getAttribute("points")! })));
+    return new Map(ls.map((l) => [l.run, { kept: l.kept, pts: l.points.split(" ").map((p) => p.split(",").map(Number) as [number, number]) }]));
+  }
+  const keptIds = async () => [...(await lines())].filter(([, l]) => l.kept).map(([id]) => id).sort();
+  const waitLines = () => until("a polyline per run with the metric axis drawn", async () => (await page.locator('[data-testid="pcoord-line"]').count()) === IDS.length && (await page.locator('[data-testid="pcoord-axis"][data-axis="best.eval_coverage"]').getAttribute("data-max", { timeout: 1_000 }).catch(() => "")) !== "");
+
+  /** Drags along an axis from one value to another (numeric axes: values; categorical: fractions). */
+  async function drag(axis: string, fromF: number, toF: number) {
+    const area = page.locator(`[data-testid="pcoord-brush-area"][data-axis="${axis}"]`);
+    await area.scrollIntoViewIfNeeded();
+    const box = (await area.boundingBox())!;
+    const x = box.x + box.width / 2;
+    const y = (f: number) => box.y + (1 - f) * box.height;
+    await page.mouse.move(x, y(fromF));
+    await page.mouse.down();
+    await page.mouse.move(x, y((fromF + toF) / 2), { steps: 3 });
+    await page.mouse.move(x, y(toF), { steps: 3 });
+    await page.mouse.up();
+  }
+  const brushesInUrl = () => JSON.parse(new URL(page.url()).searchParams.get("pcb") ?? "[]") as { key: string; lo?: number; hi?: number; values?: string[] }[];
+
+  test("the panel is switched on from the toolbar and saved in the URL", async () => {
+    await page.goto(`${server.url}${BASE}`);
+    // controlled by the URL: the box changes once the page's URL did
+    await page.locator('[data-testid="show-pcoord"]').click();
+    await page.waitForURL(/pcm=best\.eval_coverage/);
+    await page.locator('[data-testid="show-scatter"]').click();
+    await page.waitForURL(/sc=/);
+    await until("both panels", async () => (await page.locator('[data-testid="pcoord-panel"]').count()) === 1 && (await page.locator('[data-testid="scatter-panel"]').count()) === 1);
+    await page.locator('[data-testid="pcoord-close"]').click();
+    await until("pcoord gone from the URL", async () => !new URL(page.url()).searchParams.has("pcm"));
+  });
+
+  test("each polyline passes through its run's values: lr on its domain, task evenly, best coverage last", async () => {
+    await page.goto(`${server.url}${PC}`);
+    await waitLines();
+    const ax = await axes();
+    assert.deepEqual(ax.map((a) => a.key), ["algo.optimizer.lr", "envs.task", "best.eval_coverage"]);
+    assert.deepEqual(ax.map((a) => a.kind), ["num", "cat", "num"]);
+    assert.deepEqual(await page.locator('[data-testid="pcoord-axis"]').evaluateAll((els) => els.map((e) => e.getAttribute("data-scale"))), ["linear", "linear", "linear"], "a ratio of 4: linear axes");
+    assert.deepEqual(ax[1].cats, ["qa1", "qa2", "qa3"]);
+    // the domains cover the values (round ends)
+    assert.ok(ax[0].min <= 0.001 && ax[0].max >= 0.004 && ax[0].max - ax[0].min < 0.01, `lr domain ${ax[0].min}..${ax[0].max}`);
+    assert.ok(ax[2].min <= 0.5 && ax[2].max >= 0.95 && ax[2].max <= 1.5, `coverage domain ${ax[2].min}..${ax[2].max}`);
+    const ls = await lines();
+    for (const r of RUN_VALUES) {
+      const l = ls.get(r.id);
+      assert.ok(l, `a line for ${r.id}`);
+      assert.equal(l.pts.length, 3);
+      const yNum = (a: (typeof ax)[number], v: number) => a.top + (1 - (v - a.min) / (a.max - a.min)) * (a.bottom - a.top);
+      const yCat = (a: (typeof ax)[number], c: string) => a.top + (1 - (a.cats.indexOf(c) + 0.5) / a.cats.length) * (a.bottom - a.top);
+      const want = [yNum(ax[0], r.lr), yCat(ax[1], r.task), yNum(ax[2], r.best)];
+      l.pts.forEach(([x, y], i) => {
+        close(x, ax[i].x, 0.01, `${r.id} x on axis ${i}`);
+        close(y, want[i], 0.01, `${r.id} y on ${ax[i].key}`);
+      });
+      assert.ok(l.kept, "no brush: every run kept");
+    }
+    // best, not last: pcc's best (0.9) sits above pcb's (0.8) though its last is 0.8
+    assert.ok(ls.get("pcc")!.pts[2][1] < ls.get("pcb")!.pts[2][1]);
+
+    // hovering a line (midway between the first two axes) reads out its run and values
+    const svg = page.locator('[data-testid="pcoord-svg"]');
+    await svg.scrollIntoViewIfNeeded();
+    const sb = (await svg.boundingBox())!;
+    const [[ax0, ay0], [ax1, ay1]] = ls.get("pcd")!.pts;
+    await page.mouse.move(sb.x + (ax0 + ax1) / 2, sb.y + (ay0 + ay1) / 2);
+    const ro = page.locator('[data-testid="pcoord-readout"]');
+    await until("the read-out of pcd", async () => (await ro.getAttribute("data-run", { timeout: 1_000 }).catch(() => null)) === "pcd");
+    assert.equal(await ro.textContent(), "run pcd · algo.optimizer.lr = 0.004 · envs.task = qa2 · best.eval_coverage = 0.5");
+  });
+
+  test("a drag on the lr axis keeps exactly the runs inside it and writes the brush into the URL; a reload keeps it", async () => {
+    await page.goto(`${server.url}${PC}`);
+    await waitLines();
+    const lr = (await axes())[0];
+    const f = (v: number) => (v - lr.min) / (lr.max - lr.min);
+    await drag("algo.optimizer.lr", f(0.0015), f(0.0035));
+    await page.waitForURL(/pcb=/);
+    await until("pcb and pcc kept", async () => (await keptIds()).join() === "pcb,pcc");
+    const [b] = brushesInUrl();
+    assert.equal(b.key, "algo.optimizer.lr");
+    close(b.lo!, 0.0015, 0.0001, "brush lo");
+    close(b.hi!, 0.0035, 0.0001, "brush hi");
+    assert.match((await page.locator('[data-testid="pcoord-count"]').textContent()) ?? "", /^2 of 5 runs kept/);
+
+    // a second brush on the categorical axis, over qa2 only: one run left
+    await drag("envs.task", 0.45, 0.55);
+    await until("only pcc kept", async () => (await keptIds()).join() === "pcc");
+    assert.deepEqual(brushesInUrl().find((x) => x.key === "envs.task")?.values, ["qa2"]);
+
+    await page.reload();
+    await waitLines();
+    assert.deepEqual(await keptIds(), ["pcc"], "the URL's brushes are applied on load");
+    assert.equal(await page.locator('[data-testid="pcoord-brush"]').count(), 2, "both brushes drawn");
+
+    // a click on the lr axis clears its brush: qa2's two runs
+    const area = page.locator('[data-testid="pcoord-brush-area"][data-axis="algo.optimizer.lr"]');
+    await area.scrollIntoViewIfNeeded();
+    const box = (await area.boundingBox())!;
+    await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+    await until("pcc and pcd kept", async () => (await keptIds()).join() === "pcc,pcd");
+    assert.deepEqual(brushesInUrl().map((x) => x.key), ["envs.task"]);
+  });
+
+  test("the scatter draws each run at its values; hovering names the run (as text) and both values; brushed-out runs are dimmed", async () => {
+    await page.goto(`${server.url}${SC}&pc=envs.task&pcm=best.eval_coverage&pcb=${encodeURIComponent(JSON.stringify([{ key: "envs.task", values: ["qa1"] }]))}`);
+    const svg = page.locator('[data-testid="scatter-svg"]');
+    await until("five points", async () => (await page.locator('[data-testid="scatter-point"]').count()) === 5 && (await svg.getAttribute("data-ymax")) !== "");
+    const g = Object.fromEntries(await Promise.all(["x0", "x1", "y0", "y1", "xmin", "xmax", "ymin", "ymax"].map(async (k) => [k, Number(await svg.getAttribute(`data-${k}`))])));
+    const pts = await page.locator('[data-testid="scatter-point"]').evaluateAll((els) => els.map((e) => ({ run: e.getAttribute("data-run")!, cx: Number(e.getAttribute("cx")), cy: Number(e.getAttribute("cy")), kept: e.getAttribute("data-kept") === "1" })));
+    for (const r of RUN_VALUES) {
+      const p = pts.find((q) => q.run === r.id)!;
+      close(p.cx, g.x0 + ((r.lr - g.xmin) / (g.xmax - g.xmin)) * (g.x1 - g.x0), 0.01, `${r.id} cx`);
+      close(p.cy, g.y0 - ((r.best - g.ymin) / (g.ymax - g.ymin)) * (g.y0 - g.y1), 0.01, `${r.id} cy`);
+      assert.equal(p.kept, r.task === "qa1", `${r.id} dimmed unless qa1`);
+    }
+    for (const r of RUN_VALUES) {
+      await page.locator(`[data-testid="scatter-point"][data-run="${r.id}"]`).hover();
+      const ro = page.locator('[data-testid="scatter-readout"]');
+      await until(`read-out of ${r.id}`, async () => (await ro.getAttribute("data-run", { timeout: 1_000 }).catch(() => null)) === r.id);
+      const text = (await ro.textContent()) ?? "";
+      assert.ok(text.includes(nameOf(r.id)), `names the run: ${text}`);
+      assert.ok(text.includes(`algo.optimizer.lr = ${r.lr}`), `x value: ${text}`);
+      assert.ok(text.includes(`best.eval_coverage = ${r.best}`), `y value: ${text}`);
+    }
+    assert.equal(await page.locator('[data-testid="scatter-readout"] img').count(), 0, "a run name is text, never markup");
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.goto(`${server.url}${SC}&pc=algo.optimizer.lr,envs.task&pcm=best.eval_coverage&pcb=${encodeURIComponent(JSON.stringify([{ key: "envs.task", values: ["qa1", "qa2"] }]))}`);
+    await waitLines();
+    await page.screenshot({ path: path.join(SCREENSHOTS, "compare-summary.png"), fullPage: true });
+  });
+
+  test("a run hidden in the legend leaves both panels", async () => {
+    await page.goto(`${server.url}${PC.replace("/compare?", "/compare?sc=algo.optimizer.lr,best.eval_coverage&")}`);
+    await waitLines();
+    await page.locator('[data-testid="legend-item"][data-id="pce"] [data-testid="legend-toggle"]').click();
+    await page.waitForURL(/hidden=pce/);
+    await until("four lines and four points", async () => (await page.locator('[data-testid="pcoord-line"]').count()) === 4 && (await page.locator('[data-testid="scatter-point"]').count()) === 4);
+    assert.equal(await page.locator('[data-testid="pcoord-line"][data-run="pce"]').count(), 0);
+  });
+
+  test("a dashboard saves both panels and a brush; one saved before them still opens; bad specs are refused", async () => {
+    const spec = { runs: IDS, panels: ["eval_coverage"], pcoord: { axes: ["algo.optimizer.lr"], metric: "best.eval_coverage", brushes: [{ key: "best.eval_coverage", lo: 0.75, hi: 1 }] }, scatter: { x: "envs.task", y: "best.eval_coverage" } };
+    const post = (body: unknown) => fetch(`${server.url}/api/dashboards`, { method: "POST", headers: { "content-type": "application/json", origin: server.url }, body: JSON.stringify(body) });
+    const res = await post({ name: "summary panels", spec });
+    assert.equal(res.status, 201, await res.clone().text());
+    const d = (await res.json()) as DashboardDto;
+    assert.deepEqual(d.spec.pcoord, spec.pcoord);
+    assert.deepEqual(d.spec.scatter, spec.scatter);
+    await page.goto(`${server.url}/dashboards/${d.id}`);
+    await waitLines();
+    assert.deepEqual(await keptIds(), ["pcb", "pcc", "pce"], "the saved brush applies");
+    assert.equal(await page.locator('[data-testid="scatter-panel"]').count(), 1);
+
+    const old = (await (await post({ name: "old", spec: { runs: IDS, panels: ["eval_coverage"] } })).json()) as DashboardDto;
+    await page.goto(`${server.url}/dashboards/${old.id}`);
+    await until("the old dashboard's chart", async () => (await page.locator('[data-testid="compare-chart-eval_coverage"]').count()) === 1);
+    assert.equal(await page.locator('[data-testid="pcoord-panel"]').count(), 0);
+
+    const tooMany = await post({ name: "bad", spec: { ...spec, pcoord: { axes: Array.from({ length: 8 }, (_, i) => `algo.k${i}`), metric: "best.eval_coverage" } } });
+    assert.equal(tooMany.status, 400);
+    const notSummary = await post({ name: "bad", spec: { ...spec, scatter: { x: "envs.task", y: "envs.task" } } });
+    assert.equal(notSummary.status, 400);
+  });
+});
