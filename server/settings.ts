@@ -137,10 +137,10 @@ const schema = z
         name: e.QRAG_WORKER_NAME ?? os.hostname(),
         dataDir: path.resolve(e.QRAG_WORKER_DATA_DIR ?? dataDir),
         shutdownMs: e.QRAG_WORKER_SHUTDOWN_MS,
+        oneRun: e.QRAG_WORKER_ONE_RUN === "1",
       },
       /** socket.io across dashboard nodes: "none", or undefined for the PostgreSQL adapter on PostgreSQL. */
       socketAdapter: e.QRAG_SOCKET_ADAPTER as "none" | "postgres" | undefined,
-      oneRun: e.QRAG_WORKER_ONE_RUN === "1",
       /** The Slurm queue (QRAG_EXECUTOR=slurm): its partition, default request, polling and where jobs' files go; null: none. */
       slurm:
         e.QRAG_EXECUTOR === "slurm" && e.QRAG_SLURM_PARTITION
