@@ -2,10 +2,13 @@
  * The Slurm executor end to end on a real single-node Slurm (test/slurm-cluster.ts): the dashboard
  * (server/main.ts, QRAG_EXECUTOR=slurm, no local worker) turns runs of the "slurm" queue into sbatch
  * jobs whose workers connect back with per-job tokens, and:
- *   - a `tiny` run → one job, RUNNING on the node, the run completed, the job COMPLETED;
+ *   - a `tiny` run → one job, RUNNING on the node, the run completed, the job COMPLETED, the job's
+ *     output in the run's log;
  *   - cancel from the API → scancel → the run cancelled within 5 s, the job ended;
  *   - `scancel` from a shell mid-run → the run queued again and resumed by a second job from its last
  *     checkpoint: every logged update's point stored exactly once;
+ *   - a 1-minute time limit on a longer run → TIMEOUT, requeued, resumed by new jobs until it
+ *     completes, each point once (QRAG_SLURM_QUICK=1 skips it: it takes a few minutes);
  *   - bad requests → 400 naming the field; more than the partition allows → the run failed with
  *     sbatch's reason, no job.
  * One test at a time: the node has this machine's 2 CPUs and each job takes one.
@@ -24,7 +27,7 @@ const LOG_EVERY = Math.max(1, Math.min(10, Math.floor(EVAL_INTERVAL / 5)));
 const overrides = (steps: number) => [`steps_count=${steps}`, `eval_interval=${EVAL_INTERVAL}`, "eval_episodes=8", "eval_episodes_logged=1"];
 const slurmRun = { queue: "slurm", resources: { cpus: 1, mem_mb: 2000, time_limit_min: 20 } };
 
-describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency: false, timeout: 600_000 }, () => {
+describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency: false, timeout: 1_200_000 }, () => {
   let cluster: SlurmCluster;
   let server: Proc;
   let env: Env;
@@ -61,6 +64,22 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
   const until = <T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 180_000) =>
     waitFor(what, fn, ms, 200).catch((e: Error) => assert.fail(`${e.message}\n${tails()}`));
   const jobOf = (r: RunDetailDto) => r.executor!;
+  /** Every logged update's point of every per-update key stored exactly once (none lost, none doubled). */
+  const eachPointOnce = async (id: string, steps: number) => {
+    const points = await storedPoints(env, id);
+    const perUpdate = steps / LOG_EVERY;
+    let checked = 0;
+    for (const key of metricKeysEmitted("update")) {
+      const n = points.filter((p) => p.key === key).length;
+      if (!n) continue; // a key this config never emits
+      checked++;
+      assert.equal(n, perUpdate, `${key}: one point per logged update (${n} of ${perUpdate})`);
+    }
+    assert.ok(checked >= 3, `per-update keys checked: ${checked}`);
+    const keySteps = points.map((p) => `${p.key}@${p.step}`);
+    assert.equal(new Set(keySteps).size, keySteps.length, "(key, step) unique");
+    return points;
+  };
 
   test("a tiny run → one sbatch job, RUNNING on the node, the run completed and the job COMPLETED", async () => {
     const t0 = Date.now();
@@ -84,6 +103,13 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
       return jobOf(r).state === "COMPLETED" ? r : null;
     }, 30_000);
     assert.equal(jobOf(ended).jobs, 1, "one job");
+    // the job's output reaches the run's log: its worker's own lines on stderr
+    const jobId = jobOf(ended).jobId!;
+    const logs = await until("the job's output in the run's log", async () => {
+      const text = JSON.stringify((await api<unknown>(env, "GET", `/api/runs/${created.id}/logs`)).body);
+      return text.includes(`Slurm job ${jobId} ended COMPLETED`) && text.includes(`[job ${jobId} stderr]`) ? text : null;
+    }, 10_000);
+    assert.match(logs, new RegExp(`\\[job ${jobId} stderr\\][^"]*assigned run ${created.id}`));
     assert.equal(jobOf(ended).jobId, jobOf(running).jobId, "the same job throughout");
     console.log(`submit → completed in ${((Date.now() - t0) / 1000).toFixed(1)} s (job ${jobOf(ended).jobId})`);
   });
@@ -137,19 +163,24 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     assert.ok(done.resumeFrom, "the second job resumed from a checkpoint");
     const logs = (await api<{ message: string }[]>(env, "GET", `/api/runs/${created.id}/logs`)).body;
     assert.ok(JSON.stringify(logs).includes("queued again"), "the requeue is in the run's log");
-    const points = await storedPoints(env, created.id);
-    const perUpdate = Array.from({ length: STEPS / LOG_EVERY }, (_, i) => (i + 1) * LOG_EVERY);
-    let checked = 0;
-    for (const key of metricKeysEmitted("update")) {
-      const steps = points.filter((p) => p.key === key).map((p) => p.step).sort((a, b) => a - b);
-      if (!steps.length) continue; // a key this config never emits
-      checked++;
-      assert.equal(steps.length, perUpdate.length, `${key}: one point per logged update (${steps.length} of ${perUpdate.length})`);
-    }
-    assert.ok(checked >= 3, `per-update keys checked: ${checked}`);
-    const keySteps = points.map((p) => `${p.key}@${p.step}`);
-    assert.equal(new Set(keySteps).size, keySteps.length, "(key, step) unique");
+    const points = await eachPointOnce(created.id, STEPS);
     console.log(`scancel ${firstJob} → resumed as job ${jobOf(done).jobId}; ${points.length} points, each once`);
+  });
+
+  test("a 1-minute time limit hit mid-run → TIMEOUT, a new job resumes it until it completes: no point lost, none doubled", { skip: process.env.QRAG_SLURM_QUICK ? "QRAG_SLURM_QUICK" : false }, async () => {
+    const STEPS = 4000; // about 4 min of training here (15–20 steps/s): three or more 1-minute jobs
+    const t0 = Date.now();
+    const created = await create("slurm-timeout", STEPS, { queue: "slurm", resources: { cpus: 1, mem_mb: 2000, time_limit_min: 1 } });
+    const done = await until("the run to end", async () => {
+      const r = await getRun(env, created.id);
+      return ["completed", "failed", "cancelled"].includes(r.status) ? r : null;
+    }, 540_000);
+    assert.equal(done.status, "completed", `${done.error}\n${tails()}`);
+    assert.ok(jobOf(done).jobs >= 2, `jobs: ${jobOf(done).jobs}`);
+    const logs = JSON.stringify((await api<unknown>(env, "GET", `/api/runs/${created.id}/logs`)).body);
+    assert.match(logs, /Slurm job \d+ ended TIMEOUT/);
+    const points = await eachPointOnce(created.id, STEPS);
+    console.log(`time limit: ${jobOf(done).jobs} jobs, completed in ${((Date.now() - t0) / 1000).toFixed(0)} s; ${points.length} points, each once`);
   });
 
   test("bad requests → 400 naming the field; more than the partition allows → failed with sbatch's reason", async () => {

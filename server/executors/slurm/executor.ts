@@ -21,7 +21,8 @@ import type { DbHandle } from "../../db/client.ts";
 import type { RunNotifier } from "../../runs/notifier.ts";
 import { SlurmCommandError } from "./command.ts";
 import type { SlurmClient } from "./client.ts";
-import { jobRequestFor, type JobPlan } from "./job-script.ts";
+import { jobOutputLines } from "./job-output.ts";
+import { jobOutputPaths, jobRequestFor, type JobPlan } from "./job-script.ts";
 import { JobRequestError } from "./request.ts";
 import { ENDED_STATES, isEnded, type SlurmJob } from "./states.ts";
 
@@ -75,7 +76,7 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
   const reconcile = async () => {
     const live = await h.prisma.run.findMany({
       where: { queue: o.queue, jobId: { not: null }, OR: [{ jobState: null }, { jobState: { notIn: [...GONE] } }] },
-      select: { id: true, status: true, jobId: true, jobState: true, jobNode: true, jobReason: true, jobTokenId: true, cancelRequested: true },
+      select: { id: true, status: true, jobId: true, jobState: true, jobNode: true, jobReason: true, jobTokenId: true, jobCount: true, cancelRequested: true, lastSeq: true },
     });
     if (!live.length) return;
     const states = await o.client.jobStates(live.map((r) => r.jobId!));
@@ -92,6 +93,11 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
       if (gone(j)) {
         log(`run ${r.id}: job ${r.jobId} ended ${j.state} (run ${r.status})`);
         if (r.jobTokenId !== null) await o.revokeToken(r.jobTokenId);
+        const lines = jobOutputLines(r.jobId!, jobOutputPaths(o.plan.jobsDir, r.id, r.jobCount));
+        const at = new Date();
+        const level = j.state === "COMPLETED" ? "info" : "warn";
+        lines.unshift(`Slurm job ${r.jobId} ended ${j.state}${node ? ` on ${node}` : ""}${lines.length ? "; its output's last lines follow" : ""}`);
+        await h.write((db) => db.logLine.createMany({ data: lines.map((message) => ({ runId: r.id, seq: r.lastSeq, level, message, at })) }));
         if (r.status === "running") {
           // its worker died with the job: end the lease now, the reaper requeues (or cancels) it
           const n = await h.write((db) => db.run.updateMany({ where: { id: r.id, status: "running", jobTokenId: r.jobTokenId }, data: { leaseUntil: new Date(0) } }));

@@ -30,8 +30,15 @@ export interface JobPlan {
 /** Single quotes for bash: the only character to escape is the quote itself. */
 const sh = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
+/** Where the n-th job of a run writes its stdout and stderr (Slurm writes them; the executor reads their tails). */
+export function jobOutputPaths(jobsDir: string, runId: string, jobNumber: number): { stdout: string; stderr: string } {
+  const base = path.join(jobsDir, `${runId}-${jobNumber}`);
+  return { stdout: `${base}.out`, stderr: `${base}.err` };
+}
+
 export function jobRequestFor(p: JobPlan): JobRequest {
   const base = `${p.runId}-${p.jobNumber}`;
+  const out = jobOutputPaths(p.jobsDir, p.runId, p.jobNumber);
   const r = p.resources;
   const script = [
     "#!/bin/bash",
@@ -51,8 +58,8 @@ export function jobRequestFor(p: JobPlan): JobRequest {
     ...(r.gpu_type ? { gpuType: r.gpu_type } : {}),
     ...(r.account ? { account: r.account } : {}),
     ...(r.qos ? { qos: r.qos } : {}),
-    stdoutPath: path.join(p.jobsDir, `${base}.out`),
-    stderrPath: path.join(p.jobsDir, `${base}.err`),
+    stdoutPath: out.stdout,
+    stderrPath: out.stderr,
     env: {
       QRAG_DASHBOARD_URL: p.dashboardUrl,
       QRAG_WORKER_TOKEN: p.token,
