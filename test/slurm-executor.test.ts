@@ -7,6 +7,8 @@
  *   - cancel from the API → scancel → the run cancelled within 5 s, the job ended;
  *   - `scancel` from a shell mid-run → the run queued again and resumed by a second job from its last
  *     checkpoint: every logged update's point stored exactly once;
+ *   - the dashboard killed and restarted while a job runs → its worker reconnects, the run
+ *     completes in that one job, each point once;
  *   - a 1-minute time limit on a longer run → TIMEOUT, requeued, resumed by new jobs until it
  *     completes, each point once (QRAG_SLURM_QUICK=1 skips it: it takes a few minutes);
  *   - bad requests → 400 naming the field; more than the partition allows → the run failed with
@@ -36,6 +38,9 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     const dataDir = tmpDir("qrag-slurm-exec-");
     const port = await freePort();
     env = { dbUrl: `file:${path.join(dataDir, "qrag.db")}`, dataDir, port, url: `http://127.0.0.1:${port}` };
+    await startDashboard();
+  });
+  const startDashboard = async () => {
     server = startServer(env, {
       worker: false,
       next: false,
@@ -49,7 +54,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
       },
     });
     await waitHealthy(env, server);
-  });
+  };
   after(async () => {
     await server?.stop();
     await cluster?.stop();
@@ -165,6 +170,29 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     assert.ok(JSON.stringify(logs).includes("queued again"), "the requeue is in the run's log");
     const points = await eachPointOnce(created.id, STEPS);
     console.log(`scancel ${firstJob} → resumed as job ${jobOf(done).jobId}; ${points.length} points, each once`);
+  });
+
+  test("the dashboard killed (-9) and restarted while a job runs: the job's worker reconnects, the run completes in that one job, each point once", async () => {
+    const STEPS = 200;
+    const created = await create("slurm-restart", STEPS);
+    const before = await until("the run training (a metric point stored)", async () => {
+      const r = await getRun(env, created.id);
+      return r.status === "running" && (r.summary.update ?? 0) > 0 ? r : null;
+    });
+    await server.kill9();
+    await startDashboard();
+    const done = await until("the run to end", async () => {
+      const r = await getRun(env, created.id);
+      return ["completed", "failed", "cancelled"].includes(r.status) ? r : null;
+    });
+    assert.equal(done.status, "completed", `${done.error}\n${tails()}`);
+    const ended = await until("the job COMPLETED", async () => {
+      const r = await getRun(env, created.id);
+      return jobOf(r).state === "COMPLETED" ? r : null;
+    }, 30_000);
+    assert.equal(jobOf(ended).jobs, 1, "the same job throughout");
+    assert.equal(jobOf(ended).jobId, jobOf(before).jobId);
+    await eachPointOnce(created.id, STEPS);
   });
 
   test("a 1-minute time limit hit mid-run → TIMEOUT, a new job resumes it until it completes: no point lost, none doubled", { skip: process.env.QRAG_SLURM_QUICK ? "QRAG_SLURM_QUICK" : false }, async () => {
