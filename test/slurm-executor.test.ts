@@ -111,7 +111,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     // the job's output reaches the run's log: its worker's own lines on stderr
     const jobId = jobOf(ended).jobId!;
     const logs = await until("the job's output in the run's log", async () => {
-      const text = JSON.stringify((await api<unknown>(env, "GET", `/api/runs/${created.id}/logs`)).body);
+      const text = JSON.stringify((await api<unknown>(env, "GET", `/api/runs/${created.id}/logs?limit=5000`)).body);
       return text.includes(`Slurm job ${jobId} ended COMPLETED`) && text.includes(`[job ${jobId} stderr]`) ? text : null;
     }, 10_000);
     assert.match(logs, new RegExp(`\\[job ${jobId} stderr\\][^"]*assigned run ${created.id}`));
@@ -166,7 +166,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     });
     assert.equal(done.status, "completed", `${done.error}\n${tails()}`);
     assert.ok(done.resumeFrom, "the second job resumed from a checkpoint");
-    const logs = (await api<{ message: string }[]>(env, "GET", `/api/runs/${created.id}/logs`)).body;
+    const logs = (await api<{ message: string }[]>(env, "GET", `/api/runs/${created.id}/logs?limit=5000`)).body;
     assert.ok(JSON.stringify(logs).includes("queued again"), "the requeue is in the run's log");
     const points = await eachPointOnce(created.id, STEPS);
     console.log(`scancel ${firstJob} → resumed as job ${jobOf(done).jobId}; ${points.length} points, each once`);
@@ -205,7 +205,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     }, 540_000);
     assert.equal(done.status, "completed", `${done.error}\n${tails()}`);
     assert.ok(jobOf(done).jobs >= 2, `jobs: ${jobOf(done).jobs}`);
-    const logs = JSON.stringify((await api<unknown>(env, "GET", `/api/runs/${created.id}/logs`)).body);
+    const logs = JSON.stringify((await api<unknown>(env, "GET", `/api/runs/${created.id}/logs?limit=5000`)).body);
     assert.match(logs, /Slurm job \d+ ended TIMEOUT/);
     const points = await eachPointOnce(created.id, STEPS);
     console.log(`time limit: ${jobOf(done).jobs} jobs, completed in ${((Date.now() - t0) / 1000).toFixed(0)} s; ${points.length} points, each once`);
