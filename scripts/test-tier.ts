@@ -102,6 +102,7 @@ export const TIERS = {
     "security-paths", // in-process server, child processes
     "security-same-origin", // in-process server
     "slurm-client", // a real single-node Slurm (munged, slurmctld, slurmd) and its commands
+    "slurm-executor", // the dashboard with QRAG_EXECUTOR=slurm on a real single-node Slurm: jobs, cancel, requeue
     "sweeps", // in-process server, SQLite and PostgreSQL
     "wasm-threads", // child processes with 1 and 2 threads
     "webgpu-fused", // webgpu case processes

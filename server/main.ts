@@ -32,6 +32,8 @@ import { createListCache, type ListCache } from "./runs/list-cache.ts";
 import { attachUi, type UiChannel, type UiNamespace } from "./realtime/ui.ts";
 import { attachWorkers, workerTokenRoom, type WorkersNamespace } from "./realtime/workers.ts";
 import { startLocalWorker } from "./local/local-worker.ts";
+import { startExecutors } from "./executors/start.ts";
+import type { SlurmExecutor } from "./executors/slurm/executor.ts";
 
 /** Extra lease time running runs get when the server starts. */
 const RESTART_GRACE_MS = 10_000;
@@ -187,10 +189,16 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const notifier = runsNotifier(ui, cluster, runsList);
   const scheduler = createScheduler(h, { leaseMs, runsDir: path.join(dataDir, "runs"), notifier, log: (m) => log(`[scheduler] ${m}`) });
   attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, checkWorkerToken: (t) => checkWorkerToken(h, t), log: (m) => log(`[workers] ${m}`) });
+  // REST's kick and cancel reach the executor too (a new Slurm run, a cancel to scancel)
+  let executor: SlurmExecutor | null = null;
+  const toWorkers = cluster ? cluster.scheduler(scheduler) : scheduler;
   apiDeps = {
     db: h,
     notifier,
-    scheduler: cluster ? cluster.scheduler(scheduler) : scheduler,
+    scheduler: {
+      kick: () => (toWorkers.kick(), executor?.kick()),
+      cancel: (runId, workerId) => (toWorkers.cancel(runId, workerId), executor?.kick()),
+    },
     // with other nodes, a worker may be connected to any of them: the Worker rows tell
     connectedWorkers: () => (cluster ? null : scheduler.connectedWorkers()),
     leaseMs,
@@ -205,6 +213,15 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
 
   const { port: actualPort, url } = await listen(http, port, host);
   const timers = [setInterval(() => void scheduler.reapLeases(), Math.min(1000, leaseMs / 4)), setInterval(() => scheduler.kick(), HEARTBEAT_MS)];
+  executor = startExecutors(h, {
+    settings: e,
+    url,
+    notifier,
+    reapLeases: () => scheduler.reapLeases(),
+    endTokenSockets: (id) => void io.of(WORKER_NAMESPACE).in(workerTokenRoom(id)).disconnectSockets(true),
+    log,
+  });
+  executor?.kick();
 
   // ---- the local worker -----------------------------------------------------------------------
   const local = (opts.spawnWorker ?? true)
@@ -228,6 +245,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const close = () =>
     (closing ??= (async () => {
       for (const t of timers) clearInterval(t);
+      executor?.close();
       await local?.stop();
       apiDeps = null;
       scheduler.close();

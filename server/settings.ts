@@ -28,6 +28,16 @@
  *   QRAG_BACKEND                 force a tfjs backend (auto)
  *   QRAG_WASM_THREADS            wasm threads, 1…8 or auto (one per core)
  *   QRAG_SOCKET_ADAPTER          "none" keeps socket.io to this process (default: the PostgreSQL adapter on PostgreSQL)
+ *   QRAG_WORKER_ONE_RUN          "1": the worker exits after its first run (a Slurm job's worker)
+ *   QRAG_EXECUTOR                "slurm": runs of the "slurm" queue become sbatch jobs (default: connected workers only)
+ *   QRAG_SLURM_PARTITION         the slurm queue's partition (required with QRAG_EXECUTOR=slurm)
+ *   QRAG_SLURM_CPUS, QRAG_SLURM_MEM_MB, QRAG_SLURM_TIME_LIMIT_MIN, QRAG_SLURM_GPUS, QRAG_SLURM_GPU_TYPE,
+ *   QRAG_SLURM_ACCOUNT, QRAG_SLURM_QOS   the queue's default request (1 CPU, 4096 MB, 60 min, no GPU)
+ *   QRAG_SLURM_POLL_MS           how often job states are read (5 s; below slurmctld's MinJobAge)
+ *   QRAG_SLURM_MAX_JOBS          jobs per run before it fails (a job that keeps dying; 10)
+ *   QRAG_SLURM_JOBS_DIR          job scripts and output, on a file system the nodes share (<data>/slurm-jobs)
+ *   QRAG_SLURM_DASHBOARD_URL     the URL jobs' workers connect back to (the dashboard's own)
+ *   QRAG_SLURM_BIN               folder of sbatch/squeue/sacct/scancel (PATH)
  */
 import os from "node:os";
 import path from "node:path";
@@ -41,6 +51,8 @@ const optionalText = z
   .string()
   .optional()
   .transform((s) => (s?.trim() ? s.trim() : undefined));
+/** Slurm's spelling of partition, account, QoS and GPU type names (as lib/contracts/rest.ts; this module imports none of the project). */
+const slurmName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$/, "letters, digits and _ . + - (at most 64)");
 const ms = (fallback: number) => z.coerce.number().int().min(100).max(3_600_000).default(fallback);
 
 const schema = z
@@ -80,7 +92,23 @@ const schema = z
     QRAG_BACKEND: optionalText,
     QRAG_WASM_THREADS: optionalText.refine((s) => s === undefined || s === "auto" || /^[1-8]$/.test(s), 'expected an integer 1…8 or "auto"'),
     QRAG_SOCKET_ADAPTER: optionalText.refine((s) => s === undefined || s === "none" || s === "postgres", 'expected "none" or "postgres"'),
+    QRAG_WORKER_ONE_RUN: optionalText.refine((s) => s === undefined || s === "0" || s === "1", 'expected "0" or "1"'),
+    QRAG_EXECUTOR: optionalText.refine((s) => s === undefined || s === "workers" || s === "slurm", 'expected "workers" or "slurm"'),
+    QRAG_SLURM_PARTITION: optionalText.pipe(slurmName.optional()),
+    QRAG_SLURM_CPUS: z.coerce.number().int().min(1).max(1024).default(1),
+    QRAG_SLURM_MEM_MB: z.coerce.number().int().min(1).max(64 << 20).default(4096),
+    QRAG_SLURM_TIME_LIMIT_MIN: z.coerce.number().int().min(1).max(366 * 24 * 60).default(60),
+    QRAG_SLURM_GPUS: z.coerce.number().int().min(0).max(64).default(0),
+    QRAG_SLURM_GPU_TYPE: optionalText.pipe(slurmName.optional()),
+    QRAG_SLURM_ACCOUNT: optionalText.pipe(slurmName.optional()),
+    QRAG_SLURM_QOS: optionalText.pipe(slurmName.optional()),
+    QRAG_SLURM_POLL_MS: ms(5_000),
+    QRAG_SLURM_MAX_JOBS: z.coerce.number().int().min(1).max(1000).default(10),
+    QRAG_SLURM_JOBS_DIR: optionalText,
+    QRAG_SLURM_DASHBOARD_URL: optionalText.refine((s) => s === undefined || URL.canParse(s), "expected a URL"),
+    QRAG_SLURM_BIN: optionalText,
   })
+  .refine((e) => e.QRAG_EXECUTOR !== "slurm" || e.QRAG_SLURM_PARTITION, { path: ["QRAG_SLURM_PARTITION"], message: "required with QRAG_EXECUTOR=slurm" })
   .transform((e) => {
     const dataDir = path.resolve(e.QRAG_DATA_DIR ?? path.join(ROOT, "data"));
     const dataRoot = path.resolve(e.QRAG_DATA_ROOT ?? dataDir);
@@ -109,9 +137,31 @@ const schema = z
         name: e.QRAG_WORKER_NAME ?? os.hostname(),
         dataDir: path.resolve(e.QRAG_WORKER_DATA_DIR ?? dataDir),
         shutdownMs: e.QRAG_WORKER_SHUTDOWN_MS,
+        oneRun: e.QRAG_WORKER_ONE_RUN === "1",
       },
       /** socket.io across dashboard nodes: "none", or undefined for the PostgreSQL adapter on PostgreSQL. */
       socketAdapter: e.QRAG_SOCKET_ADAPTER as "none" | "postgres" | undefined,
+      /** The Slurm queue (QRAG_EXECUTOR=slurm): its partition, default request, polling and where jobs' files go; null: none. */
+      slurm:
+        e.QRAG_EXECUTOR === "slurm" && e.QRAG_SLURM_PARTITION
+          ? {
+              partition: e.QRAG_SLURM_PARTITION,
+              defaults: {
+                cpus: e.QRAG_SLURM_CPUS,
+                mem_mb: e.QRAG_SLURM_MEM_MB,
+                time_limit_min: e.QRAG_SLURM_TIME_LIMIT_MIN,
+                gpus: e.QRAG_SLURM_GPUS,
+                ...(e.QRAG_SLURM_GPU_TYPE ? { gpu_type: e.QRAG_SLURM_GPU_TYPE } : {}),
+                ...(e.QRAG_SLURM_ACCOUNT ? { account: e.QRAG_SLURM_ACCOUNT } : {}),
+                ...(e.QRAG_SLURM_QOS ? { qos: e.QRAG_SLURM_QOS } : {}),
+              },
+              pollMs: e.QRAG_SLURM_POLL_MS,
+              maxJobs: e.QRAG_SLURM_MAX_JOBS,
+              jobsDir: path.resolve(e.QRAG_SLURM_JOBS_DIR ?? path.join(dataDir, "slurm-jobs")),
+              dashboardUrl: e.QRAG_SLURM_DASHBOARD_URL,
+              binDir: e.QRAG_SLURM_BIN,
+            }
+          : null,
       /** The engine's settings (server/qrag/settings.ts), handed to it with `configureEngine` at start. */
       engine: { backend: e.QRAG_BACKEND, wasmThreads: e.QRAG_WASM_THREADS, dataRoot, configDir },
     };

@@ -43,11 +43,31 @@ export type RunDto = Omit<Wire<RunListRow>, "status" | "tags" | "summary"> & {
 export const checkpointSelect = { step: true, update: true, path: true, best: true, evalReturn: true, createdAt: true } as const satisfies Prisma.CheckpointSelect;
 export type CheckpointDto = Wire<Prisma.CheckpointGetPayload<{ select: typeof checkpointSelect }>>;
 
+/** Where a run's current job is (a run of an executor's queue), as last polled. */
+export interface ExecutorDto {
+  kind: "slurm";
+  /** null until submitted. */
+  jobId: string | null;
+  /** Slurm's state name (PENDING, RUNNING, COMPLETED, TIMEOUT, CANCELLED, …; SUBMITTING before sbatch answered). */
+  state: string | null;
+  node: string | null;
+  /** Slurm's reason for a pending job (Resources, Priority, …). */
+  reason: string | null;
+  /** Jobs submitted for this run so far (a requeued run gets a new one). */
+  jobs: number;
+}
+
 export type RunDetailDto = RunDto & {
   /** The validated engine config. */
   config: unknown;
   resumeFrom: string | null;
   checkpoints: CheckpointDto[];
+  /** "workers" (connected workers) or an executor's queue. */
+  queue: string;
+  /** The resource request with the queue's defaults applied. */
+  resources: Record<string, string | number>;
+  /** The executor's job; null on the workers queue. */
+  executor: ExecutorDto | null;
 };
 
 export interface RunListDto {

@@ -16,6 +16,28 @@ const name = z.string().trim().min(1, "must not be empty").max(200, "at most 200
 /** CLI-style `key=value` overrides applied to the config (`envs.task=qa2`). */
 const overrides = z.array(z.string().max(2000)).max(200);
 
+/** Slurm's own spelling of partition, account, QoS and GPU type names: nothing a flag could hide in. */
+const slurmName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$/, "letters, digits and _ . + - (at most 64)");
+const count = (min: number, max: number) => z.number().int("a whole number").min(min, `at least ${min}`).max(max, `at most ${max}`);
+
+/**
+ * What a run asks its executor for; each field left out takes its queue's default (settings).
+ * Bounded here so a typo never reaches a scheduler: GPUs 0…64, CPUs 1…1024, memory up to 64 TiB,
+ * time up to a year. Connected workers ignore it; a Slurm queue turns it into sbatch's options.
+ */
+export const resourceRequest = z.strictObject({
+  gpus: count(0, 64).optional(),
+  gpu_type: slurmName.optional(),
+  cpus: count(1, 1024).optional(),
+  mem_mb: count(1, 64 << 20).optional(),
+  time_limit_min: count(1, 366 * 24 * 60).optional(),
+  account: slurmName.optional(),
+  qos: slurmName.optional(),
+});
+export type ResourceRequest = z.infer<typeof resourceRequest>;
+/** A queue's name: "workers" (the connected workers, the default) or one the settings define. */
+export const queueName = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, "a queue name (lowercase letters, digits, _ and -)");
+
 /** POST /api/runs. `config` (a whole or partial config tree) is validated by the engine. */
 export const createRunBody = z.strictObject({
   name: name.optional(),
@@ -26,6 +48,9 @@ export const createRunBody = z.strictObject({
   notes: notes.optional(),
   /** Set when the form was opened as a clone of another run. */
   parentId: idParam.optional(),
+  /** Where it runs (default "workers"): a platform setting of the run, not the engine's config. */
+  queue: queueName.optional(),
+  resources: resourceRequest.optional(),
 });
 export type CreateRunBody = z.infer<typeof createRunBody>;
 

@@ -8,10 +8,14 @@ import crypto from "node:crypto";
 import type { Namespace } from "socket.io";
 import type { AssignAck, EventsAck, ServerToWorker, WorkerHello, WorkerToServer } from "../../lib/contracts/index.ts";
 import { assignAckSchema, heartbeatSchema, issuesText, workerHelloSchema } from "../../lib/contracts/index.ts";
-import type { Scheduler, WorkerLink } from "../runs/scheduler.ts";
+import type { JobBinding, Scheduler, WorkerLink } from "../runs/scheduler.ts";
 
 /** workerTokenId: the per-worker token (server/auth) it signed in with; absent for the shared token. */
-export type WorkersNamespace = Namespace<WorkerToServer, ServerToWorker, Record<string, never>, { hello: WorkerHello; workerTokenId?: number }>;
+export type WorkersNamespace = Namespace<WorkerToServer, ServerToWorker, Record<string, never>, { hello: WorkerHello; workerTokenId?: number; job?: JobBinding }>;
+
+/** The name of the worker token an executor makes for one job of `runId`: its worker may take that run only. */
+export const jobTokenName = (runId: string) => `${JOB_TOKEN_PREFIX}${runId}`;
+const JOB_TOKEN_PREFIX = "job-of-run:";
 
 /** The room of the sockets that signed in with one worker token (revoking it disconnects them). */
 export const workerTokenRoom = (id: number) => `worker-token:${id}`;
@@ -44,6 +48,7 @@ export function attachWorkers(
       (t) => {
         if (!t) return next(new Error("unauthorized: wrong worker token"));
         socket.data.workerTokenId = t.id;
+        if (t.name.startsWith(JOB_TOKEN_PREFIX)) socket.data.job = { runId: t.name.slice(JOB_TOKEN_PREFIX.length), tokenId: t.id };
         next();
       },
       () => next(new Error("unauthorized: worker token check failed")),
@@ -72,7 +77,7 @@ export function attachWorkers(
       disconnect: () => void socket.disconnect(true),
     };
     // registered before any message of this socket is handled (they wait for it)
-    void scheduler.connected(hello, link);
+    void scheduler.connected(hello, link, socket.data.job);
 
     socket.on("run:events", (msg, ack) => {
       const reply = typeof ack === "function" ? ack : () => {};

@@ -1,7 +1,7 @@
 /** Database rows → the REST DTOs of lib/contracts/dto.ts (JSON-in-text columns parsed, dates as ISO). */
 import type { CheckpointDto, RunDetailDto, RunDto, RunListRow, RunStatus, RunSummary } from "../../lib/contracts/index.ts";
 import type { Prisma } from "../../generated/sqlite/client.ts";
-import { checkpointSelect } from "../../lib/contracts/index.ts";
+import { checkpointSelect, runListSelect } from "../../lib/contracts/index.ts";
 
 export function parseJson<T>(text: string | null | undefined, fallback: T): T {
   if (!text) return fallback;
@@ -38,7 +38,21 @@ export function toCheckpointDto(c: CheckpointRow): CheckpointDto {
   return { ...c, createdAt: c.createdAt.toISOString() };
 }
 
-export function toRunDetailDto(r: RunListRow & { config: string; resumeFrom: string | null }, checkpoints: CheckpointRow[], workerNames: ReadonlyMap<string, string>): RunDetailDto {
-  const { config, resumeFrom, ...row } = r;
-  return { ...toRunDto(row, workerNames), config: parseJson<unknown>(config, null), resumeFrom, checkpoints: checkpoints.map(toCheckpointDto) };
+/** The detail columns beyond the list's: config, resume point, queue, resources and the executor's job. */
+export const runDetailSelect = {
+  ...runListSelect, config: true, resumeFrom: true, queue: true, resources: true, jobId: true, jobState: true, jobNode: true, jobReason: true, jobCount: true,
+} as const satisfies Prisma.RunSelect;
+type RunDetailRow = Prisma.RunGetPayload<{ select: typeof runDetailSelect }>;
+
+export function toRunDetailDto(r: RunDetailRow, checkpoints: CheckpointRow[], workerNames: ReadonlyMap<string, string>): RunDetailDto {
+  const { config, resumeFrom, queue, resources, jobId, jobState, jobNode, jobReason, jobCount, ...row } = r;
+  return {
+    ...toRunDto(row, workerNames),
+    config: parseJson<unknown>(config, null),
+    resumeFrom,
+    checkpoints: checkpoints.map(toCheckpointDto),
+    queue,
+    resources: parseJson<Record<string, string | number>>(resources, {}),
+    executor: queue === "workers" ? null : { kind: "slurm", jobId, state: jobState, node: jobNode, reason: jobReason, jobs: jobCount },
+  };
 }

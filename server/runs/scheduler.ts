@@ -44,8 +44,8 @@ export interface Scheduler {
    * other without end, both running jobs.
    */
   refusal(hello: WorkerHello): string | null;
-  /** A worker connected (authenticated); resolves once it is registered. */
-  connected(hello: WorkerHello, link: WorkerLink): Promise<void>;
+  /** A worker connected (authenticated); resolves once it is registered. A job's worker (`job`) is offered its one run only. */
+  connected(hello: WorkerHello, link: WorkerLink, job?: JobBinding): Promise<void>;
   disconnected(workerId: string, link: WorkerLink): void;
   heartbeat(workerId: string, runs: readonly string[]): Promise<void>;
   /** One "run:events" message from a worker: validated, written, acknowledged. */
@@ -61,8 +61,16 @@ export interface Scheduler {
   close(): void;
 }
 
+/** A worker started by an executor's job for one run: it signed in with the token made for that job. */
+export interface JobBinding {
+  runId: string;
+  /** The worker token's id: the run's `jobTokenId` while the job is its current one. */
+  tokenId: number;
+}
+
 interface Conn {
   hello: WorkerHello;
+  job?: JobBinding;
   link: WorkerLink;
   /** Runs this worker executes (as far as this server knows). */
   runs: Set<string>;
@@ -165,10 +173,11 @@ function assignments(core: Core) {
           if (core.closed || c.offering || c.runs.size || (c.pausedUntil ?? 0) > Date.now()) continue;
           const tried: string[] = [];
           for (let k = 0; k < 5; k++) {
-            const [id] = await queuedRunIds(h, 1, tried);
+            // a job's worker takes its own run only; the other workers the workers queue's
+            const [id] = c.job ? (k ? [] : [c.job.runId]) : await queuedRunIds(h, 1, tried);
             if (!id) break;
             tried.push(id);
-            const claimed = await claimRun(h, id, c.hello.workerId, o.leaseMs);
+            const claimed = await claimRun(h, id, c.hello.workerId, o.leaseMs, c.job?.tokenId);
             if (!claimed) continue; // another worker or node won; try the next one
             c.runs.add(id);
             c.offering = true;
@@ -251,12 +260,12 @@ function leaseReaper(core: Core): () => Promise<void> {
 }
 
 /** A worker connected: it replaces an older connection of its id, its row is written, and the runs it reports are heartbeated. */
-async function registerWorker(core: Core, hello: WorkerHello, link: WorkerLink, onHeartbeat: (c: Conn, runs: readonly string[]) => Promise<void>): Promise<void> {
+async function registerWorker(core: Core, hello: WorkerHello, link: WorkerLink, job: JobBinding | undefined, onHeartbeat: (c: Conn, runs: readonly string[]) => Promise<void>): Promise<void> {
   const { h, conns, log } = core;
   const id = hello.workerId;
   const old = conns.get(id);
   if (old && old.link !== link) old.link.disconnect();
-  const c: Conn = { hello, link, runs: new Set(hello.activeRuns), offering: false, ready: Promise.resolve() };
+  const c: Conn = { hello, link, ...(job ? { job } : {}), runs: new Set(hello.activeRuns), offering: false, ready: Promise.resolve() };
   conns.set(id, c);
   log(`worker ${core.who(c)} connected (${hello.backend}, ${hello.device}${hello.activeRuns.length ? `, running ${hello.activeRuns.join(",")}` : ""})`);
   c.ready = (async () => {
@@ -309,7 +318,7 @@ export function createScheduler(h: DbHandle, o: SchedulerOptions): Scheduler {
       if (!old || (hello.instance && old.hello.instance === hello.instance)) return null;
       return `worker id ${hello.workerId} is already connected (${old.hello.host || "unknown host"}); start this worker with its own --data-dir or --name`;
     },
-    connected: (hello, link) => registerWorker(core, hello, link, onHeartbeat),
+    connected: (hello, link, job) => registerWorker(core, hello, link, job, onHeartbeat),
     disconnected(workerId, link) {
       const c = conns.get(workerId);
       if (c?.link !== link) return;
@@ -351,10 +360,10 @@ export async function schedulerStartup(h: DbHandle, graceMs: number, otherNodes 
 
 // ---- the database side: claim, heartbeat, expiry ----------------------------------------------------
 
-/** The oldest queued runs, in the order they should be offered. */
+/** The oldest queued runs of the workers queue, in the order they should be offered (an executor's queue has its own workers). */
 export async function queuedRunIds(h: DbHandle, limit = 10, exclude: readonly string[] = []): Promise<string[]> {
   const rows = await h.prisma.run.findMany({
-    where: { status: "queued", ...(exclude.length ? { id: { notIn: [...exclude] } } : {}) },
+    where: { status: "queued", queue: "workers", ...(exclude.length ? { id: { notIn: [...exclude] } } : {}) },
     orderBy: [{ createdAt: "asc" }, { id: "asc" }],
     select: { id: true },
     take: limit,
@@ -373,12 +382,15 @@ export interface Claimed {
   skipLengths: number[];
 }
 
-/** queued → running for `workerId`, if and only if the run is still queued; null when another claim won. */
-export async function claimRun(h: DbHandle, runId: string, workerId: string, leaseMs: number): Promise<Claimed | null> {
+/**
+ * queued → running for `workerId`, if and only if the run is still queued; null when another claim
+ * won. A job's worker (`jobTokenId`) claims only while its job is the run's current one.
+ */
+export async function claimRun(h: DbHandle, runId: string, workerId: string, leaseMs: number, jobTokenId?: number): Promise<Claimed | null> {
   return h.write(async (db) => {
     const now = new Date();
     const n = await db.run.updateMany({
-      where: { id: runId, status: "queued" },
+      where: { id: runId, status: "queued", ...(jobTokenId !== undefined ? { jobTokenId } : {}) },
       data: { status: "running", workerId, leaseUntil: new Date(now.getTime() + leaseMs), attempt: { increment: 1 }, cancelRequested: false, finishedAt: null, error: null },
     });
     if (n.count !== 1) return null;

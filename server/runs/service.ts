@@ -13,7 +13,8 @@ import { buildRunConfig, checkEncoderPath, checkEnvPaths, ConfigError, describeC
 import { settings } from "../settings.ts";
 import type { DbHandle } from "../db/client.ts";
 import { conflict, invalid, notFound } from "./errors.ts";
-import { parseJson, toRunDetailDto, toRunDto } from "./dto.ts";
+import { parseJson, runDetailSelect, toRunDetailDto, toRunDto } from "./dto.ts";
+import { resolveQueue } from "./queues.ts";
 import { silentNotifier, type RunNotifier } from "./notifier.ts";
 import { lastCheckpointPath, type Scheduler } from "./scheduler.ts";
 
@@ -69,12 +70,13 @@ export async function createRun(h: DbHandle, input: CreateRunBody & { base?: unk
   if (input.parentId && !(await h.prisma.run.findUnique({ where: { id: input.parentId }, select: { id: true } }))) {
     throw invalid("parent run", [{ path: "parentId", message: "no such run" }]);
   }
+  const { queue, resources } = resolveQueue(input.queue, input.resources);
   const d = describeConfig(config);
   const id = newRunId();
   // the answer is the row as written: an idle worker may claim the run before a second read
   const row = await h.write((db) =>
     db.run.create({
-      select: { ...runListSelect, config: true, resumeFrom: true },
+      select: runDetailSelect,
       data: {
         id,
         name: (input.name?.trim() || d.defaultName).slice(0, 200),
@@ -87,6 +89,8 @@ export async function createRun(h: DbHandle, input: CreateRunBody & { base?: unk
         notes: input.notes ?? "",
         parentId: input.parentId ?? null,
         createdBy: deps.actor ?? null,
+        queue,
+        resources: JSON.stringify(resources),
       },
     }),
   );
@@ -197,7 +201,7 @@ async function attachColumns(h: DbHandle, runs: RunDto[], cols: readonly RunColu
 
 export async function getRun(h: DbHandle, id: string): Promise<RunDetailDto> {
   const [run, checkpoints, names] = await Promise.all([
-    h.prisma.run.findUnique({ where: { id }, select: { ...runListSelect, config: true, resumeFrom: true } }),
+    h.prisma.run.findUnique({ where: { id }, select: runDetailSelect }),
     h.prisma.checkpoint.findMany({ where: { runId: id }, orderBy: [{ update: "asc" }, { best: "asc" }], select: checkpointSelect }),
     workerNames(h),
   ]);
@@ -248,7 +252,8 @@ export async function cancelRun(h: DbHandle, id: string, deps: RunsDeps = standa
     }
     throw conflict(`run ${id} is ${run.status}; only queued or running runs can be cancelled`);
   });
-  if (outcome.forward) deps.scheduler.cancel(id, outcome.forward);
+  // told even without a worker: an executor's job may hold (or wait for) the run
+  deps.scheduler.cancel(id, outcome.forward);
   deps.notifier.changed([id]);
   return getRun(h, id);
 }

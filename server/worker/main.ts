@@ -24,7 +24,7 @@ import { errorMessage, stderrLogger, type Logger } from "./log.ts";
 import { probeBackend, startRun, type RunExecution } from "./runner.ts";
 import type { WorkerSocket } from "./socket.ts";
 
-const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--data-root <dir>] [--backend ${BACKEND_PREFS.join("|")}]
+const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--data-root <dir>] [--backend ${BACKEND_PREFS.join("|")}] [--one-run]
   env: QRAG_DASHBOARD_URL, QRAG_WORKER_TOKEN, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_DATA_ROOT (config paths resolve inside it; default the data dir), QRAG_BACKEND`;
 
 class UsageError extends Error {}
@@ -37,6 +37,8 @@ interface Cli {
   /** The only folder run configs may read files from (data-root.ts). */
   dataRoot: string;
   backend?: string;
+  /** Exit after the first run ends (a Slurm job's worker: the job ends with its run). */
+  oneRun: boolean;
 }
 
 function parseCli(argv: string[]): Cli {
@@ -49,6 +51,7 @@ function parseCli(argv: string[]): Cli {
       "data-dir": { type: "string" },
       "data-root": { type: "string" },
       backend: { type: "string" },
+      "one-run": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -76,6 +79,7 @@ function parseCli(argv: string[]): Cli {
     dataDir,
     dataRoot: values["data-root"] ? path.resolve(values["data-root"]) : e.dataRootFor(dataDir),
     backend: values.backend,
+    oneRun: values["one-run"] ?? e.worker.oneRun,
   };
 }
 
@@ -257,6 +261,7 @@ class WorkerSession {
       runs.delete(run.runId);
       if (!outcome.delivered) log("warn", `run ${run.runId} ended ${outcome.status}; the dashboard refused its last events`);
       this.heartbeat();
+      if (this.cli.oneRun) void this.shutdown(`run ${run.runId} ended (${outcome.status}); --one-run`);
     });
   }
 

@@ -1,0 +1,189 @@
+/**
+ * The Slurm executor: every queued run of the "slurm" queue becomes one sbatch job whose worker
+ * takes that run (job-script.ts), and the jobs' states are read back by bounded polling.
+ *
+ * One loop (`tick`, every `pollMs` and on `kick`), never two at once in a process:
+ * - reconcile: the states of the runs' live jobs (squeue, then sacct; one call per 200 jobs) are
+ *   written on the runs. A job that ended (or that Slurm forgot) has its token revoked; if its run
+ *   still counts as running there (the worker died with it: TIMEOUT, NODE_FAIL, killed), the run's
+ *   lease is ended now and the scheduler's lease reaper queues it again from its last
+ *   acknowledged checkpoint, or cancels it when a cancel was pending (the same path as a lost
+ *   worker: no point lost, none doubled). A live job whose run was cancelled, failed or has a
+ *   cancel pending is scancelled once.
+ * - submit: a queued run with no live job gets one. A conditional update reserves it first
+ *   (SUBMITTING, jobCount + 1, the new token's id), so no other tick or node submits it too; the
+ *   job id is written with the state PENDING in the one update after sbatch answered. sbatch's
+ *   refusal fails the run with its one-line reason. After `maxJobs` jobs the run fails.
+ * A run whose worker shut down on SIGTERM (scancel from a shell, pre-emption) was already queued
+ * again by ingestion; it gets its next job once its old one is seen ended.
+ */
+import type { DbHandle } from "../../db/client.ts";
+import type { RunNotifier } from "../../runs/notifier.ts";
+import { SlurmCommandError } from "./command.ts";
+import type { SlurmClient } from "./client.ts";
+import { jobOutputLines } from "./job-output.ts";
+import { jobOutputPaths, jobRequestFor, type JobPlan } from "./job-script.ts";
+import { JobRequestError } from "./request.ts";
+import { ENDED_STATES, isEnded, type SlurmJob } from "./states.ts";
+
+export interface SlurmExecutorOptions {
+  client: Pick<SlurmClient, "submit" | "jobStates" | "cancel">;
+  queue: string;
+  partition: string;
+  pollMs: number;
+  maxJobs: number;
+  /** Job plan parts that are the same for every job. */
+  plan: Pick<JobPlan, "dashboardUrl" | "jobsDir" | "root" | "node" | "dataRoot">;
+  notifier: RunNotifier;
+  /** A worker token for one job (its name binds it to the run) and its revocation (sockets signed in with it end). */
+  createToken(name: string): Promise<{ id: number; secret: string }>;
+  revokeToken(id: number): Promise<void>;
+  tokenName(runId: string): string;
+  /** The scheduler's lease reaper (runs whose lease ended: queued again, cancelled or failed). */
+  reapLeases(): Promise<void>;
+  log?: (m: string) => void;
+}
+
+export interface SlurmExecutor {
+  /** Look now (a run was created or cancelled). */
+  kick(): void;
+  /** One whole pass; resolves when done (tests). */
+  tick(): Promise<void>;
+  close(): void;
+}
+
+/** Job states after which a run needs a new job: how a job ends, or Slurm no longer knowing it. */
+const GONE: readonly string[] = [...ENDED_STATES, "UNKNOWN"];
+const gone = (j: SlurmJob) => isEnded(j) || j.state === "UNKNOWN";
+const SUBMIT_BATCH = 50;
+
+export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): SlurmExecutor {
+  const log = o.log ?? ((m: string) => console.log(`[slurm] ${m}`));
+  const scancelled = new Set<string>();
+  let busy = false;
+  let again = false;
+  let closed = false;
+
+  const failRun = async (id: string, error: string) => {
+    await h.write(async (db) => {
+      const run = await db.run.findUnique({ where: { id }, select: { lastSeq: true } });
+      const n = await db.run.updateMany({ where: { id, status: "queued" }, data: { status: "failed", finishedAt: new Date(), error } });
+      if (n.count === 1) await db.logLine.create({ data: { runId: id, seq: run?.lastSeq ?? 0, level: "error", message: error, at: new Date() } });
+    });
+    o.notifier.changed([id], "status");
+  };
+
+  const reconcile = async () => {
+    const live = await h.prisma.run.findMany({
+      where: { queue: o.queue, jobId: { not: null }, OR: [{ jobState: null }, { jobState: { notIn: [...GONE] } }] },
+      select: { id: true, status: true, jobId: true, jobState: true, jobNode: true, jobReason: true, jobTokenId: true, jobCount: true, cancelRequested: true, lastSeq: true },
+    });
+    if (!live.length) return;
+    const states = await o.client.jobStates(live.map((r) => r.jobId!));
+    const changed: string[] = [];
+    let reap = false;
+    for (const [i, r] of live.entries()) {
+      const j = states[i];
+      const node = "node" in j ? j.node || null : null;
+      const reason = j.state === "PENDING" ? j.reason : "reason" in j ? j.reason : null;
+      if (j.state !== r.jobState || node !== r.jobNode || reason !== r.jobReason) {
+        await h.write((db) => db.run.updateMany({ where: { id: r.id, jobId: r.jobId }, data: { jobState: j.state, jobNode: node, jobReason: reason } }));
+        changed.push(r.id);
+      }
+      if (gone(j)) {
+        log(`run ${r.id}: job ${r.jobId} ended ${j.state} (run ${r.status})`);
+        if (r.jobTokenId !== null) await o.revokeToken(r.jobTokenId);
+        const lines = jobOutputLines(r.jobId!, jobOutputPaths(o.plan.jobsDir, r.id, r.jobCount));
+        const at = new Date();
+        const level = j.state === "COMPLETED" ? "info" : "warn";
+        lines.unshift(`Slurm job ${r.jobId} ended ${j.state}${node ? ` on ${node}` : ""}${lines.length ? "; its output's last lines follow" : ""}`);
+        await h.write((db) => db.logLine.createMany({ data: lines.map((message) => ({ runId: r.id, seq: r.lastSeq, level, message, at })) }));
+        if (r.status === "running") {
+          // its worker died with the job: end the lease now, the reaper requeues (or cancels) it
+          const n = await h.write((db) => db.run.updateMany({ where: { id: r.id, status: "running", jobTokenId: r.jobTokenId }, data: { leaseUntil: new Date(0) } }));
+          reap ||= n.count === 1;
+        }
+      } else if ((r.status === "cancelled" || r.status === "failed" || r.cancelRequested) && !scancelled.has(r.jobId!)) {
+        scancelled.add(r.jobId!);
+        log(`run ${r.id} ${r.cancelRequested ? "cancel requested" : r.status}: scancel ${r.jobId}`);
+        await o.client.cancel(r.jobId!);
+      }
+    }
+    if (changed.length) o.notifier.changed(changed, "status");
+    if (reap) await o.reapLeases();
+  };
+
+  const submitOne = async (r: { id: string; resources: string; jobCount: number }) => {
+    if (r.jobCount >= o.maxJobs) return failRun(r.id, `gave up after ${r.jobCount} Slurm jobs (QRAG_SLURM_MAX_JOBS) ended without finishing the run`);
+    const token = await o.createToken(o.tokenName(r.id));
+    // the reservation: only the tick whose update matched submits (jobCount is the guard)
+    const n = await h.write((db) =>
+      db.run.updateMany({
+        where: { id: r.id, status: "queued", queue: o.queue, jobCount: r.jobCount, OR: [{ jobId: null }, { jobState: { in: [...GONE] } }] },
+        data: { jobId: null, jobState: "SUBMITTING", jobNode: null, jobReason: null, jobCount: r.jobCount + 1, jobTokenId: token.id },
+      }),
+    );
+    if (n.count !== 1) return o.revokeToken(token.id);
+    o.notifier.changed([r.id], "status");
+    let jobId: string;
+    try {
+      const resources = JSON.parse(r.resources) as JobPlan["resources"];
+      jobId = await o.client.submit(jobRequestFor({ ...o.plan, runId: r.id, jobNumber: r.jobCount + 1, partition: o.partition, resources, token: token.secret }));
+    } catch (e) {
+      await o.revokeToken(token.id);
+      const why =
+        e instanceof JobRequestError
+          ? `invalid Slurm request: ${Object.entries(e.fields).map(([k, v]) => `${k}: ${v}`).join("; ")}`
+          : e instanceof SlurmCommandError
+            ? `sbatch refused the job: ${e.reason}`
+            : `submitting the job failed: ${(e as Error).message}`;
+      log(`run ${r.id}: ${why}`);
+      return failRun(r.id, why);
+    }
+    // the job id and "submitted" (PENDING) in one update: the run never loses its job
+    await h.write((db) => db.run.updateMany({ where: { id: r.id, jobTokenId: token.id }, data: { jobId, jobState: "PENDING" } }));
+    log(`run ${r.id}: job ${jobId} submitted (job ${r.jobCount + 1} of at most ${o.maxJobs})`);
+    o.notifier.changed([r.id], "status");
+  };
+
+  const submitDue = async () => {
+    const due = await h.prisma.run.findMany({
+      where: { status: "queued", queue: o.queue, OR: [{ jobId: null, jobState: null }, { jobState: { in: [...GONE] } }] },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      select: { id: true, resources: true, jobCount: true },
+      take: SUBMIT_BATCH,
+    });
+    for (const r of due) {
+      if (closed) return;
+      await submitOne(r);
+    }
+  };
+
+  const tick = async () => {
+    if (busy) {
+      again = true;
+      return;
+    }
+    busy = true;
+    try {
+      do {
+        again = false;
+        await reconcile();
+        await submitDue();
+      } while (again && !closed);
+    } catch (e) {
+      log(`pass failed: ${(e as Error).message}`);
+    } finally {
+      busy = false;
+    }
+  };
+  const timer = setInterval(() => void tick(), o.pollMs);
+  return {
+    kick: () => void tick(),
+    tick,
+    close() {
+      closed = true;
+      clearInterval(timer);
+    },
+  };
+}

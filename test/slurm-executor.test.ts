@@ -1,0 +1,236 @@
+/**
+ * The Slurm executor end to end on a real single-node Slurm (test/slurm-cluster.ts): the dashboard
+ * (server/main.ts, QRAG_EXECUTOR=slurm, no local worker) turns runs of the "slurm" queue into sbatch
+ * jobs whose workers connect back with per-job tokens, and:
+ *   - a `tiny` run → one job, RUNNING on the node, the run completed, the job COMPLETED, the job's
+ *     output in the run's log;
+ *   - cancel from the API → scancel → the run cancelled within 5 s, the job ended;
+ *   - `scancel` from a shell mid-run → the run queued again and resumed by a second job from its last
+ *     checkpoint: every logged update's point stored exactly once;
+ *   - the dashboard killed and restarted while a job runs → its worker reconnects, the run
+ *     completes in that one job, each point once;
+ *   - a 1-minute time limit on a longer run → TIMEOUT, requeued, resumed by new jobs until it
+ *     completes, each point once (QRAG_SLURM_QUICK=1 skips it: it takes a few minutes);
+ *   - bad requests → 400 naming the field; more than the partition allows → the run failed with
+ *     sbatch's reason, no job.
+ * One test at a time: the node has this machine's 2 CPUs and each job takes one.
+ */
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { metricKeysEmitted, type RunDetailDto } from "../lib/contracts/index.ts";
+import { freePort, tmpDir, waitFor } from "./platform-helpers.ts";
+import { api, getRun, startServer, storedPoints, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
+import { slurmSkip, startSlurmCluster, type SlurmCluster } from "./slurm-cluster.ts";
+
+const EVAL_INTERVAL = 10;
+const LOG_EVERY = Math.max(1, Math.min(10, Math.floor(EVAL_INTERVAL / 5)));
+const overrides = (steps: number) => [`steps_count=${steps}`, `eval_interval=${EVAL_INTERVAL}`, "eval_episodes=8", "eval_episodes_logged=1"];
+const slurmRun = { queue: "slurm", resources: { cpus: 1, mem_mb: 2000, time_limit_min: 20 } };
+
+describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency: false, timeout: 1_200_000 }, () => {
+  let cluster: SlurmCluster;
+  let server: Proc;
+  let env: Env;
+  before(async () => {
+    cluster = await startSlurmCluster();
+    const dataDir = tmpDir("qrag-slurm-exec-");
+    const port = await freePort();
+    env = { dbUrl: `file:${path.join(dataDir, "qrag.db")}`, dataDir, port, url: `http://127.0.0.1:${port}` };
+    await startDashboard();
+  });
+  const startDashboard = async () => {
+    server = startServer(env, {
+      worker: false,
+      next: false,
+      env: {
+        SLURM_CONF: cluster.env.SLURM_CONF!,
+        QRAG_EXECUTOR: "slurm",
+        QRAG_SLURM_PARTITION: "debug",
+        QRAG_SLURM_POLL_MS: "500",
+        QRAG_SLURM_JOBS_DIR: path.join(cluster.jobsDir, "runs"),
+        QRAG_SLURM_MEM_MB: "1500",
+      },
+    });
+    await waitHealthy(env, server);
+  };
+  after(async () => {
+    await server?.stop();
+    await cluster?.stop();
+  });
+
+  const create = async (name: string, steps: number, more: object = slurmRun) => {
+    const r = await api<RunDetailDto>(env, "POST", "/api/runs", { preset: "tiny", name, overrides: overrides(steps), ...more });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    return r.body;
+  };
+  const tails = () => `${server.tail(30)}\n${cluster.logs().slice(-2000)}`;
+  const until = <T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 180_000) =>
+    waitFor(what, fn, ms, 200).catch((e: Error) => assert.fail(`${e.message}\n${tails()}`));
+  const jobOf = (r: RunDetailDto) => r.executor!;
+  /** Every logged update's point of every per-update key stored exactly once (none lost, none doubled). */
+  const eachPointOnce = async (id: string, steps: number) => {
+    const points = await storedPoints(env, id);
+    const perUpdate = steps / LOG_EVERY;
+    let checked = 0;
+    for (const key of metricKeysEmitted("update")) {
+      const n = points.filter((p) => p.key === key).length;
+      if (!n) continue; // a key this config never emits
+      checked++;
+      assert.equal(n, perUpdate, `${key}: one point per logged update (${n} of ${perUpdate})`);
+    }
+    assert.ok(checked >= 3, `per-update keys checked: ${checked}`);
+    const keySteps = points.map((p) => `${p.key}@${p.step}`);
+    assert.equal(new Set(keySteps).size, keySteps.length, "(key, step) unique");
+    return points;
+  };
+
+  test("a tiny run → one sbatch job, RUNNING on the node, the run completed and the job COMPLETED", async () => {
+    const t0 = Date.now();
+    const created = await create("slurm-complete", 30);
+    assert.equal(created.queue, "slurm");
+    assert.deepEqual(created.resources, { cpus: 1, mem_mb: 2000, time_limit_min: 20, gpus: 0 });
+    assert.equal(created.executor?.kind, "slurm");
+    const running = await until("the job RUNNING with the run running", async () => {
+      const r = await getRun(env, created.id);
+      return r.status === "running" && jobOf(r).state === "RUNNING" ? r : null;
+    });
+    assert.match(jobOf(running).jobId ?? "", /^\d+$/);
+    assert.equal(jobOf(running).node, cluster.node);
+    const done = await until("the run to end", async () => {
+      const r = await getRun(env, created.id);
+      return ["completed", "failed", "cancelled"].includes(r.status) ? r : null;
+    });
+    assert.equal(done.status, "completed", `${done.error}\n${tails()}`);
+    const ended = await until("the job COMPLETED", async () => {
+      const r = await getRun(env, created.id);
+      return jobOf(r).state === "COMPLETED" ? r : null;
+    }, 30_000);
+    assert.equal(jobOf(ended).jobs, 1, "one job");
+    // the job's output reaches the run's log: its worker's own lines on stderr
+    const jobId = jobOf(ended).jobId!;
+    const logs = await until("the job's output in the run's log", async () => {
+      const text = JSON.stringify((await api<unknown>(env, "GET", `/api/runs/${created.id}/logs?limit=5000`)).body);
+      return text.includes(`Slurm job ${jobId} ended COMPLETED`) && text.includes(`[job ${jobId} stderr]`) ? text : null;
+    }, 10_000);
+    assert.match(logs, new RegExp(`\\[job ${jobId} stderr\\][^"]*assigned run ${created.id}`));
+    assert.equal(jobOf(ended).jobId, jobOf(running).jobId, "the same job throughout");
+    console.log(`submit → completed in ${((Date.now() - t0) / 1000).toFixed(1)} s (job ${jobOf(ended).jobId})`);
+  });
+
+  test("cancel from the API → scancel → the run cancelled within 5 s, the job ended", async () => {
+    const created = await create("slurm-cancel", 5000);
+    await until("the run training (a metric point stored)", async () => {
+      const r = await getRun(env, created.id);
+      return r.status === "running" && (r.summary.update ?? 0) > 0 ? r : null;
+    });
+    const t0 = Date.now();
+    const c = await api<RunDetailDto>(env, "POST", `/api/runs/${created.id}/cancel`);
+    assert.equal(c.status, 200, JSON.stringify(c.body));
+    const cancelled = await until("the run cancelled", async () => {
+      const r = await getRun(env, created.id);
+      return r.status === "cancelled" ? r : null;
+    }, 5_000);
+    const s = (Date.now() - t0) / 1000;
+    assert.ok(s <= 5, `cancelled after ${s} s`);
+    const ended = await until("the job ended", async () => {
+      const r = await getRun(env, created.id);
+      return ["CANCELLED", "COMPLETED", "FAILED"].includes(jobOf(r).state ?? "") ? r : null;
+    }, 30_000);
+    // scancel is issued within one pass of the cancel, before the job's worker (which heard the
+    // cancel too) can save its checkpoint, report and exit
+    assert.equal(jobOf(ended).state, "CANCELLED", "the job was scancelled");
+    assert.equal(jobOf(ended).jobs, 1, "no second job for a cancelled run");
+    assert.ok(server.lines.some((l) => l.includes(`scancel ${jobOf(cancelled).jobId}`)), `the dashboard scancelled job ${jobOf(cancelled).jobId}\n${tails()}`);
+    console.log(`cancel → cancelled in ${s.toFixed(2)} s; job ${jobOf(cancelled).jobId} ${jobOf(ended).state}`);
+  });
+
+  test("scancel from a shell mid-run → queued again, resumed by a new job from its checkpoint: no point lost, none doubled", async () => {
+    const STEPS = 80;
+    const created = await create("slurm-requeue", STEPS);
+    const first = await until("a checkpoint past step 0 and the run training", async () => {
+      const r = await getRun(env, created.id);
+      return r.status === "running" && r.checkpoints.some((c) => c.update >= EVAL_INTERVAL) && (r.summary.update ?? 0) > EVAL_INTERVAL ? r : null;
+    });
+    const firstJob = jobOf(first).jobId!;
+    execFileSync("scancel", [firstJob], { env: cluster.env });
+    const resumed = await until("a second job running the run", async () => {
+      const r = await getRun(env, created.id);
+      return jobOf(r).jobs === 2 && r.status === "running" ? r : null;
+    });
+    assert.notEqual(jobOf(resumed).jobId, firstJob);
+    const done = await until("the run to end", async () => {
+      const r = await getRun(env, created.id);
+      return ["completed", "failed", "cancelled"].includes(r.status) ? r : null;
+    });
+    assert.equal(done.status, "completed", `${done.error}\n${tails()}`);
+    assert.ok(done.resumeFrom, "the second job resumed from a checkpoint");
+    const logs = (await api<{ message: string }[]>(env, "GET", `/api/runs/${created.id}/logs?limit=5000`)).body;
+    assert.ok(JSON.stringify(logs).includes("queued again"), "the requeue is in the run's log");
+    const points = await eachPointOnce(created.id, STEPS);
+    console.log(`scancel ${firstJob} → resumed as job ${jobOf(done).jobId}; ${points.length} points, each once`);
+  });
+
+  test("the dashboard killed (-9) and restarted while a job runs: the job's worker reconnects, the run completes in that one job, each point once", async () => {
+    const STEPS = 200;
+    const created = await create("slurm-restart", STEPS);
+    const before = await until("the run training (a metric point stored)", async () => {
+      const r = await getRun(env, created.id);
+      return r.status === "running" && (r.summary.update ?? 0) > 0 ? r : null;
+    });
+    await server.kill9();
+    await startDashboard();
+    const done = await until("the run to end", async () => {
+      const r = await getRun(env, created.id);
+      return ["completed", "failed", "cancelled"].includes(r.status) ? r : null;
+    });
+    assert.equal(done.status, "completed", `${done.error}\n${tails()}`);
+    const ended = await until("the job COMPLETED", async () => {
+      const r = await getRun(env, created.id);
+      return jobOf(r).state === "COMPLETED" ? r : null;
+    }, 30_000);
+    assert.equal(jobOf(ended).jobs, 1, "the same job throughout");
+    assert.equal(jobOf(ended).jobId, jobOf(before).jobId);
+    await eachPointOnce(created.id, STEPS);
+  });
+
+  test("a 1-minute time limit hit mid-run → TIMEOUT, a new job resumes it until it completes: no point lost, none doubled", { skip: process.env.QRAG_SLURM_QUICK ? "QRAG_SLURM_QUICK" : false }, async () => {
+    const STEPS = 4000; // about 4 min of training here (15–20 steps/s): three or more 1-minute jobs
+    const t0 = Date.now();
+    const created = await create("slurm-timeout", STEPS, { queue: "slurm", resources: { cpus: 1, mem_mb: 2000, time_limit_min: 1 } });
+    const done = await until("the run to end", async () => {
+      const r = await getRun(env, created.id);
+      return ["completed", "failed", "cancelled"].includes(r.status) ? r : null;
+    }, 540_000);
+    assert.equal(done.status, "completed", `${done.error}\n${tails()}`);
+    assert.ok(jobOf(done).jobs >= 2, `jobs: ${jobOf(done).jobs}`);
+    const logs = JSON.stringify((await api<unknown>(env, "GET", `/api/runs/${created.id}/logs?limit=5000`)).body);
+    assert.match(logs, /Slurm job \d+ ended TIMEOUT/);
+    const points = await eachPointOnce(created.id, STEPS);
+    console.log(`time limit: ${jobOf(done).jobs} jobs, completed in ${((Date.now() - t0) / 1000).toFixed(0)} s; ${points.length} points, each once`);
+  });
+
+  test("bad requests → 400 naming the field; more than the partition allows → failed with sbatch's reason", async () => {
+    for (const [body, field] of [
+      [{ queue: "gpu-farm" }, "queue"],
+      [{ queue: "slurm", resources: { gpus: -1 } }, "resources.gpus"],
+      [{ queue: "slurm", resources: { time_limit_min: 0 } }, "resources.time_limit_min"],
+      [{ queue: "slurm", resources: { cpus: 1.5 } }, "resources.cpus"],
+      [{ queue: "slurm", resources: { gpu_type: "a100" } }, "resources.gpu_type"],
+      [{ queue: "slurm", resources: { account: "a b" } }, "resources.account"],
+    ] as const) {
+      const r = await api<{ fieldErrors: Record<string, string> }>(env, "POST", "/api/runs", { preset: "tiny", ...body });
+      assert.equal(r.status, 400, `${JSON.stringify(body)} → ${r.status} ${JSON.stringify(r.body)}`);
+      assert.ok(Object.keys(r.body.fieldErrors).includes(field), `${JSON.stringify(body)}: ${JSON.stringify(r.body.fieldErrors)}`);
+    }
+    // the debug partition allows 60 minutes: sbatch refuses, the run fails quoting it
+    const over = await create("slurm-over", 10, { queue: "slurm", resources: { time_limit_min: 120 } });
+    const failed = await until("the run failed", async () => {
+      const r = await getRun(env, over.id);
+      return r.status === "failed" ? r : null;
+    }, 30_000);
+    assert.match(failed.error ?? "", /sbatch refused the job: .*time limit/i);
+    assert.equal(jobOf(failed).jobId, null, "no job");
+  });
+});
