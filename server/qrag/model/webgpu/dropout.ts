@@ -11,16 +11,25 @@ import type { Rng } from "../../util/rng.ts";
 import { MASK_HASH_WGSL, dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 
+/**
+ * `maskAt(i)`: mask value i (0 or the keep scale) from the uniforms `thr`, `keep`, `k0`, `k1`;
+ * shared with the fused programs that apply a mask without storing it (residual-layernorm.ts).
+ */
+export const MASK_AT_WGSL = `${MASK_HASH_WGSL}
+fn maskAt(i: u32) -> f32 {
+  let bits = maskBits(u.k0, u.k1, i >> 1u);
+  let half = select(bits & 0xffffu, bits >> 16u, (i & 1u) == 1u);
+  return select(u.keep, 0.0, half < u.thr);
+}`;
+
 const CODE = `${uniformStruct(["n: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"])}
 ${storageDecls([], ["m"])}
-${MASK_HASH_WGSL}
+${MASK_AT_WGSL}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = threadIndex(gid);
   if (i >= u.n) { return; }
-  let bits = maskBits(u.k0, u.k1, i >> 1u);
-  let half = select(bits & 0xffffu, bits >> 16u, (i & 1u) == 1u);
-  m[i] = select(u.keep, 0.0, half < u.thr);
+  m[i] = maskAt(i);
 }`;
 
 /** The mask `dropoutMask(size, rate, rng)` returns, as a [size] tensor computed on the device. */

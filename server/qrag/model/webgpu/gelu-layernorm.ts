@@ -9,7 +9,7 @@
  * Abramowitz–Stegun 7.1.26 approximation tfjs uses, |error| ≤ 1.5e-7), in float32.
  */
 import * as tf from "@tensorflow/tfjs";
-import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
+import { runToTensors as run, storageDecls, uniformStruct, WG } from "./raw-program.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
@@ -20,11 +20,6 @@ const ERF_WGSL = `fn erf_as(a: f32) -> f32 {
   return sign(a) * (1.0 - poly * exp(-a * a));
 }`;
 
-/** Runs a raw program with float32 outputs and wraps them as tensors. */
-function run(key: string, code: string, inputs: tf.Tensor[], outputs: number[][], uniforms: { type: "float32" | "uint32"; data: number[] }[], threads: number): tf.Tensor[] {
-  const infos = runRawProgram(webgpuBackend(), { key, code, inputs, outputs: outputs.map((shape) => ({ shape })), uniforms, threads });
-  return infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
-}
 
 function elementwise(name: string, read: string[], expr: string): string {
   return `${uniformStruct(["n: u32"])}
@@ -84,9 +79,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   stats[2u * r + 1u] = inv;
 }`;
 
-/** dx per row: inv·(gy − mean(gy) − x̂·mean(gy·x̂)), gy = dy·γ. */
-const LN_DX = `${uniformStruct(["rows: u32", "n: u32"])}
-${storageDecls(["x", "gamma", "stats", "dy"], ["dx"])}
+/**
+ * LayerNorm's dx per row, inv·(gy − mean(gy) − x̂·mean(gy·x̂)) with gy = dy·γ, over the row input
+ * `x` (its `stats`: mean, inv); `store` writes each element's `d` (the fused residual program
+ * writes two outputs from it). `fields`, `read`, `write` and `extra` complete the program.
+ */
+export function lnDxShader(o: { fields: string[]; read: string[]; write: string[]; x: string; store: string; extra?: string }): string {
+  return `${uniformStruct(o.fields)}
+${storageDecls(o.read, o.write)}
+${o.extra ?? ""}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let r = threadIndex(gid);
@@ -99,16 +100,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   for (var k = 0u; k < u.n; k++) {
     let gy = dy[o + k] * gamma[k];
     m1 += gy;
-    m2 += gy * ((x[o + k] - mean) * inv);
+    m2 += gy * ((${o.x}[o + k] - mean) * inv);
   }
   let nf = f32(u.n);
   m1 = m1 / nf;
   m2 = m2 / nf;
   for (var k = 0u; k < u.n; k++) {
-    let xh = (x[o + k] - mean) * inv;
-    dx[o + k] = ((dy[o + k] * gamma[k] - m1) - xh * m2) * inv;
+    let xh = (${o.x}[o + k] - mean) * inv;
+    let d = ((dy[o + k] * gamma[k] - m1) - xh * m2) * inv;
+    ${o.store}
   }
 }`;
+}
+
+const LN_DX = lnDxShader({ fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy"], write: ["dx"], x: "x", store: "dx[o + k] = d;" });
 
 /**
  * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a workgroup per column, its threads striding over the rows

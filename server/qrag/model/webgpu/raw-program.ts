@@ -154,6 +154,12 @@ export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.Tenso
   return outs;
 }
 
+/** Runs a raw program with float32 outputs of these shapes, each wrapped as a tensor. */
+export function runToTensors(key: string, code: string, inputs: tf.Tensor[], outputs: number[][], uniforms: Uniform[], threads: number): tf.Tensor[] {
+  const infos = runRawProgram(webgpuBackend(), { key, code, inputs, outputs: outputs.map((shape) => ({ shape })), uniforms, threads });
+  return infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
+}
+
 /** Storage bindings: `read` names first, then `write` names, as `array<f32>` (`name:i32`: `array<i32>`). */
 export function storageDecls(read: string[], write: string[]): string {
   const r = read.map((n, i) => {

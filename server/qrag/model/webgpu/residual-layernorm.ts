@@ -10,9 +10,9 @@
  * output was).
  */
 import * as tf from "@tensorflow/tfjs";
-import { MASK_HASH_WGSL } from "../../util/mask-hash.ts";
-import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
-import { LN_DGB } from "./gelu-layernorm.ts";
+import { runToTensors, storageDecls, uniformStruct, WG } from "./raw-program.ts";
+import { MASK_AT_WGSL } from "./dropout.ts";
+import { LN_DGB, lnDxShader } from "./gelu-layernorm.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
@@ -25,16 +25,10 @@ export interface MaskParams {
 }
 
 const FIELDS = ["rows: u32", "n: u32", "eps: f32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
-const MASK_FN = `${MASK_HASH_WGSL}
-fn maskAt(i: u32) -> f32 {
-  let bits = maskBits(u.k0, u.k1, i >> 1u);
-  let half = select(bits & 0xffffu, bits >> 16u, (i & 1u) == 1u);
-  return select(u.keep, 0.0, half < u.thr);
-}`;
 
 const FWD = `${uniformStruct(FIELDS)}
 ${storageDecls(["x", "h", "gamma", "beta"], ["y", "v", "stats"])}
-${MASK_FN}
+${MASK_AT_WGSL}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let r = threadIndex(gid);
@@ -57,38 +51,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }`;
 
 /** dv per row (LayerNorm's dx over v), then dx = dv and dh = dv·m. */
-const DX = `${uniformStruct(FIELDS)}
-${storageDecls(["v", "gamma", "stats", "dy"], ["dx", "dh"])}
-${MASK_FN}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let r = threadIndex(gid);
-  if (r >= u.rows) { return; }
-  let o = r * u.n;
-  let mean = stats[2u * r];
-  let inv = stats[2u * r + 1u];
-  var m1 = 0.0;
-  var m2 = 0.0;
-  for (var k = 0u; k < u.n; k++) {
-    let gy = dy[o + k] * gamma[k];
-    m1 += gy;
-    m2 += gy * ((v[o + k] - mean) * inv);
-  }
-  let nf = f32(u.n);
-  m1 = m1 / nf;
-  m2 = m2 / nf;
-  for (var k = 0u; k < u.n; k++) {
-    let vh = (v[o + k] - mean) * inv;
-    let d = ((dy[o + k] * gamma[k] - m1) - vh * m2) * inv;
-    dx[o + k] = d;
-    dh[o + k] = d * maskAt(o + k);
-  }
-}`;
+const DX = lnDxShader({
+  fields: FIELDS, read: ["v", "gamma", "stats", "dy"], write: ["dx", "dh"], x: "v", extra: MASK_AT_WGSL,
+  store: "dx[o + k] = d;\n    dh[o + k] = d * maskAt(o + k);",
+});
 
 const ADD_FIELDS = ["n: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
 const ADD_FWD = `${uniformStruct(ADD_FIELDS)}
 ${storageDecls(["x", "h"], ["y"])}
-${MASK_FN}
+${MASK_AT_WGSL}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = threadIndex(gid);
@@ -97,7 +68,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }`;
 const ADD_DH = `${uniformStruct(ADD_FIELDS)}
 ${storageDecls(["dy"], ["dh"])}
-${MASK_FN}
+${MASK_AT_WGSL}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = threadIndex(gid);
@@ -105,10 +76,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   dh[i] = dy[i] * maskAt(i);
 }`;
 
-function run(key: string, code: string, inputs: tf.Tensor[], outputs: number[][], uniforms: { type: "float32" | "uint32"; data: number[] }[], threads: number): tf.Tensor[] {
-  const infos = runRawProgram(webgpuBackend(), { key, code, inputs, outputs: outputs.map((shape) => ({ shape })), uniforms, threads });
-  return infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
-}
 
 /** LayerNorm(x + h·m) over the last axis, m the dropout mask `mask` describes; x, h [rows, d]. */
 export function residualLayerNormDevice<T extends tf.Tensor>(x: T, h: T, gamma: tf.Tensor1D, beta: tf.Tensor1D, eps: number, mask: MaskParams): T {
@@ -125,14 +92,14 @@ export function residualLayerNormDevice<T extends tf.Tensor>(x: T, h: T, gamma: 
     { type: "uint32" as const, data: [mask.k1] },
   ];
   const f = tf.customGrad(((xi: tf.Tensor, hi: tf.Tensor, g: tf.Tensor, b: tf.Tensor, save: tf.GradSaveFunc) => {
-    const [y, v, stats] = run("qrag_res_ln_fwd", FWD, [xi, hi, g, b], [xi.shape, xi.shape, [rows, 2]], uniforms, rows);
+    const [y, v, stats] = runToTensors("qrag_res_ln_fwd", FWD, [xi, hi, g, b], [xi.shape, xi.shape, [rows, 2]], uniforms, rows);
     save([v, g, stats]);
     return {
       value: y,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [vs, gs, st] = saved;
-        const [dx, dh] = run("qrag_res_ln_dx", DX, [vs, gs, st, dy], [vs.shape, vs.shape], uniforms, rows);
-        const [dgamma, dbeta] = run("qrag_ln_dgb", LN_DGB, [vs, st, dy], [[n], [n]], uniforms.slice(0, 2), n * WG);
+        const [dx, dh] = runToTensors("qrag_res_ln_dx", DX, [vs, gs, st, dy], [vs.shape, vs.shape], uniforms, rows);
+        const [dgamma, dbeta] = runToTensors("qrag_ln_dgb", LN_DGB, [vs, st, dy], [[n], [n]], uniforms.slice(0, 2), n * WG);
         return [dx, dh, dgamma, dbeta];
       },
     };
@@ -152,11 +119,11 @@ export function residualDropoutDevice<T extends tf.Tensor>(x: T, h: T, mask: Mas
     { type: "uint32" as const, data: [mask.k1] },
   ];
   const f = tf.customGrad(((xi: tf.Tensor, hi: tf.Tensor) => {
-    const [y] = run("qrag_res_drop_fwd", ADD_FWD, [xi, hi], [xi.shape], uniforms, n);
+    const [y] = runToTensors("qrag_res_drop_fwd", ADD_FWD, [xi, hi], [xi.shape], uniforms, n);
     return {
       value: y,
       gradFunc: (dy: tf.Tensor) => {
-        const [dh] = run("qrag_res_drop_dh", ADD_DH, [dy], [dy.shape], uniforms, n);
+        const [dh] = runToTensors("qrag_res_drop_dh", ADD_DH, [dy], [dy.shape], uniforms, n);
         return [tf.clone(dy), dh];
       },
     };
