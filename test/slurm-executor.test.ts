@@ -69,6 +69,18 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
   const until = <T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 180_000) =>
     waitFor(what, fn, ms, 200).catch((e: Error) => assert.fail(`${e.message}\n${tails()}`));
   const jobOf = (r: RunDetailDto) => r.executor!;
+  /** Waits for the run to end (it must have completed), then for its job to read COMPLETED. */
+  const completedWithJob = async (id: string) => {
+    const done = await until("the run to end", async () => {
+      const r = await getRun(env, id);
+      return ["completed", "failed", "cancelled"].includes(r.status) ? r : null;
+    });
+    assert.equal(done.status, "completed", `${done.error}\n${tails()}`);
+    return until("the job COMPLETED", async () => {
+      const r = await getRun(env, id);
+      return jobOf(r).state === "COMPLETED" ? r : null;
+    }, 30_000);
+  };
   /** Every logged update's point of every per-update key stored exactly once (none lost, none doubled). */
   const eachPointOnce = async (id: string, steps: number) => {
     const points = await storedPoints(env, id);
@@ -98,15 +110,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     });
     assert.match(jobOf(running).jobId ?? "", /^\d+$/);
     assert.equal(jobOf(running).node, cluster.node);
-    const done = await until("the run to end", async () => {
-      const r = await getRun(env, created.id);
-      return ["completed", "failed", "cancelled"].includes(r.status) ? r : null;
-    });
-    assert.equal(done.status, "completed", `${done.error}\n${tails()}`);
-    const ended = await until("the job COMPLETED", async () => {
-      const r = await getRun(env, created.id);
-      return jobOf(r).state === "COMPLETED" ? r : null;
-    }, 30_000);
+    const ended = await completedWithJob(created.id);
     assert.equal(jobOf(ended).jobs, 1, "one job");
     // the job's output reaches the run's log: its worker's own lines on stderr
     const jobId = jobOf(ended).jobId!;
@@ -181,15 +185,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     });
     await server.kill9();
     await startDashboard();
-    const done = await until("the run to end", async () => {
-      const r = await getRun(env, created.id);
-      return ["completed", "failed", "cancelled"].includes(r.status) ? r : null;
-    });
-    assert.equal(done.status, "completed", `${done.error}\n${tails()}`);
-    const ended = await until("the job COMPLETED", async () => {
-      const r = await getRun(env, created.id);
-      return jobOf(r).state === "COMPLETED" ? r : null;
-    }, 30_000);
+    const ended = await completedWithJob(created.id);
     assert.equal(jobOf(ended).jobs, 1, "the same job throughout");
     assert.equal(jobOf(ended).jobId, jobOf(before).jobId);
     await eachPointOnce(created.id, STEPS);
