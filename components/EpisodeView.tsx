@@ -16,6 +16,7 @@ import { useAutoplay } from "../lib/hooks/useAutoplay.ts";
 import { GoldFacts } from "./episode/GoldFacts.tsx";
 import { HaystackStrip } from "./episode/HaystackStrip.tsx";
 import { QuestionPanel } from "./episode/QuestionPanel.tsx";
+import { ReaderPanel } from "./episode/ReaderPanel.tsx";
 import { RetrievalMetrics } from "./episode/RetrievalMetrics.tsx";
 import { StepDetail } from "./episode/StepDetail.tsx";
 import { StepList } from "./episode/StepList.tsx";
@@ -49,6 +50,7 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
           <ThresholdControls threshold={threshold} onThreshold={setThreshold} canPrune={pruned !== null} prune={prune} onPrune={setPrune} />
         </section>
       </div>
+      {record.reader && <ReaderPanel reader={record.reader} target={record.answer} />}
       <section className="panel stack" data-testid="replay">
         <div className="row">
           <h2 style={{ margin: 0 }}>Replay</h2>

@@ -57,6 +57,7 @@ export const TIERS = {
     "partial-start",
     "precision-table",
     "qa-loaders",
+    "paper-figures",
     "reader-pass",
     "reader-scoring",
     "replay-view",
@@ -120,6 +121,7 @@ export const TIERS = {
     "browser-episode",
     "browser-import",
     "browser-scale-out",
+    "browser-paper-curves",
     "browser-sweep",
     "platform-e2e", // the Next production build behind a spawned server
   ],

@@ -1,7 +1,7 @@
 "use client";
 /** A sweep's figures per length: the chart's values with their intervals, and the time per episode. */
 import type { SweepDto } from "../../lib/contracts/index.ts";
-import { fmtTokens, sweepInterval, type SweepMethod, type SweepMetric } from "../../lib/analysis/sweep-series.ts";
+import { fmtTokens, readerModels, sweepInterval, type SweepMethod, type SweepMetric } from "../../lib/analysis/sweep-series.ts";
 import { fmtNum } from "../../lib/format.ts";
 
 function Cell({ p, method, metric }: { p: SweepDto["points"][number]; method: SweepMethod; metric: SweepMetric }) {
@@ -19,6 +19,7 @@ function Cell({ p, method, metric }: { p: SweepDto["points"][number]; method: Sw
 export function SweepTable({ sweep }: { sweep: SweepDto }) {
   const points = [...sweep.points].sort((a, b) => a.tokens - b.tokens);
   if (!points.length) return <div className="empty">No lengths finished yet.</div>;
+  const models = readerModels(points);
   return (
     <div className="table-wrap">
       <table className="table" data-testid="sweep-table">
@@ -35,6 +36,11 @@ export function SweepTable({ sweep }: { sweep: SweepDto }) {
             <th className="num">kept + prune</th>
             <th className="num">BM25 coverage</th>
             <th className="num">dense coverage</th>
+            {models.length > 0 && (
+              <th className="num" title={`the LLM reader (${models.join(", ")}) on the kept chunks, scored with the benchmark's metric; 95 % Wilson interval`}>
+                answer accuracy
+              </th>
+            )}
             <th className="num">s / episode</th>
           </tr>
         </thead>
@@ -52,6 +58,12 @@ export function SweepTable({ sweep }: { sweep: SweepDto }) {
               <td className="num">{p.qragPruned ? fmtNum(p.qragPruned.avgKept, 2) : "–"}</td>
               <Cell p={p} method="bm25" metric="coverage" />
               <Cell p={p} method="dense" metric="coverage" />
+              {models.length > 0 && (
+                <td className="num" data-testid="sweep-accuracy" title={p.reader ? `${p.reader.n} answers, ${p.reader.failures} failed calls` : undefined}>
+                  {p.reader ? fmtNum(p.reader.accuracy, 3) : "–"}
+                  {p.reader?.ci && <span className="muted small"> [{fmtNum(p.reader.ci.low, 2)}, {fmtNum(p.reader.ci.high, 2)}]</span>}
+                </td>
+              )}
               <td className="num">{fmtNum(p.episodeSeconds, 3)}</td>
             </tr>
           ))}

@@ -42,6 +42,19 @@ export function sweepCurve(points: readonly SweepPoint[], method: SweepMethod, m
     });
 }
 
+/**
+ * The LLM reader's answer accuracy over a sweep's lengths (points swept with `--reader`), with
+ * the Wilson interval the engine stored; lengths without a reader are left out.
+ */
+export function readerCurve(points: readonly SweepPoint[]): SweepFigure[] {
+  return [...points]
+    .sort((a, b) => a.tokens - b.tokens)
+    .flatMap((p) => (p.reader ? [{ numChunks: p.numChunks, tokens: p.tokens, samples: p.reader.n, value: p.reader.accuracy, interval: p.reader.ci }] : []));
+}
+
+/** The reader models of a sweep's points (one, unless points were swept with different readers). */
+export const readerModels = (points: readonly SweepPoint[]): string[] => [...new Set(points.flatMap((p) => (p.reader ? [p.reader.model] : [])))];
+
 /** 1,700 → "1.7K", 13,400,000 → "13.4M" (measured tokens on the log x-axis). */
 export function fmtTokens(n: number): string {
   if (!Number.isFinite(n)) return "–";
