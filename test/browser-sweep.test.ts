@@ -11,6 +11,7 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import type { EpisodeDto, RunDetailDto, SweepDto, SweepListDto } from "../lib/contracts/index.ts";
 import { fmtNum } from "../lib/format.ts";
+import { writeTinyGguf } from "../server/qrag/index.ts";
 import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
 import { waitFor } from "./platform-helpers.ts";
 
@@ -71,6 +72,10 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
     // the last length is large enough to take seconds, so earlier lengths must show before it ends
     await page.fill('[data-testid="sweep-lengths"]', "20,300,20000");
     await page.fill('[data-testid="sweep-samples"]', "4");
+    // with an LLM reader: the tiny generated GGUF model, put in the data root
+    writeTinyGguf(path.join(server.dataDir, "tiny.gguf"));
+    await page.selectOption('[data-testid="sweep-reader"]', "gguf");
+    await page.fill('[data-testid="sweep-reader-value"]', "tiny.gguf");
     await page.click('[data-testid="sweep-submit"]');
     await page.waitForSelector('[data-testid="sweep-item"]');
     const sweepId = (await page.getAttribute('[data-testid="sweep-item"]', "data-sweep-id"))!;
@@ -93,7 +98,15 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
       const pruned = p.qragPruned;
       assert.ok(pruned, "a dashboard sweep runs to max_steps and records the prune rule");
       assert.equal(await page.locator(`[data-testid="sweep-row"][data-chunks="${p.numChunks}"] [data-testid="sweep-pruned"]`).textContent(), `${fmtNum(pruned.coverage, 3)} / ${fmtNum(pruned.f1, 3)}`);
+      // the reader answered every episode; its accuracy is in the table
+      assert.equal(p.reader?.n, 4, `the reader at ${p.numChunks} chunks`);
+      assert.match((await page.locator(`[data-testid="sweep-row"][data-chunks="${p.numChunks}"] [data-testid="sweep-accuracy"]`).textContent()) ?? "", new RegExp(`^${fmtNum(p.reader.accuracy, 3).replace(".", "\\.")} \\[`));
     }
+    assert.match((await page.textContent('[data-testid="sweep-item"]')) ?? "", /reader gguf:tiny\.gguf/);
+    // the chart's answer-accuracy series: one point per length
+    await page.selectOption('[data-testid="sweep-section"] [data-testid="sweep-metric"]', "accuracy");
+    await page.waitForSelector('[data-testid="sweep-section"] [data-testid="sweep-chart"][data-metric="accuracy"][data-points="3"]');
+    await page.selectOption('[data-testid="sweep-section"] [data-testid="sweep-metric"]', "coverage");
 
     // a CLI sweep uploaded from the run page: a bad line is named (file and line), then a good file adds a sweep
     const good = stored.points.slice(0, 2).map((p) => JSON.stringify({ ...p, threshold: 0.9 }));
@@ -137,6 +150,11 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
     // an episode of the sweep opens in the replay player
     await page.locator('[data-testid="sweep-episodes"] a').first().click();
     await page.waitForSelector('[data-testid="episode-view"]');
+    // with the reader's answer, as text
+    const epId = Number(/episodes\/(\d+)/.exec(page.url())![1]);
+    const ep = await api<EpisodeDto>(`/api/runs/${sweepId}/episodes/${epId}`);
+    assert.ok(ep.record?.reader, "the stored episode carries the reader's record");
+    assert.equal(await page.textContent('[data-testid="reader-answer"]'), ep.record.reader.answer || "(empty)");
 
     // a second run with a CLI sweep uploaded: the compare view overlays both runs' sweeps
     const other = await api<RunDetailDto>("/api/runs", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ preset: "tiny", name: "other run" }) });

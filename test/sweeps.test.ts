@@ -9,6 +9,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
 import type { AcrossLengthsDto, EpisodeDto, EpisodeRecord, RunDetailDto, RunListDto, SweepDto, SweepListDto, SweepPoint } from "../lib/contracts/index.ts";
 import { getDb } from "../server/db/client.ts";
 import { ingestBatch } from "../server/runs/ingest.ts";
@@ -119,9 +121,10 @@ else after(() => pg.stop());
 
 for (const provider of ["SQLite", "PostgreSQL"] as const) describe(`sweep API without a worker (${provider})`, provider === "PostgreSQL" && "skip" in pg ? { skip: pg.skip } : {}, () => {
   let server: RunningServer;
+  const dataRoot = tmpDir("qrag-sweep-root-");
   before(async () => {
     const databaseUrl = provider === "SQLite" || "skip" in pg ? undefined : await pg.createDatabase(uniqueDbName("qrag_sweeps"));
-    server = await startServer({ port: 0, dataDir: tmpDir("qrag-sweep-api-"), ...(databaseUrl ? { databaseUrl } : {}), spawnWorker: false, next: false, log: () => {} });
+    server = await startServer({ port: 0, dataDir: tmpDir("qrag-sweep-api-"), dataRoot, ...(databaseUrl ? { databaseUrl } : {}), spawnWorker: false, next: false, log: () => {} });
   });
   after(() => server?.close());
 
@@ -147,6 +150,35 @@ for (const provider of ["SQLite", "PostgreSQL"] as const) describe(`sweep API wi
     assert.deepEqual({ ...ok.body.spec }, { checkpoint: "/nowhere/checkpoints/best", checkpointLabel: "best @ update 10", lengths: [50, 400_000], samples: 2, threshold: 0.5, baselines: false, oracleStop: true, source: "dashboard" });
     assert.equal(ok.body.run.status, "queued");
     assert.equal((await call(server, "POST", `/api/runs/${ok.body.run.id}/sweeps`, {})).status, 409, "a sweep of a sweep job");
+  });
+
+  test("a reader: a GGUF file must be a file inside the data root (links resolved), an endpoint model a printable name; the spec keeps the checked path", async () => {
+    const runId = await seedRun(server, { checkpoint: true });
+    fs.mkdirSync(path.join(dataRoot, "models"), { recursive: true });
+    fs.writeFileSync(path.join(dataRoot, "models", "tiny.gguf"), "GGUF");
+    const outside = path.join(tmpDir("qrag-sweep-outside-"), "secret.gguf");
+    fs.writeFileSync(outside, "GGUF");
+    fs.symlinkSync(outside, path.join(dataRoot, "models", "link.gguf"));
+    const post = (reader: unknown) => call<{ fieldErrors: Record<string, string> }>(server, "POST", `/api/runs/${runId}/sweeps`, { checkpoint: 10, lengths: [50], reader });
+    for (const [reader, field, message] of [
+      [{ provider: "gguf", file: "../secret.gguf" }, "reader.file", /inside the data root/],
+      [{ provider: "gguf", file: "models/link.gguf" }, "reader.file", /inside the data root/],
+      [{ provider: "gguf", file: "models/missing.gguf" }, "reader.file", /not found/],
+      [{ provider: "gguf", file: "models" }, "reader.file", /not a file/],
+      [{ provider: "endpoint", model: "a model; rm -rf" }, "reader.model", /printable/],
+      [{ provider: "endpoint", model: "m", url: "http://evil.example/v1" }, "reader", /url/],
+    ] as const) {
+      const r = await post(reader);
+      assert.equal(r.status, 400, JSON.stringify(reader));
+      assert.match(r.body.fieldErrors[field] ?? JSON.stringify(r.body.fieldErrors), message, JSON.stringify(reader));
+      assert.ok(!JSON.stringify(r.body).includes(outside), "the link's target is not named");
+    }
+    assert.deepEqual((await call<SweepListDto>(server, "GET", `/api/runs/${runId}/sweeps`)).body.sweeps, [], "nothing queued");
+    const ok = await post({ provider: "gguf", file: "./models/../models/tiny.gguf" });
+    assert.equal(ok.status, 201);
+    assert.deepEqual((ok.body as unknown as SweepDto).spec.reader, { provider: "gguf", file: "models/tiny.gguf" });
+    const ep = await post({ provider: "endpoint", model: "Qwen/Qwen3-4B" });
+    assert.deepEqual((ep.body as unknown as SweepDto).spec.reader, { provider: "endpoint", model: "Qwen/Qwen3-4B" });
   });
 
   test("upload: qrag sweep files become a completed sweep; a bad line names file, line and field and stores nothing", async () => {

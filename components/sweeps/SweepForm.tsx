@@ -1,13 +1,15 @@
 "use client";
 /**
  * The "Sweep" form of a run page: which checkpoint, which lengths (chunks), samples per length,
- * the Q-threshold, baselines and oracle stop. The server validates (bounds live in the contract);
- * its field errors are shown beside the fields.
+ * the Q-threshold, baselines and oracle stop, and optionally an LLM reader that answers from each
+ * episode's kept chunks (a GGUF model in the data root, or the worker's configured endpoint). The
+ * server validates (bounds live in the contract); its field errors are shown beside the fields.
  */
 import { useState } from "react";
-import { DEFAULT_SWEEP_LENGTHS, MAX_SWEEP_CHUNKS, type CheckpointDto, type CreateSweepBody } from "../../lib/contracts/index.ts";
+import { DEFAULT_SWEEP_LENGTHS, MAX_SWEEP_CHUNKS, dataFilesListId, type CheckpointDto, type CreateSweepBody, type SweepReader } from "../../lib/contracts/index.ts";
 import { HttpError } from "../../lib/api.ts";
 import { useStartSweep } from "../../lib/hooks/useSweeps.ts";
+import { DataRootSuggestions } from "../DataRootSuggestions.tsx";
 
 function FieldError({ errors, name }: { errors: Record<string, string>; name: string }) {
   const msg = Object.entries(errors).find(([k]) => k === name || k.startsWith(`${name}.`))?.[1];
@@ -23,6 +25,8 @@ export function SweepForm({ runId, checkpoints, onDone }: { runId: string; check
   const [threshold, setThreshold] = useState("0.5");
   const [baselines, setBaselines] = useState(true);
   const [oracleStop, setOracleStop] = useState(false);
+  const [readerKind, setReaderKind] = useState<"none" | SweepReader["provider"]>("none");
+  const [readerValue, setReaderValue] = useState("");
   const [local, setLocal] = useState<Record<string, string>>({});
   const server = start.error instanceof HttpError ? start.error.fieldErrors : {};
   const errors = { ...server, ...local };
@@ -39,6 +43,7 @@ export function SweepForm({ runId, checkpoints, onDone }: { runId: string; check
       threshold: Number(threshold),
       baselines,
       oracleStop,
+      ...(readerKind === "gguf" ? { reader: { provider: "gguf", file: readerValue } } : readerKind === "endpoint" ? { reader: { provider: "endpoint", model: readerValue } } : {}),
     };
     setLocal(bad);
     if (Object.keys(bad).length) return;
@@ -84,6 +89,28 @@ export function SweepForm({ runId, checkpoints, onDone }: { runId: string; check
           <label>
             <input type="checkbox" checked={oracleStop} onChange={(e) => setOracleStop(e.target.checked)} data-testid="sweep-oracle" /> oracle stop (ground-truth completion)
           </label>
+        </div>
+        <div className="field">
+          <label htmlFor="sweep-reader">LLM reader (answer accuracy)</label>
+          <select id="sweep-reader" value={readerKind} onChange={(e) => setReaderKind(e.target.value as typeof readerKind)} data-testid="sweep-reader">
+            <option value="none">none: retrieval figures only</option>
+            <option value="gguf">a GGUF model in the data root (llama.cpp on the worker)</option>
+            <option value="endpoint">the worker&apos;s OpenAI-compatible endpoint (QRAG_READER_URL)</option>
+          </select>
+          {readerKind !== "none" && (
+            <input
+              aria-label={readerKind === "gguf" ? "GGUF file" : "model name"}
+              value={readerValue}
+              onChange={(e) => setReaderValue(e.target.value)}
+              placeholder={readerKind === "gguf" ? "models/qwen3-4b-q4_k_m.gguf" : "Qwen/Qwen3-4B"}
+              list={readerKind === "gguf" ? dataFilesListId("file") : undefined}
+              maxLength={readerKind === "gguf" ? 1024 : 200}
+              data-testid="sweep-reader-value"
+            />
+          )}
+          <span className="hint">reads what the Q-threshold kept and answers; scored with the benchmark&apos;s metric</span>
+          {readerKind === "gguf" && <DataRootSuggestions />}
+          <FieldError errors={errors} name="reader" />
         </div>
       </div>
       {start.error && !Object.keys(server).length && <div className="form-banner">{(start.error as Error).message}</div>}

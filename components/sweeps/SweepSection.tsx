@@ -6,7 +6,7 @@
  */
 import Link from "next/link";
 import { useState } from "react";
-import { ACTIVE_STATUSES, type RunDetailDto, type SweepDto } from "../../lib/contracts/index.ts";
+import { ACTIVE_STATUSES, sweepReaderLabel, type RunDetailDto, type SweepDto } from "../../lib/contracts/index.ts";
 import { useRunSweeps } from "../../lib/hooks/useSweeps.ts";
 import { useCancelRun, useResumeRun } from "../../lib/hooks/useRunActions.ts";
 import { toggled } from "../../lib/selection.ts";
@@ -34,6 +34,7 @@ function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; s
         {s.spec.lengths.map((l) => l.toLocaleString()).join(", ")} chunks · {s.spec.samples}/length · Q ≥ {s.spec.threshold}
         {s.spec.oracleStop ? " · oracle stop" : ""}
         {s.spec.baselines ? "" : " · no baselines"}
+        {s.spec.reader ? ` · reader ${sweepReaderLabel(s.spec.reader)}` : ""}
       </td>
       <td>
         <StatusBadge status={r.status} />

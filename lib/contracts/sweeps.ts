@@ -18,6 +18,19 @@ const lengths = z
   .max(8, "at most 8 lengths")
   .refine((l) => new Set(l).size === l.length, "lengths must be distinct");
 
+/**
+ * An LLM reader on each episode's kept chunks (issue 30): a GGUF model in the data root, or the
+ * OpenAI-compatible endpoint the worker is configured with (QRAG_READER_URL; its key stays in the
+ * worker's environment). The URL is never a form field: a key must not follow a user's URL.
+ */
+export const sweepReaderSchema = z.discriminatedUnion("provider", [
+  z.strictObject({ provider: z.literal("gguf"), file: z.string().trim().min(1, "a GGUF file in the data root").max(1024) }),
+  z.strictObject({ provider: z.literal("endpoint"), model: z.string().trim().min(1, "the model name the endpoint serves").max(200).regex(/^[\x21-\x7e]+$/, "printable characters, no spaces") }),
+]);
+export type SweepReader = z.infer<typeof sweepReaderSchema>;
+/** How a sweep's reader is named in its label and run config. */
+export const sweepReaderLabel = (r: SweepReader) => (r.provider === "gguf" ? `gguf:${r.file}` : `endpoint:${r.model}`);
+
 /** POST /api/runs/:id/sweeps */
 export const createSweepBody = z.strictObject({
   /** "best", "last", or the update number of a stored checkpoint. */
@@ -27,6 +40,7 @@ export const createSweepBody = z.strictObject({
   threshold: z.number().min(-1000).max(1000).default(0.5),
   baselines: z.boolean().default(true),
   oracleStop: z.boolean().default(false),
+  reader: sweepReaderSchema.optional(),
 });
 /** What the form sends (defaults optional) … */
 export type CreateSweepBody = z.input<typeof createSweepBody>;
@@ -45,6 +59,8 @@ export const sweepSpecSchema = z.strictObject({
   baselines: z.boolean(),
   oracleStop: z.boolean(),
   source: z.enum(["dashboard", "upload"]),
+  /** The reader, its GGUF file as the data-root-relative path checked when the sweep was queued. */
+  reader: sweepReaderSchema.optional(),
 });
 export type SweepSpec = z.infer<typeof sweepSpecSchema>;
 

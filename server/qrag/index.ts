@@ -27,5 +27,5 @@ export {
 export { readerPrompt, type ReaderDataset } from "./reader/prompts.ts";
 export { scoreAnswer, type AnswerScore } from "./reader/score.ts";
 export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot } from "./data-root.ts";
-export { configureEngine, engineSettings, type EngineSettings } from "./settings.ts";
+export { configureEngine, engineSettings, readerUrl, type EngineSettings } from "./settings.ts";
 export { BACKEND_PREFS } from "./backend/names.ts";

@@ -76,3 +76,12 @@ export function configureEngine(partial: Partial<EngineSettings>): EngineSetting
 export function readerApiKey(source: Record<string, string | undefined> = process.env): string | undefined {
   return text(source.QRAG_READER_API_KEY) ?? text(source.OPENAI_API_KEY);
 }
+
+/**
+ * The OpenAI-compatible endpoint a dashboard sweep's "endpoint" reader calls (QRAG_READER_URL,
+ * e.g. http://127.0.0.1:8000/v1): the worker's setting, never the form's, so the key it sends
+ * goes only where the worker's operator pointed it.
+ */
+export function readerUrl(source: Record<string, string | undefined> = process.env): string | undefined {
+  return text(source.QRAG_READER_URL);
+}

@@ -5,7 +5,7 @@
  * the CLI (`qrag sweep --out/--episodes`) can be uploaded as a completed sweep job.
  */
 import { z } from "zod";
-import type { AcrossLengthsDto, AcrossSampleDto, EpisodeRecord, SweepDto, SweepListDto, SweepPoint, SweepRequest, SweepSpec, SweepUpload } from "../../lib/contracts/index.ts";
+import type { AcrossLengthsDto, AcrossSampleDto, EpisodeRecord, SweepDto, SweepListDto, SweepPoint, SweepReader, SweepRequest, SweepSpec, SweepUpload } from "../../lib/contracts/index.ts";
 import { episodeRecordSchema, runListSelect, sweepPointSchema } from "../../lib/contracts/index.ts";
 import type { Db, DbHandle } from "../db/client.ts";
 import { insertRows } from "../db/bulk-insert.ts";
@@ -13,6 +13,8 @@ import { badRequest, conflict, notFound } from "./errors.ts";
 import { parseJson, toRunDto } from "./dto.ts";
 import { ensureRun } from "./queries.ts";
 import { newRunId, workerNames, type RunsDeps } from "./service.ts";
+import { resolveDataPath } from "../qrag/index.ts";
+import { settings } from "../settings.ts";
 
 /** Queues a sweep of one of `runId`'s checkpoints. */
 export async function createSweep(h: DbHandle, runId: string, body: SweepRequest, deps: RunsDeps): Promise<SweepDto> {
@@ -37,6 +39,7 @@ export async function createSweep(h: DbHandle, runId: string, body: SweepRequest
     baselines: body.baselines,
     oracleStop: body.oracleStop,
     source: "dashboard",
+    ...(body.reader ? { reader: checkedReader(body.reader, deps.dataRoot ?? settings().dataRoot) } : {}),
   };
   const id = newRunId();
   await h.write((db) =>
@@ -52,6 +55,14 @@ export async function createSweep(h: DbHandle, runId: string, body: SweepRequest
   const [created] = await sweepDtos(h, { id });
   deps.scheduler.kick();
   return created;
+}
+
+/** A GGUF reader's file must be a file inside the data root now (the worker checks again when it opens it). */
+function checkedReader(r: SweepReader, dataRoot: string): SweepReader {
+  if (r.provider !== "gguf") return r;
+  const p = resolveDataPath(dataRoot, r.file, { kind: "file" });
+  if (!p.ok) throw badRequest(`reader.file ${p.message}`, { "reader.file": p.message });
+  return { provider: "gguf", file: p.rel };
 }
 
 async function sweepDtos(h: DbHandle, where: { id: string } | { sweepOf: string }): Promise<SweepDto[]> {

@@ -9,9 +9,9 @@
  * If the parent goes away, the child exits at once (no checkpoint: see the "disconnect" handler).
  */
 import { exitWithParent } from "./exit-with-parent.ts";
-import { configureEngine, type EngineEvent, type RunConfig } from "../qrag/index.ts";
+import { configureEngine, readerUrl, type EngineEvent, type ReaderSpec, type RunConfig } from "../qrag/index.ts";
 import { settings } from "../settings.ts";
-import type { SweepSpec } from "../../lib/contracts/index.ts";
+import type { SweepReader, SweepSpec } from "../../lib/contracts/index.ts";
 import { errorMessage } from "./log.ts";
 
 export type EngineRequest =
@@ -66,6 +66,14 @@ async function finish(m: EngineReply, code: number): Promise<never> {
   process.exit(code);
 }
 
+/** A dashboard sweep's reader as the engine opens it; the endpoint's URL is this worker's setting. */
+function readerSpec(r: SweepReader): ReaderSpec {
+  if (r.provider === "gguf") return { spec: `gguf:${r.file}` };
+  const url = readerUrl();
+  if (!url) throw new Error(`the sweep's reader is the OpenAI-compatible endpoint, but this worker has no QRAG_READER_URL (set it to the endpoint's base URL, e.g. http://127.0.0.1:8000/v1)`);
+  return { spec: `openai:${r.model}`, url };
+}
+
 async function handle(msg: EngineRequest): Promise<void> {
   if (msg.type === "cancel") {
     ac.abort();
@@ -90,7 +98,7 @@ async function handle(msg: EngineRequest): Promise<void> {
       const { spec } = msg;
       await sweep({
         checkpoint: msg.checkpoint, lengths: spec.lengths, samples: spec.samples, threshold: spec.threshold, baselines: spec.baselines,
-        neverTerminate: !spec.oracleStop, skipLengths: msg.skipLengths, emitEpisodes: true, dataRoot: msg.dataRoot,
+        neverTerminate: !spec.oracleStop, skipLengths: msg.skipLengths, emitEpisodes: true, dataRoot: msg.dataRoot, reader: spec.reader && readerSpec(spec.reader),
         onEvent: (event) => void send({ type: "event", event }), signal: ac.signal,
       });
       return await finish({ type: "done", status: ac.signal.aborted ? "cancelled" : "completed", step: 0, updates: 0 }, 0);
