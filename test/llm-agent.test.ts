@@ -145,8 +145,11 @@ test("faults: an unparseable reply and the step bound end in a forced answer; a 
   assert.equal(a.prediction, "garden");
   assert.equal(a.calls, 2);
   // the step bound: maxCalls queries, then the forced answer
-  script(server, ...Array.from({ length: 3 }, (_, i) => `The problem analysis: still looking.\nThe retrieval query: where ${i}?`), "The final answer: kitchen");
+  // the same query each time: each search returns chunks not retrieved before
+  const question = buildSource(qa1, "test", 30).sample(0).question.trim();
+  script(server, ...Array.from({ length: 3 }, () => `The problem analysis: still looking.\nThe retrieval query: ${question}`), "The final answer: kitchen");
   const b = (await runAgent({ model: await endpoint(server), retriever: "bm25", format: "r3rag", lengths: [30], samples: 1, maxCalls: 3, k: 2 })).samples[0]!;
+  checkSample(b, 3);
   assert.equal(b.forced, "step_limit");
   assert.equal(b.calls, 4);
   assert.equal(b.steps.filter((x) => x.kind === "retrieve").length, 3);
@@ -190,17 +193,19 @@ test("a Q-RAG checkpoint as the search tool: the query with what was retrieved i
   const { nets, config: c } = await loadAgent(runDir);
   const greedy = await greedyEpisode(nets, sample, evalOptions(c, { neverTerminate: true }));
   const emb = (await embedSampleChunks(nets, sample, c.max_action_length)) as Float32Array;
-  const dense = await denseSingleStep(nets, sample.question, emb, sample.chunks.length, 3, { maxInMemory: c.max_action_length_in_memory, positions: c.envs.positions_processor, stepSize: c.envs.step_size });
+  const dense = await denseSingleStep(nets, sample.question, emb, sample.chunks.length, 6, { maxInMemory: c.max_action_length_in_memory, positions: c.envs.positions_processor, stepSize: c.envs.step_size });
   nets.dispose();
   const ask = `The problem analysis: look.\nThe retrieval query: ${sample.question}`;
   const run = async (o: Partial<AgentRunOptions>) => {
     script(server, ask, "The problem analysis: done.\nThe final answer: x");
-    return (await runAgent({ model: await endpoint(server), retriever: "bm25", format: "r3rag", lengths: [20], samples: 1, k: 3, ...o })).samples[0]!;
+    return (await runAgent({ model: await endpoint(server), retriever: "bm25", format: "r3rag", lengths: [20], samples: 1, k: 6, ...o })).samples[0]!;
   };
+  // k = 6 = the run's max_steps: one query takes as many picks as its greedy episode
   const q = await run({ retriever: runDir });
   assert.equal(q.retriever, `qrag:${runDir}`);
   assert.equal(q.id, sample.id, "the checkpoint's own test samples");
-  assert.deepEqual(q.pred_idx, greedy.pred_idx.slice(0, 3));
+  assert.deepEqual(q.pred_idx, greedy.pred_idx);
+  assert.notDeepEqual(q.pred_idx, dense, "Q-RAG's picks move with its state, the single step's do not");
   const d = await run({ retriever: "dense", checkpoint: runDir });
   assert.deepEqual(d.pred_idx, dense);
   assert.equal(d.retriever, `dense:${runDir}`);
