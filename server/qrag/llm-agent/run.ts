@@ -71,20 +71,26 @@ function dataConfig(base: RunConfig | undefined, task: string | undefined): { co
   return { config: { ...config, envs }, dataset: { name: "babilong", task: envs.task.slice(0, 3) as BabiTask } };
 }
 
+/** Which checkpoint the retriever needs (none for bm25), checked before anything loads. */
+function retrieverCheckpoint(o: AgentRunOptions): string | undefined {
+  if (o.retriever === "bm25") return undefined;
+  const dense = o.retriever === "dense";
+  if (dense && !o.checkpoint) throw new InputError("--retriever dense needs --checkpoint RUN_DIR (the trained encoders it scores with)");
+  if (!dense && o.checkpoint) throw new InputError("--checkpoint: only with --retriever bm25 or dense (a run folder as --retriever is its own checkpoint)");
+  const ckpt = dense ? o.checkpoint! : o.retriever;
+  if (!findCheckpoint(ckpt)) throw new InputError(`--retriever: expected bm25, dense or a run / checkpoint folder (no checkpoint.json under ${ckpt})`);
+  return ckpt;
+}
+
 /** The retriever and, with a checkpoint, the run's config; encoders load lazily (tfjs). */
-async function openRetriever(o: AgentRunOptions): Promise<{ retriever: AgentRetriever; config?: RunConfig }> {
-  if (o.retriever === "bm25") {
+async function openRetriever(o: AgentRunOptions, ckpt: string | undefined): Promise<{ retriever: AgentRetriever; config?: RunConfig }> {
+  if (!ckpt) {
     const config = o.checkpoint ? loadCheckpoint<{ config: RunConfig }>(o.checkpoint).state.config : undefined;
     return { retriever: bm25Retriever(), config };
   }
-  const dense = o.retriever === "dense";
-  const ckpt = dense ? o.checkpoint : o.retriever;
-  if (dense && !ckpt) throw new InputError("--retriever dense needs --checkpoint RUN_DIR (the trained encoders it scores with)");
-  if (!dense && o.checkpoint) throw new InputError("--checkpoint: only with --retriever bm25 or dense (a run folder as --retriever is its own checkpoint)");
-  if (!findCheckpoint(ckpt!)) throw new InputError(`--retriever: expected bm25, dense or a run / checkpoint folder (no checkpoint.json under ${ckpt})`);
   const [{ loadAgent }, { encoderRetriever }] = await Promise.all([import("../evaluation/evaluate.ts"), import("./encoder-search.ts")]);
-  const { nets, config } = await loadAgent(ckpt!, undefined, o.dataRoot);
-  return { retriever: encoderRetriever(dense ? "dense" : "qrag", ckpt!, nets, config), config };
+  const { nets, config } = await loadAgent(ckpt, undefined, o.dataRoot);
+  return { retriever: encoderRetriever(o.retriever === "dense" ? "dense" : "qrag", ckpt, nets, config), config };
 }
 
 export async function runAgent(o: AgentRunOptions): Promise<{ samples: AgentSample[]; summaries: AgentSummary[] }> {
@@ -97,17 +103,21 @@ export async function runAgent(o: AgentRunOptions): Promise<{ samples: AgentSamp
   };
   const samples = bounded("--samples", o.samples, 20, 100_000);
   const lengths = o.lengths ?? [50];
+  const ckpt = retrieverCheckpoint(o);
+  if (o.task !== undefined) toBabiTask(o.task); // a bad task fails before anything loads
   const given = "complete" in o.model ? o.model : undefined;
-  const { retriever, config: runConfig } = await openRetriever(o);
-  let model: ChatModel | undefined;
+  // the model first: a bad path or URL fails before a checkpoint loads
+  const model = given ?? (await openAgentModel(o.model as ModelSpec, o.dataRoot ?? engineSettings().dataRoot));
   try {
-    const { config, dataset } = dataConfig(runConfig, o.task);
-    // a bad model path or URL fails before any sample runs
-    model = given ?? (await openAgentModel(o.model as ModelSpec, o.dataRoot ?? engineSettings().dataRoot));
-    return await runLengths(o, model, retriever, config, dataset, lengths, samples, loop);
+    const { retriever, config: runConfig } = await openRetriever(o, ckpt);
+    try {
+      const { config, dataset } = dataConfig(runConfig, o.task);
+      return await runLengths(o, model, retriever, config, dataset, lengths, samples, loop);
+    } finally {
+      retriever.close();
+    }
   } finally {
-    retriever.close();
-    if (!given) await model?.close?.();
+    if (!given) await model.close?.();
   }
 }
 
