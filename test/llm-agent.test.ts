@@ -169,6 +169,17 @@ test("faults: an unparseable reply and the step bound end in a forced answer; a 
   assert.deepEqual(c.summaries[0]!.failureKinds, { timeout: 1 });
 });
 
+test("a trajectory over the model's context window: each sample a counted context failure naming the sizes, the run goes on", async () => {
+  const res = await runAgent({ model: { spec: "gguf:models/tiny.gguf", threads: 1, contextSize: 256 }, retriever: "bm25", lengths: [30], samples: 2, maxTokens: 48, dataRoot: root });
+  for (const s of res.samples) {
+    assert.equal(s.failure?.kind, "context");
+    assert.match(s.failure!.message, /^agent model prompt too long: \d+ prompt tokens \+ 48 answer tokens exceed the agent model's context window of 256 tokens/);
+    assert.ok(!s.failure!.message.includes(s.question.trim()), "the prompt is not echoed");
+    assert.equal(s.correct, 0);
+  }
+  assert.deepEqual(res.summaries[0]!.failureKinds, { context: 2 });
+});
+
 test("an endpoint that is down: the run stops at once with a fatal error naming the host, the key nowhere", async () => {
   const port = await new Promise<number>((resolve) => {
     const s = net.createServer().listen(0, "127.0.0.1", () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)); });
