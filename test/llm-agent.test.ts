@@ -236,6 +236,7 @@ test("qrag agent: flags checked before anything loads, each error naming its fla
     [[...base, "--model-url", "http://127.0.0.1:1/v1"], /--model-url: only for --model openai/],
     [[...base, "--max-steps", "0"], /--max-steps must be a whole number from 1 to 64/],
     [[...base, "--docs-per-query", "1000"], /--docs-per-query must be a whole number from 1 to 64/],
+    [[...base, "--samples", "20000"], /--samples must be a whole number from 1 to 10000/],
     [[...base, "--lengths", "50,x"], /--lengths: item 2/],
     [["--model", "gguf:models/tiny.gguf", "--retriever", "dense"], /--retriever dense needs --checkpoint/],
     [["--model", "gguf:models/tiny.gguf", "--retriever", path.join(tmp, "nowhere")], /--retriever: expected bm25, dense or a run/],

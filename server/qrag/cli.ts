@@ -192,7 +192,7 @@ function qragProgram(io: CliIo, setExit: (code: number) => void): Command {
     .option("--checkpoint <dir>", "the run whose test samples are used (the ones `qrag sweep` scores); dense's encoders")
     .option("--task <name>", "bAbI task qa1..qa5 (default qa1, or the checkpoint's)")
     .option("--lengths <list>", "haystack sizes in chunks", "50")
-    .option("--samples <n>", "samples per length", intFlag("--samples", 1, MAX_EVAL_SAMPLES), 20)
+    .option("--samples <n>", "samples per length", intFlag("--samples", 1, AGENT_LIMITS.samples), 20)
     .addOption(new Option("--format <f>", "json: one {kind, text} step per call, constrained where the provider can (general instruct models); r3rag: R3-RAG's own text format (its released models)").choices(AGENT_FORMATS).default("json"))
     .option("--max-steps <n>", "model calls before the answer is forced", intFlag("--max-steps", 1, AGENT_LIMITS.maxCalls), 10)
     .option("--max-tokens <n>", "tokens per model call", intFlag("--max-tokens", 1, AGENT_LIMITS.maxTokens), 256)

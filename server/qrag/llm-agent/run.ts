@@ -66,7 +66,7 @@ function dataConfig(base: RunConfig | undefined, task: string | undefined): { co
   const t = task === undefined ? undefined : toBabiTask(task);
   const config = base ?? resolveConfig({ preset: "babilong-cpu", overrides: [`envs.task=${t ?? "qa1"}`] });
   const env = config.envs;
-  if (env.name !== "babilong") throw new InputError(`--retriever: the agent runs on BabiLong (this checkpoint was trained on ${env.name})`);
+  if (env.name !== "babilong") throw new InputError(`the agent runs on BabiLong for now (this run was trained on ${env.name})`);
   const envs = t && base ? { ...env, task: t } : env;
   return { config: { ...config, envs }, dataset: { name: "babilong", task: envs.task.slice(0, 3) as BabiTask } };
 }
@@ -101,7 +101,7 @@ export async function runAgent(o: AgentRunOptions): Promise<{ samples: AgentSamp
     k: bounded("--docs-per-query", o.k, 3, AGENT_LIMITS.k),
     constrain: o.constrain ?? true,
   };
-  const samples = bounded("--samples", o.samples, 20, 100_000);
+  const samples = bounded("--samples", o.samples, 20, AGENT_LIMITS.samples);
   const lengths = o.lengths ?? [50];
   const ckpt = retrieverCheckpoint(o);
   if (o.task !== undefined) toBabiTask(o.task); // a bad task fails before anything loads
