@@ -59,6 +59,7 @@ export const TIERS = {
     "qa-loaders",
     "paper-figures",
     "reader-pass",
+    "llm-agent-format",
     "reader-scoring",
     "replay-view",
     "rng",
@@ -96,6 +97,7 @@ export const TIERS = {
     "reader-llama", // real llama.cpp inference (node-llama-cpp), a probe child process
     "reader-openai", // a local OpenAI-compatible HTTP server generating with the tiny GGUF model
     "reader-sweep", // a tiny training, real llama.cpp answers, the CLI as a child process against a local endpoint
+    "llm-agent", // the agent on real llama.cpp inference and a local OpenAI-compatible endpoint, a tiny training
     "runs-list", // in-process server
     "scale-out", // PostgreSQL, several nodes
     "security-auth", // in-process server

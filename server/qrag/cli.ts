@@ -1,5 +1,5 @@
 /**
- * The `qrag` command line: train | eval | sweep | babi-check | bench | config.
+ * The `qrag` command line: train | eval | sweep | eval-official | agent | babi-check | bench | config.
  * Examples:
  *   qrag train preset=babilong-cpu envs.task=qa2 steps_count=3000
  *   qrag train envs=babilong algo=pqn_cpu envs.task=qa2 steps_count=3000
@@ -7,6 +7,7 @@
  *   qrag sweep runs/babilong-qa2-… --lengths 50,160,1200
  *   qrag babi-check qa1_single-supporting-fact_test.txt
  *   qrag eval-official --checkpoint runs/babilong-qa1-… --files qa1/4k.parquet qa1/16k.parquet
+ *   qrag agent --model gguf:models/qwen.gguf --retriever runs/babilong-qa1-… --lengths 50,1200 --samples 50 --out agent.jsonl
  * Environment (the engine's own settings, settings.ts): QRAG_DATA_ROOT (else QRAG_DATA_DIR, else
  * data/), QRAG_CONFIG_DIR (else configs/), QRAG_BACKEND, QRAG_WASM_THREADS.
  */
@@ -21,6 +22,9 @@ import { ProgressLine } from "./cli/progress.ts";
 import { intFlag, intList, numberFlag } from "./cli/flags.ts";
 import { addReaderFlags, readerSpecFrom, type ReaderFlags } from "./cli/reader-flags.ts";
 import { MAX_MATMUL_SIZE } from "./bench/cli.ts";
+import { parseModelSpec } from "./llm-agent/model-spec.ts";
+import { AGENT_FORMATS, type AgentFormat } from "./llm-agent/step-format.ts";
+import { AGENT_LIMITS } from "./llm-agent/limits.ts";
 import { MAX_CHUNKS } from "./data/registry.ts";
 import type { EngineEvent } from "./events.ts";
 import { isMainModule } from "./util/main-module.ts";
@@ -58,6 +62,12 @@ const THRESHOLD_OPTION = ["--threshold <q>", "Q-threshold of the stopping filter
 
 /** Test samples one eval/sweep command may draw (per length); larger runs belong in several commands. */
 const MAX_EVAL_SAMPLES = 100_000;
+
+interface AgentFlags {
+  model: string; modelUrl?: string; retriever: string; checkpoint?: string; task?: string; lengths: string; samples: number;
+  format: AgentFormat; maxSteps: number; maxTokens: number; docsPerQuery: number; constrain: boolean;
+  modelTimeout?: number; modelThreads?: number; modelContext?: number; modelStream?: boolean; out?: string; dataRoot?: string; quiet?: boolean;
+}
 
 /** Where the CLI writes: the process's stdout and stderr, or a test's buffers. */
 export interface CliIo {
@@ -170,6 +180,45 @@ function qragProgram(io: CliIo, setExit: (code: number) => void): Command {
       const res = await evalOfficial({ checkpoint: o.checkpoint, files: o.files, samples: o.samples, threshold: o.threshold, neverTerminate: !o.oracleStop, outFile: o.out, dataRoot: o.dataRoot, onEvent, reader });
       for (const r of res) io.err(formatOfficialResult(r) + "\n");
       out(JSON.stringify(res, null, 2));
+    });
+
+  // --- agent (issue 30): an LLM that reasons and retrieves step by step (R3-RAG's format) ---
+  program
+    .command("agent")
+    .description("an LLM alternates reasoning and search queries until it answers (R3-RAG's step format), over a run's test samples")
+    .requiredOption("--model <spec>", "gguf:FILE (a GGUF model in the data root) or openai:MODEL (with --model-url; key from QRAG_READER_API_KEY)")
+    .option("--model-url <url>", "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    .requiredOption("--retriever <kind>", "bm25, dense (with --checkpoint) or a run / checkpoint folder (Q-RAG's retriever)")
+    .option("--checkpoint <dir>", "the run whose test samples are used (the ones `qrag sweep` scores); dense's encoders")
+    .option("--task <name>", "bAbI task qa1..qa5 (default qa1, or the checkpoint's)")
+    .option("--lengths <list>", "haystack sizes in chunks", "50")
+    .option("--samples <n>", "samples per length", intFlag("--samples", 1, AGENT_LIMITS.samples), 20)
+    .addOption(new Option("--format <f>", "json: one {kind, text} step per call, constrained where the provider can (general instruct models); r3rag: R3-RAG's own text format (its released models)").choices(AGENT_FORMATS).default("json"))
+    .option("--max-steps <n>", "model calls before the answer is forced", intFlag("--max-steps", 1, AGENT_LIMITS.maxCalls), 10)
+    .option("--max-tokens <n>", "tokens per model call", intFlag("--max-tokens", 1, AGENT_LIMITS.maxTokens), 256)
+    .option("--docs-per-query <k>", "chunks retrieved per query", intFlag("--docs-per-query", 1, AGENT_LIMITS.k), 3)
+    .option("--no-constrain", "json format: no grammar / response_format on the steps")
+    .option("--model-timeout <s>", "seconds per model call (default 120)", numberFlag("--model-timeout", 0.001, 86_400))
+    .option("--model-threads <n>", "llama.cpp CPU threads (default half the cores)", intFlag("--model-threads", 1, 1024))
+    .option("--model-context <n>", "llama.cpp context window in tokens (default the model's, at most 4096)", intFlag("--model-context", 64, 1_048_576))
+    .option("--model-stream", "stream the endpoint's replies")
+    .option("--out <file>", "one JSON line per sample, then a summary line per length")
+    .option(...DATA_ROOT_OPTION)
+    .option("-q, --quiet", "no progress output")
+    .action(async (o: AgentFlags) => {
+      const lengths = intList("--lengths", o.lengths, 1, MAX_CHUNKS);
+      parseModelSpec(o.model, o.modelUrl); // a bad spec or URL fails before anything loads
+      const { runAgent } = await import("./llm-agent/run.ts");
+      const ac = new AbortController();
+      process.once("SIGINT", () => ac.abort());
+      const onEvent = printer(Boolean(o.quiet));
+      const model = { spec: o.model, url: o.modelUrl, threads: o.modelThreads, contextSize: o.modelContext, stream: o.modelStream, ...(o.modelTimeout !== undefined ? { timeoutMs: Math.round(o.modelTimeout * 1000) } : {}) };
+      const res = await runAgent({
+        model, retriever: o.retriever, checkpoint: o.checkpoint, task: o.task, lengths, samples: o.samples, format: o.format,
+        maxCalls: o.maxSteps, maxTokens: o.maxTokens, k: o.docsPerQuery, constrain: o.constrain, outFile: o.out, dataRoot: o.dataRoot, onEvent, signal: ac.signal,
+      });
+      for (const s of res.summaries) io.err(`${String(s.numChunks).padStart(7)} chunks | ${s.retriever} | acc ${s.accuracy.toFixed(3)} [${s.ci?.low.toFixed(3) ?? "–"}, ${s.ci?.high.toFixed(3) ?? "–"}] n=${s.n} | coverage ${s.coverage.toFixed(3)} | ${s.meanSteps.toFixed(1)} steps, ${s.meanCalls.toFixed(1)} calls | ${s.failures} failed | ${s.msPerSample.toFixed(0)} ms/sample\n`);
+      out(JSON.stringify(res.summaries, null, 2));
     });
 
   program

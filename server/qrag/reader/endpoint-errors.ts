@@ -28,8 +28,9 @@ export function redact(text: string, secret: string): string {
 const CONTEXT = /context|too long|maximum.*tokens|exceed/i;
 const FORMAT = /response_format|json_schema/i;
 
-export function classifyEndpointError(e: unknown, host: string, secret: string): Classified {
-  const at = `reader endpoint ${host}`;
+/** `label`: who is calling ("reader", "agent model"), the start of every message. */
+export function classifyEndpointError(e: unknown, host: string, secret: string, label = "reader"): Classified {
+  const at = `${label} endpoint ${host}`;
   if (e instanceof APIConnectionTimeoutError) return { kind: "timeout", message: `${at}: the connection timed out`, retry: false, fatal: false };
   if (e instanceof APIConnectionError) {
     const code = /\b(E[A-Z]{3,})\b/.exec(String((e.cause as { cause?: unknown } | undefined)?.cause ?? e.cause ?? ""))?.[1];

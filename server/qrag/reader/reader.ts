@@ -33,9 +33,10 @@ export interface Reader {
 
 /** The prompt and its answer budget do not fit the model's context: a run error, not a retry. */
 export class PromptTooLongError extends InputError {
-  constructor(readonly promptTokens: number, readonly answerTokens: number, readonly contextTokens: number) {
-    super(`reader prompt too long: ${promptTokens} prompt tokens + ${answerTokens} answer tokens exceed the ` +
-      `reader's context window of ${contextTokens} tokens (keep fewer chunks or raise the reader's context size)`);
+  /** `label`: who is calling ("reader", "agent model"). */
+  constructor(readonly promptTokens: number, readonly answerTokens: number, readonly contextTokens: number, label = "reader") {
+    super(`${label} prompt too long: ${promptTokens} prompt tokens + ${answerTokens} answer tokens exceed the ` +
+      `${label}'s context window of ${contextTokens} tokens (keep fewer chunks or raise the ${label}'s context size)`);
     this.name = "PromptTooLongError";
   }
 }
