@@ -134,12 +134,13 @@ test("an endpoint that is down: retried, then a fatal error naming the host", as
 
 test("a server that never answers, and a stream that stalls: timed out, the next call answers", async () => {
   for (const [stream, fault] of [[false, "hang"], [true, "stall"]] as const) {
-    const reader = await open({ stream, timeoutMs: 400 });
+    // long enough for a real answer on a loaded 2-core machine (the next call must fit in it too)
+    const reader = await open({ stream, timeoutMs: 1500 });
     server.faults.push({ kind: fault });
     const t0 = performance.now();
     const e = await failure(reader.answer(input), "timeout");
     assert.equal(e.fatal, false);
-    assert.ok(performance.now() - t0 < 2000);
+    assert.ok(performance.now() - t0 < 5000, "the timeout ends the call, not a retry loop");
     assert.ok((await reader.answer(input)).text.length > 0);
   }
 });
