@@ -80,6 +80,7 @@ export const TIERS = {
     "api-dashboards", // in-process server, SQLite and PostgreSQL
     "api-import", // in-process server, CLI child process
     "api-router", // in-process server
+    "api-playground", // in-process server, a tiny training, playground engine processes
     "backend-webgpu", // fresh node processes per backend
     "cli-sweep", // the qrag CLI as a child process
     "cli-user", // the user CLI as a child process, a server
@@ -118,6 +119,7 @@ export const TIERS = {
     "browser-compare-summary",
     "browser-dashboard",
     "browser-episode",
+    "browser-playground",
     "browser-import",
     "browser-scale-out",
     "browser-sweep",

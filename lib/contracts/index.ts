@@ -19,3 +19,4 @@ export * from "./data-files.ts";
 export * from "./auth.ts";
 export * from "./short-text.ts";
 export * from "./series-buckets.ts";
+export * from "./playground.ts";

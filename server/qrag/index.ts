@@ -29,3 +29,4 @@ export { scoreAnswer, type AnswerScore } from "./reader/score.ts";
 export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot } from "./data-root.ts";
 export { configureEngine, engineSettings, type EngineSettings } from "./settings.ts";
 export { BACKEND_PREFS } from "./backend/names.ts";
+export { playgroundInput, playgroundSample } from "./evaluation/playground.ts";
