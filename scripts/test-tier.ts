@@ -28,6 +28,7 @@ export const TIERS = {
     "babi-generate",
     "babi-oracle",
     "babi-parse",
+    "sentences",
     "babi-real-source",
     "babilong-official",
     "babilong",
