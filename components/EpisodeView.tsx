@@ -24,7 +24,7 @@ import { ThresholdControls } from "./episode/ThresholdControls.tsx";
 
 interface EpisodeViewProps {
   record: EpisodeRecord;
-  /** Where the haystack's chunk texts are fetched from. */
+  /** Where the haystack's chunk texts are fetched from (unless the record holds them: a playground episode). */
   runId: string;
   episodeId: string;
   /** The run's envs.sort_by_index: the order the state encoder reads the picks in. */
@@ -54,7 +54,7 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
           <h2 style={{ margin: 0 }}>Replay</h2>
           {record.steps.length > 0 && <StepPlayer count={record.steps.length} cursor={cursor} play={play} />}
         </div>
-        <HaystackStrip runId={runId} episodeId={episodeId} numChunks={record.num_chunks} gold={record.sf_idx} picks={record.pred_idx} current={cursor.step} />
+        <HaystackStrip runId={runId} episodeId={episodeId} numChunks={record.num_chunks} gold={record.sf_idx} picks={record.pred_idx} current={cursor.step} texts={record.chunks} />
         <StepDetail record={record} step={cursor.step} sortByIndex={sortByIndex} />
       </section>
       <StepList record={record} current={cursor.step} threshold={threshold} view={view} pruned={pruned} prune={prune} />

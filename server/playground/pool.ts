@@ -92,7 +92,10 @@ export function createPlaygroundPool(o: PoolOptions): PlaygroundPool {
     const child = fork(ENTRY, [], { stdio: ["ignore", "ignore", "pipe", "ipc"], env: process.env });
     let stderr = "";
     child.stderr?.setEncoding("utf8");
-    child.stderr?.on("data", (d: string) => (stderr = (stderr + d).slice(-2000)));
+    child.stderr?.on("data", (d: string) => {
+      stderr = (stderr + d).slice(-2000);
+      for (const line of d.split("\n")) if (line.trim()) log(`[playground] engine ${child.pid}: ${line.slice(0, 300)}`);
+    });
     const e = { key, child, pending: 0, chain: Promise.resolve(), served: 0, exited: false } as Entry;
     const gone = (e.gone = new Promise<never>((_, reject) =>
       child.once("exit", (code, signal) => {
