@@ -8,7 +8,7 @@
  * The document is a test sample of the run's own dataset with enough sentences for ~10K GPT-2
  * tokens. Writes bench-results/playground.json and the table in docs/benchmarks/playground.md.
  *
- *   tsx server/bench/playground.ts
+ *   npm run bench:playground   (tsx server/bench/playground.ts)
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -98,7 +98,7 @@ function markdown(o: { date: string; cpus: number; cpu: string; wasmThreads: unk
     "checkpoint over a pasted document from an engine process the dashboard forks per checkpoint and keeps",
     "warm (`server/playground/pool.ts`). Goal: ≤ 1 s warm for a 10K-token document on the CPU.",
     "",
-    "Written by `npx tsx server/bench/playground.ts` (from `bench-results/playground.json`; do not edit by hand).",
+    "Written by `npm run bench:playground` (from `bench-results/playground.json`; do not edit by hand).",
     `Measured ${o.date.slice(0, 10)} on ${o.cpus} CPU cores (${o.cpu}), wasm threads ${o.wasmThreads}; times in ms from`,
     `request to parsed answer through the real server; warm: median and max of ${o.reps}; engine: the episode alone in the engine process`,
     "(embedding every chunk, the steps to max_steps, leave-one-out Q).",
