@@ -1,7 +1,8 @@
 /**
  * A tiny trained run inside a dashboard's data folder, as the playground finds one: `train()` of
- * the `tiny` preset (≈ 5 s) into <dataDir>/runs/<runId>, and the Run and Checkpoint rows its
- * worker's events would have stored (one row per checkpoint event).
+ * the `tiny` preset, shortened (its model, not its quality, matters here: ≈ 2 s), into
+ * <dataDir>/runs/<runId>, and the Run and Checkpoint rows its worker's events would have stored
+ * (one row per checkpoint event).
  */
 import path from "node:path";
 import { openDb } from "../server/db/client.ts";
@@ -10,7 +11,7 @@ import { train } from "../server/qrag/training/train.ts";
 import type { EngineEvent } from "../server/qrag/events.ts";
 
 export async function tinyRunInto(dataDir: string, databaseUrl: string, runId: string, preset = "tiny"): Promise<{ config: RunConfig; runDir: string; best: string; last: string }> {
-  const config = resolveConfig({ preset });
+  const config = resolveConfig({ preset, overrides: ["steps_count=24", "eval_interval=12", "eval_episodes=8"] });
   const checkpoints: Extract<EngineEvent, { type: "checkpoint" }>[] = [];
   const res = await train(config, { runDir: path.join(dataDir, "runs", runId), onEvent: (e) => void (e.type === "checkpoint" && checkpoints.push(e)) });
   const db = await openDb(databaseUrl);
