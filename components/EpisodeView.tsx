@@ -45,7 +45,14 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
         <QuestionPanel record={record} />
         <section className="panel">
           <GoldFacts record={record} />
-          <RetrievalMetrics record={record} threshold={threshold} view={view} pruned={pruned} />
+          {record.sf_idx.length > 0 ? (
+            <RetrievalMetrics record={record} threshold={threshold} view={view} pruned={pruned} />
+          ) : (
+            // a playground document without gold facts: scores against nothing would read as perfect
+            <p className="muted small" data-testid="no-gold">
+              No gold facts: precision, recall and coverage need them (load a benchmark sample and keep its facts in the document).
+            </p>
+          )}
           <ThresholdControls threshold={threshold} onThreshold={setThreshold} canPrune={pruned !== null} prune={prune} onPrune={setPrune} />
         </section>
       </div>

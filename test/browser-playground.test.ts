@@ -73,6 +73,8 @@ describe("playground in a real browser", { skip: skip ?? false, timeout: 10 * 60
     const n = record.steps.length;
     assert.equal(n, 4, "every chunk picked");
     assert.equal(await page.locator('[data-testid="threshold-value"]').textContent(), fmtNum(0.5, 2));
+    assert.equal(await page.locator('[data-testid="episode-metrics"]').count(), 0, "no scores against no gold facts");
+    assert.match((await page.locator('[data-testid="no-gold"]').textContent()) ?? "", /No gold facts/);
     let xssStep = -1;
     for (let k = 0; k < n; k++) {
       if (k > 0) await page.keyboard.press("ArrowRight");
