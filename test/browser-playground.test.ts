@@ -1,7 +1,8 @@
 /**
  * The playground in a real browser (playwright-core + Debian chromium) against the real server,
  * with a tiny run trained into its data folder: from the run's checkpoint list ("Try in
- * playground"), paste a document and a question, run, and read the replay player — every step's
+ * playground"), load a benchmark sample (its text, question and gold facts fill the form), then
+ * upload a document and ask a question, run, and read the replay player — every step's
  * pick, its Q bars (values as the API gives them for the same input), the soft-value line and the
  * threshold; a chunk holding `<img onerror>` is shown as literal text and runs nothing; nothing is
  * stored until "Save as episode", after which the run lists it and it opens in the episode page.
@@ -12,7 +13,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
-import type { EpisodeDto, PlaygroundResultDto } from "../lib/contracts/index.ts";
+import type { EpisodeDto, PlaygroundResultDto, PlaygroundSampleDto } from "../lib/contracts/index.ts";
 import { fmtNum } from "../lib/format.ts";
 import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
 import { waitFor } from "./platform-helpers.ts";
@@ -56,7 +57,18 @@ describe("playground in a real browser", { skip: skip ?? false, timeout: 10 * 60
     await page.waitForURL(/\/playground\?run=pg-browser&checkpoint=best/);
     await page.locator('[data-testid="pg-checkpoint"]').waitFor();
     assert.equal(await page.locator('[data-testid="pg-run"]').inputValue(), RUN);
-    await page.locator('[data-testid="pg-document"]').fill(DOCUMENT);
+    // a benchmark sample of the run's own dataset, to edit: its chunks one per line, its gold facts kept
+    await waitFor("the run's checkpoints loaded", () => page.locator('[data-testid="pg-load-sample"]').isEnabled(), 15_000);
+    await page.locator('[data-testid="pg-sample-index"]').fill("2");
+    await page.locator('[data-testid="pg-load-sample"]').click();
+    const sample = (await (await fetch(`${server.url}/api/runs/${RUN}/playground/sample?index=2`)).json()) as PlaygroundSampleDto;
+    await waitFor("the sample in the form", async () => (await page.locator('[data-testid="pg-document"]').inputValue()) === sample.document, 15_000);
+    assert.equal(await page.locator('[data-testid="pg-question"]').inputValue(), sample.question);
+    assert.match((await page.locator('[data-testid="pg-gold"]').textContent()) ?? "", new RegExp(`^${sample.gold.length} gold fact`));
+    await page.locator('[data-testid="pg-gold"] button').click();
+    // then our own document, uploaded as a .txt file (read in the browser)
+    await page.locator('[data-testid="pg-upload"]').setInputFiles({ name: "doc.txt", mimeType: "text/plain", buffer: Buffer.from(DOCUMENT) });
+    await waitFor("the uploaded text in the form", async () => (await page.locator('[data-testid="pg-document"]').inputValue()) === DOCUMENT, 10_000);
     await page.locator('[data-testid="pg-question"]').fill(QUESTION);
     await waitFor("the Run button enabled", () => page.locator('[data-testid="pg-run-button"]').isEnabled(), 15_000);
     await page.locator('[data-testid="pg-run-button"]').click();
