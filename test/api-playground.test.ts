@@ -19,6 +19,7 @@ import { createPlaygroundPool, PlaygroundError } from "../server/playground/pool
 import fs from "node:fs";
 import { tmpDir } from "./platform-helpers.ts";
 import { tinyRunInto } from "./playground-helpers.ts";
+import { openDb } from "../server/db/client.ts";
 
 const RUN = "pg-run";
 let server: RunningServer;
@@ -76,6 +77,17 @@ describe("playground API", () => {
     const none = await call<Bad>("POST", `/api/runs/no-such-run/playground`, { document: doc, question: "q?" });
     assert.equal(none.status, 404);
     assert.equal(await call("GET", `/api/runs/${RUN}/playground/sample?index=100001`).then((r) => r.status), 400);
+    // a sample past the chunk bound is refused before its text is built
+    const db = await openDb(server.databaseUrl);
+    try {
+      const big = { ...ckpt.config, envs: { ...ckpt.config.envs, test_env: { ...ckpt.config.envs.test_env, num_sentences: 6_000 } } };
+      await db.prisma.run.create({ data: { id: "pg-big", name: "big", status: "completed", config: JSON.stringify(big), envName: "babilong", task: "qa1" } });
+    } finally {
+      await db.close();
+    }
+    const bigSample = await call<Bad>("GET", "/api/runs/pg-big/playground/sample?index=0");
+    assert.equal(bigSample.status, 409);
+    assert.match(bigSample.body.error, /more than the 5000 chunks/);
     assert.deepEqual(playgroundChildren(), [], "no engine process was started for a refused request");
   });
 

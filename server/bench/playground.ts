@@ -33,6 +33,7 @@ function documentOf(config: RunConfig): { document: string; question: string; to
   const at = (n: number) => {
     const c = { ...config, envs: { ...config.envs, test_env: { ...(config.envs as { test_env?: object }).test_env, num_sentences: n } } } as RunConfig;
     const s = playgroundSample(c, 0);
+    if (!s) throw new Error("no sample");
     const input = playgroundInput({ document: s.document, question: s.question });
     return { document: s.document, question: s.question, tokens: input.tokens, chunks: input.chunks.length };
   };

@@ -64,13 +64,14 @@ async function runConfig(h: DbHandle, runId: string): Promise<RunConfig> {
 /** Test sample `index` of the run's dataset, bounded as a pasted document is. */
 export async function playgroundSampleOf(h: DbHandle, runId: string, index: number, dataRoot?: string): Promise<PlaygroundSampleDto> {
   const config = await runConfig(h, runId);
-  let s: PlaygroundSampleDto;
+  let s: PlaygroundSampleDto | null;
   try {
-    s = playgroundSample(config, index, dataRoot);
+    s = playgroundSample(config, index, dataRoot, PLAYGROUND_LIMITS.chunks);
   } catch (e) {
     if (e instanceof ApiError) throw e;
     throw conflict(`no sample ${index} of this run's dataset: ${(e as Error).name}`);
   }
+  if (!s) throw conflict(`sample ${index} has more than the ${PLAYGROUND_LIMITS.chunks} chunks the playground takes`);
   if (new TextEncoder().encode(s.document).length > PLAYGROUND_LIMITS.documentBytes) {
     throw conflict(`sample ${index} is larger than the playground takes (${PLAYGROUND_LIMITS.documentBytes / 1000} KB)`);
   }

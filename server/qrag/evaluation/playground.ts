@@ -30,9 +30,13 @@ export function playgroundInput(o: { document: string; question: string; answer?
   };
 }
 
-/** Test sample `index` of the run's dataset, its chunks one per line. */
-export function playgroundSample(config: RunConfig, index: number, dataRoot?: string): PlaygroundSampleDto {
+/**
+ * Test sample `index` of the run's dataset, its chunks one per line; null when it has more than
+ * `maxChunks` chunks (checked before any text is materialised: long haystacks are lazy views).
+ */
+export function playgroundSample(config: RunConfig, index: number, dataRoot?: string, maxChunks = Infinity): PlaygroundSampleDto | null {
   const s = buildSource(config, "test", undefined, dataRoot).sample(index);
+  if (s.chunks.length > maxChunks) return null;
   const chunks = Array.from({ length: s.chunks.length }, (_, i) => chunkAt(s.chunks, i).replace(/\s*\n\s*/g, " "));
   return { sampleId: s.id, document: chunks.join("\n"), question: s.question, answer: s.answer, gold: s.supportIdx.map((i) => chunks[i]) };
 }
