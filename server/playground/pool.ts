@@ -138,15 +138,21 @@ export function createPlaygroundPool(o: PoolOptions): PlaygroundPool {
   function ask(e: Entry, input: PlaygroundInput): Promise<{ record: EpisodeRecord; ms: number }> {
     const id = ++nextId;
     return new Promise((resolve, reject) => {
+      if (e.exited) return reject(new PlaygroundError(500, "the playground's engine process ended"));
+      // listeners per request, removed with its answer (a warm process serves many)
+      const onExit = () => done(() => reject(new PlaygroundError(500, "the playground's engine process ended during the episode")));
       const onReply = (m: PlaygroundReply) => {
         if ((m.type !== "result" && m.type !== "error") || m.id !== id) return;
+        done(() => (m.type === "result" ? resolve({ record: m.record, ms: m.ms }) : reject(new PlaygroundError(500, `the episode failed: ${m.message}`))));
+      };
+      const done = (settle: () => void) => {
         e.child.off("message", onReply);
-        if (m.type === "result") resolve({ record: m.record, ms: m.ms });
-        else reject(new PlaygroundError(500, `the episode failed: ${m.message}`));
+        e.child.off("exit", onExit);
+        settle();
       };
       e.child.on("message", onReply);
-      e.gone.catch(reject);
-      e.child.send({ type: "run", id, input } satisfies PlaygroundRequest);
+      e.child.once("exit", onExit);
+      e.child.send({ type: "run", id, input } satisfies PlaygroundRequest, (err) => err && onExit());
     });
   }
 
