@@ -27,7 +27,7 @@ const browser = [
   { regex: "(^|/)generated/", allowTypeImports: true, message: "Prisma's generated client: type imports only (lib/contracts/dto.ts)" },
 ];
 /** Every platform file: the dashboard, the worker, the CLIs, the benches, the scripts. */
-const PLATFORM = ["server/{api,auth,bench,cli,db,executors,http,local,realtime,runs,worker}/**/*.ts", "server/main.ts", "server/settings.ts", "scripts/**/*.ts"];
+const PLATFORM = ["server/{api,auth,bench,cli,db,executors,http,local,playground,realtime,runs,worker}/**/*.ts", "server/main.ts", "server/settings.ts", "scripts/**/*.ts"];
 
 export default tseslint.config(
   { ignores: ["node_modules/", ".next/", "generated/", "runs/**", "data/**", "bin/", "scratch/", "next-env.d.ts", "test-results/", "bench-results/", ".device/"] },

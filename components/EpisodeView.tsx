@@ -25,7 +25,7 @@ import { ThresholdControls } from "./episode/ThresholdControls.tsx";
 
 interface EpisodeViewProps {
   record: EpisodeRecord;
-  /** Where the haystack's chunk texts are fetched from. */
+  /** Where the haystack's chunk texts are fetched from (unless the record holds them: a playground episode). */
   runId: string;
   episodeId: string;
   /** The run's envs.sort_by_index: the order the state encoder reads the picks in. */
@@ -46,7 +46,14 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
         <QuestionPanel record={record} />
         <section className="panel">
           <GoldFacts record={record} />
-          <RetrievalMetrics record={record} threshold={threshold} view={view} pruned={pruned} />
+          {record.sf_idx.length > 0 ? (
+            <RetrievalMetrics record={record} threshold={threshold} view={view} pruned={pruned} />
+          ) : (
+            // a playground document without gold facts: scores against nothing would read as perfect
+            <p className="muted small" data-testid="no-gold">
+              No gold facts: precision, recall and coverage need them (load a benchmark sample and keep its facts in the document).
+            </p>
+          )}
           <ThresholdControls threshold={threshold} onThreshold={setThreshold} canPrune={pruned !== null} prune={prune} onPrune={setPrune} />
         </section>
       </div>
@@ -56,7 +63,7 @@ export function EpisodeView({ record, runId, episodeId, sortByIndex }: EpisodeVi
           <h2 style={{ margin: 0 }}>Replay</h2>
           {record.steps.length > 0 && <StepPlayer count={record.steps.length} cursor={cursor} play={play} />}
         </div>
-        <HaystackStrip runId={runId} episodeId={episodeId} numChunks={record.num_chunks} gold={record.sf_idx} picks={record.pred_idx} current={cursor.step} />
+        <HaystackStrip runId={runId} episodeId={episodeId} numChunks={record.num_chunks} gold={record.sf_idx} picks={record.pred_idx} current={cursor.step} texts={record.chunks} />
         <StepDetail record={record} step={cursor.step} sortByIndex={sortByIndex} />
       </section>
       <StepList record={record} current={cursor.step} threshold={threshold} view={view} pruned={pruned} prune={prune} />

@@ -30,6 +30,9 @@ export function TopBar() {
         <Link href="/import" className={path === "/import" ? "active" : ""}>
           Import
         </Link>
+        <Link href="/playground" className={path === "/playground" ? "active" : ""} data-testid="nav-playground">
+          Playground
+        </Link>
       </nav>
       <span className="spacer" />
       <span className="workers" title={title} data-testid="workers-count">

@@ -28,6 +28,7 @@ export const TIERS = {
     "babi-generate",
     "babi-oracle",
     "babi-parse",
+    "sentences",
     "babi-real-source",
     "babilong-official",
     "babilong",
@@ -82,6 +83,7 @@ export const TIERS = {
     "api-dashboards", // in-process server, SQLite and PostgreSQL
     "api-import", // in-process server, CLI child process
     "api-router", // in-process server
+    "api-playground", // in-process server, a tiny training, playground engine processes
     "backend-webgpu", // fresh node processes per backend
     "cli-sweep", // the qrag CLI as a child process
     "cli-user", // the user CLI as a child process, a server
@@ -121,6 +123,7 @@ export const TIERS = {
     "browser-compare-summary",
     "browser-dashboard",
     "browser-episode",
+    "browser-playground",
     "browser-import",
     "browser-scale-out",
     "browser-paper-curves",

@@ -34,6 +34,7 @@ import { attachWorkers, workerTokenRoom, type WorkersNamespace } from "./realtim
 import { startLocalWorker } from "./local/local-worker.ts";
 import { startExecutors } from "./executors/start.ts";
 import type { SlurmExecutor } from "./executors/slurm/executor.ts";
+import { createPlaygroundPool } from "./playground/pool.ts";
 
 /** Extra lease time running runs get when the server starts. */
 const RESTART_GRACE_MS = 10_000;
@@ -191,6 +192,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   attachWorkers(io.of(WORKER_NAMESPACE) as WorkersNamespace, scheduler, { token: workerToken, checkWorkerToken: (t) => checkWorkerToken(h, t), log: (m) => log(`[workers] ${m}`) });
   // REST's kick and cancel reach the executor too (a new Slurm run, a cancel to scancel)
   let executor: SlurmExecutor | null = null;
+  // the playground's engine processes (tfjs stays out of this process), started on demand
+  const playground = createPlaygroundPool({ dataRoot, log });
   const toWorkers = cluster ? cluster.scheduler(scheduler) : scheduler;
   apiDeps = {
     db: h,
@@ -208,6 +211,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     revokeWorkerToken: (id) => io.of(WORKER_NAMESPACE).in(workerTokenRoom(id)).disconnectSockets(true),
     endUiSockets: (rooms) => rooms.length > 0 && io.of(UI_NAMESPACE).in(rooms).disconnectSockets(true),
     dataRoot, // config paths resolve inside it
+    playground: { pool: playground, runsDir: path.join(dataDir, "runs") },
     clientAddress: clientAddressOf(opts.trustedProxies ?? e.trustedProxies),
   };
 
@@ -248,6 +252,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       executor?.close();
       await local?.stop();
       apiDeps = null;
+      await playground.close();
       scheduler.close();
       ui.close();
       const closed = new Promise<void>((r) => io.close(() => r()));

@@ -21,6 +21,8 @@ interface Props {
   picks: readonly number[];
   /** Current step (index into picks). */
   current: number;
+  /** Every chunk's text when the record holds them (playground episodes): nothing is fetched. */
+  texts?: readonly string[];
 }
 
 function draw(ctx: CanvasRenderingContext2D, w: number, v: StripView, n: number, p: Props, hover: number | null): void {
@@ -87,7 +89,7 @@ export function HaystackStrip(p: Props) {
   const cur = p.picks[p.current];
   // the first hover used to wait while the server regenerated the haystack (> 1.5 s on a cold
   // episode): ask for the first pick's block on opening, which regenerates and caches it there
-  useChunkText(p.runId, p.episodeId, n, p.picks[0] ?? 0);
+  useChunkText(p.runId, p.episodeId, n, p.picks[0] ?? 0, p.texts);
 
   // keep the current pick in view while stepping (the view is only moved when it is off-screen)
   const [followed, setFollowed] = useState(cur);
@@ -196,8 +198,8 @@ function Swatch({ c }: { c: string }) {
 }
 
 /** The hovered chunk's text (untrusted: rendered as text), fetched on demand. */
-function HoverText({ runId, episodeId, numChunks, gold, picks, cell }: Props & { cell: number | null }) {
-  const { text, error, loading } = useChunkText(runId, episodeId, numChunks, cell);
+function HoverText({ runId, episodeId, numChunks, gold, picks, cell, texts }: Props & { cell: number | null }) {
+  const { text, error, loading } = useChunkText(runId, episodeId, numChunks, cell, texts);
   if (cell === null) return <div className="small muted" data-testid="hover-chunk">Hover a cell to read its chunk.</div>;
   const pick = picks.indexOf(cell);
   return (

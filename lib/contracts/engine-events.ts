@@ -118,6 +118,11 @@ export const episodeRecordSchema = z.object({
    */
   loo: z.array(z.array(z.number())).optional(),
   reader: readerRecordSchema.optional(),
+  /**
+   * Every chunk's text, for episodes whose haystack cannot be regenerated from the run's config:
+   * playground episodes (lib/contracts/playground.ts) over a pasted document. Untrusted text.
+   */
+  chunks: z.array(z.string()).optional(),
 });
 export type EpisodeRecord = z.infer<typeof episodeRecordSchema>;
 

@@ -20,3 +20,4 @@ export * from "./auth.ts";
 export * from "./short-text.ts";
 export * from "./series-buckets.ts";
 export * from "./llm-agent.ts";
+export * from "./playground.ts";

@@ -13,6 +13,7 @@ import type { ListCache } from "../runs/list-cache.ts";
 import type { RunsDeps } from "../runs/service.ts";
 import type { Principal } from "../auth/accounts.ts";
 import type { AuthGate } from "../auth/gate.ts";
+import type { PlaygroundPool } from "../playground/pool.ts";
 import { JSON_MAX_DEPTH, jsonDepth, loneSurrogateAt } from "./json-body.ts";
 
 /** What handlers reach: the database, who hears of run changes, and this node's workers. */
@@ -35,6 +36,8 @@ export interface ApiDeps extends RunsDeps {
   endUiSockets(rooms: string[]): void;
   /** Shares GET /api/runs answers between identical concurrent queries (server/runs/list-cache.ts). */
   runsList?: ListCache;
+  /** The playground's engine processes and the runs folder its checkpoints must be in (absent: 503). */
+  playground?: { pool: PlaygroundPool; runsDir: string };
   /** Dashboard nodes sharing the database (with the PostgreSQL adapter), this one included. */
   nodes?: () => Promise<number>;
 }

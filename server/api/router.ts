@@ -9,6 +9,7 @@ import { json } from "./http.ts";
 import { health, presets, schema, workers } from "./misc.ts";
 import { runSweeps, runSweepUpload, sweepAcross, sweepItem } from "./sweeps.ts";
 import { episodeChunks } from "./chunks.ts";
+import { runPlayground, runPlaygroundEpisodes, runPlaygroundSample } from "./playground.ts";
 import { dashboardItem, dashboardsCollection } from "./dashboards.ts";
 import { runsImport } from "./import.ts";
 import { IMPORT_MAX_BODY_BYTES } from "../../lib/contracts/index.ts";
@@ -44,6 +45,9 @@ const ROUTES: [string, Methods, RouteOptions?][] = [
   ["/api/runs/:id/episodes", runEpisodes],
   ["/api/runs/:id/episodes/:episodeId", runEpisode],
   ["/api/runs/:id/episodes/:episodeId/chunks", episodeChunks],
+  ["/api/runs/:id/playground", runPlayground],
+  ["/api/runs/:id/playground/episodes", runPlaygroundEpisodes],
+  ["/api/runs/:id/playground/sample", runPlaygroundSample],
   ["/api/runs/:id/logs", runLogs],
   ["/api/runs/:id/export/:file", runExport],
   ["/api/compare/export/:file", compareExport],

@@ -16,6 +16,7 @@ const ACTIONS: Record<string, { action: string; kind: string; id: From }> = {
   "POST /api/runs/import": { action: "run.import", kind: "run", id: "answer.run" },
   "POST /api/runs/:id/sweeps": { action: "sweep.create", kind: "sweep", id: "answer" },
   "POST /api/runs/:id/sweeps/upload": { action: "sweep.upload", kind: "sweep", id: "answer" },
+  "POST /api/runs/:id/playground/episodes": { action: "episode.save", kind: "run", id: "path" },
   "POST /api/dashboards": { action: "dashboard.create", kind: "dashboard", id: "answer" },
   "PATCH /api/dashboards/:id": { action: "dashboard.edit", kind: "dashboard", id: "path" },
   "DELETE /api/dashboards/:id": { action: "dashboard.delete", kind: "dashboard", id: "path" },

@@ -1,7 +1,8 @@
 /**
  * Which role each API route needs, in one table keyed by the router's path patterns:
  * - public: health (reveals nothing then), login and logout;
- * - viewer: every GET, the launch form's dry-run validation, one's own API tokens;
+ * - viewer: every GET, the launch form's dry-run validation, the playground's unsaved episode,
+ *   one's own API tokens;
  * - member: launching, cancelling, resuming, cloning and editing runs, sweeps, dashboards, imports;
  * - admin: users, worker tokens, the audit trail, and deleting (a member deletes a dashboard of
  *   their own: the dashboards service checks the owner).
@@ -17,6 +18,8 @@ const EXACT: Record<string, Need> = {
   "POST /api/auth/login": "public",
   "POST /api/auth/logout": "public",
   "POST /api/runs/validate": "viewer",
+  // the playground's run stores nothing (bounded engine processes); saving it is a member's
+  "POST /api/runs/:id/playground": "viewer",
   "DELETE /api/dashboards/:id": "member",
 };
 /** Patterns every method of which needs the role. */

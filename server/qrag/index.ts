@@ -35,3 +35,4 @@ export { runAgent, type AgentRunOptions } from "./llm-agent/run.ts";
 export { parseModelSpec, type ModelSpec } from "./llm-agent/model-spec.ts";
 export { AGENT_LIMITS } from "./llm-agent/limits.ts";
 export { AGENT_FORMATS, type AgentFormat } from "./llm-agent/step-format.ts";
+export { playgroundInput, playgroundSample } from "./evaluation/playground.ts";

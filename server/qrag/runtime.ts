@@ -5,3 +5,4 @@
 export { train } from "./training/train.ts";
 export { sweep } from "./evaluation/sweep.ts";
 export { pickBackend } from "./backend/pick.ts";
+export { openPlaygroundAgent, type PlaygroundAgent } from "./evaluation/playground-agent.ts";

@@ -127,12 +127,14 @@ function Header({ run }: { run: RunDetailDto }) {
 }
 
 // The run page re-renders on every live batch (progress); the parts below only when their own data changes.
-const Episodes = memo(function Episodes({ runId }: { runId: string }) {
-  const eps = useEpisodes(runId, { limit: 24, phase: "eval" });
+const Episodes = memo(function Episodes({ runId, phase = "eval" }: { runId: string; phase?: "eval" | "playground" }) {
+  const eps = useEpisodes(runId, { limit: 24, phase });
   const list = eps.data ?? [];
+  // saved playground episodes (components/playground) get their own list once there are some
+  if (phase === "playground" && list.length === 0) return null;
   return (
-    <section className="panel">
-      <h2>Latest eval episodes</h2>
+    <section className="panel" data-testid={`episodes-${phase}`}>
+      <h2>{phase === "eval" ? "Latest eval episodes" : "Playground episodes"}</h2>
       {list.length === 0 ? (
         <div className="empty">{eps.isLoading ? "Loading…" : "No evaluation episodes yet."}</div>
       ) : (
@@ -182,7 +184,7 @@ const Episodes = memo(function Episodes({ runId }: { runId: string }) {
  * (and "best" when it improved), and listing every save read like several best checkpoints. The
  * history of saves is one click away.
  */
-const Checkpoints = memo(function Checkpoints({ checkpoints, resumeFrom }: { checkpoints: CheckpointDto[]; resumeFrom: string | null }) {
+const Checkpoints = memo(function Checkpoints({ runId, checkpoints, resumeFrom }: { runId: string; checkpoints: CheckpointDto[]; resumeFrom: string | null }) {
   const [history, setHistory] = useState(false);
   const sorted = [...checkpoints].sort((a, b) => b.update - a.update || Number(b.best) - Number(a.best));
   const saves = new Map<string, number>();
@@ -203,6 +205,7 @@ const Checkpoints = memo(function Checkpoints({ checkpoints, resumeFrom }: { che
               <th className="num">step</th>
               <th className="num">eval return</th>
               <th>saved</th>
+              <th />
             </tr>
           </thead>
           <tbody>
@@ -220,6 +223,13 @@ const Checkpoints = memo(function Checkpoints({ checkpoints, resumeFrom }: { che
                   <td className="num">{c.step}</td>
                   <td className="num">{fmtNum(c.evalReturn, 3)}</td>
                   <td className="muted">{fmtDateTime(c.createdAt)}</td>
+                  <td>
+                    {!replaced && (name === "best" || name === "last") && (
+                      <Link href={`/playground?run=${encodeURIComponent(runId)}&checkpoint=${name}`} className="small" data-testid="try-playground">
+                        Try in playground
+                      </Link>
+                    )}
+                  </td>
                 </tr>
               );
             })}
@@ -308,7 +318,8 @@ export default function RunPage() {
       <SweepSection run={r} />
       <div className="grid2">
         <Episodes runId={r.id} />
-        <Checkpoints checkpoints={r.checkpoints} resumeFrom={r.resumeFrom} />
+        <Episodes runId={r.id} phase="playground" />
+        <Checkpoints runId={r.id} checkpoints={r.checkpoints} resumeFrom={r.resumeFrom} />
       </div>
       <section className="panel">
         <h2>Log</h2>

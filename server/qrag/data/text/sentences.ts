@@ -31,7 +31,9 @@ export function splitSentences(text: string): string[] {
   const out: string[] = [];
   for (const rawLine of text.split(/\r?\n/)) {
     const line = protectDots(rawLine);
-    const re = /[^.?!]*(?:[.?!]+["')\]\u201d\u2019]*(?=\s|$)|[^.?!]+$)|[.?!]+/g;
+    // the last branch takes text up to a terminator inside a word ("window.x", "node.js"), which
+    // the loop below keeps in the sentence; without it matchAll skipped that text, dropping it
+    const re = /[^.?!]*(?:[.?!]+["')\]\u201d\u2019]*(?=\s|$)|[^.?!]+$)|[^.?!]*[.?!]+/g;
     let buf = "";
     for (const m of line.matchAll(re)) {
       buf += m[0];
