@@ -67,6 +67,10 @@ export interface ExecutorDto {
   jobs: number;
 }
 
+export const runJobSelect = { number: true, jobId: true, state: true, node: true, reason: true, submittedAt: true, startedAt: true, endedAt: true } as const satisfies Prisma.RunJobSelect;
+/** One of a run's executor jobs (its attempts on the cluster), the current one included. */
+export type RunJobDto = Wire<Prisma.RunJobGetPayload<{ select: typeof runJobSelect }>>;
+
 export type RunDetailDto = RunDto & {
   /** The validated engine config. */
   config: unknown;
@@ -74,7 +78,10 @@ export type RunDetailDto = RunDto & {
   checkpoints: CheckpointDto[];
   /** The resource request with the queue's defaults applied. */
   resources: ResourceRequest;
+  /** The executor's jobs for this run, newest first (at most MAX_JOBS_SHOWN); empty on the workers queue. */
+  jobs: RunJobDto[];
 };
+export const MAX_JOBS_SHOWN = 100;
 
 export interface RunListDto {
   runs: RunDto[];

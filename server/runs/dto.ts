@@ -1,7 +1,7 @@
 /** Database rows → the REST DTOs of lib/contracts/dto.ts (JSON-in-text columns parsed, dates as ISO). */
 import type { CheckpointDto, ResourceRequest, RunDetailDto, RunDto, RunListRow, RunStatus, RunSummary } from "../../lib/contracts/index.ts";
 import type { Prisma } from "../../generated/sqlite/client.ts";
-import { checkpointSelect, runListSelect } from "../../lib/contracts/index.ts";
+import { checkpointSelect, runJobSelect, runListSelect } from "../../lib/contracts/index.ts";
 import { WORKERS_QUEUE } from "./queues.ts";
 
 export function parseJson<T>(text: string | null | undefined, fallback: T): T {
@@ -45,7 +45,9 @@ export function toCheckpointDto(c: CheckpointRow): CheckpointDto {
 export const runDetailSelect = { ...runListSelect, config: true, resumeFrom: true, resources: true } as const satisfies Prisma.RunSelect;
 type RunDetailRow = Prisma.RunGetPayload<{ select: typeof runDetailSelect }>;
 
-export function toRunDetailDto(r: RunDetailRow, checkpoints: CheckpointRow[], workerNames: ReadonlyMap<string, string>): RunDetailDto {
+type RunJobRow = Prisma.RunJobGetPayload<{ select: typeof runJobSelect }>;
+
+export function toRunDetailDto(r: RunDetailRow, checkpoints: CheckpointRow[], workerNames: ReadonlyMap<string, string>, jobs: RunJobRow[] = []): RunDetailDto {
   const { config, resumeFrom, resources, ...row } = r;
   return {
     ...toRunDto(row, workerNames),
@@ -53,5 +55,6 @@ export function toRunDetailDto(r: RunDetailRow, checkpoints: CheckpointRow[], wo
     resumeFrom,
     checkpoints: checkpoints.map(toCheckpointDto),
     resources: parseJson<ResourceRequest>(resources, {}),
+    jobs: jobs.map((j) => ({ ...j, submittedAt: j.submittedAt.toISOString(), startedAt: j.startedAt?.toISOString() ?? null, endedAt: j.endedAt?.toISOString() ?? null })),
   };
 }

@@ -7,7 +7,7 @@
 import crypto from "node:crypto";
 import type { Prisma } from "../../generated/sqlite/client.ts";
 import type { CloneRunBody, CreateRunBody, ResourceRequest, PatchRunBody, RunDetailDto, RunDto, RunListDto, RunListQuery, RunListRow } from "../../lib/contracts/index.ts";
-import { checkpointSelect, clauseHolds, compareCells, parseColumn, RUN_LIST_SORTS, runListSelect, type RunColumn, type RunListSort } from "../../lib/contracts/index.ts";
+import { checkpointSelect, MAX_JOBS_SHOWN, runJobSelect, clauseHolds, compareCells, parseColumn, RUN_LIST_SORTS, runListSelect, type RunColumn, type RunListSort } from "../../lib/contracts/index.ts";
 import { cellOf, checkConfigColumns, metricStats, parsedRun } from "./list-columns.ts";
 import { buildRunConfig, checkEncoderPath, checkEnvPaths, ConfigError, describeConfig, type RunConfig, type RunConfigInput } from "../qrag/index.ts";
 import { settings } from "../settings.ts";
@@ -202,13 +202,14 @@ async function attachColumns(h: DbHandle, runs: RunDto[], cols: readonly RunColu
 }
 
 export async function getRun(h: DbHandle, id: string): Promise<RunDetailDto> {
-  const [run, checkpoints, names] = await Promise.all([
+  const [run, checkpoints, names, jobs] = await Promise.all([
     h.prisma.run.findUnique({ where: { id }, select: runDetailSelect }),
     h.prisma.checkpoint.findMany({ where: { runId: id }, orderBy: [{ update: "asc" }, { best: "asc" }], select: checkpointSelect }),
     workerNames(h),
+    h.prisma.runJob.findMany({ where: { runId: id }, orderBy: { number: "desc" }, take: MAX_JOBS_SHOWN, select: runJobSelect }),
   ]);
   if (!run) throw notFound(`run ${id}`);
-  return toRunDetailDto(run, checkpoints, names);
+  return toRunDetailDto(run, checkpoints, names, jobs);
 }
 
 /** The list rows of these runs (what "runs:state" publishes); ids not found are left out. */
