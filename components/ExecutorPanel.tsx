@@ -3,7 +3,8 @@
  * The run page's "where it runs" panel: its queue and resource request and, on a Slurm queue, the
  * current job (id, state in Slurm's words, node, elapsed time) and the run's earlier jobs. The
  * current job's state arrives live with the run's row ("runs:state"); its times and the earlier
- * jobs come with the run's detail, fetched again when the job or its state changes.
+ * jobs come with the run's detail, fetched again (with the log, where an ended job's output goes)
+ * when the job or its state changes.
  */
 import { useEffect, useRef } from "react";
 import { useQueryClient } from "@tanstack/react-query";
@@ -33,6 +34,8 @@ export function ExecutorPanel({ run }: { run: RunDetailDto }) {
     if (seen.current === version) return;
     seen.current = version;
     void qc.invalidateQueries({ queryKey: qk.run(run.id), exact: true });
+    // an ended job's state and output lines go to the run's log (server/executors/slurm/executor.ts)
+    void qc.invalidateQueries({ queryKey: qk.logsAll(run.id) });
   }, [qc, run.id, version]);
 
   const asked = RESOURCE_FIELDS.filter((f) => run.resources[f.key] !== undefined);

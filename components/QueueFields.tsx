@@ -28,7 +28,7 @@ export function QueueFields({ queues, queue, onQueue, draft, onChange, errors }:
     <section className="panel" data-testid="queue-fields">
       <h2>Where it runs</h2>
       <div className="form-grid">
-        <div className="field" data-field="queue">
+        <div className="field" data-field="queue" style={{ gridColumn: "span 2" }}>
           <label htmlFor="f-queue">queue</label>
           <select id="f-queue" value={queue} onChange={(e) => onQueue(e.target.value)} data-testid="queue-select" aria-invalid={errors.queue ? true : undefined}>
             {!chosen && <option value={queue}>{queue}</option>}

@@ -6,7 +6,8 @@
  *     are named at their field and nothing is launched;
  *   - the launched run's page shows its queue, request and Slurm job live: PENDING with Slurm's
  *     reason while another job holds the node, RUNNING on the node (elapsed time ticking) once it
- *     is free, a new job after `scancel` from a shell with the first among the earlier jobs, and
+ *     is free, a new job after `scancel` from a shell with the first among the earlier jobs (and its
+ *     ending in the log), and
  *     CANCELLED after Cancel in the page; the top bar counts the waiting run;
  *   - Clone opens the form on the same queue and request; the runs table shows each run's queue,
  *     sorts and filters by it.
@@ -113,14 +114,17 @@ describe("queues and Slurm jobs in a real browser", { skip: skip || false, timeo
     await page.selectOption('[data-testid="queue-select"]', "slurm");
     await page.fill('[data-field="resources.time_limit_min"] input', "15");
     await page.click('[data-testid="launch-button"]');
-    await page.waitForURL(/\/runs\/[^/]+$/);
+    await page.waitForURL((u) => /^\/runs\/(?!new$)[^/]+$/.test(u.pathname));
     const id = page.url().split("/").pop()!;
     await page.waitForSelector('[data-testid="executor-panel"]');
     assert.equal(await text('[data-testid="run-queue"]'), "slurm");
     assert.equal(await text('[data-testid="run-resources"]'), "· GPUs 0, CPUs 1, memory (MB) 1500, time limit (min) 15");
-    const pending = await textUntil("PENDING with Slurm's reason", '[data-testid="job-state"]', (t) => /^PENDING \((Resources|Priority)\)$/.test(t));
-    const run1 = await getRun(env, id);
-    assert.equal(pending, `PENDING (${run1.executor!.reason})`);
+    // the page says what the API says (Slurm may move the reason from Priority to Resources meanwhile)
+    const run1 = await waitFor("PENDING with Slurm's reason, as the API has it", async () => {
+      const r = await getRun(env, id);
+      const shown = await text('[data-testid="job-state"]');
+      return /^(Resources|Priority)$/.test(r.executor?.reason ?? "") && shown === `PENDING (${r.executor!.reason})` ? r : null;
+    }, 30_000, 100, () => server.tail(20));
     const job1 = run1.executor!.jobId!;
     assert.match(job1, /^\d+$/);
     assert.equal(await text('[data-testid="job-id"]'), job1);
@@ -141,6 +145,8 @@ describe("queues and Slurm jobs in a real browser", { skip: skip || false, timeo
     await textUntil("job 1 among the earlier jobs", `[data-testid="earlier-jobs"] tr[data-job="${job1}"] [data-testid="job-state"]`, (t) => t.startsWith("CANCELLED"));
     assert.match(await text(`[data-testid="earlier-jobs"] tr[data-job="${job1}"]`), /^1/);
     assert.match(await text('[data-testid="current-job"]'), /job 2 of this run/);
+    // the ended job's line reaches the page's log without a reload
+    await textUntil("the ended job in the log", '[data-testid="log-tail"]', (t) => t.includes(`Slurm job ${job1} ended CANCELLED`), 10_000);
     await shot("second-job");
 
     // Cancel in the page: the run cancelled, its job CANCELLED
