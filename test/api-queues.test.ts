@@ -6,12 +6,15 @@
  *     counts of waiting runs per queue;
  *   - the runs list filtered and sorted by queue, a bad queue name → 400 naming it;
  *   - a clone keeps its source's queue and request unless told otherwise; a request sbatch never
- *     took leaves no job among the run's jobs.
+ *     took leaves no job among the run's jobs;
+ *   - a sweep runs on the queue of the run it evaluates, asking for the same resources.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
-import type { FieldErrorsDto, QueueDto, RunDetailDto, RunListDto } from "../lib/contracts/index.ts";
+import type { FieldErrorsDto, QueueDto, RunDetailDto, RunListDto, SweepDto } from "../lib/contracts/index.ts";
+import { getDb } from "../server/db/client.ts";
+import { resolveConfig } from "../server/qrag/index.ts";
 import { RESOURCE_LIMITS } from "../lib/contracts/index.ts";
 import { freePort, tmpDir, waitFor } from "./platform-helpers.ts";
 import { api, getRun, startServer, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
@@ -92,5 +95,29 @@ describe("queues over the API", { timeout: 120_000 }, () => {
     const tooMany = await api<FieldErrorsDto>(env, "POST", `/api/runs/${src.id}/clone`, { resources: { gpus: 65 } });
     assert.equal(tooMany.status, 400);
     assert.deepEqual(Object.keys(tooMany.body.fieldErrors), ["resources.gpus"]);
+  });
+
+  test("a sweep runs on the queue of the run it evaluates, with its request", async () => {
+    // a finished Slurm run with a checkpoint, stored as the executor would have left it
+    const h = await getDb(env.dbUrl);
+    const resources = { cpus: 2, mem_mb: 8000, time_limit_min: 30, gpus: 1, account: "lab" };
+    const seed = async (id: string, queue: string) =>
+      h.write((db) =>
+        db.run.create({
+          data: {
+            id, name: id, status: "completed", config: JSON.stringify(resolveConfig({ preset: "tiny" })), envName: "babilong", task: "qa1", queue, resources: JSON.stringify(queue === "slurm" ? resources : {}),
+            checkpoints: { create: [{ step: 100, update: 10, path: "/nowhere/checkpoints/best", best: true }] },
+          },
+        }),
+      );
+    await seed("sweptonslurm", "slurm");
+    await seed("sweptonworkers", "workers");
+    const onSlurm = await api<SweepDto>(env, "POST", "/api/runs/sweptonslurm/sweeps", { lengths: [20], samples: 2 });
+    assert.equal(onSlurm.status, 201, JSON.stringify(onSlurm.body));
+    assert.equal(onSlurm.body.run.queue, "slurm");
+    assert.deepEqual((await getRun(env, onSlurm.body.run.id)).resources, resources);
+    const onWorkers = await api<SweepDto>(env, "POST", "/api/runs/sweptonworkers/sweeps", { lengths: [20], samples: 2 });
+    assert.equal(onWorkers.body.run.queue, "workers");
+    assert.equal(onWorkers.body.run.executor, null);
   });
 });
