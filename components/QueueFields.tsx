@@ -38,9 +38,9 @@ export function QueueFields({ queues, queue, onQueue, draft, onChange, errors }:
               </option>
             ))}
           </select>
-          {errors.queue ? (
+          {errors.queue || errors.resources ? (
             <p className="field-error" role="alert">
-              {errors.queue}
+              {errors.queue ?? `resources: ${errors.resources}`}
             </p>
           ) : (
             <span className="hint">{chosen?.kind === "slurm" ? "each run becomes one sbatch job" : "an idle connected worker takes it"}</span>

@@ -1,7 +1,7 @@
 "use client";
 /**
  * The "Sweep" form of a run page: which checkpoint, which lengths (chunks), samples per length,
- * the Q-threshold, baselines and oracle stop. The server validates (bounds live in the contract);
+ * the Q-threshold, baselines and oracle stop; it runs on the run's queue (server/runs/sweeps.ts). The server validates (bounds live in the contract);
  * its field errors are shown beside the fields.
  */
 import { useState } from "react";
@@ -14,7 +14,7 @@ function FieldError({ errors, name }: { errors: Record<string, string>; name: st
   return msg ? <p className="field-error" data-testid={`sweep-error-${name}`}>{msg}</p> : null;
 }
 
-export function SweepForm({ runId, checkpoints, onDone }: { runId: string; checkpoints: CheckpointDto[]; onDone: () => void }) {
+export function SweepForm({ runId, checkpoints, queue, onDone }: { runId: string; checkpoints: CheckpointDto[]; queue: string; onDone: () => void }) {
   const start = useStartSweep(runId);
   const updates = [...new Set(checkpoints.map((c) => c.update))].sort((a, b) => b - a);
   const [checkpoint, setCheckpoint] = useState<string>(checkpoints.some((c) => c.best) ? "best" : "last");
@@ -94,6 +94,9 @@ export function SweepForm({ runId, checkpoints, onDone }: { runId: string; check
         <button type="button" onClick={onDone}>
           Close
         </button>
+        <span className="muted small" data-testid="sweep-queue">
+          runs on the queue <b>{queue}</b>, like the run it evaluates
+        </span>
       </div>
     </form>
   );

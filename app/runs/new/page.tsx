@@ -251,7 +251,8 @@ function NewRunPage() {
   let body;
   if (presets.error) body = <div className="form-banner">Could not load presets: {(presets.error as Error).message}</div>;
   else if (schema.error) body = <div className="form-banner">Could not load the config schema: {(schema.error as Error).message}</div>;
-  else if (queues.error) body = <div className="form-banner">Could not load the queues: {(queues.error as Error).message}</div>;
+  // a failed poll keeps the queues it had (and the form its edits)
+  else if (queues.error && !queues.data) body = <div className="form-banner">Could not load the queues: {(queues.error as Error).message}</div>;
   else if (clone.error) body = <div className="form-banner">Could not load run {cloneId}: {(clone.error as Error).message}</div>;
   else if (!presets.data || !root || !queues.data || (cloneId && !clone.data)) body = <div className="empty">Loading…</div>;
   else {
