@@ -5,6 +5,7 @@ import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { MAX_COMPARE_RUNS, RUN_STATUSES, type RunStatus } from "../lib/contracts/index.ts";
 import { HttpError } from "../lib/api.ts";
 import { useRuns } from "../lib/hooks/useRuns.ts";
+import { useQueues } from "../lib/hooks/useQueues.ts";
 import type { RunListParams } from "../lib/hooks/keys.ts";
 import { RunsTable } from "../components/RunsTable.tsx";
 import { toggleRows } from "../lib/selection.ts";
@@ -41,6 +42,7 @@ function RunsPage() {
     status: sp.get("status") ?? undefined,
     q: sp.get("q") ?? undefined,
     tag: sp.get("tag") ?? undefined,
+    queue: sp.get("queue") ?? undefined,
     // a fixed column or a chosen one (the server names a sort it cannot do)
     sort: sortParam || "createdAt",
     order: sp.get("order") === "asc" ? "asc" : "desc",
@@ -51,6 +53,7 @@ function RunsPage() {
   };
   const columns = (params.cols ?? "").split(",").map((c) => c.trim()).filter(Boolean);
   const runs = useRuns(params);
+  const queues = useQueues();
 
   const setParams = (patch: Record<string, string | undefined>) => {
     const next = new URLSearchParams(sp.toString());
@@ -84,7 +87,7 @@ function RunsPage() {
   // selection for Compare: rows by id (kept across pages), or "every run matching the filter"
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [anchor, setAnchor] = useState<string | null>(null);
-  const filterKey = `${params.status ?? ""}|${params.q ?? ""}|${params.tag ?? ""}`;
+  const filterKey = `${params.status ?? ""}|${params.q ?? ""}|${params.tag ?? ""}|${params.queue ?? ""}`;
   const [allMatching, setAllMatching] = useState<string | null>(null);
   const matchingAll = allMatching === filterKey;
   const shown = runs.data?.runs ?? [];
@@ -132,6 +135,16 @@ function RunsPage() {
             </option>
           ))}
         </select>
+        {(queues.data?.length ?? 0) > 1 && (
+          <select value={params.queue ?? ""} onChange={(e) => setParams({ queue: e.target.value || undefined })} aria-label="filter by queue" data-testid="queue-filter">
+            <option value="">all queues</option>
+            {queues.data!.map((q) => (
+              <option key={q.name} value={q.name}>
+                {q.name}
+              </option>
+            ))}
+          </select>
+        )}
         {params.tag && (
           <span className="chip active" data-testid="tag-filter">
             tag: {params.tag}
@@ -154,8 +167,8 @@ function RunsPage() {
       {(selected.size > 0 || matchingAll) && (
         <div className="row selection-bar" style={{ marginBottom: 12 }} data-testid="selection-bar">
           <span data-testid="selection-count">{matchingAll ? `all ${total} matching runs selected${total > MAX_COMPARE_RUNS ? ` (the newest ${MAX_COMPARE_RUNS} are compared)` : ""}` : `${selected.size} selected`}</span>
-          {/* the compare view filters by status, search and tag only: not offered under a filter expression */}
-          {!matchingAll && !params.where && total > shown.length && shown.every((r) => selected.has(r.id)) && (
+          {/* the compare view filters by status, search and tag only: not offered under a filter expression or a queue */}
+          {!matchingAll && !params.where && !params.queue && total > shown.length && shown.every((r) => selected.has(r.id)) && (
             <button type="button" className="link" onClick={() => setAllMatching(filterKey)} data-testid="select-all-matching">
               Select all {total} matching
             </button>
@@ -173,7 +186,7 @@ function RunsPage() {
       ) : runs.isLoading ? (
         <div className="empty">Loading runs…</div>
       ) : (
-        <RunsTable runs={runs.data?.runs ?? []} sort={params.sort!} order={params.order!} onSort={onSort} activeTag={params.tag} onTag={(t) => setParams({ tag: t === params.tag ? undefined : t })} selection={selection} columns={columns} />
+        <RunsTable runs={runs.data?.runs ?? []} sort={params.sort!} order={params.order!} onSort={onSort} activeTag={params.tag} onTag={(t) => setParams({ tag: t === params.tag ? undefined : t })} activeQueue={params.queue} onQueue={(q) => setParams({ queue: q === params.queue ? undefined : q })} selection={selection} columns={columns} />
       )}
       {total > PAGE && (
         <div className="row" style={{ marginTop: 10 }}>

@@ -22,6 +22,9 @@ interface Props {
   onSort: (key: SortKey) => void;
   activeTag?: string;
   onTag: (tag: string) => void;
+  /** The queue filter (a queue cell filters by its queue when given). */
+  activeQueue?: string;
+  onQueue?: (queue: string) => void;
   /** Chosen columns (config keys, metric stats) after the fixed ones, their values in each row's `columns`. */
   columns?: readonly string[];
   /** Row selection for Compare (checkbox column shown when given). */
@@ -43,8 +46,8 @@ function SortHeader({ label, k, sort, order, onSort, className }: { label: strin
   );
 }
 
-/** The runs table: status, preset, task, live key metrics, created, duration, tags. */
-export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selection, columns = [] }: Props) {
+/** The runs table: status, queue, preset, task, live key metrics, created, duration, tags. */
+export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, activeQueue, onQueue, selection, columns = [] }: Props) {
   const now = useNow(1_000);
   const h = { sort, order, onSort };
   return (
@@ -65,6 +68,7 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selecti
             )}
             <SortHeader label="Run" k="name" {...h} />
             <SortHeader label="Status" k="status" {...h} />
+            <SortHeader label="Queue" k="queue" {...h} />
             <th>Preset</th>
             <th>Task</th>
             {SUMMARY_COLUMNS.map((c) => (
@@ -105,6 +109,15 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selecti
               <td>
                 <StatusBadge status={r.status} /> <KindBadge kind={r.kind} />
               </td>
+              <td data-column="queue" title={r.executor ? `Slurm job ${r.executor.jobId ?? "(not submitted yet)"}: ${r.executor.state ?? "—"}` : "connected workers"}>
+                {onQueue ? (
+                  <button type="button" className={`chip${r.queue === activeQueue ? " active" : ""}`} onClick={() => onQueue(r.queue)} title={`filter by queue ${r.queue}`}>
+                    {r.queue}
+                  </button>
+                ) : (
+                  r.queue
+                )}
+              </td>
               <td>{r.preset ?? <span className="muted">custom</span>}</td>
               <td className="mono">
                 {r.envName}/{r.task}
@@ -137,7 +150,7 @@ export function RunsTable({ runs, sort, order, onSort, activeTag, onTag, selecti
           ))}
           {runs.length === 0 && (
             <tr>
-              <td colSpan={(selection ? 14 : 13) + columns.length} className="empty">
+              <td colSpan={(selection ? 15 : 14) + columns.length} className="empty">
                 No runs match. <Link href="/runs/new">Launch one</Link>.
               </td>
             </tr>

@@ -2,6 +2,7 @@
 import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useWorkers } from "../lib/hooks/useWorkers.ts";
+import { useQueues } from "../lib/hooks/useQueues.ts";
 import { useSocketState } from "../lib/hooks/useSocketConnected.ts";
 import { UserBadge } from "./UserBadge.tsx";
 
@@ -9,6 +10,8 @@ export function TopBar() {
   const path = usePathname();
   const workers = useWorkers();
   const socket = useSocketState();
+  // waiting runs per queue: shown only where there is more than the connected workers' queue
+  const queues = useQueues().data ?? [];
   const list = workers.data ?? [];
   const online = list.filter((w) => w.status !== "offline");
   const title = list.map((w) => `${w.name} (${w.backend}/${w.device}) ${w.status}`).join("\n") || "no workers registered";
@@ -35,6 +38,15 @@ export function TopBar() {
         </Link>
       </nav>
       <span className="spacer" />
+      {queues.length > 1 && (
+        <span className="workers" data-testid="queue-counts" title={queues.map((q) => `${q.name}: ${q.pending} waiting, ${q.running} running`).join("\n")}>
+          {queues.map((q) => (
+            <Link key={q.name} href={`/?queue=${encodeURIComponent(q.name)}`} className="badge plain" data-testid="queue-count" data-queue={q.name} data-pending={q.pending}>
+              {q.name} {q.pending} waiting
+            </Link>
+          ))}
+        </span>
+      )}
       <span className="workers" title={title} data-testid="workers-count">
         <span className={`badge ${workers.isLoading ? "plain" : online.length ? "ok" : "off"}`}>
           {workers.isLoading ? "workers …" : `${online.length} worker${online.length === 1 ? "" : "s"} online`}

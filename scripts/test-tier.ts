@@ -74,12 +74,14 @@ export const TIERS = {
     "tfevents",
     "train",
     "ui-config-form",
+    "ui-queue-form",
     "ui-smoothing",
     "ui-stream-merge",
     "word-vectors",
     "wordpiece-ascii",
   ],
   integration: [
+    "api-queues", // a spawned server with a Slurm queue whose commands are missing
     "api-dashboards", // in-process server, SQLite and PostgreSQL
     "api-import", // in-process server, CLI child process
     "api-router", // in-process server
@@ -127,6 +129,7 @@ export const TIERS = {
     "browser-import",
     "browser-scale-out",
     "browser-paper-curves",
+    "browser-slurm", // and a real single-node Slurm
     "browser-sweep",
     "platform-e2e", // the Next production build behind a spawned server
   ],

@@ -173,6 +173,14 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     const logs = (await api<{ message: string }[]>(env, "GET", `/api/runs/${created.id}/logs?limit=5000`)).body;
     assert.ok(JSON.stringify(logs).includes("queued again"), "the requeue is in the run's log");
     const points = await eachPointOnce(created.id, STEPS);
+    // both jobs are kept, newest first, each with how it ended, where it ran and for how long
+    const ended = await until("the second job COMPLETED", async () => {
+      const r = await getRun(env, created.id);
+      return r.jobs[0]?.state === "COMPLETED" ? r : null;
+    }, 30_000);
+    assert.deepEqual(ended.jobs.map((j) => [j.number, j.jobId, j.state, j.node]), [[2, jobOf(done).jobId, "COMPLETED", cluster.node], [1, firstJob, "CANCELLED", cluster.node]]);
+    for (const j of ended.jobs) assert.ok(j.startedAt && j.endedAt && Date.parse(j.submittedAt) <= Date.parse(j.endedAt) && Date.parse(j.startedAt) <= Date.parse(j.endedAt), JSON.stringify(j));
+    assert.ok(Date.parse(ended.jobs[1].endedAt!) <= Date.parse(ended.jobs[0].startedAt!) + 2_000, "the second job started after the first ended");
     console.log(`scancel ${firstJob} → resumed as job ${jobOf(done).jobId}; ${points.length} points, each once`);
   });
 

@@ -13,7 +13,7 @@ const run: RunDetailDto = {
   id: "r1", name: "tiny", status: "queued", preset: "tiny", envName: "babilong", task: "qa1", tags: [], notes: "",
   workerId: null, workerName: null, backend: null, device: null, createdAt: "2026-01-01T00:00:00.000Z", startedAt: null,
   finishedAt: null, durationSeconds: null, error: null, kind: "train", sweepOf: null, parentId: null, attempt: 1, lastSeq: 2, progressDone: 0,
-  progressTotal: 60, summary: {}, createdBy: null, config: {}, resumeFrom: null, checkpoints: [], queue: "workers", resources: {}, executor: null,
+  progressTotal: 60, summary: {}, createdBy: null, config: {}, resumeFrom: null, checkpoints: [], queue: "workers", resources: {}, executor: null, jobs: [],
 };
 
 test("metric points are appended once per cache entry, for the keys it holds", () => {

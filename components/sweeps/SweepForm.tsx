@@ -2,8 +2,9 @@
 /**
  * The "Sweep" form of a run page: which checkpoint, which lengths (chunks), samples per length,
  * the Q-threshold, baselines and oracle stop, and optionally an LLM reader that answers from each
- * episode's kept chunks (a GGUF model in the data root, or the worker's configured endpoint). The
- * server validates (bounds live in the contract); its field errors are shown beside the fields.
+ * episode's kept chunks (a GGUF model in the data root, or the worker's configured endpoint). It
+ * runs on the run's queue (server/runs/sweeps.ts). The server validates (bounds live in the
+ * contract); its field errors are shown beside the fields.
  */
 import { useState } from "react";
 import { DEFAULT_SWEEP_LENGTHS, MAX_SWEEP_CHUNKS, dataFilesListId, type CheckpointDto, type CreateSweepBody, type SweepReader } from "../../lib/contracts/index.ts";
@@ -16,7 +17,7 @@ function FieldError({ errors, name }: { errors: Record<string, string>; name: st
   return msg ? <p className="field-error" data-testid={`sweep-error-${name}`}>{msg}</p> : null;
 }
 
-export function SweepForm({ runId, checkpoints, onDone }: { runId: string; checkpoints: CheckpointDto[]; onDone: () => void }) {
+export function SweepForm({ runId, checkpoints, queue, onDone }: { runId: string; checkpoints: CheckpointDto[]; queue: string; onDone: () => void }) {
   const start = useStartSweep(runId);
   const updates = [...new Set(checkpoints.map((c) => c.update))].sort((a, b) => b - a);
   const [checkpoint, setCheckpoint] = useState<string>(checkpoints.some((c) => c.best) ? "best" : "last");
@@ -121,6 +122,9 @@ export function SweepForm({ runId, checkpoints, onDone }: { runId: string; check
         <button type="button" onClick={onDone}>
           Close
         </button>
+        <span className="muted small" data-testid="sweep-queue">
+          runs on the queue <b>{queue}</b>, like the run it evaluates
+        </span>
       </div>
     </form>
   );

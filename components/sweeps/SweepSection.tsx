@@ -80,7 +80,7 @@ export function SweepSection({ run }: { run: RunDetailDto }) {
           Upload CLI sweep…
         </button>
       </div>
-      {open === "form" && <SweepForm runId={run.id} checkpoints={run.checkpoints} onDone={() => setOpen(null)} />}
+      {open === "form" && <SweepForm runId={run.id} checkpoints={run.checkpoints} queue={run.queue} onDone={() => setOpen(null)} />}
       {open === "upload" && <SweepUpload runId={run.id} onDone={() => setOpen(null)} />}
       {list.length === 0 ? (
         <div className="empty">{sweeps.isLoading ? "Loading…" : "No sweeps yet: evaluate a checkpoint at 1K … 1M tokens with “Sweep…”."}</div>

@@ -8,6 +8,7 @@ import type { Prisma } from "../../generated/sqlite/client.ts";
 import type { EpisodeRecord } from "./engine-events.ts";
 import type { SummaryKey } from "./metrics.ts";
 import type { CellValue } from "./run-columns.ts";
+import type { ResourceRequest } from "./queues.ts";
 
 export const RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -25,12 +26,18 @@ export const runListSelect = {
   workerId: true, backend: true, device: true, createdAt: true, startedAt: true, finishedAt: true,
   error: true, kind: true, sweepOf: true, parentId: true, attempt: true, lastSeq: true, progressDone: true, progressTotal: true,
   summary: true, createdBy: true,
+  // where it executes, and its executor's current job (the table's queue column, the run page's panel, live)
+  queue: true, jobId: true, jobState: true, jobNode: true, jobReason: true, jobCount: true,
 } as const satisfies Prisma.RunSelect;
 export type RunListRow = Prisma.RunGetPayload<{ select: typeof runListSelect }>;
 
 /** A run as the REST API returns it, and as the server publishes its changes ("runs:state"). */
-export type RunDto = Omit<Wire<RunListRow>, "status" | "tags" | "summary"> & {
+export type RunDto = Omit<Wire<RunListRow>, "status" | "tags" | "summary" | JobColumn> & {
   status: RunStatus;
+  /** "workers" (connected workers) or an executor's queue. */
+  queue: string;
+  /** The executor's job; null on the workers queue. */
+  executor: ExecutorDto | null;
   tags: string[];
   summary: RunSummary;
   workerName: string | null;
@@ -42,6 +49,9 @@ export type RunDto = Omit<Wire<RunListRow>, "status" | "tags" | "summary"> & {
 
 export const checkpointSelect = { step: true, update: true, path: true, best: true, evalReturn: true, createdAt: true } as const satisfies Prisma.CheckpointSelect;
 export type CheckpointDto = Wire<Prisma.CheckpointGetPayload<{ select: typeof checkpointSelect }>>;
+
+/** The Run columns ExecutorDto is made of. */
+type JobColumn = "jobId" | "jobState" | "jobNode" | "jobReason" | "jobCount";
 
 /** Where a run's current job is (a run of an executor's queue), as last polled. */
 export interface ExecutorDto {
@@ -57,18 +67,21 @@ export interface ExecutorDto {
   jobs: number;
 }
 
+export const runJobSelect = { number: true, jobId: true, state: true, node: true, reason: true, submittedAt: true, startedAt: true, endedAt: true } as const satisfies Prisma.RunJobSelect;
+/** One of a run's executor jobs (its attempts on the cluster), the current one included. */
+export type RunJobDto = Wire<Prisma.RunJobGetPayload<{ select: typeof runJobSelect }>>;
+
 export type RunDetailDto = RunDto & {
   /** The validated engine config. */
   config: unknown;
   resumeFrom: string | null;
   checkpoints: CheckpointDto[];
-  /** "workers" (connected workers) or an executor's queue. */
-  queue: string;
   /** The resource request with the queue's defaults applied. */
-  resources: Record<string, string | number>;
-  /** The executor's job; null on the workers queue. */
-  executor: ExecutorDto | null;
+  resources: ResourceRequest;
+  /** The executor's jobs for this run, newest first (at most MAX_JOBS_SHOWN); empty on the workers queue. */
+  jobs: RunJobDto[];
 };
+export const MAX_JOBS_SHOWN = 100;
 
 export interface RunListDto {
   runs: RunDto[];

@@ -8,6 +8,7 @@ export * from "./metrics.ts";
 export * from "./engine-events.ts";
 export * from "./dto.ts";
 export * from "./rest.ts";
+export * from "./queues.ts";
 export * from "./run-columns.ts";
 export * from "./sockets.ts";
 export * from "./retrieval-metrics.ts";

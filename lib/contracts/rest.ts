@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { parseColumn, parseColumns, parseFilter } from "./run-columns.ts";
 import { RUN_STATUSES, type RunStatus } from "./dto.ts";
+import { queueName, resourceRequest } from "./queues.ts";
 
 export const intParam = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 export const idParam = z.string().min(1).max(100).regex(/^[\w-]+$/, "invalid id");
@@ -15,28 +16,6 @@ const notes = z.string().max(20_000, "at most 20000 characters");
 const name = z.string().trim().min(1, "must not be empty").max(200, "at most 200 characters");
 /** CLI-style `key=value` overrides applied to the config (`envs.task=qa2`). */
 const overrides = z.array(z.string().max(2000)).max(200);
-
-/** Slurm's own spelling of partition, account, QoS and GPU type names: nothing a flag could hide in. */
-const slurmName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$/, "letters, digits and _ . + - (at most 64)");
-const count = (min: number, max: number) => z.number().int("a whole number").min(min, `at least ${min}`).max(max, `at most ${max}`);
-
-/**
- * What a run asks its executor for; each field left out takes its queue's default (settings).
- * Bounded here so a typo never reaches a scheduler: GPUs 0…64, CPUs 1…1024, memory up to 64 TiB,
- * time up to a year. Connected workers ignore it; a Slurm queue turns it into sbatch's options.
- */
-export const resourceRequest = z.strictObject({
-  gpus: count(0, 64).optional(),
-  gpu_type: slurmName.optional(),
-  cpus: count(1, 1024).optional(),
-  mem_mb: count(1, 64 << 20).optional(),
-  time_limit_min: count(1, 366 * 24 * 60).optional(),
-  account: slurmName.optional(),
-  qos: slurmName.optional(),
-});
-export type ResourceRequest = z.infer<typeof resourceRequest>;
-/** A queue's name: "workers" (the connected workers, the default) or one the settings define. */
-export const queueName = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, "a queue name (lowercase letters, digits, _ and -)");
 
 /** POST /api/runs. `config` (a whole or partial config tree) is validated by the engine. */
 export const createRunBody = z.strictObject({
@@ -69,11 +48,14 @@ export const cloneRunBody = z.strictObject({
   name: name.optional(),
   tags: tags.optional(),
   notes: notes.optional(),
+  /** Where the clone runs and what it asks for (default: the source's). */
+  queue: queueName.optional(),
+  resources: resourceRequest.optional(),
 });
 export type CloneRunBody = z.infer<typeof cloneRunBody>;
 
 /** Sort keys of the runs table. */
-export const RUN_LIST_SORTS = ["createdAt", "name", "status", "duration"] as const;
+export const RUN_LIST_SORTS = ["createdAt", "name", "status", "queue", "duration"] as const;
 export type RunListSort = (typeof RUN_LIST_SORTS)[number];
 
 /** A text parameter read by `parse` (blank: absent); what it cannot read is the parameter's issue. */
@@ -111,6 +93,8 @@ export const runListQuery = z.strictObject({
     }),
   q: z.string().max(200).optional(),
   tag: z.string().max(64).optional(),
+  /** Only this queue's runs. */
+  queue: queueName.optional(),
   /** One of RUN_LIST_SORTS, or a column key (run-columns.ts). */
   sort: z
     .string()

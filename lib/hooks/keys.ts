@@ -24,4 +24,5 @@ export const qk = {
   presets: () => ["presets"] as const,
   schema: () => ["schema"] as const,
   workers: () => ["workers"] as const,
+  queues: () => ["queues"] as const,
 };

@@ -45,6 +45,8 @@ export function useRunsState() {
       // sweep jobs are never in the runs table: one that no list holds needs no refetch
       const sweeps = new Set(msg.runs.filter((r) => r.kind === "sweep").map((r) => r.id));
       const put = putRuns(qc, msg.runs);
+      // a new run or a status change moves the top bar's per-queue counts
+      if (put.unlisted.length || refetch) void qc.invalidateQueries({ queryKey: qk.queues(), exact: true });
       if (put.unlisted.some((id) => !sweeps.has(id)) || refetch) refetchLists("all");
       else if (put.stale.length) refetchLists(put.stale);
     };

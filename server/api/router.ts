@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ApiDeps, Handler, Params } from "./http.ts";
 import { json } from "./http.ts";
 import { health, presets, schema, workers } from "./misc.ts";
+import { queues } from "./queues.ts";
 import { runSweeps, runSweepUpload, sweepAcross, sweepItem } from "./sweeps.ts";
 import { episodeChunks } from "./chunks.ts";
 import { runPlayground, runPlaygroundEpisodes, runPlaygroundSample } from "./playground.ts";
@@ -34,6 +35,7 @@ const ROUTES: [string, Methods, RouteOptions?][] = [
   ["/api/presets", presets],
   ["/api/schema", schema],
   ["/api/workers", workers],
+  ["/api/queues", queues],
   ["/api/runs", runsCollection],
   ["/api/runs/validate", runsValidate],
   ["/api/runs/import", runsImport, { maxBodyBytes: IMPORT_MAX_BODY_BYTES }],

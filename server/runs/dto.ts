@@ -1,7 +1,8 @@
 /** Database rows → the REST DTOs of lib/contracts/dto.ts (JSON-in-text columns parsed, dates as ISO). */
-import type { CheckpointDto, RunDetailDto, RunDto, RunListRow, RunStatus, RunSummary } from "../../lib/contracts/index.ts";
+import type { CheckpointDto, ResourceRequest, RunDetailDto, RunDto, RunListRow, RunStatus, RunSummary } from "../../lib/contracts/index.ts";
 import type { Prisma } from "../../generated/sqlite/client.ts";
-import { checkpointSelect, runListSelect } from "../../lib/contracts/index.ts";
+import { checkpointSelect, runJobSelect, runListSelect } from "../../lib/contracts/index.ts";
+import { WORKERS_QUEUE } from "./queues.ts";
 
 export function parseJson<T>(text: string | null | undefined, fallback: T): T {
   if (!text) return fallback;
@@ -18,9 +19,11 @@ export function durationSeconds(startedAt: Date | null, finishedAt: Date | null,
   return end === null ? null : Math.max(0, (end - startedAt.getTime()) / 1000);
 }
 
-export function toRunDto(r: RunListRow, workerNames: ReadonlyMap<string, string>, now = Date.now()): RunDto {
+export function toRunDto(row: RunListRow, workerNames: ReadonlyMap<string, string>, now = Date.now()): RunDto {
+  const { jobId, jobState, jobNode, jobReason, jobCount, ...r } = row;
   return {
     ...r,
+    executor: r.queue === WORKERS_QUEUE ? null : { kind: "slurm", jobId, state: jobState, node: jobNode, reason: jobReason, jobs: jobCount },
     status: r.status as RunStatus,
     tags: parseJson<string[]>(r.tags, []),
     workerName: r.workerId ? (workerNames.get(r.workerId) ?? null) : null,
@@ -38,21 +41,20 @@ export function toCheckpointDto(c: CheckpointRow): CheckpointDto {
   return { ...c, createdAt: c.createdAt.toISOString() };
 }
 
-/** The detail columns beyond the list's: config, resume point, queue, resources and the executor's job. */
-export const runDetailSelect = {
-  ...runListSelect, config: true, resumeFrom: true, queue: true, resources: true, jobId: true, jobState: true, jobNode: true, jobReason: true, jobCount: true,
-} as const satisfies Prisma.RunSelect;
+/** The detail columns beyond the list's: config, resume point and resource request. */
+export const runDetailSelect = { ...runListSelect, config: true, resumeFrom: true, resources: true } as const satisfies Prisma.RunSelect;
 type RunDetailRow = Prisma.RunGetPayload<{ select: typeof runDetailSelect }>;
 
-export function toRunDetailDto(r: RunDetailRow, checkpoints: CheckpointRow[], workerNames: ReadonlyMap<string, string>): RunDetailDto {
-  const { config, resumeFrom, queue, resources, jobId, jobState, jobNode, jobReason, jobCount, ...row } = r;
+type RunJobRow = Prisma.RunJobGetPayload<{ select: typeof runJobSelect }>;
+
+export function toRunDetailDto(r: RunDetailRow, checkpoints: CheckpointRow[], workerNames: ReadonlyMap<string, string>, jobs: RunJobRow[] = []): RunDetailDto {
+  const { config, resumeFrom, resources, ...row } = r;
   return {
     ...toRunDto(row, workerNames),
     config: parseJson<unknown>(config, null),
     resumeFrom,
     checkpoints: checkpoints.map(toCheckpointDto),
-    queue,
-    resources: parseJson<Record<string, string | number>>(resources, {}),
-    executor: queue === "workers" ? null : { kind: "slurm", jobId, state: jobState, node: jobNode, reason: jobReason, jobs: jobCount },
+    resources: parseJson<ResourceRequest>(resources, {}),
+    jobs: jobs.map((j) => ({ ...j, submittedAt: j.submittedAt.toISOString(), startedAt: j.startedAt?.toISOString() ?? null, endedAt: j.endedAt?.toISOString() ?? null })),
   };
 }

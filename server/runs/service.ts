@@ -6,8 +6,8 @@
  */
 import crypto from "node:crypto";
 import type { Prisma } from "../../generated/sqlite/client.ts";
-import type { CloneRunBody, CreateRunBody, PatchRunBody, RunDetailDto, RunDto, RunListDto, RunListQuery, RunListRow } from "../../lib/contracts/index.ts";
-import { checkpointSelect, clauseHolds, compareCells, parseColumn, RUN_LIST_SORTS, runListSelect, type RunColumn, type RunListSort } from "../../lib/contracts/index.ts";
+import type { CloneRunBody, CreateRunBody, ResourceRequest, PatchRunBody, RunDetailDto, RunDto, RunListDto, RunListQuery, RunListRow } from "../../lib/contracts/index.ts";
+import { checkpointSelect, MAX_JOBS_SHOWN, runJobSelect, clauseHolds, compareCells, parseColumn, RUN_LIST_SORTS, runListSelect, type RunColumn, type RunListSort } from "../../lib/contracts/index.ts";
 import { cellOf, checkConfigColumns, metricStats, parsedRun } from "./list-columns.ts";
 import { buildRunConfig, checkEncoderPath, checkEnvPaths, ConfigError, describeConfig, type RunConfig, type RunConfigInput } from "../qrag/index.ts";
 import { settings } from "../settings.ts";
@@ -109,6 +109,7 @@ export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<R
   if (query.ids) and.push({ id: { in: query.ids } });
   if (query.status?.length) and.push({ status: { in: query.status } });
   if (query.tag) and.push({ tags: { contains: JSON.stringify(query.tag) } });
+  if (query.queue) and.push({ queue: query.queue });
   if (query.q) {
     const q = query.q;
     const ci = h.provider === "postgresql" ? ({ mode: "insensitive" } as object) : {};
@@ -124,7 +125,8 @@ export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<R
     });
   }
   const where: Prisma.RunWhereInput = { AND: and };
-  const order = query.order ?? (query.sort === "name" || query.sort === "status" ? "asc" : "desc");
+  const textSort = query.sort === "name" || query.sort === "status" || query.sort === "queue" ? query.sort : null;
+  const order = query.order ?? (textSort ? "asc" : "desc");
   const limit = query.limit ?? 100;
   const offset = query.offset ?? 0;
   const now = Date.now();
@@ -135,14 +137,14 @@ export async function listRuns(h: DbHandle, query: RunListQuery = {}): Promise<R
     // filter and sort on config values and metric stats here: the runs the other filters keep,
     // in the table's order, then the expression, then the page
     const clauses = query.where ?? [];
-    const candidates = (await h.prisma.run.findMany({ where, select: { id: true, config: true, summary: true, createdAt: true, startedAt: true, finishedAt: true, status: true, name: true }, orderBy: [{ createdAt: "desc" }, { id: "asc" }] })).map((r) => ({ ...r, ...parsedRun(r) }));
+    const candidates = (await h.prisma.run.findMany({ where, select: { id: true, config: true, summary: true, createdAt: true, startedAt: true, finishedAt: true, status: true, name: true, queue: true }, orderBy: [{ createdAt: "desc" }, { id: "asc" }] })).map((r) => ({ ...r, ...parsedRun(r) }));
     const stats = await metricStats(h, null, [...clauses.map((c) => c.column), ...(sortColumn ? [sortColumn] : [])]);
     const kept = candidates.filter((r) => clauses.every((c) => clauseHolds(cellOf(c.column, r, stats), c)));
     const sign = order === "asc" ? 1 : -1;
     const cmp: (a: (typeof kept)[number], b: (typeof kept)[number]) => number = sortColumn
       ? (a, b) => compareCells(cellOf(sortColumn, a, stats), cellOf(sortColumn, b, stats), order)
-      : query.sort === "name" || query.sort === "status"
-        ? (a, b) => a[query.sort as "name" | "status"].localeCompare(b[query.sort as "name" | "status"]) * sign
+      : textSort
+        ? (a, b) => a[textSort].localeCompare(b[textSort]) * sign
         : query.sort === "duration"
           ? (a, b) => (runMillis(a, now) - runMillis(b, now)) * sign
           : (a, b) => (a.createdAt.getTime() - b.createdAt.getTime()) * sign;
@@ -200,13 +202,14 @@ async function attachColumns(h: DbHandle, runs: RunDto[], cols: readonly RunColu
 }
 
 export async function getRun(h: DbHandle, id: string): Promise<RunDetailDto> {
-  const [run, checkpoints, names] = await Promise.all([
+  const [run, checkpoints, names, jobs] = await Promise.all([
     h.prisma.run.findUnique({ where: { id }, select: runDetailSelect }),
     h.prisma.checkpoint.findMany({ where: { runId: id }, orderBy: [{ update: "asc" }, { best: "asc" }], select: checkpointSelect }),
     workerNames(h),
+    h.prisma.runJob.findMany({ where: { runId: id }, orderBy: { number: "desc" }, take: MAX_JOBS_SHOWN, select: runJobSelect }),
   ]);
   if (!run) throw notFound(`run ${id}`);
-  return toRunDetailDto(run, checkpoints, names);
+  return toRunDetailDto(run, checkpoints, names, jobs);
 }
 
 /** The list rows of these runs (what "runs:state" publishes); ids not found are left out. */
@@ -284,7 +287,7 @@ export async function resumeRun(h: DbHandle, id: string, deps: RunsDeps = standa
 
 /** A new queued run with parentId = the source and the source's config with edits. */
 export async function cloneRun(h: DbHandle, id: string, edits: CloneRunBody, deps: RunsDeps = standalone): Promise<RunDetailDto> {
-  const src = await h.prisma.run.findUnique({ where: { id }, select: { config: true, preset: true, tags: true, name: true, kind: true } });
+  const src = await h.prisma.run.findUnique({ where: { id }, select: { config: true, preset: true, tags: true, name: true, kind: true, queue: true, resources: true } });
   if (!src) throw notFound(`run ${id}`);
   if (src.kind === "sweep") throw conflict(`run ${id} is a sweep job; start a new sweep from the run it evaluates`);
   return createRun(
@@ -298,6 +301,9 @@ export async function cloneRun(h: DbHandle, id: string, edits: CloneRunBody, dep
       tags: edits.tags ?? parseJson<string[]>(src.tags, []),
       notes: edits.notes ?? "",
       parentId: id,
+      // where it ran and what it asked for, unless the edits say otherwise
+      queue: edits.queue ?? src.queue,
+      resources: edits.resources ?? parseJson<ResourceRequest>(src.resources, {}),
     },
     deps,
   );

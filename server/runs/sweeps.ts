@@ -15,10 +15,11 @@ import { ensureRun } from "./queries.ts";
 import { newRunId, workerNames, type RunsDeps } from "./service.ts";
 import { resolveDataPath } from "../qrag/index.ts";
 import { settings } from "../settings.ts";
+import { queueNames } from "./queues.ts";
 
 /** Queues a sweep of one of `runId`'s checkpoints. */
 export async function createSweep(h: DbHandle, runId: string, body: SweepRequest, deps: RunsDeps): Promise<SweepDto> {
-  const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { name: true, kind: true, envName: true, task: true } });
+  const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { name: true, kind: true, envName: true, task: true, queue: true, resources: true } });
   if (!run) throw notFound(`run ${runId}`);
   if (run.kind === "sweep") throw conflict(`run ${runId} is a sweep job; sweep the run it evaluates`);
   if (run.envName !== "babilong") throw conflict(`sweeps need a BabiLong run (this one is ${run.envName})`);
@@ -48,6 +49,9 @@ export async function createSweep(h: DbHandle, runId: string, body: SweepRequest
         id, kind: "sweep", sweepOf: runId, status: "queued", name: `${run.name} · sweep ${spec.checkpointLabel}`.slice(0, 200),
         config: JSON.stringify(spec), envName: run.envName, task: run.task, progressTotal: spec.lengths.length * spec.samples,
         createdBy: deps.actor ?? null,
+        // it runs where the run it evaluates ran, asking for the same resources (on the connected
+        // workers when that queue is gone from this dashboard's settings: a sweep never waits forever)
+        ...(queueNames().includes(run.queue) ? { queue: run.queue, resources: run.resources } : {}),
       },
     }),
   );
@@ -124,7 +128,7 @@ const sweepEpisodeLine = episodeRecordSchema.extend({ numChunks: z.number().int(
  * transaction: any bad line (named by file and line) leaves nothing behind.
  */
 export async function uploadSweep(h: DbHandle, runId: string, body: SweepUpload, deps: RunsDeps): Promise<SweepDto> {
-  const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { name: true, kind: true, envName: true, task: true } });
+  const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { name: true, kind: true, envName: true, task: true, queue: true, resources: true } });
   if (!run) throw notFound(`run ${runId}`);
   if (run.kind === "sweep") throw conflict(`run ${runId} is a sweep job; upload to the run it evaluates`);
   const errors: Record<string, string> = {};

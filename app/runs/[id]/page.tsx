@@ -20,6 +20,7 @@ import { LogTail } from "../../../components/LogTail.tsx";
 import { ConfigView } from "../../../components/ConfigView.tsx";
 import { SweepSection } from "../../../components/sweeps/SweepSection.tsx";
 import { ExportMenu } from "../../../components/ExportMenu.tsx";
+import { ExecutorPanel } from "../../../components/ExecutorPanel.tsx";
 import { confirmCancel } from "../../../lib/confirm-cancel.ts";
 
 const METRIC_KEYS = GROUPS.flatMap((g) => g.series.map((s) => s.key));
@@ -99,7 +100,7 @@ function Header({ run }: { run: RunDetailDto }) {
           </>
         ) : (
           <span className="muted" data-testid="run-progress">
-            {run.kind === "imported" ? "imported from files" : run.status === "queued" ? "waiting for a worker" : "no progress reported yet"}
+            {run.kind === "imported" ? "imported from files" : run.status === "queued" ? (run.executor ? "waiting for its Slurm job" : "waiting for a worker") : "no progress reported yet"}
           </span>
         )}
         <span className="muted">·</span>
@@ -107,6 +108,7 @@ function Header({ run }: { run: RunDetailDto }) {
           {run.envName}/{run.task}
         </span>
         {run.preset && <span className="muted">preset {run.preset}</span>}
+        <span className="muted" data-testid="header-queue">· queue {run.queue}</span>
         <span className="muted">· created {fmtDateTime(run.createdAt)}{run.createdBy ? ` by ${run.createdBy}` : ""}</span>
         <span className="muted">· duration {fmtDuration(runSeconds(run, now))}</span>
         {run.parentId && (
@@ -287,6 +289,7 @@ export default function RunPage() {
   return (
     <main className="stack" data-testid="run-page" data-run-id={r.id} data-status={r.status}>
       <Header run={r} />
+      {r.executor && <ExecutorPanel run={r} />}
       <div className="chart-toolbar panel">
         <label>
           smoothing

@@ -4,7 +4,10 @@ import { Suspense, useEffect, useMemo, useState, type FormEvent } from "react";
 import { useRouter, useSearchParams } from "next/navigation";
 import { configFieldErrors, configToDraft, describeSchema, draftDiff, draftToConfig, fieldPaths, getAt, setAt, switchVariant, type FieldNode } from "../../../lib/config-form.ts";
 import { HttpError } from "../../../lib/api.ts";
-import type { PresetDto, RunDetailDto } from "../../../lib/contracts/index.ts";
+import type { PresetDto, QueueDto, ResourceKey, RunDetailDto } from "../../../lib/contracts/index.ts";
+import { resourceDraft, resourceRequestOf, type ResourceDraft } from "../../../lib/resource-form.ts";
+import { useQueues } from "../../../lib/hooks/useQueues.ts";
+import { QueueFields } from "../../../components/QueueFields.tsx";
 import { useConfigSchema } from "../../../lib/hooks/useConfigSchema.ts";
 import { usePresets } from "../../../lib/hooks/usePresets.ts";
 import { useRun } from "../../../lib/hooks/useRun.ts";
@@ -43,9 +46,13 @@ interface FormProps {
   initialConfig: unknown;
   initialTags: string[];
   parent: RunDetailDto | null;
+  queues: QueueDto[];
 }
 
-function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initialTags, parent }: FormProps) {
+/** Errors of the queue part of the form (the queue, the resource request), not the config's. */
+const isQueueField = (p: string) => p === "queue" || p === "resources" || p.startsWith("resources.");
+
+function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initialTags, parent, queues }: FormProps) {
   const router = useRouter();
   const create = useCreateRun();
   const PATHS = useMemo(() => fieldPaths(ROOT), [ROOT]);
@@ -63,6 +70,23 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
   const [submitted, setSubmitted] = useState(false);
   const [serverErrors, setServerErrors] = useState<Record<string, string>>({});
   const [formError, setFormError] = useState<string | null>(null);
+  // where it runs: a clone's queue and request, else the default queue (a Slurm queue: its defaults)
+  const requestFor = (name: string): ResourceDraft => resourceDraft(parent && parent.queue === name ? parent.resources : queues.find((q) => q.name === name)?.defaults);
+  const [queue, setQueue] = useState(() => parent?.queue ?? queues[0]?.name ?? "workers");
+  const [resources, setResources] = useState<ResourceDraft>(() => requestFor(parent?.queue ?? queues[0]?.name ?? "workers"));
+  const slurmQueue = queues.find((q) => q.name === queue)?.kind === "slurm";
+  const request = useMemo(() => (slurmQueue ? resourceRequestOf(resources) : { request: undefined, errors: {} }), [slurmQueue, resources]);
+  const clearServerError = (p: string) => serverErrors[p] && setServerErrors(({ [p]: _drop, ...rest }) => rest);
+  const chooseQueue = (name: string) => {
+    setQueue(name);
+    setResources(requestFor(name));
+    setServerErrors((e) => Object.fromEntries(Object.entries(e).filter(([p]) => !isQueueField(p))));
+  };
+  const changeResource = (key: ResourceKey, value: string) => {
+    setResources((r) => ({ ...r, [key]: value }));
+    clearServerError(`resources.${key}`);
+    clearServerError("resources");
+  };
 
   useEffect(() => {
     let live = true;
@@ -75,8 +99,9 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
   const checkErrors = checked?.errors ?? {};
   const shown: Record<string, string> = {};
   for (const [p, m] of Object.entries(checkErrors)) if (p && (submitted || touched.has(p))) shown[p] = m;
-  Object.assign(shown, serverErrors);
-  const unplaced = Object.entries(serverErrors).filter(([p]) => !PATHS.has(p));
+  for (const [p, m] of Object.entries(serverErrors)) if (!isQueueField(p)) shown[p] = m;
+  const unplaced = Object.entries(serverErrors).filter(([p]) => !PATHS.has(p) && !isQueueField(p));
+  const queueErrors: Record<string, string> = { ...request.errors, ...Object.fromEntries(Object.entries(serverErrors).filter(([p]) => isQueueField(p))) };
 
   const change = (path: string[], value: unknown) => {
     const p = path.join(".");
@@ -104,6 +129,10 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
     e.preventDefault();
     setSubmitted(true);
     setFormError(null);
+    if (Object.keys(request.errors).length) {
+      document.querySelector<HTMLElement>(`[data-field="${Object.keys(request.errors)[0]}"] input`)?.focus();
+      return;
+    }
     const errors = checked && checked.for === candidate ? checked.errors : await check(candidate);
     setChecked({ for: candidate, errors });
     if (Object.keys(errors).length) {
@@ -121,6 +150,8 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
         tags: tags.split(",").map((t) => t.trim()).filter(Boolean),
         notes: notes || undefined,
         parentId: parent?.id,
+        queue,
+        resources: request.request,
       });
       router.push(`/runs/${run.id}`);
     } catch (err) {
@@ -131,7 +162,7 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
     }
   };
 
-  const errorCount = Object.keys(shown).length;
+  const errorCount = Object.keys(shown).length + Object.keys(queueErrors).length;
   return (
     <form onSubmit={submit} noValidate data-testid="launch-form" className="stack">
       <section className="panel">
@@ -168,6 +199,7 @@ function LaunchForm({ root: ROOT, presets, initialPreset, initialConfig, initial
           ))}
         </div>
       )}
+      <QueueFields queues={queues} queue={queue} onQueue={chooseQueue} draft={resources} onChange={changeResource} errors={queueErrors} />
       <DataRootSuggestions />
       <ConfigFields root={ROOT} draft={draft} baseline={baseline} errors={shown} onChange={change} onVariant={changeVariant} />
       <section className="panel small" data-testid="config-changes" data-count={changes.length}>
@@ -213,13 +245,16 @@ function NewRunPage() {
   const presets = usePresets();
   const schema = useConfigSchema();
   const clone = useRun(cloneId);
+  const queues = useQueues();
   const root = useMemo(() => (schema.data ? describeSchema(schema.data.schema) : null), [schema.data]);
 
   let body;
   if (presets.error) body = <div className="form-banner">Could not load presets: {(presets.error as Error).message}</div>;
   else if (schema.error) body = <div className="form-banner">Could not load the config schema: {(schema.error as Error).message}</div>;
+  // a failed poll keeps the queues it had (and the form its edits)
+  else if (queues.error && !queues.data) body = <div className="form-banner">Could not load the queues: {(queues.error as Error).message}</div>;
   else if (clone.error) body = <div className="form-banner">Could not load run {cloneId}: {(clone.error as Error).message}</div>;
-  else if (!presets.data || !root || (cloneId && !clone.data)) body = <div className="empty">Loading…</div>;
+  else if (!presets.data || !root || !queues.data || (cloneId && !clone.data)) body = <div className="empty">Loading…</div>;
   else {
     const list = presets.data;
     const parent = cloneId ? clone.data! : null;
@@ -234,7 +269,7 @@ function NewRunPage() {
           const p = list.find((x) => x.name === PREFERRED_PRESET) ?? list[0];
           return { preset: p?.name ?? "", config: p?.config ?? {}, tags: [] as string[] };
         })();
-    body = <LaunchForm key={cloneId ?? "new"} root={root} presets={list} initialPreset={start.preset} initialConfig={start.config} initialTags={start.tags} parent={parent} />;
+    body = <LaunchForm key={cloneId ?? "new"} root={root} presets={list} initialPreset={start.preset} initialConfig={start.config} initialTags={start.tags} parent={parent} queues={queues.data} />;
   }
   return (
     <main>

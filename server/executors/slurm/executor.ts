@@ -17,7 +17,7 @@
  * A run whose worker shut down on SIGTERM (scancel from a shell, pre-emption) was already queued
  * again by ingestion; it gets its next job once its old one is seen ended.
  */
-import type { DbHandle } from "../../db/client.ts";
+import type { Db, DbHandle } from "../../db/client.ts";
 import type { RunNotifier } from "../../runs/notifier.ts";
 import { SlurmCommandError } from "./command.ts";
 import type { SlurmClient } from "./client.ts";
@@ -57,6 +57,24 @@ const GONE: readonly string[] = [...ENDED_STATES, "UNKNOWN"];
 const gone = (j: SlurmJob) => isEnded(j) || j.state === "UNKNOWN";
 const SUBMIT_BATCH = 50;
 
+/**
+ * A job's start and end for its RunJob row, each set once: the start when it is first seen
+ * holding its node (Slurm's elapsed time back from now), the end when it is first seen ended
+ * (its start plus Slurm's elapsed time, else now).
+ */
+async function jobTimes(db: Db, runId: string, jobId: string, j: SlurmJob): Promise<{ startedAt?: Date; endedAt?: Date }> {
+  const row = await db.runJob.findFirst({ where: { runId, jobId }, select: { startedAt: true, endedAt: true } });
+  if (!row) return {};
+  const now = Date.now();
+  const ran = j.elapsedS !== null && j.elapsedS > 0;
+  const out: { startedAt?: Date; endedAt?: Date } = {};
+  const holds = j.state === "RUNNING" || j.state === "COMPLETING" || j.state === "SUSPENDED";
+  if (!row.startedAt && (holds || (gone(j) && ran))) out.startedAt = new Date(now - (j.elapsedS ?? 0) * 1000);
+  const started = row.startedAt ?? out.startedAt;
+  if (!row.endedAt && gone(j)) out.endedAt = started && ran ? new Date(Math.min(now, started.getTime() + j.elapsedS! * 1000)) : new Date(now);
+  return out;
+}
+
 export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): SlurmExecutor {
   const log = o.log ?? ((m: string) => console.log(`[slurm] ${m}`));
   const scancelled = new Set<string>();
@@ -87,7 +105,10 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
       const node = "node" in j ? j.node || null : null;
       const reason = j.state === "PENDING" ? j.reason : "reason" in j ? j.reason : null;
       if (j.state !== r.jobState || node !== r.jobNode || reason !== r.jobReason) {
-        await h.write((db) => db.run.updateMany({ where: { id: r.id, jobId: r.jobId }, data: { jobState: j.state, jobNode: node, jobReason: reason } }));
+        await h.write(async (db) => {
+          await db.run.updateMany({ where: { id: r.id, jobId: r.jobId }, data: { jobState: j.state, jobNode: node, jobReason: reason } });
+          await db.runJob.updateMany({ where: { runId: r.id, jobId: r.jobId }, data: { state: j.state, node, reason, ...(await jobTimes(db, r.id, r.jobId!, j)) } });
+        });
         changed.push(r.id);
       }
       if (gone(j)) {
@@ -124,6 +145,8 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
       }),
     );
     if (n.count !== 1) return o.revokeToken(token.id);
+    const number = r.jobCount + 1;
+    await h.write((db) => db.runJob.upsert({ where: { runId_number: { runId: r.id, number } }, create: { runId: r.id, number, state: "SUBMITTING" }, update: { state: "SUBMITTING" } }));
     o.notifier.changed([r.id], "status");
     let jobId: string;
     try {
@@ -138,10 +161,15 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
             ? `sbatch refused the job: ${e.reason}`
             : `submitting the job failed: ${(e as Error).message}`;
       log(`run ${r.id}: ${why}`);
+      // no job was made: nothing to list among its attempts (the run's error says why)
+      await h.write((db) => db.runJob.deleteMany({ where: { runId: r.id, number } }));
       return failRun(r.id, why);
     }
     // the job id and "submitted" (PENDING) in one update: the run never loses its job
-    await h.write((db) => db.run.updateMany({ where: { id: r.id, jobTokenId: token.id }, data: { jobId, jobState: "PENDING" } }));
+    await h.write(async (db) => {
+      await db.run.updateMany({ where: { id: r.id, jobTokenId: token.id }, data: { jobId, jobState: "PENDING" } });
+      await db.runJob.updateMany({ where: { runId: r.id, number }, data: { jobId, state: "PENDING" } });
+    });
     log(`run ${r.id}: job ${jobId} submitted (job ${r.jobCount + 1} of at most ${o.maxJobs})`);
     o.notifier.changed([r.id], "status");
   };
