@@ -19,7 +19,7 @@ export const SWEEP_COLORS = ["#6d28d9", "#e4572e", "#17a398", "#3a86ff", "#d4a01
 const DASH: Record<SweepMethod, string | undefined> = { qrag: undefined, qragFiltered: "6 3", qragPruned: "1 2", bm25: "2 3", dense: "9 3 2 3" };
 const MARGIN = { top: 8, right: 16, bottom: 4, left: 0 };
 /** The paper's curves: greys and muted tones, all dashed, so they never read as one of our runs. */
-const PAPER_COLORS = ["#6b7280", "#9ca3af", "#a16207", "#0e7490", "#7c3aed", "#be123c", "#4d7c0f", "#374151", "#c2410c"];
+const PAPER_COLORS = ["#6b7280", "#9ca3af", "#a16207", "#0e7490", "#92400e", "#be123c", "#4d7c0f", "#374151", "#c2410c"];
 const PAPER_DASH = "5 4";
 type ChartMetric = SweepMetric | "accuracy";
 const METRIC_TITLES: Record<ChartMetric, string> = { coverage: "Coverage", f1: "F1", accuracy: "Answer accuracy" };
