@@ -28,6 +28,7 @@ import {
 } from "../lib/contracts/index.ts";
 import { resolveConfig } from "../server/qrag/config/config.ts";
 import { engineChildren, waitFor } from "./platform-helpers.ts";
+import { USER_CANCEL_GRACE_MS } from "../server/worker/runner.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const TOKEN = "test-token";
@@ -454,6 +455,39 @@ test("worker: cancel inside a long evaluation ends the run within 2 s with a che
     console.log(`# inside a 10,000-episode evaluation: cancel → cancelled run_end in ${took} ms; SIGTERM → exit in ${Date.now() - termAt} ms`);
   } finally {
     if (process.env.SHOW_WORKER_STDERR) process.stderr.write(w.stderr());
+    w.proc.kill("SIGKILL");
+    await dash.stop();
+  }
+});
+
+test("worker: a user's cancel while the engine is stuck in one long synchronous step ends the run within 1 s, without a checkpoint after the cancel", async () => {
+  const dash = new Dashboard();
+  await dash.start();
+  const w = spawnWorker(dash.url, newDataDir());
+  try {
+    await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    // one evaluation episode over a 400,000-chunk haystack: seconds of work that never yields
+    const stuck = ["steps_count=100", "eval_interval=50", "eval_episodes=1", "envs.test_env.num_sentences=400000"];
+    let cancelAt = 0;
+    dash.onBatch = (msg) => {
+      if (msg.runId === "run-stuck" && !cancelAt && msg.events.some((e) => e.type === "log" && /^starting/.test(e.message))) {
+        setTimeout(() => {
+          cancelAt = Date.now();
+          dash.worker!.emit("run:cancel", { runId: "run-stuck" });
+        }, 300);
+      }
+    };
+    assert.deepEqual(await dash.assign(assignment("run-stuck", stuck)), { ok: true });
+    await until(() => dash.end("run-stuck") !== undefined, 120_000, "run-stuck's run_end", w);
+    const took = Date.now() - cancelAt;
+    const end = dash.end("run-stuck")!;
+    assert.equal(end.status, "cancelled");
+    assert.match(end.error ?? "", /without a new checkpoint/, "the engine was stopped, not the one that saved");
+    assert.ok(took < 1_400, `cancel took ${took} ms (the engine is killed ${USER_CANCEL_GRACE_MS} ms after a cancel it does not read)`);
+    assert.ok(!dash.events("run-stuck", 1).some((e) => e.type === "checkpoint"), "no checkpoint at or after the cancel");
+    await until(() => engineChildren(w.proc.pid!).length === 0, 5_000, "the stopped engine gone", w);
+    console.log(`# an engine stuck in one long step: cancel → cancelled run_end in ${took} ms`);
+  } finally {
     w.proc.kill("SIGKILL");
     await dash.stop();
   }

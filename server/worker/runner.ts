@@ -54,9 +54,18 @@ export function checkpointReachable(p: string): boolean {
 /**
  * A cancelled engine that has not even read the cancel request after this long is stuck in
  * synchronous work (building a huge dataset, one long step): it is killed and the run ends
- * cancelled without a new checkpoint (the next attempt resumes from the previous one).
+ * cancelled without a new checkpoint (the next attempt resumes from the previous one). A worker
+ * shutting down or a superseded attempt waits this long: the checkpoint lets the run resume where
+ * it was.
  */
 const CANCEL_GRACE_MS = 1_500;
+/**
+ * A user's cancel waits less: a cancel must read `cancelled` within a second (issue 26), and an
+ * engine that has not read it by then is inside one long update pass or encoding (a transformer on
+ * wasm: seconds). It is stopped without a new checkpoint; the run keeps every acknowledged point
+ * and its last periodic checkpoint. An engine that reads the cancel in time saves one as before.
+ */
+export const USER_CANCEL_GRACE_MS = 500;
 /** How long a checkpoint waits for the dashboard to acknowledge the events before it; then it is skipped. */
 const BARRIER_TIMEOUT_MS = 10_000;
 
@@ -212,12 +221,13 @@ export class RunExecution {
 
   private sendCancel(engine: EngineProcess): void {
     engine.send({ type: "cancel" });
+    const grace = this.interrupted || this.superseded ? CANCEL_GRACE_MS : USER_CANCEL_GRACE_MS;
     this.graceTimer ??= setTimeout(() => {
       if (this.cancelSeen || this.engine !== engine || this.endEvent) return;
       this.killedStuck = true;
-      this.log("warn", `run ${this.runId}: the engine did not take the cancel within ${CANCEL_GRACE_MS} ms; killing it`);
+      this.log("info", `run ${this.runId}: the engine did not take the cancel within ${grace} ms (busy in one long step); stopping it without a new checkpoint`);
       engine.child.kill("SIGKILL");
-    }, CANCEL_GRACE_MS);
+    }, grace);
   }
 
   /** What this attempt is doing, for logs and refusals. */
