@@ -13,7 +13,7 @@ import { readerApiKey } from "../settings.ts";
 import { endpointName } from "../reader/endpoint-name.ts";
 import { openGgufChat, openOpenAiChat } from "../reader/open.ts";
 import type { ChatModel } from "../reader/chat.ts";
-import { ReaderTimeoutError } from "../reader/reader.ts";
+import { raceTimeout } from "../reader/reader.ts";
 
 export interface ModelSpec {
   /** `gguf:FILE` or `openai:MODEL`. */
@@ -51,21 +51,7 @@ function withCallTimeout(model: ChatModel, ms: number): ChatModel {
   return {
     model: model.model,
     close: model.close?.bind(model),
-    async complete(req, outer) {
-      const ctl = new AbortController();
-      const onOuter = (): void => ctl.abort(outer?.reason);
-      outer?.addEventListener("abort", onOuter, { once: true });
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => { ctl.abort(new ReaderTimeoutError(ms)); reject(new ReaderTimeoutError(ms)); }, ms);
-      });
-      try {
-        return await Promise.race([model.complete(req, ctl.signal), timedOut]);
-      } finally {
-        clearTimeout(timer);
-        outer?.removeEventListener("abort", onOuter);
-      }
-    },
+    complete: (req, outer) => raceTimeout(ms, outer, (signal) => model.complete(req, signal)),
   };
 }
 

@@ -85,26 +85,33 @@ export function limitConcurrency(reader: Reader, limit: number): Reader {
   };
 }
 
+/**
+ * Runs `call` with a signal that aborts after `ms` (or when `outer` aborts); rejects with
+ * ReaderTimeoutError at `ms` even if `call` ignores its signal. Shared by the reader and the
+ * agent's chat model, whose llama.cpp provider has no timer of its own.
+ */
+export async function raceTimeout<T>(ms: number, outer: AbortSignal | undefined, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ctl = new AbortController();
+  const onOuter = (): void => ctl.abort(outer?.reason);
+  outer?.addEventListener("abort", onOuter, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => { ctl.abort(new ReaderTimeoutError(ms)); reject(new ReaderTimeoutError(ms)); }, ms);
+  });
+  try {
+    return await Promise.race([call(ctl.signal), timedOut]);
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener("abort", onOuter);
+  }
+}
+
 /** Calls `answer` with a signal that aborts after `ms`; rejects with ReaderTimeoutError then. */
 export function withTimeout(reader: Reader, ms: number): Reader {
   return {
     model: reader.model,
     close: reader.close?.bind(reader),
-    async answer(input, outer) {
-      const ctl = new AbortController();
-      const onOuter = (): void => ctl.abort(outer?.reason);
-      outer?.addEventListener("abort", onOuter, { once: true });
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => { ctl.abort(new ReaderTimeoutError(ms)); reject(new ReaderTimeoutError(ms)); }, ms);
-      });
-      try {
-        return await Promise.race([reader.answer(input, ctl.signal), timedOut]);
-      } finally {
-        clearTimeout(timer);
-        outer?.removeEventListener("abort", onOuter);
-      }
-    },
+    answer: (input, outer) => raceTimeout(ms, outer, (signal) => reader.answer(input, signal)),
   };
 }
 
