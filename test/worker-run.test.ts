@@ -408,6 +408,21 @@ test("worker: a wrong token is refused and the idle worker exits with a message"
   }
 });
 
+/** Cancels `runId` from the dashboard 300 ms after its engine logged "starting" (set-up done); returns when it did. */
+function cancelOnceStarted(dash: Dashboard, runId: string): () => number {
+  let at = 0;
+  dash.onBatch = (msg) => {
+    if (msg.runId === runId && !at && msg.events.some((e) => e.type === "log" && /^starting/.test(e.message))) {
+      at = -1;
+      setTimeout(() => {
+        at = Date.now();
+        dash.worker!.emit("run:cancel", { runId });
+      }, 300);
+    }
+  };
+  return () => at;
+}
+
 test("worker: cancel inside a long evaluation ends the run within 2 s with a checkpoint; SIGTERM there exits within 5 s", async () => {
   const dash = new Dashboard();
   await dash.start();
@@ -416,19 +431,11 @@ test("worker: cancel inside a long evaluation ends the run within 2 s with a che
     await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
     // the first evaluation (update 0) of 10,000 episodes of 400 chunks takes minutes on this machine
     const long = ["steps_count=100", "eval_interval=50", "eval_episodes=10000", "envs.test_env.num_sentences=400"];
-    let cancelAt = 0;
-    dash.onBatch = (msg) => {
-      if (msg.runId === "run-ev" && !cancelAt && msg.events.some((e) => e.type === "log" && /^starting/.test(e.message))) {
-        // the engine is past its setup and inside the first evaluation
-        setTimeout(() => {
-          cancelAt = Date.now();
-          dash.worker!.emit("run:cancel", { runId: "run-ev" });
-        }, 300);
-      }
-    };
+    // the engine is past its setup and inside the first evaluation
+    const cancelAt = cancelOnceStarted(dash, "run-ev");
     assert.deepEqual(await dash.assign(assignment("run-ev", long)), { ok: true });
     await until(() => dash.end("run-ev") !== undefined, 120_000, "run-ev's run_end", w);
-    const took = Date.now() - cancelAt;
+    const took = Date.now() - cancelAt();
     const end = dash.end("run-ev")!;
     assert.equal(end.status, "cancelled");
     assert.equal(end.update, 0, "cancelled inside the first evaluation");
@@ -468,18 +475,10 @@ test("worker: a user's cancel while the engine is stuck in one long synchronous 
     await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
     // one evaluation episode over a 400,000-chunk haystack: seconds of work that never yields
     const stuck = ["steps_count=100", "eval_interval=50", "eval_episodes=1", "envs.test_env.num_sentences=400000"];
-    let cancelAt = 0;
-    dash.onBatch = (msg) => {
-      if (msg.runId === "run-stuck" && !cancelAt && msg.events.some((e) => e.type === "log" && /^starting/.test(e.message))) {
-        setTimeout(() => {
-          cancelAt = Date.now();
-          dash.worker!.emit("run:cancel", { runId: "run-stuck" });
-        }, 300);
-      }
-    };
+    const cancelAt = cancelOnceStarted(dash, "run-stuck");
     assert.deepEqual(await dash.assign(assignment("run-stuck", stuck)), { ok: true });
     await until(() => dash.end("run-stuck") !== undefined, 120_000, "run-stuck's run_end", w);
-    const took = Date.now() - cancelAt;
+    const took = Date.now() - cancelAt();
     const end = dash.end("run-stuck")!;
     assert.equal(end.status, "cancelled");
     assert.match(end.error ?? "", /without a new checkpoint/, "the engine was stopped, not the one that saved");
