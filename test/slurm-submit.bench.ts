@@ -99,7 +99,7 @@ async function main() {
     console.log(JSON.stringify({
       date: new Date().toISOString(),
       machine: { cpus: os.cpus().length, loadAverage: os.loadavg().map((x) => Math.round(x * 100) / 100) },
-      slurm: execFileSync("sinfo", ["--version"], { encoding: "utf8" }).trim(),
+      slurm: execFileSync("sinfo", ["--version"], { env: cluster.env, encoding: "utf8" }).trim(),
       submit: { runs, createMs: Math.round(created), allSubmittedMs: Math.round(allSubmitted), runsPerSecond: Math.round((runs / allSubmitted) * 1000 * 10) / 10, pendingInSqueue: squeued.length },
       polling: { jobs: ids.length, pollMs: 5000, seconds, dashboardCpuShare: Math.round(cpuShare * 1000) / 1000, healthP50Ms: pct(health, 0.5), healthP95Ms: pct(health, 0.95), squeue200IdsMs: { p50: pct(squeueMs, 0.5), max: pct(squeueMs, 1) } },
     }, null, 2));
