@@ -35,6 +35,8 @@
  *   QRAG_SLURM_ACCOUNT, QRAG_SLURM_QOS   the queue's default request (1 CPU, 4096 MB, 60 min, no GPU)
  *   QRAG_SLURM_POLL_MS           how often job states are read (5 s; below slurmctld's MinJobAge)
  *   QRAG_SLURM_MAX_JOBS          jobs per run before it fails (a job that keeps dying; 10)
+ *   QRAG_SLURM_STALE_SUBMIT_MS   a submission left unanswered this long (the dashboard died inside
+ *                                sbatch) is looked for by name and adopted, or made again (60 s)
  *   QRAG_SLURM_JOBS_DIR          job scripts and output, on a file system the nodes share (<data>/slurm-jobs)
  *   QRAG_SLURM_DASHBOARD_URL     the URL jobs' workers connect back to (the dashboard's own)
  *   QRAG_SLURM_BIN               folder of sbatch/squeue/sacct/scancel (PATH)
@@ -104,6 +106,7 @@ const schema = z
     QRAG_SLURM_QOS: optionalText.pipe(slurmName.optional()),
     QRAG_SLURM_POLL_MS: ms(5_000),
     QRAG_SLURM_MAX_JOBS: z.coerce.number().int().min(1).max(1000).default(10),
+    QRAG_SLURM_STALE_SUBMIT_MS: ms(60_000),
     QRAG_SLURM_JOBS_DIR: optionalText,
     QRAG_SLURM_DASHBOARD_URL: optionalText.refine((s) => s === undefined || URL.canParse(s), "expected a URL"),
     QRAG_SLURM_BIN: optionalText,
@@ -157,6 +160,7 @@ const schema = z
               },
               pollMs: e.QRAG_SLURM_POLL_MS,
               maxJobs: e.QRAG_SLURM_MAX_JOBS,
+              staleSubmitMs: e.QRAG_SLURM_STALE_SUBMIT_MS,
               jobsDir: path.resolve(e.QRAG_SLURM_JOBS_DIR ?? path.join(dataDir, "slurm-jobs")),
               dashboardUrl: e.QRAG_SLURM_DASHBOARD_URL,
               binDir: e.QRAG_SLURM_BIN,

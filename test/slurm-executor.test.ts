@@ -9,6 +9,8 @@
  *     checkpoint: every logged update's point stored exactly once;
  *   - the dashboard killed and restarted while a job runs → its worker reconnects, the run
  *     completes in that one job, each point once;
+ *   - the dashboard killed inside sbatch (a slow sbatch wrapper) → restarted, it adopts the job
+ *     that sbatch made (one job for the run), or, when sbatch made none, submits again;
  *   - a 1-minute time limit on a longer run → TIMEOUT, requeued, resumed by new jobs until it
  *     completes, each point once (QRAG_SLURM_QUICK=1 skips it: it takes a few minutes);
  *   - bad requests → 400 naming the field; more than the partition allows → the run failed with
@@ -17,6 +19,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { metricKeysEmitted, type RunDetailDto } from "../lib/contracts/index.ts";
@@ -40,11 +43,13 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     env = { dbUrl: `file:${path.join(dataDir, "qrag.db")}`, dataDir, port, url: `http://127.0.0.1:${port}` };
     await startDashboard();
   });
-  const startDashboard = async () => {
+  const startDashboard = async (extra: Record<string, string> = {}) => {
     server = startServer(env, {
       worker: false,
       next: false,
       env: {
+        QRAG_SLURM_STALE_SUBMIT_MS: "3000",
+        ...extra,
         SLURM_CONF: cluster.env.SLURM_CONF!,
         QRAG_EXECUTOR: "slurm",
         QRAG_SLURM_PARTITION: "debug",
@@ -197,6 +202,46 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     assert.equal(jobOf(ended).jobs, 1, "the same job throughout");
     assert.equal(jobOf(ended).jobId, jobOf(before).jobId);
     await eachPointOnce(created.id, STEPS);
+  });
+
+  test("the dashboard killed inside sbatch: after a restart the job it made is adopted (never a second one), and a submission that made none is made again", async () => {
+    // an sbatch that answers late (or, with `fail` present, answers late and makes no job), so the
+    // dashboard can be killed between its reservation and sbatch's answer
+    const bin = tmpDir("qrag-slurm-bin-");
+    for (const c of ["squeue", "sacct", "scancel"]) fs.symlinkSync(execFileSync("sh", ["-c", `command -v ${c}`], { encoding: "utf8" }).trim(), path.join(bin, c));
+    const real = execFileSync("sh", ["-c", "command -v sbatch"], { encoding: "utf8" }).trim();
+    fs.writeFileSync(path.join(bin, "sbatch"), `#!/bin/sh\ntouch "${bin}/started"\nsleep 2\nif [ -e "${bin}/fail" ]; then exit 1; fi\nexec "${real}" "$@"\n`, { mode: 0o755 });
+    const killInsideSbatch = async (name: string) => {
+      fs.rmSync(path.join(bin, "started"), { force: true });
+      await server.stop();
+      await startDashboard({ QRAG_SLURM_BIN: bin });
+      const created = await create(name, 30);
+      await until("the dashboard inside sbatch", async () => fs.existsSync(path.join(bin, "started")) && jobOf(await getRun(env, created.id)).state === "SUBMITTING", 30_000);
+      await server.kill9();
+      await startDashboard();
+      return created.id;
+    };
+    const named = (id: string) => execFileSync("squeue", ["--noheader", "--states=all", `--name=qrag-${id}`, "--format=%i"], { env: cluster.env, encoding: "utf8" }).trim().split(/\s+/).filter(Boolean);
+
+    // 1. sbatch made the job after the dashboard died: the restarted one adopts it
+    const adopted = await killInsideSbatch("slurm-lost-answer");
+    await until("the orphaned sbatch's job in squeue", async () => named(adopted).length === 1, 30_000);
+    const done = await completedWithJob(adopted);
+    assert.deepEqual(named(adopted), [jobOf(done).jobId], "one job for the run: the one the dead dashboard's sbatch made");
+    assert.equal(jobOf(done).jobs, 1);
+    assert.deepEqual(done.jobs.map((j) => j.jobId), [jobOf(done).jobId]);
+    assert.ok(server.lines.some((l) => l.includes(`run ${adopted}: job ${jobOf(done).jobId} was submitted by a dashboard that died`)), tails());
+
+    // 2. sbatch made no job: the reservation is undone and the run gets one job
+    fs.writeFileSync(path.join(bin, "fail"), "");
+    const remade = await killInsideSbatch("slurm-no-job");
+    const again = await until("a job for the run", async () => {
+      const r = await getRun(env, remade);
+      return jobOf(r).jobId ? r : null;
+    }, 60_000);
+    assert.equal(jobOf(again).jobs, 1, "the attempt that made no job is not counted");
+    assert.deepEqual(named(remade), [jobOf(again).jobId]);
+    assert.equal((await api(env, "POST", `/api/runs/${remade}/cancel`)).status, 200);
   });
 
   test("a 1-minute time limit hit mid-run → TIMEOUT, a new job resumes it until it completes: no point lost, none doubled", { skip: process.env.QRAG_SLURM_QUICK ? "QRAG_SLURM_QUICK" : false }, async () => {

@@ -26,6 +26,7 @@ export function startExecutors(
     partition: s.partition,
     pollMs: s.pollMs,
     maxJobs: s.maxJobs,
+    staleSubmitMs: s.staleSubmitMs,
     plan: { dashboardUrl: s.dashboardUrl ?? o.url, jobsDir: s.jobsDir, root: ROOT, node: process.execPath, dataRoot: o.settings.dataRoot },
     notifier: o.notifier,
     createToken: async (name) => {

@@ -96,6 +96,16 @@ export class SlurmClient {
     }
   }
 
+  /**
+   * The ids of the jobs named `name` that squeue still knows (waiting, running or recently ended),
+   * ascending: how a submission whose answer was lost (the dashboard died inside sbatch) is found.
+   */
+  async jobIdsNamed(name: string): Promise<string[]> {
+    if (!/^[A-Za-z0-9_.-]{1,200}$/.test(name)) throw new RangeError("a job name of letters, digits, _ . -");
+    const { stdout } = await this.run("squeue", ["--noheader", "--states=all", `--name=${name}`, "--format=%i"]);
+    return stdout.split(/\s+/).filter((id) => JOB_ID.test(id)).sort((a, b) => Number(a) - Number(b));
+  }
+
   /** Cancels a job (waiting or running); a job already ended is no error (scancel says nothing). */
   async cancel(jobId: string): Promise<void> {
     if (!JOB_ID.test(jobId)) throw new RangeError(`not a Slurm job id: ${JSON.stringify(jobId.slice(0, 40))}`);

@@ -22,12 +22,18 @@ import type { RunNotifier } from "../../runs/notifier.ts";
 import { SlurmCommandError } from "./command.ts";
 import type { SlurmClient } from "./client.ts";
 import { jobOutputLines } from "./job-output.ts";
-import { jobOutputPaths, jobRequestFor, type JobPlan } from "./job-script.ts";
+import { jobName, jobOutputPaths, jobRequestFor, type JobPlan } from "./job-script.ts";
 import { JobRequestError } from "./request.ts";
 import { ENDED_STATES, isEnded, type SlurmJob } from "./states.ts";
 
 export interface SlurmExecutorOptions {
-  client: Pick<SlurmClient, "submit" | "jobStates" | "cancel">;
+  client: Pick<SlurmClient, "submit" | "jobStates" | "cancel" | "jobIdsNamed">;
+  /**
+   * A reservation (SUBMITTING) older than this, that no sbatch of this process is answering, was
+   * left by a dashboard that died inside sbatch: the job is looked for by name and adopted, or the
+   * run is made due again (default 60 s: well past sbatch's command timeout).
+   */
+  staleSubmitMs?: number;
   queue: string;
   partition: string;
   pollMs: number;
@@ -78,6 +84,9 @@ async function jobTimes(db: Db, runId: string, jobId: string, j: SlurmJob): Prom
 export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): SlurmExecutor {
   const log = o.log ?? ((m: string) => console.log(`[slurm] ${m}`));
   const scancelled = new Set<string>();
+  /** Runs whose sbatch this process is waiting on: their SUBMITTING is not stale. */
+  const inSbatch = new Set<string>();
+  const staleSubmitMs = o.staleSubmitMs ?? 60_000;
   let busy = false;
   let again = false;
   let closed = false;
@@ -149,10 +158,12 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
     await h.write((db) => db.runJob.upsert({ where: { runId_number: { runId: r.id, number } }, create: { runId: r.id, number, state: "SUBMITTING" }, update: { state: "SUBMITTING" } }));
     o.notifier.changed([r.id], "status");
     let jobId: string;
+    inSbatch.add(r.id);
     try {
       const resources = JSON.parse(r.resources) as JobPlan["resources"];
       jobId = await o.client.submit(jobRequestFor({ ...o.plan, runId: r.id, jobNumber: r.jobCount + 1, partition: o.partition, resources, token: token.secret }));
     } catch (e) {
+      inSbatch.delete(r.id);
       await o.revokeToken(token.id);
       const why =
         e instanceof JobRequestError
@@ -170,8 +181,43 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
       await db.run.updateMany({ where: { id: r.id, jobTokenId: token.id }, data: { jobId, jobState: "PENDING" } });
       await db.runJob.updateMany({ where: { runId: r.id, number }, data: { jobId, state: "PENDING" } });
     });
+    inSbatch.delete(r.id);
     log(`run ${r.id}: job ${jobId} submitted (job ${r.jobCount + 1} of at most ${o.maxJobs})`);
     o.notifier.changed([r.id], "status");
+  };
+
+  /**
+   * Reservations a dead dashboard left SUBMITTING (it died between the reservation and sbatch's
+   * answer): the job it may have made is the one named for the run that none of the run's recorded
+   * jobs is. Found: adopted (its script holds the reservation's token). Not found: sbatch made no
+   * job, so the reservation is undone and the run is due again. Never a second job for one attempt.
+   */
+  const recoverSubmitting = async () => {
+    const stale = await h.prisma.run.findMany({
+      where: { queue: o.queue, jobState: "SUBMITTING", jobId: null },
+      select: { id: true, jobCount: true, jobTokenId: true, jobs: { select: { number: true, jobId: true, submittedAt: true } } },
+    });
+    for (const r of stale) {
+      const reservation = r.jobs.find((j) => j.number === r.jobCount);
+      if (inSbatch.has(r.id) || (reservation && Date.now() - reservation.submittedAt.getTime() < staleSubmitMs)) continue;
+      const known = new Set(r.jobs.flatMap((j) => (j.jobId ? [j.jobId] : [])));
+      const orphan = (await o.client.jobIdsNamed(jobName(r.id))).filter((id) => !known.has(id)).at(-1);
+      if (orphan) {
+        log(`run ${r.id}: job ${orphan} was submitted by a dashboard that died before sbatch answered; adopting it`);
+        await h.write(async (db) => {
+          const n = await db.run.updateMany({ where: { id: r.id, jobState: "SUBMITTING", jobTokenId: r.jobTokenId }, data: { jobId: orphan, jobState: "PENDING" } });
+          if (n.count === 1) await db.runJob.updateMany({ where: { runId: r.id, number: r.jobCount }, data: { jobId: orphan, state: "PENDING" } });
+        });
+      } else {
+        log(`run ${r.id}: a submission left unanswered made no job; submitting again`);
+        if (r.jobTokenId !== null) await o.revokeToken(r.jobTokenId);
+        await h.write(async (db) => {
+          const n = await db.run.updateMany({ where: { id: r.id, jobState: "SUBMITTING", jobTokenId: r.jobTokenId }, data: { jobState: null, jobTokenId: null, jobCount: Math.max(0, r.jobCount - 1) } });
+          if (n.count === 1) await db.runJob.deleteMany({ where: { runId: r.id, number: r.jobCount } });
+        });
+      }
+      o.notifier.changed([r.id], "status");
+    }
   };
 
   const submitDue = async () => {
@@ -197,6 +243,7 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
       do {
         again = false;
         await reconcile();
+        await recoverSubmitting();
         await submitDue();
       } while (again && !closed);
     } catch (e) {

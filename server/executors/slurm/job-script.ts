@@ -49,7 +49,7 @@ export function jobRequestFor(p: JobPlan): JobRequest {
   ].join("\n");
   return {
     script,
-    name: `qrag-${p.runId}`,
+    name: jobName(p.runId),
     partition: p.partition,
     cpus: r.cpus ?? 1,
     memMb: r.mem_mb ?? 4096,
@@ -73,3 +73,6 @@ export function jobRequestFor(p: JobPlan): JobRequest {
     },
   };
 }
+
+/** Every job of a run carries its name: how a submission whose answer was lost is found again. */
+export const jobName = (runId: string) => `qrag-${runId}`;
