@@ -268,6 +268,8 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
       ) : (
         <>
           <Legend entries={legend} hidden={hidden} onChange={(h) => set({ hidden: h })} />
+          {/* a saved runs view's table comes first: it is what the dashboard was saved for */}
+          {state.table && <RunsTablePanel state={state} spec={state.table} onChange={(t) => set({ table: t })} onTag={state.filter ? (tag) => set({ filter: { ...state.filter, tag: tag === state.filter?.tag ? undefined : tag } }) : undefined} />}
           <div className="charts">
             {panels.map((p) => (
               <div key={p.key} className="stack" style={{ gap: 6 }} data-testid={`compare-panel-${p.key}`}>
@@ -281,7 +283,6 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
             ))}
           </div>
           <SummaryPanels state={state} summary={summary} colors={new Map(summaryRuns.map((r) => [r.id, r.color]))} configKeys={groupKeys} set={set} />
-          {state.table && <RunsTablePanel state={state} spec={state.table} onChange={(t) => set({ table: t })} onTag={state.filter ? (tag) => set({ filter: { ...state.filter, tag: tag === state.filter?.tag ? undefined : tag } }) : undefined} />}
           <SweepOverlay runs={named} />
           <section className="panel">
             <h2>Config differences</h2>

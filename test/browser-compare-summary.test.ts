@@ -245,6 +245,8 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     const rows = page.locator('[data-testid="compare-chart-eval_coverage-readout"] .readout-row');
     await until("a read-out", async () => (await rows.count()) > 0);
     assert.deepEqual((await rows.evaluateAll((els) => els.map((e) => e.getAttribute("data-run")!))).sort(), ["pcb", "pcc"]);
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, "compare-brush-faint.png"), fullPage: true });
 
     // saved as a dashboard, it opens with the same runs faint
     await page.locator('[data-testid="dashboard-name"]').fill("brushed");
@@ -300,7 +302,7 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     const view = `/?cols=algo.optimizer.lr,best.eval_coverage&where=${encodeURIComponent("best.eval_coverage >= 0.75")}&sort=best.eval_coverage&order=asc`;
     /** The rows of a runs table as shown: run id and each chosen column's text, in order. */
     const table = (scope: string) =>
-      page.locator(`${scope} [data-testid="runs-table"] tbody tr[data-run-id]`).evaluateAll((trs) => trs.map((tr) => [tr.getAttribute("data-run-id")!, ...[...tr.querySelectorAll("td[data-column]")].map((td) => `${td.getAttribute("data-column")}=${td.textContent}`)].join(" ")));
+      page.locator(`${scope} [data-testid="runs-table"] tbody tr[data-run-id]`).evaluateAll((trs) => trs.map((tr) => [tr.getAttribute("data-run-id")!, ...Array.from(tr.querySelectorAll("td[data-column]")).map((td) => `${td.getAttribute("data-column")}=${td.textContent}`)].join(" ")));
     await page.goto(`${server.url}${view}`);
     await until("three rows", async () => (await table("main")).length === 3);
     const shown = await table("main");
@@ -313,10 +315,19 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     assert.deepEqual(await table(panel), shown, "the same columns, rows, order and values");
     assert.deepEqual((await page.locator(`${panel} th.chosen`).allTextContents()).map((t) => t.trim()), ["algo.optimizer.lr", "best.eval_coverage ▲"], "sorted on the best coverage, ascending");
     assert.match((await page.locator('[data-testid="compare-count"]').textContent()) ?? "", /^3 runs matching the filter/, "the charts show the same runs");
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard-runs-table.png"), fullPage: true });
     const id = new URL(page.url()).pathname.split("/").pop()!;
+    // a header click there sorts (lr, descending), and the owner saves it
+    await page.locator(`${panel} th[data-sort="algo.optimizer.lr"]`).click();
+    const byLr = ["pcc", "pcb", "pce"];
+    await until("sorted on lr", async () => (await table(panel)).map((r) => r.split(" ")[0]).join() === byLr.join());
+    await page.locator('[data-testid="save-dashboard-changes"]').click();
+    await until("saved", async () => (await page.locator('[data-testid="save-dashboard-changes"]').textContent()) === "Saved");
     await page.reload();
     await until("the table after a reload", async () => (await table(panel)).length === 3);
-    assert.deepEqual(await table(panel), shown);
+    assert.deepEqual((await table(panel)).map((r) => r.split(" ")[0]), byLr, "the saved sort");
+    assert.deepEqual((await table(panel)).sort(), [...shown].sort(), "the same values");
 
     // back on the runs page: one more column, saved into that dashboard
     await page.goto(`${server.url}${view.replace("cols=", "cols=envs.task,")}`);

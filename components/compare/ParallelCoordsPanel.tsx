@@ -153,7 +153,7 @@ export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChan
             ))}
           </select>
         </label>
-        {scaleToggle(spec.metric)}
+        {axisOfKey.get(spec.metric)?.kind === "num" && <span className="small muted">metric scale {scaleToggle(spec.metric)}</span>}
         {spec.axes.map((k, i) => (
           <span key={k} className="badge" data-testid="pcoord-axis-chip" data-axis={k}>
             <button type="button" className="link small" title={`move ${k} left`} disabled={i === 0} onClick={() => move(k, -1)} data-testid="pcoord-move-left" data-axis={k}>

@@ -42,6 +42,7 @@ export function RunsTablePanel({ state, spec, onChange, onTag }: Props) {
           <input
             type="text"
             className="mono"
+            style={{ minWidth: 420 }}
             value={cols}
             placeholder="envs.task, algo.optimizer.lr, best.eval_coverage"
             onChange={(e) => setCols(e.target.value)}
