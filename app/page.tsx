@@ -8,6 +8,7 @@ import { useRuns } from "../lib/hooks/useRuns.ts";
 import { useQueues } from "../lib/hooks/useQueues.ts";
 import type { RunListParams } from "../lib/hooks/keys.ts";
 import { RunsTable } from "../components/RunsTable.tsx";
+import { SaveRunsView } from "../components/SaveRunsView.tsx";
 import { toggleRows } from "../lib/selection.ts";
 import { searchFromState, withDefaults } from "../lib/compare-state.ts";
 
@@ -87,7 +88,7 @@ function RunsPage() {
   // selection for Compare: rows by id (kept across pages), or "every run matching the filter"
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [anchor, setAnchor] = useState<string | null>(null);
-  const filterKey = `${params.status ?? ""}|${params.q ?? ""}|${params.tag ?? ""}|${params.queue ?? ""}`;
+  const filterKey = `${params.status ?? ""}|${params.q ?? ""}|${params.tag ?? ""}|${params.where ?? ""}|${params.queue ?? ""}`;
   const [allMatching, setAllMatching] = useState<string | null>(null);
   const matchingAll = allMatching === filterKey;
   const shown = runs.data?.runs ?? [];
@@ -106,8 +107,10 @@ function RunsPage() {
       setAllMatching(null);
     },
   };
+  // the view as a comparison's filter (what "all matching" compares, and what a saved view keeps)
+  const viewFilter = { ...(params.status ? { status: params.status.split(",") as RunStatus[] } : {}), ...(params.q ? { q: params.q } : {}), ...(params.tag ? { tag: params.tag } : {}), ...(params.where ? { where: params.where } : {}) };
   const compareHref = matchingAll
-    ? `/compare?${searchFromState(withDefaults({ filter: { ...(params.status ? { status: params.status.split(",") as RunStatus[] } : {}), ...(params.q ? { q: params.q } : {}), ...(params.tag ? { tag: params.tag } : {}) } }))}`
+    ? `/compare?${searchFromState(withDefaults({ filter: viewFilter }))}`
     : `/compare?runs=${[...selected].slice(0, MAX_COMPARE_RUNS).join(",")}`;
 
   const onSort = (k: NonNullable<RunListParams["sort"]>) =>
@@ -154,6 +157,8 @@ function RunsPage() {
           </span>
         )}
         {runs.isPlaceholderData && <span className="muted small">loading…</span>}
+        <span className="spacer" />
+        {!paramError && <SaveRunsView filter={viewFilter} table={{ cols: columns, sort: params.sort, order: params.order }} />}
       </div>
       <div className="row runs-query" style={{ marginBottom: 12 }}>
         <QueryField label="filter" value={where} onChange={setWhere} keys={applyOnEnter("where", where)} error={fieldError("where")} placeholder="envs.task = qa2 and best.eval_coverage >= 0.9" testId="runs-where" />
@@ -167,8 +172,8 @@ function RunsPage() {
       {(selected.size > 0 || matchingAll) && (
         <div className="row selection-bar" style={{ marginBottom: 12 }} data-testid="selection-bar">
           <span data-testid="selection-count">{matchingAll ? `all ${total} matching runs selected${total > MAX_COMPARE_RUNS ? ` (the newest ${MAX_COMPARE_RUNS} are compared)` : ""}` : `${selected.size} selected`}</span>
-          {/* the compare view filters by status, search and tag only: not offered under a filter expression or a queue */}
-          {!matchingAll && !params.where && !params.queue && total > shown.length && shown.every((r) => selected.has(r.id)) && (
+          {/* the compare view filters by status, search, tag and expression, not by queue: not offered under a queue */}
+          {!matchingAll && !params.queue && total > shown.length && shown.every((r) => selected.has(r.id)) && (
             <button type="button" className="link" onClick={() => setAllMatching(filterKey)} data-testid="select-all-matching">
               Select all {total} matching
             </button>

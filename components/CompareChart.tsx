@@ -7,6 +7,7 @@
  * laid out at its measured pixel width (ticks stay 11 px at any panel size). Hovering shows a
  * read-out of every line's raw value at that step (never a smoothed one) with the step and wall
  * time; dragging across the plot zooms x (double-click or "reset zoom" undoes it); "log y" per panel.
+ * Lines (bands) the parallel-coordinates brushes leave out are drawn faint and left out of the read-out.
  * The container exposes data-points / data-lines / data-bands / data-zoom for tests and the benchmark.
  */
 import { memo, useEffect, useMemo, useRef, useState, type MouseEvent } from "react";
@@ -22,12 +23,16 @@ export interface CompareLine {
   label: string;
   color: string;
   points: readonly SeriesPoint[];
+  /** Outside the summary panels' brushes: drawn faint under the rest, left out of the read-out. */
+  faint?: boolean;
 }
 export interface CompareBand {
   id: string;
   label: string;
   color: string;
   band: Band;
+  /** Every run of the group is outside the brushes. */
+  faint?: boolean;
 }
 
 interface Props {
@@ -76,7 +81,11 @@ interface Drawn {
   lo?: number[];
   hi?: number[];
   endsAt?: number | null;
+  faint?: boolean;
 }
+
+/** Stroke opacity of a line (or band mean) the brushes leave out; its band's fill is scaled alike. */
+const FAINT = 0.15;
 
 /** Whether a value can be drawn: finite, and above 0 on a log axis. */
 const plotted = (v: number, log: boolean) => Number.isFinite(v) && (!log || v > 0);
@@ -125,7 +134,7 @@ function CompareChartImpl({ title, testId, lines, bands, bandKind, x, smoothing,
       count += l.points.length;
       const finite = bucketSeries(l.points.filter((p) => plotted(p.value, log)), MAX_DRAWN, x);
       const sm = smoothDense(finite.map((p) => p.value), smoothing);
-      drawn.push({ id: l.id, label: l.label, color: l.color, xs: finite.map((p) => (x === "wall" ? p.wall : p.step)), ys: sm, raw: finite.map((p) => p.value), walls: finite.map((p) => p.wall) });
+      drawn.push({ id: l.id, label: l.label, color: l.color, xs: finite.map((p) => (x === "wall" ? p.wall : p.step)), ys: sm, raw: finite.map((p) => p.value), walls: finite.map((p) => p.wall), faint: l.faint });
     }
     for (const b of bands) {
       const pts = b.band.points.filter((p) => plotted(p.mean, log));
@@ -134,8 +143,10 @@ function CompareChartImpl({ title, testId, lines, bands, bandKind, x, smoothing,
       const lo = smoothDense(pts.map((p) => (bandKind === "std" ? p.mean - p.std : p.min)), smoothing);
       const hi = smoothDense(pts.map((p) => (bandKind === "std" ? p.mean + p.std : p.max)), smoothing);
       const idx = thinIdx(pts.length);
-      drawn.push({ id: b.id, label: b.label, color: b.color, xs: idx.map((i) => pts[i].step), ys: idx.map((i) => mean[i]), raw: idx.map((i) => pts[i].mean), lo: idx.map((i) => lo[i]), hi: idx.map((i) => hi[i]), endsAt: b.band.endsAt });
+      drawn.push({ id: b.id, label: b.label, color: b.color, xs: idx.map((i) => pts[i].step), ys: idx.map((i) => mean[i]), raw: idx.map((i) => pts[i].mean), lo: idx.map((i) => lo[i]), hi: idx.map((i) => hi[i]), endsAt: b.band.endsAt, faint: b.faint });
     }
+    // faint ones first, so the kept ones are drawn over them
+    drawn.sort((a, b) => Number(!!b.faint) - Number(!!a.faint));
     return { drawn, count };
   }, [lines, bands, bandKind, x, smoothing, log]);
   let yLo = Infinity;
@@ -186,6 +197,7 @@ function CompareChartImpl({ title, testId, lines, bands, bandKind, x, smoothing,
     hover === null
       ? []
       : drawn.flatMap((d) => {
+          if (d.faint) return [];
           const i = atOrBefore(d.xs, hover);
           return i < 0 ? [] : [{ id: d.id, label: d.label, color: d.color, at: d.xs[i], value: d.raw[i], wall: d.walls?.[i] }];
         });
@@ -257,13 +269,13 @@ function CompareChartImpl({ title, testId, lines, bands, bandKind, x, smoothing,
             {/* nothing to draw yet (series loading, or none in range): an empty band would be the path "Z" */}
             {drawn.filter((d) => d.xs.length > 0).map((d) =>
               d.lo && d.hi ? (
-                <g key={d.id} data-band={d.id}>
-                  <path d={`${path(d.xs, d.hi)}${path([...d.xs].reverse(), [...d.lo].reverse()).replace(/^M/, "L")}Z`} fill={d.color} fillOpacity={0.18} stroke="none" />
-                  <path d={path(d.xs, d.ys)} fill="none" stroke={d.color} strokeWidth={1.8} />
+                <g key={d.id} data-band={d.id} data-faint={d.faint ? "1" : "0"}>
+                  <path d={`${path(d.xs, d.hi)}${path([...d.xs].reverse(), [...d.lo].reverse()).replace(/^M/, "L")}Z`} fill={d.color} fillOpacity={d.faint ? 0.18 * FAINT : 0.18} stroke="none" />
+                  <path d={path(d.xs, d.ys)} fill="none" stroke={d.color} strokeWidth={1.8} strokeOpacity={d.faint ? FAINT : 1} />
                   {d.endsAt !== null && d.endsAt !== undefined && d.endsAt <= xHi && d.endsAt >= xLo && <line x1={sx(d.endsAt)} x2={sx(d.endsAt)} y1={M.t} y2={M.t + ph} stroke={d.color} strokeDasharray="4 3" />}
                 </g>
               ) : (
-                <path key={d.id} data-line={d.id} d={path(d.xs, d.ys)} fill="none" stroke={d.color} strokeWidth={1.5} />
+                <path key={d.id} data-line={d.id} data-faint={d.faint ? "1" : "0"} d={path(d.xs, d.ys)} fill="none" stroke={d.color} strokeWidth={d.faint ? 1 : 1.5} strokeOpacity={d.faint ? FAINT : 1} />
               ),
             )}
             {hover !== null && <line x1={sx(hover)} x2={sx(hover)} y1={M.t} y2={M.t + ph} stroke="var(--muted)" strokeWidth={1} data-testid={`${testId}-crosshair`} />}

@@ -20,6 +20,8 @@ import { ConfigDiffTable } from "./ConfigDiffTable.tsx";
 import { SweepOverlay } from "./sweeps/SweepOverlay.tsx";
 import { ExportMenu } from "./ExportMenu.tsx";
 import { SummaryPanels } from "./compare/SummaryPanels.tsx";
+import { RunsTablePanel } from "./compare/RunsTablePanel.tsx";
+import { useSummaryRows } from "../lib/hooks/useSummaryRows.ts";
 
 /** The summary both new panels start on: what a retrieval run is judged by. */
 const DEFAULT_SUMMARY = "best.eval_coverage";
@@ -39,6 +41,8 @@ interface LegendEntry {
   label: string;
   color: string;
   runs?: number;
+  /** Left out by the parallel-coordinates brushes (drawn faint). */
+  faint?: boolean;
 }
 
 function Legend({ entries, hidden, onChange }: { entries: LegendEntry[]; hidden: Set<string>; onChange: (hidden: string[]) => void }) {
@@ -51,8 +55,16 @@ function Legend({ entries, hidden, onChange }: { entries: LegendEntry[]; hidden:
   return (
     <div className="legend" data-testid="compare-legend">
       {entries.map((e) => (
-        <span key={e.id} className={`legend-entry${hidden.has(e.id) ? " hidden" : ""}`} data-testid="legend-item" data-id={e.id} data-hidden={hidden.has(e.id) ? "1" : "0"}>
-          <button type="button" className="link" onClick={() => toggle(e.id)} title={hidden.has(e.id) ? "show" : "hide"} data-testid="legend-toggle">
+        <span
+          key={e.id}
+          className={`legend-entry${hidden.has(e.id) ? " hidden" : ""}`}
+          style={e.faint && !hidden.has(e.id) ? { opacity: 0.4 } : undefined}
+          data-testid="legend-item"
+          data-id={e.id}
+          data-hidden={hidden.has(e.id) ? "1" : "0"}
+          data-faint={e.faint ? "1" : "0"}
+        >
+          <button type="button" className="link" onClick={() => toggle(e.id)} title={hidden.has(e.id) ? "show" : e.faint ? "outside the brushes; hide" : "hide"} data-testid="legend-toggle">
             <span className="swatch" style={{ background: e.color }} />
             {e.label}
             {e.runs !== undefined && <span className="muted small"> (n = {e.runs})</span>}
@@ -134,13 +146,22 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
   const named = ids.map((id, i) => ({ id, name: runs[i]?.name ?? id }));
   const seriesOf = (id: string, key: string) => metrics[ids.indexOf(id)]?.series[key] ?? EMPTY;
 
+  // the summary panels leave out what the legend hides: a run, or (grouped) its group
+  const hiddenGroupRuns = new Set(groups.flatMap(([label, gids]) => (hidden.has(`g:${label}`) ? gids : [])));
+  const summaryRuns = ids.flatMap((id, i) => (runs[i] && !hidden.has(id) && !hiddenGroupRuns.has(id) ? [{ id, name: runs[i]!.name, config: runs[i]!.config, color: runColor(i) }] : []));
+  const summary = useSummaryRows(state, summaryRuns);
+  // brushed out: a run outside the brushes, a group none of whose runs is inside them. Drawn faint,
+  // not hidden: the kept runs are read against the rest, as on the parallel-coordinates panel
+  const faintRun = (id: string) => summary.brushed && !summary.kept.has(id);
+  const faintGroup = (gids: readonly string[]) => summary.brushed && gids.every((g) => !summary.kept.has(g));
+
   const legend: LegendEntry[] = grouped
-    ? groups.map(([label, gids], i) => ({ id: `g:${label}`, label: groupLabel(state.group!, label), color: runColor(i), runs: gids.length }))
-    : named.map((r, i) => ({ id: r.id, label: r.name, color: runColor(i) }));
+    ? groups.map(([label, gids], i) => ({ id: `g:${label}`, label: groupLabel(state.group!, label), color: runColor(i), runs: gids.length, faint: faintGroup(gids) }))
+    : named.map((r, i) => ({ id: r.id, label: r.name, color: runColor(i), faint: faintRun(r.id) }));
 
   const panels = state.panels.map((key) => {
     if (!grouped) {
-      const lines: CompareLine[] = named.flatMap((r, i) => (hidden.has(r.id) ? [] : [{ id: r.id, label: r.name, color: runColor(i), points: seriesOf(r.id, key) }]));
+      const lines: CompareLine[] = named.flatMap((r, i) => (hidden.has(r.id) ? [] : [{ id: r.id, label: r.name, color: runColor(i), points: seriesOf(r.id, key), faint: faintRun(r.id) }]));
       return { key, lines, bands: [] as CompareBand[], rows: [] as GroupRow[] };
     }
     const rows: GroupRow[] = groups.flatMap(([label, gids]) => {
@@ -149,16 +170,13 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
       return [{ id, label: groupLabel(state.group!, label), band: groupBand(alignSteps(gids.map((g) => seriesOf(g, key)), COMPARE_WIDTH)) }];
     });
     const colorOf = (id: string) => legend.find((l) => l.id === id)!.color;
+    const faintOf = (id: string) => legend.find((l) => l.id === id)!.faint;
     // a group of one run has no band: its line is drawn instead
     const single = new Map(groups.filter(([, gids]) => gids.length === 1).map(([label, gids]) => [`g:${label}`, gids[0]]));
-    const bands: CompareBand[] = rows.filter((r) => !single.has(r.id)).map((r) => ({ id: r.id, label: r.label, color: colorOf(r.id), band: r.band }));
-    const lines: CompareLine[] = rows.filter((r) => single.has(r.id)).map((r) => ({ id: r.id, label: r.label, color: colorOf(r.id), points: seriesOf(single.get(r.id)!, key) }));
+    const bands: CompareBand[] = rows.filter((r) => !single.has(r.id)).map((r) => ({ id: r.id, label: r.label, color: colorOf(r.id), band: r.band, faint: faintOf(r.id) }));
+    const lines: CompareLine[] = rows.filter((r) => single.has(r.id)).map((r) => ({ id: r.id, label: r.label, color: colorOf(r.id), points: seriesOf(single.get(r.id)!, key), faint: faintOf(r.id) }));
     return { key, lines, bands, rows };
   });
-
-  // the summary panels leave out what the legend hides: a run, or (grouped) its group
-  const hiddenGroupRuns = new Set(groups.flatMap(([label, gids]) => (hidden.has(`g:${label}`) ? gids : [])));
-  const summaryRuns = ids.flatMap((id, i) => (runs[i] && !hidden.has(id) && !hiddenGroupRuns.has(id) ? [{ id, name: runs[i]!.name, config: runs[i]!.config, color: runColor(i) }] : []));
 
   const active = runs.filter((r) => r && ACTIVE_STATUSES.includes(r.status)).map((r) => r!.id);
   const allKeys = [...METRIC_TITLES.keys()];
@@ -233,6 +251,10 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
           <input type="checkbox" checked={!!state.scatter} onChange={(e) => set({ scatter: e.target.checked ? { x: groupKeys[0] ?? "last.qf_loss", y: DEFAULT_SUMMARY } : undefined })} data-testid="show-scatter" />
           scatter
         </label>
+        <label title="the runs table with chosen columns (config keys, summaries), saved with the dashboard">
+          <input type="checkbox" checked={!!state.table} onChange={(e) => set({ table: e.target.checked ? { cols: [...groupKeys.slice(0, 3), DEFAULT_SUMMARY] } : undefined })} data-testid="show-runs-table" />
+          runs table
+        </label>
         {data.loading && <span className="muted small">loading…</span>}
         {data.error && <span className="error-text small">{data.error.message}</span>}
         <span className="spacer" />
@@ -246,6 +268,8 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
       ) : (
         <>
           <Legend entries={legend} hidden={hidden} onChange={(h) => set({ hidden: h })} />
+          {/* a saved runs view's table comes first: it is what the dashboard was saved for */}
+          {state.table && <RunsTablePanel state={state} spec={state.table} onChange={(t) => set({ table: t })} onTag={state.filter ? (tag) => set({ filter: { ...state.filter, tag: tag === state.filter?.tag ? undefined : tag } }) : undefined} />}
           <div className="charts">
             {panels.map((p) => (
               <div key={p.key} className="stack" style={{ gap: 6 }} data-testid={`compare-panel-${p.key}`}>
@@ -258,7 +282,7 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
               </div>
             ))}
           </div>
-          <SummaryPanels state={state} runs={summaryRuns} configKeys={groupKeys} set={set} />
+          <SummaryPanels state={state} summary={summary} colors={new Map(summaryRuns.map((r) => [r.id, r.color]))} configKeys={groupKeys} set={set} />
           <SweepOverlay runs={named} />
           <section className="panel">
             <h2>Config differences</h2>

@@ -4,7 +4,7 @@
  * a hand-edited link still opens); a dashboard's spec is the same object, validated strictly by
  * the contract when it is saved.
  */
-import { BAND_KINDS, COMPARED_KEYS, MAX_COMPARE_RUNS, RUN_STATUSES, X_AXES, axisBrush, pcoordSpec, scatterSpec, type BandKind, type DashboardSpec, type PcoordSpec, type RunFilterSpec, type RunStatus, type ScatterSpec, type XAxis } from "./contracts/index.ts";
+import { BAND_KINDS, COMPARED_KEYS, MAX_COMPARE_RUNS, MAX_WHERE, RUN_STATUSES, X_AXES, axisBrush, axisScale, pcoordSpec, runsTableSpec, scatterSpec, type BandKind, type DashboardSpec, type PcoordSpec, type RunFilterSpec, type RunStatus, type RunsTableSpec, type ScatterSpec, type XAxis } from "./contracts/index.ts";
 
 /** Panels shown when none are chosen: the registry's compared keys (lib/contracts/metrics.ts), the run page's first charts. */
 export const DEFAULT_PANELS: readonly string[] = COMPARED_KEYS;
@@ -24,6 +24,8 @@ export interface CompareState {
   pcoord?: PcoordSpec;
   /** The scatter panel (absent: not shown). */
   scatter?: ScatterSpec;
+  /** The runs-table panel (absent: not shown). */
+  table?: RunsTableSpec;
 }
 
 const list = (s: string | null) => (s ? s.split(",").map((x) => x.trim()).filter(Boolean) : []);
@@ -40,6 +42,7 @@ export function withDefaults(spec: Partial<DashboardSpec>): CompareState {
     hidden: spec.hidden ?? [],
     pcoord: spec.pcoord,
     scatter: spec.scatter,
+    table: spec.table,
   };
 }
 
@@ -47,7 +50,7 @@ export function withDefaults(spec: Partial<DashboardSpec>): CompareState {
  * The summary panels from the URL: `pc=axis,axis` + `pcm=metric` + `pcb=[brushes as JSON]`,
  * `sc=x,y`. Read leniently like the rest: a bad brush is dropped alone, bad axes drop the panel.
  */
-function summaryPanelsFromSearch(sp: URLSearchParams): Pick<CompareState, "pcoord" | "scatter"> {
+function summaryPanelsFromSearch(sp: URLSearchParams): Pick<CompareState, "pcoord" | "scatter" | "table"> {
   let pcoord: PcoordSpec | undefined;
   const metric = sp.get("pcm");
   if (metric) {
@@ -58,12 +61,25 @@ function summaryPanelsFromSearch(sp: URLSearchParams): Pick<CompareState, "pcoor
     } catch {
       // an unreadable brush list: no brushes
     }
-    const parsed = pcoordSpec.safeParse({ axes: list(sp.get("pc")), metric, brushes: brushes.length ? brushes : undefined });
+    // `pcs=key:log,key:linear`: scales set by hand, a bad one dropped alone
+    const scales = list(sp.get("pcs")).map((s) => {
+      const i = s.lastIndexOf(":");
+      return { key: s.slice(0, i), scale: s.slice(i + 1) };
+    }).filter((s) => axisScale.safeParse(s).success);
+    const parsed = pcoordSpec.safeParse({ axes: list(sp.get("pc")), metric, ...(brushes.length ? { brushes } : {}), ...(scales.length ? { scales } : {}) });
     pcoord = parsed.success ? parsed.data : undefined;
   }
   const [x, y] = list(sp.get("sc"));
   const sc = x && y ? scatterSpec.safeParse({ x, y }) : undefined;
-  return { pcoord, scatter: sc?.success ? sc.data : undefined };
+  // the runs-table panel: `table=1&cols=a,b&sort=k&order=asc` (the runs page's names); bad columns drop the panel
+  let table: RunsTableSpec | undefined;
+  if (sp.get("table") === "1") {
+    const order = sp.get("order");
+    const sort = sp.get("sort");
+    const parsed = runsTableSpec.safeParse({ cols: list(sp.get("cols")), ...(sort ? { sort } : {}), ...(order === "asc" || order === "desc" ? { order } : {}) });
+    table = parsed.success ? parsed.data : undefined;
+  }
+  return { pcoord, scatter: sc?.success ? sc.data : undefined, table };
 }
 
 const KEY_RE = /^[\w.-]{1,200}$/;
@@ -74,7 +90,9 @@ export function stateFromSearch(sp: URLSearchParams): CompareState {
   const statuses = list(sp.get("status")).filter((s): s is RunStatus => (RUN_STATUSES as readonly string[]).includes(s));
   const q = sp.get("q")?.slice(0, 200) || undefined;
   const tag = sp.get("tag")?.slice(0, 64) || undefined;
-  const filter: RunFilterSpec | undefined = sp.get("filter") === "1" || (!runs.length && (statuses.length || q || tag)) ? { ...(statuses.length ? { status: statuses } : {}), ...(q ? { q } : {}), ...(tag ? { tag } : {}) } : undefined;
+  const where = sp.get("where")?.slice(0, MAX_WHERE) || undefined;
+  const filter: RunFilterSpec | undefined =
+    sp.get("filter") === "1" || (!runs.length && (statuses.length || q || tag || where)) ? { ...(statuses.length ? { status: statuses } : {}), ...(q ? { q } : {}), ...(tag ? { tag } : {}), ...(where ? { where } : {}) } : undefined;
   const group = sp.get("group") ?? "";
   const band = sp.get("band") ?? "";
   const smoothing = Number(sp.get("smooth") ?? NaN);
@@ -101,6 +119,7 @@ export function searchFromState(s: CompareState): string {
     if (s.filter.status?.length) p.set("status", s.filter.status.join(","));
     if (s.filter.q) p.set("q", s.filter.q);
     if (s.filter.tag) p.set("tag", s.filter.tag);
+    if (s.filter.where) p.set("where", s.filter.where);
   }
   if (s.panels.join(",") !== DEFAULT_PANELS.join(",")) p.set("panels", s.panels.join(","));
   if (s.group) p.set("group", s.group);
@@ -112,8 +131,15 @@ export function searchFromState(s: CompareState): string {
     if (s.pcoord.axes.length) p.set("pc", s.pcoord.axes.join(","));
     p.set("pcm", s.pcoord.metric);
     if (s.pcoord.brushes?.length) p.set("pcb", JSON.stringify(s.pcoord.brushes));
+    if (s.pcoord.scales?.length) p.set("pcs", s.pcoord.scales.map((x) => `${x.key}:${x.scale}`).join(","));
   }
   if (s.scatter) p.set("sc", `${s.scatter.x},${s.scatter.y}`);
+  if (s.table) {
+    p.set("table", "1");
+    if (s.table.cols.length) p.set("cols", s.table.cols.join(","));
+    if (s.table.sort) p.set("sort", s.table.sort);
+    if (s.table.order) p.set("order", s.table.order);
+  }
   return p.toString();
 }
 
@@ -130,10 +156,11 @@ export function specFromState(s: CompareState): DashboardSpec {
     hidden: s.hidden,
     ...(s.pcoord ? { pcoord: s.pcoord } : {}),
     ...(s.scatter ? { scatter: s.scatter } : {}),
+    ...(s.table ? { table: s.table } : {}),
   };
 }
 
 /** A filter as the runs list's query (GET /api/runs), capped at MAX_COMPARE_RUNS newest runs. */
-export function filterQuery(f: RunFilterSpec): { status?: string; q?: string; tag?: string; sort: "createdAt"; order: "desc"; limit: number } {
-  return { status: f.status?.length ? f.status.join(",") : undefined, q: f.q || undefined, tag: f.tag || undefined, sort: "createdAt", order: "desc", limit: MAX_COMPARE_RUNS };
+export function filterQuery(f: RunFilterSpec): { status?: string; q?: string; tag?: string; where?: string; sort: "createdAt"; order: "desc"; limit: number } {
+  return { status: f.status?.length ? f.status.join(",") : undefined, q: f.q || undefined, tag: f.tag || undefined, where: f.where || undefined, sort: "createdAt", order: "desc", limit: MAX_COMPARE_RUNS };
 }

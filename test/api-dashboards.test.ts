@@ -6,7 +6,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { DashboardDto, DashboardSpec } from "../lib/contracts/index.ts";
-import { MAX_COMPARE_RUNS } from "../lib/contracts/index.ts";
+import { MAX_COMPARE_RUNS, MAX_RUN_COLUMNS, MAX_WHERE } from "../lib/contracts/index.ts";
 import { startServer, type RunningServer } from "../server/main.ts";
 import { startPostgres, tmpDir, uniqueDbName } from "./platform-helpers.ts";
 
@@ -58,6 +58,15 @@ function suite(label: string, open: () => Promise<Opened>) {
       assert.deepEqual(respec.body.spec, filterSpec);
       assert.equal((await call<DashboardDto>(base, "GET", `/api/dashboards/${id}`)).body.spec.filter?.q, "qa2");
 
+      // a saved runs view: its filter expression, chosen columns and sort, and a panel's axis order and scales, kept as saved
+      const viewSpec: DashboardSpec = {
+        filter: { status: ["completed"], where: "envs.task = qa2 and best.eval_coverage >= 0.9" },
+        table: { cols: ["algo.optimizer.lr", "best.eval_coverage", "min.qf_loss"], sort: "best.eval_coverage", order: "asc" },
+        pcoord: { axes: ["envs.task", "algo.optimizer.lr"], metric: "best.eval_coverage", scales: [{ key: "algo.optimizer.lr", scale: "log" }] },
+      };
+      assert.equal((await call(base, "PATCH", `/api/dashboards/${id}`, { spec: viewSpec })).status, 200);
+      assert.deepEqual((await call<DashboardDto>(base, "GET", `/api/dashboards/${id}`)).body.spec, viewSpec);
+
       const del = await call<{ deleted: string }>(base, "DELETE", `/api/dashboards/${id}`);
       assert.equal(del.status, 200);
       assert.equal((await call(base, "GET", `/api/dashboards/${id}`)).status, 404);
@@ -85,6 +94,16 @@ function suite(label: string, open: () => Promise<Opened>) {
       await bad({ name: "panels", spec: { runs: ["a"], panels: Array.from({ length: 21 }, (_, i) => `k${i}`) } }, "spec.panels");
       await bad({ name: "status", spec: { filter: { status: ["bogus"] } } }, "spec.filter.status.0");
       await bad({ name: "extra", spec: { runs: ["a"] }, extra: 1 }, "extra");
+      // the runs-table panel, the filter expression and the axis scales: bounded, each bad key named
+      await bad({ name: "cols", spec: { runs: ["a"], table: { cols: Array.from({ length: MAX_RUN_COLUMNS + 1 }, (_, i) => `k${i}`) } } }, "spec.table.cols", /at most 12 columns/);
+      await bad({ name: "col", spec: { runs: ["a"], table: { cols: ["envs.task", "best.nope"] } } }, "spec.table.cols.1", /unknown metric nope/);
+      await bad({ name: "sort", spec: { runs: ["a"], table: { cols: [], sort: "a b" } } }, "spec.table.sort", /not a column/);
+      await bad({ name: "order", spec: { runs: ["a"], table: { cols: [], order: "up" } } }, "spec.table.order");
+      await bad({ name: "where", spec: { filter: { where: `envs.task = ${"x".repeat(MAX_WHERE)}` } } }, "spec.filter.where", /at most 500 characters/);
+      await bad({ name: "token", spec: { filter: { where: "envs.task => qa2" } } }, "spec.filter.where", /qa2|>/);
+      await bad({ name: "scale", spec: { runs: ["a"], pcoord: { axes: ["envs.task"], metric: "best.eval_coverage", scales: [{ key: "envs.task", scale: "cubic" }] } } }, "spec.pcoord.scales.0.scale");
+      const long = await call<{ error: string; fieldErrors: Record<string, string> }>(base, "POST", "/api/dashboards", { name: "echo", spec: { filter: { where: `envs.task = ${"y".repeat(5000)}` } } });
+      assert.ok(!JSON.stringify(long.body).includes("y".repeat(100)), "a long expression is not echoed back");
       const notJson = await call<{ error: string }>(base, "POST", "/api/dashboards", "{ not json");
       assert.equal(notJson.status, 400);
       assert.equal(await count(), before, "nothing was created");

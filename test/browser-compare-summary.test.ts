@@ -219,6 +219,128 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     assert.equal(await page.locator('[data-testid="pcoord-line"][data-run="pce"]').count(), 0);
   });
 
+  /** Each drawn run line of a compare chart: its stroke opacity and whether it is marked faint. */
+  const chartLines = (panel: string) =>
+    page.locator(`[data-testid="compare-chart-${panel}"] path[data-line]`).evaluateAll((els) => Object.fromEntries(els.map((e) => [e.getAttribute("data-line")!, Number(getComputedStyle(e).strokeOpacity)])));
+  const faintLegend = () => page.locator('[data-testid="legend-item"][data-faint="1"]').evaluateAll((els) => els.map((e) => e.getAttribute("data-id")!).sort());
+
+  test("a brush fades the runs it leaves out in the line charts, their read-out and the legend; a dashboard keeps it", async () => {
+    await page.goto(`${server.url}${PC}&panels=eval_coverage`);
+    await waitLines();
+    await until("five opaque lines", async () => Object.values(await chartLines("eval_coverage")).filter((o) => o === 1).length === 5);
+    const lr = (await axes())[0];
+    const f = (v: number) => (v - lr.min) / (lr.max - lr.min);
+    await drag("algo.optimizer.lr", f(0.0015), f(0.0035));
+    await page.waitForURL(/pcb=/);
+    await until("pcb and pcc drawn, the rest faint", async () => {
+      const o = await chartLines("eval_coverage");
+      return Object.keys(o).length === 5 && IDS.every((id) => o[id] === (id === "pcb" || id === "pcc" ? 1 : 0.15));
+    });
+    assert.deepEqual(await faintLegend(), ["pca", "pcd", "pce"]);
+    // the crosshair reads out the kept runs only
+    const chart = page.locator('[data-testid="compare-chart-eval_coverage"] svg');
+    await chart.scrollIntoViewIfNeeded();
+    const cb = (await chart.boundingBox())!;
+    await page.mouse.move(cb.x + cb.width - 20, cb.y + cb.height / 2);
+    const rows = page.locator('[data-testid="compare-chart-eval_coverage-readout"] .readout-row');
+    await until("a read-out", async () => (await rows.count()) > 0);
+    assert.deepEqual((await rows.evaluateAll((els) => els.map((e) => e.getAttribute("data-run")!))).sort(), ["pcb", "pcc"]);
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, "compare-brush-faint.png"), fullPage: true });
+
+    // saved as a dashboard, it opens with the same runs faint
+    await page.locator('[data-testid="dashboard-name"]').fill("brushed");
+    await page.locator('[data-testid="save-dashboard"]').click();
+    await page.waitForURL(/\/dashboards\//);
+    await until("the dashboard's faint lines", async () => {
+      const o = await chartLines("eval_coverage");
+      return Object.keys(o).length === 5 && IDS.every((id) => o[id] === (id === "pcb" || id === "pcc" ? 1 : 0.15));
+    });
+    // clearing the brush there brings every line back
+    await page.locator('[data-testid="pcoord-clear"]').click();
+    await until("five opaque lines again", async () => Object.values(await chartLines("eval_coverage")).filter((o) => o === 1).length === 5);
+    assert.deepEqual(await faintLegend(), []);
+  });
+
+  test("an axis moved right and switched to log is drawn so, kept in the URL and in a dashboard", async () => {
+    await page.goto(`${server.url}${PC}`);
+    await waitLines();
+    await page.locator('[data-testid="pcoord-move-right"][data-axis="algo.optimizer.lr"]').click();
+    await page.waitForURL(/pc=envs\.task%2Calgo\.optimizer\.lr|pc=envs\.task,algo\.optimizer\.lr/);
+    await until("lr drawn second", async () => (await axes()).map((a) => a.key).join() === "envs.task,algo.optimizer.lr,best.eval_coverage");
+    let ax = await axes();
+    assert.ok(ax[0].x < ax[1].x && ax[1].x < ax[2].x, "drawn left to right in the new order");
+    assert.equal(await page.locator('[data-testid="pcoord-move-right"][data-axis="algo.optimizer.lr"]').isDisabled(), true, "the last axis before the metric cannot move right");
+    // lr on a log scale by hand (a ratio of 4 is linear by default)
+    const scale = page.locator('[data-testid="pcoord-axis"][data-axis="algo.optimizer.lr"]');
+    assert.equal(await scale.getAttribute("data-scale"), "linear");
+    await page.locator('[data-testid="pcoord-scale"][data-axis="algo.optimizer.lr"]').click();
+    await page.waitForURL(/pcs=/);
+    await until("lr on log", async () => (await scale.getAttribute("data-scale")) === "log");
+    assert.equal(new URL(page.url()).searchParams.get("pcs"), "algo.optimizer.lr:log");
+    const check = async () => {
+      ax = await axes();
+      assert.deepEqual(ax.map((a) => a.key), ["envs.task", "algo.optimizer.lr", "best.eval_coverage"]);
+      const a = ax[1];
+      const ls = await lines();
+      for (const r of RUN_VALUES) {
+        const [x, y] = ls.get(r.id)!.pts[1];
+        close(x, a.x, 0.01, `${r.id} on the second axis`);
+        close(y, a.top + (1 - Math.log10(r.lr / a.min) / Math.log10(a.max / a.min)) * (a.bottom - a.top), 0.01, `${r.id} lr on log`);
+      }
+    };
+    await check();
+    await page.locator('[data-testid="dashboard-name"]').fill("moved axes");
+    await page.locator('[data-testid="save-dashboard"]').click();
+    await page.waitForURL(/\/dashboards\//);
+    await waitLines();
+    await until("lr on log in the dashboard", async () => (await scale.getAttribute("data-scale")) === "log");
+    await check();
+  });
+
+  test("a runs view saved as a dashboard reopens with the same columns, filter, sort and values; saving into it changes its columns", async () => {
+    const view = `/?cols=algo.optimizer.lr,best.eval_coverage&where=${encodeURIComponent("best.eval_coverage >= 0.75")}&sort=best.eval_coverage&order=asc`;
+    /** The rows of a runs table as shown: run id and each chosen column's text, in order. */
+    const table = (scope: string) =>
+      page.locator(`${scope} [data-testid="runs-table"] tbody tr[data-run-id]`).evaluateAll((trs) => trs.map((tr) => [tr.getAttribute("data-run-id")!, ...Array.from(tr.querySelectorAll("td[data-column]")).map((td) => `${td.getAttribute("data-column")}=${td.textContent}`)].join(" ")));
+    await page.goto(`${server.url}${view}`);
+    await until("three rows", async () => (await table("main")).length === 3);
+    const shown = await table("main");
+    assert.deepEqual(shown, ["pcb algo.optimizer.lr=0.002 best.eval_coverage=0.8", "pcc algo.optimizer.lr=0.003 best.eval_coverage=0.9", "pce algo.optimizer.lr=0.001 best.eval_coverage=0.95"]);
+    await page.locator('[data-testid="save-view-name"]').fill("good runs");
+    await page.locator('[data-testid="save-view"]').click();
+    await page.waitForURL(/\/dashboards\//);
+    const panel = '[data-testid="runs-table-panel"]';
+    await until("the dashboard's table", async () => (await table(panel)).length === 3);
+    assert.deepEqual(await table(panel), shown, "the same columns, rows, order and values");
+    assert.deepEqual((await page.locator(`${panel} th.chosen`).allTextContents()).map((t) => t.trim()), ["algo.optimizer.lr", "best.eval_coverage ▲"], "sorted on the best coverage, ascending");
+    assert.match((await page.locator('[data-testid="compare-count"]').textContent()) ?? "", /^3 runs matching the filter/, "the charts show the same runs");
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard-runs-table.png"), fullPage: true });
+    const id = new URL(page.url()).pathname.split("/").pop()!;
+    // a header click there sorts (lr, descending), and the owner saves it
+    await page.locator(`${panel} th[data-sort="algo.optimizer.lr"]`).click();
+    const byLr = ["pcc", "pcb", "pce"];
+    await until("sorted on lr", async () => (await table(panel)).map((r) => r.split(" ")[0]).join() === byLr.join());
+    await page.locator('[data-testid="save-dashboard-changes"]').click();
+    await until("saved", async () => (await page.locator('[data-testid="save-dashboard-changes"]').textContent()) === "Saved");
+    await page.reload();
+    await until("the table after a reload", async () => (await table(panel)).length === 3);
+    assert.deepEqual((await table(panel)).map((r) => r.split(" ")[0]), byLr, "the saved sort");
+    assert.deepEqual((await table(panel)).sort(), [...shown].sort(), "the same values");
+
+    // back on the runs page: one more column, saved into that dashboard
+    await page.goto(`${server.url}${view.replace("cols=", "cols=envs.task,")}`);
+    await until("three rows with the task", async () => (await table("main"))[0]?.includes("envs.task=qa1") ?? false);
+    await page.locator('[data-testid="save-view-target"]').selectOption(id);
+    await page.locator('[data-testid="save-view"]').click();
+    await page.waitForURL(new RegExp(`/dashboards/${id}$`));
+    await until("the task column in the dashboard", async () => (await table(panel))[0]?.startsWith("pcb envs.task=qa1 algo.optimizer.lr=0.002") ?? false);
+    const saved = (await (await fetch(`${server.url}/api/dashboards/${id}`)).json()) as DashboardDto;
+    assert.deepEqual(saved.spec.table, { cols: ["envs.task", "algo.optimizer.lr", "best.eval_coverage"], sort: "best.eval_coverage", order: "asc" });
+    assert.deepEqual(saved.spec.filter, { where: "best.eval_coverage >= 0.75" });
+  });
+
   test("a dashboard saves both panels and a brush; one saved before them still opens; bad specs are refused", async () => {
     const spec = { runs: IDS, panels: ["eval_coverage"], pcoord: { axes: ["algo.optimizer.lr"], metric: "best.eval_coverage", brushes: [{ key: "best.eval_coverage", lo: 0.75, hi: 1 }] }, scatter: { x: "envs.task", y: "best.eval_coverage" } };
     const post = (body: unknown) => fetch(`${server.url}/api/dashboards`, { method: "POST", headers: { "content-type": "application/json", origin: server.url }, body: JSON.stringify(body) });

@@ -118,3 +118,25 @@ test("summary axes: numbers on round ends, categories evenly, brushes keep what 
   assert.equal(columnValue("best.eval_coverage", {}, { "best.eval_coverage": 0.9 }), 0.9);
   assert.equal(columnValue("best.eval_coverage", {}, { "best.eval_coverage": null }), undefined);
 });
+
+test("the runs-table panel, axis order, hand-set scales and a filter expression round-trip through the URL and the spec", () => {
+  const s = withDefaults({
+    filter: { status: ["completed"], where: "envs.task = qa2 and best.eval_coverage >= 0.9" },
+    pcoord: { axes: ["envs.task", "algo.optimizer.lr"], metric: "best.eval_coverage", scales: [{ key: "algo.optimizer.lr", scale: "log" }, { key: "best.eval_coverage", scale: "linear" }] },
+    table: { cols: ["algo.optimizer.lr", "best.eval_coverage"], sort: "best.eval_coverage", order: "asc" },
+  });
+  assert.deepEqual(stateFromSearch(new URLSearchParams(searchFromState(s))), s);
+  assert.ok(dashboardSpec.safeParse(specFromState(s)).success);
+  const empty = withDefaults({ runs: ["r1"], table: { cols: [] } });
+  assert.deepEqual(stateFromSearch(new URLSearchParams(searchFromState(empty))).table, { cols: [] }, "a table without chosen columns is still a table");
+  assert.equal(stateFromSearch(new URLSearchParams("runs=r1&table=1&cols=best.nope")).table, undefined, "a bad column drops the panel");
+  const lenient = stateFromSearch(new URLSearchParams("runs=r1&pc=algo.optimizer.lr&pcm=best.eval_coverage&pcs=algo.optimizer.lr:log,envs.task:cubic"));
+  assert.deepEqual(lenient.pcoord?.scales, [{ key: "algo.optimizer.lr", scale: "log" }], "a bad scale is dropped alone");
+  // a hand-set scale wins over the automatic one, except log where a value is not positive
+  const lin = axisOf("lr", [1e-5, 1e-2], "linear");
+  assert.ok(lin.kind === "num" && !lin.log);
+  const log = axisOf("lr", [1, 4], "log");
+  assert.ok(log.kind === "num" && log.log);
+  const zero = axisOf("lr", [0, 4], "log");
+  assert.ok(zero.kind === "num" && !zero.log);
+});

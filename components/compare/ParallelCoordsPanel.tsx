@@ -4,7 +4,9 @@
  * or summaries, lib/analysis/summary-axes.ts) and the summary metric last; one polyline per run,
  * coloured by that metric. Dragging along an axis brushes it (a click clears it); runs outside any
  * brush are dimmed here and in the scatter. Brushes live in the view's state (URL, dashboard).
- * Hovering a line reads out its run and values. Hand-drawn SVG: Recharts has no parallel coordinates. Lines expose data-run / data-kept and
+ * Hovering a line reads out its run and values. Axes move left / right with their arrow buttons
+ * (the metric stays last) and each numeric axis switches between linear and log by hand; both are
+ * kept in the spec (URL, dashboard). Hand-drawn SVG: Recharts has no parallel coordinates. Lines expose data-run / data-kept and
  * axes data-top / data-bottom / data-min / data-max / data-cats for the browser tests.
  */
 import { useState, type PointerEvent } from "react";
@@ -93,6 +95,34 @@ export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChan
   // dimmed lines first, so kept ones are drawn over them
   lines.sort((a, b) => Number(a.on) - Number(b.on));
 
+  /** Moves an axis one place left (-1) or right (+1) among the axes before the metric. */
+  const move = (k: string, by: -1 | 1) => {
+    const i = spec.axes.indexOf(k);
+    const j = i + by;
+    if (i < 0 || j < 0 || j >= spec.axes.length) return;
+    const next = [...spec.axes];
+    [next[i], next[j]] = [next[j], next[i]];
+    onChange({ ...spec, axes: next });
+  };
+  const axisOfKey = new Map(axes.map((a) => [a.key, a]));
+  /** The lin/log switch of a numeric axis (categorical ones have none). */
+  const scaleToggle = (k: string) => {
+    const a = axisOfKey.get(k);
+    if (a?.kind !== "num") return null;
+    const next = a.log ? "linear" : "log";
+    const set = () => {
+      // only the axes shown keep a scale (a metric since changed drops its own)
+      const shown = [...spec.axes, spec.metric];
+      const scales = [...(spec.scales ?? []).filter((x) => x.key !== k && shown.includes(x.key)), { key: k, scale: next } as const];
+      onChange({ ...spec, scales });
+    };
+    return (
+      <button type="button" className="link small" title={`draw ${k} on a ${next} scale`} onClick={set} data-testid="pcoord-scale" data-axis={k} data-scale={a.log ? "log" : "linear"}>
+        {a.log ? "log" : "lin"}
+      </button>
+    );
+  };
+
   const offered = [...new Set([...configKeys, ...SUMMARY_KEYS_OFFERED])].filter((k) => !spec.axes.includes(k) && k !== spec.metric);
 
   return (
@@ -123,10 +153,18 @@ export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChan
             ))}
           </select>
         </label>
-        {spec.axes.map((k) => (
-          <span key={k} className="badge">
+        {axisOfKey.get(spec.metric)?.kind === "num" && <span className="small muted">metric scale {scaleToggle(spec.metric)}</span>}
+        {spec.axes.map((k, i) => (
+          <span key={k} className="badge" data-testid="pcoord-axis-chip" data-axis={k}>
+            <button type="button" className="link small" title={`move ${k} left`} disabled={i === 0} onClick={() => move(k, -1)} data-testid="pcoord-move-left" data-axis={k}>
+              ←
+            </button>
             {k}{" "}
-            <button type="button" className="link small" title={`remove ${k}`} onClick={() => onChange({ ...spec, axes: spec.axes.filter((a) => a !== k), brushes: brushes.filter((b) => b.key !== k) })} data-testid="pcoord-remove-axis" data-axis={k}>
+            <button type="button" className="link small" title={`move ${k} right`} disabled={i === spec.axes.length - 1} onClick={() => move(k, 1)} data-testid="pcoord-move-right" data-axis={k}>
+              →
+            </button>{" "}
+            {scaleToggle(k)}{" "}
+            <button type="button" className="link small" title={`remove ${k}`} onClick={() => onChange({ ...spec, axes: spec.axes.filter((a) => a !== k), brushes: brushes.filter((b) => b.key !== k), scales: spec.scales?.some((x) => x.key !== k) ? spec.scales.filter((x) => x.key !== k) : undefined })} data-testid="pcoord-remove-axis" data-axis={k}>
               ×
             </button>
           </span>

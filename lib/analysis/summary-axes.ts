@@ -31,14 +31,17 @@ const missing = (v: CellValue | undefined): v is null | undefined => v === undef
 /** A category's name: strings as they are, other values as JSON text. */
 export const categoryOf = (v: CellValue): string => (typeof v === "string" ? v : JSON.stringify(v));
 
-/** An axis over these values: numeric when every present value is a number, categorical otherwise. */
-export function axisOf(key: string, values: readonly (CellValue | undefined)[]): SummaryAxis {
+/**
+ * An axis over these values: numeric when every present value is a number, categorical otherwise.
+ * `scale` set by hand wins, except log where a value is 0 or below (it could not be placed).
+ */
+export function axisOf(key: string, values: readonly (CellValue | undefined)[], scale?: "linear" | "log"): SummaryAxis {
   const present = values.filter((v): v is string | number | boolean => !missing(v));
   if (present.length > 0 && present.every((v) => typeof v === "number")) {
     const nums = present as number[];
     const [min, max] = [Math.min(...nums), Math.max(...nums)];
     // values over two decades and more (learning rates): a log axis, or the small ones merge
-    const log = min > 0 && max / min >= LOG_RATIO;
+    const log = min > 0 && (scale ? scale === "log" : max / min >= LOG_RATIO);
     const { domain, ticks } = log ? logAxis(min, max) : linearAxis(min, max);
     return { kind: "num", key, domain, ticks, log };
   }

@@ -6,8 +6,8 @@
  */
 import { z } from "zod";
 import { RUN_STATUSES } from "./dto.ts";
-import { X_AXES, idParam } from "./rest.ts";
-import { parseColumn } from "./run-columns.ts";
+import { RUN_LIST_SORTS, X_AXES, idParam } from "./rest.ts";
+import { MAX_RUN_COLUMNS, parseColumn, parseFilter } from "./run-columns.ts";
 
 /** Most runs one comparison overlays (and one filter resolves to). */
 export const MAX_COMPARE_RUNS = 200;
@@ -19,6 +19,9 @@ export type BandKind = (typeof BAND_KINDS)[number];
 /** A metric key or a dotted config key ("algo.encoder.type"). */
 const dottedKey = z.string().min(1).max(200, "at most 200 characters").regex(/^[\w.-]+$/, "letters, digits, _ . - only");
 
+/** Longest filter expression (the runs list's `where` bound). */
+export const MAX_WHERE = 500;
+
 /** The runs table's filter (GET /api/runs query), as a comparison of "every run matching". */
 export const runFilterSpec = z.strictObject({
   status: z
@@ -27,6 +30,15 @@ export const runFilterSpec = z.strictObject({
     .optional(),
   q: z.string().max(200, "at most 200 characters").optional(),
   tag: z.string().max(64, "at most 64 characters").optional(),
+  /** A filter expression over config keys and summaries (run-columns.ts), as the runs table's `where`. */
+  where: z
+    .string()
+    .max(MAX_WHERE, `at most ${MAX_WHERE} characters`)
+    .superRefine((w, ctx) => {
+      const f = parseFilter(w);
+      if ("error" in f) ctx.addIssue({ code: "custom", message: f.error });
+    })
+    .optional(),
 });
 export type RunFilterSpec = z.infer<typeof runFilterSpec>;
 
@@ -57,13 +69,34 @@ export const axisBrush = z.union([
 ]);
 export type AxisBrush = z.infer<typeof axisBrush>;
 
-/** The parallel-coordinates panel: config keys (or summaries) → one summary metric, which colours the lines. */
+export const AXIS_SCALES = ["linear", "log"] as const;
+export type AxisScale = (typeof AXIS_SCALES)[number];
+/** An axis's scale set by hand (without one, numbers over two decades get a log axis). */
+export const axisScale = z.strictObject({ key: columnKey, scale: z.enum(AXIS_SCALES) });
+
+/**
+ * The parallel-coordinates panel: config keys (or summaries) → one summary metric, which colours
+ * the lines and stays the last axis; `axes` is the drawn order (the user moves axes).
+ */
 export const pcoordSpec = z.strictObject({
   axes: z.array(columnKey).max(MAX_PCOORD_AXES - 1, `at most ${MAX_PCOORD_AXES - 1} axes before the metric`),
   metric: summaryKey,
   brushes: z.array(axisBrush).max(MAX_PCOORD_AXES).optional(),
+  scales: z.array(axisScale).max(MAX_PCOORD_AXES).optional(),
 });
 export type PcoordSpec = z.infer<typeof pcoordSpec>;
+
+/** A runs-table panel: the dashboard's runs with these chosen columns, sorted (its filter is the spec's). */
+export const runsTableSpec = z.strictObject({
+  cols: z.array(columnKey).max(MAX_RUN_COLUMNS, `at most ${MAX_RUN_COLUMNS} columns`),
+  sort: z
+    .string()
+    .max(100)
+    .refine((s) => (RUN_LIST_SORTS as readonly string[]).includes(s) || !("error" in parseColumn(s)), "not a column to sort on")
+    .optional(),
+  order: z.enum(["asc", "desc"]).optional(),
+});
+export type RunsTableSpec = z.infer<typeof runsTableSpec>;
 
 /** The scatter panel: a config key or summary on x, a summary on y. */
 export const scatterSpec = z.strictObject({ x: columnKey, y: summaryKey });
@@ -88,6 +121,8 @@ export const dashboardSpec = z
     pcoord: pcoordSpec.optional(),
     /** The scatter panel, when shown. */
     scatter: scatterSpec.optional(),
+    /** The runs-table panel (absent in dashboards saved before it existed). */
+    table: runsTableSpec.optional(),
   })
   .refine((s) => !(s.runs && s.filter), { message: "either runs or filter, not both", path: ["runs"] })
   .refine((s) => (s.runs?.length ?? 0) > 0 || s.filter !== undefined, { message: "name at least one run or a filter", path: ["runs"] });
