@@ -3,7 +3,7 @@
  * (server/main.ts, QRAG_EXECUTOR=slurm, no local worker) turns runs of the "slurm" queue into sbatch
  * jobs whose workers connect back with per-job tokens, and:
  *   - a `tiny` run → one job, RUNNING on the node, the run completed, the job COMPLETED, the job's
- *     output in the run's log;
+ *     output in the run's log; a sweep of its checkpoint → its own job on the same queue, completed;
  *   - cancel from the API → scancel → the run cancelled within 5 s, the job ended;
  *   - `scancel` from a shell mid-run → the run queued again and resumed by a second job from its last
  *     checkpoint: every logged update's point stored exactly once;
@@ -22,7 +22,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { metricKeysEmitted, type RunDetailDto } from "../lib/contracts/index.ts";
+import { metricKeysEmitted, type RunDetailDto, type SweepDto } from "../lib/contracts/index.ts";
 import { freePort, tmpDir, waitFor } from "./platform-helpers.ts";
 import { api, getRun, startServer, storedPoints, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
 import { slurmSkip, startSlurmCluster, type SlurmCluster } from "./slurm-cluster.ts";
@@ -126,6 +126,17 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     assert.match(logs, new RegExp(`\\[job ${jobId} stderr\\][^"]*assigned run ${created.id}`));
     assert.equal(jobOf(ended).jobId, jobOf(running).jobId, "the same job throughout");
     console.log(`submit → completed in ${((Date.now() - t0) / 1000).toFixed(1)} s (job ${jobOf(ended).jobId})`);
+
+    // a sweep of its checkpoint runs on the same queue, as its own Slurm job, and completes
+    const t1 = Date.now();
+    const sweep = await api<SweepDto>(env, "POST", `/api/runs/${created.id}/sweeps`, { checkpoint: "last", lengths: [20, 60], samples: 2, baselines: false });
+    assert.equal(sweep.status, 201, JSON.stringify(sweep.body));
+    const swept = await completedWithJob(sweep.body.run.id);
+    assert.equal(swept.queue, "slurm");
+    assert.notEqual(jobOf(swept).jobId, jobId, "the sweep's own job");
+    const points = (await api<SweepDto>(env, "GET", `/api/sweeps/${sweep.body.run.id}`)).body.points;
+    assert.deepEqual(points.map((p) => p.numChunks), [20, 60]);
+    console.log(`sweep on Slurm: queued → completed in ${((Date.now() - t1) / 1000).toFixed(1)} s (job ${jobOf(swept).jobId})`);
   });
 
   test("cancel from the API → scancel → the run cancelled within 5 s, the job ended", async () => {
