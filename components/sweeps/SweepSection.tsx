@@ -15,6 +15,7 @@ import { SWEEP_COLORS, SweepChart } from "./SweepChart.tsx";
 import { SweepTable } from "./SweepTable.tsx";
 import { SweepForm } from "./SweepForm.tsx";
 import { SweepUpload } from "./SweepUpload.tsx";
+import { AgentUpload } from "./AgentUpload.tsx";
 import { confirmCancel } from "../../lib/confirm-cancel.ts";
 
 function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; shown: boolean; onToggle: () => void }) {
@@ -31,10 +32,16 @@ function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; s
         <Link href={`/sweeps/${r.id}`}>{s.spec.checkpointLabel}</Link>
       </td>
       <td className="small">
+        {s.spec.source === "agent" ? (
+          `${s.spec.lengths.map((l) => l.toLocaleString()).join(", ")} chunks · ${s.spec.samples}/length · uploaded agent evaluation`
+        ) : (
+          <>
         {s.spec.lengths.map((l) => l.toLocaleString()).join(", ")} chunks · {s.spec.samples}/length · Q ≥ {s.spec.threshold}
         {s.spec.oracleStop ? " · oracle stop" : ""}
         {s.spec.baselines ? "" : " · no baselines"}
         {s.spec.reader ? ` · reader ${sweepReaderLabel(s.spec.reader)}` : ""}
+          </>
+        )}
       </td>
       <td>
         <StatusBadge status={r.status} />
@@ -61,7 +68,7 @@ function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; s
 
 export function SweepSection({ run }: { run: RunDetailDto }) {
   const sweeps = useRunSweeps(run.id);
-  const [open, setOpen] = useState<"form" | "upload" | null>(null);
+  const [open, setOpen] = useState<"form" | "upload" | "agent" | null>(null);
   const [hidden, setHidden] = useState<Set<string>>(new Set());
   const list = sweeps.data?.sweeps ?? [];
   const shown = list.filter((s) => !hidden.has(s.run.id));
@@ -79,9 +86,13 @@ export function SweepSection({ run }: { run: RunDetailDto }) {
         <button type="button" onClick={() => setOpen(open === "upload" ? null : "upload")} data-testid="sweep-upload-button">
           Upload CLI sweep…
         </button>
+        <button type="button" onClick={() => setOpen(open === "agent" ? null : "agent")} data-testid="agent-upload-button" title="a `qrag agent --out` file: the R3-style agent beside Q-RAG">
+          Upload agent evaluation…
+        </button>
       </div>
       {open === "form" && <SweepForm runId={run.id} checkpoints={run.checkpoints} onDone={() => setOpen(null)} />}
       {open === "upload" && <SweepUpload runId={run.id} onDone={() => setOpen(null)} />}
+      {open === "agent" && <AgentUpload runId={run.id} onDone={() => setOpen(null)} />}
       {list.length === 0 ? (
         <div className="empty">{sweeps.isLoading ? "Loading…" : "No sweeps yet: evaluate a checkpoint at 1K … 1M tokens with “Sweep…”."}</div>
       ) : (

@@ -10,6 +10,9 @@ import { READER_FAILURES, retrievalScoresSchema } from "./engine-events.ts";
 
 const int = z.number().int();
 
+/** The Episode phase of an uploaded agent sample row (server/runs/agent-upload.ts). */
+export const AGENT_PHASE = "agent";
+
 export const AGENT_STEP_KINDS = ["reason", "query", "retrieve", "answer"] as const;
 export type AgentStepKind = (typeof AGENT_STEP_KINDS)[number];
 

@@ -7,6 +7,7 @@
 import { z } from "zod";
 import type { RunDto } from "./dto.ts";
 import type { SweepPoint } from "./engine-events.ts";
+import type { AgentSummary } from "./llm-agent.ts";
 
 /** The reference lengths (chunks) in the order the paper reports them: ≈1K … 1M tokens. */
 export const DEFAULT_SWEEP_LENGTHS = [50, 160, 1200, 4600, 40000] as const;
@@ -58,7 +59,10 @@ export const sweepSpecSchema = z.strictObject({
   threshold: z.number(),
   baselines: z.boolean(),
   oracleStop: z.boolean(),
-  source: z.enum(["dashboard", "upload"]),
+  /** "agent": an uploaded `qrag agent --out` evaluation (its points are the agent's summary rows). */
+  source: z.enum(["dashboard", "upload", "agent"]),
+  /** source "agent": the agent's model and retriever, as its rows name them. */
+  agent: z.strictObject({ model: z.string().max(300), retriever: z.string().max(300) }).optional(),
   /** The reader, its GGUF file as the data-root-relative path checked when the sweep was queued. */
   reader: sweepReaderSchema.optional(),
 });
@@ -74,11 +78,29 @@ export const uploadSweepBody = z.strictObject({
 export type UploadSweepBody = z.input<typeof uploadSweepBody>;
 export type SweepUpload = z.output<typeof uploadSweepBody>;
 
+/**
+ * POST /api/runs/:id/agent/upload: the text of a `qrag agent --out` file (sample rows, then one
+ * summary row per length; lib/contracts/llm-agent.ts). Bounded like a sweep's episodes file.
+ */
+export const uploadAgentBody = z.strictObject({
+  name: z.string().trim().max(200).optional(),
+  file: z.strictObject({ name: z.string().min(1).max(255), text: z.string().min(1).max(60_000_000) }),
+});
+export type UploadAgentBody = z.input<typeof uploadAgentBody>;
+export type AgentUpload = z.output<typeof uploadAgentBody>;
+/** An uploaded agent evaluation holds at most this many samples per length (8 lengths, as a sweep). */
+export const MAX_AGENT_SAMPLES_PER_LENGTH = 1000;
+/** … and at most this many steps per sample (64 model calls of reason, query and retrieve, and the answer). */
+export const MAX_AGENT_STEPS = 400;
+
 export interface SweepDto {
   /** The sweep job (status, progress, worker, error). */
   run: RunDto;
   spec: SweepSpec;
+  /** Q-RAG's points; empty for an agent evaluation. */
   points: SweepPoint[];
+  /** An agent evaluation (spec.source "agent"): its summary row per length, shortest first. */
+  agent?: AgentSummary[];
 }
 
 export interface SweepListDto {
