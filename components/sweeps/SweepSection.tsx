@@ -16,6 +16,7 @@ import { SweepTable } from "./SweepTable.tsx";
 import { SweepForm } from "./SweepForm.tsx";
 import { SweepUpload } from "./SweepUpload.tsx";
 import { AgentUpload } from "./AgentUpload.tsx";
+import { AgentTable } from "./AgentTable.tsx";
 import { confirmCancel } from "../../lib/confirm-cancel.ts";
 
 function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; shown: boolean; onToggle: () => void }) {
@@ -72,7 +73,9 @@ export function SweepSection({ run }: { run: RunDetailDto }) {
   const [hidden, setHidden] = useState<Set<string>>(new Set());
   const list = sweeps.data?.sweeps ?? [];
   const shown = list.filter((s) => !hidden.has(s.run.id));
-  const latest = shown.at(-1);
+  // the latest Q-RAG sweep's table, and the latest agent evaluation's beside it
+  const latest = shown.filter((s) => s.spec.source !== "agent").at(-1);
+  const latestAgent = shown.filter((s) => s.spec.source === "agent").at(-1);
   const canSweep = run.envName === "babilong" && run.checkpoints.length > 0 && run.kind !== "sweep";
   const toggle = (id: string) => setHidden((old) => toggled(old, id));
   return (
@@ -113,6 +116,14 @@ export function SweepSection({ run }: { run: RunDetailDto }) {
                 {latest.spec.checkpointLabel} <Link className="small" href={`/sweeps/${latest.run.id}`}>episodes & across lengths →</Link>
               </h3>
               <SweepTable sweep={latest} />
+            </>
+          )}
+          {latestAgent?.agent && (
+            <>
+              <h3 style={{ margin: 0 }}>
+                {latestAgent.spec.checkpointLabel} <Link className="small" href={`/sweeps/${latestAgent.run.id}`}>agent episodes →</Link>
+              </h3>
+              <AgentTable summaries={latestAgent.agent} />
             </>
           )}
         </>
