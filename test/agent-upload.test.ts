@@ -63,6 +63,10 @@ test("an agent file becomes a completed agent evaluation of the run: summaries p
   assert.equal(one.agent!.prediction, INJECTION);
   assert.deepEqual(one.agent!.steps.map((s) => s.kind), ["reason", "query", "retrieve", "reason", "answer"]);
   assert.deepEqual(one.agent, agent.samples.find((s) => s.id === one.sampleId && s.num_chunks === 40));
+  // the strip's hover texts: an agent row keeps no gold texts to check a regenerated haystack against
+  const chunks = await call<{ error: string }>("GET", `/api/runs/${up.body.run.id}/episodes/${bad.id}/chunks?from=0&to=10`);
+  assert.equal(chunks.status, 404);
+  assert.match(chunks.body.error, /chunk texts unavailable: .*agent episode/);
 });
 
 test("bad lines: 400 naming file, line and field, the content never echoed, nothing stored", async () => {

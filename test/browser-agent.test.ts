@@ -87,7 +87,8 @@ describe("the R3-style agent beside Q-RAG in a real browser", { skip: skip ?? fa
     readerDots.forEach((d, i) => assert.ok(Math.abs(d.y - y(READER[points[i].numChunks])) < 1.5, "the reader's accuracy beside it"));
     // its Wilson interval at 40 chunks: the error bar's ends at the stored interval
     const ci = agent.summaries[1].ci!;
-    const bar = await page.locator(`${chart} .agent-curve .recharts-errorBar line`).evaluateAll((ls) => ls.map((l) => [Number(l.getAttribute("y1")), Number(l.getAttribute("y2"))]));
+    const stroke = await page.getAttribute(`${chart} .agent-curve path.recharts-line-curve`, "stroke");
+    const bar = await page.locator(`${chart} .recharts-errorBar[stroke="${stroke}"] line`).evaluateAll((ls) => ls.map((l) => [Number(l.getAttribute("y1")), Number(l.getAttribute("y2"))]));
     const ends = bar.flat();
     for (const v of [ci.low, ci.high]) assert.ok(ends.some((e) => Math.abs(e - y(v)) < 1.5), `an error-bar end at ${v} (${y(v)}): ${JSON.stringify(bar)}`);
     // the table: accuracy with its interval, steps, tokens, time per sample

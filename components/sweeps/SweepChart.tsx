@@ -93,12 +93,12 @@ export function SweepChart({ sweeps, height = 280, labelOf = defaultLabel }: { s
           </label>
         ))}
         {sweeps.length > 1 &&
-          sweeps.map((s, si) => (
+          sweeps.map((s, si) => (s.agent?.length ? null : ( // an agent's line has its own legend entry below
             <span key={s.run.id} className="legend-item">
               <span className="swatch" style={{ background: SWEEP_COLORS[si % SWEEP_COLORS.length], width: 12, height: 3, display: "inline-block" }} />
               {labelOf(s)}
             </span>
-          ))}
+          )))}
         {lines.filter((l) => l.agent).map((l) => (
           <span key={l.key} className="legend-item" data-testid="sweep-agent-legend">
             <svg width="22" height="6" aria-hidden>
