@@ -6,7 +6,7 @@
  * record (model, correct, f1, tokens, ms, failure), so the dashboard can show a row as an episode.
  */
 import { z } from "zod";
-import { READER_FAILURES, retrievalScoresSchema } from "./engine-events.ts";
+import { READER_FAILURES, retrievalScoresSchema } from "./scores.ts";
 
 const int = z.number().int();
 

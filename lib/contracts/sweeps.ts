@@ -48,6 +48,25 @@ export type CreateSweepBody = z.input<typeof createSweepBody>;
 /** … and what the service gets once the API parsed it. */
 export type SweepRequest = z.output<typeof createSweepBody>;
 
+/**
+ * POST /api/runs/:id/agent: an agent evaluation the worker runs (runAgent in its engine process)
+ * over the run's BabiLong task. `retriever` "dense" and "qrag" use the run's best checkpoint
+ * (dense: its encoders, single step; qrag: Q-RAG's state encoder); bm25 needs none.
+ */
+export const AGENT_RETRIEVERS = ["bm25", "dense", "qrag"] as const;
+export const createAgentBody = z.strictObject({
+  model: sweepReaderSchema,
+  retriever: z.enum(AGENT_RETRIEVERS).default("bm25"),
+  lengths: lengths.default([50]),
+  samples: z.number().int().min(1).max(500).default(20),
+  format: z.enum(["json", "r3rag"]).default("json"),
+  /** Model calls before the answer is forced (R3-RAG's chain length is 10). */
+  maxCalls: z.number().int().min(1).max(64).default(10),
+  maxTokens: z.number().int().min(8).max(4096).default(256),
+});
+export type CreateAgentBody = z.input<typeof createAgentBody>;
+export type AgentRequest = z.output<typeof createAgentBody>;
+
 /** The sweep job's stored config, and what the worker runs. */
 export const sweepSpecSchema = z.strictObject({
   /** The checkpoint folder, as stored on the evaluated run's checkpoint row. */
@@ -63,6 +82,10 @@ export const sweepSpecSchema = z.strictObject({
   source: z.enum(["dashboard", "upload", "agent"]),
   /** source "agent": the agent's model and retriever, as its rows name them. */
   agent: z.strictObject({ model: z.string().max(300), retriever: z.string().max(300) }).optional(),
+  /** An agent evaluation queued from the dashboard: what the worker passes to runAgent (`checkpoint` is the retriever's run, "" for bm25). */
+  agentRun: z
+    .strictObject({ model: sweepReaderSchema, retriever: z.enum(AGENT_RETRIEVERS), format: z.enum(["json", "r3rag"]), maxCalls: z.number().int().min(1).max(64), maxTokens: z.number().int().min(8).max(4096), task: z.string().regex(/^qa[1-5]$/).optional() })
+    .optional(),
   /** The reader, its GGUF file as the data-root-relative path checked when the sweep was queued. */
   reader: sweepReaderSchema.optional(),
 });

@@ -58,10 +58,10 @@ export async function createSweep(h: DbHandle, runId: string, body: SweepRequest
 }
 
 /** A GGUF reader's file must be a file inside the data root now (the worker checks again when it opens it). */
-function checkedReader(r: SweepReader, dataRoot: string): SweepReader {
+export function checkedReader(r: SweepReader, dataRoot: string, field = "reader"): SweepReader {
   if (r.provider !== "gguf") return r;
   const p = resolveDataPath(dataRoot, r.file, { kind: "file" });
-  if (!p.ok) throw badRequest(`reader.file ${p.message}`, { "reader.file": p.message });
+  if (!p.ok) throw badRequest(`${field}.file ${p.message}`, { [`${field}.file`]: p.message });
   return { provider: "gguf", file: p.rel };
 }
 
