@@ -47,7 +47,7 @@ describe("the R3-style agent beside Q-RAG in a real browser", { skip: skip ?? fa
     ensureNextBuild((m) => console.log(`# ${m}`));
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-browser-agent-"));
     agent = await writeAgentFile(tmp);
-    server = await startTestServer();
+    server = await startTestServer({ env: { QRAG_DATA_ROOT: tmp } }); // the fixture's tiny.gguf is in tmp
     browser = await launchBrowser();
     page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
     page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
@@ -139,6 +139,32 @@ describe("the R3-style agent beside Q-RAG in a real browser", { skip: skip ?? fa
     await page.locator('[data-testid="agent-step"]').nth(2).click();
     await page.waitForSelector(`${strip}[data-current-index="${ids.at(-1)}"]`);
     assert.equal(await page.getAttribute(strip, "data-num-chunks"), "40");
+    assert.deepEqual(errors, []);
+  });
+
+  test("run the agent from the run page: the form queues a job the worker runs on the tiny GGUF model; its row and table appear", async () => {
+    const run = (await post("/api/runs", { preset: "tiny", name: "agent from the form" })) as RunDetailDto;
+    await post(`/api/runs/${run.id}/cancel`, {});
+    await page.goto(`${server.url}/runs/${run.id}`);
+    await page.click('[data-testid="agent-run-button"]');
+    // no checkpoint yet: only bm25 can be chosen
+    assert.deepEqual(await page.locator('[data-testid="agent-retriever"] option').evaluateAll((os) => os.map((o) => [o.getAttribute("value"), (o as HTMLOptionElement).disabled])), [["bm25", false], ["dense", true], ["qrag", true]]);
+    await page.fill('[data-testid="agent-model"]', "nowhere.gguf");
+    await page.fill('[data-testid="agent-lengths"]', "20");
+    await page.fill('[data-testid="agent-samples"]', "1");
+    await page.fill('[data-testid="agent-max-calls"]', "1");
+    await page.click('[data-testid="agent-submit"]');
+    await page.waitForSelector('[data-testid="agent-error-model"]');
+    assert.match((await page.textContent('[data-testid="agent-error-model"]')) ?? "", /./);
+    await page.fill('[data-testid="agent-model"]', "tiny.gguf");
+    await page.click('[data-testid="agent-submit"]');
+    await page.waitForSelector('[data-testid="sweep-item"][data-status="completed"]', { timeout: 120_000 });
+    assert.match((await page.locator('[data-testid="sweep-item"]').textContent()) ?? "", /^R3-style agent \(gguf:tiny\.gguf, bm25\)/);
+    await page.waitForSelector('[data-testid="agent-row"][data-chunks="20"]');
+    const sweeps = await api<SweepListDto>(`/api/runs/${run.id}/sweeps`);
+    const s = sweeps.sweeps[0].agent![0];
+    assert.equal(s.n, 1);
+    assert.equal(await page.textContent('[data-testid="agent-row"] [data-testid="agent-steps"]'), fmtNum(s.meanSteps, 2));
     assert.deepEqual(errors, []);
   });
 });

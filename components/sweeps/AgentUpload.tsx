@@ -2,7 +2,7 @@
 /** Uploads a `qrag agent --out` file as an agent evaluation of this run (beside its sweeps). */
 import { useState } from "react";
 import { HttpError } from "../../lib/api.ts";
-import { useUploadAgent } from "../../lib/hooks/useAgentUpload.ts";
+import { useUploadAgent } from "../../lib/hooks/useAgent.ts";
 
 export function AgentUpload({ runId, onDone }: { runId: string; onDone: () => void }) {
   const upload = useUploadAgent(runId);

@@ -17,6 +17,7 @@ import { SweepForm } from "./SweepForm.tsx";
 import { SweepUpload } from "./SweepUpload.tsx";
 import { AgentUpload } from "./AgentUpload.tsx";
 import { AgentTable } from "./AgentTable.tsx";
+import { AgentForm } from "./AgentForm.tsx";
 import { confirmCancel } from "../../lib/confirm-cancel.ts";
 
 function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; shown: boolean; onToggle: () => void }) {
@@ -69,7 +70,7 @@ function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; s
 
 export function SweepSection({ run }: { run: RunDetailDto }) {
   const sweeps = useRunSweeps(run.id);
-  const [open, setOpen] = useState<"form" | "upload" | "agent" | null>(null);
+  const [open, setOpen] = useState<"form" | "upload" | "agent" | "run-agent" | null>(null);
   const [hidden, setHidden] = useState<Set<string>>(new Set());
   const list = sweeps.data?.sweeps ?? [];
   const shown = list.filter((s) => !hidden.has(s.run.id));
@@ -77,6 +78,7 @@ export function SweepSection({ run }: { run: RunDetailDto }) {
   const latest = shown.filter((s) => s.spec.source !== "agent").at(-1);
   const latestAgent = shown.filter((s) => s.spec.source === "agent").at(-1);
   const canSweep = run.envName === "babilong" && run.checkpoints.length > 0 && run.kind !== "sweep";
+  const canAgent = run.envName === "babilong" && run.kind !== "sweep";
   const toggle = (id: string) => setHidden((old) => toggled(old, id));
   return (
     <section className="panel stack" style={{ gap: 12 }} data-testid="sweep-section">
@@ -89,12 +91,16 @@ export function SweepSection({ run }: { run: RunDetailDto }) {
         <button type="button" onClick={() => setOpen(open === "upload" ? null : "upload")} data-testid="sweep-upload-button">
           Upload CLI sweep…
         </button>
+        <button type="button" onClick={() => setOpen(open === "run-agent" ? null : "run-agent")} disabled={!canAgent} title={canAgent ? "the R3-style agent on this run's task, run by a worker" : "the agent runs on BabiLong runs"} data-testid="agent-run-button">
+          Run agent…
+        </button>
         <button type="button" onClick={() => setOpen(open === "agent" ? null : "agent")} data-testid="agent-upload-button" title="a `qrag agent --out` file: the R3-style agent beside Q-RAG">
           Upload agent evaluation…
         </button>
       </div>
       {open === "form" && <SweepForm runId={run.id} checkpoints={run.checkpoints} onDone={() => setOpen(null)} />}
       {open === "upload" && <SweepUpload runId={run.id} onDone={() => setOpen(null)} />}
+      {open === "run-agent" && <AgentForm runId={run.id} hasCheckpoint={run.checkpoints.length > 0} onDone={() => setOpen(null)} />}
       {open === "agent" && <AgentUpload runId={run.id} onDone={() => setOpen(null)} />}
       {list.length === 0 ? (
         <div className="empty">{sweeps.isLoading ? "Loading…" : "No sweeps yet: evaluate a checkpoint at 1K … 1M tokens with “Sweep…”."}</div>
