@@ -139,6 +139,7 @@ describe("the R3-style agent beside Q-RAG in a real browser", { skip: skip ?? fa
     await page.locator('[data-testid="agent-step"]').nth(2).click();
     await page.waitForSelector(`${strip}[data-current-index="${ids.at(-1)}"]`);
     assert.equal(await page.getAttribute(strip, "data-num-chunks"), "40");
+    await page.locator('[data-testid="agent-episode"]').screenshot({ path: path.join(SCREENSHOTS, "agent-episode.png") });
     assert.deepEqual(errors, []);
   });
 
