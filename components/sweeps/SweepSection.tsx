@@ -57,7 +57,7 @@ function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; s
             cancel
           </button>
         )}
-        {(r.status === "cancelled" || r.status === "failed") && s.spec.source === "dashboard" && (
+        {(r.status === "cancelled" || r.status === "failed") && (s.spec.source === "dashboard" || s.spec.agentRun) && (
           <button type="button" className="link small" onClick={() => resume.mutate(r.id)} disabled={resume.isPending} title="runs the lengths not finished yet">
             resume
           </button>

@@ -86,7 +86,7 @@ export default function SweepPage() {
     <main className="stack" data-testid="sweep-page" data-status={r.status}>
       <div className="panel stack" style={{ gap: 8 }}>
         <div className="page-head" style={{ margin: 0 }}>
-          <h1>Sweep · {spec.checkpointLabel}</h1>
+          <h1>{spec.source === "agent" ? "Agent" : "Sweep"} · {spec.checkpointLabel}</h1>
           <StatusBadge status={r.status} />
           <BackendBadge backend={r.backend} device={r.device} />
           <span className="spacer" />
@@ -95,7 +95,7 @@ export default function SweepPage() {
               Cancel
             </button>
           )}
-          {(r.status === "cancelled" || r.status === "failed") && spec.source === "dashboard" && (
+          {(r.status === "cancelled" || r.status === "failed") && (spec.source === "dashboard" || spec.agentRun) && (
             <button type="button" onClick={() => resume.mutate(r.id)} disabled={resume.isPending}>
               Resume
             </button>
@@ -115,8 +115,16 @@ export default function SweepPage() {
             </span>
           )}
           <span className="muted">
+            {spec.source === "agent" ? (
+              <>
+                · {spec.lengths.map((l) => l.toLocaleString()).join(", ")} chunks · {spec.samples} samples per length · {spec.agentRun ? `${spec.agentRun.format} steps, at most ${spec.agentRun.maxCalls} model calls · created ${fmtDateTime(r.createdAt)}` : "uploaded"}
+              </>
+            ) : (
+              <>
             · {spec.lengths.map((l) => l.toLocaleString()).join(", ")} chunks ({points.map((p) => fmtTokens(p.tokens)).join(", ") || "tokens measured per length"}) · {spec.samples} samples per length · Q ≥ {spec.threshold} ·{" "}
             {spec.oracleStop ? "oracle stop" : "no oracle stop"} · {spec.baselines ? "with baselines" : "no baselines"} · {spec.source !== "dashboard" ? "uploaded" : `created ${fmtDateTime(r.createdAt)}`}
+              </>
+            )}
           </span>
         </div>
         {r.error && <div className="form-banner">{r.error}</div>}
