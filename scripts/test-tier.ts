@@ -102,6 +102,8 @@ export const TIERS = {
     "reader-openai", // a local OpenAI-compatible HTTP server generating with the tiny GGUF model
     "reader-sweep", // a tiny training, real llama.cpp answers, the CLI as a child process against a local endpoint
     "llm-agent", // the agent on real llama.cpp inference and a local OpenAI-compatible endpoint, a tiny training
+    "agent-jobs", // in-process server and its local worker: runAgent in the engine process on the tiny GGUF model
+    "agent-upload", // in-process server, the agent against a local OpenAI-compatible endpoint (tiny GGUF)
     "runs-list", // in-process server
     "scale-out", // PostgreSQL, several nodes
     "security-auth", // in-process server
@@ -131,6 +133,7 @@ export const TIERS = {
     "browser-paper-curves",
     "browser-slurm", // and a real single-node Slurm
     "browser-sweep",
+    "browser-agent",
     "platform-e2e", // the Next production build behind a spawned server
   ],
 } as const satisfies Record<string, readonly string[]>;

@@ -1,7 +1,7 @@
 "use client";
 /**
  * Compare view: coverage/F1 vs context length of several runs on one chart — each run's latest
- * sweep with points (one colour per run). Shown only when some compared run has been swept.
+ * sweep with points, and its latest uploaded agent evaluation (one colour per sweep). Shown only when some compared run has been swept.
  */
 import { useQueries } from "@tanstack/react-query";
 import { apiGet } from "../../lib/api.ts";
@@ -24,15 +24,17 @@ export function SweepOverlay({ runs }: { runs: { id: string; name: string }[] })
   const names = new Map<string, string>();
   const sweeps: SweepDto[] = [];
   shown.forEach((r, i) => {
-    const latest = [...(results[i]?.data?.sweeps ?? [])].reverse().find((s) => s.points.length > 0);
-    if (!latest) return;
-    names.set(latest.run.id, r.name);
-    sweeps.push(latest);
+    const newest = [...(results[i]?.data?.sweeps ?? [])].reverse();
+    for (const latest of [newest.find((s) => s.points.length > 0), newest.find((s) => (s.agent?.length ?? 0) > 0)]) {
+      if (!latest) continue;
+      names.set(latest.run.id, r.name);
+      sweeps.push(latest);
+    }
   });
   if (!sweeps.length) return null;
   return (
     <section className="stack" style={{ gap: 6 }} data-testid="sweep-overlay" data-sweeps={sweeps.length}>
-      <SweepChart sweeps={sweeps} labelOf={(s) => `${names.get(s.run.id) ?? s.run.id} (${s.spec.checkpointLabel})`} />
+      <SweepChart sweeps={sweeps} labelOf={(s) => (s.spec.source === "agent" ? (names.get(s.run.id) ?? s.run.id) : `${names.get(s.run.id) ?? s.run.id} (${s.spec.checkpointLabel})`)} />
       {runs.length > MAX_RUNS && <p className="muted small">sweeps of the first {MAX_RUNS} runs shown</p>}
     </section>
   );

@@ -15,6 +15,9 @@ import { SWEEP_COLORS, SweepChart } from "./SweepChart.tsx";
 import { SweepTable } from "./SweepTable.tsx";
 import { SweepForm } from "./SweepForm.tsx";
 import { SweepUpload } from "./SweepUpload.tsx";
+import { AgentUpload } from "./AgentUpload.tsx";
+import { AgentTable } from "./AgentTable.tsx";
+import { AgentForm } from "./AgentForm.tsx";
 import { confirmCancel } from "../../lib/confirm-cancel.ts";
 
 function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; shown: boolean; onToggle: () => void }) {
@@ -31,10 +34,16 @@ function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; s
         <Link href={`/sweeps/${r.id}`}>{s.spec.checkpointLabel}</Link>
       </td>
       <td className="small">
+        {s.spec.source === "agent" ? (
+          `${s.spec.lengths.map((l) => l.toLocaleString()).join(", ")} chunks · ${s.spec.samples}/length · uploaded agent evaluation`
+        ) : (
+          <>
         {s.spec.lengths.map((l) => l.toLocaleString()).join(", ")} chunks · {s.spec.samples}/length · Q ≥ {s.spec.threshold}
         {s.spec.oracleStop ? " · oracle stop" : ""}
         {s.spec.baselines ? "" : " · no baselines"}
         {s.spec.reader ? ` · reader ${sweepReaderLabel(s.spec.reader)}` : ""}
+          </>
+        )}
       </td>
       <td>
         <StatusBadge status={r.status} />
@@ -48,7 +57,7 @@ function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; s
             cancel
           </button>
         )}
-        {(r.status === "cancelled" || r.status === "failed") && s.spec.source === "dashboard" && (
+        {(r.status === "cancelled" || r.status === "failed") && (s.spec.source === "dashboard" || s.spec.agentRun) && (
           <button type="button" className="link small" onClick={() => resume.mutate(r.id)} disabled={resume.isPending} title="runs the lengths not finished yet">
             resume
           </button>
@@ -61,12 +70,15 @@ function SweepRow({ s, color, shown, onToggle }: { s: SweepDto; color: string; s
 
 export function SweepSection({ run }: { run: RunDetailDto }) {
   const sweeps = useRunSweeps(run.id);
-  const [open, setOpen] = useState<"form" | "upload" | null>(null);
+  const [open, setOpen] = useState<"form" | "upload" | "agent" | "run-agent" | null>(null);
   const [hidden, setHidden] = useState<Set<string>>(new Set());
   const list = sweeps.data?.sweeps ?? [];
   const shown = list.filter((s) => !hidden.has(s.run.id));
-  const latest = shown.at(-1);
+  // the latest Q-RAG sweep's table, and the latest agent evaluation's beside it
+  const latest = shown.filter((s) => s.spec.source !== "agent").at(-1);
+  const latestAgent = shown.filter((s) => s.spec.source === "agent").at(-1);
   const canSweep = run.envName === "babilong" && run.checkpoints.length > 0 && run.kind !== "sweep";
+  const canAgent = run.envName === "babilong" && run.kind !== "sweep";
   const toggle = (id: string) => setHidden((old) => toggled(old, id));
   return (
     <section className="panel stack" style={{ gap: 12 }} data-testid="sweep-section">
@@ -79,9 +91,17 @@ export function SweepSection({ run }: { run: RunDetailDto }) {
         <button type="button" onClick={() => setOpen(open === "upload" ? null : "upload")} data-testid="sweep-upload-button">
           Upload CLI sweep…
         </button>
+        <button type="button" onClick={() => setOpen(open === "run-agent" ? null : "run-agent")} disabled={!canAgent} title={canAgent ? "the R3-style agent on this run's task, run by a worker" : "the agent runs on BabiLong runs"} data-testid="agent-run-button">
+          Run agent…
+        </button>
+        <button type="button" onClick={() => setOpen(open === "agent" ? null : "agent")} data-testid="agent-upload-button" title="a `qrag agent --out` file: the R3-style agent beside Q-RAG">
+          Upload agent evaluation…
+        </button>
       </div>
       {open === "form" && <SweepForm runId={run.id} checkpoints={run.checkpoints} queue={run.queue} onDone={() => setOpen(null)} />}
       {open === "upload" && <SweepUpload runId={run.id} onDone={() => setOpen(null)} />}
+      {open === "run-agent" && <AgentForm runId={run.id} hasCheckpoint={run.checkpoints.length > 0} onDone={() => setOpen(null)} />}
+      {open === "agent" && <AgentUpload runId={run.id} onDone={() => setOpen(null)} />}
       {list.length === 0 ? (
         <div className="empty">{sweeps.isLoading ? "Loading…" : "No sweeps yet: evaluate a checkpoint at 1K … 1M tokens with “Sweep…”."}</div>
       ) : (
@@ -102,6 +122,14 @@ export function SweepSection({ run }: { run: RunDetailDto }) {
                 {latest.spec.checkpointLabel} <Link className="small" href={`/sweeps/${latest.run.id}`}>episodes & across lengths →</Link>
               </h3>
               <SweepTable sweep={latest} />
+            </>
+          )}
+          {latestAgent?.agent && (
+            <>
+              <h3 style={{ margin: 0 }}>
+                {latestAgent.spec.checkpointLabel} <Link className="small" href={`/sweeps/${latestAgent.run.id}`}>agent episodes →</Link>
+              </h3>
+              <AgentTable summaries={latestAgent.agent} />
             </>
           )}
         </>

@@ -6,6 +6,7 @@
  */
 import type { Prisma } from "../../generated/sqlite/client.ts";
 import type { EpisodeRecord } from "./engine-events.ts";
+import type { AgentSample } from "./llm-agent.ts";
 import type { SummaryKey } from "./metrics.ts";
 import type { CellValue } from "./run-columns.ts";
 import type { ResourceRequest } from "./queues.ts";
@@ -103,7 +104,11 @@ export interface MetricsDto {
 }
 
 export const episodeListSelect = { id: true, phase: true, step: true, update: true, sampleId: true, numChunks: true, coverage: true, f1: true, return: true } as const satisfies Prisma.EpisodeSelect;
-export type EpisodeDto = Wire<Prisma.EpisodeGetPayload<{ select: typeof episodeListSelect }>> & { record?: EpisodeRecord };
+export type EpisodeDto = Wire<Prisma.EpisodeGetPayload<{ select: typeof episodeListSelect }>> & {
+  record?: EpisodeRecord;
+  /** An agent episode (phase "agent", an uploaded `qrag agent` sample row) carries its row here instead of `record`. */
+  agent?: AgentSample;
+};
 
 export const logLineSelect = { seq: true, level: true, message: true, at: true } as const satisfies Prisma.LogLineSelect;
 export type LogLineDto = Wire<Prisma.LogLineGetPayload<{ select: typeof logLineSelect }>>;

@@ -6,6 +6,10 @@
  */
 import { z } from "zod";
 import { METRIC_KEYS, type MetricKey } from "./metrics.ts";
+import { READER_FAILURES, retrievalScoresSchema } from "./scores.ts";
+import { agentSampleSchema, agentSummarySchema } from "./llm-agent.ts";
+
+export { READER_FAILURES, retrievalScoresSchema, type RetrievalScores } from "./scores.ts";
 
 const int = z.number().int();
 const finite = z.number().refine(Number.isFinite, "must be a finite number");
@@ -38,18 +42,6 @@ export const episodeStepSchema = z.object({
   alpha: z.number().optional(),
 });
 export type EpisodeStep = z.infer<typeof episodeStepSchema>;
-
-export const retrievalScoresSchema = z.object({
-  precision: z.number(),
-  recall: z.number(),
-  f1: z.number(),
-  /** The reference's "em": all supporting facts retrieved. */
-  coverage: z.number(),
-});
-export type RetrievalScores = z.infer<typeof retrievalScoresSchema>;
-
-/** Why a reader call failed (server/qrag/reader/reader.ts `ReaderFailure`): the sample counts as wrong. */
-export const READER_FAILURES = ["context", "timeout", "rate_limit", "server", "unparseable", "bad_request", "connection", "auth"] as const;
 
 /** The LLM reader on one episode's kept chunks (`--reader` on sweep and eval-official). */
 export const readerRecordSchema = z.object({
@@ -183,6 +175,9 @@ export const engineEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("progress"), phase: z.string().max(40), done: z.number(), total: z.number(), etaSeconds: z.number().optional(), message: z.string().optional() }),
   z.object({ type: z.literal("log"), level: z.enum(["info", "warn", "error"]), message: z.string() }),
   z.object({ type: z.literal("sweep_point"), point: sweepPointSchema }),
+  /** An agent evaluation run by the worker (runAgent): one row per sample, one summary per length. */
+  z.object({ type: z.literal("agent_sample"), row: agentSampleSchema }),
+  z.object({ type: z.literal("agent_summary"), summary: agentSummarySchema }),
   z.object({ type: z.literal("run_end"), status: z.enum(RUN_END_STATUSES), step: int, update: int, error: z.string().optional() }),
 ]);
 export type EngineEvent = z.infer<typeof engineEventSchema>;

@@ -6,9 +6,12 @@
  * record (model, correct, f1, tokens, ms, failure), so the dashboard can show a row as an episode.
  */
 import { z } from "zod";
-import { READER_FAILURES, retrievalScoresSchema } from "./engine-events.ts";
+import { READER_FAILURES, retrievalScoresSchema } from "./scores.ts";
 
 const int = z.number().int();
+
+/** The Episode phase of an uploaded agent sample row (server/runs/agent-upload.ts). */
+export const AGENT_PHASE = "agent";
 
 export const AGENT_STEP_KINDS = ["reason", "query", "retrieve", "answer"] as const;
 export type AgentStepKind = (typeof AGENT_STEP_KINDS)[number];

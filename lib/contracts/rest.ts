@@ -134,7 +134,7 @@ export type MetricsQuery = Partial<z.output<typeof metricsQuery>>;
 /** GET /api/runs/:id/episodes?limit=&phase= (latest first) */
 export const episodesQuery = z.strictObject({
   limit: intParam(1, 1000).optional(),
-  phase: z.enum(["train", "eval", "sweep", "playground"]).optional(),
+  phase: z.enum(["train", "eval", "sweep", "playground", "agent"]).optional(),
   /** Sweep episodes of one haystack size. */
   numChunks: intParam(1, 10_000_000).optional(),
 });

@@ -7,6 +7,7 @@
 import { z } from "zod";
 import type { RunDto } from "./dto.ts";
 import type { SweepPoint } from "./engine-events.ts";
+import type { AgentSummary } from "./llm-agent.ts";
 
 /** The reference lengths (chunks) in the order the paper reports them: ≈1K … 1M tokens. */
 export const DEFAULT_SWEEP_LENGTHS = [50, 160, 1200, 4600, 40000] as const;
@@ -47,6 +48,25 @@ export type CreateSweepBody = z.input<typeof createSweepBody>;
 /** … and what the service gets once the API parsed it. */
 export type SweepRequest = z.output<typeof createSweepBody>;
 
+/**
+ * POST /api/runs/:id/agent: an agent evaluation the worker runs (runAgent in its engine process)
+ * over the run's BabiLong task. `retriever` "dense" and "qrag" use the run's best checkpoint
+ * (dense: its encoders, single step; qrag: Q-RAG's state encoder); bm25 needs none.
+ */
+export const AGENT_RETRIEVERS = ["bm25", "dense", "qrag"] as const;
+export const createAgentBody = z.strictObject({
+  model: sweepReaderSchema,
+  retriever: z.enum(AGENT_RETRIEVERS).default("bm25"),
+  lengths: lengths.default([50]),
+  samples: z.number().int().min(1).max(500).default(20),
+  format: z.enum(["json", "r3rag"]).default("json"),
+  /** Model calls before the answer is forced (R3-RAG's chain length is 10). */
+  maxCalls: z.number().int().min(1).max(64).default(10),
+  maxTokens: z.number().int().min(8).max(4096).default(256),
+});
+export type CreateAgentBody = z.input<typeof createAgentBody>;
+export type AgentRequest = z.output<typeof createAgentBody>;
+
 /** The sweep job's stored config, and what the worker runs. */
 export const sweepSpecSchema = z.strictObject({
   /** The checkpoint folder, as stored on the evaluated run's checkpoint row. */
@@ -58,7 +78,14 @@ export const sweepSpecSchema = z.strictObject({
   threshold: z.number(),
   baselines: z.boolean(),
   oracleStop: z.boolean(),
-  source: z.enum(["dashboard", "upload"]),
+  /** "agent": an uploaded `qrag agent --out` evaluation (its points are the agent's summary rows). */
+  source: z.enum(["dashboard", "upload", "agent"]),
+  /** source "agent": the agent's model and retriever, as its rows name them. */
+  agent: z.strictObject({ model: z.string().max(300), retriever: z.string().max(300) }).optional(),
+  /** An agent evaluation queued from the dashboard: what the worker passes to runAgent (`checkpoint` is the retriever's run, "" for bm25). */
+  agentRun: z
+    .strictObject({ model: sweepReaderSchema, retriever: z.enum(AGENT_RETRIEVERS), format: z.enum(["json", "r3rag"]), maxCalls: z.number().int().min(1).max(64), maxTokens: z.number().int().min(8).max(4096), task: z.string().regex(/^qa[1-5]$/).optional() })
+    .optional(),
   /** The reader, its GGUF file as the data-root-relative path checked when the sweep was queued. */
   reader: sweepReaderSchema.optional(),
 });
@@ -74,11 +101,29 @@ export const uploadSweepBody = z.strictObject({
 export type UploadSweepBody = z.input<typeof uploadSweepBody>;
 export type SweepUpload = z.output<typeof uploadSweepBody>;
 
+/**
+ * POST /api/runs/:id/agent/upload: the text of a `qrag agent --out` file (sample rows, then one
+ * summary row per length; lib/contracts/llm-agent.ts). Bounded like a sweep's episodes file.
+ */
+export const uploadAgentBody = z.strictObject({
+  name: z.string().trim().max(200).optional(),
+  file: z.strictObject({ name: z.string().min(1).max(255), text: z.string().min(1).max(60_000_000) }),
+});
+export type UploadAgentBody = z.input<typeof uploadAgentBody>;
+export type AgentUpload = z.output<typeof uploadAgentBody>;
+/** An uploaded agent evaluation holds at most this many samples per length (8 lengths, as a sweep). */
+export const MAX_AGENT_SAMPLES_PER_LENGTH = 1000;
+/** … and at most this many steps per sample (64 model calls of reason, query and retrieve, and the answer). */
+export const MAX_AGENT_STEPS = 400;
+
 export interface SweepDto {
   /** The sweep job (status, progress, worker, error). */
   run: RunDto;
   spec: SweepSpec;
+  /** Q-RAG's points; empty for an agent evaluation. */
   points: SweepPoint[];
+  /** An agent evaluation (spec.source "agent"): its summary row per length, shortest first. */
+  agent?: AgentSummary[];
 }
 
 export interface SweepListDto {

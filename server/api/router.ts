@@ -8,7 +8,7 @@ import type { ApiDeps, Handler, Params } from "./http.ts";
 import { json } from "./http.ts";
 import { health, presets, schema, workers } from "./misc.ts";
 import { queues } from "./queues.ts";
-import { runSweeps, runSweepUpload, sweepAcross, sweepItem } from "./sweeps.ts";
+import { runAgentJobs, runAgentUpload, runSweeps, runSweepUpload, sweepAcross, sweepItem } from "./sweeps.ts";
 import { episodeChunks } from "./chunks.ts";
 import { runPlayground, runPlaygroundEpisodes, runPlaygroundSample } from "./playground.ts";
 import { dashboardItem, dashboardsCollection } from "./dashboards.ts";
@@ -55,6 +55,8 @@ const ROUTES: [string, Methods, RouteOptions?][] = [
   ["/api/compare/export/:file", compareExport],
   ["/api/runs/:id/sweeps", runSweeps],
   ["/api/runs/:id/sweeps/upload", runSweepUpload, { maxBodyBytes: IMPORT_MAX_BODY_BYTES }],
+  ["/api/runs/:id/agent", runAgentJobs],
+  ["/api/runs/:id/agent/upload", runAgentUpload, { maxBodyBytes: IMPORT_MAX_BODY_BYTES }],
   ["/api/sweeps/:id", sweepItem],
   ["/api/sweeps/:id/across", sweepAcross],
   ["/api/dashboards", dashboardsCollection],

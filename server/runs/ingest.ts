@@ -8,7 +8,7 @@
  * Batches are accepted strictly in order (seq = lastSeq + 1) and only from the worker that holds
  * the run, so stored sequences have no gaps and a stale worker cannot write into a newer attempt.
  */
-import { SUMMARY_KEYS, type EngineEvent, type EventBatchMsg, type EventsAck, type RunEndStatus, type RunSummary } from "../../lib/contracts/index.ts";
+import { AGENT_PHASE, SUMMARY_KEYS, type EngineEvent, type EventBatchMsg, type EventsAck, type RunEndStatus, type RunSummary } from "../../lib/contracts/index.ts";
 import type { Db, DbHandle, Provider } from "../db/client.ts";
 import { insertRows } from "../db/bulk-insert.ts";
 import { parseJson } from "./dto.ts";
@@ -113,8 +113,20 @@ async function ingestOnce(h: DbHandle, msg: EventBatchMsg, workerId: string): Pr
                 await tx.sweepPoint.upsert({ where: { runId_numChunks: { runId, numChunks: p.numChunks } }, create: { runId, numChunks: p.numChunks, ...row }, update: row });
                 break;
               }
+              case "agent_sample": {
+                const r = e.row;
+                episodes.push([runId, seq, AGENT_PHASE, 0, 0, r.id, r.num_chunks, r.metrics.coverage, r.metrics.f1, r.correct, JSON.stringify(r)]);
+                break;
+              }
+              case "agent_summary": {
+                // an agent job's point rows hold its summaries (server/runs/agent-upload.ts); it measures no tokens
+                const p = e.summary;
+                const row = { tokens: 0, samples: p.n, point: JSON.stringify(p) };
+                await tx.sweepPoint.upsert({ where: { runId_numChunks: { runId, numChunks: p.numChunks } }, create: { runId, numChunks: p.numChunks, ...row }, update: row });
+                break;
+              }
               case "progress":
-                if (e.phase === "train" || e.phase === "sweep" || data.progressTotal === undefined) {
+                if (e.phase === "train" || e.phase === "sweep" || e.phase === "agent" || data.progressTotal === undefined) {
                   data.progressDone = Math.round(e.done);
                   data.progressTotal = Math.round(e.total);
                 }

@@ -2,8 +2,8 @@
  * Read side of a run for the REST API: metric series (bucketed for a pixel width by the one rule
  * the browser applies too), episodes, logs; and the workers list.
  */
-import type { EpisodeDto, EpisodeRecord, EpisodesQuery, LogLineDto, MetricsDto, MetricsQuery, SeriesPoint, WorkerDto } from "../../lib/contracts/index.ts";
-import { bucketSeries, bucketWidth, episodeListSelect, logLineSelect } from "../../lib/contracts/index.ts";
+import type { AgentSample, EpisodeDto, EpisodeRecord, EpisodesQuery, LogLineDto, MetricsDto, MetricsQuery, SeriesPoint, WorkerDto } from "../../lib/contracts/index.ts";
+import { AGENT_PHASE, bucketSeries, bucketWidth, episodeListSelect, logLineSelect } from "../../lib/contracts/index.ts";
 import type { DbHandle } from "../db/client.ts";
 import { placeholder } from "../db/bulk-insert.ts";
 import { notFound } from "./errors.ts";
@@ -95,6 +95,7 @@ export async function getEpisode(h: DbHandle, runId: string, episodeId: number):
   const r = await h.prisma.episode.findFirst({ where: { id: episodeId, runId }, select: { ...episodeListSelect, record: true } });
   if (!r) throw notFound(`episode ${episodeId} of run ${runId}`);
   const { record, ...row } = r;
+  if (row.phase === AGENT_PHASE) return { ...row, agent: parseJson<AgentSample | undefined>(record, undefined) };
   return { ...row, record: parseJson<EpisodeRecord | undefined>(record, undefined) };
 }
 

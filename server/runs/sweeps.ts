@@ -5,7 +5,7 @@
  * the CLI (`qrag sweep --out/--episodes`) can be uploaded as a completed sweep job.
  */
 import { z } from "zod";
-import type { AcrossLengthsDto, AcrossSampleDto, EpisodeRecord, SweepDto, SweepListDto, SweepPoint, SweepReader, SweepRequest, SweepSpec, SweepUpload } from "../../lib/contracts/index.ts";
+import type { AcrossLengthsDto, AgentSummary, AcrossSampleDto, EpisodeRecord, SweepDto, SweepListDto, SweepPoint, SweepReader, SweepRequest, SweepSpec, SweepUpload } from "../../lib/contracts/index.ts";
 import { episodeRecordSchema, runListSelect, sweepPointSchema } from "../../lib/contracts/index.ts";
 import type { Db, DbHandle } from "../db/client.ts";
 import { insertRows } from "../db/bulk-insert.ts";
@@ -62,14 +62,14 @@ export async function createSweep(h: DbHandle, runId: string, body: SweepRequest
 }
 
 /** A GGUF reader's file must be a file inside the data root now (the worker checks again when it opens it). */
-function checkedReader(r: SweepReader, dataRoot: string): SweepReader {
+export function checkedReader(r: SweepReader, dataRoot: string, field = "reader"): SweepReader {
   if (r.provider !== "gguf") return r;
   const p = resolveDataPath(dataRoot, r.file, { kind: "file" });
-  if (!p.ok) throw badRequest(`reader.file ${p.message}`, { "reader.file": p.message });
+  if (!p.ok) throw badRequest(`${field}.file ${p.message}`, { [`${field}.file`]: p.message });
   return { provider: "gguf", file: p.rel };
 }
 
-async function sweepDtos(h: DbHandle, where: { id: string } | { sweepOf: string }): Promise<SweepDto[]> {
+export async function sweepDtos(h: DbHandle, where: { id: string } | { sweepOf: string }): Promise<SweepDto[]> {
   const rows = await h.prisma.run.findMany({
     where: { ...where, kind: "sweep" },
     select: { ...runListSelect, config: true, sweepPoints: { select: { point: true }, orderBy: { numChunks: "asc" } } },
@@ -77,11 +77,13 @@ async function sweepDtos(h: DbHandle, where: { id: string } | { sweepOf: string 
   });
   const names = await workerNames(h);
   const now = Date.now();
-  return rows.map(({ config, sweepPoints, ...row }) => ({
-    run: toRunDto(row, names, now),
-    spec: parseJson<SweepSpec>(config, {} as SweepSpec),
-    points: sweepPoints.map((p) => parseJson<SweepPoint>(p.point, {} as SweepPoint)),
-  }));
+  return rows.map(({ config, sweepPoints, ...row }) => {
+    const spec = parseJson<SweepSpec>(config, {} as SweepSpec);
+    const run = toRunDto(row, names, now);
+    // an agent evaluation's point rows hold its summary rows (server/runs/agent-upload.ts)
+    if (spec.source === "agent") return { run, spec, points: [], agent: sweepPoints.map((p) => parseJson<AgentSummary>(p.point, {} as AgentSummary)) };
+    return { run, spec, points: sweepPoints.map((p) => parseJson<SweepPoint>(p.point, {} as SweepPoint)) };
+  });
 }
 
 /** The sweeps of a run, oldest first, with their points. */
@@ -98,7 +100,7 @@ export async function getSweep(h: DbHandle, sweepId: string): Promise<SweepDto> 
 }
 
 /** "file line N: field: message" for each bad line; never the line's text. */
-function parseJsonl<T>(file: string, text: string, schema: z.ZodType<T>, errors: Record<string, string>): { line: number; value: T }[] {
+export function parseJsonl<T>(file: string, text: string, schema: z.ZodType<T>, errors: Record<string, string>): { line: number; value: T }[] {
   const out: { line: number; value: T }[] = [];
   text.split(/\r?\n/).forEach((raw, i) => {
     if (!raw.trim() || Object.keys(errors).length >= 20) return;

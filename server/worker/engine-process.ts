@@ -20,6 +20,8 @@ export type EngineRequest =
   | { type: "start"; config: RunConfig; resumeFrom?: string; runDir?: string; dataRoot: string }
   /** A sweep job; `checkpoint` is resolved and checked readable by the worker. */
   | { type: "sweep"; spec: SweepSpec; checkpoint: string; skipLengths: number[]; dataRoot: string }
+  /** An agent evaluation job (spec.agentRun); `checkpoint`: the run's, resolved and checked by the worker (none: bm25 on the preset's samples). */
+  | { type: "agent"; spec: SweepSpec; checkpoint?: string; skipLengths: number[]; dataRoot: string }
   | { type: "cancel" }
   /** Answer to a "barrier": `ok` once every event sent before it was acknowledged by the dashboard. */
   | { type: "barrier_ok"; id: number; ok: boolean };
@@ -100,6 +102,17 @@ async function handle(msg: EngineRequest): Promise<void> {
         checkpoint: msg.checkpoint, lengths: spec.lengths, samples: spec.samples, threshold: spec.threshold, baselines: spec.baselines,
         neverTerminate: !spec.oracleStop, skipLengths: msg.skipLengths, emitEpisodes: true, dataRoot: msg.dataRoot, reader: spec.reader && readerSpec(spec.reader),
         onEvent: (event) => void send({ type: "event", event }), signal: ac.signal,
+      });
+      return await finish({ type: "done", status: ac.signal.aborted ? "cancelled" : "completed", step: 0, updates: 0 }, 0);
+    }
+    if (msg.type === "agent") {
+      const { runAgent } = await import("../qrag/index.ts");
+      const a = msg.spec.agentRun!;
+      // qrag: the checkpoint is the retriever; dense and bm25 take the run's test samples from it
+      await runAgent({
+        model: readerSpec(a.model), retriever: a.retriever === "qrag" ? msg.checkpoint! : a.retriever, checkpoint: a.retriever === "qrag" ? undefined : msg.checkpoint,
+        task: msg.checkpoint ? undefined : a.task, lengths: msg.spec.lengths.filter((l) => !msg.skipLengths.includes(l)), samples: msg.spec.samples,
+        format: a.format, maxCalls: a.maxCalls, maxTokens: a.maxTokens, dataRoot: msg.dataRoot, onEvent: (event) => void send({ type: "event", event }), signal: ac.signal,
       });
       return await finish({ type: "done", status: ac.signal.aborted ? "cancelled" : "completed", step: 0, updates: 0 }, 0);
     }

@@ -326,8 +326,12 @@ export class RunExecution {
   private async sweep(a: RunAssignment): Promise<void> {
     const spec = sweepSpecSchema.safeParse(a.config);
     if (!spec.success) return this.fail(`invalid sweep spec: ${issuesText(spec.error)}`);
+    // an agent evaluation (server/runs/agent-jobs.ts): bm25 on a run without checkpoints needs none
+    const agent = spec.data.agentRun;
+    const needed = !agent || spec.data.checkpoint !== "none";
     const checkpoint = path.resolve(this.opts.baseDir ?? process.cwd(), spec.data.checkpoint);
-    if (!checkpointReachable(checkpoint)) return this.fail(`checkpoint not reachable on this worker: ${spec.data.checkpoint}`);
+    if (needed && !checkpointReachable(checkpoint)) return this.fail(`checkpoint not reachable on this worker: ${spec.data.checkpoint}`);
+    if (agent) return this.runEngine({ type: "agent", spec: spec.data, checkpoint: needed ? checkpoint : undefined, skipLengths: a.skipLengths ?? [], dataRoot: this.dataRoot });
     await this.runEngine({ type: "sweep", spec: spec.data, checkpoint, skipLengths: a.skipLengths ?? [], dataRoot: this.dataRoot });
   }
 
@@ -354,7 +358,7 @@ export class RunExecution {
     await this.runEngine({ type: "start", config, resumeFrom, runDir, dataRoot: this.dataRoot });
   }
 
-  private async runEngine(request: Extract<EngineRequest, { type: "start" | "sweep" }>): Promise<void> {
+  private async runEngine(request: Extract<EngineRequest, { type: "start" | "sweep" | "agent" }>): Promise<void> {
     const engine = spawnEngine(this.log, `run ${this.runId}`);
     this.engine = engine;
     let error: string | undefined;

@@ -16,13 +16,14 @@ import { BackendBadge, Progress, StatusBadge } from "../../../components/Badges.
 import { SweepChart } from "../../../components/sweeps/SweepChart.tsx";
 import { SweepTable } from "../../../components/sweeps/SweepTable.tsx";
 import { AcrossLengths } from "../../../components/sweeps/AcrossLengths.tsx";
+import { AgentTable } from "../../../components/sweeps/AgentTable.tsx";
 import { confirmCancel } from "../../../lib/confirm-cancel.ts";
 import { useRun } from "../../../lib/hooks/useRun.ts";
 
-function LengthEpisodes({ sweepId, lengths }: { sweepId: string; lengths: number[] }) {
+function LengthEpisodes({ sweepId, lengths, agent }: { sweepId: string; lengths: number[]; agent: boolean }) {
   const [n, setN] = useState(lengths[0]);
-  // one length at a time, every sample of it (a sweep has at most 500 per length)
-  const eps = useEpisodes(sweepId, { limit: 1000, phase: "sweep", numChunks: n });
+  // one length at a time, every sample of it (a sweep has at most 500 per length, an agent file 1000)
+  const eps = useEpisodes(sweepId, { limit: 1000, phase: agent ? "agent" : "sweep", numChunks: n });
   const list = [...(eps.data ?? [])].sort((a, b) => a.id - b.id);
   return (
     <section className="panel">
@@ -46,6 +47,7 @@ function LengthEpisodes({ sweepId, lengths }: { sweepId: string; lengths: number
                 <th>sample</th>
                 <th className="num">coverage</th>
                 <th className="num">F1</th>
+                {agent && <th className="num">answer score</th>}
                 <th />
               </tr>
             </thead>
@@ -55,6 +57,7 @@ function LengthEpisodes({ sweepId, lengths }: { sweepId: string; lengths: number
                   <td className="mono">{e.sampleId}</td>
                   <td className="num">{fmtNum(e.coverage, 3)}</td>
                   <td className="num">{fmtNum(e.f1, 3)}</td>
+                  {agent && <td className="num">{fmtNum(e.return, 2)}</td>}
                   <td>
                     <Link href={`/runs/${sweepId}/episodes/${e.id}`}>replay</Link>
                   </td>
@@ -83,7 +86,7 @@ export default function SweepPage() {
     <main className="stack" data-testid="sweep-page" data-status={r.status}>
       <div className="panel stack" style={{ gap: 8 }}>
         <div className="page-head" style={{ margin: 0 }}>
-          <h1>Sweep · {spec.checkpointLabel}</h1>
+          <h1>{spec.source === "agent" ? "Agent" : "Sweep"} · {spec.checkpointLabel}</h1>
           <StatusBadge status={r.status} />
           <BackendBadge backend={r.backend} device={r.device} />
           <span className="spacer" />
@@ -92,7 +95,7 @@ export default function SweepPage() {
               Cancel
             </button>
           )}
-          {(r.status === "cancelled" || r.status === "failed") && spec.source === "dashboard" && (
+          {(r.status === "cancelled" || r.status === "failed") && (spec.source === "dashboard" || spec.agentRun) && (
             <button type="button" onClick={() => resume.mutate(r.id)} disabled={resume.isPending}>
               Resume
             </button>
@@ -112,15 +115,23 @@ export default function SweepPage() {
             </span>
           )}
           <span className="muted">
+            {spec.source === "agent" ? (
+              <>
+                · {spec.lengths.map((l) => l.toLocaleString()).join(", ")} chunks · {spec.samples} samples per length · {spec.agentRun ? `${spec.agentRun.format} steps, at most ${spec.agentRun.maxCalls} model calls · created ${fmtDateTime(r.createdAt)}` : "uploaded"}
+              </>
+            ) : (
+              <>
             · {spec.lengths.map((l) => l.toLocaleString()).join(", ")} chunks ({points.map((p) => fmtTokens(p.tokens)).join(", ") || "tokens measured per length"}) · {spec.samples} samples per length · Q ≥ {spec.threshold} ·{" "}
-            {spec.oracleStop ? "oracle stop" : "no oracle stop"} · {spec.baselines ? "with baselines" : "no baselines"} · {spec.source === "upload" ? "uploaded" : `created ${fmtDateTime(r.createdAt)}`}
+            {spec.oracleStop ? "oracle stop" : "no oracle stop"} · {spec.baselines ? "with baselines" : "no baselines"} · {spec.source !== "dashboard" ? "uploaded" : `created ${fmtDateTime(r.createdAt)}`}
+              </>
+            )}
           </span>
         </div>
         {r.error && <div className="form-banner">{r.error}</div>}
       </div>
       <SweepChart sweeps={[sweep.data]} />
-      <SweepTable sweep={sweep.data} />
-      {spec.lengths.length > 0 && <LengthEpisodes sweepId={r.id} lengths={[...spec.lengths].sort((a, b) => a - b)} />}
+      {sweep.data.agent ? <AgentTable summaries={sweep.data.agent} /> : <SweepTable sweep={sweep.data} />}
+      {spec.lengths.length > 0 && <LengthEpisodes sweepId={r.id} lengths={[...spec.lengths].sort((a, b) => a - b)} agent={spec.source === "agent"} />}
       {across.data && <AcrossLengths sweepId={r.id} data={across.data} />}
     </main>
   );

@@ -144,6 +144,7 @@ async function runLengths(
           const row = await runAgentSample(model, search, sample, dataset, retriever.name, { ...loop, signal: o.signal });
           rows.push(row);
           if (out !== undefined) fs.writeSync(out, JSON.stringify(row) + "\n");
+          emit({ type: "agent_sample", row });
         } finally {
           search.dispose();
         }
@@ -154,6 +155,7 @@ async function runLengths(
       const s = summarizeAgent(rows, numChunks, model.model, retriever.name);
       summaries.push(s);
       if (out !== undefined) fs.writeSync(out, JSON.stringify(s) + "\n");
+      emit({ type: "agent_summary", summary: s });
     }
   } finally {
     if (out !== undefined) fs.closeSync(out);

@@ -4,6 +4,7 @@ import { useParams } from "next/navigation";
 import { useEpisode } from "../../../../../lib/hooks/useEpisode.ts";
 import { useRun } from "../../../../../lib/hooks/useRun.ts";
 import { EpisodeView } from "../../../../../components/EpisodeView.tsx";
+import { AgentEpisodeView } from "../../../../../components/episode/AgentEpisodeView.tsx";
 import { fmtNum } from "../../../../../lib/format.ts";
 
 /** envs.sort_by_index of the run's config (the engine's default, true, until the run has loaded). */
@@ -24,7 +25,9 @@ export default function EpisodePage() {
         <h1>Episode {e ? e.sampleId : episodeId}</h1>
         {e && (
           <span className="muted">
-            {e.phase === "sweep" ? `sweep at ${e.numChunks.toLocaleString()} chunks` : `${e.phase} at update ${e.update} (step ${e.step})`} · coverage {fmtNum(e.coverage, 3)} · F1 {fmtNum(e.f1, 3)} · return {fmtNum(e.return, 3)}
+            {e.phase === "agent"
+              ? `agent at ${e.numChunks.toLocaleString()} chunks · answer score ${fmtNum(e.return, 2)} · coverage ${fmtNum(e.coverage, 3)}`
+              : `${e.phase === "sweep" ? `sweep at ${e.numChunks.toLocaleString()} chunks` : `${e.phase} at update ${e.update} (step ${e.step})`} · coverage ${fmtNum(e.coverage, 3)} · F1 ${fmtNum(e.f1, 3)} · return ${fmtNum(e.return, 3)}`}
           </span>
         )}
       </div>
@@ -32,6 +35,8 @@ export default function EpisodePage() {
         <div className="form-banner">Could not load episode: {(ep.error as Error).message}</div>
       ) : !e ? (
         <div className="empty">Loading episode…</div>
+      ) : e.agent ? (
+        <AgentEpisodeView sample={e.agent} runId={id} episodeId={episodeId} />
       ) : e.record ? (
         <EpisodeView record={e.record} runId={id} episodeId={episodeId} sortByIndex={sortByIndexOf(run.data?.config)} />
       ) : (
