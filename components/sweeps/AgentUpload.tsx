@@ -1,13 +1,12 @@
 "use client";
 /** Uploads a `qrag agent --out` file as an agent evaluation of this run (beside its sweeps). */
 import { useState } from "react";
-import { HttpError } from "../../lib/api.ts";
 import { useUploadAgent } from "../../lib/hooks/useAgent.ts";
+import { UploadError } from "./UploadError.tsx";
 
 export function AgentUpload({ runId, onDone }: { runId: string; onDone: () => void }) {
   const upload = useUploadAgent(runId);
   const [file, setFile] = useState<File | null>(null);
-  const errors = upload.error instanceof HttpError ? upload.error.fieldErrors : {};
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
     if (!file) return;
@@ -19,21 +18,7 @@ export function AgentUpload({ runId, onDone }: { runId: string; onDone: () => vo
         <label htmlFor="agent-file">agent evaluation (qrag agent --out)</label>
         <input id="agent-file" type="file" accept=".jsonl,.json,application/json" onChange={(e) => setFile(e.target.files?.[0] ?? null)} data-testid="agent-file" />
       </div>
-      {upload.error && (
-        <div className="form-banner" data-testid="agent-upload-error">
-          {Object.keys(errors).length ? (
-            <ul className="facts">
-              {Object.entries(errors).map(([where, msg]) => (
-                <li key={where}>
-                  <b>{where}</b>: {msg}
-                </li>
-              ))}
-            </ul>
-          ) : (
-            (upload.error as Error).message
-          )}
-        </div>
-      )}
+      <UploadError error={upload.error as Error | null} testId="agent-upload-error" />
       <div className="row">
         <button type="submit" className="primary" disabled={!file || upload.isPending} data-testid="agent-upload-submit">
           {upload.isPending ? "Uploading…" : "Upload agent evaluation"}

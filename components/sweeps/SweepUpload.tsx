@@ -1,14 +1,13 @@
 "use client";
 /** Uploads `qrag sweep --out` (and optionally `--episodes`) files as a completed sweep of this run. */
 import { useState } from "react";
-import { HttpError } from "../../lib/api.ts";
 import { useUploadSweep } from "../../lib/hooks/useSweeps.ts";
+import { UploadError } from "./UploadError.tsx";
 
 export function SweepUpload({ runId, onDone }: { runId: string; onDone: () => void }) {
   const upload = useUploadSweep(runId);
   const [points, setPoints] = useState<File | null>(null);
   const [episodes, setEpisodes] = useState<File | null>(null);
-  const errors = upload.error instanceof HttpError ? upload.error.fieldErrors : {};
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
     if (!points) return;
@@ -30,21 +29,7 @@ export function SweepUpload({ runId, onDone }: { runId: string; onDone: () => vo
           <input id="sweep-episodes-file" type="file" accept=".jsonl,.json,application/json" onChange={(e) => setEpisodes(e.target.files?.[0] ?? null)} data-testid="sweep-episodes-file" />
         </div>
       </div>
-      {upload.error && (
-        <div className="form-banner" data-testid="sweep-upload-error">
-          {Object.keys(errors).length ? (
-            <ul className="facts">
-              {Object.entries(errors).map(([where, msg]) => (
-                <li key={where}>
-                  <b>{where}</b>: {msg}
-                </li>
-              ))}
-            </ul>
-          ) : (
-            (upload.error as Error).message
-          )}
-        </div>
-      )}
+      <UploadError error={upload.error as Error | null} testId="sweep-upload-error" />
       <div className="row">
         <button type="submit" className="primary" disabled={!points || upload.isPending} data-testid="sweep-upload-submit">
           {upload.isPending ? "Uploading…" : "Upload sweep"}

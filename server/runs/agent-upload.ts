@@ -12,7 +12,7 @@ import type { Db, DbHandle } from "../db/client.ts";
 import { insertRows } from "../db/bulk-insert.ts";
 import { badRequest, conflict, notFound } from "./errors.ts";
 import { newRunId, type RunsDeps } from "./service.ts";
-import { parseJsonl, sweepDtos } from "./sweeps.ts";
+import { completedSweepRun, parseJsonl, sweepDtos } from "./sweeps.ts";
 
 const MAX_LENGTHS = 8;
 
@@ -77,17 +77,10 @@ export async function uploadAgent(h: DbHandle, runId: string, body: AgentUpload,
     agent: { model: model.slice(0, 300), retriever: retriever.slice(0, 300) },
   };
   const id = newRunId();
-  const now = new Date();
   await h.write((db) =>
     db.$transaction(
       async (tx) => {
-        await tx.run.create({
-          data: {
-            id, kind: "sweep", sweepOf: runId, status: "completed", name: (body.name || `${run.name} · ${spec.checkpointLabel}`).slice(0, 200),
-            config: JSON.stringify(spec), envName: run.envName, task: run.task, startedAt: now, finishedAt: now,
-            progressDone: samples.length, progressTotal: samples.length, createdBy: deps.actor ?? null,
-          },
-        });
+        await tx.run.create({ data: completedSweepRun(id, runId, run, spec, body.name, samples.length, deps.actor) });
         // tokens: the agent does not measure its haystack; the chart places it at Q-RAG's x for the same length
         await tx.sweepPoint.createMany({ data: sorted.map((s) => ({ runId: id, numChunks: s.numChunks, tokens: 0, samples: s.n, point: JSON.stringify(s) })) });
         await insertRows(

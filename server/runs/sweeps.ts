@@ -61,6 +61,19 @@ export async function createSweep(h: DbHandle, runId: string, body: SweepRequest
   return created;
 }
 
+/**
+ * The Run row of an uploaded sweep job, complete when stored: a CLI sweep or an agent evaluation
+ * (agent-upload.ts) of `runId`, named by the upload or by its label, `done` episodes of `done`.
+ */
+export function completedSweepRun(id: string, runId: string, run: { name: string; envName: string; task: string }, spec: SweepSpec, name: string | undefined, done: number, actor: string | null | undefined) {
+  const now = new Date();
+  return {
+    id, kind: "sweep", sweepOf: runId, status: "completed", name: (name || `${run.name} · ${spec.checkpointLabel}`).slice(0, 200),
+    config: JSON.stringify(spec), envName: run.envName, task: run.task, startedAt: now, finishedAt: now,
+    progressDone: done, progressTotal: done, createdBy: actor ?? null,
+  };
+}
+
 /** A GGUF reader's file must be a file inside the data root now (the worker checks again when it opens it). */
 export function checkedReader(r: SweepReader, dataRoot: string, field = "reader"): SweepReader {
   if (r.provider !== "gguf") return r;
@@ -166,17 +179,10 @@ export async function uploadSweep(h: DbHandle, runId: string, body: SweepUpload,
     source: "upload",
   };
   const id = newRunId();
-  const now = new Date();
   await h.write((db) =>
     db.$transaction(
       async (tx) => {
-        await tx.run.create({
-          data: {
-            id, kind: "sweep", sweepOf: runId, status: "completed", name: (body.name || `${run.name} · ${spec.checkpointLabel}`).slice(0, 200),
-            config: JSON.stringify(spec), envName: run.envName, task: run.task, startedAt: now, finishedAt: now,
-            progressDone: episodes.length, progressTotal: episodes.length, createdBy: deps.actor ?? null,
-          },
-        });
+        await tx.run.create({ data: completedSweepRun(id, runId, run, spec, body.name, episodes.length, deps.actor) });
         await tx.sweepPoint.createMany({ data: points.map(({ value: p }) => ({ runId: id, numChunks: p.numChunks, tokens: p.tokens, samples: p.samples, point: JSON.stringify(p) })) });
         await insertRows(
           tx as unknown as Db, h.provider, "Episode",
