@@ -147,15 +147,21 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
     if (r.jobCount >= o.maxJobs) return failRun(r.id, `gave up after ${r.jobCount} Slurm jobs (QRAG_SLURM_MAX_JOBS) ended without finishing the run`);
     const token = await o.createToken(o.tokenName(r.id));
     // the reservation: only the tick whose update matched submits (jobCount is the guard)
-    const n = await h.write((db) =>
-      db.run.updateMany({
-        where: { id: r.id, status: "queued", queue: o.queue, jobCount: r.jobCount, OR: [{ jobId: null }, { jobState: { in: [...GONE] } }] },
-        data: { jobId: null, jobState: "SUBMITTING", jobNode: null, jobReason: null, jobCount: r.jobCount + 1, jobTokenId: token.id },
+    const number = r.jobCount + 1;
+    // the reservation and its job row in one transaction: a SUBMITTING run always has its row,
+    // whose time tells a later pass when a dead dashboard's submission is stale
+    const reserved = await h.write((db) =>
+      db.$transaction(async (tx) => {
+        const n = await tx.run.updateMany({
+          where: { id: r.id, status: "queued", queue: o.queue, jobCount: r.jobCount, OR: [{ jobId: null }, { jobState: { in: [...GONE] } }] },
+          data: { jobId: null, jobState: "SUBMITTING", jobNode: null, jobReason: null, jobCount: number, jobTokenId: token.id },
+        });
+        if (n.count !== 1) return false;
+        await tx.runJob.upsert({ where: { runId_number: { runId: r.id, number } }, create: { runId: r.id, number, state: "SUBMITTING" }, update: { state: "SUBMITTING", submittedAt: new Date() } });
+        return true;
       }),
     );
-    if (n.count !== 1) return o.revokeToken(token.id);
-    const number = r.jobCount + 1;
-    await h.write((db) => db.runJob.upsert({ where: { runId_number: { runId: r.id, number } }, create: { runId: r.id, number, state: "SUBMITTING" }, update: { state: "SUBMITTING" } }));
+    if (!reserved) return o.revokeToken(token.id);
     o.notifier.changed([r.id], "status");
     let jobId: string;
     inSbatch.add(r.id);
@@ -193,15 +199,24 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
    * job, so the reservation is undone and the run is due again. Never a second job for one attempt.
    */
   const recoverSubmitting = async () => {
+    // only queued runs hold a reservation (a refused sbatch fails its run and deletes its job row)
     const stale = await h.prisma.run.findMany({
-      where: { queue: o.queue, jobState: "SUBMITTING", jobId: null },
+      where: { queue: o.queue, status: "queued", jobState: "SUBMITTING", jobId: null },
       select: { id: true, jobCount: true, jobTokenId: true, jobs: { select: { number: true, jobId: true, submittedAt: true } } },
     });
     for (const r of stale) {
       const reservation = r.jobs.find((j) => j.number === r.jobCount);
-      if (inSbatch.has(r.id) || (reservation && Date.now() - reservation.submittedAt.getTime() < staleSubmitMs)) continue;
+      if (!reservation || inSbatch.has(r.id) || Date.now() - reservation.submittedAt.getTime() < staleSubmitMs) continue;
       const known = new Set(r.jobs.flatMap((j) => (j.jobId ? [j.jobId] : [])));
-      const orphan = (await o.client.jobIdsNamed(jobName(r.id))).filter((id) => !known.has(id)).at(-1);
+      let named: string[];
+      try {
+        named = await o.client.jobIdsNamed(jobName(r.id));
+      } catch (e) {
+        // Slurm unreachable now: ask again next pass; the other runs' submissions go on
+        log(`run ${r.id}: looking for a submission left unanswered failed: ${(e as Error).message}`);
+        continue;
+      }
+      const orphan = named.filter((id) => !known.has(id)).at(-1);
       if (orphan) {
         log(`run ${r.id}: job ${orphan} was submitted by a dashboard that died before sbatch answered; adopting it`);
         await h.write(async (db) => {
