@@ -158,11 +158,11 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
       const r = await getRun(env, created.id);
       return ["CANCELLED", "COMPLETED", "FAILED"].includes(jobOf(r).state ?? "") ? r : null;
     }, 30_000);
-    // scancel is issued within one pass of the cancel, before the job's worker (which heard the
-    // cancel too) can save its checkpoint, report and exit
-    assert.equal(jobOf(ended).state, "CANCELLED", "the job was scancelled");
+    // the job's worker heard the cancel too and stops its engine within half a second, so the job
+    // either ends by itself (COMPLETED) or is scancelled first by the next pass (CANCELLED)
+    assert.ok(["CANCELLED", "COMPLETED"].includes(jobOf(ended).state ?? ""), `the job ended ${jobOf(ended).state}`);
+    if (jobOf(ended).state === "CANCELLED") assert.ok(server.lines.some((l) => l.includes(`scancel ${jobOf(cancelled).jobId}`)), `the dashboard scancelled job ${jobOf(cancelled).jobId}\n${tails()}`);
     assert.equal(jobOf(ended).jobs, 1, "no second job for a cancelled run");
-    assert.ok(server.lines.some((l) => l.includes(`scancel ${jobOf(cancelled).jobId}`)), `the dashboard scancelled job ${jobOf(cancelled).jobId}\n${tails()}`);
     console.log(`cancel → cancelled in ${s.toFixed(2)} s; job ${jobOf(cancelled).jobId} ${jobOf(ended).state}`);
   });
 
