@@ -6,16 +6,18 @@
  * best checkpoint), lengths, samples and step bound. Bounds and field errors come from the server.
  */
 import { useState } from "react";
-import { AGENT_RETRIEVERS, dataFilesListId, type CreateAgentBody, type SweepReader } from "../../lib/contracts/index.ts";
+import { AGENT_RETRIEVERS, type CreateAgentBody } from "../../lib/contracts/index.ts";
 import { HttpError } from "../../lib/api.ts";
 import { useStartAgent } from "../../lib/hooks/useAgent.ts";
-import { DataRootSuggestions } from "../DataRootSuggestions.tsx";
+import { FieldError } from "./FieldError.tsx";
+import { parseChunkLengths } from "../../lib/chunk-lengths.ts";
+import { LlmModelField, llmModel, type LlmChoice } from "./LlmModelField.tsx";
 
 const RETRIEVER_LABELS: Record<(typeof AGENT_RETRIEVERS)[number], string> = { bm25: "BM25", dense: "dense (the run's encoders, one step)", qrag: "Q-RAG (the run's state encoder)" };
 
 export function AgentForm({ runId, hasCheckpoint, onDone }: { runId: string; hasCheckpoint: boolean; onDone: () => void }) {
   const start = useStartAgent(runId);
-  const [kind, setKind] = useState<SweepReader["provider"]>("gguf");
+  const [kind, setKind] = useState<LlmChoice>("gguf");
   const [value, setValue] = useState("");
   const [retriever, setRetriever] = useState<(typeof AGENT_RETRIEVERS)[number]>("bm25");
   const [lengths, setLengths] = useState("50");
@@ -24,19 +26,15 @@ export function AgentForm({ runId, hasCheckpoint, onDone }: { runId: string; has
   const [local, setLocal] = useState<Record<string, string>>({});
   const server = start.error instanceof HttpError ? start.error.fieldErrors : {};
   const errors = { ...server, ...local };
-  const err = (name: string) => {
-    const msg = Object.entries(errors).find(([k]) => k === name || k.startsWith(`${name}.`))?.[1];
-    return msg ? <p className="field-error" data-testid={`agent-error-${name}`}>{msg}</p> : null;
-  };
+  const err = (name: string) => <FieldError form="agent" errors={errors} name={name} />;
   const submit = (e: React.FormEvent) => {
     e.preventDefault();
-    const list = lengths.split(/[\s,]+/).filter(Boolean).map(Number);
-    const bad: Record<string, string> = {};
-    if (!list.length || list.some((n) => !Number.isInteger(n))) bad.lengths = "whole numbers of chunks, separated by commas";
+    const { list, error } = parseChunkLengths(lengths);
+    const bad: Record<string, string> = error ? { lengths: error } : {};
     setLocal(bad);
     if (Object.keys(bad).length) return;
     const body: CreateAgentBody = {
-      model: kind === "gguf" ? { provider: "gguf", file: value } : { provider: "endpoint", model: value },
+      model: llmModel(kind, value)!, // never "none": the select here offers no such option
       retriever, lengths: list, samples: Number(samples), maxCalls: Number(maxCalls),
     };
     start.mutate(body, { onSuccess: onDone });
@@ -46,20 +44,7 @@ export function AgentForm({ runId, hasCheckpoint, onDone }: { runId: string; has
       <div className="form-grid">
         <div className="field">
           <label htmlFor="agent-model-kind">model</label>
-          <select id="agent-model-kind" value={kind} onChange={(e) => setKind(e.target.value as SweepReader["provider"])} data-testid="agent-model-kind">
-            <option value="gguf">a GGUF model in the data root (llama.cpp on the worker)</option>
-            <option value="endpoint">the worker&apos;s OpenAI-compatible endpoint (QRAG_READER_URL)</option>
-          </select>
-          <input
-            aria-label={kind === "gguf" ? "GGUF file" : "model name"}
-            value={value}
-            onChange={(e) => setValue(e.target.value)}
-            placeholder={kind === "gguf" ? "models/qwen3-4b-q4_k_m.gguf" : "Qwen/Qwen3-4B"}
-            list={kind === "gguf" ? dataFilesListId("file") : undefined}
-            maxLength={kind === "gguf" ? 1024 : 200}
-            data-testid="agent-model"
-          />
-          {kind === "gguf" && <DataRootSuggestions />}
+          <LlmModelField id="agent-model-kind" kind={kind} onKind={setKind} value={value} onValue={setValue} kindTestId="agent-model-kind" valueTestId="agent-model" />
           {err("model")}
         </div>
         <div className="field">

@@ -7,15 +7,12 @@
  * contract); its field errors are shown beside the fields.
  */
 import { useState } from "react";
-import { DEFAULT_SWEEP_LENGTHS, MAX_SWEEP_CHUNKS, dataFilesListId, type CheckpointDto, type CreateSweepBody, type SweepReader } from "../../lib/contracts/index.ts";
+import { DEFAULT_SWEEP_LENGTHS, MAX_SWEEP_CHUNKS, type CheckpointDto, type CreateSweepBody } from "../../lib/contracts/index.ts";
 import { HttpError } from "../../lib/api.ts";
 import { useStartSweep } from "../../lib/hooks/useSweeps.ts";
-import { DataRootSuggestions } from "../DataRootSuggestions.tsx";
-
-function FieldError({ errors, name }: { errors: Record<string, string>; name: string }) {
-  const msg = Object.entries(errors).find(([k]) => k === name || k.startsWith(`${name}.`))?.[1];
-  return msg ? <p className="field-error" data-testid={`sweep-error-${name}`}>{msg}</p> : null;
-}
+import { FieldError } from "./FieldError.tsx";
+import { parseChunkLengths } from "../../lib/chunk-lengths.ts";
+import { LlmModelField, llmModel, type LlmChoice } from "./LlmModelField.tsx";
 
 export function SweepForm({ runId, checkpoints, queue, onDone }: { runId: string; checkpoints: CheckpointDto[]; queue: string; onDone: () => void }) {
   const start = useStartSweep(runId);
@@ -26,7 +23,7 @@ export function SweepForm({ runId, checkpoints, queue, onDone }: { runId: string
   const [threshold, setThreshold] = useState("0.5");
   const [baselines, setBaselines] = useState(true);
   const [oracleStop, setOracleStop] = useState(false);
-  const [readerKind, setReaderKind] = useState<"none" | SweepReader["provider"]>("none");
+  const [readerKind, setReaderKind] = useState<LlmChoice>("none");
   const [readerValue, setReaderValue] = useState("");
   const [local, setLocal] = useState<Record<string, string>>({});
   const server = start.error instanceof HttpError ? start.error.fieldErrors : {};
@@ -35,8 +32,8 @@ export function SweepForm({ runId, checkpoints, queue, onDone }: { runId: string
   const submit = (e: React.FormEvent) => {
     e.preventDefault();
     const bad: Record<string, string> = {};
-    const list = lengths.split(/[\s,]+/).filter(Boolean).map(Number);
-    if (!list.length || list.some((n) => !Number.isInteger(n))) bad.lengths = "whole numbers of chunks, separated by commas";
+    const { list, error } = parseChunkLengths(lengths);
+    if (error) bad.lengths = error;
     const body: CreateSweepBody = {
       checkpoint: checkpoint === "best" || checkpoint === "last" ? checkpoint : Number(checkpoint),
       lengths: list,
@@ -44,7 +41,7 @@ export function SweepForm({ runId, checkpoints, queue, onDone }: { runId: string
       threshold: Number(threshold),
       baselines,
       oracleStop,
-      ...(readerKind === "gguf" ? { reader: { provider: "gguf", file: readerValue } } : readerKind === "endpoint" ? { reader: { provider: "endpoint", model: readerValue } } : {}),
+      reader: llmModel(readerKind, readerValue),
     };
     setLocal(bad);
     if (Object.keys(bad).length) return;
@@ -65,23 +62,23 @@ export function SweepForm({ runId, checkpoints, queue, onDone }: { runId: string
               </option>
             ))}
           </select>
-          <FieldError errors={errors} name="checkpoint" />
+          <FieldError form="sweep" errors={errors} name="checkpoint" />
         </div>
         <div className="field">
           <label htmlFor="sweep-lengths">lengths (chunks)</label>
           <input id="sweep-lengths" value={lengths} onChange={(e) => setLengths(e.target.value)} data-testid="sweep-lengths" />
           <span className="hint">≈ 1K, 4K, 32K, 128K, 1M tokens by default; up to {MAX_SWEEP_CHUNKS.toLocaleString()} chunks (≈ 10M tokens)</span>
-          <FieldError errors={errors} name="lengths" />
+          <FieldError form="sweep" errors={errors} name="lengths" />
         </div>
         <div className="field">
           <label htmlFor="sweep-samples">samples per length</label>
           <input id="sweep-samples" type="number" min={1} max={500} value={samples} onChange={(e) => setSamples(e.target.value)} data-testid="sweep-samples" />
-          <FieldError errors={errors} name="samples" />
+          <FieldError form="sweep" errors={errors} name="samples" />
         </div>
         <div className="field">
           <label htmlFor="sweep-threshold">Q-threshold</label>
           <input id="sweep-threshold" type="number" step="0.05" value={threshold} onChange={(e) => setThreshold(e.target.value)} data-testid="sweep-threshold" />
-          <FieldError errors={errors} name="threshold" />
+          <FieldError form="sweep" errors={errors} name="threshold" />
         </div>
         <div className="field">
           <label>
@@ -93,25 +90,18 @@ export function SweepForm({ runId, checkpoints, queue, onDone }: { runId: string
         </div>
         <div className="field">
           <label htmlFor="sweep-reader">LLM reader (answer accuracy)</label>
-          <select id="sweep-reader" value={readerKind} onChange={(e) => setReaderKind(e.target.value as typeof readerKind)} data-testid="sweep-reader">
-            <option value="none">none: retrieval figures only</option>
-            <option value="gguf">a GGUF model in the data root (llama.cpp on the worker)</option>
-            <option value="endpoint">the worker&apos;s OpenAI-compatible endpoint (QRAG_READER_URL)</option>
-          </select>
-          {readerKind !== "none" && (
-            <input
-              aria-label={readerKind === "gguf" ? "GGUF file" : "model name"}
-              value={readerValue}
-              onChange={(e) => setReaderValue(e.target.value)}
-              placeholder={readerKind === "gguf" ? "models/qwen3-4b-q4_k_m.gguf" : "Qwen/Qwen3-4B"}
-              list={readerKind === "gguf" ? dataFilesListId("file") : undefined}
-              maxLength={readerKind === "gguf" ? 1024 : 200}
-              data-testid="sweep-reader-value"
-            />
-          )}
-          <span className="hint">reads what the Q-threshold kept and answers; scored with the benchmark&apos;s metric</span>
-          {readerKind === "gguf" && <DataRootSuggestions />}
-          <FieldError errors={errors} name="reader" />
+          <LlmModelField
+            id="sweep-reader"
+            kind={readerKind}
+            onKind={setReaderKind}
+            value={readerValue}
+            onValue={setReaderValue}
+            none="none: retrieval figures only"
+            kindTestId="sweep-reader"
+            valueTestId="sweep-reader-value"
+            hint="reads what the Q-threshold kept and answers; scored with the benchmark's metric"
+          />
+          <FieldError form="sweep" errors={errors} name="reader" />
         </div>
       </div>
       {start.error && !Object.keys(server).length && <div className="form-banner">{(start.error as Error).message}</div>}
