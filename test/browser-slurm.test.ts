@@ -23,7 +23,7 @@ import type { RunDetailDto } from "../lib/contracts/index.ts";
 import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser } from "./ui-browser-helpers.ts";
 import { freePort, tmpDir, waitFor } from "./platform-helpers.ts";
 import { api, getRun, startServer, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
-import { slurmSkip, startSlurmCluster, type SlurmCluster } from "./slurm-cluster.ts";
+import { slurmDashboardEnv, slurmSkip, startSlurmCluster, type SlurmCluster } from "./slurm-cluster.ts";
 
 const skip = browserUnavailable() ?? slurmSkip;
 if (skip) console.log(`Slurm browser test skipped: ${skip}`);
@@ -56,15 +56,7 @@ describe("queues and Slurm jobs in a real browser", { skip: skip || false, timeo
     env = { dbUrl: `file:${path.join(dataDir, "qrag.db")}`, dataDir, port, url: `http://127.0.0.1:${port}` };
     server = startServer(env, {
       worker: false,
-      env: {
-        SLURM_CONF: cluster.env.SLURM_CONF!,
-        QRAG_EXECUTOR: "slurm",
-        QRAG_SLURM_PARTITION: "debug",
-        QRAG_SLURM_POLL_MS: "500",
-        QRAG_SLURM_JOBS_DIR: path.join(cluster.jobsDir, "runs"),
-        QRAG_SLURM_MEM_MB: "1500",
-        QRAG_SLURM_TIME_LIMIT_MIN: "20",
-      },
+      env: slurmDashboardEnv(cluster, { QRAG_SLURM_TIME_LIMIT_MIN: "20" }),
     });
     await waitHealthy(env, server);
     browser = await launchBrowser();

@@ -208,3 +208,16 @@ function readTail(file: string, bytes = 3000): string {
     return "(none)";
   }
 }
+
+/** A dashboard's settings for a Slurm queue on `cluster` (partition debug, fast polling), plus `extra`. */
+export function slurmDashboardEnv(cluster: SlurmCluster, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    SLURM_CONF: cluster.env.SLURM_CONF!,
+    QRAG_EXECUTOR: "slurm",
+    QRAG_SLURM_PARTITION: "debug",
+    QRAG_SLURM_POLL_MS: "500",
+    QRAG_SLURM_JOBS_DIR: path.join(cluster.jobsDir, "runs"),
+    QRAG_SLURM_MEM_MB: "1500",
+    ...extra,
+  };
+}

@@ -25,7 +25,7 @@ import { after, before, describe, test } from "node:test";
 import { metricKeysEmitted, type RunDetailDto, type SweepDto } from "../lib/contracts/index.ts";
 import { freePort, tmpDir, waitFor } from "./platform-helpers.ts";
 import { api, getRun, startServer, storedPoints, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
-import { slurmSkip, startSlurmCluster, type SlurmCluster } from "./slurm-cluster.ts";
+import { slurmDashboardEnv, slurmSkip, startSlurmCluster, type SlurmCluster } from "./slurm-cluster.ts";
 
 const EVAL_INTERVAL = 10;
 const LOG_EVERY = Math.max(1, Math.min(10, Math.floor(EVAL_INTERVAL / 5)));
@@ -47,16 +47,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     server = startServer(env, {
       worker: false,
       next: false,
-      env: {
-        QRAG_SLURM_STALE_SUBMIT_MS: "3000",
-        ...extra,
-        SLURM_CONF: cluster.env.SLURM_CONF!,
-        QRAG_EXECUTOR: "slurm",
-        QRAG_SLURM_PARTITION: "debug",
-        QRAG_SLURM_POLL_MS: "500",
-        QRAG_SLURM_JOBS_DIR: path.join(cluster.jobsDir, "runs"),
-        QRAG_SLURM_MEM_MB: "1500",
-      },
+      env: slurmDashboardEnv(cluster, { QRAG_SLURM_STALE_SUBMIT_MS: "3000", ...extra }),
     });
     await waitHealthy(env, server);
   };
