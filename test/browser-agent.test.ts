@@ -16,7 +16,7 @@ import type { Browser, Page } from "playwright-core";
 import type { EpisodeDto, RunDetailDto, SweepListDto, SweepPoint } from "../lib/contracts/index.ts";
 import { fmtNum } from "../lib/format.ts";
 import { INJECTION, writeAgentFile, type AgentFile } from "./agent-file-fixture.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer, watchedPage } from "./ui-browser-helpers.ts";
 
 const skip = browserUnavailable();
 if (skip) console.log(`browser tests skipped: ${skip}`);
@@ -49,8 +49,7 @@ describe("the R3-style agent beside Q-RAG in a real browser", { skip: skip ?? fa
     agent = await writeAgentFile(tmp);
     server = await startTestServer({ env: { QRAG_DATA_ROOT: tmp } }); // the fixture's tiny.gguf is in tmp
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
-    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page = await watchedPage(browser, errors, { width: 1360, height: 900 });
   });
   after(async () => {
     await browser?.close();

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { ROOT, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { ROOT, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer, watchedPage } from "./ui-browser-helpers.ts";
 
 const skip = browserUnavailable();
 if (skip) console.log(`browser tests skipped: ${skip}`);
@@ -32,8 +32,7 @@ describe("sign-in in a real browser", { skip: skip ?? false, timeout: 10 * 60_00
       assert.equal(r.status, 0, r.stderr);
     }
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page = await watchedPage(browser, errors, { width: 1280, height: 900 });
   });
   after(async () => {
     await browser?.close();

@@ -13,7 +13,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import type { DashboardDto } from "../lib/contracts/index.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer, watchedPage } from "./ui-browser-helpers.ts";
 import { waitFor } from "./platform-helpers.ts";
 import { seedRuns, type SeedRun } from "./compare-seed.ts";
 
@@ -52,8 +52,7 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     const t0 = Date.now() - 60_000;
     await seedRuns(`file:${path.join(server.dataDir, "qrag.db")}`, RUNS.map((r, i) => ({ ...r, createdAt: new Date(t0 + i * 1000) })));
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
-    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page = await watchedPage(browser, errors, { width: 1400, height: 1100 });
     page.on("dialog", (d) => {
       errors.push(`dialog: ${d.message()}`);
       void d.dismiss();

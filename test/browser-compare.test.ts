@@ -11,7 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import type { DashboardDto } from "../lib/contracts/index.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer, watchedPage } from "./ui-browser-helpers.ts";
 import { waitFor } from "./platform-helpers.ts";
 import { seedRuns, type SeedRun } from "./compare-seed.ts";
 
@@ -57,8 +57,7 @@ describe("compare runs and dashboards in a real browser", { skip: skip ?? false,
     const t0 = Date.now() - 60_000;
     await seedRuns(`file:${path.join(server.dataDir, "qrag.db")}`, RUNS.map((r, i) => ({ ...r, createdAt: new Date(t0 + i * 1000) })));
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
-    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page = await watchedPage(browser, errors, { width: 1360, height: 1000 });
     page.on("console", (m) => {
       if (m.type() === "error") errors.push(`console: ${m.text()}`);
     });

@@ -14,7 +14,7 @@ import type { Browser, Page } from "playwright-core";
 import type { EpisodeDto } from "../lib/contracts/index.ts";
 import { thresholdView } from "../lib/analysis/threshold.ts";
 import { fmtNum } from "../lib/format.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer, watchedPage } from "./ui-browser-helpers.ts";
 import { waitFor } from "./platform-helpers.ts";
 
 const skip = browserUnavailable();
@@ -42,8 +42,7 @@ describe("dashboard in a real browser", { skip: skip ?? false, timeout: 15 * 60_
       base = server.url;
     }
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
-    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page = await watchedPage(browser, errors, { width: 1360, height: 900 });
     page.on("console", (m) => {
       if (m.type() === "error") errors.push(`console: ${m.text()}`);
     });

@@ -26,7 +26,7 @@ import { buildSource } from "../server/qrag/data/sources.ts";
 import { evalOptions } from "../server/qrag/training/train.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { chunkAt, type Sample } from "../server/qrag/types.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer, watchedPage } from "./ui-browser-helpers.ts";
 import { waitFor } from "./platform-helpers.ts";
 
 const skip = browserUnavailable();
@@ -90,8 +90,7 @@ describe("episode replay in a real browser", { skip: skip ?? false, timeout: 15 
       await db.close();
     }
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
-    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page = await watchedPage(browser, errors, { width: 1360, height: 1000 });
   });
 
   after(async () => {

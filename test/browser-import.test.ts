@@ -16,7 +16,7 @@ import type { Browser, Page } from "playwright-core";
 import type { EpisodeDto, MetricsDto, RunListDto } from "../lib/contracts/index.ts";
 import { openDb, type DbHandle } from "../server/db/client.ts";
 import { downloadExports, seedFinishedRun, type SeededRun } from "./import-helpers.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer, watchedPage } from "./ui-browser-helpers.ts";
 import { waitFor } from "./platform-helpers.ts";
 
 const skip = browserUnavailable();
@@ -41,8 +41,7 @@ describe("import page in a real browser", { skip: skip ?? false, timeout: 15 * 6
     for (const f of await downloadExports(server.url, src.id)) fs.writeFileSync(path.join(folder, f.name), f.bytes);
     fs.writeFileSync(path.join(folder, "README.txt"), "not a run file");
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
-    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page = await watchedPage(browser, errors, { width: 1360, height: 900 });
   });
 
   after(async () => {

@@ -13,7 +13,7 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import type { EpisodeDto, EpisodeRecord, ReaderSummary, RunDetailDto, SweepDto, SweepPoint } from "../lib/contracts/index.ts";
 import { BABILONG_PAPER_CURVES } from "../lib/analysis/paper-figures.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer, watchedPage } from "./ui-browser-helpers.ts";
 
 const skip = browserUnavailable();
 if (skip) console.log(`browser tests skipped: ${skip}`);
@@ -62,8 +62,7 @@ describe("the paper's curves and the reader's accuracy in a real browser", { ski
     ensureNextBuild((m) => console.log(`# ${m}`));
     server = await startTestServer();
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
-    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page = await watchedPage(browser, errors, { width: 1360, height: 900 });
   });
   after(async () => {
     await browser?.close();

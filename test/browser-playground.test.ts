@@ -15,7 +15,7 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import type { EpisodeDto, PlaygroundResultDto, PlaygroundSampleDto } from "../lib/contracts/index.ts";
 import { fmtNum } from "../lib/format.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer, watchedPage } from "./ui-browser-helpers.ts";
 import { waitFor } from "./platform-helpers.ts";
 import { tinyRunInto } from "./playground-helpers.ts";
 
@@ -39,8 +39,7 @@ describe("playground in a real browser", { skip: skip ?? false, timeout: 10 * 60
     server = await startTestServer();
     await tinyRunInto(server.dataDir, `file:${path.join(server.dataDir, "qrag.db")}`, RUN);
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1360, height: 1000 } });
-    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page = await watchedPage(browser, errors, { width: 1360, height: 1000 });
   });
 
   after(async () => {

@@ -20,7 +20,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import type { RunDetailDto } from "../lib/contracts/index.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, watchedPage } from "./ui-browser-helpers.ts";
 import { freePort, tmpDir, waitFor } from "./platform-helpers.ts";
 import { api, getRun, startServer, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
 import { slurmDashboardEnv, slurmSkip, startSlurmCluster, type SlurmCluster } from "./slurm-cluster.ts";
@@ -60,8 +60,7 @@ describe("queues and Slurm jobs in a real browser", { skip: skip || false, timeo
     });
     await waitHealthy(env, server);
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
-    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page = await watchedPage(browser, errors, { width: 1360, height: 900 });
   });
   after(async () => {
     await browser?.close();

@@ -12,7 +12,7 @@ import type { Browser, Page } from "playwright-core";
 import type { EpisodeDto, RunDetailDto, SweepDto, SweepListDto } from "../lib/contracts/index.ts";
 import { fmtNum } from "../lib/format.ts";
 import { writeTinyGguf } from "../server/qrag/index.ts";
-import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer } from "./ui-browser-helpers.ts";
+import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer, watchedPage } from "./ui-browser-helpers.ts";
 import { waitFor } from "./platform-helpers.ts";
 
 const skip = browserUnavailable();
@@ -33,8 +33,7 @@ describe("sweeps in a real browser", { skip: skip ?? false, timeout: 10 * 60_000
     ensureNextBuild((m) => console.log(`# ${m}`));
     server = await startTestServer();
     browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
-    page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+    page = await watchedPage(browser, errors, { width: 1360, height: 900 });
   });
   after(async () => {
     await browser?.close();

@@ -8,7 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const SCREENSHOTS = path.join(ROOT, "test-results", "screenshots");
@@ -38,6 +38,13 @@ export function browserUnavailable(): string | null {
 
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS });
+}
+
+/** A new page of `browser` whose uncaught errors are collected in `errors` (a test ends asserting none). */
+export async function watchedPage(browser: Browser, errors: string[], viewport: { width: number; height: number }): Promise<Page> {
+  const page = await browser.newPage({ viewport });
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+  return page;
 }
 
 function newestMtime(dir: string): number {
