@@ -313,7 +313,8 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     await until("the dashboard's table", async () => (await table(panel)).length === 3);
     assert.deepEqual(await table(panel), shown, "the same columns, rows, order and values");
     assert.deepEqual((await page.locator(`${panel} th.chosen`).allTextContents()).map((t) => t.trim()), ["algo.optimizer.lr", "best.eval_coverage ▲"], "sorted on the best coverage, ascending");
-    assert.match((await page.locator('[data-testid="compare-count"]').textContent()) ?? "", /^3 runs matching the filter/, "the charts show the same runs");
+    // the count reads 0 until the dashboard's run list has loaded: wait for it, then hold it to 3
+    await until("the charts show the same runs", async () => /^3 runs matching the filter/.test((await page.locator('[data-testid="compare-count"]').textContent()) ?? ""));
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
     await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard-runs-table.png"), fullPage: true });
     const id = new URL(page.url()).pathname.split("/").pop()!;
