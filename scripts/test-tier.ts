@@ -157,7 +157,31 @@ export function classificationProblems(root = ROOT): string[] {
   return problems;
 }
 
-export const tierFiles = (tier: Tier): string[] => TIERS[tier].map(fileOf);
+/**
+ * Files started first in their tier. `node --test --test-concurrency=2` starts files in the order
+ * given, so a long file listed late runs alone at the tier's end while the other lane idles; these
+ * are the longest (each tier prints its slowest files at its end: keep this list in step).
+ */
+export const SLOW_FIRST: readonly string[] = ["slurm-executor", "crash-points", "scale-out", "browser-slurm", "platform-e2e", "browser-agent"];
+
+/** A tier's files, its slowest first (SLOW_FIRST), then in the order listed. */
+export const tierFiles = (tier: Tier): string[] => {
+  const names: readonly string[] = TIERS[tier];
+  const slow = SLOW_FIRST.filter((n) => names.includes(n));
+  return [...slow, ...names.filter((n) => !slow.includes(n))].map(fileOf);
+};
+
+/** Prints a tier's `count` slowest files from the durations reporter's JSON (nothing if it is missing). */
+function printSlowest(file: string, count = 6): void {
+  let seconds: Record<string, number>;
+  try {
+    seconds = JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, number>;
+  } catch {
+    return;
+  }
+  const top = Object.entries(seconds).sort((a, b) => b[1] - a[1]).slice(0, count);
+  console.log(`== slowest: ${top.map(([f, s]) => `${path.basename(f, ".test.ts")} ${s.toFixed(0)} s`).join(", ")}`);
+}
 
 function main(args: string[]): number {
   const problems = classificationProblems();
@@ -179,12 +203,22 @@ function main(args: string[]): number {
   for (const tier of args as Tier[]) {
     const started = Date.now();
     console.log(`== test tier ${tier}: ${TIERS[tier].length} files`);
-    const r = spawnSync(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=2", ...tierFiles(tier)], {
+    // The usual reporter on stdout (TAP when piped: .ci/run counts its "# pass" lines), and the
+    // per-file durations to a file.
+    const durations = path.join(ROOT, "test-results", `durations-${tier}.json`);
+    fs.mkdirSync(path.dirname(durations), { recursive: true });
+    fs.rmSync(durations, { force: true });
+    const reporters = [
+      `--test-reporter=${process.stdout.isTTY ? "spec" : "tap"}`, "--test-reporter-destination=stdout",
+      `--test-reporter=${path.join(ROOT, "scripts", "test-durations-reporter.mjs")}`, `--test-reporter-destination=${durations}`,
+    ];
+    const r = spawnSync(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=2", ...reporters, ...tierFiles(tier)], {
       cwd: ROOT,
       stdio: "inherit",
       env: { ...process.env, QRAG_WASM_THREADS: "1" },
     });
     const code = r.status ?? 1;
+    printSlowest(durations);
     console.log(`== test tier ${tier}: ${code === 0 ? "passed" : `FAILED (${r.signal ?? `exit ${code}`})`} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     if (code !== 0) failed.push(tier);
   }
