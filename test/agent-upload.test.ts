@@ -24,10 +24,12 @@ async function call<T>(method: string, url: string, body?: unknown): Promise<{ s
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
 }
 
-async function seedRun(): Promise<string> {
+/** A run; by default one trained on the agent file's samples (babilong-cpu, qa1), so its haystacks regenerate to the file's. */
+async function seedRun(preset: { preset: string; overrides: string[] } = { preset: "babilong-cpu", overrides: ["envs.task=qa1"] }): Promise<string> {
   const h = await getDb(server.databaseUrl);
   const id = `r${crypto.randomBytes(5).toString("hex")}`;
-  await h.write((db) => db.run.create({ data: { id, name: `seed ${id}`, status: "completed", config: JSON.stringify(resolveConfig({ preset: "tiny" })), envName: "babilong", task: "qa1", kind: "train" } }));
+  const config = resolveConfig(preset);
+  await h.write((db) => db.run.create({ data: { id, name: `seed ${id}`, status: "completed", config: JSON.stringify(config), envName: "babilong", task: "qa1", kind: "train" } }));
   return id;
 }
 
@@ -63,10 +65,33 @@ test("an agent file becomes a completed agent evaluation of the run: summaries p
   assert.equal(one.agent!.prediction, INJECTION);
   assert.deepEqual(one.agent!.steps.map((s) => s.kind), ["reason", "query", "retrieve", "reason", "answer"]);
   assert.deepEqual(one.agent, agent.samples.find((s) => s.id === one.sampleId && s.num_chunks === 40));
-  // the strip's hover texts: an agent row keeps no gold texts to check a regenerated haystack against
-  const chunks = await call<{ error: string }>("GET", `/api/runs/${up.body.run.id}/episodes/${bad.id}/chunks?from=0&to=10`);
-  assert.equal(chunks.status, 404);
-  assert.match(chunks.body.error, /chunk texts unavailable: .*agent episode/);
+  // the strip's hover texts: the haystack regenerated from the run's config, checked against the row's gold texts
+  const sample = one.agent!;
+  assert.equal(sample.sf_texts?.length, sample.sf_idx.length);
+  const chunks = await call<{ texts: string[] }>("GET", `/api/runs/${up.body.run.id}/episodes/${bad.id}/chunks?from=0&to=40`);
+  assert.equal(chunks.status, 200, JSON.stringify(chunks.body));
+  sample.sf_idx.forEach((idx, k) => assert.equal(chunks.body.texts[idx], sample.sf_texts![k]));
+  const retrieved = sample.steps.find((st) => st.kind === "retrieve")!;
+  for (const id of retrieved.ids!) assert.ok(retrieved.text.includes(chunks.body.texts[id].trim()), `retrieved chunk ${id}'s text is the one the agent read`);
+});
+
+test("hover texts of agent rows without gold texts (older files) or from another run's samples: 404 saying why", async () => {
+  const lines = agent.text.trim().split("\n");
+  const old = lines.map((l) => JSON.stringify({ ...JSON.parse(l), sf_texts: undefined })).join("\n");
+  const firstEpisode = async (runId: string, text: string) => {
+    const up = await call<SweepDto>("POST", `/api/runs/${runId}/agent/upload`, { file: { name: "agent.jsonl", text } });
+    assert.equal(up.status, 201, JSON.stringify(up.body));
+    const eps = (await call<EpisodeDto[]>("GET", `/api/runs/${up.body.run.id}/episodes?phase=agent&numChunks=20&limit=1`)).body;
+    return call<{ error: string }>("GET", `/api/runs/${up.body.run.id}/episodes/${eps[0].id}/chunks?from=0&to=5`);
+  };
+  const a = await firstEpisode(await seedRun(), old);
+  assert.equal(a.status, 404);
+  assert.match(a.body.error, /^chunk texts unavailable: the episode keeps no supporting-fact texts/);
+  // the same rows uploaded to a run on other samples: the regenerated gold facts differ
+  const tiny = await seedRun({ preset: "tiny", overrides: ["envs.task=qa2"] });
+  const b = await firstEpisode(tiny, agent.text);
+  assert.equal(b.status, 404);
+  assert.match(b.body.error, /^chunk texts unavailable: the regenerated sample differs/);
 });
 
 test("bad lines: 400 naming file, line and field, the content never echoed, nothing stored", async () => {
@@ -89,6 +114,9 @@ test("bad lines: 400 naming file, line and field, the content never echoed, noth
   assert.equal(c.body.fieldErrors[`agent.jsonl line ${lines.length + 1}`], "steps.2.ids: a chunk id outside the haystack (0 … 19)");
   assert.match(c.body.fieldErrors[`agent.jsonl line ${lines.length + 2}`], /^id: sample "qa1-test-0@n20" at 20 chunks repeats line 1$/);
   assert.equal(c.body.fieldErrors[`agent.jsonl line ${lines.length + 3}`], "num_chunks: 77 has no summary row in agent.jsonl");
+  const e = await send([...lines, JSON.stringify({ ...s0, id: "long", sf_texts: [...s0.sf_texts, "one too many"] })].join("\n"));
+  assert.equal(e.status, 400, JSON.stringify(e.body).slice(0, 300));
+  assert.equal(e.body.fieldErrors[`agent.jsonl line ${lines.length + 1}`], `sf_texts: ${s0.sf_idx.length + 1} texts for ${s0.sf_idx.length} supporting facts (sf_idx)`);
   const d = await send(lines.filter((l) => !l.includes('"type":"summary"')).join("\n"));
   assert.match(d.body.fieldErrors["agent.jsonl"], /^no summary rows/);
   const big = await call<{ fieldErrors: Record<string, string> }>("POST", `/api/runs/${runId}/agent/upload`, { file: { name: "agent.jsonl", text: "x".repeat(60_000_001) } });

@@ -46,6 +46,11 @@ export const agentSampleSchema = z.object({
   /** The gold answer, as in the episode record. */
   answer: z.string(),
   sf_idx: z.array(int),
+  /**
+   * The supporting facts' texts, as an episode record keeps them: the dashboard regenerates the
+   * haystack for the replay's hover texts and checks it against these (absent in older files).
+   */
+  sf_texts: z.array(z.string()).optional(),
   /** Every chunk retrieved, in retrieval order. */
   pred_idx: z.array(int),
   num_chunks: int,

@@ -47,6 +47,7 @@ function check(file: string, samples: { line: number; value: AgentSample }[], su
     else if (e.steps.length > MAX_AGENT_STEPS) errors[where] = `steps: at most ${MAX_AGENT_STEPS} steps per sample (got ${e.steps.length})`;
     else if (badStep >= 0) errors[where] = `steps.${badStep}.ids: a chunk id outside the haystack (0 … ${e.num_chunks - 1})`;
     else if (badIdx) errors[where] = `sf_idx/pred_idx: a chunk id outside the haystack (0 … ${e.num_chunks - 1})`;
+    else if (e.sf_texts && e.sf_texts.length !== e.sf_idx.length) errors[where] = `sf_texts: ${e.sf_texts.length} texts for ${e.sf_idx.length} supporting facts (sf_idx)`;
     seen.set(key, line);
   }
 }

@@ -60,8 +60,8 @@ export async function getEpisodeChunks(h: DbHandle, runId: string, episodeId: nu
   if (q.to > n) throw badRequest(`invalid query: to`, { to: `beyond the haystack (${n} chunks)` });
   // a playground episode keeps its pasted document's chunks: nothing to regenerate
   if (Array.isArray(record.chunks) && record.chunks.length === n) return { numChunks: n, from: q.from, to: q.to, texts: record.chunks.slice(q.from, q.to) };
-  // an agent episode (phase "agent") keeps no gold texts to check a regenerated haystack against
-  if (!Array.isArray(record.sf_texts)) throw unavailable("the episode keeps only what it retrieved (an agent episode: see its retrieve steps)");
+  // an agent episode (phase "agent") written before agent rows kept their gold texts has nothing to check a regenerated haystack against
+  if (!Array.isArray(record.sf_texts)) throw unavailable("the episode keeps no supporting-fact texts to check a regenerated haystack against (an agent file from an older version: see its retrieve steps)");
   const config = await runConfigOf(h, runId);
   const key = createHash("sha256").update(JSON.stringify([config, record.id, n, dataRoot])).digest("hex");
   let hay: Haystack;

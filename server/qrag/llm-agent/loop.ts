@@ -99,7 +99,7 @@ export async function runAgentSample(
   const s = failure ? { accuracy: 0, ...(dataset.name === "hotpotqa" || dataset.name === "musique" ? { f1: 0 } : {}) } : scoreAnswer(dataset, prediction, sample.answer);
   return {
     type: "sample", id: sample.id, question: sample.question, answer: sample.answer,
-    sf_idx: [...sample.supportIdx], pred_idx: retrieved, num_chunks: sample.chunks.length,
+    sf_idx: [...sample.supportIdx], sf_texts: sample.supportIdx.map((i) => chunkAt(sample.chunks, i)), pred_idx: retrieved, num_chunks: sample.chunks.length,
     model: model.model, retriever, steps, prediction, correct: s.accuracy, ...(s.f1 !== undefined ? { f1: s.f1 } : {}),
     metrics: retrievalMetrics(retrieved, sample.supportIdx),
     calls, tokens: { prompt, completion }, ms: performance.now() - t0, modelMs, retries,
