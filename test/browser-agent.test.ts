@@ -15,6 +15,7 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import type { EpisodeDto, RunDetailDto, SweepListDto, SweepPoint } from "../lib/contracts/index.ts";
 import { fmtNum } from "../lib/format.ts";
+import { STRIP_LAYOUT } from "../lib/analysis/replay.ts";
 import { INJECTION, writeAgentFile, type AgentFile } from "./agent-file-fixture.ts";
 import { SCREENSHOTS, browserUnavailable, ensureNextBuild, launchBrowser, startTestServer, type TestServer, watchedPage } from "./ui-browser-helpers.ts";
 
@@ -58,7 +59,8 @@ describe("the R3-style agent beside Q-RAG in a real browser", { skip: skip ?? fa
   });
 
   test("upload from the run page; the agent's accuracy line, table, overlay and episode steps", async () => {
-    const run = (await post("/api/runs", { preset: "tiny", name: "agent beside qrag" })) as RunDetailDto;
+    // the agent file's samples are babilong-cpu's qa1 test samples: the run's config regenerates its haystacks
+    const run = (await post("/api/runs", { preset: "babilong-cpu", overrides: ["envs.task=qa1"], name: "agent beside qrag" })) as RunDetailDto;
     await post(`/api/runs/${run.id}/cancel`, {});
     await post(`/api/runs/${run.id}/sweeps/upload`, { points: { name: "sweep.jsonl", text: points.map((p) => JSON.stringify(p)).join("\n") } });
 
@@ -138,6 +140,14 @@ describe("the R3-style agent beside Q-RAG in a real browser", { skip: skip ?? fa
     await page.locator('[data-testid="agent-step"]').nth(2).click();
     await page.waitForSelector(`${strip}[data-current-index="${ids.at(-1)}"]`);
     assert.equal(await page.getAttribute(strip, "data-num-chunks"), "40");
+    // hovering the gold fact's cell shows its text, served from the regenerated haystack
+    const gold = sample.sf_idx[0];
+    const canvas = page.locator('[data-testid="haystack-canvas"]');
+    const box = (await canvas.boundingBox())!;
+    const [start, span] = [Number(await page.getAttribute(strip, "data-view-start")), Number(await page.getAttribute(strip, "data-view-span"))];
+    await page.mouse.move(box.x + ((gold + 0.5 - start) / span) * box.width, box.y + STRIP_LAYOUT.laneTop + STRIP_LAYOUT.laneHeight / 2);
+    await page.waitForSelector(`[data-testid="hover-chunk"][data-index="${gold}"] [data-testid="hover-chunk-text"]`, { timeout: 15_000 });
+    assert.equal(await page.textContent('[data-testid="hover-chunk-text"]'), sample.sf_texts![0], "the gold fact's text on hover");
     await page.locator('[data-testid="agent-episode"]').screenshot({ path: path.join(SCREENSHOTS, "agent-episode.png") });
     assert.deepEqual(errors, []);
   });
