@@ -364,9 +364,10 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
   test("a filtered comparison reads 'loading runs…' until its list answers, never '0 runs'; 0 only for an empty answer", async () => {
     // hold the comparison's list request until the loading state has been read
     let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
+    let held = new Promise<void>((r) => (release = r));
     let seen = false;
-    const isList = (u: URL) => u.pathname === "/api/runs" && u.searchParams.get("limit") === "200" && !u.searchParams.has("ids");
+    // the comparison's list (200 newest) and the runs page's (a page of 50)
+    const isList = (u: URL) => u.pathname === "/api/runs" && ["200", "50"].includes(u.searchParams.get("limit") ?? "") && !u.searchParams.has("ids");
     await page.route(isList, async (route) => {
       seen = true;
       await held;
@@ -383,6 +384,18 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
       assert.ok(!/\b0 runs\b/.test((await page.locator("main").textContent()) ?? ""), "no '0 runs' while loading");
       release();
       await until("3 runs", async () => (await count.textContent()) === "3 runs matching the filter");
+      // the runs page: "Loading runs…" until its page answers, never the empty table's "No runs match"
+      let releasePage!: () => void;
+      const pageHeld = new Promise<void>((r) => (releasePage = r));
+      release = releasePage;
+      held = pageHeld;
+      seen = false;
+      await page.goto(`${server.url}/?where=${encodeURIComponent("best.eval_coverage >= 0.75")}`);
+      await until("the runs page's request held", async () => seen);
+      await until("the loading text", async () => ((await page.locator("main").textContent()) ?? "").includes("Loading runs…"));
+      assert.ok(!((await page.locator("main").textContent()) ?? "").includes("No runs match"), "no empty table while loading");
+      releasePage();
+      await until("three rows", async () => (await page.locator('[data-testid="runs-table"] tbody tr[data-run-id]').count()) === 3);
     } finally {
       release();
       await page.unroute(isList);
