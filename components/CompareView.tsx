@@ -41,6 +41,8 @@ interface LegendEntry {
   label: string;
   color: string;
   runs?: number;
+  /** Of `runs`, those the brushes keep (in the group's band and statistics). */
+  kept?: number;
   /** Left out by the parallel-coordinates brushes (drawn faint). */
   faint?: boolean;
 }
@@ -67,7 +69,7 @@ function Legend({ entries, hidden, onChange }: { entries: LegendEntry[]; hidden:
           <button type="button" className="link" onClick={() => toggle(e.id)} title={hidden.has(e.id) ? "show" : e.faint ? "outside the brushes; hide" : "hide"} data-testid="legend-toggle">
             <span className="swatch" style={{ background: e.color }} />
             {e.label}
-            {e.runs !== undefined && <span className="muted small"> (n = {e.runs})</span>}
+            {e.runs !== undefined && <span className="muted small"> (n = {e.kept !== undefined && e.kept !== e.runs ? `${e.kept} of ${e.runs}` : e.runs})</span>}
           </button>
           <button type="button" className="link small" onClick={() => solo(e.id)} data-testid="legend-solo">
             solo
@@ -181,7 +183,7 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
   const keptOf = (gids: readonly string[]) => (brushed ? gids.filter((g) => summary.kept.has(g)) : [...gids]);
 
   const legend: LegendEntry[] = grouped
-    ? groups.map(([label, gids], i) => ({ id: `g:${label}`, label: groupLabel(state.group!, label), color: runColor(i), runs: gids.length, faint: faintGroup(gids) }))
+    ? groups.map(([label, gids], i) => ({ id: `g:${label}`, label: groupLabel(state.group!, label), color: runColor(i), runs: gids.length, kept: keptOf(gids).length, faint: faintGroup(gids) }))
     : named.map((r, i) => ({ id: r.id, label: r.name, color: runColor(i), faint: faintRun(r.id) }));
 
   const panels = state.panels.map((key) => {

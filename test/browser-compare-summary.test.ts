@@ -5,7 +5,7 @@
  * (numeric axes on their drawn domain, categories evenly) and a hovered line is read out, a drag on an axis keeps exactly the
  * runs inside it and writes the brush into the URL (and a reload keeps it), the scatter draws each
  * run where its values say and its hover names it (as text), and a dashboard carries both panels.
- * Screenshot: test-results/screenshots/compare-summary.png.
+ * Screenshots: test-results/screenshots/compare-summary.png, compare-brushed-bands.png, runs-view.png.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -350,11 +350,21 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     close(Number(byGroup['g:"qa2"'].mean), 0.6, 1e-9, "qa2's mean");
     assert.equal(byGroup['g:"qa3"'].cells[1], "0 of 1");
     assert.equal(byGroup['g:"qa3"'].mean, "", "no statistics for a group the brush leaves out");
+    assert.match((await page.locator(`[data-testid="legend-item"][data-id='g:"qa1"']`).textContent()) ?? "", /\(n = 1 of 2\)/, "the legend counts qa1's kept run");
+    // the brush reaches past the lr axis's top (0.0045 > 0.004): drawn only along the axis
+    const lrAxis = (await axes())[0];
+    const rect = page.locator('[data-testid="pcoord-brush"][data-axis="algo.optimizer.lr"]');
+    assert.ok(Number(await rect.getAttribute("y")) >= lrAxis.top - 0.01, "the brush starts at the axis's top, not above it");
     // the chart: qa1 is down to one run (a line), qa2 a band, qa3 a faint line
     const chart = page.locator('[data-testid="compare-chart-eval_coverage"]');
     assert.equal(await chart.getAttribute("data-bands"), "1");
     assert.equal(await chart.locator("[data-band]").getAttribute("data-band"), 'g:"qa2"');
     assert.deepEqual(await chart.locator("path[data-line]").evaluateAll((els) => els.map((e) => `${e.getAttribute("data-line")}:${e.getAttribute("data-faint")}`).sort()), ['g:"qa1":0', 'g:"qa3":1']);
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    // the page down to the parallel coordinates (the README's picture: no config diff)
+    const pc = (await page.locator('[data-testid="pcoord-panel"]').boundingBox())!;
+    const scrollY = await page.evaluate(() => window.scrollY);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "compare-brushed-bands.png"), fullPage: true, clip: { x: 0, y: 0, width: 1400, height: pc.y + scrollY + pc.height + 16 } });
     // clearing the brush: every run back in, no caption
     await page.locator('[data-testid="pcoord-clear"]').click();
     await until("no caption", async () => (await caption.count()) === 0);
@@ -413,6 +423,8 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     await page.goto(`${server.url}${view}`);
     await until("three rows", async () => (await table("main")).length === 3);
     const shown = await table("main");
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.locator("main").screenshot({ path: path.join(SCREENSHOTS, "runs-view.png") });
     assert.deepEqual(shown, ["pcb algo.optimizer.lr=0.002 best.eval_coverage=0.8", "pcc algo.optimizer.lr=0.003 best.eval_coverage=0.9", "pce algo.optimizer.lr=0.001 best.eval_coverage=0.95"]);
     await page.locator('[data-testid="save-view-name"]').fill("good runs");
     await page.locator('[data-testid="save-view"]').click();

@@ -195,7 +195,9 @@ export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChan
             const x = xOf(i);
             const brush = brushes.find((b) => b.key === a.key);
             const live = drag?.key === a.key ? ([Math.min(drag.a, drag.b), Math.max(drag.a, drag.b)] as [number, number]) : null;
-            const fr = live ?? (brush ? brushFractions(a, brush) : null);
+            // a brush reaching past the axis's ends (a URL's, or the values moved) is drawn to them
+            const raw = live ?? (brush ? brushFractions(a, brush) : null);
+            const fr = raw && ([Math.max(0, raw[0]), Math.min(1, raw[1])] as [number, number]);
             const dx = moving?.key === a.key ? moving.to - moving.from : 0;
             const movable = i < spec.axes.length && spec.axes[i] === a.key;
             return (
