@@ -93,7 +93,7 @@ interface GroupRow {
 }
 
 /** "n = 3 of 5, 2 brushed out": what the statistics are over, once a brush leaves runs out. */
-export function bandCaption(rows: readonly GroupRow[]): string | null {
+function bandCaption(rows: readonly GroupRow[]): string | null {
   const kept = rows.reduce((a, r) => a + r.kept, 0);
   const of = rows.reduce((a, r) => a + r.of, 0);
   return kept === of ? null : `n = ${kept} of ${of}, ${of - kept} brushed out in the parallel coordinates`;
