@@ -5,7 +5,7 @@
  * (numeric axes on their drawn domain, categories evenly) and a hovered line is read out, a drag on an axis keeps exactly the
  * runs inside it and writes the brush into the URL (and a reload keeps it), the scatter draws each
  * run where its values say and its hover names it (as text), and a dashboard carries both panels.
- * Screenshots: test-results/screenshots/compare-summary.png, compare-brushed-bands.png, runs-view.png.
+ * Screenshots: test-results/screenshots/compare-summary.png, compare-brushed-bands.png (docs/img/compare-brushed.png).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -423,8 +423,6 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     await page.goto(`${server.url}${view}`);
     await until("three rows", async () => (await table("main")).length === 3);
     const shown = await table("main");
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    await page.locator("main").screenshot({ path: path.join(SCREENSHOTS, "runs-view.png") });
     assert.deepEqual(shown, ["pcb algo.optimizer.lr=0.002 best.eval_coverage=0.8", "pcc algo.optimizer.lr=0.003 best.eval_coverage=0.9", "pce algo.optimizer.lr=0.001 best.eval_coverage=0.95"]);
     await page.locator('[data-testid="save-view-name"]').fill("good runs");
     await page.locator('[data-testid="save-view"]').click();
