@@ -41,6 +41,8 @@ interface LegendEntry {
   label: string;
   color: string;
   runs?: number;
+  /** Of `runs`, those the brushes keep (in the group's band and statistics). */
+  kept?: number;
   /** Left out by the parallel-coordinates brushes (drawn faint). */
   faint?: boolean;
 }
@@ -67,7 +69,7 @@ function Legend({ entries, hidden, onChange }: { entries: LegendEntry[]; hidden:
           <button type="button" className="link" onClick={() => toggle(e.id)} title={hidden.has(e.id) ? "show" : e.faint ? "outside the brushes; hide" : "hide"} data-testid="legend-toggle">
             <span className="swatch" style={{ background: e.color }} />
             {e.label}
-            {e.runs !== undefined && <span className="muted small"> (n = {e.runs})</span>}
+            {e.runs !== undefined && <span className="muted small"> (n = {e.kept !== undefined && e.kept !== e.runs ? `${e.kept} of ${e.runs}` : e.runs})</span>}
           </button>
           <button type="button" className="link small" onClick={() => solo(e.id)} data-testid="legend-solo">
             solo
@@ -81,12 +83,31 @@ function Legend({ entries, hidden, onChange }: { entries: LegendEntry[]; hidden:
 interface GroupRow {
   id: string;
   label: string;
+  /** The band over the runs the brushes keep (all of them when none is kept: drawn faint). */
   band: Band;
+  /** The group's runs in the statistics, and all of its runs. */
+  kept: number;
+  of: number;
+  /** The run drawn as a line instead of a band (one run in it). */
+  lineRun?: string;
+}
+
+/** "n = 3 of 5, 2 brushed out": what the statistics are over, once a brush leaves runs out. */
+function bandCaption(rows: readonly GroupRow[]): string | null {
+  const kept = rows.reduce((a, r) => a + r.kept, 0);
+  const of = rows.reduce((a, r) => a + r.of, 0);
+  return kept === of ? null : `n = ${kept} of ${of}, ${of - kept} brushed out in the parallel coordinates`;
 }
 
 function BandSummary({ testId, rows }: { testId: string; rows: GroupRow[] }) {
+  const caption = bandCaption(rows);
   return (
     <table className="table small band-summary" data-testid={testId}>
+      {caption && (
+        <caption className="small muted" style={{ captionSide: "top", textAlign: "left" }} data-testid="band-caption">
+          {caption}
+        </caption>
+      )}
       <thead>
         <tr>
           <th>group</th>
@@ -100,12 +121,14 @@ function BandSummary({ testId, rows }: { testId: string; rows: GroupRow[] }) {
         </tr>
       </thead>
       <tbody>
-        {rows.map(({ id, label, band }) => {
+        {rows.map(({ id, label, band: drawn, kept, of }) => {
+          // a group the brushes leave out entirely has no statistics (its faint band is context)
+          const band = kept ? drawn : { points: [], runs: 0, endsAt: null };
           const p = band.points[band.points.length - 1];
           return (
-            <tr key={id} data-group={id} data-runs={band.runs} data-step={p?.step ?? ""} data-mean={p?.mean ?? ""} data-std={p?.std ?? ""} data-min={p?.min ?? ""} data-max={p?.max ?? ""} data-ends-at={band.endsAt ?? ""}>
+            <tr key={id} data-group={id} data-runs={band.runs} data-of={of} data-step={p?.step ?? ""} data-mean={p?.mean ?? ""} data-std={p?.std ?? ""} data-min={p?.min ?? ""} data-max={p?.max ?? ""} data-ends-at={band.endsAt ?? ""}>
               <td>{label}</td>
-              <td className="num">{band.runs}</td>
+              <td className="num">{kept === of ? band.runs : `${kept} of ${of}`}</td>
               <td className="num">{p ? p.step : "—"}</td>
               <td className="num">{fmtNum(p?.mean)}</td>
               <td className="num">{fmtNum(p?.std)}</td>
@@ -152,11 +175,15 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
   const summary = useSummaryRows(state, summaryRuns);
   // brushed out: a run outside the brushes, a group none of whose runs is inside them. Drawn faint,
   // not hidden: the kept runs are read against the rest, as on the parallel-coordinates panel
-  const faintRun = (id: string) => summary.brushed && !summary.kept.has(id);
-  const faintGroup = (gids: readonly string[]) => summary.brushed && gids.every((g) => !summary.kept.has(g));
+  // (only once the summaries are in: before, a brush on a summary would leave every run out)
+  const brushed = summary.brushed && summary.ready;
+  const faintRun = (id: string) => brushed && !summary.kept.has(id);
+  const faintGroup = (gids: readonly string[]) => brushed && gids.every((g) => !summary.kept.has(g));
+  /** A group's runs in its band and statistics: those the brushes keep. */
+  const keptOf = (gids: readonly string[]) => (brushed ? gids.filter((g) => summary.kept.has(g)) : [...gids]);
 
   const legend: LegendEntry[] = grouped
-    ? groups.map(([label, gids], i) => ({ id: `g:${label}`, label: groupLabel(state.group!, label), color: runColor(i), runs: gids.length, faint: faintGroup(gids) }))
+    ? groups.map(([label, gids], i) => ({ id: `g:${label}`, label: groupLabel(state.group!, label), color: runColor(i), runs: gids.length, kept: keptOf(gids).length, faint: faintGroup(gids) }))
     : named.map((r, i) => ({ id: r.id, label: r.name, color: runColor(i), faint: faintRun(r.id) }));
 
   const panels = state.panels.map((key) => {
@@ -167,14 +194,17 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
     const rows: GroupRow[] = groups.flatMap(([label, gids]) => {
       const id = `g:${label}`;
       if (hidden.has(id)) return [];
-      return [{ id, label: groupLabel(state.group!, label), band: groupBand(alignSteps(gids.map((g) => seriesOf(g, key)), COMPARE_WIDTH)) }];
+      const kept = keptOf(gids);
+      const used = kept.length ? kept : gids;
+      // one run's "band" is its own values (no spread): the table reads them, the chart draws its line
+      const band = groupBand(alignSteps(used.map((g) => seriesOf(g, key)), COMPARE_WIDTH), Math.min(2, used.length));
+      return [{ id, label: groupLabel(state.group!, label), band, kept: kept.length, of: gids.length, lineRun: used.length === 1 ? used[0] : undefined }];
     });
     const colorOf = (id: string) => legend.find((l) => l.id === id)!.color;
     const faintOf = (id: string) => legend.find((l) => l.id === id)!.faint;
-    // a group of one run has no band: its line is drawn instead
-    const single = new Map(groups.filter(([, gids]) => gids.length === 1).map(([label, gids]) => [`g:${label}`, gids[0]]));
-    const bands: CompareBand[] = rows.filter((r) => !single.has(r.id)).map((r) => ({ id: r.id, label: r.label, color: colorOf(r.id), band: r.band, faint: faintOf(r.id) }));
-    const lines: CompareLine[] = rows.filter((r) => single.has(r.id)).map((r) => ({ id: r.id, label: r.label, color: colorOf(r.id), points: seriesOf(single.get(r.id)!, key), faint: faintOf(r.id) }));
+    // a group down to one run has no band: its line is drawn instead
+    const bands: CompareBand[] = rows.filter((r) => !r.lineRun).map((r) => ({ id: r.id, label: r.label, color: colorOf(r.id), band: r.band, faint: faintOf(r.id) }));
+    const lines: CompareLine[] = rows.flatMap((r) => (r.lineRun ? [{ id: r.id, label: r.label, color: colorOf(r.id), points: seriesOf(r.lineRun, key), faint: faintOf(r.id) }] : []));
     return { key, lines, bands, rows };
   });
 
@@ -187,9 +217,8 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
         <RunFeed key={id} id={id} />
       ))}
       <div className="chart-toolbar panel">
-        <span data-testid="compare-count">
-          {ids.length} run{ids.length === 1 ? "" : "s"}
-          {state.filter ? " matching the filter" : ""}
+        <span data-testid="compare-count" data-listed={data.listed ? "1" : "0"}>
+          {!data.listed ? "loading runs…" : `${ids.length} run${ids.length === 1 ? "" : "s"}${state.filter ? " matching the filter" : ""}`}
         </span>
         {active.length > 0 && <span className="badge ok">{active.length} streaming</span>}
         <label>
@@ -261,9 +290,13 @@ export function CompareView({ state, onChange, actions }: { state: CompareState;
         {ids.length > 0 && <ExportMenu runIds={ids} />}
         {actions}
       </div>
-      {ids.length === 0 && !data.loading ? (
-        <div className="empty">
-          No runs to compare. Select runs in the <Link href="/">runs table</Link>.
+      {!data.listed ? (
+        <div className="empty" data-testid="compare-loading">
+          Loading runs…
+        </div>
+      ) : ids.length === 0 && !data.loading ? (
+        <div className="empty" data-testid="compare-empty">
+          {state.filter ? "No runs match the filter." : "No runs to compare."} Select runs in the <Link href="/">runs table</Link>.
         </div>
       ) : (
         <>

@@ -77,6 +77,7 @@ export const TIERS = {
     "ui-queue-form",
     "ui-smoothing",
     "ui-stream-merge",
+    "ui-value-interval",
     "word-vectors",
     "wordpiece-ascii",
   ],

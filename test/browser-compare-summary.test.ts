@@ -5,7 +5,7 @@
  * (numeric axes on their drawn domain, categories evenly) and a hovered line is read out, a drag on an axis keeps exactly the
  * runs inside it and writes the brush into the URL (and a reload keeps it), the scatter draws each
  * run where its values say and its hover names it (as text), and a dashboard carries both panels.
- * Screenshot: test-results/screenshots/compare-summary.png.
+ * Screenshots: test-results/screenshots/compare-summary.png, compare-brushed-bands.png (docs/img/compare-brushed.png).
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -197,10 +197,8 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
       await page.locator(`[data-testid="scatter-point"][data-run="${r.id}"]`).hover();
       const ro = page.locator('[data-testid="scatter-readout"]');
       await until(`read-out of ${r.id}`, async () => (await ro.getAttribute("data-run", { timeout: 1_000 }).catch(() => null)) === r.id);
-      const text = (await ro.textContent()) ?? "";
-      assert.ok(text.includes(nameOf(r.id)), `names the run: ${text}`);
-      assert.ok(text.includes(`algo.optimizer.lr = ${r.lr}`), `x value: ${text}`);
-      assert.ok(text.includes(`best.eval_coverage = ${r.best}`), `y value: ${text}`);
+      // the one read-out of both panels: the name, then " · key = value" per column
+      assert.equal(await ro.textContent(), `${nameOf(r.id)} · algo.optimizer.lr = ${r.lr} · best.eval_coverage = ${r.best}`);
     }
     assert.equal(await page.locator('[data-testid="scatter-readout"] img').count(), 0, "a run name is text, never markup");
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
@@ -295,6 +293,126 @@ describe("compare: parallel coordinates and scatter in a real browser", { skip: 
     await waitLines();
     await until("lr on log in the dashboard", async () => (await scale.getAttribute("data-scale")) === "log");
     await check();
+  });
+
+  test("an axis dragged by its title sideways takes the slot it is dropped in; the URL and a reload keep the order", async () => {
+    await page.goto(`${server.url}${PC}`);
+    await waitLines();
+    const before = await axes();
+    const handle = page.locator('[data-testid="pcoord-axis-handle"][data-axis="algo.optimizer.lr"]');
+    await handle.scrollIntoViewIfNeeded();
+    const hb = (await handle.boundingBox())!;
+    const svgBox = (await page.locator('[data-testid="pcoord-svg"]').boundingBox())!;
+    assert.equal(await page.locator('[data-testid="pcoord-axis-handle"][data-axis="best.eval_coverage"]').count(), 0, "the metric stays last: no handle");
+    // from the lr axis's title to just past the task axis (past the metric's position is still the last slot)
+    const y = hb.y + hb.height / 2;
+    await page.mouse.move(before[0].x + svgBox.x, y);
+    await page.mouse.down();
+    await page.mouse.move(svgBox.x + (before[0].x + before[1].x) / 2, y, { steps: 4 });
+    await page.mouse.move(svgBox.x + before[1].x + 20, y, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForURL(/pc=envs\.task%2Calgo\.optimizer\.lr|pc=envs\.task,algo\.optimizer\.lr/);
+    const check = async () => {
+      await until("lr drawn second", async () => (await axes()).map((a) => a.key).join() === "envs.task,algo.optimizer.lr,best.eval_coverage");
+      const ax = await axes();
+      const ls = await lines();
+      for (const r of RUN_VALUES) close(ls.get(r.id)!.pts[1][0], ax[1].x, 0.01, `${r.id} on the second axis`);
+      close(ax[1].x, before[1].x, 0.01, "lr now where the task axis was");
+    };
+    await check();
+    // a drop short of half-way leaves the order as it is (no URL change)
+    const h2 = (await handle.boundingBox())!;
+    await page.mouse.move(h2.x + h2.width / 2, h2.y + h2.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(h2.x + h2.width / 2 - 30, h2.y + h2.height / 2, { steps: 3 });
+    await page.mouse.up();
+    await page.reload();
+    await waitLines();
+    await check();
+  });
+
+  test("grouped bands and their table leave out the runs a brush leaves out, and the caption says how many", async () => {
+    // lr in [0.0015, 0.0045] keeps pcb (qa1), pcc and pcd (qa2); pca (qa1) and pce (qa3) are out
+    const brush = encodeURIComponent(JSON.stringify([{ key: "algo.optimizer.lr", lo: 0.0015, hi: 0.0045 }]));
+    await page.goto(`${server.url}${PC}&group=envs.task&panels=eval_coverage&pcb=${brush}`);
+    await waitLines();
+    const table = page.locator('[data-testid="band-summary-eval_coverage"]');
+    const caption = table.locator('[data-testid="band-caption"]');
+    await until("the caption", async () => (await caption.count()) === 1);
+    assert.equal(await caption.textContent(), "n = 3 of 5, 2 brushed out in the parallel coordinates");
+    const rows = () => table.locator("tbody tr").evaluateAll((trs) => trs.map((tr) => ({ group: tr.getAttribute("data-group"), runs: tr.getAttribute("data-runs"), mean: tr.getAttribute("data-mean"), cells: Array.from(tr.querySelectorAll("td")).map((td) => td.textContent) })));
+    await until("qa2's mean over its two runs", async () => (await rows()).some((r) => r.group === 'g:"qa2"' && r.mean !== ""));
+    const byGroup = Object.fromEntries((await rows()).map((r) => [r.group, r]));
+    // last eval: best − 0.1 → pcb 0.7; pcc 0.8 and pcd 0.4 → 0.6
+    assert.equal(byGroup['g:"qa1"'].cells[1], "1 of 2", "qa1 counts only pcb");
+    close(Number(byGroup['g:"qa1"'].mean), 0.7, 1e-9, "qa1's mean is pcb's value, without pca's");
+    assert.equal(byGroup['g:"qa2"'].cells[1], "2");
+    close(Number(byGroup['g:"qa2"'].mean), 0.6, 1e-9, "qa2's mean");
+    assert.equal(byGroup['g:"qa3"'].cells[1], "0 of 1");
+    assert.equal(byGroup['g:"qa3"'].mean, "", "no statistics for a group the brush leaves out");
+    assert.match((await page.locator(`[data-testid="legend-item"][data-id='g:"qa1"']`).textContent()) ?? "", /\(n = 1 of 2\)/, "the legend counts qa1's kept run");
+    // the brush reaches past the lr axis's top (0.0045 > 0.004): drawn only along the axis
+    const lrAxis = (await axes())[0];
+    const rect = page.locator('[data-testid="pcoord-brush"][data-axis="algo.optimizer.lr"]');
+    assert.ok(Number(await rect.getAttribute("y")) >= lrAxis.top - 0.01, "the brush starts at the axis's top, not above it");
+    // the chart: qa1 is down to one run (a line), qa2 a band, qa3 a faint line
+    const chart = page.locator('[data-testid="compare-chart-eval_coverage"]');
+    assert.equal(await chart.getAttribute("data-bands"), "1");
+    assert.equal(await chart.locator("[data-band]").getAttribute("data-band"), 'g:"qa2"');
+    assert.deepEqual(await chart.locator("path[data-line]").evaluateAll((els) => els.map((e) => `${e.getAttribute("data-line")}:${e.getAttribute("data-faint")}`).sort()), ['g:"qa1":0', 'g:"qa3":1']);
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    // the page down to the parallel coordinates (the README's picture: no config diff)
+    const pc = (await page.locator('[data-testid="pcoord-panel"]').boundingBox())!;
+    const scrollY = await page.evaluate(() => window.scrollY);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "compare-brushed-bands.png"), fullPage: true, clip: { x: 0, y: 0, width: 1400, height: pc.y + scrollY + pc.height + 16 } });
+    // clearing the brush: every run back in, no caption
+    await page.locator('[data-testid="pcoord-clear"]').click();
+    await until("no caption", async () => (await caption.count()) === 0);
+    await until("qa1 over both runs", async () => (await rows()).find((r) => r.group === 'g:"qa1"')?.cells[1] === "2");
+  });
+
+  test("a filtered comparison reads 'loading runs…' until its list answers, never '0 runs'; 0 only for an empty answer", async () => {
+    // hold the comparison's list request until the loading state has been read
+    let release!: () => void;
+    let held = new Promise<void>((r) => (release = r));
+    let seen = false;
+    // the comparison's list (200 newest) and the runs page's (a page of 50)
+    const isList = (u: URL) => u.pathname === "/api/runs" && ["200", "50"].includes(u.searchParams.get("limit") ?? "") && !u.searchParams.has("ids");
+    await page.route(isList, async (route) => {
+      seen = true;
+      await held;
+      // a request still held when the test ends is answered by nothing: ignore its late continue
+      await route.continue().catch(() => {});
+    });
+    try {
+      await page.goto(`${server.url}/compare?filter=1&where=${encodeURIComponent("best.eval_coverage >= 0.75")}`);
+      await until("the list request held", async () => seen);
+      const count = page.locator('[data-testid="compare-count"]');
+      await until("the count drawn", async () => (await count.count()) === 1);
+      assert.equal(await count.textContent(), "loading runs…");
+      assert.equal(await page.locator('[data-testid="compare-loading"]').textContent(), "Loading runs…");
+      assert.ok(!/\b0 runs\b/.test((await page.locator("main").textContent()) ?? ""), "no '0 runs' while loading");
+      release();
+      await until("3 runs", async () => (await count.textContent()) === "3 runs matching the filter");
+      // the runs page: "Loading runs…" until its page answers, never the empty table's "No runs match"
+      let releasePage!: () => void;
+      const pageHeld = new Promise<void>((r) => (releasePage = r));
+      release = releasePage;
+      held = pageHeld;
+      seen = false;
+      await page.goto(`${server.url}/?where=${encodeURIComponent("best.eval_coverage >= 0.75")}`);
+      await until("the runs page's request held", async () => seen);
+      await until("the loading text", async () => ((await page.locator("main").textContent()) ?? "").includes("Loading runs…"));
+      assert.ok(!((await page.locator("main").textContent()) ?? "").includes("No runs match"), "no empty table while loading");
+      releasePage();
+      await until("three rows", async () => (await page.locator('[data-testid="runs-table"] tbody tr[data-run-id]').count()) === 3);
+    } finally {
+      release();
+      await page.unroute(isList);
+    }
+    await page.goto(`${server.url}/compare?filter=1&where=${encodeURIComponent("best.eval_coverage >= 2")}`);
+    await until("0 runs after the answer", async () => (await page.locator('[data-testid="compare-count"]').textContent()) === "0 runs matching the filter");
+    assert.match((await page.locator('[data-testid="compare-empty"]').textContent()) ?? "", /^No runs match the filter\./);
   });
 
   test("a runs view saved as a dashboard reopens with the same columns, filter, sort and values; saving into it changes its columns", async () => {

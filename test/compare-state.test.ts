@@ -10,6 +10,7 @@ import { DEFAULT_PANELS, searchFromState, specFromState, stateFromSearch, withDe
 import { dashboardSpec } from "../lib/contracts/index.ts";
 import { axisOf, brushKeeps, brushOf, columnValue, fractionOn, keptRuns } from "../lib/analysis/summary-axes.ts";
 import { bucketSeries } from "../lib/contracts/index.ts";
+import { moveAxisTo, slotAt } from "../lib/analysis/axis-order.ts";
 
 const series = (steps: number[], f: (s: number) => number) => steps.map((step) => ({ step, value: f(step) }));
 const range = (from: number, to: number, by: number) => Array.from({ length: Math.floor((to - from) / by) + 1 }, (_, i) => from + i * by);
@@ -139,4 +140,17 @@ test("the runs-table panel, axis order, hand-set scales and a filter expression 
   assert.ok(log.kind === "num" && log.log);
   const zero = axisOf("lr", [0, 4], "log");
   assert.ok(zero.kind === "num" && !zero.log);
+});
+
+test("a dragged parallel-coordinates axis lands in the nearest slot; the others keep their order", () => {
+  // three movable axes at x = 70, 270, 470 (the metric at 670 is not a slot)
+  assert.equal(slotAt(70 + 110, 70, 200, 3), 1, "dropped past the half-way point: the next slot");
+  assert.equal(slotAt(70 + 90, 70, 200, 3), 0, "short of it: its own");
+  assert.equal(slotAt(900, 70, 200, 3), 2, "past the last movable axis: the last slot, never the metric's");
+  assert.equal(slotAt(-500, 70, 200, 3), 0);
+  assert.equal(slotAt(400, 70, 0, 1), 0, "a lone axis stays");
+  assert.deepEqual(moveAxisTo(["a", "b", "c"], "a", 2), ["b", "c", "a"]);
+  assert.deepEqual(moveAxisTo(["a", "b", "c"], "c", 0), ["c", "a", "b"]);
+  assert.deepEqual(moveAxisTo(["a", "b", "c"], "b", 1), ["a", "b", "c"]);
+  assert.deepEqual(moveAxisTo(["a", "b"], "x", 0), ["a", "b"], "an unknown axis changes nothing");
 });

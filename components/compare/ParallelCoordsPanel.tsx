@@ -4,16 +4,18 @@
  * or summaries, lib/analysis/summary-axes.ts) and the summary metric last; one polyline per run,
  * coloured by that metric. Dragging along an axis brushes it (a click clears it); runs outside any
  * brush are dimmed here and in the scatter. Brushes live in the view's state (URL, dashboard).
- * Hovering a line reads out its run and values. Axes move left / right with their arrow buttons
- * (the metric stays last) and each numeric axis switches between linear and log by hand; both are
+ * Hovering a line reads out its run and values. An axis is moved by dragging its title sideways,
+ * or with its ← / → buttons from the keyboard (the metric stays last) and each numeric axis switches between linear and log by hand; both are
  * kept in the spec (URL, dashboard). Hand-drawn SVG: Recharts has no parallel coordinates. Lines expose data-run / data-kept and
  * axes data-top / data-bottom / data-min / data-max / data-cats for the browser tests.
  */
 import { useState, type PointerEvent } from "react";
-import { MAX_PCOORD_AXES, type AxisBrush, type CellValue, type PcoordSpec } from "../../lib/contracts/index.ts";
+import { MAX_PCOORD_AXES, type AxisBrush, type PcoordSpec } from "../../lib/contracts/index.ts";
 import { SUMMARY_KEYS_OFFERED, brushFractions, brushOf, fractionOn, metricColor, type SummaryAxis, type SummaryRun } from "../../lib/analysis/summary-axes.ts";
 import { useElementWidth } from "../../lib/hooks/useElementWidth.ts";
 import { fmtNum } from "../../lib/format.ts";
+import { moveAxisTo, slotAt } from "../../lib/analysis/axis-order.ts";
+import { RunReadOut, useHoverRun } from "./RunReadOut.tsx";
 
 
 const H = 320;
@@ -22,24 +24,7 @@ const M = { l: 70, r: 70, t: 34, b: 40 };
 const MISSING_DY = 18;
 
 const tickText = (v: number) => (Math.abs(v) !== 0 && (Math.abs(v) < 1e-3 || Math.abs(v) >= 1e6) ? v.toExponential(1) : String(Number(v.toPrecision(4))));
-const cellText = (v: CellValue | undefined) => (v === undefined || v === null ? "none" : typeof v === "number" ? fmtNum(v) : typeof v === "string" ? v : JSON.stringify(v));
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
-
-/** The hovered run's name and its value on every axis (raw, as text). */
-function ReadOut({ run, axes }: { run: SummaryRun | undefined; axes: readonly SummaryAxis[] }) {
-  if (!run) return <div className="small muted">hover a line to read its run</div>;
-  return (
-    <div className="small" data-testid="pcoord-readout" data-run={run.id} style={{ overflowWrap: "anywhere" }}>
-      <strong>{run.name}</strong>
-      {axes.map((a) => (
-        <span key={a.key}>
-          {" · "}
-          {a.key} = {cellText(run.values[a.key])}
-        </span>
-      ))}
-    </div>
-  );
-}
 
 interface Props {
   spec: PcoordSpec;
@@ -54,7 +39,9 @@ interface Props {
 export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChange }: Props) {
   const [box, W] = useElementWidth(900, 320);
   const [drag, setDrag] = useState<{ key: string; a: number; b: number } | null>(null);
-  const [hover, setHover] = useState<string | null>(null);
+  // an axis being dragged by its title: the pointer's x where it started and now (client px)
+  const [moving, setMoving] = useState<{ key: string; from: number; to: number } | null>(null);
+  const { hover, handlers } = useHoverRun();
   const top = M.t;
   const bottom = H - M.b;
   const span = bottom - top;
@@ -103,6 +90,22 @@ export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChan
     const next = [...spec.axes];
     [next[i], next[j]] = [next[j], next[i]];
     onChange({ ...spec, axes: next });
+  };
+  const gap = axes.length <= 1 ? 0 : (W - M.l - M.r) / (axes.length - 1);
+  const onTitleDown = (key: string) => (e: PointerEvent<SVGRectElement>) => {
+    e.currentTarget.setPointerCapture(e.pointerId);
+    setMoving({ key, from: e.clientX, to: e.clientX });
+  };
+  const onTitleMove = (e: PointerEvent<SVGRectElement>) => {
+    if (moving) setMoving({ ...moving, to: e.clientX });
+  };
+  /** Dropped: the axis takes the slot nearest to where it was let go (the metric stays last). */
+  const onTitleUp = (e: PointerEvent<SVGRectElement>) => {
+    if (!moving) return;
+    const i = spec.axes.indexOf(moving.key);
+    setMoving(null);
+    const to = slotAt(xOf(i) + e.clientX - moving.from, M.l, gap, spec.axes.length);
+    if (i >= 0 && to !== i) onChange({ ...spec, axes: moveAxisTo(spec.axes, moving.key, to) });
   };
   const axisOfKey = new Map(axes.map((a) => [a.key, a]));
   /** The lin/log switch of a numeric axis (categorical ones have none). */
@@ -186,15 +189,19 @@ export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChan
           ))}
           {/* wide invisible twins take the hover: a 2 px line is hard to hit */}
           {lines.map(({ r, pts }) => (
-            <polyline key={r.id} points={pts} fill="none" stroke="transparent" strokeWidth={9} onMouseEnter={() => setHover(r.id)} onMouseLeave={() => setHover((h) => (h === r.id ? null : h))} data-testid="pcoord-hit" data-run={r.id} />
+            <polyline key={r.id} points={pts} fill="none" stroke="transparent" strokeWidth={9} {...handlers(r.id)} data-testid="pcoord-hit" data-run={r.id} />
           ))}
           {axes.map((a, i) => {
             const x = xOf(i);
             const brush = brushes.find((b) => b.key === a.key);
             const live = drag?.key === a.key ? ([Math.min(drag.a, drag.b), Math.max(drag.a, drag.b)] as [number, number]) : null;
-            const fr = live ?? (brush ? brushFractions(a, brush) : null);
+            // a brush reaching past the axis's ends (a URL's, or the values moved) is drawn to them
+            const raw = live ?? (brush ? brushFractions(a, brush) : null);
+            const fr = raw && ([Math.max(0, raw[0]), Math.min(1, raw[1])] as [number, number]);
+            const dx = moving?.key === a.key ? moving.to - moving.from : 0;
+            const movable = i < spec.axes.length && spec.axes[i] === a.key;
             return (
-              <g key={a.key} data-testid="pcoord-axis" data-axis={a.key} data-kind={a.kind} data-scale={a.kind === "num" && a.log ? "log" : "linear"} data-x={x.toFixed(2)} data-top={top} data-bottom={bottom} data-min={a.kind === "num" ? a.domain[0] : ""} data-max={a.kind === "num" ? a.domain[1] : ""} data-cats={a.kind === "cat" ? JSON.stringify(a.cats) : ""}>
+              <g key={a.key} transform={dx ? `translate(${dx} 0)` : undefined} opacity={dx ? 0.7 : undefined} data-testid="pcoord-axis" data-axis={a.key} data-kind={a.kind} data-scale={a.kind === "num" && a.log ? "log" : "linear"} data-x={x.toFixed(2)} data-top={top} data-bottom={bottom} data-min={a.kind === "num" ? a.domain[0] : ""} data-max={a.kind === "num" ? a.domain[1] : ""} data-cats={a.kind === "cat" ? JSON.stringify(a.cats) : ""}>
                 <line x1={x} x2={x} y1={top} y2={bottom} stroke="#555" />
                 <text x={x} y={top - 14} textAnchor="middle" fontSize={12} fontWeight={i === axes.length - 1 ? 600 : 400}>
                   {clip(a.key, 28)}
@@ -218,12 +225,18 @@ export function ParallelCoordsPanel({ spec, runs, axes, kept, configKeys, onChan
                 )}
                 {fr && <rect x={x - 7} width={14} y={yOf(fr[1])} height={Math.max(1, (fr[1] - fr[0]) * span)} fill="#1f6feb" fillOpacity={0.25} stroke="#1f6feb" data-testid="pcoord-brush" data-axis={a.key} />}
                 <rect x={x - 12} width={24} y={top} height={span} fill="transparent" style={{ cursor: "ns-resize" }} onPointerDown={onDown(a.key)} onPointerMove={onMove} onPointerUp={onUp(a)} data-testid="pcoord-brush-area" data-axis={a.key} />
+                {/* the title is the handle that drags the axis sideways (the ← / → buttons do the same from the keyboard) */}
+                {movable && (
+                  <rect x={x - Math.min(gap / 2 || 60, 90)} width={Math.min(gap || 120, 180)} y={0} height={top - 2} fill="transparent" style={{ cursor: moving ? "grabbing" : "grab" }} onPointerDown={onTitleDown(a.key)} onPointerMove={onTitleMove} onPointerUp={onTitleUp} onPointerCancel={() => setMoving(null)} data-testid="pcoord-axis-handle" data-axis={a.key}>
+                    <title>drag to move {a.key}</title>
+                  </rect>
+                )}
               </g>
             );
           })}
         </svg>
       </div>
-      <ReadOut run={runs.find((r) => r.id === hover)} axes={axes} />
+      <RunReadOut run={runs.find((r) => r.id === hover)} keys={axes.map((a) => a.key)} testId="pcoord-readout" hint="hover a line to read its run" />
       {metricAxis?.kind === "num" && (
         <div className="small muted">
           colour: {spec.metric} from {fmtNum(metricAxis.domain[0])} (blue) to {fmtNum(metricAxis.domain[1])} (orange)

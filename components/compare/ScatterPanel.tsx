@@ -5,18 +5,16 @@
  * the parallel-coordinates brushes are dimmed here too. Points expose data-run / data-kept and the
  * plot its pixel box and domains (data-x0 … data-ymax) for the browser tests.
  */
-import { useState } from "react";
-import type { CellValue, ScatterSpec } from "../../lib/contracts/index.ts";
+import type { ScatterSpec } from "../../lib/contracts/index.ts";
 import { SUMMARY_KEYS_OFFERED, fractionOn, type SummaryAxis, type SummaryRun } from "../../lib/analysis/summary-axes.ts";
 import { useElementWidth } from "../../lib/hooks/useElementWidth.ts";
-import { fmtNum } from "../../lib/format.ts";
+import { RunReadOut, useHoverRun } from "./RunReadOut.tsx";
 
 const H = 300;
 const M = { l: 64, r: 16, t: 12, b: 40 };
 /** Points keep this far from the axes, so a run at a domain's end is not drawn on the axis line. */
 const INSET = 12;
 
-const shown = (v: CellValue | undefined) => (v === undefined || v === null ? "—" : typeof v === "number" ? fmtNum(v) : typeof v === "string" ? v : JSON.stringify(v));
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 interface Props {
@@ -38,7 +36,7 @@ function ticksOf(a: SummaryAxis): { f: number; label: string }[] {
 
 export function ScatterPanel({ spec, runs, colors, x, y, kept, configKeys, onChange }: Props) {
   const [box, W] = useElementWidth(560, 280);
-  const [hover, setHover] = useState<string | null>(null);
+  const { hover, handlers } = useHoverRun();
   const x0 = M.l + INSET;
   const x1 = W - M.r - INSET;
   const y0 = H - M.b - INSET;
@@ -134,8 +132,7 @@ export function ScatterPanel({ spec, runs, colors, x, y, kept, configKeys, onCha
                 fill={on ? (colors.get(r.id) ?? "#333") : "#ccc"}
                 fillOpacity={on ? 0.9 : 0.5}
                 stroke="#fff"
-                onMouseEnter={() => setHover(r.id)}
-                onMouseLeave={() => setHover((h) => (h === r.id ? null : h))}
+                {...handlers(r.id)}
                 data-testid="scatter-point"
                 data-run={r.id}
                 data-kept={on ? "1" : "0"}
@@ -144,15 +141,7 @@ export function ScatterPanel({ spec, runs, colors, x, y, kept, configKeys, onCha
           })}
         </svg>
         {h && (
-          <div className="chart-readout small" style={{ position: "absolute", left: Math.min(h.cx + 10, W - 240), top: Math.max(0, h.cy - 48), background: "var(--panel, #fff)", border: "1px solid #ccc", padding: "4px 8px", pointerEvents: "none", maxWidth: 260 }} data-testid="scatter-readout" data-run={h.r.id}>
-            <div style={{ fontWeight: 600, overflowWrap: "anywhere" }}>{h.r.name}</div>
-            <div>
-              {spec.x} = {shown(h.r.values[x.key])}
-            </div>
-            <div>
-              {spec.y} = {shown(h.r.values[y.key])}
-            </div>
-          </div>
+          <RunReadOut run={h.r} keys={[...new Set([spec.x, spec.y])]} testId="scatter-readout" className="chart-readout" style={{ position: "absolute", left: Math.min(h.cx + 10, W - 240), top: Math.max(0, h.cy - 48), background: "var(--panel, #fff)", border: "1px solid #ccc", padding: "4px 8px", pointerEvents: "none", maxWidth: 260 }} />
         )}
       </div>
     </section>

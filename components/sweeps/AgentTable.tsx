@@ -2,6 +2,7 @@
 /** An agent evaluation's figures per length: accuracy with its interval, coverage, steps, model calls, tokens and time per sample. */
 import type { AgentSummary } from "../../lib/contracts/index.ts";
 import { fmtNum } from "../../lib/format.ts";
+import { ValueWithInterval } from "../ValueWithInterval.tsx";
 
 const counts = (r: Partial<Record<string, number>>) =>
   Object.entries(r)
@@ -34,8 +35,7 @@ export function AgentTable({ summaries }: { summaries: readonly AgentSummary[] }
               <td className="num">{s.numChunks.toLocaleString()}</td>
               <td className="num">{s.n}</td>
               <td className="num" data-testid="agent-accuracy">
-                {fmtNum(s.accuracy, 3)}
-                {s.ci && <span className="muted small"> [{fmtNum(s.ci.low, 2)}, {fmtNum(s.ci.high, 2)}]</span>}
+                <ValueWithInterval value={s.accuracy} ci={s.ci} />
               </td>
               <td className="num">{fmtNum(s.coverage, 3)}</td>
               <td className="num" data-testid="agent-steps">{fmtNum(s.meanSteps, 2)}</td>

@@ -3,15 +3,15 @@
 import type { SweepDto } from "../../lib/contracts/index.ts";
 import { fmtTokens, readerModels, sweepInterval, type SweepMethod, type SweepMetric } from "../../lib/analysis/sweep-series.ts";
 import { fmtNum } from "../../lib/format.ts";
+import { ValueWithInterval, intervalTitle } from "../ValueWithInterval.tsx";
 
 function Cell({ p, method, metric }: { p: SweepDto["points"][number]; method: SweepMethod; metric: SweepMetric }) {
   const s = p[method];
   if (!s) return <td className="num muted">–</td>;
   const ci = sweepInterval(p, method, metric);
   return (
-    <td className="num" title={ci ? `95 % interval ${fmtNum(ci.low, 3)} – ${fmtNum(ci.high, 3)}` : undefined}>
-      {fmtNum(s[metric], 3)}
-      {ci && <span className="muted small"> [{fmtNum(ci.low, 2)}, {fmtNum(ci.high, 2)}]</span>}
+    <td className="num" title={intervalTitle(ci)}>
+      <ValueWithInterval value={s[metric]} ci={ci} />
     </td>
   );
 }
@@ -60,8 +60,7 @@ export function SweepTable({ sweep }: { sweep: SweepDto }) {
               <Cell p={p} method="dense" metric="coverage" />
               {models.length > 0 && (
                 <td className="num" data-testid="sweep-accuracy" title={p.reader ? `${p.reader.n} answers, ${p.reader.failures} failed calls` : undefined}>
-                  {p.reader ? fmtNum(p.reader.accuracy, 3) : "–"}
-                  {p.reader?.ci && <span className="muted small"> [{fmtNum(p.reader.ci.low, 2)}, {fmtNum(p.reader.ci.high, 2)}]</span>}
+                  {p.reader ? <ValueWithInterval value={p.reader.accuracy} ci={p.reader.ci} /> : "–"}
                 </td>
               )}
               <td className="num">{fmtNum(p.episodeSeconds, 3)}</td>

@@ -19,6 +19,8 @@ export interface CompareRuns {
   runs: (RunDetailDto | undefined)[];
   metrics: (MetricsDto | undefined)[];
   loading: boolean;
+  /** Whether the runs compared are known: a filter's list has answered (an explicit list always is). */
+  listed: boolean;
   error: Error | null;
 }
 
@@ -41,6 +43,8 @@ export function useCompareRuns(state: CompareState, x: XAxis): CompareRuns {
     runs: details.data,
     metrics: metrics.data,
     loading: (state.filter ? list.isLoading : false) || details.loading || metrics.loading,
+    // until the first answer "0 runs" would be a guess (and read as "nothing matches")
+    listed: state.filter ? list.data !== undefined : true,
     error: (list.error as Error | null) ?? details.error ?? metrics.error,
   };
 }

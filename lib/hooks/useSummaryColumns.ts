@@ -10,7 +10,7 @@ import { apiGet, qs } from "../api.ts";
 import { parseColumn, type CellValue, type RunListDto } from "../contracts/index.ts";
 import { qk } from "./keys.ts";
 
-export function useSummaryColumns(ids: readonly string[], keys: readonly string[]): { byRun: Map<string, Record<string, CellValue>>; error: Error | null } {
+export function useSummaryColumns(ids: readonly string[], keys: readonly string[]): { byRun: Map<string, Record<string, CellValue>>; ready: boolean; error: Error | null } {
   const metricKeys = [...new Set(keys)].filter((k) => {
     const c = parseColumn(k);
     return !("error" in c) && c.kind === "metric";
@@ -23,5 +23,7 @@ export function useSummaryColumns(ids: readonly string[], keys: readonly string[
     placeholderData: keepPreviousData,
   });
   const byRun = useMemo(() => new Map((q.data?.runs ?? []).map((r) => [r.id, r.columns ?? {}])), [q.data]);
-  return { byRun, error: (q.error as Error | null) ?? null };
+  // ready: these runs' summaries are in (a previous answer kept as placeholder is not theirs)
+  const ready = ids.length === 0 || metricKeys.length === 0 || (q.data !== undefined && !q.isPlaceholderData);
+  return { byRun, ready, error: (q.error as Error | null) ?? null };
 }

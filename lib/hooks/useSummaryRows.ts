@@ -17,6 +17,8 @@ export interface SummaryRows {
   kept: Set<string>;
   /** Whether any brush is set on a shown axis (else every run is kept). */
   brushed: boolean;
+  /** Whether the runs' summaries are in (before, a brush on a summary would keep no run). */
+  ready: boolean;
   error: Error | null;
 }
 
@@ -24,8 +26,8 @@ export function useSummaryRows(state: CompareState, runs: readonly { id: string;
   const { pcoord, scatter } = state;
   const pcKeys = pcoord ? [...pcoord.axes, pcoord.metric] : [];
   const keys = [...new Set([...pcKeys, ...(scatter ? [scatter.x, scatter.y] : [])])];
-  const { byRun, error } = useSummaryColumns(runs.map((r) => r.id), keys);
+  const { byRun, ready, error } = useSummaryColumns(runs.map((r) => r.id), keys);
   const rows: SummaryRun[] = runs.map((r) => ({ id: r.id, name: r.name, values: Object.fromEntries(keys.map((k) => [k, columnValue(k, r.config, byRun.get(r.id))])) }));
   const brushes = pcoord?.brushes ?? [];
-  return { rows, pcKeys, kept: keptRuns(rows, brushes, pcKeys), brushed: brushes.some((b) => pcKeys.includes(b.key)), error };
+  return { rows, pcKeys, kept: keptRuns(rows, brushes, pcKeys), brushed: brushes.some((b) => pcKeys.includes(b.key)), ready, error };
 }
