@@ -281,7 +281,8 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
       }
       const orphan = named.filter((id) => !known.has(id)).at(-1);
       if (orphan) {
-        log(`run ${r.id}: job ${orphan} was submitted by a dashboard that died before sbatch answered; adopting it`);
+        // a dashboard that died inside sbatch, or an sbatch that timed out after slurmctld took the job
+        log(`run ${r.id}: job ${orphan} was made by an sbatch whose answer was lost; adopting it`);
         await h.write(async (db) => {
           const n = await db.run.updateMany({ where: { id: r.id, jobState: "SUBMITTING", jobTokenId: r.jobTokenId }, data: { jobId: orphan, jobState: "PENDING", jobReason: null, sbatchFails: 0 } });
           if (n.count === 1) await db.runJob.updateMany({ where: { runId: r.id, number: r.jobCount }, data: { jobId: orphan, state: "PENDING" } });
