@@ -3,8 +3,8 @@
  * The run page's "where it runs" panel: its queue and resource request and, on a Slurm queue, the
  * current job (id, state in Slurm's words, node, elapsed time) and the run's earlier jobs. The
  * current job's state arrives live with the run's row ("runs:state"); its times and the earlier
- * jobs come with the run's detail, fetched again (with the log, where an ended job's output goes)
- * when the job or its state changes.
+ * jobs come with the run's detail, fetched again (with the log, where the job's output goes) when
+ * the job, its state or its output changes.
  */
 import { useEffect, useRef } from "react";
 import { useQueryClient } from "@tanstack/react-query";
@@ -27,16 +27,17 @@ export function ExecutorPanel({ run }: { run: RunDetailDto }) {
   const qc = useQueryClient();
   const now = useNow(1_000);
   const ex = run.executor;
-  // the job's times and the earlier jobs are the detail's: read it again when the job moves
-  const version = ex ? `${ex.jobId}|${ex.state}|${ex.jobs}` : "";
-  const seen = useRef(version);
+  // the job's times and the earlier jobs are the detail's: read it again when the job moves; the
+  // log (where the job's output and how it ended go) when it moves or wrote more
+  const job = ex ? `${ex.jobId}|${ex.state}|${ex.jobs}` : "";
+  const version = ex ? `${job}|${ex.output}` : "";
+  const seen = useRef({ job, version });
   useEffect(() => {
-    if (seen.current === version) return;
-    seen.current = version;
-    void qc.invalidateQueries({ queryKey: qk.run(run.id), exact: true });
-    // an ended job's state and output lines go to the run's log (server/executors/slurm/executor.ts)
+    if (seen.current.version === version) return;
+    if (seen.current.job !== job) void qc.invalidateQueries({ queryKey: qk.run(run.id), exact: true });
+    seen.current = { job, version };
     void qc.invalidateQueries({ queryKey: qk.logsAll(run.id) });
-  }, [qc, run.id, version]);
+  }, [qc, run.id, job, version]);
 
   const asked = RESOURCE_FIELDS.filter((f) => run.resources[f.key] !== undefined);
   const current = ex && run.jobs[0]?.jobId === ex.jobId ? run.jobs[0] : null;

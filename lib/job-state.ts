@@ -9,7 +9,7 @@ const WAITING = ["SUBMITTING", "PENDING"];
 
 export function jobStateText(j: { state: string | null; node: string | null; reason: string | null }): string {
   if (!j.state) return "not submitted yet";
-  if (j.state === "SUBMITTING") return "SUBMITTING (sbatch)";
+  if (j.state === "SUBMITTING") return `SUBMITTING (${j.reason ?? "sbatch"})`;
   if (j.state === "PENDING") return `PENDING${j.reason ? ` (${j.reason})` : ""}`;
   const on = j.node ? ` on ${j.node}` : "";
   if (HOLDS_NODE.includes(j.state)) return `${j.state}${on}`;

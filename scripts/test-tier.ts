@@ -68,6 +68,7 @@ export const TIERS = {
     "rotary",
     "stop-rules",
     "slurm-parse",
+    "slurm-job-output",
     "sweep-series",
     "test-tiers",
     "tfevents-read",

@@ -37,6 +37,9 @@
  *   QRAG_SLURM_MAX_JOBS          jobs per run before it fails (a job that keeps dying; 10)
  *   QRAG_SLURM_STALE_SUBMIT_MS   a submission left unanswered this long (the dashboard died inside
  *                                sbatch) is looked for by name and adopted, or made again (60 s)
+ *   QRAG_SLURM_COMMAND_TIMEOUT_MS  how long sbatch/squeue/sacct/scancel may take (20 s)
+ *   QRAG_SLURM_SUBMIT_TRIES      sbatch calls in a row without an answer (timed out, controller
+ *                                unreachable) before the run fails; each is retried later (5)
  *   QRAG_SLURM_JOBS_DIR          job scripts and output, on a file system the nodes share (<data>/slurm-jobs)
  *   QRAG_SLURM_DASHBOARD_URL     the URL jobs' workers connect back to (the dashboard's own)
  *   QRAG_SLURM_BIN               folder of sbatch/squeue/sacct/scancel (PATH)
@@ -107,6 +110,8 @@ const schema = z
     QRAG_SLURM_POLL_MS: ms(5_000),
     QRAG_SLURM_MAX_JOBS: z.coerce.number().int().min(1).max(1000).default(10),
     QRAG_SLURM_STALE_SUBMIT_MS: ms(60_000),
+    QRAG_SLURM_COMMAND_TIMEOUT_MS: ms(20_000),
+    QRAG_SLURM_SUBMIT_TRIES: z.coerce.number().int().min(1).max(100).default(5),
     QRAG_SLURM_JOBS_DIR: optionalText,
     QRAG_SLURM_DASHBOARD_URL: optionalText.refine((s) => s === undefined || URL.canParse(s), "expected a URL"),
     QRAG_SLURM_BIN: optionalText,
@@ -161,6 +166,8 @@ const schema = z
               pollMs: e.QRAG_SLURM_POLL_MS,
               maxJobs: e.QRAG_SLURM_MAX_JOBS,
               staleSubmitMs: e.QRAG_SLURM_STALE_SUBMIT_MS,
+              commandTimeoutMs: e.QRAG_SLURM_COMMAND_TIMEOUT_MS,
+              submitTries: e.QRAG_SLURM_SUBMIT_TRIES,
               jobsDir: path.resolve(e.QRAG_SLURM_JOBS_DIR ?? path.join(dataDir, "slurm-jobs")),
               dashboardUrl: e.QRAG_SLURM_DASHBOARD_URL,
               binDir: e.QRAG_SLURM_BIN,

@@ -7,14 +7,17 @@
  *   - the runs list filtered and sorted by queue, a bad queue name → 400 naming it;
  *   - a clone keeps its source's queue and request unless told otherwise; a request sbatch never
  *     took leaves no job among the run's jobs;
- *   - a sweep runs on the queue of the run it evaluates, asking for the same resources.
+ *   - a sweep, and an agent job (issue 30), run on the queue of the run they evaluate, asking for
+ *     the same resources.
  */
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import path from "node:path";
 import type { FieldErrorsDto, QueueDto, RunDetailDto, RunListDto, SweepDto } from "../lib/contracts/index.ts";
 import { getDb } from "../server/db/client.ts";
 import { resolveConfig } from "../server/qrag/index.ts";
+import { writeTinyGguf } from "../server/qrag/reader/tiny-gguf.ts";
 import { RESOURCE_LIMITS } from "../lib/contracts/index.ts";
 import { freePort, tmpDir, waitFor } from "./platform-helpers.ts";
 import { api, getRun, startServer, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
@@ -97,7 +100,7 @@ describe("queues over the API", { timeout: 120_000 }, () => {
     assert.deepEqual(Object.keys(tooMany.body.fieldErrors), ["resources.gpus"]);
   });
 
-  test("a sweep runs on the queue of the run it evaluates, with its request", async () => {
+  test("a sweep and an agent job run on the queue of the run they evaluate, with its request", async () => {
     // a finished Slurm run with a checkpoint, stored as the executor would have left it
     const h = await getDb(env.dbUrl);
     const resources = { cpus: 2, mem_mb: 8000, time_limit_min: 30, gpus: 1, account: "lab" };
@@ -119,5 +122,17 @@ describe("queues over the API", { timeout: 120_000 }, () => {
     const onWorkers = await api<SweepDto>(env, "POST", "/api/runs/sweptonworkers/sweeps", { lengths: [20], samples: 2 });
     assert.equal(onWorkers.body.run.queue, "workers");
     assert.equal(onWorkers.body.run.executor, null);
+    // an agent job ("Run agent…") the same way
+    fs.mkdirSync(path.join(env.dataDir, "models"), { recursive: true });
+    writeTinyGguf(path.join(env.dataDir, "models", "tiny.gguf"));
+    const agent = { model: { provider: "gguf", file: "models/tiny.gguf" }, retriever: "bm25", lengths: [20], samples: 2 };
+    const agentOnSlurm = await api<SweepDto>(env, "POST", "/api/runs/sweptonslurm/agent", agent);
+    assert.equal(agentOnSlurm.status, 201, JSON.stringify(agentOnSlurm.body));
+    assert.equal(agentOnSlurm.body.spec.source, "agent");
+    assert.equal(agentOnSlurm.body.run.queue, "slurm");
+    assert.equal(agentOnSlurm.body.run.executor?.kind, "slurm");
+    assert.deepEqual((await getRun(env, agentOnSlurm.body.run.id)).resources, resources);
+    const agentOnWorkers = await api<SweepDto>(env, "POST", "/api/runs/sweptonworkers/agent", agent);
+    assert.equal(agentOnWorkers.body.run.queue, "workers");
   });
 });

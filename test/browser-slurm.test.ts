@@ -6,7 +6,7 @@
  *     are named at their field and nothing is launched;
  *   - the launched run's page shows its queue, request and Slurm job live: PENDING with Slurm's
  *     reason while another job holds the node, RUNNING on the node (elapsed time ticking) once it
- *     is free, a new job after `scancel` from a shell with the first among the earlier jobs (and its
+ *     is free, its output in the page's log while it runs (once, also after it ended), a new job after `scancel` from a shell with the first among the earlier jobs (and its
  *     ending in the log), and
  *     CANCELLED after Cancel in the page; the top bar counts the waiting run;
  *   - Clone opens the form on the same queue and request; the runs table shows each run's queue,
@@ -130,6 +130,20 @@ describe("queues and Slurm jobs in a real browser", { skip: skip || false, timeo
     const e1 = await textUntil("an elapsed time", '[data-testid="job-elapsed"]', (t) => /^\d+s$/.test(t), 10_000);
     await textUntil("the elapsed time to tick", '[data-testid="job-elapsed"]', (t) => /^\d+s$/.test(t) && Number.parseInt(t) > Number.parseInt(e1), 5_000);
 
+    // the running job's output reaches the page's log while it runs (no reload): its worker's line on
+    // stderr saying which run it took, drawn once, as the API has it
+    const ownLine = `[job ${job1} stderr] `;
+    const shownLines = () => page.$$eval('[data-testid="log-tail"] .line', (ls) => ls.map((l) => l.textContent ?? ""));
+    const assigned = await waitFor("the running job's output in the page's log", async () => {
+      const lines = (await shownLines()).filter((l) => l.includes(ownLine) && l.includes(`assigned run ${id}`));
+      return lines.length ? lines : null;
+    }, 15_000, 100, () => server.tail(20));
+    assert.equal(assigned.length, 1, JSON.stringify(assigned));
+    assert.equal((await getRun(env, id)).executor?.state, "RUNNING", "while the job runs");
+    const apiLines = (await api<{ message: string }[]>(env, "GET", `/api/runs/${id}/logs?limit=300`)).body.filter((l) => l.message.startsWith(ownLine) && l.message.includes("assigned run"));
+    assert.deepEqual(apiLines.map((l) => l.message), [assigned[0].slice(assigned[0].indexOf(ownLine))]);
+    await shot("running-output");
+
     // scancel from a shell: the run gets a new job, the first is listed as an earlier one
     slurm("scancel", [job1]);
     const job2 = await textUntil("a second job", '[data-testid="job-id"]', (t) => /^\d+$/.test(t) && t !== job1, 60_000);
@@ -138,6 +152,7 @@ describe("queues and Slurm jobs in a real browser", { skip: skip || false, timeo
     assert.match(await text('[data-testid="current-job"]'), /job 2 of this run/);
     // the ended job's line reaches the page's log without a reload
     await textUntil("the ended job in the log", '[data-testid="log-tail"]', (t) => t.includes(`Slurm job ${job1} ended CANCELLED`), 10_000);
+    assert.equal((await shownLines()).filter((l) => l.includes(ownLine) && l.includes(`assigned run ${id}`)).length, 1, "its output line once after it ended");
     await shot("second-job");
 
     // Cancel in the page: the run cancelled, its job CANCELLED

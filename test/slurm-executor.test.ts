@@ -8,9 +8,13 @@
  *   - `scancel` from a shell mid-run → the run queued again and resumed by a second job from its last
  *     checkpoint: every logged update's point stored exactly once;
  *   - the dashboard killed and restarted while a job runs → its worker reconnects, the run
- *     completes in that one job, each point once;
+ *     completes in that one job, each point once; the job's output reached the run's log while it
+ *     ran, and every line of its stderr file is in the log exactly once after the restart and its end;
  *   - the dashboard killed inside sbatch (a slow sbatch wrapper) → restarted, it adopts the job
  *     that sbatch made (one job for the run), or, when sbatch made none, submits again;
+ *   - sbatch timing out (its job made all the same) → the job adopted, sbatch called once; sbatch
+ *     answering "Socket timed out" once → retried, one job; "Unable to contact slurm controller"
+ *     every time → the run waits SUBMITTING with the reason, then fails after the tries allowed;
  *   - a 1-minute time limit on a longer run → TIMEOUT, requeued, resumed by new jobs until it
  *     completes, each point once (QRAG_SLURM_QUICK=1 skips it: it takes a few minutes);
  *   - bad requests → 400 naming the field; more than the partition allows → the run failed with
@@ -23,6 +27,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { metricKeysEmitted, type RunDetailDto, type SweepDto } from "../lib/contracts/index.ts";
+import { shortText } from "../lib/contracts/short-text.ts";
 import { freePort, tmpDir, waitFor } from "./platform-helpers.ts";
 import { api, getRun, startServer, storedPoints, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
 import { slurmDashboardEnv, slurmSkip, startSlurmCluster, type SlurmCluster } from "./slurm-cluster.ts";
@@ -191,19 +196,39 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     console.log(`scancel ${firstJob} → resumed as job ${jobOf(done).jobId}; ${points.length} points, each once`);
   });
 
-  test("the dashboard killed (-9) and restarted while a job runs: the job's worker reconnects, the run completes in that one job, each point once", async () => {
+  test("the dashboard killed (-9) and restarted while a job runs: the job's worker reconnects, the run completes in that one job, each point once; its output in the log live, each line once", async () => {
     const STEPS = 200;
     const created = await create("slurm-restart", STEPS);
     const before = await until("the run training (a metric point stored)", async () => {
       const r = await getRun(env, created.id);
       return r.status === "running" && (r.summary.update ?? 0) > 0 ? r : null;
     });
+    const jobId = jobOf(before).jobId!;
+    const stderrLines = async () =>
+      (await api<{ message: string }[]>(env, "GET", `/api/runs/${created.id}/logs?limit=5000`)).body.filter((l) => l.message.startsWith(`[job ${jobId} stderr] `)).map((l) => l.message);
+    // the job's worker said which run it took on its stderr: that line is in the run's log while the job still runs
+    const live = await until("the running job's output in the run's log", async () => {
+      const lines = await stderrLines();
+      return lines.some((l) => l.includes(`assigned run ${created.id}`)) ? lines : null;
+    }, 15_000);
+    const still = await getRun(env, created.id);
+    assert.ok(still.status === "running" && jobOf(still).state === "RUNNING", `the job still runs: ${still.status} ${jobOf(still).state}`);
     await server.kill9();
     await startDashboard();
     const ended = await completedWithJob(created.id);
     assert.equal(jobOf(ended).jobs, 1, "the same job throughout");
-    assert.equal(jobOf(ended).jobId, jobOf(before).jobId);
+    assert.equal(jobOf(ended).jobId, jobId);
     await eachPointOnce(created.id, STEPS);
+    // every line of the job's stderr file in the log, in order, once: none doubled by the restart or the final read
+    const logged = await until("the job's end in the log", async () => {
+      const text = JSON.stringify((await api<unknown>(env, "GET", `/api/runs/${created.id}/logs?limit=5000`)).body);
+      return text.includes(`Slurm job ${jobId} ended COMPLETED`) ? stderrLines() : null;
+    }, 10_000);
+    const file = fs.readFileSync(path.join(cluster.jobsDir, "runs", `${created.id}-1.err`), "utf8").split("\n").filter((l) => l.trim() !== "");
+    assert.ok(file.length >= 2 && live.length <= file.length, `lines seen live ${live.length}, in the file ${file.length}`);
+    const asLogged = (l: string) => shortText(l.replace(/\r$/, "").replace(/\t/g, "  "), 500);
+    assert.deepEqual(logged.map((l) => l.slice(`[job ${jobId} stderr] `.length)), file.map(asLogged));
+    console.log(`job ${jobId}: ${live.length} stderr lines in the log while it ran, ${file.length} after it ended, each once across a restart`);
   });
 
   test("the dashboard killed inside sbatch: after a restart the job it made is adopted (never a second one), and a submission that made none is made again", async () => {
@@ -232,7 +257,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     assert.deepEqual(named(adopted), [jobOf(done).jobId], "one job for the run: the one the dead dashboard's sbatch made");
     assert.equal(jobOf(done).jobs, 1);
     assert.deepEqual(done.jobs.map((j) => j.jobId), [jobOf(done).jobId]);
-    assert.ok(server.lines.some((l) => l.includes(`run ${adopted}: job ${jobOf(done).jobId} was submitted by a dashboard that died`)), tails());
+    assert.ok(server.lines.some((l) => l.includes(`run ${adopted}: job ${jobOf(done).jobId} was made by an sbatch whose answer was lost`)), tails());
 
     // 2. sbatch made no job: the reservation is undone and the run gets one job
     fs.writeFileSync(path.join(bin, "fail"), "");
@@ -244,6 +269,90 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     assert.equal(jobOf(again).jobs, 1, "the attempt that made no job is not counted");
     assert.deepEqual(named(remade), [jobOf(again).jobId]);
     assert.equal((await api(env, "POST", `/api/runs/${remade}/cancel`)).status, 200);
+  });
+
+  test("sbatch without an answer: timed out (its job made) → adopted, called once; 'Socket timed out' once → retried, one job; controller unreachable → SUBMITTING with the reason, then failed", async () => {
+    // an sbatch that, by the mode file: times out while the real one makes the job behind its back,
+    // fails once as if the controller did not answer, or cannot reach the controller at all
+    const bin = tmpDir("qrag-slurm-bin-");
+    for (const c of ["squeue", "sacct", "scancel"]) fs.symlinkSync(execFileSync("sh", ["-c", `command -v ${c}`], { encoding: "utf8" }).trim(), path.join(bin, c));
+    const real = execFileSync("sh", ["-c", "command -v sbatch"], { encoding: "utf8" }).trim();
+    const calls = path.join(bin, "calls");
+    const mode = path.join(bin, "mode");
+    fs.writeFileSync(
+      path.join(bin, "sbatch"),
+      [
+        "#!/bin/sh",
+        `n=$(($(cat "${calls}" 2>/dev/null || echo 0) + 1)); echo $n > "${calls}"`,
+        `case "$(cat "${mode}")" in`,
+        `  timeout) if [ $n -eq 1 ]; then "${real}" "$@" </dev/null >/dev/null 2>&1 & sleep 10 </dev/null >/dev/null 2>&1; fi ;;`,
+        `  flaky) if [ $n -eq 1 ]; then echo "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation" >&2; exit 1; fi ;;`,
+        `  down) echo "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)" >&2; exit 1 ;;`,
+        "esac",
+        `exec "${real}" "$@"`,
+        "",
+      ].join("\n"),
+      { mode: 0o755 },
+    );
+    const named = (id: string) => execFileSync("squeue", ["--noheader", "--states=all", `--name=qrag-${id}`, "--format=%i"], { env: cluster.env, encoding: "utf8" }).trim().split(/\s+/).filter(Boolean);
+    const callsMade = () => Number(fs.readFileSync(calls, "utf8").trim());
+    const withMode = async (m: string, name: string) => {
+      fs.writeFileSync(mode, m);
+      fs.rmSync(calls, { force: true });
+      return (await create(name, 5000)).id;
+    };
+    const cancelled = async (id: string) => {
+      assert.equal((await api(env, "POST", `/api/runs/${id}/cancel`)).status, 200);
+      await until("the run cancelled", async () => (await getRun(env, id)).status === "cancelled", 30_000);
+    };
+    await server.stop();
+    await startDashboard({ QRAG_SLURM_BIN: bin, QRAG_SLURM_COMMAND_TIMEOUT_MS: "1500", QRAG_SLURM_SUBMIT_TRIES: "2" });
+    try {
+      // 1. sbatch timed out, but slurmctld made the job: it is found by name and adopted, never submitted again
+      const slow = await withMode("timeout", "slurm-sbatch-timeout");
+      const adopted = await until("the timed-out sbatch's job adopted", async () => {
+        const r = await getRun(env, slow);
+        return jobOf(r).jobId ? r : null;
+      }, 30_000);
+      assert.equal(adopted.status === "failed" ? adopted.error : null, null);
+      assert.deepEqual(named(slow), [jobOf(adopted).jobId], "one job for the run");
+      assert.equal(callsMade(), 1, "sbatch called once");
+      assert.equal(jobOf(adopted).jobs, 1);
+      assert.ok(server.lines.some((l) => l.includes(`run ${slow}: sbatch got no answer (no answer within 1500 ms)`)), tails());
+      await cancelled(slow);
+
+      // 2. "Socket timed out" once: no job made, so after the wait the run is submitted again, once
+      const flaky = await withMode("flaky", "slurm-sbatch-flaky");
+      const retried = await until("the retried submission's job", async () => {
+        const r = await getRun(env, flaky);
+        return jobOf(r).jobId ? r : null;
+      }, 30_000);
+      assert.equal(retried.status === "failed" ? retried.error : null, null);
+      assert.equal(callsMade(), 2, "sbatch called twice");
+      assert.deepEqual(named(flaky), [jobOf(retried).jobId], "one job for the run");
+      assert.equal(jobOf(retried).jobs, 1, "the attempt that made no job is not counted");
+      await cancelled(flaky);
+
+      // 3. the controller out of reach every time: the run waits, saying why, then fails after the tries allowed
+      const down = await withMode("down", "slurm-sbatch-down");
+      const waiting = await until("the run waiting with sbatch's reason", async () => {
+        const r = await getRun(env, down);
+        return jobOf(r).state === "SUBMITTING" && jobOf(r).reason ? r : null;
+      }, 30_000);
+      assert.equal(waiting.status, "queued");
+      assert.match(jobOf(waiting).reason!, /^sbatch got no answer 1× \(.*Unable to contact slurm controller/);
+      const failed = await until("the run failed", async () => {
+        const r = await getRun(env, down);
+        return r.status === "failed" ? r : null;
+      }, 60_000);
+      assert.match(failed.error ?? "", /sbatch got no answer 2× \(.*Unable to contact slurm controller.*\); gave up after 2 tries/);
+      assert.equal(callsMade(), 2);
+      assert.deepEqual(named(down), []);
+      assert.equal(jobOf(failed).jobs, 0);
+    } finally {
+      await server.stop();
+      await startDashboard();
+    }
   });
 
   test("a 1-minute time limit hit mid-run → TIMEOUT, a new job resumes it until it completes: no point lost, none doubled", { skip: process.env.QRAG_SLURM_QUICK ? "QRAG_SLURM_QUICK" : false }, async () => {

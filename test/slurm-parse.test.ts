@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { oneLineReason } from "../server/executors/slurm/command.ts";
+import { isTransientReason, oneLineReason } from "../server/executors/slurm/command.ts";
 import { parseElapsed, parseSacct, parseSbatchId, parseSqueue } from "../server/executors/slurm/parse.ts";
 import { checkJobRequest, JobRequestError, sbatchArgs, type JobRequest } from "../server/executors/slurm/request.ts";
 import { isEnded, jobStateFrom } from "../server/executors/slurm/states.ts";
@@ -74,6 +74,17 @@ test("sbatch's refusals (captured) → one printable line naming what is wrong",
   // control characters escaped, long text clipped
   const r = oneLineReason(`sbatch: error: bad \u001b[31m${"x".repeat(1000)}`);
   assert.ok(!r.includes("\u001b") && r.length <= 300 && r.endsWith("…"), r);
+});
+
+test("sbatch's refusals are final; a controller out of reach or too busy to answer is worth asking again", () => {
+  const errors = JSON.parse(fs.readFileSync(path.join(FIXTURES, "sbatch-errors.json"), "utf8")) as Record<string, string>;
+  for (const [what, text] of Object.entries(errors)) assert.equal(isTransientReason(text), false, what);
+  for (const text of [
+    "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation",
+    "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)",
+    "sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying",
+    "sbatch: error: slurm_persist_conn_open_without_init: failed to open persistent connection to host:ctl:6819: Connection refused",
+  ]) assert.equal(isTransientReason(text), true, text);
 });
 
 const ok: JobRequest = {

@@ -40,6 +40,7 @@ test("Slurm's states in words: why a job waits, where it runs, how it ended", ()
   assert.equal(jobStateText({ state: "CANCELLED", node: null, reason: "Priority" }), "CANCELLED (Priority)");
   assert.equal(jobStateText({ state: "COMPLETED", node: "gpu07", reason: "None" }), "COMPLETED on gpu07");
   assert.equal(jobStateText({ state: "SUBMITTING", node: null, reason: null }), "SUBMITTING (sbatch)");
+  assert.equal(jobStateText({ state: "SUBMITTING", node: null, reason: "sbatch got no answer 1× (no answer within 20000 ms)" }), "SUBMITTING (sbatch got no answer 1× (no answer within 20000 ms))");
   assert.equal(jobStateText({ state: null, node: null, reason: null }), "not submitted yet");
   assert.deepEqual(["PENDING", "RUNNING", "COMPLETED", "PREEMPTED", "NODE_FAIL", "TIMEOUT"].map(jobStateTone), ["queued", "running", "completed", "cancelled", "failed", "failed"]);
 });

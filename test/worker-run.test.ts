@@ -350,6 +350,27 @@ test("worker: kill -9 mid-run takes its engine child with it, and no checkpoint 
   }
 });
 
+test("worker: SIGTERM to the worker and its engine at once while the engine still loads (scancel, pre-emption) → an interrupted run_end, queued again, not failed", { skip: process.platform !== "linux" ? "reads /proc" : false }, async () => {
+  const dash = new Dashboard();
+  await dash.start();
+  const w = spawnWorker(dash.url, newDataDir());
+  try {
+    await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    assert.deepEqual(await dash.assign(assignment("run-t", ["steps_count=2000", "eval_interval=1000", "eval_episodes=8"])), { ok: true });
+    // as Slurm ends a job: every process of it signalled together, the engine before it installed its handler
+    const child = await waitFor("the engine child", () => engineChildren(w.proc.pid!)[0] || null, 10_000, 10);
+    process.kill(child, "SIGTERM");
+    w.proc.kill("SIGTERM");
+    assert.equal(await exitCode(w, 30_000), 0, w.stderr());
+    const end = dash.end("run-t");
+    assert.ok(end, "run_end delivered before exit");
+    assert.equal(end.status, "interrupted", end.error ?? "");
+  } finally {
+    w.proc.kill("SIGKILL");
+    await dash.stop();
+  }
+});
+
 test("worker: a newer attempt of a run it still holds replaces it: the old attempt is stopped and its undelivered events dropped", async () => {
   const dash = new Dashboard();
   await dash.start();

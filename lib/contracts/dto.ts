@@ -28,7 +28,7 @@ export const runListSelect = {
   error: true, kind: true, sweepOf: true, parentId: true, attempt: true, lastSeq: true, progressDone: true, progressTotal: true,
   summary: true, createdBy: true,
   // where it executes, and its executor's current job (the table's queue column, the run page's panel, live)
-  queue: true, jobId: true, jobState: true, jobNode: true, jobReason: true, jobCount: true,
+  queue: true, jobId: true, jobState: true, jobNode: true, jobReason: true, jobCount: true, jobOutBytes: true, jobErrBytes: true,
 } as const satisfies Prisma.RunSelect;
 export type RunListRow = Prisma.RunGetPayload<{ select: typeof runListSelect }>;
 
@@ -52,7 +52,7 @@ export const checkpointSelect = { step: true, update: true, path: true, best: tr
 export type CheckpointDto = Wire<Prisma.CheckpointGetPayload<{ select: typeof checkpointSelect }>>;
 
 /** The Run columns ExecutorDto is made of. */
-type JobColumn = "jobId" | "jobState" | "jobNode" | "jobReason" | "jobCount";
+type JobColumn = "jobId" | "jobState" | "jobNode" | "jobReason" | "jobCount" | "jobOutBytes" | "jobErrBytes";
 
 /** Where a run's current job is (a run of an executor's queue), as last polled. */
 export interface ExecutorDto {
@@ -66,6 +66,8 @@ export interface ExecutorDto {
   reason: string | null;
   /** Jobs submitted for this run so far (a requeued run gets a new one). */
   jobs: number;
+  /** Bytes of the current job's stdout and stderr copied into the run's log so far (it grows while the job writes). */
+  output: number;
 }
 
 export const runJobSelect = { number: true, jobId: true, state: true, node: true, reason: true, submittedAt: true, startedAt: true, endedAt: true } as const satisfies Prisma.RunJobSelect;

@@ -18,7 +18,7 @@ export function startExecutors(
 ): SlurmExecutor | null {
   const s = o.settings.slurm;
   if (!s) return null;
-  const client = new SlurmClient({ jobsDir: s.jobsDir, ...(s.binDir ? { binDir: s.binDir } : {}) });
+  const client = new SlurmClient({ jobsDir: s.jobsDir, timeoutMs: s.commandTimeoutMs, ...(s.binDir ? { binDir: s.binDir } : {}) });
   o.log(`[slurm] queue "${SLURM_QUEUE}" → partition ${s.partition}; jobs' files in ${s.jobsDir}; polling every ${s.pollMs} ms`);
   return createSlurmExecutor(h, {
     client,
@@ -27,6 +27,7 @@ export function startExecutors(
     pollMs: s.pollMs,
     maxJobs: s.maxJobs,
     staleSubmitMs: s.staleSubmitMs,
+    submitTries: s.submitTries,
     plan: { dashboardUrl: s.dashboardUrl ?? o.url, jobsDir: s.jobsDir, root: ROOT, node: process.execPath, dataRoot: o.settings.dataRoot },
     notifier: o.notifier,
     createToken: async (name) => {

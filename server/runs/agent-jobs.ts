@@ -3,6 +3,7 @@
  * source "agent") whose spec carries `agentRun`; the worker runs runAgent in its engine process
  * and the engine's agent_sample / agent_summary events are stored as an uploaded file's rows are
  * (server/runs/agent-upload.ts, ingest.ts), so the chart, table and replay player show it as it fills.
+ * Like a sweep, it runs on the queue of the run it evaluates (a Slurm queue: its own sbatch job).
  */
 import type { AgentRequest, SweepDto, SweepSpec } from "../../lib/contracts/index.ts";
 import { sweepReaderLabel } from "../../lib/contracts/index.ts";
@@ -11,10 +12,11 @@ import { badRequest, conflict, notFound } from "./errors.ts";
 import { newRunId, type RunsDeps } from "./service.ts";
 import { checkedReader, sweepDtos } from "./sweeps.ts";
 import { agentLabel } from "./agent-upload.ts";
+import { queueNames } from "./queues.ts";
 import { settings } from "../settings.ts";
 
 export async function createAgentRun(h: DbHandle, runId: string, body: AgentRequest, deps: RunsDeps): Promise<SweepDto> {
-  const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { name: true, kind: true, envName: true, task: true } });
+  const run = await h.prisma.run.findUnique({ where: { id: runId }, select: { name: true, kind: true, envName: true, task: true, queue: true, resources: true } });
   if (!run) throw notFound(`run ${runId}`);
   if (run.kind === "sweep") throw conflict(`run ${runId} is a sweep job; evaluate the run it evaluates`);
   if (run.envName !== "babilong") throw conflict(`the agent runs on BabiLong (this run is ${run.envName})`);
@@ -40,6 +42,8 @@ export async function createAgentRun(h: DbHandle, runId: string, body: AgentRequ
       data: {
         id, kind: "sweep", sweepOf: runId, status: "queued", name: `${run.name} · ${spec.checkpointLabel}`.slice(0, 200),
         config: JSON.stringify(spec), envName: run.envName, task: run.task, progressTotal: spec.lengths.length * spec.samples, createdBy: deps.actor ?? null,
+        // where the run it evaluates ran, with its request (as a sweep: sweeps.ts)
+        ...(queueNames().includes(run.queue) ? { queue: run.queue, resources: run.resources } : {}),
       },
     }),
   );

@@ -20,10 +20,10 @@ export function durationSeconds(startedAt: Date | null, finishedAt: Date | null,
 }
 
 export function toRunDto(row: RunListRow, workerNames: ReadonlyMap<string, string>, now = Date.now()): RunDto {
-  const { jobId, jobState, jobNode, jobReason, jobCount, ...r } = row;
+  const { jobId, jobState, jobNode, jobReason, jobCount, jobOutBytes, jobErrBytes, ...r } = row;
   return {
     ...r,
-    executor: r.queue === WORKERS_QUEUE ? null : { kind: "slurm", jobId, state: jobState, node: jobNode, reason: jobReason, jobs: jobCount },
+    executor: r.queue === WORKERS_QUEUE ? null : { kind: "slurm", jobId, state: jobState, node: jobNode, reason: jobReason, jobs: jobCount, output: jobOutBytes + jobErrBytes },
     status: r.status as RunStatus,
     tags: parseJson<string[]>(r.tags, []),
     workerName: r.workerId ? (workerNames.get(r.workerId) ?? null) : null,

@@ -381,6 +381,14 @@ export class RunExecution {
       const note = this.endNote ?? `cancelled; the engine was busy and was stopped without a new checkpoint (resume starts from the previous one)`;
       return this.emit({ type: "run_end", status: "cancelled", step: this.step, update: this.update, error: note });
     }
+    if (this.interrupted && signal && !error) {
+      // the worker shuts down and its engine died of a signal before it could save: a batch
+      // scheduler's scancel, pre-emption or time limit signals every process of the job, and an
+      // engine still loading has no handler yet. The run goes back to the queue (its previous
+      // checkpoint), as an interrupted run does, rather than failing.
+      const note = this.endNote ?? `interrupted; the engine was stopped by ${signal} before it saved a checkpoint`;
+      return this.emit({ type: "run_end", status: "cancelled", step: this.step, update: this.update, error: note });
+    }
     const last = engine.tail().at(-1);
     this.fail(error ?? `the engine process exited with ${signal ? `signal ${signal}` : `code ${code}`}${last ? ` (${last})` : ""}`);
   }

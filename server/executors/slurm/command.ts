@@ -27,11 +27,22 @@ export class SlurmCommandError extends Error {
     /** Printable, at most one line: what the command said on stderr (or why it did not finish). */
     readonly reason: string,
     readonly exitCode: number | null,
+    /**
+     * It may work if asked again: no answer in time, or Slurm said its controller is unreachable.
+     * Such a call may still have done its work (an sbatch whose answer was lost made its job).
+     */
+    readonly transient = false,
   ) {
     super(`${command} failed: ${reason}`);
     this.name = "SlurmCommandError";
   }
 }
+
+/** What Slurm's commands say when the controller is busy, restarting or out of reach (not about the request). */
+const TRANSIENT =
+  /socket timed out|unable to contact slurm controller|slurm temporarily unable|temporarily unavailable|connection refused|connection timed out|zero bytes were transmitted|communication connection failure|slurmctld.*not responding|try again later/i;
+
+export const isTransientReason = (reason: string) => TRANSIENT.test(reason);
 
 const REASON_MAX = 300;
 
@@ -60,11 +71,15 @@ export function runSlurm(command: string, args: readonly string[], o: CommandOpt
         if (!err) return resolve({ stdout, stderr });
         const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: unknown };
         let reason: string;
+        let transient = false;
         if (e.code === "ENOENT") reason = `${command} not found (are Slurm's client commands installed and on PATH?)`;
         else if (e.code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER") reason = `output over ${o.maxBytes ?? 4 << 20} bytes`;
-        else if (e.killed) reason = `no answer within ${timeoutMs} ms`;
-        else reason = oneLineReason(stderr) || `exit status ${String(e.code)}`;
-        reject(new SlurmCommandError(command, reason, typeof e.code === "number" ? e.code : null));
+        else if (e.killed) [reason, transient] = [`no answer within ${timeoutMs} ms`, true];
+        else {
+          reason = oneLineReason(stderr) || `exit status ${String(e.code)}`;
+          transient = isTransientReason(stderr);
+        }
+        reject(new SlurmCommandError(command, reason, typeof e.code === "number" ? e.code : null, transient));
       },
     );
   });

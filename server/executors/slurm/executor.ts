@@ -13,15 +13,22 @@
  * - submit: a queued run with no live job gets one. A conditional update reserves it first
  *   (SUBMITTING, jobCount + 1, the new token's id), so no other tick or node submits it too; the
  *   job id is written with the state PENDING in the one update after sbatch answered. sbatch's
- *   refusal fails the run with its one-line reason. After `maxJobs` jobs the run fails.
+ *   refusal fails the run with its one-line reason; an sbatch that got no answer (timed out, the
+ *   controller unreachable) may still have made the job, so its reservation is kept and the
+ *   recovery below looks for the job by name after a wait that doubles with each such failure
+ *   (adopted, or the run is due again), until `submitTries` in a row fail the run. After `maxJobs`
+ *   jobs the run fails.
+ * - output: the running jobs' new stdout/stderr lines go into their runs' logs (job-output.ts),
+ *   with the bytes read kept on the run in the same write; the rest when the job ends.
  * A run whose worker shut down on SIGTERM (scancel from a shell, pre-emption) was already queued
  * again by ingestion; it gets its next job once its old one is seen ended.
  */
 import type { Db, DbHandle } from "../../db/client.ts";
 import type { RunNotifier } from "../../runs/notifier.ts";
+import { shortText } from "../../../lib/contracts/short-text.ts";
 import { SlurmCommandError } from "./command.ts";
 import type { SlurmClient } from "./client.ts";
-import { jobOutputLines } from "./job-output.ts";
+import { jobOutput } from "./job-output.ts";
 import { jobName, jobOutputPaths, jobRequestFor, type JobPlan } from "./job-script.ts";
 import { JobRequestError } from "./request.ts";
 import { ENDED_STATES, isEnded, type SlurmJob } from "./states.ts";
@@ -34,6 +41,8 @@ export interface SlurmExecutorOptions {
    * run is made due again (default 60 s: well past sbatch's command timeout).
    */
   staleSubmitMs?: number;
+  /** sbatch calls in a row that got no answer before the run fails (default 5). */
+  submitTries?: number;
   queue: string;
   partition: string;
   pollMs: number;
@@ -62,6 +71,10 @@ export interface SlurmExecutor {
 const GONE: readonly string[] = [...ENDED_STATES, "UNKNOWN"];
 const gone = (j: SlurmJob) => isEnded(j) || j.state === "UNKNOWN";
 const SUBMIT_BATCH = 50;
+/** Job states in which its output files may grow. */
+const WRITING: readonly string[] = ["RUNNING", "COMPLETING", "SUSPENDED"];
+/** Offsets are INTEGER columns: a final read of a file past 2 GiB stores the most they hold. */
+const MAX_OFFSET = 2 ** 31 - 1;
 
 /**
  * A job's start and end for its RunJob row, each set once: the start when it is first seen
@@ -87,6 +100,9 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
   /** Runs whose sbatch this process is waiting on: their SUBMITTING is not stale. */
   const inSbatch = new Set<string>();
   const staleSubmitMs = o.staleSubmitMs ?? 60_000;
+  const submitTries = o.submitTries ?? 5;
+  /** Runs whose sbatch got no answer: not looked for by name before this time (ms). */
+  const lookAfter = new Map<string, number>();
   let busy = false;
   let again = false;
   let closed = false;
@@ -103,31 +119,56 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
   const reconcile = async () => {
     const live = await h.prisma.run.findMany({
       where: { queue: o.queue, jobId: { not: null }, OR: [{ jobState: null }, { jobState: { notIn: [...GONE] } }] },
-      select: { id: true, status: true, jobId: true, jobState: true, jobNode: true, jobReason: true, jobTokenId: true, jobCount: true, cancelRequested: true, lastSeq: true },
+      select: {
+        id: true, status: true, jobId: true, jobState: true, jobNode: true, jobReason: true, jobTokenId: true, jobCount: true, cancelRequested: true, lastSeq: true,
+        jobOutBytes: true, jobErrBytes: true,
+      },
     });
     if (!live.length) return;
     const states = await o.client.jobStates(live.map((r) => r.jobId!));
     const changed: string[] = [];
+    const wrote: string[] = [];
     let reap = false;
     for (const [i, r] of live.entries()) {
       const j = states[i];
       const node = "node" in j ? j.node || null : null;
       const reason = j.state === "PENDING" ? j.reason : "reason" in j ? j.reason : null;
-      if (j.state !== r.jobState || node !== r.jobNode || reason !== r.jobReason) {
-        await h.write(async (db) => {
-          await db.run.updateMany({ where: { id: r.id, jobId: r.jobId }, data: { jobState: j.state, jobNode: node, jobReason: reason } });
-          await db.runJob.updateMany({ where: { runId: r.id, jobId: r.jobId }, data: { state: j.state, node, reason, ...(await jobTimes(db, r.id, r.jobId!, j)) } });
-        });
-        changed.push(r.id);
-      }
-      if (gone(j)) {
+      const moved = j.state !== r.jobState || node !== r.jobNode || reason !== r.jobReason;
+      const ended = gone(j);
+      // what the job wrote since the last pass (all that is left once it ended), with its new offsets
+      const out =
+        ended || WRITING.includes(j.state)
+          ? jobOutput(o.plan.jobsDir, r.jobId!, jobOutputPaths(o.plan.jobsDir, r.id, r.jobCount), { stdout: r.jobOutBytes, stderr: r.jobErrBytes }, ended)
+          : null;
+      const lines = out?.lines ?? [];
+      if (ended) {
         log(`run ${r.id}: job ${r.jobId} ended ${j.state} (run ${r.status})`);
-        if (r.jobTokenId !== null) await o.revokeToken(r.jobTokenId);
-        const lines = jobOutputLines(r.jobId!, jobOutputPaths(o.plan.jobsDir, r.id, r.jobCount));
+        lines.unshift(`Slurm job ${r.jobId} ended ${j.state}${node ? ` on ${node}` : ""}${lines.length ? "; its last output follows" : ""}`);
+      }
+      const offsets = out ? { jobOutBytes: Math.min(out.stdout, MAX_OFFSET), jobErrBytes: Math.min(out.stderr, MAX_OFFSET) } : {};
+      const read = out !== null && (out.stdout !== r.jobOutBytes || out.stderr !== r.jobErrBytes);
+      if (moved || read || lines.length) {
+        // the state, the lines and the offsets they were read up to in one transaction, guarded by
+        // the offsets read from: a restart or another node never writes the same lines twice
+        const level = !ended ? "info" : j.state === "COMPLETED" ? "info" : "warn";
         const at = new Date();
-        const level = j.state === "COMPLETED" ? "info" : "warn";
-        lines.unshift(`Slurm job ${r.jobId} ended ${j.state}${node ? ` on ${node}` : ""}${lines.length ? "; its output's last lines follow" : ""}`);
-        await h.write((db) => db.logLine.createMany({ data: lines.map((message) => ({ runId: r.id, seq: r.lastSeq, level, message, at })) }));
+        const stored = await h.write((db) =>
+          db.$transaction(async (tx) => {
+            const n = await tx.run.updateMany({
+              where: { id: r.id, jobId: r.jobId, jobOutBytes: r.jobOutBytes, jobErrBytes: r.jobErrBytes },
+              data: { jobState: j.state, jobNode: node, jobReason: reason, ...offsets },
+            });
+            if (n.count !== 1) return false;
+            if (moved) await tx.runJob.updateMany({ where: { runId: r.id, jobId: r.jobId }, data: { state: j.state, node, reason, ...(await jobTimes(tx as unknown as Db, r.id, r.jobId!, j)) } });
+            if (lines.length) await tx.logLine.createMany({ data: lines.map((message) => ({ runId: r.id, seq: r.lastSeq, level, message, at })) });
+            return true;
+          }),
+        );
+        if (stored && moved) changed.push(r.id);
+        else if (stored) wrote.push(r.id);
+      }
+      if (ended) {
+        if (r.jobTokenId !== null) await o.revokeToken(r.jobTokenId);
         if (r.status === "running") {
           // its worker died with the job: end the lease now, the reaper requeues (or cancels) it
           const n = await h.write((db) => db.run.updateMany({ where: { id: r.id, status: "running", jobTokenId: r.jobTokenId }, data: { leaseUntil: new Date(0) } }));
@@ -140,10 +181,12 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
       }
     }
     if (changed.length) o.notifier.changed(changed, "status");
+    // new output only: the run's row (its executor's output count) tells the run page to read its log again
+    if (wrote.length) o.notifier.changed(wrote, "progress");
     if (reap) await o.reapLeases();
   };
 
-  const submitOne = async (r: { id: string; resources: string; jobCount: number }) => {
+  const submitOne = async (r: { id: string; resources: string; jobCount: number; sbatchFails: number }) => {
     if (r.jobCount >= o.maxJobs) return failRun(r.id, `gave up after ${r.jobCount} Slurm jobs (QRAG_SLURM_MAX_JOBS) ended without finishing the run`);
     const token = await o.createToken(o.tokenName(r.id));
     // the reservation: only the tick whose update matched submits (jobCount is the guard)
@@ -154,7 +197,7 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
       db.$transaction(async (tx) => {
         const n = await tx.run.updateMany({
           where: { id: r.id, status: "queued", queue: o.queue, jobCount: r.jobCount, OR: [{ jobId: null }, { jobState: { in: [...GONE] } }] },
-          data: { jobId: null, jobState: "SUBMITTING", jobNode: null, jobReason: null, jobCount: number, jobTokenId: token.id },
+          data: { jobId: null, jobState: "SUBMITTING", jobNode: null, jobReason: null, jobCount: number, jobTokenId: token.id, jobOutBytes: 0, jobErrBytes: 0 },
         });
         if (n.count !== 1) return false;
         await tx.runJob.upsert({ where: { runId_number: { runId: r.id, number } }, create: { runId: r.id, number, state: "SUBMITTING" }, update: { state: "SUBMITTING", submittedAt: new Date() } });
@@ -170,6 +213,7 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
       jobId = await o.client.submit(jobRequestFor({ ...o.plan, runId: r.id, jobNumber: r.jobCount + 1, partition: o.partition, resources, token: token.secret }));
     } catch (e) {
       inSbatch.delete(r.id);
+      if (e instanceof SlurmCommandError && e.transient) return sbatchUnanswered(r.id, token.id, r.sbatchFails + 1, e.reason);
       await o.revokeToken(token.id);
       const why =
         e instanceof JobRequestError
@@ -184,12 +228,28 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
     }
     // the job id and "submitted" (PENDING) in one update: the run never loses its job
     await h.write(async (db) => {
-      await db.run.updateMany({ where: { id: r.id, jobTokenId: token.id }, data: { jobId, jobState: "PENDING" } });
+      await db.run.updateMany({ where: { id: r.id, jobTokenId: token.id }, data: { jobId, jobState: "PENDING", jobReason: null, sbatchFails: 0 } });
       await db.runJob.updateMany({ where: { runId: r.id, number }, data: { jobId, state: "PENDING" } });
     });
     inSbatch.delete(r.id);
     log(`run ${r.id}: job ${jobId} submitted (job ${r.jobCount + 1} of at most ${o.maxJobs})`);
     o.notifier.changed([r.id], "status");
+  };
+
+  /**
+   * sbatch got no answer (timed out, "Unable to contact slurm controller"): it may still have made
+   * the job, whose script holds the reservation's token, so the reservation stays and the recovery
+   * below looks for the job by name once slurmctld has had time to settle (staleSubmitMs, doubled
+   * for each failure in a row, at most 16 times): adopted, or the run is due again. Never a second
+   * job for one attempt; after `submitTries` failures in a row the run fails.
+   */
+  const sbatchUnanswered = async (id: string, tokenId: number, fails: number, reason: string) => {
+    lookAfter.set(id, Date.now() + staleSubmitMs * 2 ** Math.min(fails - 1, 4));
+    log(`run ${id}: sbatch got no answer (${reason}); failure ${fails} of ${submitTries}, looking for its job later`);
+    await h.write((db) =>
+      db.run.updateMany({ where: { id, jobState: "SUBMITTING", jobTokenId: tokenId }, data: { sbatchFails: fails, jobReason: shortText(`sbatch got no answer ${fails}× (${reason})`, 200) } }),
+    );
+    o.notifier.changed([id], "status");
   };
 
   /**
@@ -199,14 +259,17 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
    * job, so the reservation is undone and the run is due again. Never a second job for one attempt.
    */
   const recoverSubmitting = async () => {
-    // only queued runs hold a reservation (a refused sbatch fails its run and deletes its job row)
+    // any status: a run cancelled while its sbatch got no answer, or taken by the worker of the job
+    // that sbatch made after all, still needs that job found (and scancelled, or watched)
     const stale = await h.prisma.run.findMany({
-      where: { queue: o.queue, status: "queued", jobState: "SUBMITTING", jobId: null },
-      select: { id: true, jobCount: true, jobTokenId: true, jobs: { select: { number: true, jobId: true, submittedAt: true } } },
+      where: { queue: o.queue, jobState: "SUBMITTING", jobId: null },
+      select: { id: true, status: true, jobCount: true, jobTokenId: true, sbatchFails: true, jobReason: true, jobs: { select: { number: true, jobId: true, submittedAt: true } } },
     });
     for (const r of stale) {
       const reservation = r.jobs.find((j) => j.number === r.jobCount);
       if (!reservation || inSbatch.has(r.id) || Date.now() - reservation.submittedAt.getTime() < staleSubmitMs) continue;
+      if ((lookAfter.get(r.id) ?? 0) > Date.now()) continue;
+      lookAfter.delete(r.id);
       const known = new Set(r.jobs.flatMap((j) => (j.jobId ? [j.jobId] : [])));
       let named: string[];
       try {
@@ -218,18 +281,21 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
       }
       const orphan = named.filter((id) => !known.has(id)).at(-1);
       if (orphan) {
-        log(`run ${r.id}: job ${orphan} was submitted by a dashboard that died before sbatch answered; adopting it`);
+        // a dashboard that died inside sbatch, or an sbatch that timed out after slurmctld took the job
+        log(`run ${r.id}: job ${orphan} was made by an sbatch whose answer was lost; adopting it`);
         await h.write(async (db) => {
-          const n = await db.run.updateMany({ where: { id: r.id, jobState: "SUBMITTING", jobTokenId: r.jobTokenId }, data: { jobId: orphan, jobState: "PENDING" } });
+          const n = await db.run.updateMany({ where: { id: r.id, jobState: "SUBMITTING", jobTokenId: r.jobTokenId }, data: { jobId: orphan, jobState: "PENDING", jobReason: null, sbatchFails: 0 } });
           if (n.count === 1) await db.runJob.updateMany({ where: { runId: r.id, number: r.jobCount }, data: { jobId: orphan, state: "PENDING" } });
         });
       } else {
-        log(`run ${r.id}: a submission left unanswered made no job; submitting again`);
+        const giveUp = r.status === "queued" && r.sbatchFails >= submitTries;
+        log(`run ${r.id}: a submission left unanswered made no job; ${giveUp ? "giving up" : "submitting again"}`);
         if (r.jobTokenId !== null) await o.revokeToken(r.jobTokenId);
         await h.write(async (db) => {
           const n = await db.run.updateMany({ where: { id: r.id, jobState: "SUBMITTING", jobTokenId: r.jobTokenId }, data: { jobState: null, jobTokenId: null, jobCount: Math.max(0, r.jobCount - 1) } });
           if (n.count === 1) await db.runJob.deleteMany({ where: { runId: r.id, number: r.jobCount } });
         });
+        if (giveUp) await failRun(r.id, `${r.jobReason ?? "sbatch got no answer"}; gave up after ${r.sbatchFails} tries (QRAG_SLURM_SUBMIT_TRIES)`);
       }
       o.notifier.changed([r.id], "status");
     }
@@ -239,7 +305,7 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
     const due = await h.prisma.run.findMany({
       where: { status: "queued", queue: o.queue, OR: [{ jobId: null, jobState: null }, { jobState: { in: [...GONE] } }] },
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-      select: { id: true, resources: true, jobCount: true },
+      select: { id: true, resources: true, jobCount: true, sbatchFails: true },
       take: SUBMIT_BATCH,
     });
     for (const r of due) {
