@@ -41,7 +41,7 @@ function suite(label: string, makeUrl: () => Promise<string>, opts: { skip?: str
     before(async () => {
       url = await makeUrl();
       const first = await migrate(url);
-      assert.deepEqual(first, ["0001_init", "0002_drop_sweep_point", "0003_sweeps_dashboards", "0004_auth", "0005_dashboard_owner", "0006_run_queue_jobs", "0007_run_jobs"]);
+      assert.deepEqual(first, ["0001_init", "0002_drop_sweep_point", "0003_sweeps_dashboards", "0004_auth", "0005_dashboard_owner", "0006_run_queue_jobs", "0007_run_jobs", "0008_job_output_submit_retries"]);
       assert.deepEqual(await migrate(url), [], "second migration run applies nothing");
       h = await openDb(url);
       // PostgreSQL: a second pool stands for a second dashboard node. SQLite has one writer
