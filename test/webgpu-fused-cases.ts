@@ -268,13 +268,15 @@ async function learnerCase() {
  * dropout (same Rng seed); q, k, v separate and packed as one [B·T, 3d] tensor. Shapes: 3
  * sequences of 8, 2 heads of 8 (PAD keys, one sequence all PAD); 3 of 70 positions, 2 heads of
  * 64 (BERT-base's d_head; two blocks of queries, the last part-filled, a last K/V tile of 6 rows
- * with 64-row tiles); 5 of 1 position, 3 heads of 4 (T = 1, B·H = 15).
+ * with 64-row tiles); 2 of 70, 1 head of 128 (tiles of 32 rows under lavapipe's 32 KiB, as
+ * d_head 64 gets under WebGPU's default 16 KiB: three tiles, the last of 6); 5 of 1 position,
+ * 3 heads of 4 (T = 1, B·H = 15).
  */
 async function attentionRun(backend: "cpu" | "webgpu") {
   await onBackend(backend);
   const rng = new Rng(13);
   const out: { name: string; values: Float32Array[] }[] = [];
-  for (const [B, T, H, d] of [[3, 8, 2, 16], [3, 70, 2, 128], [5, 1, 3, 12]]) {
+  for (const [B, T, H, d] of [[3, 8, 2, 16], [3, 70, 2, 128], [2, 70, 1, 128], [5, 1, 3, 12]]) {
     const mask = Float32Array.from({ length: B * T }, (_, i) => {
       const b = Math.floor(i / T);
       return b === 2 ? 0 : i % T < Math.ceil(T * (0.6 + 0.1 * b)) ? 1 : 0;
