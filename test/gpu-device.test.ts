@@ -16,6 +16,8 @@ import { productsPerRepeat } from "../server/qrag/bench/matmul.ts";
 import { DISPATCH_BUDGET, summarizeDispatch } from "../server/qrag/bench/dispatch-summary.ts";
 import { gpuTable, type OursFile, type TorchFile } from "../server/qrag/bench/gpu-table.ts";
 import { MATMUL_TILES, tileFor } from "../server/qrag/model/webgpu/matmul.ts";
+import { attentionGrid, attentionTile } from "../server/qrag/model/webgpu/attention.ts";
+import { rowLanes, rowWorkgroups } from "../server/qrag/model/webgpu/row-reduce.ts";
 import { DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, runScript, sizeCheck } from "../scripts/device/pack.ts";
 import { resolveConfig } from "../server/qrag/config/config.ts";
 import { checkEncoderPath } from "../server/qrag/model/hf/encoder-path.ts";
@@ -42,6 +44,8 @@ test("bench flags: --backend, --sizes, --lengths, --parts, --out, in = and space
   assert.throws(() => parseBenchArgs(["--parts=,"]), /empty list/);
   assert.deepEqual(parseBenchArgs(["--lengths=40000,400000", "--submit-batch", "64", "--pool-ratio=off"]), { lengths: [40000, 400000], submitBatch: 64, poolRatio: Infinity });
   assert.deepEqual(parseBenchArgs(["--pool-ratio", "1.5"]), { poolRatio: 1.5 });
+  assert.deepEqual(parseBenchArgs(["--kernel-shapes", "workload"]), { kernelShapes: "workload" });
+  assert.throws(() => parseBenchArgs(["--kernel-shapes=bert"]), /--kernel-shapes "bert" is not "workload" or "all"/);
   assert.throws(() => parseBenchArgs(["--pool-ratio=0.5"]), /--pool-ratio "0.5" is not a number from 1 to 1000 or "off"/);
   assert.throws(() => parseBenchArgs(["--lengths=2000001"]), /--lengths: item 1 \("2000001"\) is not a whole number from 1 to 2000000/);
   assert.deepEqual(defaultMatmulSizes("webgpu"), [512, 1024, 2048, 4096]);
@@ -69,6 +73,19 @@ test("tiled matMul's tile: 64×128 once a product has ≥ 128 blocks of 128×128
   assert.equal(tileFor(1024, 1024), MATMUL_TILES["64x64-k16"]);
   assert.equal(tileFor(1024, 2048), MATMUL_TILES["64x128-k8"]);
   assert.equal(tileFor(896, 2048), MATMUL_TILES["64x64-k16"]);
+});
+
+test("fused attention's tiles fit the workgroup memory: 32 rows at d_head 64 in WebGPU's default 16 KiB, 64 at most; LayerNorm's threads per row grow with the width", () => {
+  assert.equal(attentionTile(64, 16384), 32);
+  assert.equal(attentionTile(64, 32768), 64);
+  assert.equal(attentionTile(32, 65536), 64);
+  assert.equal(attentionTile(96, 16384), 21);
+  assert.throws(() => attentionTile(4096, 16384), /d_head 4096 does not fit 16384 bytes/);
+  assert.deepEqual(attentionGrid(16, 12, 512), [8, 192, 1]);
+  assert.deepEqual(attentionGrid(70000, 1, 1), [1, 65535, 2]);
+  assert.deepEqual([8, 24, 128, 768].map(rowLanes), [8, 8, 32, 64]);
+  assert.deepEqual(rowWorkgroups(37, 24), [5, 1, 1]);
+  assert.deepEqual(rowWorkgroups(200000, 768), [65535, 4, 1]);
 });
 
 test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates and for times alike", () => {

@@ -2,6 +2,8 @@
  * `npm run bench`: benchmarks as JSON (stdout and bench-results/latest.json).
  *   matmul                 tfjs matMul GFLOP/s on the active backend (context for the rest), async reads
  *   matmul-tiled           (webgpu only) our tiled WGSL matMul (model/webgpu/matmul.ts), every tile, same sizes
+ *   kernels                (webgpu only) the fused LayerNorm and attention programs, forward and backward ms,
+ *                          on the workload's and BERT-base's shapes — see kernels.ts
  *   webgpu-check           (webgpu only) granted limits, widest AddN, bert-tiny vs Hugging Face
  *   encode-hf              hf encoder (random BERT weights, 2L/D128 and 12L/D768) chunks/s, async reads
  *   dispatch               one training iteration of the reference workload (transformer): dispatches,
@@ -62,6 +64,8 @@ interface BenchOptions {
   submitBatch?: number;
   /** webgpu: allocated ≤ this × the step's peak bytes in use (Infinity: no trimming). */
   poolRatio?: number;
+  /** Kernels part: the workload's shapes only (lavapipe), or BERT-base's too (default). */
+  kernelShapes?: "workload" | "all";
   log?: (m: string) => void;
 }
 
@@ -99,6 +103,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       result.matmulTiled = tiled;
     } else if (part === "webgpu-check") result.webgpuCheck = await (await import("./webgpu-check.ts")).benchWebgpuCheck();
     else if (part === "encode-hf") result.encodeHf = await (await import("./webgpu-encode.ts")).benchEncodeHf(log);
+    else if (part === "kernels") result.kernels = await (await import("./kernels.ts")).benchKernels(log, { shapes: opts.kernelShapes });
     else if (part === "dispatch") result.dispatch = await (await import("./dispatch.ts")).benchDispatch(log);
     else if (part === "workload-bow") result.workloadBow = await benchWorkload("bow", log, { evalLengths: opts.lengths });
     else if (part === "workload-transformer") result.workloadTransformer = await benchWorkload("transformer", log, { evalLengths: opts.lengths });
@@ -132,7 +137,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
         outFile: path.resolve("bench-results", opts.tag ? `niah-${opts.tag}.json` : "niah.json"),
         ...tagRuns,
       });
-    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, dispatch, webgpu-check, encode-hf, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, kernels, dispatch, webgpu-check, encode-hf, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     trimWebgpuPool(); // what a part pooled is not the next part's (no-op off webgpu)
     // a part that fails or a run cut off (a device lease's time limit) keeps the parts before it

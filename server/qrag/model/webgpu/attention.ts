@@ -7,9 +7,13 @@
  * Why: on a GPU every tfjs op is a dispatch whose overhead dwarfs the arithmetic of our small
  * heads. The inputs stay in the dense [B·T, d] layout (heads contiguous along the columns), so no
  * transpose is needed; `attentionFusedPacked` reads q, k, v from the fused QKV projection's
- * [B·T, 3d] output directly (no column slices, one gradient tensor). Forward: one thread per (sequence, head, query) streams over the keys
- * with an online softmax and keeps the row's max and normaliser. Backward (the stored statistics
- * give the probabilities again, D_i = dO_i·O_i): dQ per query row, then dK and dV per key row.
+ * [B·T, 3d] output directly (no column slices, one gradient tensor). Forward: a workgroup per
+ * (sequence, head, block of 64 queries) stages K and V in tiles of workgroup memory, loaded once
+ * for all the block's queries (instead of every thread reading all of K and V from global
+ * memory); each query keeps its online softmax's max and normaliser. Backward (the stored
+ * statistics give the probabilities again, D_i = dO_i·O_i): dQ per query block over K/V tiles,
+ * then dK and dV per key block over tiles of q·scale and dO. Tile rows follow the device's
+ * workgroup memory (`attentionTile`); the sums run in the same order as one thread per row did.
  * The dropout mask is the one ops.ts `dropout` would draw for the [B, H, T, T] probabilities
  * (same Rng draws), passed in, so the function is attentionDense's exactly.
  */
@@ -20,6 +24,7 @@ import type { BatchedArgs } from "../attention-args.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
+const MAX_GROUPS = 65535;
 const FIELDS = ["B: u32", "T: u32", "H: u32", "d: u32", "scale: f32"];
 
 /**
@@ -40,51 +45,83 @@ fn oo(b: u32, t: u32, h: u32) -> u32 { return (b * u.T + t) * u.d + h * DH; }
 fn qAt(o: u32) -> f32 { return ${packed ? "qkv[o]" : "q[o]"}; }
 fn kAt(o: u32) -> f32 { return ${packed ? "qkv[o + u.d]" : "k[o]"}; }
 fn vAt(o: u32) -> f32 { return ${packed ? "qkv[o + 2u * u.d]" : "v[o]"}; }
-fn keyBias(b: u32, j: u32) -> f32 { return select(-1e9, 0.0, mask[b * u.T + j] > 0.0); }
-fn score(qo: u32, ko: u32) -> f32 {
-  var s = 0.0;
-  for (var c = 0u; c < DH; c++) { s += (qAt(qo + c) * u.scale) * kAt(ko + c); }
-  return s;
-}`;
+fn keyBias(b: u32, j: u32) -> f32 { return select(-1e9, 0.0, mask[b * u.T + j] > 0.0); }`;
 }
 
-function header(dh: number, layout: Layout, read: string[], write: string[]): string {
+function header(dh: number, tile: number, layout: Layout, read: string[], write: string[], tiles: [string, string]): string {
   const inputs = layout === "packed" ? ["qkv"] : ["q", "k", "v"];
   return `${uniformStruct(FIELDS)}
 const DH: u32 = ${dh}u;
+const TILE: u32 = ${tile}u;
 ${storageDecls([...inputs, ...read], write)}
 ${helpers(layout)}
+var<workgroup> ${tiles[0]}: array<f32, ${tile * dh}>;
+var<workgroup> ${tiles[1]}: array<f32, ${tile * dh}>;
 @compute @workgroup_size(${WG})`;
 }
 
-/** Thread → (query or key position, b·H + h, h, b). */
-const THREAD = `let idx = threadIndex(gid);
-  if (idx >= u.B * u.H * u.T) { return; }
-  let t = idx % u.T;
-  let bh = idx / u.T;
+/**
+ * Workgroup → (b·H + h, b, h), thread → position t of the block (queries forward and for dQ, keys
+ * for dK/dV); `tc` is t clamped into the sequence: threads past its end load tiles and meet the
+ * barriers, but store nothing. `idx` = the (b, h, t) row of stats, dsum and the dropout mask.
+ */
+const BLOCK = `fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let bh = wid.z * ${MAX_GROUPS}u + wid.y;
+  if (bh >= u.B * u.H) { return; }
   let h = bh % u.H;
-  let b = bh / u.H;`;
+  let b = bh / u.H;
+  let t = wid.x * ${WG}u + lid.x;
+  let valid = t < u.T;
+  let tc = min(t, u.T - 1u);
+  let idx = bh * u.T + tc;`;
 
-function forwardCode(dh: number, layout: Layout, drop: boolean): string {
-  return `${header(dh, layout, ["mask", ...(drop ? ["drop"] : [])], ["ctx", "stats"])}
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  ${THREAD}
-  let qo = io(b, t, h);
+/** Loop over the sequence's tiles of TILE rows; `load` fills the tiles' element e = row·DH + c (row j0 + e / DH). */
+function tiled(load: string, body: string): string {
+  return `for (var j0 = 0u; j0 < u.T; j0 += TILE) {
+    let n = min(TILE, u.T - j0);
+    for (var e = lid.x; e < n * DH; e += ${WG}u) {
+      let c = e % DH;
+      let jt = j0 + e / DH;
+      ${load}
+    }
+    workgroupBarrier();
+    if (valid) {
+      for (var j = 0u; j < n; j++) {
+        let jt = j0 + j;
+        let jo = j * DH;
+        ${body}
+      }
+    }
+    workgroupBarrier();
+  }`;
+}
+
+const LOAD_KV = "let ko = io(b, jt, h) + c;\n      kt[e] = kAt(ko);\n      vt[e] = vAt(ko);";
+
+/** Loads this thread's query (times the scale) into registers `qs`. */
+const Q_REGS = `let qo = io(b, tc, h);
+  var qs: array<f32, DH>;
+  for (var c = 0u; c < DH; c++) { qs[c] = qAt(qo + c) * u.scale; }`;
+
+function forwardCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
+  return `${header(dh, tile, layout, ["mask", ...(drop ? ["drop"] : [])], ["ctx", "stats"], ["kt", "vt"])}
+${BLOCK}
+  ${Q_REGS}
   var m = -3.0e38;
   var l = 0.0;
   var acc: array<f32, DH>;
   for (var c = 0u; c < DH; c++) { acc[c] = 0.0; }
-  for (var j = 0u; j < u.T; j++) {
-    let ko = io(b, j, h);
-    let s = score(qo, ko) + keyBias(b, j);
-    let mn = max(m, s);
-    let corr = exp(m - mn);
-    let p = exp(s - mn);
-    l = l * corr + p;
-    let w = p${drop ? " * drop[idx * u.T + j]" : ""};
-    for (var c = 0u; c < DH; c++) { acc[c] = acc[c] * corr + w * vAt(ko + c); }
-    m = mn;
-  }
+  ${tiled(LOAD_KV, `var s = 0.0;
+        for (var c = 0u; c < DH; c++) { s += qs[c] * kt[jo + c]; }
+        s += keyBias(b, jt);
+        let mn = max(m, s);
+        let corr = exp(m - mn);
+        let p = exp(s - mn);
+        l = l * corr + p;
+        let w = p${drop ? " * drop[idx * u.T + jt]" : ""};
+        for (var c = 0u; c < DH; c++) { acc[c] = acc[c] * corr + w * vt[jo + c]; }
+        m = mn;`)}
+  if (!valid) { return; }
   let oq = oo(b, t, h);
   for (var c = 0u; c < DH; c++) { ctx[oq + c] = acc[c] / l; }
   stats[2u * idx] = m;
@@ -92,68 +129,94 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }`;
 }
 
-function backwardQCode(dh: number, layout: Layout, drop: boolean): string {
-  return `${header(dh, layout, ["mask", ...(drop ? ["drop"] : []), "stats", "dO", "ctx"], ["dq", "dsum"])}
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  ${THREAD}
-  let qo = io(b, t, h);
-  let oq = oo(b, t, h);
+function backwardQCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
+  return `${header(dh, tile, layout, ["mask", ...(drop ? ["drop"] : []), "stats", "dO", "ctx"], ["dq", "dsum"], ["kt", "vt"])}
+${BLOCK}
+  ${Q_REGS}
+  let oq = oo(b, tc, h);
   let m = stats[2u * idx];
   let l = stats[2u * idx + 1u];
   var D = 0.0;
-  for (var c = 0u; c < DH; c++) { D += dO[oq + c] * ctx[oq + c]; }
+  var go: array<f32, DH>;
+  for (var c = 0u; c < DH; c++) {
+    go[c] = dO[oq + c];
+    D += go[c] * ctx[oq + c];
+  }
   var acc: array<f32, DH>;
   for (var c = 0u; c < DH; c++) { acc[c] = 0.0; }
-  for (var j = 0u; j < u.T; j++) {
-    let ko = io(b, j, h);
-    let p = exp(score(qo, ko) + keyBias(b, j) - m) / l;
-    var dp = 0.0;
-    for (var c = 0u; c < DH; c++) { dp += dO[oq + c] * vAt(ko + c); }
-    let ds = p * (dp${drop ? " * drop[idx * u.T + j]" : ""} - D);
-    for (var c = 0u; c < DH; c++) { acc[c] += ds * kAt(ko + c); }
-  }
+  ${tiled(LOAD_KV, `var s = 0.0;
+        for (var c = 0u; c < DH; c++) { s += qs[c] * kt[jo + c]; }
+        let p = exp(s + keyBias(b, jt) - m) / l;
+        var dp = 0.0;
+        for (var c = 0u; c < DH; c++) { dp += go[c] * vt[jo + c]; }
+        let ds = p * (dp${drop ? " * drop[idx * u.T + jt]" : ""} - D);
+        for (var c = 0u; c < DH; c++) { acc[c] += ds * kt[jo + c]; }`)}
+  if (!valid) { return; }
   for (var c = 0u; c < DH; c++) { dq[oq + c] = acc[c] * u.scale; }
   dsum[idx] = D;
 }`;
 }
 
-/** dK, dV per key row; packed: written with dQ (an input here) into one [B·T, 3d] gradient. */
-function backwardKVCode(dh: number, layout: Layout, drop: boolean): string {
+/**
+ * dK, dV per key (a block of keys per workgroup, the queries' q·scale and dO staged in tiles);
+ * packed: written with dQ (an input here) into one [B·T, 3d] gradient.
+ */
+function backwardKVCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
   const packed = layout === "packed";
   const read = ["mask", ...(drop ? ["drop"] : []), "stats", "dO", "dsum", ...(packed ? ["dq"] : [])];
   const store = packed
-    ? `let ok = oo(b, t, h);
-  for (var c = 0u; c < DH; c++) {
+    ? `for (var c = 0u; c < DH; c++) {
     dqkv[ko + c] = dq[ok + c];
     dqkv[ko + u.d + c] = gk[c];
     dqkv[ko + 2u * u.d + c] = gv[c];
   }`
-    : `let ok = oo(b, t, h);
-  for (var c = 0u; c < DH; c++) { dk[ok + c] = gk[c]; dv[ok + c] = gv[c]; }`;
-  return `${header(dh, layout, read, packed ? ["dqkv"] : ["dk", "dv"])}
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  ${THREAD}
-  let ko = io(b, t, h);
-  let bias = keyBias(b, t);
+    : "for (var c = 0u; c < DH; c++) { dk[ok + c] = gk[c]; dv[ok + c] = gv[c]; }";
+  return `${header(dh, tile, layout, read, packed ? ["dqkv"] : ["dk", "dv"], ["qt", "gt"])}
+${BLOCK}
+  let ko = io(b, tc, h);
+  let bias = keyBias(b, tc);
+  var kr: array<f32, DH>;
+  var vr: array<f32, DH>;
   var gk: array<f32, DH>;
   var gv: array<f32, DH>;
-  for (var c = 0u; c < DH; c++) { gk[c] = 0.0; gv[c] = 0.0; }
-  for (var i = 0u; i < u.T; i++) {
-    let qo = io(b, i, h);
-    let oq = oo(b, i, h);
-    let r = bh * u.T + i;
-    let p = exp(score(qo, ko) + bias - stats[2u * r]) / stats[2u * r + 1u];
-    let keep = ${drop ? "drop[r * u.T + t]" : "1.0"};
-    var dp = 0.0;
-    for (var c = 0u; c < DH; c++) { dp += dO[oq + c] * vAt(ko + c); }
-    let ds = p * (dp * keep - dsum[r]);
-    for (var c = 0u; c < DH; c++) {
-      gv[c] += (p * keep) * dO[oq + c];
-      gk[c] += ds * (qAt(qo + c) * u.scale);
-    }
+  for (var c = 0u; c < DH; c++) {
+    kr[c] = kAt(ko + c);
+    vr[c] = vAt(ko + c);
+    gk[c] = 0.0;
+    gv[c] = 0.0;
   }
+  ${tiled("qt[e] = qAt(io(b, jt, h) + c) * u.scale;\n      gt[e] = dO[oo(b, jt, h) + c];", `let r = bh * u.T + jt;
+        var s = 0.0;
+        for (var c = 0u; c < DH; c++) { s += qt[jo + c] * kr[c]; }
+        let p = exp(s + bias - stats[2u * r]) / stats[2u * r + 1u];
+        let keep = ${drop ? "drop[r * u.T + tc]" : "1.0"};
+        var dp = 0.0;
+        for (var c = 0u; c < DH; c++) { dp += gt[jo + c] * vr[c]; }
+        let ds = p * (dp * keep - dsum[r]);
+        for (var c = 0u; c < DH; c++) {
+          gv[c] += (p * keep) * gt[jo + c];
+          gk[c] += ds * qt[jo + c];
+        }`)}
+  if (!valid) { return; }
+  let ok = oo(b, t, h);
   ${store}
 }`;
+}
+
+/**
+ * Rows of K/V (or Q/dO) per staged tile: two tiles of rows × d_head floats must fit the device's
+ * workgroup memory (WebGPU's default limit is 16 KiB: 32 rows at d_head 64), at most 64.
+ */
+export function attentionTile(dh: number, storageBytes: number): number {
+  const rows = Math.min(64, Math.floor(storageBytes / (2 * 4 * dh)));
+  if (rows < 1) throw new Error(`attentionFused: d_head ${dh} does not fit ${storageBytes} bytes of workgroup memory`);
+  return rows;
+}
+
+/** Workgroups: blocks of WG positions × (b, h) pairs (folded into z past 65535). */
+export function attentionGrid(B: number, H: number, T: number): [number, number, number] {
+  const bh = B * H;
+  return [Math.ceil(T / WG), Math.min(bh, MAX_GROUPS), Math.ceil(bh / MAX_GROUPS)];
 }
 
 /**
@@ -189,15 +252,18 @@ function attentionOp(layout: Layout, d: number, a: BatchedArgs): (...xs: tf.Tens
     { type: "float32" as const, data: [1 / Math.sqrt(dh)] },
   ];
   const threads = B * H * T;
-  const key = `${layout}_${dh}_${drop ? "drop" : "nodrop"}`;
+  const be = webgpuBackend();
+  const tile = attentionTile(dh, be.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
+  const workgroups = attentionGrid(B, H, T);
+  const key = `${layout}_${dh}_${tile}_${drop ? "drop" : "nodrop"}`;
   const run = (name: string, code: string, inputs: tf.Tensor[], outputs: number[][]): tf.Tensor[] =>
-    runRawProgram(webgpuBackend(), { key: `qrag_attn_${name}_${key}`, code, inputs, outputs: outputs.map((shape) => ({ shape })), uniforms, threads }).map((i) => tf.engine().makeTensorFromTensorInfo(i));
+    runRawProgram(be, { key: `qrag_attn_${name}_${key}`, code, inputs, outputs: outputs.map((shape) => ({ shape })), uniforms, threads, workgroups }).map((i) => tf.engine().makeTensorFromTensorInfo(i));
   const extra = dropT ? [dropT] : [];
   const nIn = layout === "packed" ? 1 : 3;
   return tf.customGrad(((...args: unknown[]) => {
     const xs = args.slice(0, nIn) as tf.Tensor[];
     const save = args[nIn] as tf.GradSaveFunc;
-    const [ctx, stats] = run("fwd", forwardCode(dh, layout, drop), [...xs, maskT, ...extra], [[N, d], [threads, 2]]);
+    const [ctx, stats] = run("fwd", forwardCode(dh, layout, drop, tile), [...xs, maskT, ...extra], [[N, d], [threads, 2]]);
     save([ctx, stats, maskT, ...extra, ...xs]);
     return {
       value: ctx,
@@ -205,13 +271,13 @@ function attentionOp(layout: Layout, d: number, a: BatchedArgs): (...xs: tf.Tens
         const [ctxS, st, m] = saved;
         const dr = drop ? [saved[3]] : [];
         const ins = saved.slice(3 + dr.length);
-        const [dq, dsum] = run("bwdq", backwardQCode(dh, layout, drop), [...ins, m, ...dr, st, dy, ctxS], [[N, d], [threads]]);
+        const [dq, dsum] = run("bwdq", backwardQCode(dh, layout, drop, tile), [...ins, m, ...dr, st, dy, ctxS], [[N, d], [threads]]);
         if (layout === "packed") {
-          const [dqkv] = run("bwdkv", backwardKVCode(dh, layout, drop), [...ins, m, ...dr, st, dy, dsum, dq], [[N, 3 * d]]);
+          const [dqkv] = run("bwdkv", backwardKVCode(dh, layout, drop, tile), [...ins, m, ...dr, st, dy, dsum, dq], [[N, 3 * d]]);
           tf.dispose([dq, dsum]);
           return [dqkv];
         }
-        const [dk, dv] = run("bwdkv", backwardKVCode(dh, layout, drop), [...ins, m, ...dr, st, dy, dsum], [[N, d], [N, d]]);
+        const [dk, dv] = run("bwdkv", backwardKVCode(dh, layout, drop, tile), [...ins, m, ...dr, st, dy, dsum], [[N, d], [N, d]]);
         dsum.dispose();
         return [dq, dk, dv];
       },

@@ -4,12 +4,14 @@
  * Why: model/ops.ts writes GELU as 5 tfjs ops forward and 6 backward, LayerNorm as ~9 forward
  * and ~14 backward; on a GPU every op is a dispatch whose overhead dwarfs the arithmetic. Here
  * each is one program forward; the GELU gradient is one program, the LayerNorm gradient two
- * (dx per row, dγ/dβ by a workgroup per column). Both are `tf.customGrad` ops, so tfjs autograd runs them like
+ * (dx per row, dγ/dβ by a workgroup per column). LayerNorm's row programs spread a row over a
+ * group of threads (row-reduce.ts). Both are `tf.customGrad` ops, so tfjs autograd runs them like
  * any op. Same functions as ops.ts's `gelu(x, "erf")` and `layerNorm` (erf is the same
  * Abramowitz–Stegun 7.1.26 approximation tfjs uses, |error| ≤ 1.5e-7), in float32.
  */
 import * as tf from "@tensorflow/tfjs";
 import { runToTensors as run, storageDecls, uniformStruct, WG } from "./raw-program.ts";
+import { EACH_COL, rowLanes, rowProgramHead, rowWorkgroups } from "./row-reduce.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
@@ -59,61 +61,65 @@ export function geluDevice<T extends tf.Tensor>(x: T): T {
   return geluFused(x) as T;
 }
 
-/** Forward: one thread per row; y and the row's (mean, 1/√(var + eps)). */
-const LN_FWD = `${uniformStruct(["rows: u32", "n: u32", "eps: f32"])}
-${storageDecls(["x", "gamma", "beta"], ["y", "stats"])}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let r = threadIndex(gid);
-  if (r >= u.rows) { return; }
-  let o = r * u.n;
-  let nf = f32(u.n);
-  var s = 0.0;
-  for (var k = 0u; k < u.n; k++) { s += x[o + k]; }
-  let mean = s / nf;
-  var q = 0.0;
-  for (var k = 0u; k < u.n; k++) { let c = x[o + k] - mean; q += c * c; }
-  let inv = inverseSqrt(q / nf + u.eps);
-  for (var k = 0u; k < u.n; k++) { y[o + k] = ((x[o + k] - mean) * inv) * gamma[k] + beta[k]; }
-  stats[2u * r] = mean;
-  stats[2u * r + 1u] = inv;
-}`;
-
 /**
- * LayerNorm's dx per row, inv·(gy − mean(gy) − x̂·mean(gy·x̂)) with gy = dy·γ, over the row input
- * `x` (its `stats`: mean, inv); `store` writes each element's `d` (the fused residual program
- * writes two outputs from it). `fields`, `read`, `write` and `extra` complete the program.
+ * LayerNorm forward over rows of n columns, a group of threads per row (row-reduce.ts): y and the
+ * row's (mean, 1/√(var + eps)) in `stats`. `first` defines the row input's element `a` at column k
+ * (and may store it: the fused residual program writes v = x + h·m), `src` is the array the
+ * second and third passes read it back from.
  */
-export function lnDxShader(o: { fields: string[]; read: string[]; write: string[]; x: string; store: string; extra?: string }): string {
+export function lnFwdShader(o: { n: number; fields: string[]; read: string[]; write: string[]; first: string; src: string; extra?: string }): string {
   return `${uniformStruct(o.fields)}
 ${storageDecls(o.read, o.write)}
 ${o.extra ?? ""}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let r = threadIndex(gid);
-  if (r >= u.rows) { return; }
-  let o = r * u.n;
-  let mean = stats[2u * r];
-  let inv = stats[2u * r + 1u];
-  var m1 = 0.0;
-  var m2 = 0.0;
-  for (var k = 0u; k < u.n; k++) {
-    let gy = dy[o + k] * gamma[k];
-    m1 += gy;
-    m2 += gy * ((${o.x}[o + k] - mean) * inv);
+${rowProgramHead(rowLanes(o.n))}
+  var s = 0.0;
+  ${EACH_COL} {
+    ${o.first}
+    s += a;
   }
-  let nf = f32(u.n);
-  m1 = m1 / nf;
-  m2 = m2 / nf;
-  for (var k = 0u; k < u.n; k++) {
+  let mean = rowSum(vec2<f32>(s, 0.0)).x / nf;
+  var q = 0.0;
+  ${EACH_COL} { let c = ${o.src}[o + k] - mean; q += c * c; }
+  let inv = inverseSqrt(rowSum(vec2<f32>(q, 0.0)).x / nf + u.eps);
+  ${EACH_COL} { y[o + k] = ((${o.src}[o + k] - mean) * inv) * gamma[k] + beta[k]; }
+  if (cols > 0u && lane == 0u) {
+    stats[2u * r] = mean;
+    stats[2u * r + 1u] = inv;
+  }
+}`;
+}
+
+const lnFwd = (n: number) => lnFwdShader({ n, fields: ["rows: u32", "n: u32", "eps: f32"], read: ["x", "gamma", "beta"], write: ["y", "stats"], first: "let a = x[o + k];", src: "x" });
+
+/**
+ * LayerNorm's dx per row, inv·(gy − mean(gy) − x̂·mean(gy·x̂)) with gy = dy·γ, over the row input
+ * `x` (its `stats`: mean, inv), a group of threads per row; `store` writes each element's `d` (the
+ * fused residual program writes two outputs from it). `fields`, `read`, `write` and `extra`
+ * complete the program.
+ */
+export function lnDxShader(o: { n: number; fields: string[]; read: string[]; write: string[]; x: string; store: string; extra?: string }): string {
+  return `${uniformStruct(o.fields)}
+${storageDecls(o.read, o.write)}
+${o.extra ?? ""}
+${rowProgramHead(rowLanes(o.n))}
+  let sr = select(0u, 2u * r, cols > 0u);
+  let mean = stats[sr];
+  let inv = stats[sr + 1u];
+  var m = vec2<f32>(0.0, 0.0);
+  ${EACH_COL} {
+    let gy = dy[o + k] * gamma[k];
+    m += vec2<f32>(gy, gy * ((${o.x}[o + k] - mean) * inv));
+  }
+  m = rowSum(m) / nf;
+  ${EACH_COL} {
     let xh = (${o.x}[o + k] - mean) * inv;
-    let d = ((dy[o + k] * gamma[k] - m1) - xh * m2) * inv;
+    let d = ((dy[o + k] * gamma[k] - m.x) - xh * m.y) * inv;
     ${o.store}
   }
 }`;
 }
 
-const LN_DX = lnDxShader({ fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy"], write: ["dx"], x: "x", store: "dx[o + k] = d;" });
+const lnDx = (n: number) => lnDxShader({ n, fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy"], write: ["dx"], x: "x", store: "dx[o + k] = d;" });
 
 /**
  * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a workgroup per column, its threads striding over the rows
@@ -148,14 +154,16 @@ function makeLayerNorm(eps: number) {
   return tf.customGrad(((x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, save: tf.GradSaveFunc) => {
     const n = x.shape[x.rank - 1];
     const rows = x.size / n;
-    const [y, stats] = run("qrag_ln_fwd", LN_FWD, [x, gamma, beta], [x.shape, [rows, 2]], [{ type: "uint32", data: [rows] }, { type: "uint32", data: [n] }, { type: "float32", data: [eps] }], rows);
+    const lanes = rowLanes(n);
+    const grid = rowWorkgroups(rows, n);
+    const [y, stats] = run(`qrag_ln_fwd_${lanes}`, lnFwd(n), [x, gamma, beta], [x.shape, [rows, 2]], [{ type: "uint32", data: [rows] }, { type: "uint32", data: [n] }, { type: "float32", data: [eps] }], rows, grid);
     save([x, gamma, stats]);
     return {
       value: y,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [xs, g, st] = saved;
         const dims = [{ type: "uint32" as const, data: [rows] }, { type: "uint32" as const, data: [n] }];
-        const [dx] = run("qrag_ln_dx", LN_DX, [xs, g, st, dy], [xs.shape], dims, rows);
+        const [dx] = run(`qrag_ln_dx_${lanes}`, lnDx(n), [xs, g, st, dy], [xs.shape], dims, rows, grid);
         const [dgamma, dbeta] = run("qrag_ln_dgb", LN_DGB, [xs, st, dy], [[n], [n]], dims, n * WG);
         return [dx, dgamma, dbeta];
       },

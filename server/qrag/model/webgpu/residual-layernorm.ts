@@ -7,12 +7,13 @@
  * The mask is the counter-based hash of util/mask-hash.ts under a key drawn from the same Rng at
  * the same point as ops.ts `dropout` draws it, so the result equals the unfused ops (tested). The
  * forward also writes v = x + h·m, which the backward reads (one [rows, d] tensor, as the add's
- * output was).
+ * output was). The row programs spread a row over a group of threads (row-reduce.ts).
  */
 import * as tf from "@tensorflow/tfjs";
 import { runToTensors, storageDecls, uniformStruct, WG } from "./raw-program.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
-import { LN_DGB, lnDxShader } from "./gelu-layernorm.ts";
+import { LN_DGB, lnDxShader, lnFwdShader } from "./gelu-layernorm.ts";
+import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
@@ -26,33 +27,15 @@ export interface MaskParams {
 
 const FIELDS = ["rows: u32", "n: u32", "eps: f32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
 
-const FWD = `${uniformStruct(FIELDS)}
-${storageDecls(["x", "h", "gamma", "beta"], ["y", "v", "stats"])}
-${MASK_AT_WGSL}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let r = threadIndex(gid);
-  if (r >= u.rows) { return; }
-  let o = r * u.n;
-  let nf = f32(u.n);
-  var s = 0.0;
-  for (var k = 0u; k < u.n; k++) {
-    let a = x[o + k] + h[o + k] * maskAt(o + k);
-    v[o + k] = a;
-    s += a;
-  }
-  let mean = s / nf;
-  var q = 0.0;
-  for (var k = 0u; k < u.n; k++) { let c = v[o + k] - mean; q += c * c; }
-  let inv = inverseSqrt(q / nf + u.eps);
-  for (var k = 0u; k < u.n; k++) { y[o + k] = ((v[o + k] - mean) * inv) * gamma[k] + beta[k]; }
-  stats[2u * r] = mean;
-  stats[2u * r + 1u] = inv;
-}`;
+/** The forward over rows of n columns: y, v = x + h·m and the row statistics. */
+const fwd = (n: number) => lnFwdShader({
+  n, fields: FIELDS, read: ["x", "h", "gamma", "beta"], write: ["y", "v", "stats"], extra: MASK_AT_WGSL, src: "v",
+  first: "let a = x[o + k] + h[o + k] * maskAt(o + k);\n    v[o + k] = a;",
+});
 
 /** dv per row (LayerNorm's dx over v), then dx = dv and dh = dv·m. */
-const DX = lnDxShader({
-  fields: FIELDS, read: ["v", "gamma", "stats", "dy"], write: ["dx", "dh"], x: "v", extra: MASK_AT_WGSL,
+const dxCode = (n: number) => lnDxShader({
+  n, fields: FIELDS, read: ["v", "gamma", "stats", "dy"], write: ["dx", "dh"], x: "v", extra: MASK_AT_WGSL,
   store: "dx[o + k] = d;\n    dh[o + k] = d * maskAt(o + k);",
 });
 
@@ -82,6 +65,8 @@ export function residualLayerNormDevice<T extends tf.Tensor>(x: T, h: T, gamma: 
   if (x.dtype !== "float32" || h.dtype !== "float32") throw new Error("residualLayerNormDevice: float32 only");
   const n = x.shape[x.rank - 1];
   const rows = x.size / n;
+  const lanes = rowLanes(n);
+  const grid = rowWorkgroups(rows, n);
   const uniforms = [
     { type: "uint32" as const, data: [rows] },
     { type: "uint32" as const, data: [n] },
@@ -92,13 +77,13 @@ export function residualLayerNormDevice<T extends tf.Tensor>(x: T, h: T, gamma: 
     { type: "uint32" as const, data: [mask.k1] },
   ];
   const f = tf.customGrad(((xi: tf.Tensor, hi: tf.Tensor, g: tf.Tensor, b: tf.Tensor, save: tf.GradSaveFunc) => {
-    const [y, v, stats] = runToTensors("qrag_res_ln_fwd", FWD, [xi, hi, g, b], [xi.shape, xi.shape, [rows, 2]], uniforms, rows);
+    const [y, v, stats] = runToTensors(`qrag_res_ln_fwd_${lanes}`, fwd(n), [xi, hi, g, b], [xi.shape, xi.shape, [rows, 2]], uniforms, rows, grid);
     save([v, g, stats]);
     return {
       value: y,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [vs, gs, st] = saved;
-        const [dx, dh] = runToTensors("qrag_res_ln_dx", DX, [vs, gs, st, dy], [vs.shape, vs.shape], uniforms, rows);
+        const [dx, dh] = runToTensors(`qrag_res_ln_dx_${lanes}`, dxCode(n), [vs, gs, st, dy], [vs.shape, vs.shape], uniforms, rows, grid);
         const [dgamma, dbeta] = runToTensors("qrag_ln_dgb", LN_DGB, [vs, st, dy], [[n], [n]], uniforms.slice(0, 2), n * WG);
         return [dx, dh, dgamma, dbeta];
       },
