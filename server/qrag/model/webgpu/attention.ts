@@ -26,7 +26,7 @@ const FIELDS = ["B: u32", "T: u32", "H: u32", "d: u32", "scale: f32"];
  * Inputs either as three [B·T, d] tensors q, k, v ("separate") or as one [B·T, 3d] tensor qkv
  * ("packed": the fused QKV projection's output, q | k | v along the columns).
  */
-type Layout = "separate" | "packed";
+export type Layout = "separate" | "packed";
 
 /**
  * Index helpers shared by the three programs: `io` = offset of (sequence b, position t, head h)
@@ -65,7 +65,8 @@ const THREAD = `let idx = threadIndex(gid);
   let h = bh % u.H;
   let b = bh / u.H;`;
 
-function forwardCode(dh: number, layout: Layout, drop: boolean): string {
+/** The forward program (fields FIELDS; inputs, mask[, drop] → ctx, stats), one thread per (b, h, query). */
+export function forwardCode(dh: number, layout: Layout, drop: boolean): string {
   return `${header(dh, layout, ["mask", ...(drop ? ["drop"] : [])], ["ctx", "stats"])}
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   ${THREAD}

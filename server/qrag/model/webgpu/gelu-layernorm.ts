@@ -35,7 +35,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 // ${name}`;
 }
 
-const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = x * ((erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5);`);
+/** GELU forward, one thread per element (fields `n`; x → y). */
+export const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = x * ((erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5);`);
 const GELU_BWD = elementwise(
   "gelu backward",
   ["x", "dy"],
@@ -60,7 +61,7 @@ export function geluDevice<T extends tf.Tensor>(x: T): T {
 }
 
 /** Forward: one thread per row; y and the row's (mean, 1/√(var + eps)). */
-const LN_FWD = `${uniformStruct(["rows: u32", "n: u32", "eps: f32"])}
+export const LN_FWD = `${uniformStruct(["rows: u32", "n: u32", "eps: f32"])}
 ${storageDecls(["x", "gamma", "beta"], ["y", "stats"])}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
