@@ -23,6 +23,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { noteDispatch, noteSubmit } from "../../backend/device.ts";
+import { noteOutsideBytes } from "../../backend/gpu-memory.ts";
 import type { Rng } from "../../util/rng.ts";
 import { dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
 import { cachedPipeline, foldThreads, storageDecls, uniformStruct, webgpuBackend, WG, type GpuDeviceLike, type PipelineLike, type WebgpuBackendLike } from "./raw-program.ts";
@@ -253,9 +254,10 @@ function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dr
   if (Math.max(...sizes) > limit) return null;
   const plan = buildPlan(device, c, B, T, dropping);
   if (plan.bytes > MAX_PLAN_BYTES) {
-    plan.buffers.forEach((b) => b.destroy());
+    destroyPlan(plan);
     return null;
   }
+  noteOutsideBytes(plan.bytes);
   cache.set(key, plan);
   let total = 0;
   for (const p of cache.values()) total += p.bytes;
@@ -263,9 +265,15 @@ function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dr
     if (cache.size <= 1 || (cache.size <= MAX_PLANS && total <= MAX_PLAN_BYTES)) break;
     cache.delete(k);
     total -= p.bytes;
-    p.buffers.forEach((b) => b.destroy());
+    destroyPlan(p);
+    noteOutsideBytes(-p.bytes);
   }
   return plan;
+}
+
+/** Destroys a plan's buffers (the GPU frees them once the work already submitted is done). */
+function destroyPlan(p: Plan): void {
+  p.buffers.forEach((b) => b.destroy());
 }
 
 function buildPlan(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean): Plan {
