@@ -127,6 +127,11 @@ export function noteDispatch(key: string): void {
   bump("dispatches");
 }
 
+/** Counts one command buffer submitted outside tfjs's queue (model/webgpu/recorded-encoder.ts). */
+export function noteSubmit(): void {
+  if (installedEngine) bump("submits");
+}
+
 /** Starts counting (idempotent; call after the backend is picked). */
 export function countersOn(): void {
   install();

@@ -8,26 +8,65 @@
 import * as tf from "@tensorflow/tfjs";
 import { Rng } from "../util/rng.ts";
 import { QNetworks } from "../agent/networks.ts";
-import { kernelNameCounts } from "../backend/device.ts";
-import { benchTraining, workloadConfig } from "./workload-bench.ts";
-import type { DispatchSummary } from "./dispatch-summary.ts";
+import { counterSnapshot, kernelNameCounts, resetCounters, type PhaseCounters } from "../backend/device.ts";
+import { disposeCandidates, embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
+import { evalOptions } from "../training/train.ts";
+import { benchTraining, settled, workloadConfig } from "./workload-bench.ts";
+import { materialized, workloadSource } from "./workload.ts";
+import { summarizeDispatch, type DispatchSummary } from "./dispatch-summary.ts";
+
+/** The four hot-loop figures of one call of something other than a training iteration. */
+export interface CallCounts {
+  dispatches: number;
+  tfjsKernels: number;
+  submits: number;
+  hostMs: number;
+  perPhase: Record<string, PhaseCounters>;
+}
 
 /**
  * The hot-loop figures, plus `readRoundTripMs` (one GPU sum and its `await data()` on an idle
  * queue: the floor under each of a rollout's reads) and the kernels per iteration by name.
  */
-export async function benchDispatch(log: (m: string) => void, iterations = 2): Promise<DispatchSummary & { readRoundTripMs: number; kernelsByName: Record<string, number> }> {
-  const nets = new QNetworks(workloadConfig("transformer").algo.encoder, new Rng(1));
+export async function benchDispatch(log: (m: string) => void, iterations = 2): Promise<DispatchSummary & { readRoundTripMs: number; kernelsByName: Record<string, number>; greedyEpisode: CallCounts; evalEncode: CallCounts }> {
+  const config = workloadConfig("transformer");
+  const nets = new QNetworks(config.algo.encoder, new Rng(1));
   try {
     const t = await benchTraining("transformer", nets, log, iterations);
     // per iteration, most frequent first: which ops a recorded loop has to replace
     const kernelsByName = Object.fromEntries(kernelNameCounts().map(([k, n]) => [k, Math.round((n / t.iterationSeconds.attempts) * 10) / 10]));
-    const s = { ...t.hotLoop, readRoundTripMs: await readRoundTrip(), kernelsByName };
-    log(`  dispatch: ${s.dispatchesPerIteration} dispatches, ${s.tfjsKernelsPerIteration} tfjs kernels, ${s.submitsPerIteration} submits, host ${s.hostMsPerIteration} ms per iteration; a read round trip ${s.readRoundTripMs} ms`);
-    return s;
+    const hot = { ...t.hotLoop, readRoundTripMs: await readRoundTrip(), kernelsByName };
+    log(`  dispatch: ${hot.dispatchesPerIteration} dispatches, ${hot.tfjsKernelsPerIteration} tfjs kernels, ${hot.submitsPerIteration} submits, host ${hot.hostMsPerIteration} ms per iteration; a read round trip ${hot.readRoundTripMs} ms`);
+
+    // one greedy episode at N = 1,000 (its candidates' embedding included) and one eval encode of 1,024 chunks
+    const maxTokens = config.max_action_length;
+    const episode = materialized(workloadSource(1000, 5).sample(0));
+    const gOpts = { ...evalOptions(config, { neverTerminate: true }), embedBatch: 1024 };
+    const greedy = await countCall(async () => {
+      const emb = await embedSampleChunks(nets, episode, maxTokens, 1024);
+      await greedyEpisode(nets, episode, gOpts, emb);
+      disposeCandidates(emb);
+    });
+    const chunks = workloadSource(1024, 9).sample(0);
+    const encode = await countCall(async () => settled(await embedSampleChunks(nets, chunks, maxTokens, 1024)));
+    for (const [what, c] of [["greedy episode N=1000", greedy], ["eval encode 1024 chunks", encode]] as const) {
+      log(`  dispatch: ${what}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, host ${c.hostMs} ms`);
+    }
+    return { ...hot, greedyEpisode: greedy, evalEncode: encode };
   } finally {
     nets.dispose();
   }
+}
+
+/** Counts of one call of `fn` after a warm-up call (pipelines compiled, buffers allocated). */
+async function countCall(fn: () => Promise<void>): Promise<CallCounts> {
+  await fn();
+  resetCounters();
+  const t0 = performance.now();
+  await fn();
+  const perPhase = counterSnapshot() as Record<string, PhaseCounters>;
+  const s = summarizeDispatch(perPhase, performance.now() - t0);
+  return { dispatches: s.dispatchesPerIteration, tfjsKernels: s.tfjsKernelsPerIteration, submits: s.submitsPerIteration, hostMs: s.hostMsPerIteration, perPhase };
 }
 
 /**

@@ -130,7 +130,7 @@ function perRun(c: Partial<Record<string, PhaseCounters>>, runs: number): Record
 }
 
 /** Waits for device work behind candidate embeddings (one scalar read; a no-op on the host path). */
-async function settled(c: CandidateEmbeddings): Promise<void> {
+export async function settled(c: CandidateEmbeddings): Promise<void> {
   if (c instanceof Float32Array) return;
   const s = tf.sum(c);
   await s.data();

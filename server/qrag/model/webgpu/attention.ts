@@ -31,7 +31,7 @@ const FIELDS = ["B: u32", "T: u32", "H: u32", "d: u32", "scale: f32"];
  * Inputs either as three [B·T, d] tensors q, k, v ("separate") or as one [B·T, 3d] tensor qkv
  * ("packed": the fused QKV projection's output, q | k | v along the columns).
  */
-type Layout = "separate" | "packed";
+export type Layout = "separate" | "packed";
 
 /**
  * Index helpers shared by the three programs: `io` = offset of (sequence b, position t, head h)
@@ -103,7 +103,11 @@ const Q_REGS = `let qo = io(b, tc, h);
   var qs: array<f32, DH>;
   for (var c = 0u; c < DH; c++) { qs[c] = qAt(qo + c) * u.scale; }`;
 
-function forwardCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
+/**
+ * The forward program (fields FIELDS; inputs, mask[, drop] → ctx, stats), a workgroup per (b, h,
+ * block of queries) with K/V tiles of `tile` rows (attentionTile), launched on attentionGrid.
+ */
+export function forwardCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
   return `${header(dh, tile, layout, ["mask", ...(drop ? ["drop"] : [])], ["ctx", "stats"], ["kt", "vt"])}
 ${BLOCK}
   ${Q_REGS}

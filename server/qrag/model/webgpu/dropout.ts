@@ -22,7 +22,8 @@ fn maskAt(i: u32) -> f32 {
   return select(u.keep, 0.0, half < u.thr);
 }`;
 
-const CODE = `${uniformStruct(["n: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"])}
+/** The mask program: m[i] = maskAt(i), fields n, thr, keep, k0, k1. */
+export const DROPOUT_MASK_WGSL = `${uniformStruct(["n: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"])}
 ${storageDecls([], ["m"])}
 ${MASK_AT_WGSL}
 @compute @workgroup_size(${WG})
@@ -39,7 +40,7 @@ export function dropoutMaskDevice(size: number, rate: number, rng: Rng): tf.Tens
   const [k0, k1] = maskKey(rng);
   const [info] = runRawProgram(webgpuBackend(), {
     key: "qrag_dropout_mask",
-    code: CODE,
+    code: DROPOUT_MASK_WGSL,
     inputs: [],
     outputs: [{ shape: [size] }],
     uniforms: [

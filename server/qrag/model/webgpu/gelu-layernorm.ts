@@ -37,7 +37,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 // ${name}`;
 }
 
-const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = x * ((erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5);`);
+/** GELU forward, one thread per element (fields `n`; x → y). */
+export const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = x * ((erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5);`);
 const GELU_BWD = elementwise(
   "gelu backward",
   ["x", "dy"],
@@ -89,7 +90,8 @@ ${rowProgramHead(rowLanes(o.n))}
 }`;
 }
 
-const lnFwd = (n: number) => lnFwdShader({ n, fields: ["rows: u32", "n: u32", "eps: f32"], read: ["x", "gamma", "beta"], write: ["y", "stats"], first: "let a = x[o + k];", src: "x" });
+/** LayerNorm forward's program over rows of n columns (fields rows, n, eps; x, γ, β → y, stats), launched on rowWorkgroups. */
+export const lnFwd = (n: number) => lnFwdShader({ n, fields: ["rows: u32", "n: u32", "eps: f32"], read: ["x", "gamma", "beta"], write: ["y", "stats"], first: "let a = x[o + k];", src: "x" });
 
 /**
  * LayerNorm's dx per row, inv·(gy − mean(gy) − x̂·mean(gy·x̂)) with gy = dy·γ, over the row input

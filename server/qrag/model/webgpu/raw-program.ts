@@ -27,13 +27,13 @@ export interface WebgpuBackendLike {
   endComputePassEncoder(): void;
   submitQueue(): void;
 }
-interface GpuDeviceLike {
+export interface GpuDeviceLike {
   limits: Record<string, number>;
   createShaderModule(d: { code: string; label?: string }): unknown;
   createComputePipeline(d: object): PipelineLike;
   createBindGroup(d: object): unknown;
 }
-interface PipelineLike {
+export interface PipelineLike {
   getBindGroupLayout(i: number): unknown;
 }
 interface ComputePassLike {
@@ -70,6 +70,36 @@ export const WG = 64;
 const MAX_GROUPS = 65535;
 
 const pipelines = new WeakMap<object, Map<string, PipelineLike>>();
+
+/**
+ * The x/y workgroups of a one-dimensional launch of `threads` threads (WG per group, folded into
+ * rows of at most MAX_GROUPS) and its `stride` uniform (threads per row of workgroups).
+ */
+export function foldThreads(key: string, threads: number): { grid: [number, number, number]; stride: number } {
+  const groups = Math.ceil(threads / WG);
+  const gx = Math.max(1, Math.min(groups, MAX_GROUPS));
+  const gy = Math.ceil(groups / gx);
+  if (gy > MAX_GROUPS) throw new Error(`${key}: ${threads} threads is too many`);
+  return { grid: [gx, gy, 1], stride: gx * WG };
+}
+
+/** The compute pipeline of `code` under `key` on this device, compiled once (all raw programs share the cache). */
+export function cachedPipeline(device: GpuDeviceLike, key: string, code: string): PipelineLike {
+  let cache = pipelines.get(device);
+  if (!cache) pipelines.set(device, (cache = new Map()));
+  let pipeline = cache.get(key);
+  if (!pipeline) {
+    const module = device.createShaderModule({ code, label: key });
+    pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" }, label: key });
+    cache.set(key, pipeline);
+  }
+  return pipeline;
+}
+
+/** Pipelines compiled on this device so far (tests: a repeated program compiles nothing). */
+export function pipelineCount(device: GpuDeviceLike): number {
+  return pipelines.get(device)?.size ?? 0;
+}
 
 export function webgpuBackend(): WebgpuBackendLike {
   if (tf.getBackend() !== "webgpu") throw new Error(`fused webgpu kernels need the webgpu backend (active: ${tf.getBackend()})`);
@@ -118,22 +148,12 @@ export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.Tenso
     return info;
   });
   if (prog.threads === 0) return outs;
-  const groups = Math.ceil(prog.threads / WG);
-  const gx = Math.min(groups, MAX_GROUPS);
-  const gy = Math.ceil(groups / gx);
-  if (gy > MAX_GROUPS) throw new Error(`${prog.key}: ${prog.threads} threads is too many`);
-  const grid = prog.workgroups ?? [gx, gy, 1];
+  const fold = foldThreads(prog.key, prog.threads);
+  const grid = prog.workgroups ?? fold.grid;
   if (grid.some((g) => g > MAX_GROUPS)) throw new Error(`${prog.key}: workgroups ${grid.join("×")} exceed ${MAX_GROUPS} per dimension`);
 
-  let cache = pipelines.get(be.device);
-  if (!cache) pipelines.set(be.device, (cache = new Map()));
-  let pipeline = cache.get(prog.key);
-  if (!pipeline) {
-    const module = be.device.createShaderModule({ code: prog.code, label: prog.key });
-    pipeline = be.device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" }, label: prog.key });
-    cache.set(prog.key, pipeline);
-  }
-  const uniforms = be.makeUniforms([{ type: "uint32", data: [prog.workgroups ? 0 : gx * WG] }, ...prog.uniforms]);
+  const pipeline = cachedPipeline(be.device, prog.key, prog.code);
+  const uniforms = be.makeUniforms([{ type: "uint32", data: [prog.workgroups ? 0 : fold.stride] }, ...prog.uniforms]);
   const all = [...prog.inputs, ...outs];
   const entries = all.map((t, i) => ({ binding: i, resource: be.tensorToBinding(t) }));
   entries.push({ binding: nStorage, resource: uniforms });

@@ -1,0 +1,360 @@
+/**
+ * The transformer encoder's forward without a gradient (model/transformer.ts `forwardDense`) as
+ * our own WGSL programs recorded into ONE command encoder and submitted once per call: no tfjs
+ * kernel runs inside it.
+ *
+ * Why: on a GPU the device path is host-bound by tfjs's per-op JavaScript (~0.075 ms a kernel);
+ * the no-grad encoder forwards (rollout candidates and states, targets, evaluation) are most of a
+ * training iteration's dispatches. Here one call costs ~25 dispatches' recording and one submit.
+ *
+ * Programs (the generators of matmul.ts, attention.ts, gelu-layernorm.ts, residual-layernorm.ts,
+ * dropout.ts; only the embedding and the pooling are written here): embedding gather + positions
+ * with the embedding dropout; per layer LN → QKV matmul+bias → [attention mask] → attention →
+ * proj matmul+bias → residual+dropout → LN → fc1 matmul+bias → GELU → fc2 matmul+bias →
+ * residual+dropout; final LN; masked mean ÷10. The dropout keys are drawn from the encoder's Rng
+ * in the order the tfjs path draws them, so the masks are the same.
+ *
+ * Caching: a plan per (B, T, training) holds the activation buffers and one uniform buffer (a
+ * 256-byte slot per program), in a small LRU bounded by count and bytes; pipelines by shader key
+ * (raw-program.ts's cache); each program's bind group is kept until a buffer it binds changes (the
+ * weights' GPU buffers change when training assigns new values). Order with tfjs: tfjs's pending
+ * commands are submitted first (they may write the weights or upload them); the result is copied
+ * into a tfjs-owned buffer and returned as an ordinary tensor.
+ */
+import * as tf from "@tensorflow/tfjs";
+import { noteDispatch, noteSubmit } from "../../backend/device.ts";
+import { noteOutsideBytes } from "../../backend/gpu-memory.ts";
+import type { Rng } from "../../util/rng.ts";
+import { dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
+import { cachedPipeline, foldThreads, storageDecls, uniformStruct, webgpuBackend, WG, type GpuDeviceLike, type PipelineLike, type WebgpuBackendLike } from "./raw-program.ts";
+import { isAligned, matmulShader, tileFor, tileName } from "./matmul.ts";
+import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
+import { GELU_FWD, lnFwd } from "./gelu-layernorm.ts";
+import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
+import { ADD_FWD } from "./residual-layernorm.ts";
+import { DROPOUT_MASK_WGSL, MASK_AT_WGSL } from "./dropout.ts";
+
+/** GPUBufferUsage bits (the Dawn globals are untyped here). */
+const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
+/** Uniform slot per program: minUniformBufferOffsetAlignment's default. */
+const SLOT = 256;
+/** Plans kept, and the bytes their buffers may hold together (the oldest go first). */
+const MAX_PLANS = 6;
+const MAX_PLAN_BYTES = 1536 * 2 ** 20;
+const LN_EPS = 1e-5;
+
+interface BufferLike {
+  size: number;
+  destroy(): void;
+}
+interface PassLike {
+  setPipeline(p: unknown): void;
+  setBindGroup(i: number, g: unknown): void;
+  dispatchWorkgroups(x: number, y: number, z: number): void;
+  end(): void;
+}
+interface EncoderLike {
+  beginComputePass(d: object): PassLike;
+  copyBufferToBuffer(src: BufferLike, so: number, dst: BufferLike, d0: number, size: number): void;
+  finish(): unknown;
+}
+interface DeviceLike extends GpuDeviceLike {
+  createBuffer(d: { size: number; usage: number; label?: string }): BufferLike;
+  createCommandEncoder(): EncoderLike;
+  queue: { writeBuffer(b: BufferLike, offset: number, data: ArrayBufferView): void; submit(c: unknown[]): void };
+}
+interface BackendLike extends WebgpuBackendLike {
+  commandEncoder: WebgpuBackendLike["commandEncoder"];
+  tensorMap: { get(id: object): { resource?: unknown } };
+}
+
+/** The transformer's configuration this needs (encoder.ts EncoderConfig's fields). */
+export interface RecordedConfig {
+  vocab_size: number;
+  max_len: number;
+  dim: number;
+  hidden: number;
+  heads: number;
+  layers: number;
+  dropout: number;
+}
+
+/** A buffer a program binds: a plan's own, or variable i's current GPU buffer. */
+type Ref = BufferLike | { weight: number };
+
+interface Step {
+  key: string;
+  code: string;
+  refs: Ref[];
+  /** Uniform values after `stride`: [type, value]; mask keys are filled per call. */
+  uniforms: ["u" | "f", number][];
+  /** Indices into `uniforms` of k0, k1 taking dropout draw `draw` (per call), when it drops. */
+  draw?: number;
+  grid: [number, number, number];
+  stride: number;
+  group?: { pipeline: PipelineLike; bound: unknown[]; bindGroup: unknown };
+}
+
+interface Plan {
+  B: number;
+  T: number;
+  training: boolean;
+  bytes: number;
+  buffers: BufferLike[];
+  ids: BufferLike;
+  mask: BufferLike;
+  poolW: BufferLike;
+  pooled: BufferLike;
+  uniform: BufferLike;
+  steps: Step[];
+  /** Dropout draws per call (0 when not training or p = 0). */
+  draws: number;
+}
+
+/** Counters for tests: what the recorder created (all plans together). */
+export const recorderStats = { plans: 0, buffers: 0, bindGroups: 0, calls: 0 };
+
+const plans = new WeakMap<object, Map<string, Plan>>();
+
+let enabled = true;
+/** Turns the recorder off (tests compare it with the tfjs path it replaces); returns the old setting. */
+export function setRecorderEnabled(on: boolean): boolean {
+  const was = enabled;
+  enabled = on;
+  return was;
+}
+
+/** Embedding: x = (tok[ids[row]] + pos[row % T])·mask, one thread per element. */
+const EMBED_WGSL = `${uniformStruct(["n: u32", "T: u32", "d: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"])}
+${storageDecls(["ids:i32", "tok", "pos"], ["x"])}
+${MASK_AT_WGSL}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = threadIndex(gid);
+  if (i >= u.n) { return; }
+  let row = i / u.d;
+  let c = i % u.d;
+  x[i] = (tok[u32(ids[row]) * u.d + c] + pos[(row % u.T) * u.d + c]) * maskAt(i);
+}`;
+
+/** Masked mean: y[b, c] = Σ_t w[b·T + t]·x[(b·T + t)·d + c] (w = mask·mul/count), one thread per output. */
+const POOL_WGSL = `${uniformStruct(["B: u32", "T: u32", "d: u32"])}
+${storageDecls(["x", "w"], ["y"])}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = threadIndex(gid);
+  if (i >= u.B * u.d) { return; }
+  let b = i / u.d;
+  let c = i % u.d;
+  var s = 0.0;
+  for (var t = 0u; t < u.T; t++) {
+    let r = b * u.T + t;
+    s += x[r * u.d + c] * w[r];
+  }
+  y[i] = s;
+}`;
+
+/**
+ * The recorded forward of `vars` (transformer.ts's variable order) on a batch, or null where this
+ * path does not apply (not on webgpu, a buffer over the device's binding limit, an id outside the
+ * vocabulary): the caller then runs the tfjs path, which draws the dropout keys itself.
+ */
+export function recordedEncoderForward(vars: readonly tf.Variable[], c: RecordedConfig, ids: Int32Array, mask: Float32Array, B: number, T: number, training: boolean, rng: Rng): tf.Tensor2D | null {
+  if (!enabled || tf.getBackend() !== "webgpu" || B === 0 || T === 0) return null;
+  for (let i = 0; i < ids.length; i++) if (ids[i] < 0 || ids[i] >= c.vocab_size) return null;
+  const be = webgpuBackend() as BackendLike;
+  const device = be.device as DeviceLike;
+  const plan = planFor(device, c, B, T, training && c.dropout > 0);
+  if (!plan) return null;
+  recorderStats.calls++;
+
+  // host inputs: ids, mask, pooling weights (mask·0.1/count per row), then the uniforms with this call's dropout keys
+  const poolW = new Float32Array(B * T);
+  for (let b = 0; b < B; b++) {
+    let n = 0;
+    for (let t = 0; t < T; t++) n += mask[b * T + t] > 0 ? 1 : 0;
+    const s = n > 0 ? 0.1 / n : 0;
+    for (let t = 0; t < T; t++) poolW[b * T + t] = mask[b * T + t] > 0 ? s : 0;
+  }
+  const keys: number[] = [];
+  for (let k = 0; k < plan.draws; k++) keys.push(...maskKey(rng));
+  const uni = new ArrayBuffer(plan.steps.length * SLOT);
+  const u32 = new Uint32Array(uni);
+  const f32 = new Float32Array(uni);
+  plan.steps.forEach((s, i) => {
+    const o = (i * SLOT) / 4;
+    u32[o] = s.stride;
+    s.uniforms.forEach(([ty, v], j) => {
+      if (ty === "f") f32[o + 1 + j] = v;
+      else u32[o + 1 + j] = v;
+    });
+    if (s.draw !== undefined) {
+      const at = s.uniforms.length - 2; // k0, k1 are the last two fields
+      u32[o + 1 + at] = keys[2 * s.draw];
+      u32[o + 2 + at] = keys[2 * s.draw + 1];
+    }
+  });
+
+  // weights on the GPU, and tfjs's pending commands (uploads, assigns) submitted before ours
+  for (const v of vars) be.uploadToGPU(v.dataId);
+  if (be.commandEncoder) {
+    be.endComputePassEncoder();
+    be.submitQueue();
+  }
+  const q = device.queue;
+  q.writeBuffer(plan.ids, 0, ids);
+  q.writeBuffer(plan.mask, 0, mask);
+  q.writeBuffer(plan.poolW, 0, poolW);
+  q.writeBuffer(plan.uniform, 0, u32);
+
+  const enc = device.createCommandEncoder();
+  const pass = enc.beginComputePass({});
+  plan.steps.forEach((s, i) => {
+    const group = bindGroupOf(be, device, plan, s, i, vars);
+    pass.setPipeline(group.pipeline);
+    pass.setBindGroup(0, group.bindGroup);
+    pass.dispatchWorkgroups(s.grid[0], s.grid[1], s.grid[2]);
+    noteDispatch(s.key);
+  });
+  pass.end();
+  const out = be.makeTensorInfo([B, c.dim], "float32");
+  be.uploadToGPU(out.dataId);
+  enc.copyBufferToBuffer(plan.pooled, 0, be.tensorMap.get(out.dataId).resource as BufferLike, 0, B * c.dim * 4);
+  q.submit([enc.finish()]);
+  noteSubmit();
+  return tf.engine().makeTensorFromTensorInfo(out) as tf.Tensor2D;
+}
+
+/** The step's bind group, made again only when a buffer it binds is not the one it was made with. */
+function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, i: number, vars: readonly tf.Variable[]): NonNullable<Step["group"]> {
+  const bound = s.refs.map((r) => ("weight" in r ? be.tensorMap.get(vars[r.weight].dataId).resource : r));
+  if (s.group && s.group.bound.every((b, j) => b === bound[j])) return s.group;
+  const pipeline = s.group?.pipeline ?? cachedPipeline(device, s.key, s.code);
+  const entries: object[] = bound.map((buffer, j) => ({ binding: j, resource: { buffer } }));
+  entries.push({ binding: bound.length, resource: { buffer: plan.uniform, offset: i * SLOT, size: SLOT } });
+  const bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+  recorderStats.bindGroups++;
+  return (s.group = { pipeline, bound, bindGroup });
+}
+
+/** The cached plan for (B, T, dropping), made (and older ones evicted) on a miss; null when a buffer is too big. */
+function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean): Plan | null {
+  let cache = plans.get(device);
+  if (!cache) plans.set(device, (cache = new Map()));
+  const key = `${B}x${T}${dropping ? "-drop" : ""}`;
+  const hit = cache.get(key);
+  if (hit) {
+    cache.delete(key);
+    cache.set(key, hit);
+    return hit;
+  }
+  const d = c.dim, F = c.hidden, H = c.heads, N = B * T;
+  if (d % H !== 0 || d % 4 !== 0) return null;
+  const sizes = [N * 3 * d, N * F, dropping ? B * H * T * T : 0].map((n) => n * 4);
+  const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
+  if (Math.max(...sizes) > limit) return null;
+  const plan = buildPlan(device, c, B, T, dropping);
+  if (plan.bytes > MAX_PLAN_BYTES) {
+    destroyPlan(plan);
+    return null;
+  }
+  noteOutsideBytes(plan.bytes);
+  cache.set(key, plan);
+  let total = 0;
+  for (const p of cache.values()) total += p.bytes;
+  for (const [k, p] of cache) {
+    if (cache.size <= 1 || (cache.size <= MAX_PLANS && total <= MAX_PLAN_BYTES)) break;
+    cache.delete(k);
+    total -= p.bytes;
+    destroyPlan(p);
+    noteOutsideBytes(-p.bytes);
+  }
+  return plan;
+}
+
+/** Destroys a plan's buffers (the GPU frees them once the work already submitted is done). */
+function destroyPlan(p: Plan): void {
+  p.buffers.forEach((b) => b.destroy());
+}
+
+function buildPlan(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean): Plan {
+  const d = c.dim, F = c.hidden, H = c.heads, N = B * T, L = c.layers;
+  const buffers: BufferLike[] = [];
+  let bytes = 0;
+  const buf = (floats: number, usage = USAGE.STORAGE | USAGE.COPY_DST): BufferLike => {
+    const size = Math.max(16, Math.ceil((floats * 4) / 16) * 16);
+    const b = device.createBuffer({ size, usage });
+    buffers.push(b);
+    bytes += size;
+    recorderStats.buffers++;
+    return b;
+  };
+  const ids = buf(N), mask = buf(N), poolW = buf(N);
+  const xa = buf(N * d), xb = buf(N * d), hN = buf(N * d), lnStats = buf(N * 2);
+  const qkv = buf(N * 3 * d), ctx = buf(N * d), attStats = buf(B * H * T * 2), h = buf(N * d);
+  const f1 = buf(N * F), f2 = buf(N * F);
+  const drop = dropping ? buf(B * H * T * T) : null;
+  const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
+
+  const rate = dropping ? c.dropout : 0;
+  const thr = dropThreshold(rate), keep = dropping ? dropoutKeepScale(rate) : 1;
+  let draws = 0;
+  /** thr, keep, k0, k1 of a dropout site (its key drawn in this order per call when dropping). */
+  const maskFields = (): { fields: ["u" | "f", number][]; draw?: number } =>
+    dropping ? { fields: [["u", thr], ["f", keep], ["u", 0], ["u", 0]], draw: draws++ } : { fields: [["u", 0], ["f", 1], ["u", 0], ["u", 0]] };
+  const steps: Step[] = [];
+  const flat = (key: string, code: string, refs: Ref[], uniforms: ["u" | "f", number][], threads: number, draw?: number): void => {
+    const { grid, stride } = foldThreads(key, threads);
+    steps.push({ key, code, refs, uniforms, grid, stride, draw });
+  };
+  const linear = (a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number): void => {
+    const tile = tileFor(m, n);
+    const aligned = isAligned(tile, m, n, k);
+    const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias`;
+    const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
+    steps.push({ key, code: matmulShader(tile, aligned, true), refs: [a, { weight: w }, { weight: w + 1 }, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
+  };
+  // LayerNorm and attention tile their own grids (a group of threads per row; a workgroup per
+  // (sequence, head, block of queries)): no folded stride
+  const lnCode = lnFwd(d);
+  const layerNorm = (x: BufferLike, g: number, y: BufferLike): void => {
+    steps.push({ key: `qrag_ln_fwd_${rowLanes(d)}`, code: lnCode, refs: [x, { weight: g }, { weight: g + 1 }, y, lnStats], uniforms: [["u", N], ["u", d], ["f", LN_EPS]], grid: rowWorkgroups(N, d), stride: 0 });
+  };
+  const residual = (x: BufferLike, y: BufferLike): void => {
+    const m = maskFields();
+    flat("qrag_res_drop_fwd", ADD_FWD, [x, h, y], [["u", N * d], ...m.fields], N * d, m.draw);
+  };
+
+  const em = maskFields();
+  flat("qrag_rec_embed", EMBED_WGSL, [ids, { weight: 0 }, { weight: 1 }, xa], [["u", N * d], ["u", T], ["u", d], ...em.fields], N * d, em.draw);
+  const dh = d / H;
+  const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
+  const attKey = `packed_${dh}_${tile}_${dropping ? "drop" : "nodrop"}`;
+  const attCode = attentionForwardCode(dh, "packed", dropping, tile);
+  const attUniforms: ["u" | "f", number][] = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
+  for (let l = 0; l < L; l++) {
+    const o = 2 + l * 12; // ln1 γ β, qkv w b, proj w b, ln2 γ β, fc1 w b, fc2 w b
+    layerNorm(xa, o, hN);
+    linear(hN, o + 2, qkv, N, 3 * d, d);
+    if (drop) {
+      const m = maskFields();
+      flat("qrag_dropout_mask", DROPOUT_MASK_WGSL, [drop], [["u", B * H * T * T], ...m.fields], B * H * T * T, m.draw);
+    }
+    steps.push({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [qkv, mask, ...(drop ? [drop] : []), ctx, attStats], uniforms: attUniforms, grid: attentionGrid(B, H, T), stride: 0 });
+    linear(ctx, o + 4, h, N, d, d);
+    residual(xa, xb);
+    layerNorm(xb, o + 6, hN);
+    linear(hN, o + 8, f1, N, F, d);
+    flat("qrag_gelu_fwd", GELU_FWD, [f1, f2], [["u", N * F]], N * F);
+    linear(f2, o + 10, h, N, d, F);
+    residual(xb, xa);
+  }
+  layerNorm(xa, 2 + L * 12, hN);
+  flat("qrag_rec_pool", POOL_WGSL, [hN, poolW, pooled], [["u", B], ["u", T], ["u", d]], B * d);
+  const uniform = device.createBuffer({ size: steps.length * SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
+  buffers.push(uniform);
+  bytes += steps.length * SLOT;
+  recorderStats.buffers++;
+  recorderStats.plans++;
+  return { B, T, training: dropping, bytes, buffers, ids, mask, poolW, pooled, uniform, steps, draws };
+}

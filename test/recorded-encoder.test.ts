@@ -1,0 +1,39 @@
+/**
+ * The transformer's no-grad forward recorded as our own WebGPU programs (one command buffer, one
+ * submit; model/webgpu/recorded-encoder.ts) on lavapipe, against the tfjs path it replaces. Each
+ * case runs in a fresh process (recorded-encoder-cases.ts); machines without an adapter skip,
+ * except under QRAG_REQUIRE_WEBGPU=1 (CI).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { webgpuSkip as skip } from "./webgpu-skip.ts";
+import { runCaseFile } from "./device-case-runner.ts";
+
+const runCase = <T>(name: string): T => runCaseFile<T>("test/recorded-encoder-cases.ts", name);
+
+test("recorded encoder forward equals the tfjs path within 1e-5: eval and train mode (same dropout masks), T 16/64/256, odd B", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; rngAfter: boolean; trainVsEval: number; recordedCalls: number }>("equal");
+  assert.equal(Object.keys(r.diffs).length, 8, Object.keys(r.diffs).join(", "));
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+  // both paths drew the same number of dropout keys, and dropout did change the output
+  assert.ok(r.rngAfter, "the dropout Rngs differ after the same calls");
+  assert.ok(r.trainVsEval > 1e-2, `train vs eval mode: rel. diff ${r.trainVsEval}`);
+  assert.equal(r.recordedCalls, 10);
+});
+
+test("recorded encoder forward: one submit, one dispatch per program, 0 tfjs kernels; a second call of a shape creates no buffers, bind groups or pipelines", { skip }, () => {
+  const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { kernels: number; fused: number; dispatches: number; submits: number }[]; layers: number }>("cache");
+  // embedding, per layer 11 programs (train mode: the attention mask too), final LN, pooling
+  const programs = 1 + 11 * r.layers + 2;
+  for (const c of r.counts) assert.deepEqual(c, { kernels: programs, fused: programs, dispatches: programs, submits: 1 });
+  assert.equal(r.created[0].plans, 1);
+  assert.equal(r.created[0].bindGroups, programs);
+  for (const c of r.created.slice(1)) assert.deepEqual(c, { plans: 0, buffers: 0, bindGroups: 0, pipelines: 0 });
+});
+
+test("recorded encoder forward follows assigned weights (new GPU buffers): equal to the tfjs path after every variable is assigned", { skip }, () => {
+  const r = runCase<{ diff: number; changed: number; newBindGroups: number }>("assign");
+  assert.ok(r.diff <= 1e-5, `rel. diff ${r.diff}`);
+  assert.ok(r.changed > 1e-2, `the output did not change with the weights (${r.changed})`);
+  assert.ok(r.newBindGroups > 0, "no bind group was made again");
+});
