@@ -68,7 +68,6 @@ export const TIERS = {
     "rotary",
     "stop-rules",
     "slurm-parse",
-    "slurm-job-output",
     "sweep-series",
     "test-tiers",
     "tfevents-read",
@@ -115,6 +114,7 @@ export const TIERS = {
     "security-same-origin", // in-process server
     "slurm-client", // a real single-node Slurm (munged, slurmctld, slurmd) and its commands
     "slurm-executor", // the dashboard with QRAG_EXECUTOR=slurm on a real single-node Slurm: jobs, cancel, requeue
+    "slurm-job-output", // job output files read by offset; mkfifo (a child process) makes its FIFO case
     "sweeps", // in-process server, SQLite and PostgreSQL
     "wasm-threads", // child processes with 1 and 2 threads
     "webgpu-fused", // webgpu case processes
