@@ -60,9 +60,8 @@ function keyBias(mask: Float32Array, B: number, T: number): tf.Tensor4D {
   return tf.tensor4d(b, [B, 1, 1, T]);
 }
 
-/** Masked mean over T of x [B·T, d] with a [B·T] 0/1 mask, times `mul` → [B, d] (0 for empty rows). */
-export function maskedMeanDevice(x: tf.Tensor2D, mask: Float32Array, B: number, T: number, mul: number): tf.Tensor2D {
-  const d = x.shape[1];
+/** The masked mean's weights per (row, position): mul / (the row's non-PAD count) at its non-PAD positions, else 0. */
+export function maskedMeanWeights(mask: Float32Array, B: number, T: number, mul: number): Float32Array {
   const w = new Float32Array(B * T);
   for (let b = 0; b < B; b++) {
     let n = 0;
@@ -70,7 +69,13 @@ export function maskedMeanDevice(x: tf.Tensor2D, mask: Float32Array, B: number, 
     const s = n > 0 ? mul / n : 0;
     for (let t = 0; t < T; t++) w[b * T + t] = mask[b * T + t] > 0 ? s : 0;
   }
-  const xw = tf.mul(tf.reshape(x, [B, T, d]), tf.tensor3d(w, [B, T, 1]));
+  return w;
+}
+
+/** Masked mean over T of x [B·T, d] with a [B·T] 0/1 mask, times `mul` → [B, d] (0 for empty rows). */
+export function maskedMeanDevice(x: tf.Tensor2D, mask: Float32Array, B: number, T: number, mul: number): tf.Tensor2D {
+  const d = x.shape[1];
+  const xw = tf.mul(tf.reshape(x, [B, T, d]), tf.tensor3d(maskedMeanWeights(mask, B, T, mul), [B, T, 1]));
   return tf.sum(xw, 1) as tf.Tensor2D;
 }
 

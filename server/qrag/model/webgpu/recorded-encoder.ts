@@ -33,6 +33,7 @@ import { GELU_FWD, lnFwd } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { ADD_FWD } from "./residual-layernorm.ts";
 import { DROPOUT_MASK_WGSL, MASK_AT_WGSL } from "./dropout.ts";
+import { maskedMeanWeights } from "../device-ops.ts";
 
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
 const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
@@ -169,13 +170,7 @@ export function recordedEncoderForward(vars: readonly tf.Variable[], c: Recorded
   recorderStats.calls++;
 
   // host inputs: ids, mask, pooling weights (mask·0.1/count per row), then the uniforms with this call's dropout keys
-  const poolW = new Float32Array(B * T);
-  for (let b = 0; b < B; b++) {
-    let n = 0;
-    for (let t = 0; t < T; t++) n += mask[b * T + t] > 0 ? 1 : 0;
-    const s = n > 0 ? 0.1 / n : 0;
-    for (let t = 0; t < T; t++) poolW[b * T + t] = mask[b * T + t] > 0 ? s : 0;
-  }
+  const poolW = maskedMeanWeights(mask, B, T, 0.1);
   const keys: number[] = [];
   for (let k = 0; k < plan.draws; k++) keys.push(...maskKey(rng));
   const uni = new ArrayBuffer(plan.steps.length * SLOT);
