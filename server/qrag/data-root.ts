@@ -184,7 +184,7 @@ export function openInDataRoot(root: string, file: string, label: string): numbe
  * accepted only if it is the same file as the descriptor (device and inode), so a swap between the
  * open and this look is refused.
  */
-function openedPath(fd: number, file: string): string {
+export function openedPath(fd: number, file: string): string {
   try {
     return fs.realpathSync(`/proc/self/fd/${fd}`);
   } catch {

@@ -26,7 +26,7 @@ export {
 } from "./reader/reader.ts";
 export { readerPrompt, type ReaderDataset } from "./reader/prompts.ts";
 export { scoreAnswer, type AnswerScore } from "./reader/score.ts";
-export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot } from "./data-root.ts";
+export { resolveDataPath, isReservedDataPath, realDataRoot, listDataRoot, openedPath } from "./data-root.ts";
 export { configureEngine, engineSettings, readerUrl, type EngineSettings } from "./settings.ts";
 export { BACKEND_PREFS } from "./backend/names.ts";
 export { openGgufChat, openOpenAiChat } from "./reader/open.ts";

@@ -9,6 +9,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { shortText } from "../../../lib/contracts/short-text.ts";
+import { openedPath } from "../../qrag/index.ts";
 
 export const OUTPUT_LIMITS = {
   /** Bytes read from one file in one poll. */
@@ -44,16 +45,7 @@ function openJobFile(dir: string, file: string): Opened {
     return { refused: code === "ELOOP" ? "a link" : `not readable (${code ?? "error"})` };
   }
   try {
-    let real: string;
-    try {
-      real = fs.realpathSync(`/proc/self/fd/${fd}`);
-    } catch {
-      real = fs.realpathSync(file);
-      const a = fs.fstatSync(fd);
-      const b = fs.statSync(real);
-      if (a.dev !== b.dev || a.ino !== b.ino) throw new Error("changed while opened");
-    }
-    if (path.dirname(real) !== fs.realpathSync(dir)) throw new Error("outside the jobs folder");
+    if (path.dirname(openedPath(fd, file)) !== fs.realpathSync(dir)) throw new Error("outside the jobs folder");
     if (!fs.fstatSync(fd).isFile()) throw new Error("not a regular file");
     return { fd };
   } catch (e) {
