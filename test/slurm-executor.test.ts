@@ -301,6 +301,12 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
       fs.rmSync(calls, { force: true });
       return (await create(name, 5000)).id;
     };
+    /** The run once it has a job (submitted or adopted). */
+    const withJob = (id: string, what: string) =>
+      until(what, async () => {
+        const r = await getRun(env, id);
+        return jobOf(r).jobId ? r : null;
+      }, 30_000);
     const cancelled = async (id: string) => {
       assert.equal((await api(env, "POST", `/api/runs/${id}/cancel`)).status, 200);
       await until("the run cancelled", async () => (await getRun(env, id)).status === "cancelled", 30_000);
@@ -310,10 +316,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     try {
       // 1. sbatch timed out, but slurmctld made the job: it is found by name and adopted, never submitted again
       const slow = await withMode("timeout", "slurm-sbatch-timeout");
-      const adopted = await until("the timed-out sbatch's job adopted", async () => {
-        const r = await getRun(env, slow);
-        return jobOf(r).jobId ? r : null;
-      }, 30_000);
+      const adopted = await withJob(slow, "the timed-out sbatch's job adopted");
       assert.equal(adopted.status === "failed" ? adopted.error : null, null);
       assert.deepEqual(named(slow), [jobOf(adopted).jobId], "one job for the run");
       assert.equal(callsMade(), 1, "sbatch called once");
@@ -323,10 +326,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
 
       // 2. "Socket timed out" once: no job made, so after the wait the run is submitted again, once
       const flaky = await withMode("flaky", "slurm-sbatch-flaky");
-      const retried = await until("the retried submission's job", async () => {
-        const r = await getRun(env, flaky);
-        return jobOf(r).jobId ? r : null;
-      }, 30_000);
+      const retried = await withJob(flaky, "the retried submission's job");
       assert.equal(retried.status === "failed" ? retried.error : null, null);
       assert.equal(callsMade(), 2, "sbatch called twice");
       assert.deepEqual(named(flaky), [jobOf(retried).jobId], "one job for the run");

@@ -150,7 +150,7 @@ export function createSlurmExecutor(h: DbHandle, o: SlurmExecutorOptions): Slurm
       if (moved || read || lines.length) {
         // the state, the lines and the offsets they were read up to in one transaction, guarded by
         // the offsets read from: a restart or another node never writes the same lines twice
-        const level = !ended ? "info" : j.state === "COMPLETED" ? "info" : "warn";
+        const level = ended && j.state !== "COMPLETED" ? "warn" : "info";
         const at = new Date();
         const stored = await h.write((db) =>
           db.$transaction(async (tx) => {
