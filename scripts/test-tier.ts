@@ -92,6 +92,7 @@ export const TIERS = {
     "cli-user", // the user CLI as a child process, a server
     "crash-points", // spawned server and workers killed with -9
     "engine-device", // webgpu case processes
+    "hot-loop-ceiling", // the dispatch-counts bench part as a child process on webgpu
     "engine-face", // probe child processes
     "episode-chunks", // in-process server
     "exit-with-parent", // child processes

@@ -11,7 +11,7 @@ import { QNetworks } from "../agent/networks.ts";
 import { counterSnapshot, kernelNameCounts, resetCounters, type PhaseCounters } from "../backend/device.ts";
 import { disposeCandidates, embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
 import { evalOptions } from "../training/train.ts";
-import { benchTraining, settled, workloadConfig } from "./workload-bench.ts";
+import { benchTraining, settled, workloadConfig, type WorkloadShape } from "./workload-bench.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import { summarizeDispatch, type DispatchSummary } from "./dispatch-summary.ts";
 
@@ -28,14 +28,14 @@ export interface CallCounts {
  * The hot-loop figures, plus `readRoundTripMs` (one GPU sum and its `await data()` on an idle
  * queue: the floor under each of a rollout's reads) and the kernels per iteration by name.
  */
-export async function benchDispatch(log: (m: string) => void, iterations = 2): Promise<DispatchSummary & { readRoundTripMs: number; kernelsByName: Record<string, number>; greedyEpisode: CallCounts; evalEncode: CallCounts }> {
-  const config = workloadConfig("transformer");
+export async function benchDispatch(log: (m: string) => void, iterations = 2, shape: WorkloadShape = "reference"): Promise<DispatchSummary & { shape: WorkloadShape; readRoundTripMs: number; kernelsByName: Record<string, number>; greedyEpisode: CallCounts; evalEncode: CallCounts }> {
+  const config = workloadConfig("transformer", shape);
   const nets = new QNetworks(config.algo.encoder, new Rng(1));
   try {
-    const t = await benchTraining("transformer", nets, log, iterations);
+    const t = await benchTraining("transformer", nets, log, iterations, shape);
     // per iteration, most frequent first: which ops a recorded loop has to replace
     const kernelsByName = Object.fromEntries(kernelNameCounts().map(([k, n]) => [k, Math.round((n / t.iterationSeconds.attempts) * 10) / 10]));
-    const hot = { ...t.hotLoop, readRoundTripMs: await readRoundTrip(), kernelsByName };
+    const hot = { ...t.hotLoop, shape, readRoundTripMs: await readRoundTrip(), kernelsByName };
     log(`  dispatch: ${hot.dispatchesPerIteration} dispatches, ${hot.tfjsKernelsPerIteration} tfjs kernels, ${hot.submitsPerIteration} submits, host ${hot.hostMsPerIteration} ms per iteration; a read round trip ${hot.readRoundTripMs} ms`);
 
     // one greedy episode at N = 1,000 (its candidates' embedding included) and one eval encode of 1,024 chunks

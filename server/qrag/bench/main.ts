@@ -8,6 +8,8 @@
  *   encode-hf              hf encoder (random BERT weights, 2L/D128 and 12L/D768) chunks/s, async reads
  *   dispatch               one training iteration of the reference workload (transformer): dispatches,
  *                          tfjs kernels, submits and host ms per iteration against the hot-loop budget
+ *   dispatch-counts        the same counts on the same loop at a sliver of its compute (workload-bench.ts
+ *                          `counts`), one iteration; fails (exit 1) over DISPATCH_CEILING — what CI runs
  *   workload-transformer   the reference workload (docs/workload.md), transformer encoder
  *   workload-bow           the same workload with the default CPU (bag-of-words) encoder
  *   learning               (long) CPU presets trained on qa1–qa5 (per seed), then swept — see learning.ts
@@ -105,6 +107,14 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     else if (part === "encode-hf") result.encodeHf = await (await import("./webgpu-encode.ts")).benchEncodeHf(log);
     else if (part === "kernels") result.kernels = await (await import("./kernels.ts")).benchKernels(log, { shapes: opts.kernelShapes });
     else if (part === "dispatch") result.dispatch = await (await import("./dispatch.ts")).benchDispatch(log);
+    else if (part === "dispatch-counts") {
+      const counts = await (await import("./dispatch.ts")).benchDispatch(log, 1, "counts");
+      result.dispatchCounts = counts;
+      if (!counts.withinCeiling) {
+        const over = (["dispatches", "submits", "tfjsKernels"] as const).filter((k) => counts[`${k}PerIteration`] > counts.ceiling[k]);
+        throw new Error(`the hot loop is over its ceiling (bench/dispatch-summary.ts DISPATCH_CEILING): ${over.map((k) => `${k} ${counts[`${k}PerIteration`]} > ${counts.ceiling[k]}`).join(", ")}`);
+      }
+    }
     else if (part === "workload-bow") result.workloadBow = await benchWorkload("bow", log, { evalLengths: opts.lengths });
     else if (part === "workload-transformer") result.workloadTransformer = await benchWorkload("transformer", log, { evalLengths: opts.lengths });
     else if (part === "gpt2-count") result.gpt2Count = (await import("./gpt2-count.ts")).benchGpt2Count();
@@ -137,7 +147,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
         outFile: path.resolve("bench-results", opts.tag ? `niah-${opts.tag}.json` : "niah.json"),
         ...tagRuns,
       });
-    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, kernels, dispatch, webgpu-check, encode-hf, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, kernels, dispatch, dispatch-counts, webgpu-check, encode-hf, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     trimWebgpuPool(); // what a part pooled is not the next part's (no-op off webgpu)
     // a part that fails or a run cut off (a device lease's time limit) keeps the parts before it
