@@ -29,12 +29,25 @@ const ESBUILD_ARGS = [
 /** Environment a bundled process needs besides the usual. */
 export const BUNDLE_ENV: Record<string, string> = { QRAG_CONFIG_DIR: path.join(ROOT, "configs") };
 
-/** A temporary stand-in for the repository root: its node_modules and test/fixtures linked. */
+/** Links to the repository inside bundle folders, unlinked (never followed) before the folders go. */
+const links: string[] = [];
+const roots: string[] = [];
+process.once("exit", () => {
+  for (const l of links) fs.rmSync(l, { force: true });
+  for (const r of roots) fs.rmSync(r, { recursive: true, force: true });
+});
+function link(target: string, at: string): void {
+  fs.symlinkSync(target, at, "dir");
+  links.push(at);
+}
+
+/** A temporary stand-in for the repository root (removed when the test process exits): its node_modules and test/fixtures linked. */
 function bundleRoot(): string {
   const dir = tmpDir("qrag-bundle-");
-  fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
+  roots.push(dir);
+  link(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"));
   fs.mkdirSync(path.join(dir, "test"));
-  fs.symlinkSync(path.join(ROOT, "test", "fixtures"), path.join(dir, "test", "fixtures"), "dir");
+  link(path.join(ROOT, "test", "fixtures"), path.join(dir, "test", "fixtures"));
   return dir;
 }
 
@@ -54,7 +67,7 @@ const platformRoot = (): { root: string; server?: string; worker?: string } => {
   if (platform) return platform;
   const root = bundleRoot();
   // the server migrates its database from <root>/prisma/<provider>/migrations
-  fs.symlinkSync(path.join(ROOT, "prisma"), path.join(root, "prisma"), "dir");
+  link(path.join(ROOT, "prisma"), path.join(root, "prisma"));
   return (platform = { root });
 };
 
