@@ -36,9 +36,6 @@ import { startExecutors } from "./executors/start.ts";
 import type { SlurmExecutor } from "./executors/slurm/executor.ts";
 import { createPlaygroundPool } from "./playground/pool.ts";
 
-/** Extra lease time running runs get when the server starts. */
-const RESTART_GRACE_MS = 10_000;
-
 export interface ServerOptions {
   port?: number;
   host?: string;
@@ -117,13 +114,13 @@ function resolveServer(opts: ServerOptions) {
 }
 
 /** Migrations applied, the one Prisma client, and the scheduler's start-up (leases extended by the restart grace). */
-async function openDatabase(databaseUrl: string, leaseMs: number, clustered: boolean, log: (msg: string) => void): Promise<DbHandle> {
+async function openDatabase(databaseUrl: string, leaseMs: number, restartGraceMs: number, clustered: boolean, log: (msg: string) => void): Promise<DbHandle> {
   const applied = await migrate(databaseUrl, { log });
   const h = await getDb(databaseUrl);
   log(`database: ${providerOf(databaseUrl)} ${redact(databaseUrl)}${applied.length ? ` (applied ${applied.join(", ")})` : ""}`);
   // workers could not heartbeat while this server was down: give them time to reconnect (their
   // socket.io clients back off for a few seconds between attempts) before leases can expire
-  await schedulerStartup(h, leaseMs + RESTART_GRACE_MS, clustered);
+  await schedulerStartup(h, leaseMs + restartGraceMs, clustered);
   return h;
 }
 
@@ -172,7 +169,7 @@ function runsNotifier(ui: UiChannel, cluster: Cluster | null, runsList: ListCach
 export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
   const log = opts.log ?? ((m: string) => console.log(m));
   const { e, dataDir, databaseUrl, host, port, dev, leaseMs, dataRoot, clustered } = resolveServer(opts);
-  const h = await openDatabase(databaseUrl, leaseMs, clustered, log);
+  const h = await openDatabase(databaseUrl, leaseMs, e.restartGraceMs, clustered, log);
   const workerToken = workerTokenFor(dataDir, opts.workerToken ?? e.workerToken);
   const gate = accountsGate(h, { host, dev, forced: opts.auth ?? e.auth.forced, cookieSecure: e.auth.cookieSecure });
   const nextApp = await startNext({ enabled: opts.next !== false, dev, dir: ROOT, host, port });

@@ -18,6 +18,8 @@
  *   QRAG_CONFIG_DIR              YAML presets and groups (<repo>/configs)
  *   QRAG_WORKER_TOKEN            the token workers present (else generated into <data>/worker-token)
  *   QRAG_LEASE_MS                a run without heartbeats for this long loses its lease (10 s)
+ *   QRAG_RESTART_GRACE_MS        extra lease time running runs get when the server starts, for their
+ *                                workers to reconnect (10 s; the crash tests shorten it)
  *   QRAG_DASHBOARD_URL, QRAG_WORKER_NAME, QRAG_WORKER_DATA_DIR, QRAG_WORKER_SHUTDOWN_MS   worker
  *   QRAG_ALLOWED_ORIGINS         extra origins (a reverse proxy's https://studio.example.org), comma-separated
  *   QRAG_AUTH                    "on": require sign-in even on loopback (beyond loopback it always is)
@@ -71,6 +73,7 @@ const schema = z
     QRAG_CONFIG_DIR: optionalText,
     QRAG_WORKER_TOKEN: optionalText,
     QRAG_LEASE_MS: ms(10_000),
+    QRAG_RESTART_GRACE_MS: ms(10_000),
     QRAG_DASHBOARD_URL: optionalText,
     QRAG_WORKER_NAME: optionalText,
     QRAG_WORKER_DATA_DIR: optionalText,
@@ -140,6 +143,8 @@ const schema = z
       /** Proxies whose X-Forwarded-For is believed (server/http/client-address.ts). */
       trustedProxies: e.QRAG_TRUSTED_PROXIES,
       leaseMs: e.QRAG_LEASE_MS,
+      /** Added to the lease of every running run at start (workers reconnect after a restart). */
+      restartGraceMs: e.QRAG_RESTART_GRACE_MS,
       worker: {
         dashboardUrl: e.QRAG_DASHBOARD_URL,
         name: e.QRAG_WORKER_NAME ?? os.hostname(),

@@ -9,6 +9,7 @@ import path from "node:path";
 import { io, type Socket } from "socket.io-client";
 import type { EngineEvent, MetricsDto, RunBatchMsg, RunDetailDto } from "../lib/contracts/index.ts";
 import { GiveUp, ROOT, waitFor } from "./platform-helpers.ts";
+import { BUNDLE_ENV } from "./test-bundles.ts";
 
 export const TOKEN = "e2e-token";
 export const LEASE_MS = 4_000;
@@ -61,8 +62,11 @@ export interface Env {
   url: string;
 }
 
-export function startServer(env: Env, opts: { worker: boolean; next?: boolean; env?: Record<string, string> }): Proc {
-  const args = ["--import", "tsx", path.join(ROOT, "server/main.ts"), ...(opts.worker ? [] : ["--no-worker"]), ...(opts.next === false ? ["--no-next"] : [])];
+/** `bundle`: test-bundles.ts serverBundle() (the same code, quicker to start; without Next and the local worker). */
+export function startServer(env: Env, opts: { worker: boolean; next?: boolean; env?: Record<string, string>; bundle?: string }): Proc {
+  assert.ok(!opts.bundle || (!opts.worker && opts.next === false), "a bundled server runs without its local worker and Next");
+  const entry = opts.bundle ? [opts.bundle] : ["--import", "tsx", path.join(ROOT, "server/main.ts")];
+  const args = [...entry, ...(opts.worker ? [] : ["--no-worker"]), ...(opts.next === false ? ["--no-next"] : [])];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: {
@@ -75,6 +79,7 @@ export function startServer(env: Env, opts: { worker: boolean; next?: boolean; e
       QRAG_WORKER_TOKEN: TOKEN,
       QRAG_LEASE_MS: String(LEASE_MS),
       NEXT_TELEMETRY_DISABLED: "1",
+      ...(opts.bundle ? BUNDLE_ENV : {}),
       ...opts.env,
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -82,11 +87,13 @@ export function startServer(env: Env, opts: { worker: boolean; next?: boolean; e
   return new Proc(`server:${env.port}`, child);
 }
 
-export function startWorker(env: Pick<Env, "url" | "dataDir">, name: string): Proc {
+/** A worker on the sources (tsx), or on `bundle` (test-bundles.ts workerBundle(): the same code, quicker to start). */
+export function startWorker(env: Pick<Env, "url" | "dataDir">, name: string, bundle?: string): Proc {
+  const entry = bundle ? [bundle] : ["--import", "tsx", path.join(ROOT, "server/worker/main.ts")];
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", path.join(ROOT, "server/worker/main.ts"), "--url", env.url, "--token", TOKEN, "--name", name, "--data-dir", path.join(env.dataDir, `worker-${name}`)],
-    { cwd: ROOT, env: { ...process.env, NODE_ENV: "production" }, stdio: ["ignore", "pipe", "pipe"] },
+    [...entry, "--url", env.url, "--token", TOKEN, "--name", name, "--data-dir", path.join(env.dataDir, `worker-${name}`)],
+    { cwd: ROOT, env: { ...process.env, NODE_ENV: "production", ...(bundle ? BUNDLE_ENV : {}) }, stdio: ["ignore", "pipe", "pipe"] },
   );
   return new Proc(`worker:${name}`, child);
 }

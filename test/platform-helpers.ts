@@ -154,13 +154,13 @@ export function uniqueDbName(prefix: string): string {
   return `${prefix}_${process.pid}_${Date.now().toString(36)}_${dbCounter++}`;
 }
 
-/** Pids of `parent`'s children running the engine process. */
+/** Pids of `parent`'s children running the engine process (engine-process.ts, or .mjs in a test bundle). */
 export function engineChildren(parent: number): number[] {
   return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
     try {
       const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
       const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      return ppid === parent && fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes("engine-process.ts") ? [Number(d)] : [];
+      return ppid === parent && fs.readFileSync(`/proc/${d}/cmdline`, "utf8").match(/engine-process\.m?[jt]s\b/) ? [Number(d)] : [];
     } catch {
       return [];
     }
