@@ -30,12 +30,18 @@ function batchOf(B: number, T: number, seed: number, vocab = CONFIG.vocab_size):
   return { ids, mask, batch: B, len: T };
 }
 
-/** loss = Σ forward(batch)·R and its gradients for every variable, recorded or through the tfjs ops. */
-async function lossAndGrads(enc: TransformerEncoder, batch: TokenBatch, training: boolean, recorded: boolean): Promise<{ loss: number; grads: Float32Array[] }> {
+/**
+ * loss = Σ forward(batch)·R and its gradients for every variable, recorded or through the tfjs ops;
+ * `twice`: plus Σ forward(batch)·R/2 of a second forward under the same tape (its own masks).
+ */
+async function lossAndGrads(enc: TransformerEncoder, batch: TokenBatch, training: boolean, recorded: boolean, twice = false): Promise<{ loss: number; grads: Float32Array[] }> {
   const was = setRecorderEnabled(recorded);
   try {
     const R = tf.tensor2d(Float32Array.from({ length: batch.batch * CONFIG.dim }, (_, i) => Math.sin(i * 0.7) + 0.3), [batch.batch, CONFIG.dim]);
-    const { value, grads } = tf.variableGrads(() => tf.sum(tf.mul(enc.forward(batch, training), R)) as tf.Scalar, enc.variables);
+    const { value, grads } = tf.variableGrads(() => {
+      const l = tf.sum(tf.mul(enc.forward(batch, training), R));
+      return (twice ? tf.add(l, tf.mul(tf.sum(tf.mul(enc.forward(batch, training), R)), 0.5)) : l) as tf.Scalar;
+    }, enc.variables);
     const loss = (await value.data())[0];
     const out = await Promise.all(enc.variables.map(async (v) => (await grads[v.name].data()) as Float32Array));
     tf.dispose([R, value, ...Object.values(grads)]);
@@ -45,19 +51,24 @@ async function lossAndGrads(enc: TransformerEncoder, batch: TokenBatch, training
   }
 }
 
-/** Recorded vs tfjs loss and gradients: shapes 3×16, 5×64, 2×256 and a batch of repeated ids, eval and train mode. */
+/**
+ * Recorded vs tfjs loss and gradients: shapes 3×16, 5×64, 2×256, a batch of repeated ids, and two
+ * taped forwards of one shape before their backward (two plans hold their activations), eval and
+ * train mode.
+ */
 async function gradsCase() {
   await onBackend("webgpu");
   const rec = new TransformerEncoder(CONFIG, new Rng(3));
   const ref = new TransformerEncoder(CONFIG, new Rng(3));
   const worst: Record<string, { loss: number; grad: number; at: string }> = {};
-  const batches: [string, TokenBatch][] = [["3x16", batchOf(3, 16, 1)], ["5x64", batchOf(5, 64, 2)], ["2x256", batchOf(2, 256, 3)], ["4x16 ids 1-4", batchOf(4, 16, 4, 5)]];
+  const batches: [string, TokenBatch][] = [["3x16", batchOf(3, 16, 1)], ["5x64", batchOf(5, 64, 2)], ["2x256", batchOf(2, 256, 3)], ["4x16 ids 1-4", batchOf(4, 16, 4, 5)], ["3x16 twice", batchOf(3, 16, 1)]];
   const calls0 = recorderStats.trainCalls;
   let gradNorm = 0;
   for (const [name, batch] of batches) {
     for (const training of [false, true]) {
-      const a = await lossAndGrads(rec, batch, training, true);
-      const b = await lossAndGrads(ref, batch, training, false);
+      const twice = name.endsWith("twice");
+      const a = await lossAndGrads(rec, batch, training, true, twice);
+      const b = await lossAndGrads(ref, batch, training, false, twice);
       const w = { loss: Math.abs(a.loss - b.loss) / Math.max(1e-6, Math.abs(b.loss)), grad: 0, at: "" };
       b.grads.forEach((g, i) => {
         const d = relDiff(a.grads[i], g);
