@@ -172,15 +172,16 @@ export function isAligned(t: MatmulTile, m: number, n: number, k: number): boole
 
 /**
  * A·B (+ bias, a [N] row) on webgpu with our tiled program: a [M, K] or [batch, M, K], b [K, N] or
- * [batch, K, N]; 3-D operands have equal batches or a batch of 1, which broadcasts. Not
+ * [batch, K, N] (with `trans`: a [.., K, M], b [.., N, K]); 3-D operands have equal batches or a
+ * batch of 1, which broadcasts. Not
  * differentiable: forward-only callers use it (ops.ts `linear` when no gradient is recorded).
  */
-export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAULT_TILE, bias?: tf.Tensor1D, be: WebgpuBackendLike = webgpuBackend()): tf.Tensor {
+export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAULT_TILE, bias?: tf.Tensor1D, trans: MatmulTrans = {}, be: WebgpuBackendLike = webgpuBackend()): tf.Tensor {
   const a3 = a.rank === 2 ? [1, ...a.shape] : a.shape;
   const b3 = b.rank === 2 ? [1, ...b.shape] : b.shape;
   if (a3.length !== 3 || b3.length !== 3) throw new Error(`matmulTiled: operands must be 2-D or 3-D (got ${a.shape} and ${b.shape})`);
-  const [ba, m, k] = a3;
-  const [bb, k2, n] = b3;
+  const [ba, m, k] = trans.a ? [a3[0], a3[2], a3[1]] : a3;
+  const [bb, k2, n] = trans.b ? [b3[0], b3[2], b3[1]] : b3;
   if (k !== k2) throw new Error(`matmulTiled: inner sizes differ (${a.shape} · ${b.shape})`);
   if (ba !== bb && ba !== 1 && bb !== 1) throw new Error(`matmulTiled: batches ${ba} and ${bb} do not broadcast`);
   if (bias && (bias.rank !== 1 || bias.shape[0] !== n)) throw new Error(`matmulTiled: bias of shape ${bias.shape} for ${n} columns`);
@@ -189,9 +190,9 @@ export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAU
   const aligned = isAligned(tile, m, n, k);
   const outShape = a.rank === 2 && b.rank === 2 ? [m, n] : [batch, m, n];
   if (m === 0 || n === 0 || batch === 0) return tf.zeros(outShape);
-  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${bias ? "-bias" : ""}`;
+  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${bias ? "-bias" : ""}${transName(trans)}`;
   let code = shaders.get(key);
-  if (!code) shaders.set(key, (code = matmulShader(tile, aligned, Boolean(bias))));
+  if (!code) shaders.set(key, (code = matmulShader(tile, aligned, Boolean(bias), trans)));
   const [out] = runRawProgram(be, {
     key,
     code,
