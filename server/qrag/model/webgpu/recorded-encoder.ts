@@ -15,7 +15,8 @@
  * in the order the tfjs path draws them, so the masks are the same.
  *
  * Caching: a plan per (B, T, training) holds the activation buffers and one uniform buffer (a
- * 256-byte slot per program), in a small LRU bounded by count and bytes; pipelines by shader key
+ * 256-byte slot per program), in a small LRU bounded by count and bytes (a taped forward's plan,
+ * recorded-train.ts, keeps every layer's activations and its backward's programs and buffers); pipelines by shader key
  * (raw-program.ts's cache); each program's bind group is kept until a buffer it binds changes (the
  * weights' GPU buffers change when training assigns new values). Order with tfjs: tfjs's pending
  * commands are submitted first (they may write the weights or upload them); the result is copied
