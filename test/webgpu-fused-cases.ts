@@ -20,7 +20,7 @@ import { twinLossDevice } from "../server/qrag/model/webgpu/twin-loss.ts";
 import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
 import { availTensor, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
 import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
-import { DEFAULT_TILE, MATMUL_TILES, isAligned, matmulTiled } from "../server/qrag/model/webgpu/matmul.ts";
+import { DEFAULT_TILE, MATMUL_TILES, isAligned, matmulTiled, type MatmulTrans } from "../server/qrag/model/webgpu/matmul.ts";
 import { dropoutMaskDevice } from "../server/qrag/model/webgpu/dropout.ts";
 import { dropoutMask } from "../server/qrag/model/ops.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
@@ -501,6 +501,12 @@ async function matmulCase() {
   const inputs = MATMUL_SHAPES.map(([sa, sb]) => [normals(rng, sa.reduce((x, y) => x * y, 1)), normals(rng, sb.reduce((x, y) => x * y, 1))]);
   await onBackend("cpu");
   const cpu = await readAll(MATMUL_SHAPES.map(([sa, sb], i) => { const a: tf.Tensor = tf.tensor(inputs[i][0], sa); const b: tf.Tensor = tf.tensor(inputs[i][1], sb); return tf.matMul(a as tf.Tensor3D, b as tf.Tensor3D) as tf.Tensor; }));
+  // transposed operands (the recorded backward's dY·Wᵀ and Xᵀ·dY) on the 2-D shapes: the same
+  // values read as Aᵀ [K, M] or Bᵀ [N, K]
+  const flip = (sh: number[]) => [sh[1], sh[0]];
+  const TRANS = MATMUL_SHAPES.flatMap(([sa, sb], i) => (sa.length === 2 && sb.length === 2 ? [{ i, tr: { a: true } }, { i, tr: { b: true } }] : []));
+  const shapesOf = (i: number, tr: MatmulTrans): [number[], number[]] => [tr.a ? flip(MATMUL_SHAPES[i][0]) : MATMUL_SHAPES[i][0], tr.b ? flip(MATMUL_SHAPES[i][1]) : MATMUL_SHAPES[i][1]];
+  const cpuT = await readAll(TRANS.map(({ i, tr }) => { const [sa, sb] = shapesOf(i, tr); return tf.matMul(tf.tensor2d(inputs[i][0], sa as [number, number]), tf.tensor2d(inputs[i][1], sb as [number, number]), tr.a, tr.b); }));
   await onBackend("webgpu");
   const diffs: Record<string, number> = {};
   const aligned: Record<string, boolean> = {};
@@ -511,6 +517,13 @@ async function matmulCase() {
       const key = `${name} ${sa.join("x")}·${sb.join("x")}`;
       diffs[key] = relDiff(got[i], cpu[i]);
       aligned[key] = isAligned(tile, sa.at(-2)!, sb.at(-1)!, sa.at(-1)!);
+    });
+    const gotT = await readAll(TRANS.map(({ i, tr }) => { const [sa, sb] = shapesOf(i, tr); return matmulTiled(tf.tensor(inputs[i][0], sa), tf.tensor(inputs[i][1], sb), tile, undefined, tr); }));
+    TRANS.forEach(({ i, tr }, j) => {
+      const [sa, sb] = MATMUL_SHAPES[i];
+      const key = `${name} ${sa.join("x")}·${sb.join("x")} ${tr.a ? "Aᵀ" : "Bᵀ"}`;
+      diffs[key] = relDiff(gotT[j], cpuT[j]);
+      aligned[key] = isAligned(tile, sa[0], sb[1], sa[1]);
     });
   }
   // bias in the epilogue (aligned and checked programs), and ops.ts `linear`: our program when no

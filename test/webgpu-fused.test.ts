@@ -97,9 +97,10 @@ test("fused rotary rotation on webgpu: forward and gradient within 1e-6 of rotat
   assert.ok(r.grad <= 1e-6, `gradient rel. diff ${r.grad}`);
 });
 
-test("tiled matMul on webgpu (every tile of MATMUL_TILES): aligned and ragged shapes, K of 1, broadcast batches, bias; linear takes it only without a gradient; all within 1e-5 of the cpu ops", { skip }, () => {
+test("tiled matMul on webgpu (every tile of MATMUL_TILES): aligned and ragged shapes, K of 1, broadcast batches, bias, Aᵀ and Bᵀ; linear takes it only without a gradient; all within 1e-5 of the cpu ops", { skip }, () => {
   const r = runCase<{ diffs: Record<string, number>; aligned: Record<string, boolean>; programs: Record<string, string[]> }>("matmul");
-  assert.equal(Object.keys(r.diffs).length, 6 * 6 + 2 * 3, Object.keys(r.diffs).join(", "));
+  // per tile: 6 shapes, and the 3 two-dimensional ones with Aᵀ and with Bᵀ
+  assert.equal(Object.keys(r.diffs).length, 6 * (6 + 3 * 2) + 2 * 3, Object.keys(r.diffs).join(", "));
   assert.deepEqual(r.programs, {
     "nograd 256x128·128x384+b": ["fused matmul-64x64-k16-t16x16-aligned-bias"],
     "grad 256x128·128x384+b": ["BatchMatMul", "_FusedMatMul"],

@@ -42,6 +42,13 @@ const counters = new Map<Phase, PhaseCounters>();
 const kernelNames = new Map<string, number>();
 let phase: Phase = "other";
 let installedEngine = false;
+/** Kernels the tfjs engine ran, all phases together (tests: none inside a recorded op). */
+let engineKernels = 0;
+
+/** The tfjs engine's kernels so far (counted once countersOn ran). */
+export function tfjsKernelCount(): number {
+  return engineKernels;
+}
 const patchedBackends = new WeakSet<object>();
 
 function bump(field: keyof PhaseCounters, by = 1): void {
@@ -66,6 +73,7 @@ function install(): void {
     const eng = tf.engine() as unknown as EngineLike;
     const run = eng.runKernelFunc.bind(eng);
     eng.runKernelFunc = (p: unknown) => {
+      engineKernels++;
       bump("kernels");
       const name = (p as { kernelName?: string }).kernelName ?? "(custom op)";
       kernelNames.set(name, (kernelNames.get(name) ?? 0) + 1);

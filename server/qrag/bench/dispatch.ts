@@ -14,6 +14,7 @@ import { evalOptions } from "../training/train.ts";
 import { benchTraining, settled, workloadConfig, type WorkloadShape } from "./workload-bench.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import { summarizeDispatch, type DispatchSummary } from "./dispatch-summary.ts";
+import { recorderStats } from "../model/webgpu/recorded-encoder.ts";
 
 /** The four hot-loop figures of one call of something other than a training iteration. */
 export interface CallCounts {
@@ -28,14 +29,16 @@ export interface CallCounts {
  * The hot-loop figures, plus `readRoundTripMs` (one GPU sum and its `await data()` on an idle
  * queue: the floor under each of a rollout's reads) and the kernels per iteration by name.
  */
-export async function benchDispatch(log: (m: string) => void, iterations = 2, shape: WorkloadShape = "reference"): Promise<DispatchSummary & { shape: WorkloadShape; readRoundTripMs: number; kernelsByName: Record<string, number>; greedyEpisode: CallCounts; evalEncode: CallCounts }> {
+export async function benchDispatch(log: (m: string) => void, iterations = 2, shape: WorkloadShape = "reference"): Promise<DispatchSummary & { shape: WorkloadShape; readRoundTripMs: number; kernelsByName: Record<string, number>; recorder: typeof recorderStats; greedyEpisode: CallCounts; evalEncode: CallCounts }> {
   const config = workloadConfig("transformer", shape);
   const nets = new QNetworks(config.algo.encoder, new Rng(1));
   try {
     const t = await benchTraining("transformer", nets, log, iterations, shape);
+    // what the recorded encoder made over the warm-up and the timed iterations (plans churn when shapes outnumber its cache)
+    const recorder = { ...recorderStats };
     // per iteration, most frequent first: which ops a recorded loop has to replace
     const kernelsByName = Object.fromEntries(kernelNameCounts().map(([k, n]) => [k, Math.round((n / t.iterationSeconds.attempts) * 10) / 10]));
-    const hot = { ...t.hotLoop, shape, readRoundTripMs: await readRoundTrip(), kernelsByName };
+    const hot = { ...t.hotLoop, shape, readRoundTripMs: await readRoundTrip(), kernelsByName, recorder };
     log(`  dispatch: ${hot.dispatchesPerIteration} dispatches, ${hot.tfjsKernelsPerIteration} tfjs kernels, ${hot.submitsPerIteration} submits, host ${hot.hostMsPerIteration} ms per iteration; a read round trip ${hot.readRoundTripMs} ms`);
 
     // one greedy episode at N = 1,000 (its candidates' embedding included) and one eval encode of 1,024 chunks

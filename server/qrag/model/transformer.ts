@@ -37,6 +37,7 @@ import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts
 import { attentionQkvDevice, maskedMeanDevice } from "./device-ops.ts";
 import { gatherRows } from "./device-gather.ts";
 import { recordedEncoderForward } from "./webgpu/recorded-encoder.ts";
+import { recordedEncoderTrain } from "./webgpu/recorded-train.ts";
 import { onDevice } from "../backend/device.ts";
 import { CLS, SEP, textIdsFast as textIds } from "./tokenizer.ts";
 import { Rng } from "../util/rng.ts";
@@ -163,18 +164,19 @@ export class TransformerEncoder extends BaseEncoder {
   /**
    * The device path: the dense [B·T, d] batch, PAD rows included (a GPU computes them for free
    * and keeps every kernel batched), attention over all sequences and heads at once, PAD keys
-   * masked with −1e9, then the masked mean. Same function as the packed path. Without a gradient
-   * it is recorded as our own programs in one submit (webgpu/recorded-encoder.ts).
+   * masked with −1e9, then the masked mean. Same function as the packed path. On webgpu it is
+   * recorded as our own programs: one submit without a gradient (webgpu/recorded-encoder.ts), one
+   * op with a recorded backward under a tape (webgpu/recorded-train.ts).
    */
   private forwardDense(batch: TokenBatch, training: boolean): tf.Tensor2D {
     const c = this.config;
     const B = batch.batch, T = batch.len, d = c.dim;
     const vars = this.variables;
-    // without a gradient: one recorded command buffer of our programs (same function, same masks)
-    if (!(tf.engine() as unknown as { isTapeOn(): boolean }).isTapeOn()) {
-      const y = recordedEncoderForward(vars, c, batch.ids, batch.mask, B, T, training, this.dropoutRng);
-      if (y) return y;
-    }
+    // recorded as our own programs (same function, same masks): without a gradient one command
+    // buffer; with one (a trainable variable under a tape) one tfjs op whose backward is recorded too
+    const taped = (tf.engine() as unknown as { isTapeOn(): boolean }).isTapeOn() && vars.some((v) => v.trainable);
+    const y = (taped ? recordedEncoderTrain : recordedEncoderForward)(vars, c, batch.ids, batch.mask, B, T, training, this.dropoutRng);
+    if (y) return y;
     const tok = tf.reshape(gatherRows(vars[0] as V2, batch.ids), [B, T, d]);
     const pos = tf.reshape(tf.slice(vars[1] as V2, [0, 0], [T, d]), [1, T, d]);
     let x = tf.reshape(tf.add(tok, pos), [B * T, d]) as tf.Tensor2D;

@@ -133,7 +133,8 @@ ${BLOCK}
 }`;
 }
 
-function backwardQCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
+/** dQ and D = rowsum(dO·O) per query (a block of queries per workgroup, K/V staged in tiles). */
+export function backwardQCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
   return `${header(dh, tile, layout, ["mask", ...(drop ? ["drop"] : []), "stats", "dO", "ctx"], ["dq", "dsum"], ["kt", "vt"])}
 ${BLOCK}
   ${Q_REGS}
@@ -165,7 +166,7 @@ ${BLOCK}
  * dK, dV per key (a block of keys per workgroup, the queries' q·scale and dO staged in tiles);
  * packed: written with dQ (an input here) into one [B·T, 3d] gradient.
  */
-function backwardKVCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
+export function backwardKVCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
   const packed = layout === "packed";
   const read = ["mask", ...(drop ? ["drop"] : []), "stats", "dO", "dsum", ...(packed ? ["dq"] : [])];
   const store = packed

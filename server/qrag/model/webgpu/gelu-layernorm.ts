@@ -39,7 +39,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 /** GELU forward, one thread per element (fields `n`; x → y). */
 export const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = x * ((erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5);`);
-const GELU_BWD = elementwise(
+export const GELU_BWD = elementwise(
   "gelu backward",
   ["x", "dy"],
   `let cdf = (erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5;
@@ -121,7 +121,7 @@ ${rowProgramHead(rowLanes(o.n))}
 }`;
 }
 
-const lnDx = (n: number) => lnDxShader({ n, fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy"], write: ["dx"], x: "x", store: "dx[o + k] = d;" });
+export const lnDx = (n: number) => lnDxShader({ n, fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy"], write: ["dx"], x: "x", store: "dx[o + k] = d;" });
 
 /**
  * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a workgroup per column, its threads striding over the rows

@@ -63,8 +63,24 @@ function tileOf(t: MatmulTile) {
   return { threads, bm, bn };
 }
 
-/** WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks); `bias` adds a [N] row. */
-export function matmulShader(t: MatmulTile, aligned: boolean, bias = false): string {
+/**
+ * Which operands are stored transposed: `a` — A is held as [K, M] (C = Aᵀ·B, a weight gradient
+ * Xᵀ·dY), `b` — B as [N, K] (C = A·Bᵀ, an input gradient dY·Wᵀ). Only the tile loads change.
+ */
+export interface MatmulTrans {
+  a?: boolean;
+  b?: boolean;
+}
+
+/** Key suffix of the transposes (empty for none). */
+export const transName = (tr: MatmulTrans) => `${tr.a ? "-tA" : ""}${tr.b ? "-tB" : ""}`;
+
+/**
+ * WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks); `bias` adds
+ * a [N] row; `trans` reads A or B transposed (the aligned loads stay vec4: along m for Aᵀ, along k
+ * for Bᵀ).
+ */
+export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}): string {
   const { threads, bm, bn } = tileOf(t);
   const { wx, wy, tm, tn, bk } = t;
   const tm4 = tm / 4;
@@ -79,30 +95,42 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false): str
   L.push(`  let aOff = wid.z * u.aBatch;`, `  let bOff = wid.z * u.bBatch;`, `  let cOff = wid.z * u.M * u.N;`);
   for (let i = 0; i < tm; i++) for (let j = 0; j < tn4; j++) L.push(`  var c${i}_${j} = vec4<f32>(0.0);`);
   L.push(`  for (var k0 = 0u; k0 < u.K; k0 = k0 + ${bk}u) {`);
-  if (aligned) {
-    // A: one vec4 along k per load, scattered into As's column m
-    for (let l = 0; l < (bm * bk) / 4 / threads; l++) {
-      L.push(`    { let e = ${l * threads}u + tid; let m = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`);
-      L.push(`      let v = A[(aOff + (row0 + m) * u.K + k0) / 4u + k4];`);
-      for (let c = 0; c < 4; c++) L.push(`      As[(k4 * 4u + ${c}u) * ${bm / 4}u + m / 4u][m % 4u] = v[${c}];`);
-      L.push(`    }`);
+  // A slice → As[k][m], B slice → Bs[k][n]. An operand stored with k inner (A, or Bᵀ) is read
+  // along k and scattered; one stored with k outer (Aᵀ, or B) is read along m / n in place.
+  const kInner = (tile: string, src: string, rows: number, rowVar: string, at: string): void => {
+    if (aligned) {
+      for (let l = 0; l < (rows * bk) / 4 / threads; l++) {
+        L.push(`    { let e = ${l * threads}u + tid; let ${rowVar} = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`);
+        L.push(`      let v = ${src}[(${at}) / 4u + k4];`);
+        for (let c = 0; c < 4; c++) L.push(`      ${tile}[(k4 * 4u + ${c}u) * ${rows / 4}u + ${rowVar} / 4u][${rowVar} % 4u] = v[${c}];`);
+        L.push(`    }`);
+      }
+    } else {
+      for (let l = 0; l < (rows * bk) / threads; l++) {
+        L.push(`    { let e = ${l * threads}u + tid; let ${rowVar} = e / ${bk}u; let kk = e % ${bk}u; var v = 0.0;`);
+        L.push(`      if (${rowVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"} && k0 + kk < u.K) { v = ${src}[${at} + kk]; }`);
+        L.push(`      ${tile}[kk * ${rows / 4}u + ${rowVar} / 4u][${rowVar} % 4u] = v; }`);
+      }
     }
-    for (let l = 0; l < (bk * bn) / 4 / threads; l++) {
-      L.push(`    { let e = ${l * threads}u + tid; let kk = e / ${bn / 4}u; let n4 = e % ${bn / 4}u;`);
-      L.push(`      Bs[kk * ${bn / 4}u + n4] = B[(bOff + (k0 + kk) * u.N + col0) / 4u + n4]; }`);
+  };
+  const kOuter = (tile: string, src: string, cols: number, colVar: string, at: string): void => {
+    if (aligned) {
+      for (let l = 0; l < (bk * cols) / 4 / threads; l++) {
+        L.push(`    { let e = ${l * threads}u + tid; let kk = e / ${cols / 4}u; let ${colVar}4 = e % ${cols / 4}u;`);
+        L.push(`      ${tile}[kk * ${cols / 4}u + ${colVar}4] = ${src}[(${at}) / 4u + ${colVar}4]; }`);
+      }
+    } else {
+      for (let l = 0; l < (bk * cols) / threads; l++) {
+        L.push(`    { let e = ${l * threads}u + tid; let kk = e / ${cols}u; let ${colVar} = e % ${cols}u; var v = 0.0;`);
+        L.push(`      if (k0 + kk < u.K && ${colVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"}) { v = ${src}[${at} + ${colVar}]; }`);
+        L.push(`      ${tile}[kk * ${cols / 4}u + ${colVar} / 4u][${colVar} % 4u] = v; }`);
+      }
     }
-  } else {
-    for (let l = 0; l < (bm * bk) / threads; l++) {
-      L.push(`    { let e = ${l * threads}u + tid; let m = e / ${bk}u; let kk = e % ${bk}u; var v = 0.0;`);
-      L.push(`      if (row0 + m < u.M && k0 + kk < u.K) { v = A[aOff + (row0 + m) * u.K + k0 + kk]; }`);
-      L.push(`      As[kk * ${bm / 4}u + m / 4u][m % 4u] = v; }`);
-    }
-    for (let l = 0; l < (bk * bn) / threads; l++) {
-      L.push(`    { let e = ${l * threads}u + tid; let kk = e / ${bn}u; let n = e % ${bn}u; var v = 0.0;`);
-      L.push(`      if (k0 + kk < u.K && col0 + n < u.N) { v = B[bOff + (k0 + kk) * u.N + col0 + n]; }`);
-      L.push(`      Bs[kk * ${bn / 4}u + n / 4u][n % 4u] = v; }`);
-    }
-  }
+  };
+  if (trans.a) kOuter("As", "A", bm, "m", "aOff + (k0 + kk) * u.M + row0");
+  else kInner("As", "A", bm, "m", "aOff + (row0 + m) * u.K + k0");
+  if (trans.b) kInner("Bs", "B", bn, "n", "bOff + (col0 + n) * u.K + k0");
+  else kOuter("Bs", "B", bn, "n", "bOff + (k0 + kk) * u.N + col0");
   L.push(`    workgroupBarrier();`);
   for (let kk = 0; kk < bk; kk++) {
     for (let i = 0; i < tm4; i++) L.push(`    let a${kk}_${i} = As[${(kk * bm) / 4 + i * wy}u + lid.y];`);
@@ -144,15 +172,16 @@ export function isAligned(t: MatmulTile, m: number, n: number, k: number): boole
 
 /**
  * A·B (+ bias, a [N] row) on webgpu with our tiled program: a [M, K] or [batch, M, K], b [K, N] or
- * [batch, K, N]; 3-D operands have equal batches or a batch of 1, which broadcasts. Not
+ * [batch, K, N] (with `trans`: a [.., K, M], b [.., N, K]); 3-D operands have equal batches or a
+ * batch of 1, which broadcasts. Not
  * differentiable: forward-only callers use it (ops.ts `linear` when no gradient is recorded).
  */
-export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAULT_TILE, bias?: tf.Tensor1D, be: WebgpuBackendLike = webgpuBackend()): tf.Tensor {
+export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAULT_TILE, bias?: tf.Tensor1D, trans: MatmulTrans = {}, be: WebgpuBackendLike = webgpuBackend()): tf.Tensor {
   const a3 = a.rank === 2 ? [1, ...a.shape] : a.shape;
   const b3 = b.rank === 2 ? [1, ...b.shape] : b.shape;
   if (a3.length !== 3 || b3.length !== 3) throw new Error(`matmulTiled: operands must be 2-D or 3-D (got ${a.shape} and ${b.shape})`);
-  const [ba, m, k] = a3;
-  const [bb, k2, n] = b3;
+  const [ba, m, k] = trans.a ? [a3[0], a3[2], a3[1]] : a3;
+  const [bb, k2, n] = trans.b ? [b3[0], b3[2], b3[1]] : b3;
   if (k !== k2) throw new Error(`matmulTiled: inner sizes differ (${a.shape} · ${b.shape})`);
   if (ba !== bb && ba !== 1 && bb !== 1) throw new Error(`matmulTiled: batches ${ba} and ${bb} do not broadcast`);
   if (bias && (bias.rank !== 1 || bias.shape[0] !== n)) throw new Error(`matmulTiled: bias of shape ${bias.shape} for ${n} columns`);
@@ -161,9 +190,9 @@ export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAU
   const aligned = isAligned(tile, m, n, k);
   const outShape = a.rank === 2 && b.rank === 2 ? [m, n] : [batch, m, n];
   if (m === 0 || n === 0 || batch === 0) return tf.zeros(outShape);
-  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${bias ? "-bias" : ""}`;
+  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${bias ? "-bias" : ""}${transName(trans)}`;
   let code = shaders.get(key);
-  if (!code) shaders.set(key, (code = matmulShader(tile, aligned, Boolean(bias))));
+  if (!code) shaders.set(key, (code = matmulShader(tile, aligned, Boolean(bias), trans)));
   const [out] = runRawProgram(be, {
     key,
     code,

@@ -15,7 +15,8 @@
  * in the order the tfjs path draws them, so the masks are the same.
  *
  * Caching: a plan per (B, T, training) holds the activation buffers and one uniform buffer (a
- * 256-byte slot per program), in a small LRU bounded by count and bytes; pipelines by shader key
+ * 256-byte slot per program), in a small LRU bounded by count and bytes (a taped forward's plan,
+ * recorded-train.ts, keeps every layer's activations and its backward's programs and buffers); pipelines by shader key
  * (raw-program.ts's cache); each program's bind group is kept until a buffer it binds changes (the
  * weights' GPU buffers change when training assigns new values). Order with tfjs: tfjs's pending
  * commands are submitted first (they may write the weights or upload them); the result is copied
@@ -36,15 +37,17 @@ import { DROPOUT_MASK_WGSL, MASK_AT_WGSL } from "./dropout.ts";
 import { maskedMeanWeights } from "../device-ops.ts";
 
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
-const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
+export const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
 /** Uniform slot per program: minUniformBufferOffsetAlignment's default. */
 const SLOT = 256;
 /** Plans kept, and the bytes their buffers may hold together (the oldest go first). */
 const MAX_PLANS = 6;
 const MAX_PLAN_BYTES = 1536 * 2 ** 20;
-const LN_EPS = 1e-5;
+/** Plans that keep activations, per shape: a second taped forward before the first's backward takes another. */
+const MAX_KEEP_INSTANCES = 2;
+export const LN_EPS = 1e-5;
 
-interface BufferLike {
+export interface BufferLike {
   size: number;
   destroy(): void;
 }
@@ -54,17 +57,18 @@ interface PassLike {
   dispatchWorkgroups(x: number, y: number, z: number): void;
   end(): void;
 }
-interface EncoderLike {
+export interface EncoderLike {
   beginComputePass(d: object): PassLike;
   copyBufferToBuffer(src: BufferLike, so: number, dst: BufferLike, d0: number, size: number): void;
+  clearBuffer(b: BufferLike): void;
   finish(): unknown;
 }
-interface DeviceLike extends GpuDeviceLike {
+export interface DeviceLike extends GpuDeviceLike {
   createBuffer(d: { size: number; usage: number; label?: string }): BufferLike;
   createCommandEncoder(): EncoderLike;
   queue: { writeBuffer(b: BufferLike, offset: number, data: ArrayBufferView): void; submit(c: unknown[]): void };
 }
-interface BackendLike extends WebgpuBackendLike {
+export interface BackendLike extends WebgpuBackendLike {
   commandEncoder: WebgpuBackendLike["commandEncoder"];
   tensorMap: { get(id: object): { resource?: unknown } };
 }
@@ -81,22 +85,67 @@ export interface RecordedConfig {
 }
 
 /** A buffer a program binds: a plan's own, or variable i's current GPU buffer. */
-type Ref = BufferLike | { weight: number };
+export type Ref = BufferLike | { weight: number };
+export type UniformValues = ["u" | "f", number][];
 
-interface Step {
+export interface Step {
   key: string;
   code: string;
   refs: Ref[];
   /** Uniform values after `stride`: [type, value]; mask keys are filled per call. */
-  uniforms: ["u" | "f", number][];
+  uniforms: UniformValues;
   /** Indices into `uniforms` of k0, k1 taking dropout draw `draw` (per call), when it drops. */
   draw?: number;
   grid: [number, number, number];
   stride: number;
+  /** Its 256-byte slot of the plan's uniform buffer. */
+  slot: number;
   group?: { pipeline: PipelineLike; bound: unknown[]; bindGroup: unknown };
 }
 
-interface Plan {
+/**
+ * The forward's activations: per layer when the plan keeps them for a backward (`keep`), else
+ * the same few buffers for every layer. x[l] is layer l's input, x[L] the final LayerNorm's.
+ */
+export interface Acts {
+  x: BufferLike[];
+  mid: BufferLike[];
+  hN1: BufferLike[];
+  st1: BufferLike[];
+  qkv: BufferLike[];
+  ctx: BufferLike[];
+  attSt: BufferLike[];
+  hN2: BufferLike[];
+  st2: BufferLike[];
+  f1: BufferLike[];
+  f2: BufferLike[];
+  lnfSt: BufferLike;
+  drop: BufferLike | null;
+}
+
+/** The dropout draw of each site (undefined when not dropping): the backward applies the same masks. */
+export interface Sites {
+  emb?: number;
+  att: (number | undefined)[];
+  res1: (number | undefined)[];
+  res2: (number | undefined)[];
+}
+
+/** What a backward adds to a plan (recorded-backward.ts). */
+export interface BackPlan {
+  steps: Step[];
+  /** The upstream gradient [B, d] (copied in from tfjs's tensor). */
+  dy: BufferLike;
+  /** One gradient buffer per variable, copied out into tfjs tensors. */
+  grads: BufferLike[];
+  /** Cleared before the pass (the token table's gradient: only the batch's rows are written). */
+  clear: BufferLike[];
+  /** The token rows' CSR (recorded-backward.ts tokenCsr) and the step whose uniforms take its size. */
+  csr: { distinct: BufferLike; start: BufferLike; pos: BufferLike; step: Step };
+}
+
+export interface Plan {
+  key: string;
   B: number;
   T: number;
   training: boolean;
@@ -110,10 +159,34 @@ interface Plan {
   steps: Step[];
   /** Dropout draws per call (0 when not training or p = 0). */
   draws: number;
+  back?: BackPlan;
+  /** The taped forward whose activations this plan holds until its backward ran (keep plans). */
+  owner: object | null;
+  /** Evicted (its buffers destroyed). */
+  dead: boolean;
+}
+
+/** What buildPlan hands a backward builder. */
+export interface PlanBuilder {
+  device: DeviceLike;
+  c: RecordedConfig;
+  B: number;
+  T: number;
+  dropping: boolean;
+  buf(floats: number, usage?: number): BufferLike;
+  /** Appends a program to `list` (the forward's steps, or the backward's once it sets its own). */
+  step(s: Omit<Step, "slot">): Step;
+  /** A one-thread-per-element program (its folded grid and stride). */
+  flat(key: string, code: string, refs: Ref[], uniforms: UniformValues, threads: number, draw?: number): Step;
+  list: Step[];
+  acts: Acts;
+  sites: Sites;
+  mask: BufferLike;
+  poolW: BufferLike;
 }
 
 /** Counters for tests: what the recorder created (all plans together). */
-export const recorderStats = { plans: 0, buffers: 0, bindGroups: 0, calls: 0 };
+export const recorderStats = { plans: 0, buffers: 0, bindGroups: 0, calls: 0, trainCalls: 0, kernelsInside: 0 };
 
 const plans = new WeakMap<object, Map<string, Plan>>();
 
@@ -155,29 +228,43 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   y[i] = s;
 }`;
 
+/** Whether the recorder takes this batch (on webgpu, ids inside the vocabulary). */
+export function recorderApplies(c: RecordedConfig, ids: Int32Array, B: number, T: number): boolean {
+  if (!enabled || tf.getBackend() !== "webgpu" || B === 0 || T === 0) return false;
+  for (let i = 0; i < ids.length; i++) if (ids[i] < 0 || ids[i] >= c.vocab_size) return false;
+  return true;
+}
+
 /**
  * The recorded forward of `vars` (transformer.ts's variable order) on a batch, or null where this
  * path does not apply (not on webgpu, a buffer over the device's binding limit, an id outside the
  * vocabulary): the caller then runs the tfjs path, which draws the dropout keys itself.
  */
 export function recordedEncoderForward(vars: readonly tf.Variable[], c: RecordedConfig, ids: Int32Array, mask: Float32Array, B: number, T: number, training: boolean, rng: Rng): tf.Tensor2D | null {
-  if (!enabled || tf.getBackend() !== "webgpu" || B === 0 || T === 0) return null;
-  for (let i = 0; i < ids.length; i++) if (ids[i] < 0 || ids[i] >= c.vocab_size) return null;
+  if (!recorderApplies(c, ids, B, T)) return null;
   const be = webgpuBackend() as BackendLike;
-  const device = be.device as DeviceLike;
-  const plan = planFor(device, c, B, T, training && c.dropout > 0);
+  const plan = planFor(be.device as DeviceLike, c, B, T, training && c.dropout > 0, null);
   if (!plan) return null;
   recorderStats.calls++;
+  return submitForward(be, plan, vars, ids, mask, drawKeys(plan, rng));
+}
 
-  // host inputs: ids, mask, pooling weights (mask·0.1/count per row), then the uniforms with this call's dropout keys
-  const poolW = maskedMeanWeights(mask, B, T, 0.1);
+/** This call's dropout keys (k0, k1 per draw), from the encoder's Rng in the tfjs path's order. */
+export function drawKeys(plan: Plan, rng: Rng): number[] {
   const keys: number[] = [];
   for (let k = 0; k < plan.draws; k++) keys.push(...maskKey(rng));
-  const uni = new ArrayBuffer(plan.steps.length * SLOT);
+  return keys;
+}
+
+/** Writes the uniform slots of `steps` (contiguous slots), with this call's dropout keys. */
+export function writeUniforms(device: DeviceLike, plan: Plan, steps: readonly Step[], keys: readonly number[]): void {
+  if (steps.length === 0) return;
+  const first = steps[0].slot;
+  const uni = new ArrayBuffer(steps.length * SLOT);
   const u32 = new Uint32Array(uni);
   const f32 = new Float32Array(uni);
-  plan.steps.forEach((s, i) => {
-    const o = (i * SLOT) / 4;
+  for (const s of steps) {
+    const o = ((s.slot - first) * SLOT) / 4;
     u32[o] = s.stride;
     s.uniforms.forEach(([ty, v], j) => {
       if (ty === "f") f32[o + 1 + j] = v;
@@ -188,55 +275,89 @@ export function recordedEncoderForward(vars: readonly tf.Variable[], c: Recorded
       u32[o + 1 + at] = keys[2 * s.draw];
       u32[o + 2 + at] = keys[2 * s.draw + 1];
     }
-  });
+  }
+  device.queue.writeBuffer(plan.uniform, first * SLOT, u32);
+}
 
-  // weights on the GPU, and tfjs's pending commands (uploads, assigns) submitted before ours
+/** The weights on the GPU, and tfjs's pending commands (uploads, assigns, inputs) submitted before ours. */
+export function flushTfjs(be: BackendLike, vars: readonly tf.Variable[]): void {
   for (const v of vars) be.uploadToGPU(v.dataId);
   if (be.commandEncoder) {
     be.endComputePassEncoder();
     be.submitQueue();
   }
-  const q = device.queue;
-  q.writeBuffer(plan.ids, 0, ids);
-  q.writeBuffer(plan.mask, 0, mask);
-  q.writeBuffer(plan.poolW, 0, poolW);
-  q.writeBuffer(plan.uniform, 0, u32);
+}
 
-  const enc = device.createCommandEncoder();
+/** Records `steps` into one compute pass of `enc`. */
+export function recordSteps(be: BackendLike, enc: EncoderLike, plan: Plan, steps: readonly Step[], vars: readonly tf.Variable[]): void {
+  const device = be.device as DeviceLike;
   const pass = enc.beginComputePass({});
-  plan.steps.forEach((s, i) => {
-    const group = bindGroupOf(be, device, plan, s, i, vars);
+  for (const s of steps) {
+    const group = bindGroupOf(be, device, plan, s, vars);
     pass.setPipeline(group.pipeline);
     pass.setBindGroup(0, group.bindGroup);
     pass.dispatchWorkgroups(s.grid[0], s.grid[1], s.grid[2]);
     noteDispatch(s.key);
-  });
+  }
   pass.end();
-  const out = be.makeTensorInfo([B, c.dim], "float32");
+}
+
+/** A new tfjs tensor of `shape`, filled by `enc` with a copy of `src`. */
+export function copyOut(be: BackendLike, enc: EncoderLike, src: BufferLike, shape: number[]): tf.Tensor {
+  const out = be.makeTensorInfo(shape, "float32");
   be.uploadToGPU(out.dataId);
-  enc.copyBufferToBuffer(plan.pooled, 0, be.tensorMap.get(out.dataId).resource as BufferLike, 0, B * c.dim * 4);
+  const n = shape.reduce((a, b) => a * b, 1);
+  enc.copyBufferToBuffer(src, 0, be.tensorMap.get(out.dataId).resource as BufferLike, 0, n * 4);
+  return tf.engine().makeTensorFromTensorInfo(out);
+}
+
+/** Writes the batch's inputs, records the forward into one command buffer, submits it; the pooled [B, d] as a tfjs tensor. */
+export function submitForward(be: BackendLike, plan: Plan, vars: readonly tf.Variable[], ids: Int32Array, mask: Float32Array, keys: readonly number[]): tf.Tensor2D {
+  const device = be.device as DeviceLike;
+  const { B, T } = plan;
+  flushTfjs(be, vars);
+  const q = device.queue;
+  q.writeBuffer(plan.ids, 0, ids);
+  q.writeBuffer(plan.mask, 0, mask);
+  q.writeBuffer(plan.poolW, 0, maskedMeanWeights(mask, B, T, 0.1));
+  writeUniforms(device, plan, plan.steps, keys);
+  const enc = device.createCommandEncoder();
+  recordSteps(be, enc, plan, plan.steps, vars);
+  const d = vars[0].shape[1] as number;
+  const y = copyOut(be, enc, plan.pooled, [B, d]) as tf.Tensor2D;
   q.submit([enc.finish()]);
   noteSubmit();
-  return tf.engine().makeTensorFromTensorInfo(out) as tf.Tensor2D;
+  return y;
 }
 
 /** The step's bind group, made again only when a buffer it binds is not the one it was made with. */
-function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, i: number, vars: readonly tf.Variable[]): NonNullable<Step["group"]> {
+function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, vars: readonly tf.Variable[]): NonNullable<Step["group"]> {
   const bound = s.refs.map((r) => ("weight" in r ? be.tensorMap.get(vars[r.weight].dataId).resource : r));
   if (s.group && s.group.bound.every((b, j) => b === bound[j])) return s.group;
   const pipeline = s.group?.pipeline ?? cachedPipeline(device, s.key, s.code);
   const entries: object[] = bound.map((buffer, j) => ({ binding: j, resource: { buffer } }));
-  entries.push({ binding: bound.length, resource: { buffer: plan.uniform, offset: i * SLOT, size: SLOT } });
+  entries.push({ binding: bound.length, resource: { buffer: plan.uniform, offset: s.slot * SLOT, size: SLOT } });
   const bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
   recorderStats.bindGroups++;
   return (s.group = { pipeline, bound, bindGroup });
 }
 
-/** The cached plan for (B, T, dropping), made (and older ones evicted) on a miss; null when a buffer is too big. */
-function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean): Plan | null {
+/**
+ * The cached plan for (B, T, dropping), made (and older ones evicted) on a miss; null when a buffer
+ * is too big. With `extend` (a backward builder) the plan keeps every layer's activations and is
+ * handed to one taped forward at a time (`owner`): a plan of the shape whose backward has not run
+ * yet is not reused while another may be made, else the oldest is taken over (its backward fails).
+ */
+export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan | null {
   let cache = plans.get(device);
   if (!cache) plans.set(device, (cache = new Map()));
-  const key = `${B}x${T}${dropping ? "-drop" : ""}`;
+  const base = `${B}x${T}${dropping ? "-drop" : ""}`;
+  let key = base;
+  if (extend) {
+    const mine = [...cache.values()].filter((p) => p.key.startsWith(`${base}-keep#`));
+    const free = mine.find((p) => p.owner === null);
+    key = free ? free.key : mine.length < MAX_KEEP_INSTANCES ? `${base}-keep#${mine.length}` : mine[0].key;
+  }
   const hit = cache.get(key);
   if (hit) {
     cache.delete(key);
@@ -245,10 +366,10 @@ function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dr
   }
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T;
   if (d % H !== 0 || d % 4 !== 0) return null;
-  const sizes = [N * 3 * d, N * F, dropping ? B * H * T * T : 0].map((n) => n * 4);
+  const sizes = [N * 3 * d, N * F, dropping ? B * H * T * T : 0, extend ? c.vocab_size * d : 0].map((n) => n * 4);
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return null;
-  const plan = buildPlan(device, c, B, T, dropping);
+  const plan = buildPlan(device, c, key, B, T, dropping, extend);
   if (plan.bytes > MAX_PLAN_BYTES) {
     destroyPlan(plan);
     return null;
@@ -269,11 +390,13 @@ function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dr
 
 /** Destroys a plan's buffers (the GPU frees them once the work already submitted is done). */
 function destroyPlan(p: Plan): void {
+  p.dead = true;
   p.buffers.forEach((b) => b.destroy());
 }
 
-function buildPlan(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean): Plan {
+function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan {
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T, L = c.layers;
+  const keep = extend !== null;
   const buffers: BufferLike[] = [];
   let bytes = 0;
   const buf = (floats: number, usage = USAGE.STORAGE | USAGE.COPY_DST): BufferLike => {
@@ -285,71 +408,109 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, B: number, T: number, 
     return b;
   };
   const ids = buf(N), mask = buf(N), poolW = buf(N);
-  const xa = buf(N * d), xb = buf(N * d), hN = buf(N * d), lnStats = buf(N * 2);
-  const qkv = buf(N * 3 * d), ctx = buf(N * d), attStats = buf(B * H * T * 2), h = buf(N * d);
-  const f1 = buf(N * F), f2 = buf(N * F);
-  const drop = dropping ? buf(B * H * T * T) : null;
+  /** One buffer per layer when keeping activations, else one shared by all layers. */
+  const perLayer = (floats: number, count = L): BufferLike[] => {
+    if (keep) return Array.from({ length: count }, () => buf(floats));
+    const one = buf(floats);
+    return Array.from({ length: count }, () => one);
+  };
+  const xa = buf(N * d);
+  const mid = perLayer(N * d);
+  // shared: layer inputs alternate with the mid-layer stream (xa → mid → xa); kept: their own
+  const x = keep ? [xa, ...Array.from({ length: L }, () => buf(N * d))] : Array.from({ length: L + 1 }, () => xa);
+  const hN1 = perLayer(N * d), st1 = perLayer(N * 2);
+  const acts: Acts = {
+    x, mid, hN1, st1,
+    hN2: keep ? perLayer(N * d) : hN1,
+    st2: keep ? perLayer(N * 2) : st1,
+    qkv: perLayer(N * 3 * d), ctx: perLayer(N * d), attSt: perLayer(B * H * T * 2),
+    f1: perLayer(N * F), f2: perLayer(N * F),
+    lnfSt: keep ? buf(N * 2) : st1[0],
+    drop: dropping ? buf(B * H * T * T) : null,
+  };
+  const hNf = keep ? buf(N * d) : hN1[0];
+  const h = buf(N * d);
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
   const rate = dropping ? c.dropout : 0;
-  const thr = dropThreshold(rate), keep = dropping ? dropoutKeepScale(rate) : 1;
+  const thr = dropThreshold(rate), keepScale = dropping ? dropoutKeepScale(rate) : 1;
   let draws = 0;
   /** thr, keep, k0, k1 of a dropout site (its key drawn in this order per call when dropping). */
-  const maskFields = (): { fields: ["u" | "f", number][]; draw?: number } =>
-    dropping ? { fields: [["u", thr], ["f", keep], ["u", 0], ["u", 0]], draw: draws++ } : { fields: [["u", 0], ["f", 1], ["u", 0], ["u", 0]] };
-  const steps: Step[] = [];
-  const flat = (key: string, code: string, refs: Ref[], uniforms: ["u" | "f", number][], threads: number, draw?: number): void => {
-    const { grid, stride } = foldThreads(key, threads);
-    steps.push({ key, code, refs, uniforms, grid, stride, draw });
+  const maskFields = (): { fields: UniformValues; draw?: number } =>
+    dropping ? { fields: [["u", thr], ["f", keepScale], ["u", 0], ["u", 0]], draw: draws++ } : { fields: [["u", 0], ["f", 1], ["u", 0], ["u", 0]] };
+  const sites: Sites = { att: [], res1: [], res2: [] };
+  let slots = 0;
+  const b: PlanBuilder = {
+    device, c, B, T, dropping, buf, acts, sites, mask, poolW,
+    list: [],
+    step: (s) => {
+      const st = { ...s, slot: slots++ };
+      b.list.push(st);
+      return st;
+    },
+    flat: (key, code, refs, uniforms, threads, draw) => {
+      const { grid, stride } = foldThreads(key, threads);
+      return b.step({ key, code, refs, uniforms, grid, stride, draw });
+    },
   };
+  const steps = b.list;
   const linear = (a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number): void => {
     const tile = tileFor(m, n);
     const aligned = isAligned(tile, m, n, k);
     const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias`;
     const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-    steps.push({ key, code: matmulShader(tile, aligned, true), refs: [a, { weight: w }, { weight: w + 1 }, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
+    b.step({ key, code: matmulShader(tile, aligned, true), refs: [a, { weight: w }, { weight: w + 1 }, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
   };
   // LayerNorm and attention tile their own grids (a group of threads per row; a workgroup per
   // (sequence, head, block of queries)): no folded stride
   const lnCode = lnFwd(d);
-  const layerNorm = (x: BufferLike, g: number, y: BufferLike): void => {
-    steps.push({ key: `qrag_ln_fwd_${rowLanes(d)}`, code: lnCode, refs: [x, { weight: g }, { weight: g + 1 }, y, lnStats], uniforms: [["u", N], ["u", d], ["f", LN_EPS]], grid: rowWorkgroups(N, d), stride: 0 });
+  const layerNorm = (xi: BufferLike, g: number, y: BufferLike, stats: BufferLike): void => {
+    b.step({ key: `qrag_ln_fwd_${rowLanes(d)}`, code: lnCode, refs: [xi, { weight: g }, { weight: g + 1 }, y, stats], uniforms: [["u", N], ["u", d], ["f", LN_EPS]], grid: rowWorkgroups(N, d), stride: 0 });
   };
-  const residual = (x: BufferLike, y: BufferLike): void => {
+  const residual = (xi: BufferLike, y: BufferLike): number | undefined => {
     const m = maskFields();
-    flat("qrag_res_drop_fwd", ADD_FWD, [x, h, y], [["u", N * d], ...m.fields], N * d, m.draw);
+    b.flat("qrag_res_drop_fwd", ADD_FWD, [xi, h, y], [["u", N * d], ...m.fields], N * d, m.draw);
+    return m.draw;
   };
 
   const em = maskFields();
-  flat("qrag_rec_embed", EMBED_WGSL, [ids, { weight: 0 }, { weight: 1 }, xa], [["u", N * d], ["u", T], ["u", d], ...em.fields], N * d, em.draw);
+  sites.emb = em.draw;
+  b.flat("qrag_rec_embed", EMBED_WGSL, [ids, { weight: 0 }, { weight: 1 }, x[0]], [["u", N * d], ["u", T], ["u", d], ...em.fields], N * d, em.draw);
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   const attKey = `packed_${dh}_${tile}_${dropping ? "drop" : "nodrop"}`;
   const attCode = attentionForwardCode(dh, "packed", dropping, tile);
-  const attUniforms: ["u" | "f", number][] = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
+  const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
+  const drop = acts.drop;
   for (let l = 0; l < L; l++) {
     const o = 2 + l * 12; // ln1 γ β, qkv w b, proj w b, ln2 γ β, fc1 w b, fc2 w b
-    layerNorm(xa, o, hN);
-    linear(hN, o + 2, qkv, N, 3 * d, d);
+    layerNorm(x[l], o, hN1[l], st1[l]);
+    linear(hN1[l], o + 2, acts.qkv[l], N, 3 * d, d);
     if (drop) {
       const m = maskFields();
-      flat("qrag_dropout_mask", DROPOUT_MASK_WGSL, [drop], [["u", B * H * T * T], ...m.fields], B * H * T * T, m.draw);
-    }
-    steps.push({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [qkv, mask, ...(drop ? [drop] : []), ctx, attStats], uniforms: attUniforms, grid: attentionGrid(B, H, T), stride: 0 });
-    linear(ctx, o + 4, h, N, d, d);
-    residual(xa, xb);
-    layerNorm(xb, o + 6, hN);
-    linear(hN, o + 8, f1, N, F, d);
-    flat("qrag_gelu_fwd", GELU_FWD, [f1, f2], [["u", N * F]], N * F);
-    linear(f2, o + 10, h, N, d, F);
-    residual(xb, xa);
+      sites.att.push(m.draw);
+      b.flat("qrag_dropout_mask", DROPOUT_MASK_WGSL, [drop], [["u", B * H * T * T], ...m.fields], B * H * T * T, m.draw);
+    } else sites.att.push(undefined);
+    b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, ...(drop ? [drop] : []), acts.ctx[l], acts.attSt[l]], uniforms: attUniforms, grid: attentionGrid(B, H, T), stride: 0 });
+    linear(acts.ctx[l], o + 4, h, N, d, d);
+    sites.res1.push(residual(x[l], mid[l]));
+    layerNorm(mid[l], o + 6, acts.hN2[l], acts.st2[l]);
+    linear(acts.hN2[l], o + 8, acts.f1[l], N, F, d);
+    b.flat("qrag_gelu_fwd", GELU_FWD, [acts.f1[l], acts.f2[l]], [["u", N * F]], N * F);
+    linear(acts.f2[l], o + 10, h, N, d, F);
+    sites.res2.push(residual(mid[l], x[l + 1]));
   }
-  layerNorm(xa, 2 + L * 12, hN);
-  flat("qrag_rec_pool", POOL_WGSL, [hN, poolW, pooled], [["u", B], ["u", T], ["u", d]], B * d);
-  const uniform = device.createBuffer({ size: steps.length * SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
+  layerNorm(x[L], 2 + L * 12, hNf, acts.lnfSt);
+  b.flat("qrag_rec_pool", POOL_WGSL, [hNf, poolW, pooled], [["u", B], ["u", T], ["u", d]], B * d);
+  let back: BackPlan | undefined;
+  if (extend) {
+    b.list = [];
+    back = extend(b);
+  }
+  const uniform = device.createBuffer({ size: slots * SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
   buffers.push(uniform);
-  bytes += steps.length * SLOT;
+  bytes += slots * SLOT;
   recorderStats.buffers++;
   recorderStats.plans++;
-  return { B, T, training: dropping, bytes, buffers, ids, mask, poolW, pooled, uniform, steps, draws };
+  return { key, B, T, training: dropping, bytes, buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false };
 }

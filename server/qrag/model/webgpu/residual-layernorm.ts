@@ -50,7 +50,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (i >= u.n) { return; }
   y[i] = x[i] + h[i] * maskAt(i);
 }`;
-const ADD_DH = `${uniformStruct(ADD_FIELDS)}
+export const ADD_DH = `${uniformStruct(ADD_FIELDS)}
 ${storageDecls(["dy"], ["dh"])}
 ${MASK_AT_WGSL}
 @compute @workgroup_size(${WG})

@@ -1,0 +1,194 @@
+/**
+ * The recorded encoder's backward (recorded-train.ts): the programs of the gradient of the pooled
+ * output with respect to every variable, recorded after a keep plan's forward (recorded-encoder.ts
+ * buildPlan keeps each layer's activations) into the same plan, one command buffer per call.
+ *
+ * Order: masked-mean backward; final LN dx, dγ, dβ; per layer in reverse: the residual's dropout
+ * mask (the forward's key) → fc2 (dX = dY·Wᵀ, dW = Xᵀ·dY: matmul.ts with a transposed operand;
+ * db = column sums) → GELU backward → fc1 → LN2 dx added to the residual stream's gradient, dγ,
+ * dβ → mask → proj → attention dQ, dK/dV (attention.ts's programs, the probabilities' mask drawn
+ * again from its key) → QKV → LN1; then the embedding's mask; positions summed over the batch;
+ * token rows summed per distinct id over a host-built CSR of their positions (WGSL has no float
+ * atomics; one thread per (id, column) keeps the sum deterministic).
+ */
+import { storageDecls, uniformStruct, WG } from "./raw-program.ts";
+import { isAligned, matmulShader, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
+import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
+import { GELU_BWD, lnDx, lnDxShader, LN_DGB } from "./gelu-layernorm.ts";
+import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
+import { ADD_DH } from "./residual-layernorm.ts";
+import { DROPOUT_MASK_WGSL } from "./dropout.ts";
+import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
+import { USAGE, type BackPlan, type BufferLike, type PlanBuilder, type Ref, type UniformValues } from "./recorded-encoder.ts";
+
+/** Masked-mean backward: g[r, c] = dy[r / T, c]·w[r], one thread per element. */
+const POOL_BWD = `${uniformStruct(["n: u32", "T: u32", "d: u32"])}
+${storageDecls(["dy", "w"], ["g"])}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = threadIndex(gid);
+  if (i >= u.n) { return; }
+  let r = i / u.d;
+  g[i] = dy[(r / u.T) * u.d + i % u.d] * w[r];
+}`;
+
+/** A bias's gradient, the column sums of dy [rows, n]: a workgroup per column (as LN_DGB). */
+const COL_SUM = `${uniformStruct(["rows: u32", "n: u32"])}
+${storageDecls(["dy"], ["s"])}
+var<workgroup> acc: array<f32, ${WG}>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let k = threadIndex(gid) / ${WG}u;
+  var sum = 0.0;
+  if (k < u.n) {
+    for (var r = lid.x; r < u.rows; r += ${WG}u) { sum += dy[r * u.n + k]; }
+  }
+  acc[lid.x] = sum;
+  workgroupBarrier();
+  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
+    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
+    workgroupBarrier();
+  }
+  if (lid.x == 0u && k < u.n) { s[k] = acc[0]; }
+}`;
+
+/** The position table's gradient [max_len, d]: rows t < T summed over the batch, the rest 0. */
+const POS_BWD = `${uniformStruct(["n: u32", "B: u32", "T: u32", "d: u32"])}
+${storageDecls(["g"], ["dpos"])}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = threadIndex(gid);
+  if (i >= u.n) { return; }
+  let t = i / u.d;
+  let c = i % u.d;
+  var s = 0.0;
+  if (t < u.T) {
+    for (var b = 0u; b < u.B; b++) { s += g[(b * u.T + t) * u.d + c]; }
+  }
+  dpos[i] = s;
+}`;
+
+/**
+ * The token table's gradient at the batch's ids (the rest cleared before): distinct id j's row is
+ * the sum of g's rows pos[start[j] .. start[j+1]), one thread per (j, column); `n` = distinct·d.
+ */
+const TOK_BWD = `${uniformStruct(["n: u32", "d: u32"])}
+${storageDecls(["g", "distinct:i32", "start:i32", "pos:i32"], ["dtok"])}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = threadIndex(gid);
+  if (i >= u.n) { return; }
+  let j = i / u.d;
+  let c = i % u.d;
+  var s = 0.0;
+  for (var p = start[j]; p < start[j + 1u]; p++) { s += g[u32(pos[p]) * u.d + c]; }
+  dtok[u32(distinct[j]) * u.d + c] = s;
+}`;
+
+/** The batch's token ids grouped: each distinct id (in order of first use) and its positions. */
+export function tokenCsr(ids: Int32Array): { distinct: Int32Array; start: Int32Array; pos: Int32Array } {
+  const slot = new Map<number, number>();
+  const count: number[] = [];
+  const of = new Int32Array(ids.length);
+  for (let i = 0; i < ids.length; i++) {
+    let s = slot.get(ids[i]);
+    if (s === undefined) {
+      slot.set(ids[i], (s = count.length));
+      count.push(0);
+    }
+    count[s]++;
+    of[i] = s;
+  }
+  const distinct = Int32Array.from(slot.keys());
+  const start = new Int32Array(distinct.length + 1);
+  for (let s = 0; s < count.length; s++) start[s + 1] = start[s] + count[s];
+  const fill = start.slice(0, distinct.length);
+  const pos = new Int32Array(ids.length);
+  for (let i = 0; i < ids.length; i++) pos[fill[of[i]]++] = i;
+  return { distinct, start, pos };
+}
+
+/** Builds the backward's buffers and programs into a keep plan (planFor's `extend`). */
+export function buildBackward(b: PlanBuilder): BackPlan {
+  const { c, B, T, acts, sites, dropping } = b;
+  const d = c.dim, F = c.hidden, H = c.heads, L = c.layers, N = B * T, V = c.vocab_size;
+  const gradUsage = USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST;
+  // one gradient buffer per variable, in transformer.ts's order
+  const shapes: number[] = [V * d, c.max_len * d];
+  for (let l = 0; l < L; l++) shapes.push(d, d, d * 3 * d, 3 * d, d * d, d, d, d, d * F, F, F * d, d);
+  shapes.push(d, d);
+  const grads = shapes.map((n) => b.buf(n, gradUsage));
+  const dy = b.buf(B * d);
+  const gA = b.buf(N * d), gB = b.buf(N * d), dH = b.buf(N * d), dHN = b.buf(N * d), dCtx = b.buf(N * d), dq = b.buf(N * d);
+  const dsum = b.buf(B * H * T), dqkv = b.buf(N * 3 * d), dF1 = b.buf(N * F), dF2 = b.buf(N * F);
+  const distinct = b.buf(N), start = b.buf(N + 1), pos = b.buf(N);
+
+  const thr = dropThreshold(dropping ? c.dropout : 0), keep = dropping ? dropoutKeepScale(c.dropout) : 1;
+  const maskUniforms = (n: number): UniformValues => [["u", n], ["u", thr], ["f", keep], ["u", 0], ["u", 0]];
+  /** g times the site's dropout mask (g itself when nothing drops). */
+  const masked = (g: BufferLike, draw: number | undefined): BufferLike => {
+    if (draw === undefined) return g;
+    b.flat("qrag_res_drop_dh", ADD_DH, [g, dH], maskUniforms(N * d), N * d, draw);
+    return dH;
+  };
+  const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans): void => {
+    const tile = tileFor(m, n);
+    const aligned = isAligned(tile, m, n, k);
+    const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(trans)}`;
+    const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
+    b.step({ key, code: matmulShader(tile, aligned, false, trans), refs: [a, w, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
+  };
+  /** The gradients of x·W + b (W variable w, [n, k] in the forward) given dY = g [N, k]: dX, dW, db. */
+  const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number): void => {
+    matmul(g, { weight: w }, dx, N, n, k, { b: true });
+    matmul(x, g, grads[w], n, k, N, { a: true });
+    b.flat("qrag_col_sum", COL_SUM, [g, grads[w + 1]], [["u", N], ["u", k]], k * WG);
+  };
+  const rows: UniformValues = [["u", N], ["u", d]];
+  const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number): void => {
+    b.flat("qrag_ln_dgb", LN_DGB, [x, stats, g, grads[gamma], grads[gamma + 1]], rows, d * WG);
+  };
+  const lanes = rowLanes(d);
+  const lnAcc = lnDxShader({ n: d, fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy", "res"], write: ["dx"], x: "x", store: "dx[o + k] = res[o + k] + d;" });
+  /** LayerNorm backward of the residual stream's branch: out = res + dx(x; g), and dγ, dβ. */
+  const lnBackAdd = (x: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, res: BufferLike, out: BufferLike): void => {
+    b.step({ key: `qrag_ln_dx_acc_${lanes}`, code: lnAcc, refs: [x, { weight: gamma }, stats, g, res, out], uniforms: rows, grid: rowWorkgroups(N, d), stride: 0 });
+    lnDgb(x, stats, g, gamma);
+  };
+
+  b.flat("qrag_rec_pool_bwd", POOL_BWD, [dy, b.poolW, dHN], [["u", N * d], ["u", T], ["u", d]], N * d);
+  const nf = 2 + L * 12;
+  b.step({ key: `qrag_ln_dx_${lanes}`, code: lnDx(d), refs: [acts.x[L], { weight: nf }, acts.lnfSt, dHN, gA], uniforms: rows, grid: rowWorkgroups(N, d), stride: 0 });
+  lnDgb(acts.x[L], acts.lnfSt, dHN, nf);
+  const dh = d / H;
+  const tile = attentionTile(dh, b.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
+  const attKey = `packed_${dh}_${tile}_${dropping ? "drop" : "nodrop"}`;
+  const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
+  const drop = acts.drop;
+  let cur = gA, other = gB;
+  for (let l = L - 1; l >= 0; l--) {
+    const o = 2 + l * 12;
+    // x_out = mid + drop(fc2(gelu(fc1(LN2(mid)))))
+    let g = masked(cur, sites.res2[l]);
+    linearBack(g, acts.f2[l], o + 10, dF2, F, d);
+    b.flat("qrag_gelu_bwd", GELU_BWD, [acts.f1[l], dF2, dF1], [["u", N * F]], N * F);
+    linearBack(dF1, acts.hN2[l], o + 8, dHN, d, F);
+    lnBackAdd(acts.mid[l], acts.st2[l], o + 6, dHN, cur, other);
+    [cur, other] = [other, cur];
+    // mid = x + drop(proj(attn(QKV(LN1(x)))))
+    g = masked(cur, sites.res1[l]);
+    linearBack(g, acts.ctx[l], o + 4, dCtx, d, d);
+    const dr = drop ? [drop] : [];
+    if (drop) b.flat("qrag_dropout_mask", DROPOUT_MASK_WGSL, [drop], maskUniforms(B * H * T * T), B * H * T * T, sites.att[l]);
+    const grid = attentionGrid(B, H, T);
+    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "packed", dropping, tile), refs: [acts.qkv[l], b.mask, ...dr, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms: attUniforms, grid, stride: 0 });
+    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "packed", dropping, tile), refs: [acts.qkv[l], b.mask, ...dr, acts.attSt[l], dCtx, dsum, dq, dqkv], uniforms: attUniforms, grid, stride: 0 });
+    linearBack(dqkv, acts.hN1[l], o + 2, dHN, d, 3 * d);
+    lnBackAdd(acts.x[l], acts.st1[l], o, dHN, cur, other);
+    [cur, other] = [other, cur];
+  }
+  const gE = masked(cur, sites.emb);
+  b.flat("qrag_rec_pos_bwd", POS_BWD, [gE, grads[1]], [["u", c.max_len * d], ["u", B], ["u", T], ["u", d]], c.max_len * d);
+  const tok = b.flat("qrag_rec_tok_bwd", TOK_BWD, [gE, distinct, start, pos, grads[0]], [["u", 0], ["u", d]], N * d);
+  return { steps: b.list, dy, grads, clear: [grads[0]], csr: { distinct, start, pos, step: tok } };
+}

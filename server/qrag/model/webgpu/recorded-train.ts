@@ -1,0 +1,75 @@
+/**
+ * The transformer encoder's forward with a gradient, recorded (issue 27): ONE tfjs op for tfjs's
+ * tape, a `tf.customGrad` whose inputs are the encoder's variables (so variableGrads and the
+ * optimizer see their gradients as before). Its forward is recorded-encoder.ts's program list
+ * on a plan that keeps every layer's activations; its gradFunc records the whole backward
+ * (recorded-backward.ts) into one command buffer, one submit, and hands the gradients back as
+ * tfjs tensors. No tfjs kernel runs inside either.
+ *
+ * The backward applies the forward's dropout masks again from the same keys (drawn once, in the
+ * tfjs path's order). A plan holds one taped forward's activations until its backward ran: a
+ * second taped forward of the same shape meanwhile takes a second plan (planFor).
+ */
+import * as tf from "@tensorflow/tfjs";
+import { noteSubmit, tfjsKernelCount } from "../../backend/device.ts";
+import type { Rng } from "../../util/rng.ts";
+import { webgpuBackend } from "./raw-program.ts";
+import { copyOut, drawKeys, flushTfjs, planFor, recorderApplies, recorderStats, recordSteps, submitForward, writeUniforms, type BackendLike, type BufferLike, type DeviceLike, type Plan, type RecordedConfig } from "./recorded-encoder.ts";
+import { buildBackward, tokenCsr } from "./recorded-backward.ts";
+
+type CustomGradFn = Parameters<typeof tf.customGrad>[0];
+
+/**
+ * The pooled encoding [B, d] of a batch as one differentiable op over `vars` (transformer.ts's
+ * order), or null where the recorder does not apply (the caller runs the tfjs path).
+ */
+export function recordedEncoderTrain(vars: readonly tf.Variable[], c: RecordedConfig, ids: Int32Array, mask: Float32Array, B: number, T: number, training: boolean, rng: Rng): tf.Tensor2D | null {
+  if (!recorderApplies(c, ids, B, T)) return null;
+  const be = webgpuBackend() as BackendLike;
+  const plan = planFor(be.device as DeviceLike, c, B, T, training && c.dropout > 0, buildBackward);
+  if (!plan) return null;
+  const keys = drawKeys(plan, rng);
+  const csr = tokenCsr(ids);
+  const token = {};
+  plan.owner = token;
+  recorderStats.trainCalls++;
+  const f = tf.customGrad(((..._args: unknown[]) => {
+    const k0 = tfjsKernelCount();
+    const y = submitForward(be, plan, vars, ids, mask, keys);
+    recorderStats.kernelsInside += tfjsKernelCount() - k0;
+    return {
+      value: y,
+      gradFunc: (dy: tf.Tensor) => {
+        const k1 = tfjsKernelCount();
+        const grads = submitBackward(be, plan, token, vars, dy, keys, csr);
+        recorderStats.kernelsInside += tfjsKernelCount() - k1;
+        return grads;
+      },
+    };
+  }) as CustomGradFn);
+  return f(...vars) as tf.Tensor2D;
+}
+
+/** Records the backward of the forward `token` ran on `plan` into one command buffer; the gradients in `vars`' order. */
+function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readonly tf.Variable[], dy: tf.Tensor, keys: readonly number[], csr: ReturnType<typeof tokenCsr>): tf.Tensor[] {
+  if (plan.owner !== token || plan.dead || !plan.back) throw new Error("recorded encoder: the forward's activations were reused or freed before its backward ran");
+  const back = plan.back;
+  const device = be.device as DeviceLike;
+  be.uploadToGPU(dy.dataId);
+  flushTfjs(be, vars);
+  const q = device.queue;
+  q.writeBuffer(back.csr.distinct, 0, csr.distinct);
+  q.writeBuffer(back.csr.start, 0, csr.start);
+  q.writeBuffer(back.csr.pos, 0, csr.pos);
+  back.csr.step.uniforms[0][1] = csr.distinct.length * (vars[0].shape[1] as number);
+  writeUniforms(device, plan, back.steps, keys);
+  const enc = device.createCommandEncoder();
+  enc.copyBufferToBuffer(be.tensorMap.get(dy.dataId).resource as BufferLike, 0, back.dy, 0, dy.size * 4);
+  for (const b of back.clear) enc.clearBuffer(b);
+  recordSteps(be, enc, plan, back.steps, vars);
+  const grads = vars.map((v, i) => copyOut(be, enc, back.grads[i], v.shape));
+  q.submit([enc.finish()]);
+  noteSubmit();
+  plan.owner = null;
+  return grads;
+}

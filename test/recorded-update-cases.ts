@@ -1,0 +1,115 @@
+/**
+ * The cases of recorded-update.test.ts, each run in a fresh Node process (device-case-runner.ts)
+ * that prints one JSON line: the transformer's taped forward and backward recorded on webgpu
+ * (model/webgpu/recorded-train.ts) against the tfjs path it replaces, on two encoders with the
+ * same weights and the same dropout Rng.
+ */
+import * as tf from "@tensorflow/tfjs";
+import { onBackend, relDiff } from "./device-case-runner.ts";
+import { counterSnapshot, resetCounters, withPhase } from "../server/qrag/backend/device.ts";
+import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
+import type { EncoderConfig, TokenBatch } from "../server/qrag/model/encoder.ts";
+import { recorderStats, setRecorderEnabled } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
+import { Rng } from "../server/qrag/util/rng.ts";
+
+const CONFIG: EncoderConfig = { type: "transformer", dim: 32, vocab_size: 300, hidden: 64, layers: 2, heads: 4, max_len: 256, dropout: 0.1, init_std: 0.3 };
+
+/** B rows of length T, row b holding 1 + (b·37 + 5) mod T real tokens (the rest PAD, id 0); ids from 1 … `vocab`−1. */
+function batchOf(B: number, T: number, seed: number, vocab = CONFIG.vocab_size): TokenBatch {
+  const rng = new Rng(seed);
+  const ids = new Int32Array(B * T);
+  const mask = new Float32Array(B * T);
+  for (let b = 0; b < B; b++) {
+    const n = 1 + ((b * 37 + 5) % T);
+    for (let t = 0; t < n; t++) {
+      ids[b * T + t] = 1 + Math.floor(rng.next() * (vocab - 1));
+      mask[b * T + t] = 1;
+    }
+  }
+  return { ids, mask, batch: B, len: T };
+}
+
+/**
+ * loss = Σ forward(batch)·R and its gradients for every variable, recorded or through the tfjs ops;
+ * `twice`: plus Σ forward(batch)·R/2 of a second forward under the same tape (its own masks).
+ */
+async function lossAndGrads(enc: TransformerEncoder, batch: TokenBatch, training: boolean, recorded: boolean, twice = false): Promise<{ loss: number; grads: Float32Array[] }> {
+  const was = setRecorderEnabled(recorded);
+  try {
+    const R = tf.tensor2d(Float32Array.from({ length: batch.batch * CONFIG.dim }, (_, i) => Math.sin(i * 0.7) + 0.3), [batch.batch, CONFIG.dim]);
+    const { value, grads } = tf.variableGrads(() => {
+      const l = tf.sum(tf.mul(enc.forward(batch, training), R));
+      return (twice ? tf.add(l, tf.mul(tf.sum(tf.mul(enc.forward(batch, training), R)), 0.5)) : l) as tf.Scalar;
+    }, enc.variables);
+    const loss = (await value.data())[0];
+    const out = await Promise.all(enc.variables.map(async (v) => (await grads[v.name].data()) as Float32Array));
+    tf.dispose([R, value, ...Object.values(grads)]);
+    return { loss, grads: out };
+  } finally {
+    setRecorderEnabled(was);
+  }
+}
+
+/**
+ * Recorded vs tfjs loss and gradients: shapes 3×16, 5×64, 2×256, a batch of repeated ids, and two
+ * taped forwards of one shape before their backward (two plans hold their activations), eval and
+ * train mode.
+ */
+async function gradsCase() {
+  await onBackend("webgpu");
+  const rec = new TransformerEncoder(CONFIG, new Rng(3));
+  const ref = new TransformerEncoder(CONFIG, new Rng(3));
+  const worst: Record<string, { loss: number; grad: number; at: string }> = {};
+  const batches: [string, TokenBatch][] = [["3x16", batchOf(3, 16, 1)], ["5x64", batchOf(5, 64, 2)], ["2x256", batchOf(2, 256, 3)], ["4x16 ids 1-4", batchOf(4, 16, 4, 5)], ["3x16 twice", batchOf(3, 16, 1)]];
+  const calls0 = recorderStats.trainCalls;
+  let gradNorm = 0;
+  for (const [name, batch] of batches) {
+    for (const training of [false, true]) {
+      const twice = name.endsWith("twice");
+      const a = await lossAndGrads(rec, batch, training, true, twice);
+      const b = await lossAndGrads(ref, batch, training, false, twice);
+      const w = { loss: Math.abs(a.loss - b.loss) / Math.max(1e-6, Math.abs(b.loss)), grad: 0, at: "" };
+      b.grads.forEach((g, i) => {
+        const d = relDiff(a.grads[i], g);
+        if (!(d <= w.grad)) Object.assign(w, { grad: d, at: rec.variables[i].name });
+        for (const x of g) gradNorm += x * x;
+      });
+      worst[`${name} ${training ? "train" : "eval"}`] = w;
+    }
+  }
+  const rngAfter = rec.dropoutRng.nextU32() === ref.dropoutRng.nextU32();
+  return { worst, rngAfter, trainCalls: recorderStats.trainCalls - calls0, variables: rec.variables.length, gradNorm: Math.sqrt(gradNorm) };
+}
+
+/** Repeated update-shaped calls: what each creates, and what one forward + backward counts. */
+async function cacheCase() {
+  await onBackend("webgpu");
+  const enc = new TransformerEncoder(CONFIG, new Rng(5));
+  const batch = batchOf(6, 64, 1);
+  const snap = () => ({ plans: recorderStats.plans, buffers: recorderStats.buffers, bindGroups: recorderStats.bindGroups, pipelines: pipelineCount(webgpuBackend().device) });
+  const created: ReturnType<typeof snap>[] = [];
+  const counts: { tfjsKernels: number; fused: number; submits: number }[] = [];
+  const inside0 = recorderStats.kernelsInside;
+  for (let i = 0; i < 3; i++) {
+    const before = snap();
+    await lossAndGrads(enc, batch, true, true); // weights uploaded, everything pending submitted
+    const after = snap();
+    created.push({ plans: after.plans - before.plans, buffers: after.buffers - before.buffers, bindGroups: after.bindGroups - before.bindGroups, pipelines: after.pipelines - before.pipelines });
+    resetCounters();
+    const grads = withPhase("update", () => tf.variableGrads(() => tf.sum(enc.forward(batch, true)) as tf.Scalar, enc.variables));
+    const c = counterSnapshot().update!;
+    await grads.value.data();
+    tf.dispose([grads.value, ...Object.values(grads.grads)]);
+    counts.push({ tfjsKernels: c.kernels - c.fused, fused: c.fused, submits: c.submits });
+  }
+  return { created, counts, kernelsInside: recorderStats.kernelsInside - inside0, layers: CONFIG.layers };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = { grads: gradsCase, cache: cacheCase };
+
+const name = process.argv[2] ?? "";
+const fn = CASES[name];
+if (!fn) throw new Error(`unknown case "${name}" (one of ${Object.keys(CASES).join(", ")})`);
+process.stdout.write(JSON.stringify(await fn()) + "\n");
+process.exit(0);

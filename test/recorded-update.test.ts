@@ -1,0 +1,44 @@
+/**
+ * The transformer's taped forward and backward recorded as our own WebGPU programs (one tfjs op;
+ * model/webgpu/recorded-train.ts) on lavapipe, against the tfjs path it replaces. Each case runs in
+ * a fresh process (recorded-update-cases.ts); machines without an adapter skip, except under
+ * QRAG_REQUIRE_WEBGPU=1 (CI).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { webgpuSkip as skip } from "./webgpu-skip.ts";
+import { runCaseFile } from "./device-case-runner.ts";
+
+const runCase = <T>(name: string): T => runCaseFile<T>("test/recorded-update-cases.ts", name);
+
+test("recorded encoder backward: loss and every variable's gradient equal the tfjs path within 1e-5 (eval and train mode, B×T 3×16, 5×64, 2×256, repeated ids and PAD, two forwards of one shape in one tape)", { skip }, () => {
+  const r = runCase<{ worst: Record<string, { loss: number; grad: number; at: string }>; rngAfter: boolean; trainCalls: number; variables: number; gradNorm: number }>("grads");
+  assert.equal(Object.keys(r.worst).length, 10, Object.keys(r.worst).join(", "));
+  for (const [k, w] of Object.entries(r.worst)) {
+    assert.ok(w.loss <= 1e-5, `${k}: loss rel. diff ${w.loss}`);
+    assert.ok(w.grad <= 1e-5, `${k}: gradient of ${w.at} rel. diff ${w.grad}`);
+  }
+  assert.equal(r.variables, 28);
+  assert.ok(r.gradNorm > 1, `the gradients are too small to compare (${r.gradNorm})`);
+  assert.ok(r.rngAfter, "the dropout Rngs differ after the same calls");
+  assert.equal(r.trainCalls, 12, "the recorded path did not run for every call");
+});
+
+test("recorded encoder forward+backward: one dispatch per program, 0 tfjs kernels inside, a second call creates no buffers, bind groups or pipelines", { skip }, () => {
+  const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { tfjsKernels: number; fused: number; submits: number }[]; kernelsInside: number; layers: number }>("cache");
+  const L = r.layers;
+  // forward (train mode): embedding, 11 per layer, final LN, pooling; backward: pooling, final LN
+  // dx and dγβ, 22 per layer (3 per linear, GELU, 2 per LN, 2 attention, 3 masks), embedding mask,
+  // positions, tokens
+  const programs = 3 + 11 * L + (6 + 22 * L);
+  for (const c of r.counts) {
+    assert.equal(c.fused, programs);
+    // the tfjs kernels of the loss around the op: the op itself, Sum and its gradient's kernels
+    assert.ok(c.tfjsKernels <= 5, `${c.tfjsKernels} tfjs kernels`);
+    // the forward, the backward, and tfjs's flush of the loss's kernels before the backward
+    assert.equal(c.submits, 3);
+  }
+  assert.equal(r.kernelsInside, 0);
+  assert.equal(r.created[0].plans, 1);
+  for (const c of r.created.slice(1)) assert.deepEqual(c, { plans: 0, buffers: 0, bindGroups: 0, pipelines: 0 });
+});
