@@ -159,6 +159,9 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     test("pre-empted, then its node down: each job ends PREEMPTED, then NODE_FAIL; each time the run is queued again and a new job resumes it from its last checkpoint: no point lost, none doubled", async () => {
       // the node to itself: the urgent job and the node's failure end every job on it
       await Promise.all(othersDone);
+      // what a failed case of theirs left running goes too
+      const left = active().split(/\s+/).filter(Boolean);
+      if (left.length) execFileSync("scancel", left, { env: cluster.env });
       await d.until("the other dashboards' jobs gone from the node", async () => active() === "", 60_000);
       const STEPS = 240;
       const t0 = Date.now();
