@@ -1,22 +1,15 @@
 /**
  * The Slurm executor end to end on a real single-node Slurm (test/slurm-cluster.ts): dashboards
  * (test/slurm-dashboard.ts: server/main.ts, QRAG_EXECUTOR=slurm, no local worker) turn runs of the
- * "slurm" queue into sbatch jobs whose workers connect back with per-job tokens. Three dashboards
- * share the cluster, each with its own database, their cases at once (the node has this machine's
- * CPUs; each job takes one, so a third job waits its turn):
- * - A (SQLite):
+ * "slurm" queue into sbatch jobs whose workers connect back with per-job tokens. Two dashboards
+ * share the cluster, each with its own database, their cases side by side (the node has this
+ * machine's CPUs, each job takes one):
+ * - A (SQLite), one case at a time:
  *   - a `tiny` run → one job, RUNNING on the node, the run completed, the job COMPLETED, the job's
  *     output in the run's log; a sweep of its checkpoint → its own job on the same queue, completed;
  *   - cancel from the API → scancel → the run cancelled within 5 s, the job ended;
  *   - `scancel` from a shell mid-run → the run queued again and resumed by a second job from its last
  *     checkpoint: every logged update's point stored exactly once;
- *   - bad requests → 400 naming the field; more than the partition allows → the run failed with
- *     sbatch's reason, no job;
- *   - last, with the node to itself (B and C done): the run's job PREEMPTED by an `urgent` job that
- *     needs the whole node, then its next job's node set DOWN (NODE_FAIL) and resumed: each time the
- *     run is queued again and resumed by a new job from its last checkpoint, each point once, every
- *     job listed with how it ended.
- * - B (SQLite), the cases that restart their dashboard:
  *   - the dashboard killed and restarted while a job runs → its worker reconnects, the run
  *     completes in that one job, each point once; the job's output reached the run's log while it
  *     ran, and every line of its stderr file is in the log exactly once after the restart and its end;
@@ -24,7 +17,13 @@
  *     that sbatch made (one job for the run), or, when sbatch made none, submits again;
  *   - sbatch timing out (its job made all the same) → the job adopted, sbatch called once; sbatch
  *     answering "Socket timed out" once → retried, one job; "Unable to contact slurm controller"
- *     every time → the run waits SUBMITTING with the reason, then fails after the tries allowed.
+ *     every time → the run waits SUBMITTING with the reason, then fails after the tries allowed;
+ *   - bad requests → 400 naming the field; more than the partition allows → the run failed with
+ *     sbatch's reason, no job;
+ *   - last, with the node to itself (C done): the run's job PREEMPTED by an `urgent` job that needs
+ *     the whole node, then its next job's node set DOWN (NODE_FAIL; the third job waits until the
+ *     node is resumed): each time the run is queued again and resumed by a new job from its last
+ *     checkpoint, each point once, every job listed with how it ended.
  * - C (PostgreSQL; on SQLite, saying so, where no PostgreSQL server can be started):
  *   - a `tiny` run → one job, completed;
  *   - the job's time limit made 0 mid-run (`scontrol update timelimit=0`: Slurm's own limit check
@@ -54,7 +53,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     cluster = await startSlurmCluster();
   });
   after(() => cluster?.stop());
-  /** Dashboards B and C, done with the node: A's faults take all of it. */
+  /** Dashboard C, done with the node: A's faults take all of it. */
   const othersDone: Promise<void>[] = [];
   const doneWhenOver = () => {
     let done!: () => void;
@@ -63,7 +62,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
   };
   const active = () => execFileSync("squeue", ["--noheader", "--states=PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED", "--format=%i"], { env: cluster.env, encoding: "utf8" }).trim();
 
-  describe("A (SQLite): complete, cancel, scancel, bad requests; then pre-emption and a node failure", { concurrency: false }, () => {
+  describe("A (SQLite): complete, cancel, scancel, restarts, sbatch faults, bad requests; then pre-emption and a node failure", { concurrency: false }, () => {
     let d: SlurmDashboard;
     before(async () => {
       d = await SlurmDashboard.start(cluster);
@@ -131,83 +130,6 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
       for (const j of ended.jobs) assert.ok(j.startedAt && j.endedAt && Date.parse(j.submittedAt) <= Date.parse(j.endedAt) && Date.parse(j.startedAt) <= Date.parse(j.endedAt), JSON.stringify(j));
       assert.ok(Date.parse(ended.jobs[1].endedAt!) <= Date.parse(ended.jobs[0].startedAt!) + 2_000, "the second job started after the first ended");
       console.log(`scancel ${firstJob} → resumed as job ${jobOf(done).jobId}; ${points.length} points, each once`);
-    });
-
-    test("bad requests → 400 naming the field; more than the partition allows → failed with sbatch's reason", async () => {
-      for (const [body, field] of [
-        [{ queue: "gpu-farm" }, "queue"],
-        [{ queue: "slurm", resources: { gpus: -1 } }, "resources.gpus"],
-        [{ queue: "slurm", resources: { time_limit_min: 0 } }, "resources.time_limit_min"],
-        [{ queue: "slurm", resources: { cpus: 1.5 } }, "resources.cpus"],
-        [{ queue: "slurm", resources: { gpu_type: "a100" } }, "resources.gpu_type"],
-        [{ queue: "slurm", resources: { account: "a b" } }, "resources.account"],
-      ] as const) {
-        const r = await api<{ fieldErrors: Record<string, string> }>(d.env, "POST", "/api/runs", { preset: "tiny", ...body });
-        assert.equal(r.status, 400, `${JSON.stringify(body)} → ${r.status} ${JSON.stringify(r.body)}`);
-        assert.ok(Object.keys(r.body.fieldErrors).includes(field), `${JSON.stringify(body)}: ${JSON.stringify(r.body.fieldErrors)}`);
-      }
-      // the debug partition allows 60 minutes: sbatch refuses, the run fails quoting it
-      const over = await d.create("slurm-over", 10, { queue: "slurm", resources: { time_limit_min: 120 } });
-      const failed = await d.until("the run failed", async () => {
-        const r = await d.run(over.id);
-        return r.status === "failed" ? r : null;
-      }, 30_000);
-      assert.match(failed.error ?? "", /sbatch refused the job: .*time limit/i);
-      assert.equal(jobOf(failed).jobId, null, "no job");
-    });
-
-    test("pre-empted, then its node down: each job ends PREEMPTED, then NODE_FAIL; each time the run is queued again and a new job resumes it from its last checkpoint: no point lost, none doubled", async () => {
-      // the node to itself: the urgent job and the node's failure end every job on it
-      await Promise.all(othersDone);
-      // what a failed case of theirs left running goes too
-      const left = active().split(/\s+/).filter(Boolean);
-      if (left.length) execFileSync("scancel", left, { env: cluster.env });
-      await d.until("the other dashboards' jobs gone from the node", async () => active() === "", 60_000);
-      const STEPS = 240;
-      const t0 = Date.now();
-      const created = await d.create("slurm-faults", STEPS);
-      const scontrol = (...args: string[]) => execFileSync("scontrol", args, { env: cluster.env, encoding: "utf8" });
-      let urgent: string | null = null;
-      try {
-        // 1. a job of a higher-priority partition that needs every CPU of the node pre-empts the run's job
-        const first = await d.trainingIn(created.id, 1, EVAL_INTERVAL);
-        urgent = execFileSync("sbatch", ["--parsable", "--partition=urgent", `--cpus-per-task=${cluster.cpus}`, "--mem=100", "--time=1", `--output=${path.join(cluster.jobsDir, "urgent-%j.out")}`, "--wrap=sleep 2"], { env: cluster.env, encoding: "utf8" }).trim();
-        const second = await d.trainingIn(created.id, 2, first.checkpoint + EVAL_INTERVAL);
-        assert.equal(second.run.jobs[1].state, "PREEMPTED", JSON.stringify(second.run.jobs));
-
-        // 2. the node goes down under the second job: it ends NODE_FAIL, the third waits for the node
-        scontrol("update", `nodename=${cluster.node}`, "state=down", "reason=qrag-test");
-        const waiting = await d.until("a third job waiting for the node", async () => {
-          const r = await d.run(created.id);
-          return jobOf(r).jobs === 3 && jobOf(r).state === "PENDING" && jobOf(r).reason && jobOf(r).reason !== "None" && r.jobs[1]?.state === "NODE_FAIL" ? r : null;
-        }, 60_000);
-        assert.equal(waiting.status, "queued");
-        console.log(`job ${jobOf(waiting).jobId} waits: ${jobOf(waiting).reason}`);
-        scontrol("update", `nodename=${cluster.node}`, "state=resume");
-        const done = await d.completedWithJob(created.id);
-        assert.ok(done.resumeFrom, "the last job resumed from a checkpoint");
-        assert.deepEqual(done.jobs.map((j) => [j.number, j.state, j.node]), [[3, "COMPLETED", cluster.node], [2, "NODE_FAIL", cluster.node], [1, "PREEMPTED", cluster.node]]);
-        const logs = await d.logText(created.id);
-        assert.equal(logs.match(/resuming [^"]*; run folder/g)?.length, 2, "jobs 2 and 3 each resumed (the engine's line)");
-        for (const [i, state] of [[2, "PREEMPTED"], [1, "NODE_FAIL"]] as const) assert.ok(logs.includes(`Slurm job ${done.jobs[i].jobId} ended ${state}`), `${state} in the run's log`);
-        const points = await d.eachPointOnce(created.id, STEPS);
-        console.log(`PREEMPTED (by job ${urgent}), NODE_FAIL, then completed by job ${jobOf(done).jobId} in ${((Date.now() - t0) / 1000).toFixed(0)} s; ${points.length} points, each once`);
-      } finally {
-        if (!/State=(IDLE|MIXED|ALLOCATED)\b/.test(scontrol("show", "node", cluster.node))) scontrol("update", `nodename=${cluster.node}`, "state=resume");
-        if (urgent) execFileSync("scancel", [urgent], { env: cluster.env });
-      }
-    });
-  });
-
-  describe("B (SQLite): the dashboard restarted, killed inside sbatch, sbatch without an answer", { concurrency: false }, () => {
-    let d: SlurmDashboard;
-    const done = doneWhenOver();
-    before(async () => {
-      d = await SlurmDashboard.start(cluster);
-    });
-    after(async () => {
-      await d?.stop();
-      done();
     });
 
     test("the dashboard killed (-9) and restarted while a job runs: the job's worker reconnects, the run completes in that one job, each point once; its output in the log live, each line once", async () => {
@@ -366,6 +288,76 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
       } finally {
         await d.server.stop();
         await d.restart();
+      }
+    });
+    test("bad requests → 400 naming the field; more than the partition allows → failed with sbatch's reason", async () => {
+      for (const [body, field] of [
+        [{ queue: "gpu-farm" }, "queue"],
+        [{ queue: "slurm", resources: { gpus: -1 } }, "resources.gpus"],
+        [{ queue: "slurm", resources: { time_limit_min: 0 } }, "resources.time_limit_min"],
+        [{ queue: "slurm", resources: { cpus: 1.5 } }, "resources.cpus"],
+        [{ queue: "slurm", resources: { gpu_type: "a100" } }, "resources.gpu_type"],
+        [{ queue: "slurm", resources: { account: "a b" } }, "resources.account"],
+      ] as const) {
+        const r = await api<{ fieldErrors: Record<string, string> }>(d.env, "POST", "/api/runs", { preset: "tiny", ...body });
+        assert.equal(r.status, 400, `${JSON.stringify(body)} → ${r.status} ${JSON.stringify(r.body)}`);
+        assert.ok(Object.keys(r.body.fieldErrors).includes(field), `${JSON.stringify(body)}: ${JSON.stringify(r.body.fieldErrors)}`);
+      }
+      // the debug partition allows 60 minutes: sbatch refuses, the run fails quoting it
+      const over = await d.create("slurm-over", 10, { queue: "slurm", resources: { time_limit_min: 120 } });
+      const failed = await d.until("the run failed", async () => {
+        const r = await d.run(over.id);
+        return r.status === "failed" ? r : null;
+      }, 30_000);
+      assert.match(failed.error ?? "", /sbatch refused the job: .*time limit/i);
+      assert.equal(jobOf(failed).jobId, null, "no job");
+    });
+
+    test("pre-empted, then its node down: each job ends PREEMPTED, then NODE_FAIL; each time the run is queued again and a new job resumes it from its last checkpoint: no point lost, none doubled", async () => {
+      // the node to itself: the urgent job and the node's failure end every job on it
+      await Promise.all(othersDone);
+      // what a failed case of theirs left running goes too
+      const left = active().split(/\s+/).filter(Boolean);
+      if (left.length) execFileSync("scancel", left, { env: cluster.env });
+      await d.until("the other dashboard's jobs gone from the node", async () => active() === "", 60_000);
+      const STEPS = 160;
+      const t0 = Date.now();
+      const created = await d.create("slurm-faults", STEPS);
+      const scontrol = (...args: string[]) => execFileSync("scontrol", args, { env: cluster.env, encoding: "utf8" });
+      let urgent: string | null = null;
+      try {
+        // 1. a job of a higher-priority partition that needs every CPU of the node pre-empts the run's job
+        const first = await d.trainingIn(created.id, 1, EVAL_INTERVAL);
+        urgent = execFileSync("sbatch", ["--parsable", "--partition=urgent", `--cpus-per-task=${cluster.cpus}`, "--mem=100", "--time=1", `--output=${path.join(cluster.jobsDir, "urgent-%j.out")}`, "--wrap=sleep 1"], { env: cluster.env, encoding: "utf8" }).trim();
+        const preempted = await d.until("job 1 ended PREEMPTED", async () => {
+          const r = await d.run(created.id);
+          return r.jobs.find((j) => j.number === 1)?.state === "PREEMPTED" ? r : null;
+        }, 60_000);
+        // the second job trains on: a checkpoint of its own, past every one the first saved
+        const second = await d.trainingIn(created.id, 2, Math.max(first.checkpoint, ...preempted.checkpoints.map((c) => c.update)) + 1);
+        assert.notEqual(jobOf(second.run).jobId, jobOf(first.run).jobId);
+        assert.ok(second.run.resumeFrom, "job 2 resumed from a checkpoint");
+
+        // 2. the node goes down under the second job: it ends NODE_FAIL, the third waits for the node
+        scontrol("update", `nodename=${cluster.node}`, "state=down", "reason=qrag-test");
+        const waiting = await d.until("a third job waiting for the node", async () => {
+          const r = await d.run(created.id);
+          return jobOf(r).jobs === 3 && jobOf(r).state === "PENDING" && jobOf(r).reason && jobOf(r).reason !== "None" && r.jobs[1]?.state === "NODE_FAIL" ? r : null;
+        }, 60_000);
+        assert.equal(waiting.status, "queued");
+        console.log(`job ${jobOf(waiting).jobId} waits: ${jobOf(waiting).reason}`);
+        scontrol("update", `nodename=${cluster.node}`, "state=resume");
+        const done = await d.completedWithJob(created.id);
+        assert.ok(done.resumeFrom, "the last job resumed from a checkpoint");
+        assert.deepEqual(done.jobs.map((j) => [j.number, j.state, j.node]), [[3, "COMPLETED", cluster.node], [2, "NODE_FAIL", cluster.node], [1, "PREEMPTED", cluster.node]]);
+        const logs = await d.logText(created.id);
+        assert.equal(logs.match(/resuming [^"]*; run folder/g)?.length, 2, "jobs 2 and 3 each resumed (the engine's line)");
+        for (const [i, state] of [[2, "PREEMPTED"], [1, "NODE_FAIL"]] as const) assert.ok(logs.includes(`Slurm job ${done.jobs[i].jobId} ended ${state}`), `${state} in the run's log`);
+        const points = await d.eachPointOnce(created.id, STEPS);
+        console.log(`PREEMPTED (by job ${urgent}), NODE_FAIL, then completed by job ${jobOf(done).jobId} in ${((Date.now() - t0) / 1000).toFixed(0)} s; ${points.length} points, each once`);
+      } finally {
+        if (!/State=(IDLE|MIXED|ALLOCATED)\b/.test(scontrol("show", "node", cluster.node))) scontrol("update", `nodename=${cluster.node}`, "state=resume");
+        if (urgent) execFileSync("scancel", [urgent], { env: cluster.env });
       }
     });
   });
