@@ -325,18 +325,23 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
       const created = await d.create("slurm-faults", STEPS);
       const scontrol = (...args: string[]) => execFileSync("scontrol", args, { env: cluster.env, encoding: "utf8" });
       let urgent: string | null = null;
+      const at: string[] = [];
+      const mark = (what: string) => at.push(`${what} ${((Date.now() - t0) / 1000).toFixed(0)} s`);
       try {
         // 1. a job of a higher-priority partition that needs every CPU of the node pre-empts the run's job
         const first = await d.trainingIn(created.id, 1, EVAL_INTERVAL);
+        mark("job 1 training");
         urgent = execFileSync("sbatch", ["--parsable", "--partition=urgent", `--cpus-per-task=${cluster.cpus}`, "--mem=100", "--time=1", `--output=${path.join(cluster.jobsDir, "urgent-%j.out")}`, "--wrap=sleep 1"], { env: cluster.env, encoding: "utf8" }).trim();
         const preempted = await d.until("job 1 ended PREEMPTED", async () => {
           const r = await d.run(created.id);
           return r.jobs.find((j) => j.number === 1)?.state === "PREEMPTED" ? r : null;
         }, 60_000);
+        mark("PREEMPTED");
         // the second job trains on: a checkpoint of its own, past every one the first saved
         const second = await d.trainingIn(created.id, 2, Math.max(first.checkpoint, ...preempted.checkpoints.map((c) => c.update)) + 1);
         assert.notEqual(jobOf(second.run).jobId, jobOf(first.run).jobId);
         assert.ok(second.run.resumeFrom, "job 2 resumed from a checkpoint");
+        mark("job 2 training");
 
         // 2. the node goes down under the second job: it ends NODE_FAIL, the third waits for the node
         scontrol("update", `nodename=${cluster.node}`, "state=down", "reason=qrag-test");
@@ -345,6 +350,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
           return jobOf(r).jobs === 3 && jobOf(r).state === "PENDING" && jobOf(r).reason && jobOf(r).reason !== "None" && r.jobs[1]?.state === "NODE_FAIL" ? r : null;
         }, 60_000);
         assert.equal(waiting.status, "queued");
+        mark("NODE_FAIL, job 3 waiting");
         console.log(`job ${jobOf(waiting).jobId} waits: ${jobOf(waiting).reason}`);
         scontrol("update", `nodename=${cluster.node}`, "state=resume");
         const done = await d.completedWithJob(created.id);
@@ -354,7 +360,8 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
         assert.equal(logs.match(/resuming [^"]*; run folder/g)?.length, 2, "jobs 2 and 3 each resumed (the engine's line)");
         for (const [i, state] of [[2, "PREEMPTED"], [1, "NODE_FAIL"]] as const) assert.ok(logs.includes(`Slurm job ${done.jobs[i].jobId} ended ${state}`), `${state} in the run's log`);
         const points = await d.eachPointOnce(created.id, STEPS);
-        console.log(`PREEMPTED (by job ${urgent}), NODE_FAIL, then completed by job ${jobOf(done).jobId} in ${((Date.now() - t0) / 1000).toFixed(0)} s; ${points.length} points, each once`);
+        mark("completed");
+        console.log(`PREEMPTED (by job ${urgent}), NODE_FAIL, then completed by job ${jobOf(done).jobId} (${at.join(", ")}); ${points.length} points, each once`);
       } finally {
         if (!/State=(IDLE|MIXED|ALLOCATED)\b/.test(scontrol("show", "node", cluster.node))) scontrol("update", `nodename=${cluster.node}`, "state=resume");
         if (urgent) execFileSync("scancel", [urgent], { env: cluster.env });
