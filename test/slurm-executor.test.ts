@@ -13,22 +13,23 @@
  *   - the dashboard killed and restarted while a job runs → its worker reconnects, the run
  *     completes in that one job, each point once; the job's output reached the run's log while it
  *     ran, and every line of its stderr file is in the log exactly once after the restart and its end;
- *   - the dashboard killed inside sbatch (a slow sbatch wrapper) → restarted, it adopts the job
- *     that sbatch made (one job for the run), or, when sbatch made none, submits again;
- *   - sbatch timing out (its job made all the same) → the job adopted, sbatch called once; sbatch
- *     answering "Socket timed out" once → retried, one job; "Unable to contact slurm controller"
- *     every time → the run waits SUBMITTING with the reason, then fails after the tries allowed;
  *   - bad requests → 400 naming the field; more than the partition allows → the run failed with
  *     sbatch's reason, no job;
  *   - last, with the node to itself (C done): the run's job PREEMPTED by an `urgent` job that needs
  *     the whole node, then its next job's node set DOWN (NODE_FAIL; the third job waits until the
  *     node is resumed): each time the run is queued again and resumed by a new job from its last
  *     checkpoint, each point once, every job listed with how it ended.
- * - C (PostgreSQL; on SQLite, saying so, where no PostgreSQL server can be started):
+ * - C (PostgreSQL; on SQLite, saying so, where no PostgreSQL server can be started), one case at
+ *   a time, the slow-to-set-up ones (dashboard restarts) here so that A and C take about as long:
  *   - a `tiny` run → one job, completed;
  *   - the job's time limit made 0 mid-run (`scontrol update timelimit=0`: Slurm's own limit check
  *     ends it TIMEOUT within 30 s) → a new job resumes the run from its last checkpoint and trains
- *     on; cancelled then, its points so far are each stored once, none missing.
+ *     on; cancelled then, its points so far are each stored once, none missing;
+ *   - the dashboard killed inside sbatch (a slow sbatch wrapper) → restarted, it adopts the job
+ *     that sbatch made (one job for the run), or, when sbatch made none, submits again;
+ *   - sbatch timing out (its job made all the same) → the job adopted, sbatch called once; sbatch
+ *     answering "Socket timed out" once → retried, one job; "Unable to contact slurm controller"
+ *     every time → the run waits SUBMITTING with the reason, then fails after the tries allowed.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -62,7 +63,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
   };
   const active = () => execFileSync("squeue", ["--noheader", "--states=PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED", "--format=%i"], { env: cluster.env, encoding: "utf8" }).trim();
 
-  describe("A (SQLite): complete, cancel, scancel, restarts, sbatch faults, bad requests; then pre-emption and a node failure", { concurrency: false }, () => {
+  describe("A (SQLite): complete, cancel, scancel, a restart, bad requests; then pre-emption and a node failure", { concurrency: false }, () => {
     let d: SlurmDashboard;
     before(async () => {
       d = await SlurmDashboard.start(cluster);
@@ -165,6 +166,126 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
       const asLogged = (l: string) => shortText(l.replace(/\r$/, "").replace(/\t/g, "  "), 500);
       assert.deepEqual(logged.map((l) => l.slice(`[job ${jobId} stderr] `.length)), file.map(asLogged));
       console.log(`job ${jobId}: ${live.length} stderr lines in the log while it ran, ${file.length} after it ended, each once across a restart`);
+    });
+
+    test("bad requests → 400 naming the field; more than the partition allows → failed with sbatch's reason", async () => {
+      for (const [body, field] of [
+        [{ queue: "gpu-farm" }, "queue"],
+        [{ queue: "slurm", resources: { gpus: -1 } }, "resources.gpus"],
+        [{ queue: "slurm", resources: { time_limit_min: 0 } }, "resources.time_limit_min"],
+        [{ queue: "slurm", resources: { cpus: 1.5 } }, "resources.cpus"],
+        [{ queue: "slurm", resources: { gpu_type: "a100" } }, "resources.gpu_type"],
+        [{ queue: "slurm", resources: { account: "a b" } }, "resources.account"],
+      ] as const) {
+        const r = await api<{ fieldErrors: Record<string, string> }>(d.env, "POST", "/api/runs", { preset: "tiny", ...body });
+        assert.equal(r.status, 400, `${JSON.stringify(body)} → ${r.status} ${JSON.stringify(r.body)}`);
+        assert.ok(Object.keys(r.body.fieldErrors).includes(field), `${JSON.stringify(body)}: ${JSON.stringify(r.body.fieldErrors)}`);
+      }
+      // the debug partition allows 60 minutes: sbatch refuses, the run fails quoting it
+      const over = await d.create("slurm-over", 10, { queue: "slurm", resources: { time_limit_min: 120 } });
+      const failed = await d.until("the run failed", async () => {
+        const r = await d.run(over.id);
+        return r.status === "failed" ? r : null;
+      }, 30_000);
+      assert.match(failed.error ?? "", /sbatch refused the job: .*time limit/i);
+      assert.equal(jobOf(failed).jobId, null, "no job");
+    });
+
+    test("pre-empted, then its node down: each job ends PREEMPTED, then NODE_FAIL; each time the run is queued again and a new job resumes it from its last checkpoint: no point lost, none doubled", async () => {
+      // the node to itself: the urgent job and the node's failure end every job on it
+      await Promise.all(othersDone);
+      // what a failed case of theirs left running goes too
+      const left = active().split(/\s+/).filter(Boolean);
+      if (left.length) execFileSync("scancel", left, { env: cluster.env });
+      await d.until("the other dashboard's jobs gone from the node", async () => active() === "", 60_000);
+      const STEPS = 160;
+      const t0 = Date.now();
+      const created = await d.create("slurm-faults", STEPS);
+      const scontrol = (...args: string[]) => execFileSync("scontrol", args, { env: cluster.env, encoding: "utf8" });
+      let urgent: string | null = null;
+      const at: string[] = [];
+      const mark = (what: string) => at.push(`${what} ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+      try {
+        // 1. a job of a higher-priority partition that needs every CPU of the node pre-empts the run's job
+        const first = await d.trainingIn(created.id, 1, EVAL_INTERVAL);
+        mark("job 1 training");
+        urgent = execFileSync("sbatch", ["--parsable", "--partition=urgent", `--cpus-per-task=${cluster.cpus}`, "--mem=100", "--time=1", `--output=${path.join(cluster.jobsDir, "urgent-%j.out")}`, "--wrap=sleep 1"], { env: cluster.env, encoding: "utf8" }).trim();
+        const preempted = await d.until("job 1 ended PREEMPTED", async () => {
+          const r = await d.run(created.id);
+          return r.jobs.find((j) => j.number === 1)?.state === "PREEMPTED" ? r : null;
+        }, 60_000);
+        mark("PREEMPTED");
+        // the second job trains on: a checkpoint of its own, past every one the first saved
+        const second = await d.trainingIn(created.id, 2, Math.max(first.checkpoint, ...preempted.checkpoints.map((c) => c.update)) + 1);
+        assert.notEqual(jobOf(second.run).jobId, jobOf(first.run).jobId);
+        assert.ok(second.run.resumeFrom, "job 2 resumed from a checkpoint");
+        mark("job 2 training");
+
+        // 2. the node goes down under the second job: it ends NODE_FAIL, the third waits for the node
+        scontrol("update", `nodename=${cluster.node}`, "state=down", "reason=qrag-test");
+        const waiting = await d.until("a third job waiting for the node", async () => {
+          const r = await d.run(created.id);
+          return jobOf(r).jobs === 3 && jobOf(r).state === "PENDING" && jobOf(r).reason && jobOf(r).reason !== "None" && r.jobs[1]?.state === "NODE_FAIL" ? r : null;
+        }, 60_000);
+        assert.equal(waiting.status, "queued");
+        mark("NODE_FAIL, job 3 waiting");
+        console.log(`job ${jobOf(waiting).jobId} waits: ${jobOf(waiting).reason}`);
+        scontrol("update", `nodename=${cluster.node}`, "state=resume");
+        const done = await d.completedWithJob(created.id);
+        assert.ok(done.resumeFrom, "the last job resumed from a checkpoint");
+        assert.deepEqual(done.jobs.map((j) => [j.number, j.state, j.node]), [[3, "COMPLETED", cluster.node], [2, "NODE_FAIL", cluster.node], [1, "PREEMPTED", cluster.node]]);
+        const logs = await d.logText(created.id);
+        assert.equal(logs.match(/resuming [^"]*; run folder/g)?.length, 2, "jobs 2 and 3 each resumed (the engine's line)");
+        for (const [i, state] of [[2, "PREEMPTED"], [1, "NODE_FAIL"]] as const) assert.ok(logs.includes(`Slurm job ${done.jobs[i].jobId} ended ${state}`), `${state} in the run's log`);
+        const points = await d.eachPointOnce(created.id, STEPS);
+        mark("completed");
+        console.log(`PREEMPTED (by job ${urgent}), NODE_FAIL, then completed by job ${jobOf(done).jobId} (${at.join(", ")}); ${points.length} points, each once`);
+      } finally {
+        if (!/State=(IDLE|MIXED|ALLOCATED)\b/.test(scontrol("show", "node", cluster.node))) scontrol("update", `nodename=${cluster.node}`, "state=resume");
+        if (urgent) execFileSync("scancel", [urgent], { env: cluster.env });
+      }
+    });
+  });
+
+  describe(`C (${"skip" in pg ? "SQLite: no PostgreSQL here" : "PostgreSQL"}): complete; a time limit hit; killed inside sbatch; sbatch without an answer`, { concurrency: false }, () => {
+    let d: SlurmDashboard;
+    const done = doneWhenOver();
+    before(async () => {
+      d = await SlurmDashboard.start(cluster, "skip" in pg ? undefined : await pg.createDatabase(uniqueDbName("qrag_slurm")));
+    });
+    after(async () => {
+      await d?.stop();
+      done();
+    });
+
+    test("a tiny run → one sbatch job, the run completed and the job COMPLETED", () => submitToComplete(d, false));
+
+    test("the job's time limit hit mid-run (made 0 by scontrol) → TIMEOUT, the run queued again and resumed by a new job from its last checkpoint: no point lost, none doubled", async () => {
+      // long enough never to end before Slurm's limit check (every 30 s); cancelled once the new job trains on
+      const t0 = Date.now();
+      const created = await d.create("slurm-timeout", 5000);
+      const first = await d.trainingIn(created.id, 1, EVAL_INTERVAL);
+      const firstJob = jobOf(first.run).jobId!;
+      execFileSync("scontrol", ["update", `jobid=${firstJob}`, "timelimit=0"], { env: cluster.env });
+      const timedOut = await d.until("job 1 ended TIMEOUT", async () => {
+        const r = await d.run(created.id);
+        return r.jobs.find((j) => j.number === 1)?.state === "TIMEOUT" ? r : null;
+      }, 60_000);
+      const s = ((Date.parse(timedOut.jobs.find((j) => j.number === 1)!.endedAt!) - t0) / 1000).toFixed(0);
+      const saved = Math.max(...timedOut.checkpoints.map((c) => c.update));
+      const second = await d.trainingIn(created.id, 2, saved + 1);
+      assert.notEqual(jobOf(second.run).jobId, firstJob);
+      assert.ok(second.run.resumeFrom, "job 2 resumed from a checkpoint");
+      assert.equal((await api(d.env, "POST", `/api/runs/${created.id}/cancel`)).status, 200);
+      const cancelled = await d.until("the run cancelled", async () => {
+        const r = await d.run(created.id);
+        return r.status === "cancelled" ? r : null;
+      }, 30_000);
+      assert.deepEqual(cancelled.jobs.map((j) => j.number), [2, 1]);
+      const logs = await d.logText(created.id);
+      assert.ok(logs.includes(`Slurm job ${firstJob} ended TIMEOUT`) && /resuming [^"]*; run folder/.test(logs), "the TIMEOUT and the resume in the run's log");
+      const points = await d.eachPointOnceSoFar(created.id);
+      console.log(`time limit: job ${firstJob} TIMEOUT ${s} s after the run was made; job ${jobOf(second.run).jobId} trained on past update ${saved}; ${points} points, each once`);
     });
 
     test("the dashboard killed inside sbatch: after a restart the job it made is adopted (never a second one), and a submission that made none is made again", async () => {
@@ -289,125 +410,6 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
         await d.server.stop();
         await d.restart();
       }
-    });
-    test("bad requests → 400 naming the field; more than the partition allows → failed with sbatch's reason", async () => {
-      for (const [body, field] of [
-        [{ queue: "gpu-farm" }, "queue"],
-        [{ queue: "slurm", resources: { gpus: -1 } }, "resources.gpus"],
-        [{ queue: "slurm", resources: { time_limit_min: 0 } }, "resources.time_limit_min"],
-        [{ queue: "slurm", resources: { cpus: 1.5 } }, "resources.cpus"],
-        [{ queue: "slurm", resources: { gpu_type: "a100" } }, "resources.gpu_type"],
-        [{ queue: "slurm", resources: { account: "a b" } }, "resources.account"],
-      ] as const) {
-        const r = await api<{ fieldErrors: Record<string, string> }>(d.env, "POST", "/api/runs", { preset: "tiny", ...body });
-        assert.equal(r.status, 400, `${JSON.stringify(body)} → ${r.status} ${JSON.stringify(r.body)}`);
-        assert.ok(Object.keys(r.body.fieldErrors).includes(field), `${JSON.stringify(body)}: ${JSON.stringify(r.body.fieldErrors)}`);
-      }
-      // the debug partition allows 60 minutes: sbatch refuses, the run fails quoting it
-      const over = await d.create("slurm-over", 10, { queue: "slurm", resources: { time_limit_min: 120 } });
-      const failed = await d.until("the run failed", async () => {
-        const r = await d.run(over.id);
-        return r.status === "failed" ? r : null;
-      }, 30_000);
-      assert.match(failed.error ?? "", /sbatch refused the job: .*time limit/i);
-      assert.equal(jobOf(failed).jobId, null, "no job");
-    });
-
-    test("pre-empted, then its node down: each job ends PREEMPTED, then NODE_FAIL; each time the run is queued again and a new job resumes it from its last checkpoint: no point lost, none doubled", async () => {
-      // the node to itself: the urgent job and the node's failure end every job on it
-      await Promise.all(othersDone);
-      // what a failed case of theirs left running goes too
-      const left = active().split(/\s+/).filter(Boolean);
-      if (left.length) execFileSync("scancel", left, { env: cluster.env });
-      await d.until("the other dashboard's jobs gone from the node", async () => active() === "", 60_000);
-      const STEPS = 160;
-      const t0 = Date.now();
-      const created = await d.create("slurm-faults", STEPS);
-      const scontrol = (...args: string[]) => execFileSync("scontrol", args, { env: cluster.env, encoding: "utf8" });
-      let urgent: string | null = null;
-      const at: string[] = [];
-      const mark = (what: string) => at.push(`${what} ${((Date.now() - t0) / 1000).toFixed(0)} s`);
-      try {
-        // 1. a job of a higher-priority partition that needs every CPU of the node pre-empts the run's job
-        const first = await d.trainingIn(created.id, 1, EVAL_INTERVAL);
-        mark("job 1 training");
-        urgent = execFileSync("sbatch", ["--parsable", "--partition=urgent", `--cpus-per-task=${cluster.cpus}`, "--mem=100", "--time=1", `--output=${path.join(cluster.jobsDir, "urgent-%j.out")}`, "--wrap=sleep 1"], { env: cluster.env, encoding: "utf8" }).trim();
-        const preempted = await d.until("job 1 ended PREEMPTED", async () => {
-          const r = await d.run(created.id);
-          return r.jobs.find((j) => j.number === 1)?.state === "PREEMPTED" ? r : null;
-        }, 60_000);
-        mark("PREEMPTED");
-        // the second job trains on: a checkpoint of its own, past every one the first saved
-        const second = await d.trainingIn(created.id, 2, Math.max(first.checkpoint, ...preempted.checkpoints.map((c) => c.update)) + 1);
-        assert.notEqual(jobOf(second.run).jobId, jobOf(first.run).jobId);
-        assert.ok(second.run.resumeFrom, "job 2 resumed from a checkpoint");
-        mark("job 2 training");
-
-        // 2. the node goes down under the second job: it ends NODE_FAIL, the third waits for the node
-        scontrol("update", `nodename=${cluster.node}`, "state=down", "reason=qrag-test");
-        const waiting = await d.until("a third job waiting for the node", async () => {
-          const r = await d.run(created.id);
-          return jobOf(r).jobs === 3 && jobOf(r).state === "PENDING" && jobOf(r).reason && jobOf(r).reason !== "None" && r.jobs[1]?.state === "NODE_FAIL" ? r : null;
-        }, 60_000);
-        assert.equal(waiting.status, "queued");
-        mark("NODE_FAIL, job 3 waiting");
-        console.log(`job ${jobOf(waiting).jobId} waits: ${jobOf(waiting).reason}`);
-        scontrol("update", `nodename=${cluster.node}`, "state=resume");
-        const done = await d.completedWithJob(created.id);
-        assert.ok(done.resumeFrom, "the last job resumed from a checkpoint");
-        assert.deepEqual(done.jobs.map((j) => [j.number, j.state, j.node]), [[3, "COMPLETED", cluster.node], [2, "NODE_FAIL", cluster.node], [1, "PREEMPTED", cluster.node]]);
-        const logs = await d.logText(created.id);
-        assert.equal(logs.match(/resuming [^"]*; run folder/g)?.length, 2, "jobs 2 and 3 each resumed (the engine's line)");
-        for (const [i, state] of [[2, "PREEMPTED"], [1, "NODE_FAIL"]] as const) assert.ok(logs.includes(`Slurm job ${done.jobs[i].jobId} ended ${state}`), `${state} in the run's log`);
-        const points = await d.eachPointOnce(created.id, STEPS);
-        mark("completed");
-        console.log(`PREEMPTED (by job ${urgent}), NODE_FAIL, then completed by job ${jobOf(done).jobId} (${at.join(", ")}); ${points.length} points, each once`);
-      } finally {
-        if (!/State=(IDLE|MIXED|ALLOCATED)\b/.test(scontrol("show", "node", cluster.node))) scontrol("update", `nodename=${cluster.node}`, "state=resume");
-        if (urgent) execFileSync("scancel", [urgent], { env: cluster.env });
-      }
-    });
-  });
-
-  describe(`C (${"skip" in pg ? "SQLite: no PostgreSQL here" : "PostgreSQL"}): complete; a time limit hit`, { concurrency: false }, () => {
-    let d: SlurmDashboard;
-    const done = doneWhenOver();
-    before(async () => {
-      d = await SlurmDashboard.start(cluster, "skip" in pg ? undefined : await pg.createDatabase(uniqueDbName("qrag_slurm")));
-    });
-    after(async () => {
-      await d?.stop();
-      done();
-    });
-
-    test("a tiny run → one sbatch job, the run completed and the job COMPLETED", () => submitToComplete(d, false));
-
-    test("the job's time limit hit mid-run (made 0 by scontrol) → TIMEOUT, the run queued again and resumed by a new job from its last checkpoint: no point lost, none doubled", async () => {
-      // long enough never to end before Slurm's limit check (every 30 s); cancelled once the new job trains on
-      const t0 = Date.now();
-      const created = await d.create("slurm-timeout", 5000);
-      const first = await d.trainingIn(created.id, 1, EVAL_INTERVAL);
-      const firstJob = jobOf(first.run).jobId!;
-      execFileSync("scontrol", ["update", `jobid=${firstJob}`, "timelimit=0"], { env: cluster.env });
-      const timedOut = await d.until("job 1 ended TIMEOUT", async () => {
-        const r = await d.run(created.id);
-        return r.jobs.find((j) => j.number === 1)?.state === "TIMEOUT" ? r : null;
-      }, 60_000);
-      const s = ((Date.parse(timedOut.jobs.find((j) => j.number === 1)!.endedAt!) - t0) / 1000).toFixed(0);
-      const saved = Math.max(...timedOut.checkpoints.map((c) => c.update));
-      const second = await d.trainingIn(created.id, 2, saved + 1);
-      assert.notEqual(jobOf(second.run).jobId, firstJob);
-      assert.ok(second.run.resumeFrom, "job 2 resumed from a checkpoint");
-      assert.equal((await api(d.env, "POST", `/api/runs/${created.id}/cancel`)).status, 200);
-      const cancelled = await d.until("the run cancelled", async () => {
-        const r = await d.run(created.id);
-        return r.status === "cancelled" ? r : null;
-      }, 30_000);
-      assert.deepEqual(cancelled.jobs.map((j) => j.number), [2, 1]);
-      const logs = await d.logText(created.id);
-      assert.ok(logs.includes(`Slurm job ${firstJob} ended TIMEOUT`) && /resuming [^"]*; run folder/.test(logs), "the TIMEOUT and the resume in the run's log");
-      const points = await d.eachPointOnceSoFar(created.id);
-      console.log(`time limit: job ${firstJob} TIMEOUT ${s} s after the run was made; job ${jobOf(second.run).jobId} trained on past update ${saved}; ${points} points, each once`);
     });
   });
 });
