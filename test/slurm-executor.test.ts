@@ -38,15 +38,19 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { RunDetailDto, SweepDto } from "../lib/contracts/index.ts";
 import { shortText } from "../lib/contracts/short-text.ts";
-import { startPostgres, tmpDir, uniqueDbName } from "./platform-helpers.ts";
+import { startPostgres, tmpDir, uniqueDbName, type Pg } from "./platform-helpers.ts";
 import { api } from "./e2e-helpers.ts";
 import { slurmSkip, startSlurmCluster, type SlurmCluster } from "./slurm-cluster.ts";
 import { EVAL_INTERVAL, jobOf, SlurmDashboard } from "./slurm-dashboard.ts";
 
-// no PostgreSQL server to start: dashboard C runs on SQLite (and says so); none is started without Slurm
-const pg = slurmSkip ? { skip: slurmSkip } : await startPostgres();
-if (!("skip" in pg)) after(() => pg.stop());
-else if (!slurmSkip) console.log(`# ${pg.skip}: dashboard C runs on SQLite`);
+// PostgreSQL starts while the cluster does; C awaits it (no server to start: C runs on SQLite and
+// says so; under CI=true that fails C). None is started without Slurm.
+const pgReady: Promise<Pg | { skip: string }> = slurmSkip ? Promise.resolve({ skip: slurmSkip }) : startPostgres();
+pgReady.catch(() => {});
+after(async () => {
+  const pg = await pgReady.catch(() => null);
+  if (pg && !("skip" in pg)) pg.stop();
+});
 
 describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency: true, timeout: 900_000 }, () => {
   let cluster: SlurmCluster;
@@ -247,10 +251,12 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
     });
   });
 
-  describe(`C (${"skip" in pg ? "SQLite: no PostgreSQL here" : "PostgreSQL"}): complete; a time limit hit; killed inside sbatch; sbatch without an answer`, { concurrency: false }, () => {
+  describe("C (PostgreSQL; SQLite where none can be started): complete; a time limit hit; killed inside sbatch; sbatch without an answer", { concurrency: false }, () => {
     let d: SlurmDashboard;
     const done = doneWhenOver();
     before(async () => {
+      const pg = await pgReady;
+      if ("skip" in pg) console.log(`# ${pg.skip}: dashboard C runs on SQLite`);
       d = await SlurmDashboard.start(cluster, "skip" in pg ? undefined : await pg.createDatabase(uniqueDbName("qrag_slurm")));
     });
     after(async () => {
