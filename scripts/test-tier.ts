@@ -115,7 +115,7 @@ export const TIERS = {
     "security-paths", // in-process server, child processes
     "security-same-origin", // in-process server
     "slurm-client", // a real single-node Slurm (munged, slurmctld, slurmd) and its commands
-    "slurm-executor", // the dashboard with QRAG_EXECUTOR=slurm on a real single-node Slurm: jobs, cancel, requeue
+    "slurm-executor", // dashboards with QRAG_EXECUTOR=slurm on a real single-node Slurm (one on PostgreSQL): jobs, cancel, requeue, pre-emption, node failure
     "slurm-job-output", // job output files read by offset; mkfifo (a child process) makes its FIFO case
     "sweeps", // in-process server, SQLite and PostgreSQL
     "wasm-threads", // child processes with 1 and 2 threads

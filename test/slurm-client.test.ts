@@ -3,8 +3,9 @@
  * munge, started here, no systemd): submit → RUNNING on the node → COMPLETED with the job's output
  * written; scancel → CANCELLED; sbatch's refusals carried as errors naming what is wrong; bad
  * requests refused before sbatch. The tests run side by side, each job on 1 CPU of the node. A
- * time limit hit (TIMEOUT, ≈ 90 s: Slurm checks limits every 30 s) is tested once, end to end, in
- * slurm-executor.test.ts, where the run is resumed by a new job.
+ * time limit hit (TIMEOUT within 30 s of `scontrol update timelimit=0`: Slurm checks limits every
+ * 30 s), pre-emption and a node failure are tested end to end in slurm-executor.test.ts, where the
+ * run is resumed by a new job.
  */
 import assert from "node:assert/strict";
 import fs from "node:fs";

@@ -2,8 +2,8 @@
  * A throwaway single-node Slurm for the tests, from Debian's packages (slurm-wlm, munge), with no
  * systemd and nothing outside a temp folder: a fresh munge key and `munged` on its own socket, a
  * written slurm.conf (this host as the one node, its real CPUs and memory from `slurmd -C`; two
- * partitions: `debug`, the default, up to 60 min, and `small`, 1 CPU, 1 GiB, 5 min), then
- * `slurmctld -D` and `slurmd -D` as child processes on free ports. `SLURM_CONF` in `env` points
+ * partitions: `debug`, the default, up to 60 min, and `small`, 1 CPU, 1 GiB, 5 min; `urgent`, whose
+ * jobs pre-empt theirs), then `slurmctld -D` and `slurmd -D` as child processes on free ports. `SLURM_CONF` in `env` points
  * the client commands at it. Ready once `sinfo` shows the node idle; `stop()` cancels every job,
  * waits for them to end, ends the daemons and removes the folder.
  *
@@ -12,6 +12,13 @@
  * limit is enforced with no grace (OverTimeLimit=0, KillWait=2): a 1-minute job shows TIMEOUT
  * within about 60–95 s (slurmctld checks limits every 30 s). Partition limits are enforced at
  * submission (EnforcePartLimits=ALL), so sbatch refuses what a partition cannot run.
+ *
+ * Faults as a cluster makes them: a job in `urgent` (PriorityTier=2) that needs CPUs the node's
+ * `debug`/`small` jobs hold pre-empts them (PreemptType=preempt/partition_prio, PreemptMode=CANCEL:
+ * SIGTERM, KillWait, then the job ends PREEMPTED). `scontrol update nodename=… state=down` ends the
+ * node's jobs NODE_FAIL; the node stays down until `state=resume` (ReturnToService=1 returns only
+ * nodes that were down for not answering). `scontrol update jobid=… timelimit=0` makes a running
+ * job overdue: slurmctld's time-limit check (every 30 s, fixed in slurmctld) ends it TIMEOUT.
  *
  * Without Slurm the tests that use it are skipped with `slurmSkip`'s reason, except under CI=true
  * (.ci/run installs the packages), where they run and fail.
@@ -57,6 +64,8 @@ export interface SlurmCluster {
   jobsDir: string;
   /** The node's name (this host's short name). */
   node: string;
+  /** The node's CPUs (a job asking for all of them needs the whole node). */
+  cpus: number;
   /** What the daemons printed, for a failed test's message. */
   logs(): string;
   stop(): Promise<void>;
@@ -119,10 +128,13 @@ export async function startSlurmCluster(): Promise<SlurmCluster> {
       "MinJobAge=600",
       "OverTimeLimit=0",
       "KillWait=2",
-      "ReturnToService=2",
+      "ReturnToService=1",
       `NodeName=${node} NodeAddr=127.0.0.1 CPUs=${hw.CPUs} Boards=${hw.Boards} SocketsPerBoard=${hw.SocketsPerBoard} CoresPerSocket=${hw.CoresPerSocket} ThreadsPerCore=${hw.ThreadsPerCore} RealMemory=${hw.RealMemory} State=UNKNOWN`,
+      "PreemptType=preempt/partition_prio",
+      "PreemptMode=CANCEL",
       `PartitionName=debug Nodes=${node} Default=YES MaxTime=60 State=UP`,
       `PartitionName=small Nodes=${node} MaxTime=5 MaxCPUsPerNode=1 MaxMemPerNode=1024 State=UP`,
+      `PartitionName=urgent Nodes=${node} MaxTime=5 PriorityTier=2 State=UP`,
       "",
     ].join("\n"),
   );
@@ -179,6 +191,7 @@ export async function startSlurmCluster(): Promise<SlurmCluster> {
     env,
     jobsDir,
     node,
+    cpus: Number(hw.CPUs),
     logs: () => `${logs()}\nslurmctld.log: ${readTail(path.join(logDir, "slurmctld.log"))}\nslurmd.log: ${readTail(path.join(logDir, "slurmd.log"))}`,
     async stop() {
       if (stopped) return;

@@ -126,7 +126,7 @@ test("a job request: zero, negative or fractional resources and odd names are re
   assert.equal(checkJobRequest({ ...ok, gpus: 0 }).gpus, 0);
 });
 
-test("sbatch's argv: one task, resources as flags, GPUs as gres, only PATH and the job's variables exported", () => {
+test("sbatch's argv: one task, resources as flags, never requeued by Slurm itself, GPUs as gres, only PATH and the job's variables exported", () => {
   const args = sbatchArgs(checkJobRequest({ ...ok, gpus: 2, gpuType: "a100", account: "lab", qos: "normal", env: { QRAG_TOKEN: "t,with,commas", PATH: "/x" } }), "/data/slurm/j.sh", "/data/slurm");
   assert.deepEqual(args, [
     "--parsable",
@@ -137,6 +137,7 @@ test("sbatch's argv: one task, resources as flags, GPUs as gres, only PATH and t
     "--cpus-per-task=4",
     "--mem=16000M",
     "--time=120",
+    "--no-requeue",
     "--output=/data/slurm/42.out",
     "--error=/data/slurm/42.err",
     "--chdir=/data/slurm",

@@ -75,7 +75,10 @@ export function checkJobRequest(r: JobRequest): z.output<typeof jobRequestSchema
  * `cpus` CPUs (a run is one worker process); memory per node; GPUs as a generic resource
  * (`--gres=gpu[:type]:N`, which every Slurm with GPUs understands). `--export` names PATH and the
  * job's own variables only, so the dashboard's secrets (its database URL, its worker token) never
- * reach a job; their values come from sbatch's environment.
+ * reach a job; their values come from sbatch's environment. `--no-requeue`: Slurm never reruns a
+ * job by itself (a node failure, pre-emption in REQUEUE mode, where a cluster's JobRequeue=1 would):
+ * the rerun would reuse the ended job's revoked token and output files, and show no ending. A job
+ * ends, is seen ending (NODE_FAIL, PREEMPTED, …), and the executor submits the run's next one.
  */
 export function sbatchArgs(r: z.output<typeof jobRequestSchema>, scriptPath: string, workDir: string): string[] {
   const args = [
@@ -87,6 +90,7 @@ export function sbatchArgs(r: z.output<typeof jobRequestSchema>, scriptPath: str
     `--cpus-per-task=${r.cpus}`,
     `--mem=${r.memMb}M`,
     `--time=${r.timeLimitMin}`,
+    "--no-requeue",
     `--output=${r.stdoutPath}`,
     `--error=${r.stderrPath}`,
     `--chdir=${workDir}`,
