@@ -8,27 +8,11 @@ import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
 import { counterSnapshot, resetCounters, withPhase } from "../server/qrag/backend/device.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
-import type { EncoderConfig, TokenBatch } from "../server/qrag/model/encoder.ts";
+import type { TokenBatch } from "../server/qrag/model/encoder.ts";
+import { CONFIG, batchOf } from "./recorded-batches.ts";
 import { recorderStats, setRecorderEnabled } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
-
-const CONFIG: EncoderConfig = { type: "transformer", dim: 32, vocab_size: 300, hidden: 64, layers: 2, heads: 4, max_len: 256, dropout: 0.1, init_std: 0.3 };
-
-/** B rows of length T, row b holding 1 + (b·37 + 5) mod T real tokens (the rest PAD, id 0); ids from 1 … `vocab`−1. */
-function batchOf(B: number, T: number, seed: number, vocab = CONFIG.vocab_size): TokenBatch {
-  const rng = new Rng(seed);
-  const ids = new Int32Array(B * T);
-  const mask = new Float32Array(B * T);
-  for (let b = 0; b < B; b++) {
-    const n = 1 + ((b * 37 + 5) % T);
-    for (let t = 0; t < n; t++) {
-      ids[b * T + t] = 1 + Math.floor(rng.next() * (vocab - 1));
-      mask[b * T + t] = 1;
-    }
-  }
-  return { ids, mask, batch: B, len: T };
-}
 
 /**
  * loss = Σ forward(batch)·R and its gradients for every variable, recorded or through the tfjs ops;
