@@ -52,6 +52,20 @@ after(async () => {
   if (pg && !("skip" in pg)) pg.stop();
 });
 
+/** Pids of this user's processes whose environment holds `entry` (KEY=value): a Slurm job's worker, found by the name its script gives it. */
+function pidsWithEnv(entry: string): number[] {
+  const pids: number[] = [];
+  for (const p of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${p}/environ`, "latin1").split("\0").includes(entry)) pids.push(Number(p));
+    } catch {
+      // gone, or not ours
+    }
+  }
+  return pids;
+}
+
 describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency: true, timeout: 900_000 }, () => {
   let cluster: SlurmCluster;
   before(async () => {
@@ -103,7 +117,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
       console.log(`cancel → cancelled in ${s.toFixed(2)} s; job ${jobOf(cancelled).jobId} ${jobOf(ended).state}`);
     });
 
-    test("scancel from a shell mid-run → queued again, resumed by a new job from its checkpoint: no point lost, none doubled", async () => {
+    test("scancel from a shell mid-run, then the next job's worker killed (-9) → CANCELLED, FAILED; each time queued again and resumed by a new job from its checkpoint: no point lost, none doubled", async () => {
       const STEPS = 80;
       const created = await d.create("slurm-requeue", STEPS);
       const first = await d.until("a checkpoint past step 0 and the run training", async () => {
@@ -117,6 +131,23 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
         return jobOf(r).jobs === 2 && r.status === "running" ? r : null;
       });
       assert.notEqual(jobOf(resumed).jobId, firstJob);
+      // the second job's worker killed (-9) once it has trained past its own first checkpoint: the job ends FAILED
+      const secondJob = jobOf(resumed).jobId!;
+      const before = await d.until("job 2 past a checkpoint of its own", async () => {
+        const r = await d.run(created.id);
+        return r.status === "running" && jobOf(r).jobs === 2 && (r.summary.update ?? 0) > (first.summary.update ?? 0) + EVAL_INTERVAL ? r : null;
+      });
+      // the job's processes: its worker and the worker's engine child (same environment); the worker is the one whose parent is not among them
+      const procs = pidsWithEnv(`QRAG_WORKER_NAME=slurm-${created.id}-2`);
+      const parentOf = (pid: number) => Number(fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "").split(" ")[1]);
+      const workers = procs.filter((p) => !procs.includes(parentOf(p)));
+      assert.equal(workers.length, 1, `one worker process of job 2 (found ${workers.length} of ${procs.length})`);
+      process.kill(workers[0], "SIGKILL");
+      await d.until("a third job running the run", async () => {
+        const r = await d.run(created.id);
+        return jobOf(r).jobs === 3 && r.status === "running" ? r : null;
+      });
+      assert.ok(before.resumeFrom, "job 2 had resumed from a checkpoint");
       const done = await d.until("the run to end", async () => {
         const r = await d.run(created.id);
         return ["completed", "failed", "cancelled"].includes(r.status) ? r : null;
@@ -127,14 +158,15 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
       assert.ok(JSON.stringify(logs).includes("queued again"), "the requeue is in the run's log");
       const points = await d.eachPointOnce(created.id, STEPS);
       // both jobs are kept, newest first, each with how it ended, where it ran and for how long
-      const ended = await d.until("the second job COMPLETED", async () => {
+      const ended = await d.until("the third job COMPLETED, the second FAILED", async () => {
         const r = await d.run(created.id);
-        return r.jobs[0]?.state === "COMPLETED" ? r : null;
+        return r.jobs[0]?.state === "COMPLETED" && r.jobs[1]?.state === "FAILED" ? r : null;
       }, 30_000);
-      assert.deepEqual(ended.jobs.map((j) => [j.number, j.jobId, j.state, j.node]), [[2, jobOf(done).jobId, "COMPLETED", cluster.node], [1, firstJob, "CANCELLED", cluster.node]]);
+      assert.deepEqual(ended.jobs.map((j) => [j.number, j.jobId, j.state, j.node]), [[3, jobOf(done).jobId, "COMPLETED", cluster.node], [2, secondJob, "FAILED", cluster.node], [1, firstJob, "CANCELLED", cluster.node]]);
       for (const j of ended.jobs) assert.ok(j.startedAt && j.endedAt && Date.parse(j.submittedAt) <= Date.parse(j.endedAt) && Date.parse(j.startedAt) <= Date.parse(j.endedAt), JSON.stringify(j));
-      assert.ok(Date.parse(ended.jobs[1].endedAt!) <= Date.parse(ended.jobs[0].startedAt!) + 2_000, "the second job started after the first ended");
-      console.log(`scancel ${firstJob} → resumed as job ${jobOf(done).jobId}; ${points.length} points, each once`);
+      for (const k of [1, 2]) assert.ok(Date.parse(ended.jobs[k].endedAt!) <= Date.parse(ended.jobs[k - 1].startedAt!) + 2_000, `job ${4 - k} started after job ${3 - k} ended`);
+      assert.ok(JSON.stringify(logs).includes(`Slurm job ${secondJob} ended FAILED`), "the FAILED job in the run's log");
+      console.log(`scancel ${firstJob}, then job ${secondJob}'s worker killed → resumed as job ${jobOf(done).jobId}; ${points.length} points, each once`);
     });
 
     test("the dashboard killed (-9) and restarted while a job runs: the job's worker reconnects, the run completes in that one job, each point once; its output in the log live, each line once", async () => {
