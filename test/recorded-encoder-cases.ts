@@ -10,21 +10,18 @@ import { counterSnapshot, resetCounters, withPhase } from "../server/qrag/backen
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { CONFIG, batchOf } from "./recorded-batches.ts";
-import { recorderStats, setRecorderEnabled } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 
 /** forward(batch, training) on `enc` with the recorder on or off, read back. */
 async function forward(enc: TransformerEncoder, batch: TokenBatch, training: boolean, recorded: boolean): Promise<Float32Array> {
-  const was = setRecorderEnabled(recorded);
-  try {
+  return withRecorder(recorded, async () => {
     const y = tf.tidy(() => enc.forward(batch, training));
     const v = (await y.data()) as Float32Array;
     y.dispose();
     return v;
-  } finally {
-    setRecorderEnabled(was);
-  }
+  });
 }
 
 /** Recorded vs tfjs forwards over several shapes, eval and train (dropout) mode, and the Rngs after. */

@@ -10,7 +10,7 @@ import { counterSnapshot, resetCounters, withPhase } from "../server/qrag/backen
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { CONFIG, batchOf } from "./recorded-batches.ts";
-import { recorderStats, setRecorderEnabled } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 
@@ -19,8 +19,7 @@ import { Rng } from "../server/qrag/util/rng.ts";
  * `twice`: plus Σ forward(batch)·R/2 of a second forward under the same tape (its own masks).
  */
 async function lossAndGrads(enc: TransformerEncoder, batch: TokenBatch, training: boolean, recorded: boolean, twice = false): Promise<{ loss: number; grads: Float32Array[] }> {
-  const was = setRecorderEnabled(recorded);
-  try {
+  return withRecorder(recorded, async () => {
     const R = tf.tensor2d(Float32Array.from({ length: batch.batch * CONFIG.dim }, (_, i) => Math.sin(i * 0.7) + 0.3), [batch.batch, CONFIG.dim]);
     const { value, grads } = tf.variableGrads(() => {
       const l = tf.sum(tf.mul(enc.forward(batch, training), R));
@@ -30,9 +29,7 @@ async function lossAndGrads(enc: TransformerEncoder, batch: TokenBatch, training
     const out = await Promise.all(enc.variables.map(async (v) => (await grads[v.name].data()) as Float32Array));
     tf.dispose([R, value, ...Object.values(grads)]);
     return { loss, grads: out };
-  } finally {
-    setRecorderEnabled(was);
-  }
+  });
 }
 
 /**

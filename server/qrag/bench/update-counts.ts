@@ -7,7 +7,7 @@
 import { counterSnapshot, kernelNameCounts, resetCounters, withPhaseAsync } from "../backend/device.ts";
 import { QNetworks } from "../agent/networks.ts";
 import { Learner } from "../agent/learner.ts";
-import { setRecorderEnabled } from "../model/webgpu/recorded-encoder.ts";
+import { withRecorder } from "../model/webgpu/recorded-encoder.ts";
 import { chunkAt } from "../types.ts";
 import { Rng } from "../util/rng.ts";
 import { workloadConfig } from "./workload-bench.ts";
@@ -38,22 +38,22 @@ export async function benchUpdateCounts(log: (m: string) => void): Promise<Recor
   const lengths = { maxActionLength: config.max_action_length, maxInMemory: config.max_action_length_in_memory };
   const out = {} as Record<"tfjs" | "recorded", UpdateCounts>;
   for (const recorded of [false, true]) {
-    const was = setRecorderEnabled(recorded);
-    const nets = new QNetworks(config.algo.encoder, new Rng(1));
-    try {
-      const learner = new Learner(nets, config.algo, config.steps_count, 1);
-      await learner.microStep(batch, lengths); // warm-up: pipelines compiled, plans made
-      resetCounters();
-      await withPhaseAsync("update", () => learner.microStep(batch, lengths));
-      const c = counterSnapshot().update!;
-      const name = recorded ? "recorded" : "tfjs";
-      const tfjsByName = Object.fromEntries(kernelNameCounts().filter(([k]) => !k.startsWith("fused ")));
-      out[name] = { dispatches: c.dispatches, tfjsKernels: c.kernels - c.fused, submits: c.submits, tfjsByName };
-      log(`  dispatch-update: ${name}: ${c.dispatches} dispatches, ${c.kernels - c.fused} tfjs kernels, ${c.submits} submits`);
-    } finally {
-      nets.dispose();
-      setRecorderEnabled(was);
-    }
+    await withRecorder(recorded, async () => {
+      const nets = new QNetworks(config.algo.encoder, new Rng(1));
+      try {
+        const learner = new Learner(nets, config.algo, config.steps_count, 1);
+        await learner.microStep(batch, lengths); // warm-up: pipelines compiled, plans made
+        resetCounters();
+        await withPhaseAsync("update", () => learner.microStep(batch, lengths));
+        const c = counterSnapshot().update!;
+        const name = recorded ? "recorded" : "tfjs";
+        const tfjsByName = Object.fromEntries(kernelNameCounts().filter(([k]) => !k.startsWith("fused ")));
+        out[name] = { dispatches: c.dispatches, tfjsKernels: c.kernels - c.fused, submits: c.submits, tfjsByName };
+        log(`  dispatch-update: ${name}: ${c.dispatches} dispatches, ${c.kernels - c.fused} tfjs kernels, ${c.submits} submits`);
+      } finally {
+        nets.dispose();
+      }
+    });
   }
   return out;
 }

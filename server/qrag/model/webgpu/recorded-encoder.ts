@@ -196,11 +196,15 @@ export const recorderStats = { plans: 0, buffers: 0, bindGroups: 0, calls: 0, tr
 const plans = new WeakMap<object, Map<string, Plan>>();
 
 let enabled = true;
-/** Turns the recorder off (tests compare it with the tfjs path it replaces); returns the old setting. */
-export function setRecorderEnabled(on: boolean): boolean {
+/** Runs `fn` with the recorder on or off (tests and the bench compare it with the tfjs path it replaces), then restores the setting. */
+export async function withRecorder<T>(on: boolean, fn: () => Promise<T>): Promise<T> {
   const was = enabled;
   enabled = on;
-  return was;
+  try {
+    return await fn();
+  } finally {
+    enabled = was;
+  }
 }
 
 /** Embedding: x = (tok[ids[row]] + pos[row % T])·mask, one thread per element. */
