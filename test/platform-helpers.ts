@@ -154,15 +154,24 @@ export function uniqueDbName(prefix: string): string {
   return `${prefix}_${process.pid}_${Date.now().toString(36)}_${dbCounter++}`;
 }
 
-/** Pids of `parent`'s children running the engine process (engine-process.ts, or .mjs in a test bundle). */
-export function engineChildren(parent: number): number[] {
-  return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
+/** Pids of the processes `keep` accepts (Linux /proc); one that ends while it is read is left out. */
+export function processes(keep: (pid: number) => boolean): number[] {
+  return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
     try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      return ppid === parent && fs.readFileSync(`/proc/${d}/cmdline`, "utf8").match(/engine-process\.m?[jt]s\b/) ? [Number(d)] : [];
+      return keep(pid);
     } catch {
-      return [];
+      return false;
     }
   });
+}
+
+/** A process's parent pid (its name in /proc/PID/stat may hold spaces and parentheses: read after the last ")"). */
+export function parentPid(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+}
+
+/** Pids of `parent`'s children running the engine process (engine-process.ts, or .mjs in a test bundle). */
+export function engineChildren(parent: number): number[] {
+  return processes((pid) => parentPid(pid) === parent && /engine-process\.m?[jt]s\b/.test(fs.readFileSync(`/proc/${pid}/cmdline`, "utf8")));
 }

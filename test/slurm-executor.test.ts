@@ -38,7 +38,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { RunDetailDto, SweepDto } from "../lib/contracts/index.ts";
 import { shortText } from "../lib/contracts/short-text.ts";
-import { startPostgres, tmpDir, uniqueDbName, type Pg } from "./platform-helpers.ts";
+import { parentPid, processes, startPostgres, tmpDir, uniqueDbName, type Pg } from "./platform-helpers.ts";
 import { api } from "./e2e-helpers.ts";
 import { slurmSkip, startSlurmCluster, type SlurmCluster } from "./slurm-cluster.ts";
 import { EVAL_INTERVAL, jobOf, SlurmDashboard } from "./slurm-dashboard.ts";
@@ -53,18 +53,7 @@ after(async () => {
 });
 
 /** Pids of this user's processes whose environment holds `entry` (KEY=value): a Slurm job's worker, found by the name its script gives it. */
-function pidsWithEnv(entry: string): number[] {
-  const pids: number[] = [];
-  for (const p of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${p}/environ`, "latin1").split("\0").includes(entry)) pids.push(Number(p));
-    } catch {
-      // gone, or not ours
-    }
-  }
-  return pids;
-}
+const pidsWithEnv = (entry: string) => processes((pid) => fs.readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(entry));
 
 describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency: true, timeout: 900_000 }, () => {
   let cluster: SlurmCluster;
@@ -139,8 +128,7 @@ describe("the Slurm executor on a real cluster", { skip: slurmSkip, concurrency:
       });
       // the job's processes: its worker and the worker's engine child (same environment); the worker is the one whose parent is not among them
       const procs = pidsWithEnv(`QRAG_WORKER_NAME=slurm-${created.id}-2`);
-      const parentOf = (pid: number) => Number(fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /s, "").split(" ")[1]);
-      const workers = procs.filter((p) => !procs.includes(parentOf(p)));
+      const workers = procs.filter((p) => !procs.includes(parentPid(p)));
       assert.equal(workers.length, 1, `one worker process of job 2 (found ${workers.length} of ${procs.length})`);
       process.kill(workers[0], "SIGKILL");
       await d.until("a third job running the run", async () => {

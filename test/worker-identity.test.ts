@@ -12,7 +12,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { WorkerDto } from "../lib/contracts/index.ts";
 import { startServer as startInProcess, type RunningServer } from "../server/main.ts";
-import { freePort, tmpDir, waitFor } from "./platform-helpers.ts";
+import { freePort, processes, tmpDir, waitFor } from "./platform-helpers.ts";
 import { TOKEN, api, startServer, startWorker, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
 import { workerBundle } from "./test-bundles.ts";
 
@@ -27,13 +27,9 @@ const alive = (pid: number) => fs.existsSync(`/proc/${pid}`) && !/\) Z /.test(fs
 
 /** Pids of worker processes serving `dataDir`. */
 function workersOf(dataDir: string): number[] {
-  return fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).flatMap((d) => {
-    try {
-      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, "utf8").split("\0");
-      return cmd.some((a) => a.endsWith(path.join("worker", "main.ts"))) && cmd.includes(dataDir) && alive(Number(d)) ? [Number(d)] : [];
-    } catch {
-      return [];
-    }
+  return processes((pid) => {
+    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    return cmd.some((a) => a.endsWith(path.join("worker", "main.ts"))) && cmd.includes(dataDir) && alive(pid);
   });
 }
 
