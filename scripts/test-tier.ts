@@ -23,6 +23,7 @@ export const ROOT = path.resolve(import.meta.dirname, "..");
 export const TIERS = {
   unit: [
     "agent-formulas",
+    "rollout-values",
     "learner-passes",
     "analysis",
     "babi-generate",

@@ -12,7 +12,7 @@ import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
 import { passesAgainstOnePass } from "./learner-passes-helpers.ts";
-import { counterSnapshot, resetCounters } from "../server/qrag/backend/device.ts";
+import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
 import { createEncoder } from "../server/qrag/model/factory.ts";
 import type { EncoderConfig, TokenBatch } from "../server/qrag/model/encoder.ts";
 import type { QEncoder } from "../server/qrag/model/base.ts";
@@ -105,8 +105,11 @@ async function trainingCase() {
   resetCounters();
   const iterations = 3;
   const applied: boolean[] = [];
+  let policyIterations = 0;
   for (let i = 0; i < iterations; i++) {
-    const r = await trainIteration(envs, learner, nets, config, step < 2 * config.learning_start);
+    const random = step < 2 * config.learning_start;
+    policyIterations += random ? 0 : 1;
+    const r = await trainIteration(envs, learner, nets, config, random);
     step += r.transitions;
     applied.push(Boolean(r.applied));
   }
@@ -117,7 +120,7 @@ async function trainingCase() {
   envs.dispose();
   learner.dispose();
   nets.dispose();
-  return { counts, iterations, stepsPerEnv: rolloutSettings(config).stepsPerEnv, applied, ...stats, moved };
+  return { counts, iterations, policyIterations, stepsPerEnv: rolloutSettings(config).stepsPerEnv, applied, ...stats, moved };
 }
 
 async function trainRunCase() {
@@ -173,6 +176,47 @@ async function bertCase() {
 }
 
 /** The update in passes of 3 against one pass, on webgpu (the fused rotary and twin loss inside). */
+/**
+ * One Boltzmann rollout and one random rollout (episodes ending mid-rollout, bootstrap values, the
+ * values in several batches) on cpu and on webgpu with the same seeds: picks, V_target of every state and the bootstrap values,
+ * and on webgpu the reads per phase.
+ */
+async function rolloutCase() {
+  const config = resolveConfig({
+    preset: "tiny",
+    overrides: ["envs_parallel=2", "batch_size=16", "algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=128", "algo.encoder.dropout=0", "envs.feedback.never_terminate=true"],
+  });
+  const run = async (backend: "cpu" | "webgpu") => {
+    await onBackend(backend);
+    const nets = new QNetworks(config.algo.encoder, new Rng(1));
+    // on webgpu the deferred values in batches of 7 states (30 candidates each): slices of the states
+    const envs = new ParallelEnvs(workloadSource(30, 1), { ...rolloutSettings(config), valueSlotsPerBatch: 7 * 30 }, new Rng(2));
+    const out = [];
+    for (const random of [false, true]) {
+      resetCounters();
+      const b = await withPhaseAsync("rollout", () => envs.collect(nets, { random, alpha: 0.05, exploreEps: 0, bootstrap: true }));
+      const c = counterSnapshot();
+      out.push({ actions: b.actionTexts, value: Array.from(b.value), bootstrap: Array.from(b.bootstrap!), notDone: Array.from(b.notDone), reads: { rollout: c.rollout?.reads ?? 0, target: c.target?.reads ?? 0, encode: c.encode?.reads ?? 0 }, syncReads: syncReads(c) });
+    }
+    envs.dispose();
+    nets.dispose();
+    return out;
+  };
+  const cpu = await run("cpu");
+  const gpu = await run("webgpu");
+  return {
+    L: rolloutSettings(config).stepsPerEnv,
+    rollouts: cpu.map((c, i) => ({
+      sameActions: JSON.stringify(gpu[i].actions) === JSON.stringify(c.actions),
+      ended: c.notDone.filter((x) => x === 0).length,
+      value: maxAbs(gpu[i].value, c.value),
+      bootstrap: maxAbs(gpu[i].bootstrap, c.bootstrap),
+      reads: gpu[i].reads,
+      syncReads: gpu[i].syncReads,
+    })),
+  };
+}
+
 async function passesCase() {
   await onBackend("webgpu");
   return passesAgainstOnePass(3);
@@ -184,6 +228,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
   "encoder-bow": () => encoderCase("bow"),
   greedy: greedyCase,
   training: trainingCase,
+  rollout: rolloutCase,
   "train-run": trainRunCase,
   bert: bertCase,
 };

@@ -57,19 +57,36 @@ test("greedy episodes on webgpu pick what the cpu path picks, with one read per 
   assert.equal(ev.reads, gpu.pred.length, `one read per step: ${JSON.stringify(gpu.counts)}`);
 });
 
-test("training iterations on webgpu: no synchronous read, ≤ 1 read per environment step, none in the update", { skip }, () => {
-  const r = runCase<{ counts: Counts; iterations: number; stepsPerEnv: number; applied: boolean[]; loss: number; gradNorm: number; moved: boolean }>("training");
+test("training iterations on webgpu: no synchronous read, one read per policy lock-step and one per rollout for the values, none in the update", { skip }, () => {
+  const r = runCase<{ counts: Counts; iterations: number; policyIterations: number; stepsPerEnv: number; applied: boolean[]; loss: number; gradNorm: number; moved: boolean }>("training");
   for (const [p, c] of Object.entries(r.counts)) assert.equal(c?.syncReads, 0, `${p}: synchronous reads`);
-  // one read per lock-step of all environments, plus one for the bootstrap values per rollout
-  const stepReads = (r.counts.rollout?.reads ?? 0) + (r.counts.target?.reads ?? 0);
-  assert.ok(stepReads <= r.iterations * (r.stepsPerEnv + 1), `rollout+target reads ${stepReads} for ${r.iterations * r.stepsPerEnv} lock-steps`);
-  assert.ok(stepReads >= r.iterations * r.stepsPerEnv, "every step read its picks");
+  assert.ok(r.policyIterations > 0 && r.policyIterations < r.iterations, `random and Boltzmann rollouts (${r.policyIterations} of ${r.iterations})`);
+  // the policy's picks: one read per lock-step of all environments; random picks need none
+  assert.equal(r.counts.rollout?.reads ?? 0, r.policyIterations * r.stepsPerEnv, JSON.stringify(r.counts));
+  // V_target of every state and the bootstrap values: one batch, one read per rollout
+  assert.equal(r.counts.target?.reads ?? 0, r.iterations, JSON.stringify(r.counts));
   assert.equal(r.counts.update?.reads ?? 0, 0, "no read in the update");
   assert.equal(r.counts.encode?.reads ?? 0, 0, "no read while embedding candidates");
   assert.ok(r.applied.every(Boolean), "an optimizer step per iteration");
   assert.ok(Number.isFinite(r.loss) && r.loss >= 0, `loss ${r.loss}`);
   assert.ok(Number.isFinite(r.gradNorm) && r.gradNorm > 0, `grad norm ${r.gradNorm}`);
   assert.ok(r.moved, "the weights moved");
+});
+
+test("a rollout on webgpu picks what the cpu path picks, and V_target of every state (computed after the rollout) and the bootstrap values agree", { skip }, () => {
+  const r = runCase<{ L: number; rollouts: { sameActions: boolean; ended: number; value: number; bootstrap: number; reads: { rollout: number; target: number; encode: number }; syncReads: number }[] }>("rollout");
+  const [policy, random] = r.rollouts;
+  for (const [name, x] of [["Boltzmann", policy], ["random", random]] as const) {
+    assert.ok(x.sameActions, `${name}: same picks`);
+    assert.ok(x.ended >= 2, `${name}: episodes ended mid-rollout (${x.ended})`);
+    assert.ok(x.value <= 1e-4, `${name}: V_target max |Δ| ${x.value}`);
+    assert.ok(x.bootstrap <= 1e-4, `${name}: bootstrap max |Δ| ${x.bootstrap}`);
+    assert.equal(x.syncReads, 0, `${name}: no synchronous read`);
+    assert.equal(x.reads.target, Math.ceil((2 * r.L + 2) / 7), `${name}: one read per batch of 7 states' values`);
+    assert.equal(x.reads.encode, 0, `${name}: no read while embedding candidates`);
+  }
+  assert.equal(policy.reads.rollout, r.L, "Boltzmann: one read per lock-step");
+  assert.equal(random.reads.rollout, 0, "random: no read before the values");
 });
 
 test("a tiny train() run end to end on webgpu (bow): updates, greedy evals, checkpoint", { skip }, () => {

@@ -8,7 +8,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { rotateDevice } from "../model/device-ops.ts";
 import { onDevice } from "../backend/device.ts";
-import { policyTopKFused, scorePaddedFused, softValueFused } from "../model/webgpu/twin-q.ts";
+import { paddedLayout, policyTopKFused, policyTopKJoinedFused, scoreRowsFused, softValueFused, type ScoreLayout } from "../model/webgpu/twin-q.ts";
 import type { SoftValueHeads } from "./soft-value.ts";
 
 /**
@@ -17,26 +17,32 @@ import type { SoftValueHeads } from "./soft-value.ts";
  * → q1, q2 as [E, nMax] (nMax = max count; rows past an environment's count are −∞).
  */
 export function scorePadded(states: tf.Tensor2D, cands: tf.Tensor2D, positions: Int32Array, counts: readonly number[]): { q1: tf.Tensor2D; q2: tf.Tensor2D } {
+  return scoreRows(states, cands, paddedLayout(positions, counts, cands.shape[0]));
+}
+
+/**
+ * Twin-head Q of states [N, D] against candidate rows [R, D] as `layout` assigns them (each state
+ * its nMax slots: a candidate row and a rotary position, or padding) → q1, q2 [N, nMax], −∞ at
+ * padding.
+ */
+export function scoreRows(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout): { q1: tf.Tensor2D; q2: tf.Tensor2D } {
   // on webgpu: one fused program (model/webgpu/twin-q.ts); the ops below are its reference
-  if (onDevice()) return scorePaddedFused(states, cands, positions, counts);
+  if (onDevice()) return scoreRowsFused(states, cands, layout);
   const [R, D] = cands.shape;
-  const E = counts.length;
-  const nMax = Math.max(1, ...counts);
-  const rowEnv = new Int32Array(R);
-  const padIdx = new Int32Array(E * nMax).fill(R); // R = the −∞ row
-  let r = 0;
-  for (let e = 0; e < E; e++) {
-    for (let j = 0; j < counts[e]; j++, r++) {
-      rowEnv[r] = e;
-      padIdx[e * nMax + j] = r;
-    }
+  const { nMax, padIdx } = layout;
+  const slots = padIdx.length;
+  const N = slots / nMax;
+  const pad = new Int32Array(slots);
+  const rowIdx = new Int32Array(slots);
+  for (let i = 0; i < slots; i++) {
+    pad[i] = padIdx[i] >= R ? 1 : 0;
+    rowIdx[i] = pad[i] ? 0 : padIdx[i];
   }
-  if (r !== R) throw new Error(`scorePadded: counts sum to ${r}, candidates have ${R} rows`);
-  const rot = rotateDevice(cands, positions);
-  const sRows = E === 1 ? states : tf.gather(states, tf.tensor1d(rowEnv, "int32"));
-  const halves = tf.sum(tf.reshape(tf.mul(rot, sRows), [R, 2, D / 2]), 2) as tf.Tensor2D; // [R, 2]
-  const withPad = tf.concat([halves, tf.fill([1, 2], -Infinity)], 0);
-  const q = tf.reshape(tf.gather(withPad, tf.tensor1d(padIdx, "int32")), [E, nMax, 2]);
+  const rot = rotateDevice(tf.gather(cands, tf.tensor1d(rowIdx, "int32")), layout.positions); // [N·nMax, D]
+  const sRows = tf.reshape(tf.tile(tf.expandDims(states, 1), [1, nMax, 1]), [slots, D]);
+  const halves = tf.sum(tf.reshape(tf.mul(rot, sRows), [slots, 2, D / 2]), 2); // [N·nMax, 2]
+  const isPad = tf.greater(tf.tensor2d(pad, [slots, 1], "int32"), 0);
+  const q = tf.reshape(tf.where(tf.tile(isPad, [1, 2]), tf.fill([slots, 2], -Infinity), halves), [N, nMax, 2]);
   const [q1, q2] = tf.unstack(q, 2) as tf.Tensor2D[];
   return { q1, q2 };
 }
@@ -65,6 +71,13 @@ export function policyTopK(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D,
   const kk = Math.min(k, q1.shape[1]);
   const { values, indices } = tf.topk(masked, kk);
   return { values: values as tf.Tensor2D, indices: indices as tf.Tensor2D };
+}
+
+/** policyTopK with both results in one float row per environment, [indices(k), values(k)]. */
+export function policyTopKJoined(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, k: number): tf.Tensor2D {
+  if (fusedTopK(q1)) return policyTopKJoinedFused(q1, q2, avail, k);
+  const { values, indices } = policyTopK(q1, q2, avail, k);
+  return tf.concat([tf.cast(indices, "float32"), values], 1) as tf.Tensor2D;
 }
 
 /** softValueHead (soft-value.ts) per row of q [E, nMax] → [E]. */

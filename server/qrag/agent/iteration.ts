@@ -59,14 +59,13 @@ export function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetw
 
 async function iterate(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean, signal?: AbortSignal): Promise<IterationResult> {
   const t0 = performance.now();
-  const { batch, boot } = await withPhaseAsync("rollout", async () => {
-    const b = await envs.collect(nets, { random, alpha: learner.alpha, exploreEps: exploreEpsAt(config, learner.updates), signal });
-    const v = config.algo.hyperparams.drop_last_transition ? null : await withPhaseAsync("target", () => envs.bootstrapValues(nets, learner.alpha));
-    return { batch: b, boot: v };
-  });
+  const bootstrap = !config.algo.hyperparams.drop_last_transition;
+  const batch = await withPhaseAsync("rollout", () =>
+    envs.collect(nets, { random, alpha: learner.alpha, exploreEps: exploreEpsAt(config, learner.updates), bootstrap, signal }),
+  );
   await new Promise((r) => setImmediate(r)); // a cancel that came during the rollout's last step
   signal?.throwIfAborted();
-  const { targets, keep } = buildTargets(batch, boot, config);
+  const { targets, keep } = buildTargets(batch, batch.bootstrap, config);
   const t1 = performance.now();
   const res = await withPhaseAsync("update", () =>
     learner.microStep(

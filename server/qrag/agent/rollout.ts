@@ -2,7 +2,10 @@
  * PQN rollout (docs/method.md §3.2, §3.7): E environments step in lock-step; candidate embeddings
  * are computed once per episode and per rollout start with the current weights (dropout on), and
  * only re-rotated at each step. The behaviour policy is uniform during warm-up, then Boltzmann
- * over the top-5; V_target(s_t) is stored at collection time for the λ-returns.
+ * over the top-5. V_target(s_t) for the λ-returns is computed once at the end of the rollout for
+ * all its states (and the bootstrap states) in one batch: the target encoders do not change during
+ * a rollout (Polyak runs in the update), so this equals the reference's value at collection time,
+ * but costs one forward instead of one per step (on webgpu ~28 dispatches and 2 submits a step).
  */
 import type { Sample, SampleSource } from "../types.ts";
 import { RetrievalEpisode, type EpisodeConfig } from "../env/episode.ts";
@@ -10,8 +13,8 @@ import { applyPartialStart, type PartialStartConfig } from "../env/partial-start
 import { scoreCandidates } from "../model/rotary.ts";
 import * as tf from "@tensorflow/tfjs";
 import { boltzmannTop5, sampleTopK, uniformAvailable } from "./policy.ts";
-import { availTensor, policyTopK, readJoined, scorePadded, softValueDevice } from "./device-scoring.ts";
-import { onDevice, withPhase } from "../backend/device.ts";
+import { availTensor, policyTopKJoined, scorePadded, scoreRows, softValueDevice } from "./device-scoring.ts";
+import { onDevice, withPhase, withPhaseAsync } from "../backend/device.ts";
 import { softValue, type SoftValueHeads } from "./soft-value.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { embedActions, embedActionsDevice, embedStates, embedStatesDevice, type QNetworks } from "./networks.ts";
@@ -37,6 +40,8 @@ export interface RolloutSettings {
   episode: EpisodeConfig;
   /** Training episodes that start with some support already retrieved (env/partial-start.ts). */
   partialStarts?: PartialStartConfig;
+  /** Device path: padded score slots (states × candidates) per batch of the deferred values (default VALUE_SLOTS_PER_BATCH). */
+  valueSlotsPerBatch?: number;
 }
 
 /** The transitions of one rollout, env-major rows of length L = stepsPerEnv. */
@@ -49,7 +54,20 @@ export interface RolloutBatch {
   reward: Float32Array;
   notDone: Float32Array;
   value: Float32Array;
+  /** V_target of each environment's state after the rollout [E] (when `bootstrap` was asked for). */
+  bootstrap: Float32Array | null;
 }
+
+/** A state whose V_target is computed at the end of the rollout: its episode's slot and the step's view of it. */
+interface PendingValue {
+  slot: EnvSlot;
+  state: string[];
+  positions: Int32Array;
+  avail: Uint8Array;
+}
+
+/** Padded score slots (states × candidates) per batch of deferred values: bounds its q1/q2/avail. */
+const VALUE_SLOTS_PER_BATCH = 1 << 22;
 
 interface EnvSlot {
   episode: RetrievalEpisode;
@@ -70,6 +88,8 @@ function disposeSlot(s: EnvSlot): void {
 
 export class ParallelEnvs {
   private slots: EnvSlot[] = [];
+  /** onlineCandidates()'s join, until the slots change. */
+  private joinedOnline: tf.Tensor2D | null = null;
   /** Returns of episodes finished since the last call to takeFinishedReturns(). */
   private finished: number[] = [];
   /** Index of the next training sample (the generator is infinite; files wrap around). */
@@ -142,10 +162,10 @@ export class ParallelEnvs {
   }
 
   /**
-   * One lock-step on the device for all environments: policy top-k (unless random) and target
-   * soft values, brought back in one read. Row e of the result: [topIdx(k), topVal(k), V].
+   * The policy's lock-step on the device for all environments: top-k candidate indices and values
+   * per environment, in one fused program and one read. Row e: [topIdx(k), topVal(k)].
    */
-  private async deviceStep(nets: QNetworks, states: string[][], random: boolean, alpha: number): Promise<{ data: Float32Array; k: number; width: number }> {
+  private async devicePolicy(nets: QNetworks, states: string[][]): Promise<{ data: Float32Array; k: number }> {
     const { maxInMemory, topk } = this.settings;
     const slots = this.slots;
     const counts = slots.map((s) => s.episode.numChunks);
@@ -157,32 +177,86 @@ export class ParallelEnvs {
       off += s.episode.numChunks;
     }
     const k = Math.min(topk, nMax);
-    const cols = tf.tidy(() => {
+    const top = tf.tidy(() => {
       const avail = availTensor(slots.map((s) => s.episode.available), nMax);
-      const out: tf.Tensor[] = [];
-      if (!random) {
-        const sPolicy = embedStatesDevice(nets.policy, states, maxInMemory, true);
-        const cand = slots.length === 1 ? slots[0].dOnline! : (tf.concat(slots.map((s) => s.dOnline!), 0) as tf.Tensor2D);
-        const { q1, q2 } = scorePadded(sPolicy, cand, positions, counts);
-        const top = policyTopK(q1, q2, avail, k);
-        out.push(top.indices, top.values);
-      }
-      return withPhase("target", () => {
-        const sTarget = embedStatesDevice(nets.stateTarget, states, maxInMemory, true);
-        const cand = slots.length === 1 ? slots[0].dTarget! : (tf.concat(slots.map((s) => s.dTarget!), 0) as tf.Tensor2D);
-        const { q1, q2 } = scorePadded(sTarget, cand, positions, counts);
-        out.push(softValueDevice(q1, q2, avail, alpha, topk, this.settings.softValueHeads));
-        return out;
-      });
+      const sPolicy = embedStatesDevice(nets.policy, states, maxInMemory, true);
+      const { q1, q2 } = scorePadded(sPolicy, this.onlineCandidates(), positions, counts);
+      return policyTopKJoined(q1, q2, avail, k);
     });
-    const data = await readJoined(cols);
-    cols.forEach((c) => c.dispose());
-    return { data, k, width: random ? 1 : 2 * k + 1 };
+    const data = (await top.data()) as Float32Array;
+    top.dispose();
+    return { data, k };
+  }
+
+  /** E_a of the current slots' candidates as one [R, D] tensor, joined once per change of slots. */
+  private onlineCandidates(): tf.Tensor2D {
+    if (this.slots.length === 1) return this.slots[0].dOnline!;
+    if (!this.joinedOnline) this.joinedOnline = tf.keep(tf.concat(this.slots.map((s) => s.dOnline!), 0) as tf.Tensor2D);
+    return this.joinedOnline;
+  }
+
+  private dropJoined(): void {
+    this.joinedOnline?.dispose();
+    this.joinedOnline = null;
+  }
+
+  /** V_target of the deferred states, in their order: one batched target forward for all of them. */
+  private async targetValues(nets: QNetworks, pending: readonly PendingValue[], alpha: number): Promise<Float32Array> {
+    const { maxInMemory, topk, softValueHeads } = this.settings;
+    const states = pending.map((p) => p.state);
+    if (!onDevice()) {
+      const s = embedStates(nets.stateTarget, states, maxInMemory, true);
+      const D = nets.dim;
+      return Float32Array.from(pending, (p, i) => {
+        const { slot } = p;
+        scoreCandidates(s.subarray(i * D, (i + 1) * D), slot.target, p.positions, slot.q1, slot.q2);
+        return softValue(slot.q1, slot.q2, p.avail, alpha, topk, softValueHeads);
+      });
+    }
+    // the candidates of every episode the rollout saw, each once; the states index into them
+    const slots = [...new Set(pending.map((p) => p.slot))];
+    const base = new Map<EnvSlot, number>();
+    let R = 0;
+    for (const sl of slots) {
+      base.set(sl, R);
+      R += sl.episode.numChunks;
+    }
+    const nMax = Math.max(1, ...slots.map((sl) => sl.episode.numChunks));
+    const per = Math.max(1, Math.floor((this.settings.valueSlotsPerBatch ?? VALUE_SLOTS_PER_BATCH) / nMax));
+    const out = new Float32Array(pending.length);
+    const sTarget = embedStatesDevice(nets.stateTarget, states, maxInMemory, true);
+    const cands = slots.length === 1 ? slots[0].dTarget! : (tf.concat(slots.map((sl) => sl.dTarget!), 0) as tf.Tensor2D);
+    try {
+      for (let i0 = 0; i0 < pending.length; i0 += per) {
+        const rows = pending.slice(i0, i0 + per);
+        const padIdx = new Int32Array(rows.length * nMax).fill(R);
+        const positions = new Int32Array(rows.length * nMax);
+        rows.forEach((p, i) => {
+          const b = base.get(p.slot)!;
+          for (let j = 0; j < p.avail.length; j++) {
+            padIdx[i * nMax + j] = b + j;
+            positions[i * nMax + j] = p.positions[j];
+          }
+        });
+        const v = tf.tidy(() => {
+          const s = rows.length === pending.length ? sTarget : tf.slice(sTarget, [i0, 0], [rows.length, -1]);
+          const { q1, q2 } = scoreRows(s, cands, { nMax, padIdx, positions });
+          return softValueDevice(q1, q2, availTensor(rows.map((p) => p.avail), nMax), alpha, topk, softValueHeads);
+        });
+        out.set((await v.data()) as Float32Array, i0);
+        v.dispose();
+      }
+    } finally {
+      sTarget.dispose();
+      if (cands !== slots[0].dTarget) cands.dispose();
+    }
+    return out;
   }
 
   /** Releases the device-resident candidate embeddings. */
   dispose(): void {
     this.slots.forEach(disposeSlot);
+    this.dropJoined();
   }
 
   takeFinishedReturns(): number[] {
@@ -194,16 +268,14 @@ export class ParallelEnvs {
   /**
    * Runs one rollout of E × stepsPerEnv transitions. `exploreEps`: the chance of a uniform pick among
    * the policy's top-k (policy.ts; 0 = the reference's policy), per rollout since it may be annealed.
+   * `bootstrap`: also V_target of the states after the rollout (batch.bootstrap), in the same batch.
    */
-  async collect(nets: QNetworks, opts: { random: boolean; alpha: number; exploreEps: number; signal?: AbortSignal }): Promise<RolloutBatch> {
-    const device = onDevice();
-    // on the CPU backends a rollout runs without awaiting anything: let a cancel in between steps
-    const breathe = breather();
-    const { envs: E, stepsPerEnv: L, maxInMemory, sortByIndex, topk } = this.settings;
+  async collect(nets: QNetworks, opts: { random: boolean; alpha: number; exploreEps: number; bootstrap?: boolean; signal?: AbortSignal }): Promise<RolloutBatch> {
+    const { envs: E, stepsPerEnv: L } = this.settings;
     while (this.slots.length < E) this.slots.push(this.newSlot());
     // Embeddings are recomputed at rollout start with the current weights (docs/method.md §3.2).
     this.embed(nets, this.slots);
-    const D = nets.dim;
+    this.dropJoined();
     const batch: RolloutBatch = {
       E, L,
       states: new Array(E * L),
@@ -212,56 +284,77 @@ export class ParallelEnvs {
       reward: new Float32Array(E * L),
       notDone: new Float32Array(E * L),
       value: new Float32Array(E * L),
+      bootstrap: null,
     };
+    // pending[e * L + t] (then the E bootstrap states); episodes that ended stay alive until their values are in
+    const pending = new Array<PendingValue>(E * L);
+    const retired: EnvSlot[] = [];
+    try {
+      await this.steps(nets, opts, batch, pending, retired);
+      if (opts.bootstrap) {
+        for (const slot of this.slots) pending.push(this.pendingOf(slot, slot.episode.stateTexts(this.settings.sortByIndex)));
+      }
+      const v = await withPhaseAsync("target", () => this.targetValues(nets, pending, opts.alpha));
+      batch.value.set(v.subarray(0, E * L));
+      if (opts.bootstrap) batch.bootstrap = v.slice(E * L);
+    } finally {
+      retired.forEach(disposeSlot);
+    }
+    return batch;
+  }
+
+  private pendingOf(slot: EnvSlot, state: string[]): PendingValue {
+    // positions are replaced, never changed in place, by a step; availability is changed in place
+    return { slot, state, positions: rotaryPositions(slot.episode), avail: slot.episode.available.slice() };
+  }
+
+  /** The rollout's lock-steps: actions, rewards and the states whose values are pending. */
+  private async steps(nets: QNetworks, opts: { random: boolean; alpha: number; exploreEps: number; signal?: AbortSignal }, batch: RolloutBatch, pending: PendingValue[], retired: EnvSlot[]): Promise<void> {
+    const device = onDevice();
+    // on the CPU backends a rollout runs without awaiting anything: let a cancel in between steps
+    const breathe = breather();
+    const { envs: E, stepsPerEnv: L, maxInMemory, sortByIndex, topk } = this.settings;
+    const D = nets.dim;
     for (let t = 0; t < L; t++) {
       await breathe();
       opts.signal?.throwIfAborted();
       const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
-      const dev = device ? await this.deviceStep(nets, states, opts.random, opts.alpha) : null;
-      const sTarget = dev ? null : withPhase("target", () => embedStates(nets.stateTarget, states, maxInMemory, true));
-      const sPolicy = dev || opts.random ? null : embedStates(nets.policy, states, maxInMemory, true);
+      const dev = device && !opts.random ? await this.devicePolicy(nets, states) : null;
+      const sPolicy = device || opts.random ? null : embedStates(nets.policy, states, maxInMemory, true);
       const ended: number[] = [];
       for (let e = 0; e < E; e++) {
         const slot = this.slots[e];
         const ep = slot.episode;
         const avail = ep.available;
+        const k = e * L + t;
+        pending[k] = this.pendingOf(slot, states[e]);
         let action: number;
-        let v: number;
         if (dev) {
-          const row = dev.data.subarray(e * dev.width, (e + 1) * dev.width);
-          if (opts.random) {
-            action = uniformAvailable(avail, this.rng);
-          } else {
-            const top: number[] = [];
-            const vals: number[] = [];
-            for (let i = 0; i < dev.k; i++) {
-              const j = row[i];
-              if (j < ep.numChunks && avail[j]) {
-                top.push(j);
-                vals.push(row[dev.k + i]);
-              }
+          const row = dev.data.subarray(e * 2 * dev.k, (e + 1) * 2 * dev.k);
+          const top: number[] = [];
+          const vals: number[] = [];
+          for (let i = 0; i < dev.k; i++) {
+            const j = row[i];
+            if (j < ep.numChunks && avail[j]) {
+              top.push(j);
+              vals.push(row[dev.k + i]);
             }
-            action = sampleTopK(top, vals, opts.alpha, this.rng, opts.exploreEps);
           }
-          v = row[dev.width - 1];
+          action = sampleTopK(top, vals, opts.alpha, this.rng, opts.exploreEps);
         } else if (sPolicy) {
           scoreCandidates(sPolicy.subarray(e * D, (e + 1) * D), slot.online, rotaryPositions(ep), slot.q1, slot.q2);
           const logits = slot.q1.map((v, j) => v + slot.q2[j]);
           action = boltzmannTop5(logits, avail, opts.alpha, this.rng, topk, opts.exploreEps);
-          v = this.targetValue(sTarget!, e, D, slot, opts.alpha, topk);
         } else {
           action = uniformAvailable(avail, this.rng);
-          v = this.targetValue(sTarget!, e, D, slot, opts.alpha, topk);
         }
         const rotPos = rotaryPositions(ep)[action];
         const r = ep.step(action);
-        const k = e * L + t;
         batch.states[k] = states[e];
         batch.actionTexts[k] = r.item.text;
         batch.actionPositions[k] = rotPos; // selection-time position (docs/method.md §3.5)
         batch.reward[k] = r.reward;
         batch.notDone[k] = r.done || (this.settings.absorbCompletion && r.completed) ? 0 : 1;
-        batch.value[k] = v;
         slot.ret += r.reward;
         if (r.done) {
           this.finished.push(slot.ret);
@@ -273,33 +366,11 @@ export class ParallelEnvs {
         const fresh = ended.map(() => this.newSlot());
         this.embed(nets, fresh);
         ended.forEach((e, i) => {
-          disposeSlot(this.slots[e]);
+          retired.push(this.slots[e]);
           this.slots[e] = fresh[i];
         });
+        this.dropJoined();
       }
     }
-    return batch;
-  }
-
-  /** Host path: V_target of env e's state (its target embedding row in `sTarget`). */
-  private targetValue(sTarget: Float32Array, e: number, D: number, slot: EnvSlot, alpha: number, topk: number): number {
-    scoreCandidates(sTarget.subarray(e * D, (e + 1) * D), slot.target, rotaryPositions(slot.episode), slot.q1, slot.q2);
-    return softValue(slot.q1, slot.q2, slot.episode.available, alpha, topk, this.settings.softValueHeads);
-  }
-
-  /** V_target of the current states, for bootstrapping when the last transition is kept. */
-  async bootstrapValues(nets: QNetworks, alpha: number): Promise<Float32Array> {
-    const { maxInMemory, sortByIndex, topk } = this.settings;
-    const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
-    if (onDevice()) {
-      const dev = await this.deviceStep(nets, states, true, alpha);
-      return Float32Array.from(dev.data);
-    }
-    const s = embedStates(nets.stateTarget, states, maxInMemory, true);
-    const D = nets.dim;
-    return Float32Array.from(this.slots, (slot, e) => {
-      scoreCandidates(s.subarray(e * D, (e + 1) * D), slot.target, rotaryPositions(slot.episode), slot.q1, slot.q2);
-      return softValue(slot.q1, slot.q2, slot.episode.available, alpha, topk, this.settings.softValueHeads);
-    });
   }
 }

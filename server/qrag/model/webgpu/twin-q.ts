@@ -32,7 +32,7 @@ const NEG_INF = "u.negInf";
 function scoreCode(rotary: boolean): string {
   const read = ["st", "cand", "padIdx:i32", ...(rotary ? ["rows:i32", "ct", "sn"] : [])];
   const pair = rotary
-    ? `let to = u32(rows[r]) * u.D + c;
+    ? `let to = u32(rows[idx]) * u.D + c;
     let x0 = cand[co + c];
     let x1 = cand[co + c + 1u];
     let r0 = x0 * ct[to] + (-x1) * sn[to];
@@ -62,33 +62,66 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 
 /**
- * scorePadded (device-scoring.ts) as one program: states [E, D], candidates [R, D] (environments
- * one after another, counts[e] rows each), rotated by `positions` → q1, q2 [E, nMax].
+ * Which candidate row each state scores in each of its nMax slots, at which rotary position:
+ * `padIdx` [N·nMax] (a value ≥ R is padding, −∞) and `positions` [N·nMax]. The rollout's deferred
+ * target values (agent/rollout.ts) score many states against shared candidate rows, each state at
+ * its own step's positions, so positions belong to the slot and not to the candidate row.
  */
-export function scorePaddedFused(states: tf.Tensor2D, cands: tf.Tensor2D, positions: Int32Array, counts: readonly number[]): { q1: tf.Tensor2D; q2: tf.Tensor2D } {
-  const [R, D] = cands.shape;
-  const E = counts.length;
+export interface ScoreLayout {
+  nMax: number;
+  padIdx: Int32Array;
+  positions: Int32Array;
+}
+
+/** The layout of scorePadded: environment e scores its own counts[e] rows, one after another. */
+export function paddedLayout(positions: Int32Array, counts: readonly number[], R: number): ScoreLayout {
   const nMax = Math.max(1, ...counts);
-  if (D % 2 !== 0) throw new Error(`scorePaddedFused: odd width ${D}`);
-  if (states.shape[0] !== E || states.shape[1] !== D) throw new Error(`scorePaddedFused: states [${states.shape}] for ${E} environments of width ${D}`);
-  const padIdx = new Int32Array(E * nMax).fill(R);
+  const padIdx = new Int32Array(counts.length * nMax).fill(R);
+  const slotPos = new Int32Array(counts.length * nMax);
+  if (positions.length !== R) throw new Error(`scorePadded: ${positions.length} positions for ${R} rows`);
   let r = 0;
-  for (let e = 0; e < E; e++) for (let j = 0; j < counts[e]; j++, r++) padIdx[e * nMax + j] = r;
-  if (r !== R) throw new Error(`scorePaddedFused: counts sum to ${r}, candidates have ${R} rows`);
-  const rot = rotaryRows(D, positions);
-  if (rot && rot.rows.length !== R) throw new Error(`scorePaddedFused: ${rot.rows.length} positions for ${R} rows`);
+  for (let e = 0; e < counts.length; e++) {
+    for (let j = 0; j < counts[e]; j++, r++) {
+      padIdx[e * nMax + j] = r;
+      slotPos[e * nMax + j] = positions[r];
+    }
+  }
+  if (r !== R) throw new Error(`scorePadded: counts sum to ${r}, candidates have ${R} rows`);
+  return { nMax, padIdx, positions: slotPos };
+}
+
+/**
+ * Twin-head Q as one program: states [N, D] against candidates [R, D] laid out by `layout`
+ * → q1, q2 [N, nMax] (−∞ at padding).
+ */
+export function scoreRowsFused(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout): { q1: tf.Tensor2D; q2: tf.Tensor2D } {
+  const [R, D] = cands.shape;
+  const { nMax, padIdx } = layout;
+  const N = padIdx.length / nMax;
+  if (D % 2 !== 0) throw new Error(`scoreRowsFused: odd width ${D}`);
+  if (states.shape[0] !== N || states.shape[1] !== D) throw new Error(`scoreRowsFused: states [${states.shape}] for ${N} rows of width ${D}`);
+  if (layout.positions.length !== padIdx.length) throw new Error(`scoreRowsFused: ${layout.positions.length} positions for ${padIdx.length} slots`);
+  const rot = rotaryRows(D, layout.positions);
   const inputs: tf.Tensor[] = [states, cands, tf.tensor1d(padIdx, "int32"), ...(rot ? [tf.tensor1d(rot.rows, "int32"), rot.c, rot.s] : [])];
   const infos = runRawProgram(webgpuBackend(), {
     key: `qrag_score_${rot ? "rot" : "plain"}`,
     code: scoreCode(Boolean(rot)),
     inputs,
-    outputs: [{ shape: [E, nMax] }, { shape: [E, nMax] }],
-    uniforms: [...[E, nMax, R, D].map((x) => ({ type: "uint32" as const, data: [x] })), { type: "float32", data: [-Infinity] }],
-    threads: E * nMax,
+    outputs: [{ shape: [N, nMax] }, { shape: [N, nMax] }],
+    uniforms: [...[N, nMax, R, D].map((x) => ({ type: "uint32" as const, data: [x] })), { type: "float32", data: [-Infinity] }],
+    threads: N * nMax,
   });
   tf.dispose(inputs.slice(2, rot ? 4 : 3));
   const [q1, q2] = infos.map((i) => tf.engine().makeTensorFromTensorInfo(i) as tf.Tensor2D);
   return { q1, q2 };
+}
+
+/**
+ * scorePadded (device-scoring.ts) as one program: states [E, D], candidates [R, D] (environments
+ * one after another, counts[e] rows each), rotated by `positions` → q1, q2 [E, nMax].
+ */
+export function scorePaddedFused(states: tf.Tensor2D, cands: tf.Tensor2D, positions: Int32Array, counts: readonly number[]): { q1: tf.Tensor2D; q2: tf.Tensor2D } {
+  return scoreRowsFused(states, cands, paddedLayout(positions, counts, cands.shape[0]));
 }
 
 /** One head's soft value into `res_<q>` (WGSL statements; `q` names the head's buffer). */
@@ -165,10 +198,15 @@ export function softValueFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tenso
   return tf.engine().makeTensorFromTensorInfo(info) as tf.Tensor1D;
 }
 
-function policyTopKCode(k: number): string {
+function policyTopKCode(k: number, joined: boolean): string {
+  const write = joined
+    ? `joined[e * 2u * K + i] = f32(ix[i]);
+    joined[e * 2u * K + K + i] = vs[i];`
+    : `vals[e * K + i] = vs[i];
+    inds[e * K + i] = i32(ix[i]);`;
   return `${uniformStruct(["E: u32", "nMax: u32"])}
 const K: u32 = ${k}u;
-${storageDecls(["q1", "q2", "avail"], ["vals", "inds:i32"])}
+${storageDecls(["q1", "q2", "avail"], joined ? ["joined"] : ["vals", "inds:i32"])}
 fn finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -198,8 +236,7 @@ ${insertTopK("vs", "ix", "v")}
     cnt++;
   }
   for (var i = 0u; i < K; i++) {
-    vals[e * K + i] = vs[i];
-    inds[e * K + i] = i32(ix[i]);
+    ${write}
   }
 }`;
 }
@@ -211,18 +248,31 @@ ${insertTopK("vs", "ix", "v")}
  * makes it into the top k comes in index order (tfjs orders those −∞ ties arbitrarily).
  */
 export function policyTopKFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, k: number): { values: tf.Tensor2D; indices: tf.Tensor2D } {
+  const [v, i] = runPolicyTopK(q1, q2, avail, k, false);
+  return { values: tf.engine().makeTensorFromTensorInfo(v) as tf.Tensor2D, indices: tf.engine().makeTensorFromTensorInfo(i) as tf.Tensor2D };
+}
+
+/**
+ * policyTopKFused with both results in one float row per environment, [indices(k), values(k)]:
+ * what the rollout reads each step, without the casts and the concat that joining them takes.
+ */
+export function policyTopKJoinedFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, k: number): tf.Tensor2D {
+  const [j] = runPolicyTopK(q1, q2, avail, k, true);
+  return tf.engine().makeTensorFromTensorInfo(j) as tf.Tensor2D;
+}
+
+function runPolicyTopK(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, k: number, joined: boolean): tf.TensorInfo[] {
   const [E, nMax] = q1.shape;
   const kk = Math.min(k, nMax);
-  const [v, i] = runRawProgram(webgpuBackend(), {
-    key: `qrag_policy_topk_${kk}`,
-    code: policyTopKCode(kk),
+  return runRawProgram(webgpuBackend(), {
+    key: `qrag_policy_topk_${kk}${joined ? "_joined" : ""}`,
+    code: policyTopKCode(kk, joined),
     inputs: [q1, q2, avail],
-    outputs: [{ shape: [E, kk] }, { shape: [E, kk], dtype: "int32" }],
+    outputs: joined ? [{ shape: [E, 2 * kk] }] : [{ shape: [E, kk] }, { shape: [E, kk], dtype: "int32" }],
     uniforms: [
       { type: "uint32", data: [E] },
       { type: "uint32", data: [nMax] },
     ],
     threads: E,
   });
-  return { values: tf.engine().makeTensorFromTensorInfo(v) as tf.Tensor2D, indices: tf.engine().makeTensorFromTensorInfo(i) as tf.Tensor2D };
 }
