@@ -6,13 +6,14 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
-import { counterSnapshot, resetCounters, withPhase } from "../server/qrag/backend/device.ts";
+import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { CONFIG, batchOf } from "./recorded-batches.ts";
 import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
+import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 
 /** forward(batch, training) on `enc` with the recorder on or off, read back. */
 async function forward(enc: TransformerEncoder, batch: TokenBatch, training: boolean, recorded: boolean): Promise<Float32Array> {
@@ -59,10 +60,13 @@ async function cacheCase() {
     const before = snap();
     await forward(enc, batch, true, true); // weights uploaded, everything pending submitted
     resetCounters();
-    const y = withPhase("encode", () => tf.tidy(() => enc.forward(batch, true)));
+    // counted up to the read: the forward goes out with the read's submit
+    await withPhaseAsync("encode", async () => {
+      const y = tf.tidy(() => enc.forward(batch, true));
+      await y.data();
+      y.dispose();
+    });
     const c = counterSnapshot().encode!;
-    await y.data();
-    y.dispose();
     counts.push({ kernels: c.kernels, fused: c.fused, dispatches: c.dispatches, submits: c.submits });
     const after = snap();
     created.push({ plans: after.plans - before.plans, buffers: after.buffers - before.buffers, bindGroups: after.bindGroups - before.bindGroups, pipelines: after.pipelines - before.pipelines });
@@ -93,7 +97,62 @@ async function assignCase() {
   return { diff: relDiff(after, want), changed: relDiff(after, before), newBindGroups: recorderStats.bindGroups - groups0 };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, assign: assignCase };
+/**
+ * Calls left pending in tfjs's command encoder (no read between them): two of one shape (one
+ * plan, whose inputs the second call writes), one after a weight assign, and more shapes than the
+ * plan cache keeps (evicted plans with pending calls). Each result against the same call read alone.
+ */
+async function pendingCase() {
+  await onBackend("webgpu");
+  const enc = new TransformerEncoder(CONFIG, new Rng(13));
+  const run = (b: TokenBatch) => tf.tidy(() => enc.forward(b, false));
+  const readAll = async (ys: tf.Tensor[]) => {
+    const out: Float32Array[] = [];
+    for (const y of ys) out.push((await y.data()) as Float32Array);
+    tf.dispose(ys);
+    return out;
+  };
+  const alone = (b: TokenBatch) => forward(enc, b, false, true);
+  const a = batchOf(4, 16, 1);
+  const b = batchOf(4, 16, 2);
+  const shapes = Array.from({ length: 18 }, (_, i) => batchOf(i + 1, 32, 100 + i));
+  const wantA = await alone(a);
+  const wantB = await alone(b);
+  const plans0 = recorderStats.plans;
+  // one plan twice, then every variable scaled by 1.5 (tfjs kernels, pending) and the same plan again
+  const [gotA, gotB, gotScaled] = await withRecorder(true, async () => {
+    const ys = [run(a), run(b)];
+    for (const v of enc.variables) tf.tidy(() => v.assign(tf.mul(v, 1.5)));
+    ys.push(run(a));
+    return readAll(ys);
+  });
+  const wantScaled = await alone(a);
+  for (const v of enc.variables) tf.tidy(() => v.assign(tf.div(v, 1.5)));
+  const wantShapes: Float32Array[] = [];
+  for (const x of shapes) wantShapes.push(await alone(x));
+  // all 18 calls in one pending command encoder (tfjs would submit after 15)
+  const batchSize = tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE");
+  tf.env().set("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE", 100);
+  const gotShapes = await withRecorder(true, () => readAll(shapes.map(run)));
+  tf.env().set("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE", batchSize);
+  let deviceError: string | null = null;
+  try {
+    throwIfDeviceError();
+  } catch (e) {
+    deviceError = (e as Error).message;
+  }
+  return {
+    deviceError,
+    sameShape: [relDiff(gotA, wantA), relDiff(gotB, wantB)],
+    distinct: relDiff(wantA, wantB),
+    afterAssign: relDiff(gotScaled, wantScaled),
+    assignChanged: relDiff(wantScaled, wantA),
+    evicted: shapes.map((_, i) => relDiff(gotShapes[i], wantShapes[i])),
+    plansMade: recorderStats.plans - plans0,
+  };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, assign: assignCase, pending: pendingCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

@@ -1,6 +1,6 @@
 /**
- * The transformer's no-grad forward recorded as our own WebGPU programs (one command buffer, one
- * submit; model/webgpu/recorded-encoder.ts) on lavapipe, against the tfjs path it replaces. Each
+ * The transformer's no-grad forward recorded as our own WebGPU programs (into tfjs's command
+ * encoder, no submit of its own; model/webgpu/recorded-encoder.ts) on lavapipe, against the tfjs path it replaces. Each
  * case runs in a fresh process (recorded-encoder-cases.ts); machines without an adapter skip,
  * except under QRAG_REQUIRE_WEBGPU=1 (CI).
  */
@@ -21,7 +21,7 @@ test("recorded encoder forward equals the tfjs path within 1e-5: eval and train 
   assert.equal(r.recordedCalls, 10);
 });
 
-test("recorded encoder forward: one submit, one dispatch per program, 0 tfjs kernels; a second call of a shape creates no buffers, bind groups or pipelines", { skip }, () => {
+test("recorded encoder forward: one submit with its read, one dispatch per program, 0 tfjs kernels; a second call of a shape creates no buffers, bind groups or pipelines", { skip }, () => {
   const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { kernels: number; fused: number; dispatches: number; submits: number }[]; layers: number }>("cache");
   // embedding, per layer 11 programs (train mode: the attention mask too), final LN, pooling
   const programs = 1 + 11 * r.layers + 2;
@@ -36,4 +36,16 @@ test("recorded encoder forward follows assigned weights (new GPU buffers): equal
   assert.ok(r.diff <= 1e-5, `rel. diff ${r.diff}`);
   assert.ok(r.changed > 1e-2, `the output did not change with the weights (${r.changed})`);
   assert.ok(r.newBindGroups > 0, "no bind group was made again");
+});
+
+test("recorded calls left pending in tfjs's command encoder: two of one shape, one after a weight assign, and more shapes than the plan cache keeps each equal the call read alone", { skip }, () => {
+  const r = runCase<{ deviceError: string | null; sameShape: number[]; distinct: number; afterAssign: number; assignChanged: number; evicted: number[]; plansMade: number }>("pending");
+  assert.equal(r.deviceError, null, "no WebGPU validation error (a plan's buffers destroyed under a pending call)");
+  assert.ok(r.distinct > 1e-2, `the two batches differ (${r.distinct})`);
+  r.sameShape.forEach((d, i) => assert.ok(d <= 1e-6, `same shape, call ${i + 1}: rel. diff ${d}`));
+  assert.ok(r.assignChanged > 1e-2, `the assign changed the output (${r.assignChanged})`);
+  assert.ok(r.afterAssign <= 1e-6, `after the assign: rel. diff ${r.afterAssign}`);
+  assert.equal(r.evicted.length, 18);
+  r.evicted.forEach((d, i) => assert.ok(d <= 1e-6, `shape ${i + 1}×32 pending with evictions: rel. diff ${d}`));
+  assert.ok(r.plansMade >= 2, `plans evicted and made again while calls were pending (${r.plansMade})`);
 });

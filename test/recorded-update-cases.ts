@@ -6,7 +6,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
-import { counterSnapshot, resetCounters, withPhase } from "../server/qrag/backend/device.ts";
+import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { CONFIG, batchOf } from "./recorded-batches.ts";
@@ -78,10 +78,13 @@ async function cacheCase() {
     const after = snap();
     created.push({ plans: after.plans - before.plans, buffers: after.buffers - before.buffers, bindGroups: after.bindGroups - before.bindGroups, pipelines: after.pipelines - before.pipelines });
     resetCounters();
-    const grads = withPhase("update", () => tf.variableGrads(() => tf.sum(enc.forward(batch, true)) as tf.Scalar, enc.variables));
+    // counted up to the read: forward, loss and backward go out with the read's submit
+    await withPhaseAsync("update", async () => {
+      const grads = tf.variableGrads(() => tf.sum(enc.forward(batch, true)) as tf.Scalar, enc.variables);
+      await grads.value.data();
+      tf.dispose([grads.value, ...Object.values(grads.grads)]);
+    });
     const c = counterSnapshot().update!;
-    await grads.value.data();
-    tf.dispose([grads.value, ...Object.values(grads.grads)]);
     counts.push({ tfjsKernels: c.kernels - c.fused, fused: c.fused, submits: c.submits });
   }
   return { created, counts, kernelsInside: recorderStats.kernelsInside - inside0, layers: CONFIG.layers };

@@ -1,11 +1,11 @@
 /**
  * The transformer encoder's forward without a gradient (model/transformer.ts `forwardDense`) as
- * our own WGSL programs recorded into ONE command encoder and submitted once per call: no tfjs
- * kernel runs inside it.
+ * our own WGSL programs recorded into tfjs's pending command encoder (no command buffer of its
+ * own: it goes out with tfjs's next submit): no tfjs kernel runs inside it.
  *
  * Why: on a GPU the device path is host-bound by tfjs's per-op JavaScript (~0.075 ms a kernel);
  * the no-grad encoder forwards (rollout candidates and states, targets, evaluation) are most of a
- * training iteration's dispatches. Here one call costs ~25 dispatches' recording and one submit.
+ * training iteration's dispatches. Here one call costs ~25 dispatches' recording and no submit.
  *
  * Programs (the generators of matmul.ts, attention.ts, gelu-layernorm.ts, residual-layernorm.ts,
  * dropout.ts; only the embedding and the pooling are written here): embedding gather + positions
@@ -18,12 +18,14 @@
  * 256-byte slot per program), in a small LRU bounded by count and bytes (a taped forward's plan,
  * recorded-train.ts, keeps every layer's activations and its backward's programs and buffers); pipelines by shader key
  * (raw-program.ts's cache); each program's bind group is kept until a buffer it binds changes (the
- * weights' GPU buffers change when training assigns new values). Order with tfjs: tfjs's pending
- * commands are submitted first (they may write the weights or upload them); the result is copied
- * into a tfjs-owned buffer and returned as an ordinary tensor.
+ * weights' GPU buffers change when training assigns new values). Order with tfjs: the call is
+ * recorded after tfjs's pending commands (which may write the weights or the inputs) and before
+ * later ones; a pending call of the same plan is submitted first, since the queue writes this
+ * call's inputs ahead of pending command buffers (tfjsEncoderFor). The result is copied into a
+ * tfjs-owned buffer and returned as an ordinary tensor.
  */
 import * as tf from "@tensorflow/tfjs";
-import { noteDispatch, noteSubmit } from "../../backend/device.ts";
+import { noteDispatch } from "../../backend/device.ts";
 import { noteOutsideBytes } from "../../backend/gpu-memory.ts";
 import type { Rng } from "../../util/rng.ts";
 import { dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
@@ -169,6 +171,8 @@ export interface Plan {
   owner: object | null;
   /** Evicted (its buffers destroyed). */
   dead: boolean;
+  /** The tfjs command encoder its last forward / backward was recorded into (tfjsEncoderFor). */
+  pendingIn: { forward: object | null; backward: object | null };
 }
 
 /** What buildPlan hands a backward builder. */
@@ -288,13 +292,42 @@ export function writeUniforms(device: DeviceLike, plan: Plan, steps: readonly St
   device.queue.writeBuffer(plan.uniform, first * SLOT, u32);
 }
 
-/** The weights on the GPU, and tfjs's pending commands (uploads, assigns, inputs) submitted before ours. */
-export function flushTfjs(be: BackendLike, vars: readonly tf.Variable[]): void {
+/**
+ * tfjs's pending command encoder, ready for a recorded call of `plan` (its forward or its
+ * backward): the call then goes out with tfjs's next submit (a read, or its batch size), in order
+ * after tfjs's pending commands and before later ones, instead of in a command buffer of its own.
+ * The call's inputs and uniforms are written on the queue, which runs them before every pending
+ * command buffer: a call of the same part of the same plan still pending in this encoder would
+ * read them, so it is submitted first.
+ */
+export function tfjsEncoderFor(be: BackendLike, plan: Plan, part: "forward" | "backward", vars: readonly tf.Variable[]): EncoderLike {
   for (const v of vars) be.uploadToGPU(v.dataId);
-  if (be.commandEncoder) {
+  if (be.commandEncoder !== null && plan.pendingIn[part] === be.commandEncoder) {
     be.endComputePassEncoder();
     be.submitQueue();
   }
+  be.ensureCommandEncoderReady();
+  be.endComputePassEncoder();
+  const enc = be.commandEncoder as unknown as EncoderLike;
+  plan.pendingIn[part] = enc;
+  // tfjs keeps these buffers (a variable assigned meanwhile) until the encoder is submitted
+  for (const v of vars) be.commandQueueOwnedIds.add(v.dataId);
+  return enc;
+}
+
+/** After a call recorded into tfjs's encoder: its outputs are owned by the encoder; the call counts once toward tfjs's submit batch. */
+export function recordedIntoTfjs(be: BackendLike, outputs: readonly tf.Tensor[]): void {
+  for (const t of outputs) be.commandQueueOwnedIds.add(t.dataId);
+  be.dispatchCountInPass++;
+  if (tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE") <= be.dispatchCountInPass) be.submitQueue();
+}
+
+/** Before a plan's buffers are destroyed: a call of it still pending in tfjs's encoder is submitted. */
+function submitPending(p: Plan): void {
+  const be = webgpuBackend() as BackendLike;
+  if (be.commandEncoder === null || (p.pendingIn.forward !== be.commandEncoder && p.pendingIn.backward !== be.commandEncoder)) return;
+  be.endComputePassEncoder();
+  be.submitQueue();
 }
 
 /** Records `steps` into one compute pass of `enc`. */
@@ -320,22 +353,20 @@ export function copyOut(be: BackendLike, enc: EncoderLike, src: BufferLike, shap
   return tf.engine().makeTensorFromTensorInfo(out);
 }
 
-/** Writes the batch's inputs, records the forward into one command buffer, submits it; the pooled [B, d] as a tfjs tensor. */
+/** Writes the batch's inputs and records the forward into tfjs's command encoder; the pooled [B, d] as a tfjs tensor. */
 export function submitForward(be: BackendLike, plan: Plan, vars: readonly tf.Variable[], ids: Int32Array, mask: Float32Array, keys: readonly number[]): tf.Tensor2D {
   const device = be.device as DeviceLike;
   const { B, T } = plan;
-  flushTfjs(be, vars);
+  const enc = tfjsEncoderFor(be, plan, "forward", vars);
   const q = device.queue;
   q.writeBuffer(plan.ids, 0, ids);
   q.writeBuffer(plan.mask, 0, mask);
   q.writeBuffer(plan.poolW, 0, maskedMeanWeights(mask, B, T, 0.1));
   writeUniforms(device, plan, plan.steps, keys);
-  const enc = device.createCommandEncoder();
   recordSteps(be, enc, plan, plan.steps, vars);
   const d = vars[0].shape[1] as number;
   const y = copyOut(be, enc, plan.pooled, [B, d]) as tf.Tensor2D;
-  q.submit([enc.finish()]);
-  noteSubmit();
+  recordedIntoTfjs(be, [y]);
   return y;
 }
 
@@ -399,6 +430,7 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
 
 /** Destroys a plan's buffers (the GPU frees them once the work already submitted is done). */
 function destroyPlan(p: Plan): void {
+  submitPending(p);
   p.dead = true;
   p.buffers.forEach((b) => b.destroy());
 }
@@ -521,5 +553,5 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   bytes += slots * SLOT;
   recorderStats.buffers++;
   recorderStats.plans++;
-  return { key, B, T, training: dropping, bytes, buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false };
+  return { key, B, T, training: dropping, bytes, buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
 }

@@ -3,7 +3,7 @@
  * tape, a `tf.customGrad` whose inputs are the encoder's variables (so variableGrads and the
  * optimizer see their gradients as before). Its forward is recorded-encoder.ts's program list
  * on a plan that keeps every layer's activations; its gradFunc records the whole backward
- * (recorded-backward.ts) into one command buffer, one submit, and hands the gradients back as
+ * (recorded-backward.ts) into tfjs's command encoder as the forward is, and hands the gradients back as
  * tfjs tensors. No tfjs kernel runs inside either.
  *
  * The backward applies the forward's dropout masks again from the same keys (drawn once, in the
@@ -11,10 +11,10 @@
  * second taped forward of the same shape meanwhile takes a second plan (planFor).
  */
 import * as tf from "@tensorflow/tfjs";
-import { noteSubmit, tfjsKernelCount } from "../../backend/device.ts";
+import { tfjsKernelCount } from "../../backend/device.ts";
 import type { Rng } from "../../util/rng.ts";
 import { webgpuBackend } from "./raw-program.ts";
-import { copyOut, drawKeys, flushTfjs, planFor, recorderApplies, recorderStats, recordSteps, submitForward, writeUniforms, type BackendLike, type BufferLike, type DeviceLike, type Plan, type RecordedConfig } from "./recorded-encoder.ts";
+import { copyOut, drawKeys, planFor, recordedIntoTfjs, tfjsEncoderFor, recorderApplies, recorderStats, recordSteps, submitForward, writeUniforms, type BackendLike, type BufferLike, type DeviceLike, type Plan, type RecordedConfig } from "./recorded-encoder.ts";
 import { buildBackward, tokenCsr } from "./recorded-backward.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
@@ -55,21 +55,20 @@ function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readon
   if (plan.owner !== token || plan.dead || !plan.back) throw new Error("recorded encoder: the forward's activations were reused or freed before its backward ran");
   const back = plan.back;
   const device = be.device as DeviceLike;
-  be.uploadToGPU(dy.dataId);
-  flushTfjs(be, vars);
+  const enc = tfjsEncoderFor(be, plan, "backward", vars);
+  be.commandQueueOwnedIds.add(dy.dataId);
   const q = device.queue;
   q.writeBuffer(back.csr.distinct, 0, csr.distinct);
   q.writeBuffer(back.csr.start, 0, csr.start);
   q.writeBuffer(back.csr.pos, 0, csr.pos);
   back.csr.step.uniforms[0][1] = csr.distinct.length * (vars[0].shape[1] as number);
   writeUniforms(device, plan, back.steps, keys);
-  const enc = device.createCommandEncoder();
+  be.uploadToGPU(dy.dataId);
   enc.copyBufferToBuffer(be.tensorMap.get(dy.dataId).resource as BufferLike, 0, back.dy, 0, dy.size * 4);
   for (const b of back.clear) enc.clearBuffer(b);
   recordSteps(be, enc, plan, back.steps, vars);
   const grads = vars.map((v, i) => copyOut(be, enc, back.grads[i], v.shape));
-  q.submit([enc.finish()]);
-  noteSubmit();
+  recordedIntoTfjs(be, grads);
   plan.owner = null;
   return grads;
 }
