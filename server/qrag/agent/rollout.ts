@@ -13,7 +13,8 @@ import { applyPartialStart, type PartialStartConfig } from "../env/partial-start
 import { scoreCandidates } from "../model/rotary.ts";
 import * as tf from "@tensorflow/tfjs";
 import { boltzmannTop5, sampleTopK, uniformAvailable } from "./policy.ts";
-import { availTensor, policyTopKJoined, scorePadded, scoreRows, softValueDevice } from "./device-scoring.ts";
+import { availTensor, policyTopKJoined, scoreRows, softValueDevice } from "./device-scoring.ts";
+import { disposeJoined, joinBlocks, newBlock, releaseRef, scoreLayout, type CandidateRef, type JoinedBlocks } from "./device-candidates.ts";
 import { onDevice, withPhase, withPhaseAsync } from "../backend/device.ts";
 import { softValue, type SoftValueHeads } from "./soft-value.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
@@ -76,20 +77,19 @@ interface EnvSlot {
   q1: Float32Array;
   q2: Float32Array;
   ret: number;
-  /** Device path: E_a / E_a' embeddings of the candidates, [n, D], kept on the device. */
-  dOnline?: tf.Tensor2D;
-  dTarget?: tf.Tensor2D;
+  /** Device path: the rows of its candidates' E_a / E_a' embeddings, kept on the device. */
+  cands?: CandidateRef;
 }
 
 function disposeSlot(s: EnvSlot): void {
-  s.dOnline?.dispose();
-  s.dTarget?.dispose();
+  if (s.cands) releaseRef(s.cands);
+  s.cands = undefined;
 }
 
 export class ParallelEnvs {
   private slots: EnvSlot[] = [];
-  /** onlineCandidates()'s join, until the slots change. */
-  private joinedOnline: tf.Tensor2D | null = null;
+  /** The blocks of the current slots' E_a embeddings joined, until the slots change. */
+  private joinedOnline: JoinedBlocks | null = null;
   /** Returns of episodes finished since the last call to takeFinishedReturns(). */
   private finished: number[] = [];
   /** Index of the next training sample (the generator is infinite; files wrap around). */
@@ -144,21 +144,18 @@ export class ParallelEnvs {
     }
   }
 
-  /** Device path of embed: both encoders' embeddings stay on the device, one slice per slot. */
+  /** Device path of embed: both encoders' embeddings stay on the device, one block the slots reference. */
   private embedDevice(nets: QNetworks, slots: EnvSlot[], texts: string[]): void {
     const { maxActionLength } = this.settings;
-    tf.tidy(() => {
-      const online = embedActionsDevice(nets.action, texts, maxActionLength, true);
-      const target = embedActionsDevice(nets.actionTarget, texts, maxActionLength, true);
-      let off = 0;
-      for (const s of slots) {
-        const n = s.episode.numChunks;
-        disposeSlot(s);
-        s.dOnline = tf.keep(tf.slice(online, [off, 0], [n, -1]));
-        s.dTarget = tf.keep(tf.slice(target, [off, 0], [n, -1]));
-        off += n;
-      }
-    });
+    const online = embedActionsDevice(nets.action, texts, maxActionLength, true);
+    const block = newBlock(online, embedActionsDevice(nets.actionTarget, texts, maxActionLength, true), slots.length);
+    let row = 0;
+    for (const s of slots) {
+      const n = s.episode.numChunks;
+      disposeSlot(s);
+      s.cands = { block, row, n };
+      row += n;
+    }
   }
 
   /**
@@ -168,19 +165,14 @@ export class ParallelEnvs {
   private async devicePolicy(nets: QNetworks, states: string[][]): Promise<{ data: Float32Array; k: number }> {
     const { maxInMemory, topk } = this.settings;
     const slots = this.slots;
-    const counts = slots.map((s) => s.episode.numChunks);
-    const nMax = Math.max(1, ...counts);
-    const positions = new Int32Array(counts.reduce((a, b) => a + b, 0));
-    let off = 0;
-    for (const s of slots) {
-      positions.set(rotaryPositions(s.episode), off);
-      off += s.episode.numChunks;
-    }
-    const k = Math.min(topk, nMax);
+    this.joinedOnline ??= joinBlocks(slots.map((s) => s.cands!), "online");
+    const layout = scoreLayout(slots.map((s) => ({ ref: s.cands!, positions: rotaryPositions(s.episode) })), this.joinedOnline);
+    const k = Math.min(topk, layout.nMax);
+    const cands = this.joinedOnline.cands;
     const top = tf.tidy(() => {
-      const avail = availTensor(slots.map((s) => s.episode.available), nMax);
+      const avail = availTensor(slots.map((s) => s.episode.available), layout.nMax);
       const sPolicy = embedStatesDevice(nets.policy, states, maxInMemory, true);
-      const { q1, q2 } = scorePadded(sPolicy, this.onlineCandidates(), positions, counts);
+      const { q1, q2 } = scoreRows(sPolicy, cands, layout);
       return policyTopKJoined(q1, q2, avail, k);
     });
     const data = (await top.data()) as Float32Array;
@@ -188,15 +180,8 @@ export class ParallelEnvs {
     return { data, k };
   }
 
-  /** E_a of the current slots' candidates as one [R, D] tensor, joined once per change of slots. */
-  private onlineCandidates(): tf.Tensor2D {
-    if (this.slots.length === 1) return this.slots[0].dOnline!;
-    if (!this.joinedOnline) this.joinedOnline = tf.keep(tf.concat(this.slots.map((s) => s.dOnline!), 0) as tf.Tensor2D);
-    return this.joinedOnline;
-  }
-
   private dropJoined(): void {
-    this.joinedOnline?.dispose();
+    disposeJoined(this.joinedOnline);
     this.joinedOnline = null;
   }
 
@@ -213,42 +198,27 @@ export class ParallelEnvs {
         return softValue(slot.q1, slot.q2, p.avail, alpha, topk, softValueHeads);
       });
     }
-    // the candidates of every episode the rollout saw, each once; the states index into them
-    const slots = [...new Set(pending.map((p) => p.slot))];
-    const base = new Map<EnvSlot, number>();
-    let R = 0;
-    for (const sl of slots) {
-      base.set(sl, R);
-      R += sl.episode.numChunks;
-    }
-    const nMax = Math.max(1, ...slots.map((sl) => sl.episode.numChunks));
+    // the candidates of every episode the rollout saw, each block once; the states index into them
+    const joined = joinBlocks(pending.map((p) => p.slot.cands!), "target");
+    const nMax = Math.max(1, ...pending.map((p) => p.avail.length));
     const per = Math.max(1, Math.floor((this.settings.valueSlotsPerBatch ?? VALUE_SLOTS_PER_BATCH) / nMax));
     const out = new Float32Array(pending.length);
     const sTarget = embedStatesDevice(nets.stateTarget, states, maxInMemory, true);
-    const cands = slots.length === 1 ? slots[0].dTarget! : (tf.concat(slots.map((sl) => sl.dTarget!), 0) as tf.Tensor2D);
     try {
       for (let i0 = 0; i0 < pending.length; i0 += per) {
         const rows = pending.slice(i0, i0 + per);
-        const padIdx = new Int32Array(rows.length * nMax).fill(R);
-        const positions = new Int32Array(rows.length * nMax);
-        rows.forEach((p, i) => {
-          const b = base.get(p.slot)!;
-          for (let j = 0; j < p.avail.length; j++) {
-            padIdx[i * nMax + j] = b + j;
-            positions[i * nMax + j] = p.positions[j];
-          }
-        });
+        const layout = scoreLayout(rows.map((p) => ({ ref: p.slot.cands!, positions: p.positions })), joined);
         const v = tf.tidy(() => {
           const s = rows.length === pending.length ? sTarget : tf.slice(sTarget, [i0, 0], [rows.length, -1]);
-          const { q1, q2 } = scoreRows(s, cands, { nMax, padIdx, positions });
-          return softValueDevice(q1, q2, availTensor(rows.map((p) => p.avail), nMax), alpha, topk, softValueHeads);
+          const { q1, q2 } = scoreRows(s, joined.cands, layout);
+          return softValueDevice(q1, q2, availTensor(rows.map((p) => p.avail), layout.nMax), alpha, topk, softValueHeads);
         });
         out.set((await v.data()) as Float32Array, i0);
         v.dispose();
       }
     } finally {
       sTarget.dispose();
-      if (cands !== slots[0].dTarget) cands.dispose();
+      disposeJoined(joined);
     }
     return out;
   }
