@@ -9,7 +9,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { onDevice } from "../backend/device.ts";
-import { adamwStepFused, globalNormFused } from "../model/webgpu/fused-adamw.ts";
+import { adamwStepFused, clipNormFused } from "../model/webgpu/fused-adamw.ts";
 import { optimizerSchema } from "../config/schema.ts";
 
 interface AdamWConfig {
@@ -212,14 +212,15 @@ function globalNorm(grads: readonly tf.Tensor[]): tf.Scalar {
 
 /**
  * clipByGlobalNorm for the device path, without touching the gradients: the pre-clipping norm
- * (on webgpu summed by fused programs, fused-adamw.ts globalNormFused) and the factor
+ * (on webgpu fused programs, fused-adamw.ts clipNormFused, compute both) and the factor
  * min(1, max_norm/(norm + 1e-6)) as tensors (no read), for `AdamW.step(grads, lr, coef)` to scale
  * the gradients inside its fused update. The caller disposes both.
  */
 export function clipFactorDevice(grads: readonly tf.Tensor[], maxNorm: number): { coef: tf.Scalar; norm: tf.Scalar } {
   if (grads.length === 0) return { coef: tf.scalar(1), norm: tf.scalar(0) };
+  if (onDevice()) return clipNormFused(grads, maxNorm);
   return tf.tidy(() => {
-    const norm = onDevice() ? globalNormFused(grads) : globalNorm(grads);
+    const norm = globalNorm(grads);
     return { coef: tf.minimum(1, tf.div(maxNorm, tf.add(norm, 1e-6))) as tf.Scalar, norm };
   });
 }

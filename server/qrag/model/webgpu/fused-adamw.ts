@@ -152,14 +152,33 @@ ${loops.join("\n")}
 }`;
 }
 
+/** The partial sums of squares → the norm and the clipping factor min(1, maxNorm/(norm + 1e-6)), in one thread. */
+function clipFinishCode(k: number): string {
+  const read = Array.from({ length: k }, (_, i) => `p${i}`);
+  const fields = ["maxNorm: f32", ...read.map((_, i) => `n${i}: u32`)];
+  const sums = read.map((_, i) => `  for (var j = 0u; j < u.n${i}; j++) { s += p${i}[j]; }`);
+  return `${uniformStruct(fields)}
+${storageDecls(read, ["norm", "coef"])}
+@compute @workgroup_size(1)
+fn main() {
+  var s = 0.0;
+${sums.join("\n")}
+  let n = sqrt(s);
+  norm[0] = n;
+  coef[0] = min(1.0, u.maxNorm / (n + 1e-6));
+}`;
+}
+
 /**
- * ‖all tensors‖₂ as a scalar (the gradient-clipping norm): one program per group of tensors that
- * fits the storage-buffer limit, each workgroup summing squares over a strided share of the group
- * into one partial; then one sum of the partials and a square root.
+ * The gradient-clipping norm ‖all tensors‖₂ and factor min(1, maxNorm/(norm + 1e-6)) as scalars:
+ * one program per group of tensors that fits the storage-buffer limit, each workgroup summing
+ * squares over a strided share of the group into one partial, then one program for the sum of the
+ * partials, the square root and the factor (tfjs's concat, sum, sqrt, add, div and minimum before).
  */
-export function globalNormFused(xs: readonly tf.Tensor[]): tf.Scalar {
+export function clipNormFused(xs: readonly tf.Tensor[], maxNorm: number): { norm: tf.Scalar; coef: tf.Scalar } {
   const be = webgpuBackend();
   const k = perProgram(1, 1);
+  const engine = tf.engine();
   return tf.tidy(() => {
     const parts: tf.Tensor[] = [];
     for (let at = 0; at < xs.length; at += k) {
@@ -174,8 +193,18 @@ export function globalNormFused(xs: readonly tf.Tensor[]): tf.Scalar {
         uniforms: [{ type: "uint32", data: [groups] }, ...group.map((x): Uniform => ({ type: "uint32", data: [x.size] }))],
         threads: groups * WG,
       });
-      parts.push(tf.engine().makeTensorFromTensorInfo(info));
+      parts.push(engine.makeTensorFromTensorInfo(info));
     }
-    return tf.sqrt(tf.sum(parts.length === 1 ? parts[0] : tf.concat(parts))) as tf.Scalar;
+    if (parts.length > perProgram(1, 2)) throw new Error(`clipNormFused: ${parts.length} partial sums exceed one program's buffers`);
+    const [norm, coef] = runRawProgram(be, {
+      key: `qrag_clip_finish_${parts.length}`,
+      code: clipFinishCode(parts.length),
+      inputs: parts,
+      outputs: [{ shape: [] }, { shape: [] }],
+      uniforms: [{ type: "float32", data: [maxNorm] }, ...parts.map((x): Uniform => ({ type: "uint32", data: [x.size] }))],
+      threads: 1,
+      workgroups: [1, 1, 1],
+    });
+    return { norm: engine.makeTensorFromTensorInfo(norm) as tf.Scalar, coef: engine.makeTensorFromTensorInfo(coef) as tf.Scalar };
   });
 }
