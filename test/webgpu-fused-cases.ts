@@ -18,7 +18,8 @@ import { rotaryFused } from "../server/qrag/model/webgpu/rotary.ts";
 import { rotateTf } from "../server/qrag/model/rotary.ts";
 import { twinLossDevice } from "../server/qrag/model/webgpu/twin-loss.ts";
 import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
-import { availTensor, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
+import { availTensor, greedyPick, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
+import type { PickSpec } from "../server/qrag/model/webgpu/greedy-pick.ts";
 import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { DEFAULT_TILE, MATMUL_TILES, isAligned, matmulTiled, type MatmulTrans } from "../server/qrag/model/webgpu/matmul.ts";
 import { dropoutMaskDevice } from "../server/qrag/model/webgpu/dropout.ts";
@@ -567,7 +568,68 @@ async function dropoutCase() {
   return out;
 }
 
+/**
+ * greedyPick on one row: on cpu device-scoring.ts's tfjs ops, on webgpu the two fused programs.
+ * Rows of 7 (2 available), 100 (coarse values: ties), 9,000 (ties to the row's maximum spread over
+ * the first program's threads, one unavailable) and 300,000 (every thread of the first program
+ * busy, 256 lists per merging thread); K 5 and 32, V per head (α 0.05 and 0) and joint, and none.
+ */
+async function greedyPickRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(41);
+  const specs: PickSpec[] = [
+    { K: 5, value: { k: 5, alpha: 0.05, heads: "per_head" } },
+    { K: 32, value: { k: 3, alpha: 0, heads: "per_head" } },
+    { K: 5, value: { k: 5, alpha: 0.5, heads: "joint" } },
+    { K: 1, value: null },
+  ];
+  const out: { name: string; row: Float32Array; dispatches: number }[] = [];
+  for (const n of [7, 100, 9000, 300_000]) {
+    const a = normals(rng, n);
+    const b = normals(rng, n);
+    if (n === 100) for (let j = 0; j < n; j++) [a[j], b[j]] = [Math.round(a[j] * 4) / 4, Math.round(b[j] * 4) / 4];
+    if (n === 9000) for (const j of [8999, 17, 4000, 4001]) [a[j], b[j]] = [3.5, 3.25];
+    const av = Uint8Array.from({ length: n }, (_, j) => (n === 7 ? (j === 2 || j === 5 ? 1 : 0) : j % 3 === 1 || j === 4000 ? 0 : 1));
+    const q1 = tf.tensor2d(a, [1, n]);
+    const q2 = tf.tensor2d(b, [1, n]);
+    const avail = availTensor([av], n);
+    for (const spec of specs) {
+      resetCounters();
+      const row = withPhase("eval", () => tf.tidy(() => greedyPick(q1, q2, avail, { ...spec, K: Math.min(spec.K, n) })));
+      const dispatches = counterSnapshot().eval?.dispatches ?? 0;
+      out.push({ name: `n ${n} K ${spec.K} ${spec.value ? `${spec.value.heads} k ${spec.value.k} α ${spec.value.alpha}` : "no V"}`, row: (await row.data()) as Float32Array, dispatches });
+      row.dispose();
+    }
+    tf.dispose([q1, q2, avail]);
+  }
+  return out;
+}
+
+async function greedyPickCase() {
+  const cpu = await greedyPickRun("cpu");
+  const gpu = await greedyPickRun("webgpu");
+  return cpu.map((c, i) => {
+    const g = gpu[i].row;
+    const K = (c.row.length - 1) / 4;
+    let picks = 0;
+    let sameIndices = true;
+    let diff = 0;
+    for (let k = 0; k < K; k++) {
+      const finite = Number.isFinite(c.row[K + k]);
+      if (finite !== Number.isFinite(g[K + k])) sameIndices = false;
+      if (!finite) continue;
+      picks++;
+      if (c.row[k] !== g[k]) sameIndices = false;
+      for (const o of [K, 2 * K, 3 * K]) diff = Math.max(diff, Math.abs(g[o + k] - c.row[o + k]) / Math.max(1, Math.abs(c.row[o + k])));
+    }
+    const v = c.row[4 * K];
+    const vDiff = v === g[4 * K] ? 0 : Math.abs(g[4 * K] - v) / Math.max(1, Math.abs(v));
+    return { name: c.name, picks, sameIndices, diff, vDiff, v, dispatches: gpu[i].dispatches };
+  });
+}
+
 const CASES: Record<string, () => Promise<unknown>> = {
+  "greedy-pick": greedyPickCase,
   "residual-layernorm": residualLayerNormCase,
   dropout: dropoutCase,
   matmul: matmulCase,

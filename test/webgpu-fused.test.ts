@@ -124,3 +124,17 @@ test("dropout masks drawn on webgpu equal ops.ts dropoutMask's host masks value 
   assert.equal(r["64 at 0"].dropped, 0);
   for (const k of ["100001 at 0.1", "327683 at 0.3"]) assert.ok(Math.abs(r[k].dropped / r[k].size - Number(k.split(" at ")[1])) < 0.01, `${k}: dropped ${r[k].dropped}`);
 });
+
+test("fused greedy pick on webgpu (two programs, any row length) equals device-scoring.ts's tfjs ops on cpu: top-K indices with ties, q, q1, q2 and V", { skip }, () => {
+  const r = runCase<{ name: string; picks: number; sameIndices: boolean; diff: number; vDiff: number; v: number; dispatches: number }[]>("greedy-pick");
+  assert.equal(r.length, 16);
+  for (const x of r) {
+    assert.ok(x.sameIndices, `${x.name}: top-K indices differ`);
+    assert.ok(x.diff <= 1e-6, `${x.name}: q/q1/q2 rel. diff ${x.diff}`);
+    assert.ok(x.vDiff <= 1e-5, `${x.name}: V rel. diff ${x.vDiff} (cpu ${x.v})`);
+    assert.equal(x.dispatches, 2, `${x.name}: two programs`);
+  }
+  // the row of 7 has 2 available candidates: K 5 logs those two
+  assert.equal(r.find((x) => x.name.startsWith("n 7 K 5 per_head"))?.picks, 2);
+  assert.ok(r.filter((x) => x.name.startsWith("n 300000")).every((x) => x.picks === Math.min(32, Number(x.name.split(" ")[3]))), "a full top-K at 300,000");
+});

@@ -8,6 +8,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { rotateDevice } from "../model/device-ops.ts";
 import { onDevice } from "../backend/device.ts";
+import { greedyPickFused, PICK_MAX_K, type PickSpec } from "../model/webgpu/greedy-pick.ts";
 import { paddedLayout, policyTopKFused, policyTopKJoinedFused, scoreRowsFused, softValueFused, type ScoreLayout } from "../model/webgpu/twin-q.ts";
 import type { SoftValueHeads } from "./soft-value.ts";
 
@@ -102,6 +103,22 @@ export function softValueDevice(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tens
   return tf.add(softValueHeadDevice(q1, avail, alpha, k), softValueHeadDevice(q2, avail, alpha, k));
 }
 
+/**
+ * A greedy step's pick on one row [1, n] as one float row: [indices(K), q(K), q1(K), q2(K), V] with
+ * q = q1 + q2 over available candidates, top-K descending (ties to the lower index; past the
+ * available ones q is −∞), and V the soft value (0 without `spec.value`).
+ */
+export function greedyPick(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, spec: PickSpec): tf.Tensor1D {
+  const fits = spec.K <= PICK_MAX_K && (!spec.value || spec.value.k <= PICK_MAX_K);
+  if (onDevice() && fits) return greedyPickFused(q1, q2, avail, spec); // two fused programs (greedy-pick.ts)
+  const n = q1.shape[1];
+  const q = tf.where(tf.greater(avail, 0), tf.add(q1, q2), tf.fill([1, n], -Infinity));
+  const { values, indices } = tf.topk(q, spec.K);
+  const v = spec.value ? softValueDevice(q1, q2, avail, spec.value.alpha, spec.value.k, spec.value.heads) : tf.zeros([1]);
+  const cols = [tf.cast(indices, "float32"), values, tf.gather(q1, indices, 1, 1), tf.gather(q2, indices, 1, 1), tf.reshape(v, [1, 1])];
+  return tf.reshape(tf.concat(cols, 1), [-1]);
+}
+
 /** Availability [E, nMax] as a 0/1 float tensor (padding 0). */
 export function availTensor(avails: readonly Uint8Array[], nMax: number): tf.Tensor2D {
   const E = avails.length;
@@ -110,12 +127,4 @@ export function availTensor(avails: readonly Uint8Array[], nMax: number): tf.Ten
     for (let j = 0; j < m.length; j++) a[e * nMax + j] = m[j] ? 1 : 0;
   });
   return tf.tensor2d(a, [E, nMax]);
-}
-
-/** Row-wise [E, Σ widths] join of float/int tensors, read with one `await data()`. */
-export async function readJoined(cols: tf.Tensor[]): Promise<Float32Array> {
-  const t = tf.tidy(() => tf.concat(cols.map((c) => tf.cast(c.rank === 1 ? tf.expandDims(c, 1) : c, "float32")), 1));
-  const v = (await t.data()) as Float32Array;
-  t.dispose();
-  return v;
 }

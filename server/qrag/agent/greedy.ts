@@ -15,7 +15,7 @@ import { retrievalMetrics, qThresholdFilter } from "../evaluation/metrics.ts";
 import type { EpisodeRecord, EpisodeStep } from "../events.ts";
 import * as tf from "@tensorflow/tfjs";
 import { embedStates, embedActions, embedActionsDevice, embedStatesDevice, type QNetworks } from "./networks.ts";
-import { availTensor, readJoined, scorePadded, softValueDevice } from "./device-scoring.ts";
+import { availTensor, greedyPick, scorePadded } from "./device-scoring.ts";
 import { onDevice, withPhase, withPhaseAsync } from "../backend/device.ts";
 import { trimWebgpuPool } from "../backend/webgpu-pool.ts";
 import { deviceErrorsFirst } from "../backend/webgpu-errors.ts";
@@ -87,18 +87,14 @@ async function devicePick(nets: QNetworks, ep: RetrievalEpisode, opts: GreedyOpt
   const avail = ep.available;
   const K = Math.max(1, Math.min(opts.logTopK, n));
   const withV = opts.alpha !== undefined;
-  const cols = tf.tidy(() => {
+  const value = withV ? { k: opts.softValueTopK ?? 5, alpha: opts.alpha as number, heads: opts.softValueHeads ?? "per_head" } : null;
+  const joined = tf.tidy(() => {
     const s = embedStatesDevice(nets.state, [ep.stateTexts(opts.sortByIndex)], opts.maxInMemory, false);
     const { q1, q2 } = scorePadded(s, emb, rotaryPositions(ep), [n]);
-    const av = availTensor([avail], n);
-    const q = tf.where(tf.greater(av, 0), tf.add(q1, q2), tf.fill([1, n], -Infinity));
-    const { values, indices } = tf.topk(q, K);
-    const out: tf.Tensor[] = [indices, values, tf.gather(q1, indices, 1, 1), tf.gather(q2, indices, 1, 1)];
-    if (withV) out.push(softValueDevice(q1, q2, av, opts.alpha as number, opts.softValueTopK ?? 5, opts.softValueHeads));
-    return out;
+    return greedyPick(q1, q2, availTensor([avail], n), { K, value });
   });
-  const r = await readJoined(cols);
-  cols.forEach((c) => c.dispose());
+  const r = (await joined.data()) as Float32Array;
+  joined.dispose();
   const best = r[0];
   if (!(r[K] > -Infinity) || !avail[best]) return null;
   const top: { index: number; q: number }[] = [];
