@@ -120,7 +120,7 @@ test("device run.sh: valid bash that sets up node, dawn.node, the Vulkan loader 
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "qrag-dev-")), "run.sh");
   fs.writeFileSync(file, sh);
   execFileSync("bash", ["-n", file]);
-  for (const want of ['xz -dc "$D/node.xz"', 'xz -dc "$DAWN.xz"', 'dpkg -x "$f" /', "XDG_RUNTIME_DIR", "export VK_DRIVER_FILES=$ICD", '"$D/bench.mjs" --out "$OUT/bench.json"', "--device cuda"]) {
+  for (const want of ['xz -dc "$D/node.xz"', 'xz -dc "$DAWN.xz"', 'dpkg -x "$f" /', "XDG_RUNTIME_DIR", "export QRAG_CONFIG_DIR=", "export VK_DRIVER_FILES=$ICD", '"$D/bench.mjs" --out "$OUT/bench.json"', "--device cuda"]) {
     assert.ok(sh.includes(want), `run.sh has ${want}`);
   }
   const r = spawnSync("bash", [file, "nope"], { env: { ...process.env, OUT: path.dirname(file) }, encoding: "utf8" });

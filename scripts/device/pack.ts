@@ -40,6 +40,8 @@ set -uo pipefail
 D=$(cd "$(dirname "$0")" && pwd)
 OUT=\${OUT:-/tmp/qrag-out}; mkdir -p "$OUT"
 export XDG_RUNTIME_DIR=\${XDG_RUNTIME_DIR:-/tmp}
+# the bundles sit in .device/, not two folders under the repository as the engine's sources do
+export QRAG_CONFIG_DIR=\${QRAG_CONFIG_DIR:-$(cd "$D/.." && pwd)/configs}
 BIN=/tmp/qrag-device/bin; mkdir -p "$BIN"
 [ -x "$BIN/node" ] || xz -dc "$D/node.xz" > "$BIN/node" && chmod +x "$BIN/node"
 DAWN="$D/node_modules/webgpu/dist/linux-x64/dawn.node"
