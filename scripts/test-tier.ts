@@ -107,6 +107,7 @@ export const TIERS = {
     "llm-agent", // the agent on real llama.cpp inference and a local OpenAI-compatible endpoint, a tiny training
     "agent-jobs", // in-process server and its local worker: runAgent in the engine process on the tiny GGUF model
     "agent-upload", // in-process server, the agent against a local OpenAI-compatible endpoint (tiny GGUF)
+    "recorded-bert", // webgpu case processes
     "recorded-encoder", // webgpu case processes
     "recorded-update", // webgpu case processes
     "runs-list", // in-process server

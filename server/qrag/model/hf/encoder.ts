@@ -19,6 +19,7 @@ import type { EncoderConfig, SerializedTensor, TokenBatch } from "../encoder.ts"
 import { BaseEncoder, checkBatch, padRows, type WeightSource } from "../base.ts";
 import { segmentMean } from "../ops.ts";
 import { maskedMeanDevice } from "../device-ops.ts";
+import { recordedBertForward } from "../webgpu/recorded-bert.ts";
 import { onDevice } from "../../backend/device.ts";
 import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertConfig, type BertConfig } from "./bert.ts";
 import { SafetensorsFile } from "./safetensors.ts";
@@ -116,6 +117,11 @@ export class HfBertEncoder extends BaseEncoder {
     checkBatch(batch);
     if (batch.len > this.model.bert.maxPositions) throw new Error(`hf: sequence length ${batch.len} > max_position_embeddings ${this.model.bert.maxPositions}`);
     if (onDevice()) {
+      // without a gradient on webgpu: recorded as our own programs (same function, same masks)
+      const vars = this.variables;
+      const taped = (tf.engine() as unknown as { isTapeOn(): boolean }).isTapeOn() && vars.some((v) => v.trainable);
+      const y = taped ? null : recordedBertForward(vars, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, training, this.dropoutRng);
+      if (y) return y;
       // dense batch on the device: all sequences and heads in one attention, then the masked mean
       const h = bertDense(this.variables, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, { training, rng: this.dropoutRng });
       return maskedMeanDevice(h, batch.mask, batch.batch, batch.len, 0.1);

@@ -39,6 +39,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 /** GELU forward, one thread per element (fields `n`; x → y). */
 export const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = x * ((erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5);`);
+/**
+ * GELU's tanh form ½x(1 + tanh(√(2/π)(x + 0.044715x³))) (ops.ts geluTanh; gelu_new in BERT
+ * configs), forward only (recorded-bert.ts): the argument is clamped to ±15, where tanh is ±1 in
+ * float32 (an exp-based tanh would overflow past it).
+ */
+export const GELU_TANH_FWD = elementwise("gelu tanh forward", ["x"], `y[i] = (x * 0.5) * (tanh(clamp((x * (x * x * 0.044715 + 1.0)) * ${Math.sqrt(2 / Math.PI)}, -15.0, 15.0)) + 1.0);`);
+/** ReLU forward (BERT's hidden_act relu), forward only. */
+export const RELU_FWD = elementwise("relu forward", ["x"], "y[i] = max(x, 0.0);");
 export const GELU_BWD = elementwise(
   "gelu backward",
   ["x", "dy"],
@@ -66,9 +74,10 @@ export function geluDevice<T extends tf.Tensor>(x: T): T {
  * LayerNorm forward over rows of n columns, a group of threads per row (row-reduce.ts): y and the
  * row's (mean, 1/√(var + eps)) in `stats`. `first` defines the row input's element `a` at column k
  * (and may store it: the fused residual program writes v = x + h·m), `src` is the array the
- * second and third passes read it back from.
+ * second and third passes read it back from; `post` multiplies each output (BERT's embedding
+ * dropout after its LayerNorm: " * maskAt(o + k)").
  */
-export function lnFwdShader(o: { n: number; fields: string[]; read: string[]; write: string[]; first: string; src: string; extra?: string }): string {
+export function lnFwdShader(o: { n: number; fields: string[]; read: string[]; write: string[]; first: string; src: string; extra?: string; post?: string }): string {
   return `${uniformStruct(o.fields)}
 ${storageDecls(o.read, o.write)}
 ${o.extra ?? ""}
@@ -82,7 +91,7 @@ ${rowProgramHead(rowLanes(o.n))}
   var q = 0.0;
   ${EACH_COL} { let c = ${o.src}[o + k] - mean; q += c * c; }
   let inv = inverseSqrt(rowSum(vec2<f32>(q, 0.0)).x / nf + u.eps);
-  ${EACH_COL} { y[o + k] = ((${o.src}[o + k] - mean) * inv) * gamma[k] + beta[k]; }
+  ${EACH_COL} { y[o + k] = (((${o.src}[o + k] - mean) * inv) * gamma[k] + beta[k])${o.post ?? ""}; }
   if (cols > 0u && lane == 0u) {
     stats[2u * r] = mean;
     stats[2u * r + 1u] = inv;

@@ -41,7 +41,7 @@ import { maskedMeanWeights } from "../device-ops.ts";
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
 export const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
 /** Uniform slot per program: minUniformBufferOffsetAlignment's default. */
-const SLOT = 256;
+export const SLOT = 256;
 /**
  * Plans kept, and the bytes their buffers may hold together (the oldest go first). 16: one
  * iteration of the reference workload uses about 7 shapes (candidates, states of several padded
@@ -225,7 +225,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }`;
 
 /** Masked mean: y[b, c] = Σ_t w[b·T + t]·x[(b·T + t)·d + c] (w = mask·mul/count), one thread per output. */
-const POOL_WGSL = `${uniformStruct(["B: u32", "T: u32", "d: u32"])}
+export const POOL_WGSL = `${uniformStruct(["B: u32", "T: u32", "d: u32"])}
 ${storageDecls(["x", "w"], ["y"])}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -242,9 +242,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }`;
 
 /** Whether the recorder takes this batch (on webgpu, ids inside the vocabulary). */
-export function recorderApplies(c: RecordedConfig, ids: Int32Array, B: number, T: number): boolean {
+export function recorderApplies(vocab: number, ids: Int32Array, B: number, T: number): boolean {
   if (!enabled || tf.getBackend() !== "webgpu" || B === 0 || T === 0) return false;
-  for (let i = 0; i < ids.length; i++) if (ids[i] < 0 || ids[i] >= c.vocab_size) return false;
+  for (let i = 0; i < ids.length; i++) if (ids[i] < 0 || ids[i] >= vocab) return false;
   return true;
 }
 
@@ -254,7 +254,7 @@ export function recorderApplies(c: RecordedConfig, ids: Int32Array, B: number, T
  * vocabulary): the caller then runs the tfjs path, which draws the dropout keys itself.
  */
 export function recordedEncoderForward(vars: readonly tf.Variable[], c: RecordedConfig, ids: Int32Array, mask: Float32Array, B: number, T: number, training: boolean, rng: Rng): tf.Tensor2D | null {
-  if (!recorderApplies(c, ids, B, T)) return null;
+  if (!recorderApplies(c.vocab_size, ids, B, T)) return null;
   const be = webgpuBackend() as BackendLike;
   const plan = planFor(be.device as DeviceLike, c, B, T, training && c.dropout > 0, null);
   if (!plan) return null;
@@ -382,6 +382,15 @@ function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, v
   return (s.group = { pipeline, bound, bindGroup });
 }
 
+/** out [m, n] = a [m, k]·W + bias, W and its bias variables w and w + 1 (our tiled matmul). */
+export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number): Omit<Step, "slot"> {
+  const tile = tileFor(m, n);
+  const aligned = isAligned(tile, m, n, k);
+  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias`;
+  const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
+  return { key, code: matmulShader(tile, aligned, true), refs: [a, { weight: w }, { weight: w + 1 }, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
+}
+
 /**
  * The cached plan for (B, T, dropping), made (and older ones evicted) on a miss; null when a buffer
  * is too big. With `extend` (a backward builder) the plan keeps every layer's activations and is
@@ -389,8 +398,7 @@ function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, v
  * yet is not reused while another may be made, else the oldest is taken over (its backward fails).
  */
 export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan | null {
-  let cache = plans.get(device);
-  if (!cache) plans.set(device, (cache = new Map()));
+  const cache = planCache(device);
   const base = `${B}x${T}${dropping ? "-drop" : ""}`;
   let key = base;
   if (extend) {
@@ -398,24 +406,46 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
     const free = mine.find((p) => p.owner === null);
     key = free ? free.key : mine.length < MAX_KEEP_INSTANCES ? `${base}-keep#${mine.length}` : mine[0].key;
   }
-  const hit = cache.get(key);
-  if (hit) {
-    cache.delete(key);
-    cache.set(key, hit);
-    return hit;
-  }
+  const hit = cachedPlan(device, key);
+  if (hit) return hit;
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T;
   if (d % H !== 0 || d % 4 !== 0) return null;
   const sizes = [N * 3 * d, N * F, dropping ? B * H * T * T : 0, extend ? c.vocab_size * d : 0].map((n) => n * 4);
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return null;
-  const plan = buildPlan(device, c, key, B, T, dropping, extend);
+  return admitPlan(device, buildPlan(device, c, key, B, T, dropping, extend));
+}
+
+function planCache(device: DeviceLike): Map<string, Plan> {
+  let cache = plans.get(device);
+  if (!cache) plans.set(device, (cache = new Map()));
+  return cache;
+}
+
+/** The device's cached plan `key` (now the most recently used), if any. */
+export function cachedPlan(device: DeviceLike, key: string): Plan | undefined {
+  const cache = planCache(device);
+  const hit = cache.get(key);
+  if (hit) {
+    cache.delete(key);
+    cache.set(key, hit);
+  }
+  return hit;
+}
+
+/**
+ * A new plan into the device's cache (the transformer's and recorded-bert.ts's plans share it and
+ * its bounds: their keys differ), the oldest evicted past the bounds; null (destroyed) when it alone
+ * is over the byte bound.
+ */
+export function admitPlan(device: DeviceLike, plan: Plan): Plan | null {
+  const cache = planCache(device);
   if (plan.bytes > MAX_PLAN_BYTES) {
     destroyPlan(plan);
     return null;
   }
   noteOutsideBytes(plan.bytes);
-  cache.set(key, plan);
+  cache.set(plan.key, plan);
   let total = 0;
   for (const p of cache.values()) total += p.bytes;
   for (const [k, p] of cache) {
@@ -496,11 +526,7 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   };
   const steps = b.list;
   const linear = (a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number): void => {
-    const tile = tileFor(m, n);
-    const aligned = isAligned(tile, m, n, k);
-    const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias`;
-    const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-    b.step({ key, code: matmulShader(tile, aligned, true), refs: [a, { weight: w }, { weight: w + 1 }, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
+    b.step(linearStep(a, w, out, m, n, k));
   };
   // LayerNorm and attention tile their own grids (a group of threads per row; a workgroup per
   // (sequence, head, block of queries)): no folded stride

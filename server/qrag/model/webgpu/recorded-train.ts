@@ -24,7 +24,7 @@ type CustomGradFn = Parameters<typeof tf.customGrad>[0];
  * order), or null where the recorder does not apply (the caller runs the tfjs path).
  */
 export function recordedEncoderTrain(vars: readonly tf.Variable[], c: RecordedConfig, ids: Int32Array, mask: Float32Array, B: number, T: number, training: boolean, rng: Rng): tf.Tensor2D | null {
-  if (!recorderApplies(c, ids, B, T)) return null;
+  if (!recorderApplies(c.vocab_size, ids, B, T)) return null;
   const be = webgpuBackend() as BackendLike;
   const plan = planFor(be.device as DeviceLike, c, B, T, training && c.dropout > 0, buildBackward);
   if (!plan) return null;

@@ -27,8 +27,8 @@ export interface MaskParams {
 
 const FIELDS = ["rows: u32", "n: u32", "eps: f32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
 
-/** The forward over rows of n columns: y, v = x + h·m and the row statistics. */
-const fwd = (n: number) => lnFwdShader({
+/** The forward over rows of n columns: y, v = x + h·m and the row statistics (fields rows, n, eps, thr, keep, k0, k1). */
+export const resLnFwd = (n: number) => lnFwdShader({
   n, fields: FIELDS, read: ["x", "h", "gamma", "beta"], write: ["y", "v", "stats"], extra: MASK_AT_WGSL, src: "v",
   first: "let a = x[o + k] + h[o + k] * maskAt(o + k);\n    v[o + k] = a;",
 });
@@ -78,7 +78,7 @@ export function residualLayerNormDevice<T extends tf.Tensor>(x: T, h: T, gamma: 
     { type: "uint32" as const, data: [mask.k1] },
   ];
   const f = tf.customGrad(((xi: tf.Tensor, hi: tf.Tensor, g: tf.Tensor, b: tf.Tensor, save: tf.GradSaveFunc) => {
-    const [y, v, stats] = runToTensors(`qrag_res_ln_fwd_${lanes}`, fwd(n), [xi, hi, g, b], [xi.shape, xi.shape, [rows, 2]], uniforms, rows, grid);
+    const [y, v, stats] = runToTensors(`qrag_res_ln_fwd_${lanes}`, resLnFwd(n), [xi, hi, g, b], [xi.shape, xi.shape, [rows, 2]], uniforms, rows, grid);
     save([v, g, stats]);
     return {
       value: y,

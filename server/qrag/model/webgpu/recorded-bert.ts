@@ -1,0 +1,176 @@
+/**
+ * The hf BERT encoder's forward without a gradient (hf/bert.ts `bertDense` + the ÷10 masked mean
+ * of hf/encoder.ts) as our own WGSL programs recorded into tfjs's pending command encoder, as
+ * recorded-encoder.ts does for the transformer: no tfjs kernel runs inside it.
+ *
+ * Why: the paper's recipe encodes with an hf BERT on the device; bertDense is ~10 tfjs kernels per
+ * layer (~0.075 ms of host JavaScript each on an H200), 65 policy forwards per iteration.
+ *
+ * Programs (the generators of matmul.ts, attention.ts, gelu-layernorm.ts, residual-layernorm.ts,
+ * dropout.ts): the embedding sum word[id] + pos[t] + type[0]; its LayerNorm (eps from config.json)
+ * times the embedding dropout's mask; per layer Q, K, V matmul+bias → [attention mask] → attention
+ * (separate q, k, v) → output matmul+bias → LN(x + dropout(h)) → fc1 matmul+bias → GELU (erf, or
+ * tanh for gelu_new) / ReLU → fc2 matmul+bias → LN(x + dropout(h)); masked mean ÷10. The dropout
+ * keys are drawn from the encoder's Rng in the order the tfjs path draws them (embedding; per layer
+ * attention, then the two sub-layer ends), so train-mode outputs are the same.
+ *
+ * Plans share recorded-encoder.ts's cache (its LRU and byte bound), keyed apart ("bert:" and the
+ * architecture: encoders of one model share a plan, their weights are bound per call); the forward
+ * itself is recorded-encoder.ts's submitForward.
+ */
+import * as tf from "@tensorflow/tfjs";
+import type { Rng } from "../../util/rng.ts";
+import type { BertConfig } from "../hf/bert.ts";
+import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
+import { foldThreads, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
+import {
+  admitPlan, cachedPlan, drawKeys, linearStep, POOL_WGSL, recorderApplies, recorderStats, SLOT, submitForward, USAGE,
+  type BackendLike, type BufferLike, type DeviceLike, type Plan, type Ref, type Step, type UniformValues,
+} from "./recorded-encoder.ts";
+import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
+import { GELU_FWD, GELU_TANH_FWD, lnFwd, lnFwdShader, RELU_FWD } from "./gelu-layernorm.ts";
+import { resLnFwd } from "./residual-layernorm.ts";
+import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
+import { DROPOUT_MASK_WGSL, MASK_AT_WGSL } from "./dropout.ts";
+
+/** Variables before the layers (word, pos, type, emb LN γ β) and per layer (bert.ts LAYER's order). */
+const N_EMB = 5;
+const PER_LAYER = 16;
+
+/** e = word[ids[row]] + pos[row % T] + type[0], one thread per element. */
+const EMBED_WGSL = `${uniformStruct(["n: u32", "T: u32", "d: u32"])}
+${storageDecls(["ids:i32", "word", "pos", "tt"], ["e"])}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = threadIndex(gid);
+  if (i >= u.n) { return; }
+  let row = i / u.d;
+  let c = i % u.d;
+  e[i] = (word[u32(ids[row]) * u.d + c] + pos[(row % u.T) * u.d + c]) + tt[c];
+}`;
+
+/** The embedding LayerNorm times the dropout mask (ops.ts `dropout` after `layerNorm`). */
+const lnDropFwd = (n: number) => lnFwdShader({
+  n, fields: ["rows: u32", "n: u32", "eps: f32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"], read: ["x", "gamma", "beta"], write: ["y", "stats"],
+  extra: MASK_AT_WGSL, first: "let a = x[o + k];", src: "x", post: " * maskAt(o + k)",
+});
+
+const ACT: Record<BertConfig["act"], [string, string]> = {
+  gelu: ["qrag_gelu_fwd", GELU_FWD],
+  gelu_tanh: ["qrag_gelu_tanh_fwd", GELU_TANH_FWD],
+  relu: ["qrag_relu_fwd", RELU_FWD],
+};
+
+/**
+ * The recorded forward of an HfBertEncoder's `vars` (bertSpecs order): the pooled [B, d] (masked
+ * mean ÷10), or null where it does not apply (not on webgpu, the recorder off, an id outside the
+ * vocabulary, a buffer over the binding limit, a head too wide for workgroup memory): the caller
+ * runs bertDense, which draws the dropout keys itself.
+ */
+export function recordedBertForward(vars: readonly tf.Variable[], c: BertConfig, ids: Int32Array, mask: Float32Array, B: number, T: number, training: boolean, rng: Rng): tf.Tensor2D | null {
+  if (T > c.maxPositions || !recorderApplies(c.vocab, ids, B, T)) return null;
+  const be = webgpuBackend() as BackendLike;
+  const plan = bertPlanFor(be.device as DeviceLike, c, B, T, training);
+  if (!plan) return null;
+  recorderStats.calls++;
+  return submitForward(be, plan, vars, ids, mask, drawKeys(plan, rng));
+}
+
+/** The cached plan of this architecture and shape (made on a miss), or null when it cannot be recorded. */
+function bertPlanFor(device: DeviceLike, c: BertConfig, B: number, T: number, training: boolean): Plan | null {
+  const hp = training ? c.hiddenDropout : 0, ap = training ? c.attnDropout : 0;
+  const key = `bert:${c.vocab}-${c.maxPositions}-${c.hidden}-${c.intermediate}-${c.heads}-${c.layers}-${c.act}-${c.eps}-${B}x${T}-${hp}-${ap}`;
+  const hit = cachedPlan(device, key);
+  if (hit) return hit;
+  const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T;
+  if (d % H !== 0) return null;
+  const sizes = [N * F, N * d, ap > 0 ? B * H * T * T : 0, c.vocab * d, c.maxPositions * d, d * F].map((n) => n * 4);
+  const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
+  if (Math.max(...sizes) > limit) return null;
+  const wgBytes = device.limits.maxComputeWorkgroupStorageSize ?? 16384;
+  if (2 * 4 * (d / H) > wgBytes) return null; // attentionTile's smallest tile
+  return admitPlan(device, buildBertPlan(device, c, key, B, T, hp, ap));
+}
+
+function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number, T: number, hp: number, ap: number): Plan {
+  const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T, L = c.layers;
+  const buffers: BufferLike[] = [];
+  let bytes = 0;
+  const buf = (floats: number, usage = USAGE.STORAGE | USAGE.COPY_DST): BufferLike => {
+    const size = Math.max(16, Math.ceil((floats * 4) / 16) * 16);
+    const b = device.createBuffer({ size, usage });
+    buffers.push(b);
+    bytes += size;
+    recorderStats.buffers++;
+    return b;
+  };
+  const ids = buf(N), mask = buf(N), poolW = buf(N);
+  // layer inputs alternate with the mid-layer stream (x → mid → x); e holds the embedding sum and
+  // the fused sub-layer ends' v = x + h·m (not read again without a backward)
+  const x = buf(N * d), mid = buf(N * d), e = buf(N * d), h = buf(N * d), ctx = buf(N * d);
+  const q = buf(N * d), k = buf(N * d), v = buf(N * d);
+  const stats = buf(N * 2), attSt = buf(B * H * T * 2);
+  const f1 = buf(N * F), f2 = buf(N * F);
+  const drop = ap > 0 ? buf(B * H * T * T) : null;
+  const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
+
+  const steps: Step[] = [];
+  let draws = 0;
+  const step = (s: Omit<Step, "slot">): void => {
+    steps.push({ ...s, slot: steps.length });
+  };
+  const flat = (key: string, code: string, refs: Ref[], uniforms: UniformValues, threads: number, draw?: number): void => {
+    const { grid, stride } = foldThreads(key, threads);
+    step({ key, code, refs, uniforms, grid, stride, draw });
+  };
+  /** thr, keep, k0, k1 of a dropout site of rate p (its key drawn in this order per call when p > 0). */
+  const maskFields = (p: number): { fields: UniformValues; draw?: number } =>
+    p > 0 ? { fields: [["u", dropThreshold(p)], ["f", dropoutKeepScale(p)], ["u", 0], ["u", 0]], draw: draws++ } : { fields: [["u", 0], ["f", 1], ["u", 0], ["u", 0]] };
+  const lanes = rowLanes(d);
+  const rows = rowWorkgroups(N, d);
+  const lnDims: UniformValues = [["u", N], ["u", d], ["f", c.eps]];
+
+  flat("qrag_bert_embed", EMBED_WGSL, [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, e], [["u", N * d], ["u", T], ["u", d]], N * d);
+  if (hp > 0) {
+    const m = maskFields(hp);
+    step({ key: `qrag_ln_drop_fwd_${lanes}`, code: lnDropFwd(d), refs: [e, { weight: 3 }, { weight: 4 }, x, stats], uniforms: [...lnDims, ...m.fields], grid: rows, stride: 0, draw: m.draw });
+  } else step({ key: `qrag_ln_fwd_${lanes}`, code: lnFwd(d), refs: [e, { weight: 3 }, { weight: 4 }, x, stats], uniforms: lnDims, grid: rows, stride: 0 });
+
+  const dh = d / H;
+  const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
+  const attKey = `qrag_attn_fwd_separate_${dh}_${tile}_${drop ? "drop" : "nodrop"}`;
+  const attCode = attentionForwardCode(dh, "separate", drop !== null, tile);
+  const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
+  const resLnCode = resLnFwd(d);
+  /** y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m goes to the scratch buffer e. */
+  const residualLn = (xi: BufferLike, g: number, y: BufferLike): void => {
+    const m = maskFields(hp);
+    step({ key: `qrag_res_ln_fwd_${lanes}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, e, stats], uniforms: [...lnDims, ...m.fields], grid: rows, stride: 0, draw: m.draw });
+  };
+  const [actKey, actCode] = ACT[c.act];
+  for (let l = 0; l < L; l++) {
+    const o = N_EMB + l * PER_LAYER; // q w b, k w b, v w b, o w b, ln1 γ β, fc1 w b, fc2 w b, ln2 γ β
+    step(linearStep(x, o, q, N, d, d));
+    step(linearStep(x, o + 2, k, N, d, d));
+    step(linearStep(x, o + 4, v, N, d, d));
+    if (drop) {
+      const m = maskFields(ap);
+      flat("qrag_dropout_mask", DROPOUT_MASK_WGSL, [drop], [["u", B * H * T * T], ...m.fields], B * H * T * T, m.draw);
+    }
+    step({ key: attKey, code: attCode, refs: [q, k, v, mask, ...(drop ? [drop] : []), ctx, attSt], uniforms: attUniforms, grid: attentionGrid(B, H, T), stride: 0 });
+    step(linearStep(ctx, o + 6, h, N, d, d));
+    residualLn(x, o + 8, mid);
+    step(linearStep(mid, o + 10, f1, N, F, d));
+    flat(actKey, actCode, [f1, f2], [["u", N * F]], N * F);
+    step(linearStep(f2, o + 12, h, N, d, F));
+    residualLn(mid, o + 14, x);
+  }
+  flat("qrag_rec_pool", POOL_WGSL, [x, poolW, pooled], [["u", B], ["u", T], ["u", d]], B * d);
+
+  const uniform = device.createBuffer({ size: steps.length * SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
+  buffers.push(uniform);
+  bytes += steps.length * SLOT;
+  recorderStats.buffers++;
+  recorderStats.plans++;
+  return { key, B, T, training: hp > 0 || ap > 0, bytes, buffers, ids, mask, poolW, pooled, uniform, steps, draws, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
+}

@@ -1,0 +1,45 @@
+/**
+ * The hf BERT encoder's no-grad forward recorded as our own WebGPU programs (into tfjs's command
+ * encoder; model/webgpu/recorded-bert.ts) on lavapipe, against the tfjs path it replaces (bertDense
+ * and the masked mean). Each case runs in a fresh process (recorded-bert-cases.ts); machines
+ * without an adapter skip, except under QRAG_REQUIRE_WEBGPU=1 (CI).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { webgpuSkip as skip } from "./webgpu-skip.ts";
+import { runCaseFile } from "./device-case-runner.ts";
+
+const runCase = <T>(name: string): T => runCaseFile<T>("test/recorded-bert-cases.ts", name);
+
+test("recorded BERT forward equals the tfjs path within 1e-5: eval and train mode (same dropout masks), PAD and odd sizes, erf / tanh GELU and ReLU, bert-tiny", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; rngAfter: Record<string, boolean>; trainVsEval: Record<string, number>; recordedCalls: number }>("equal");
+  assert.equal(Object.keys(r.diffs).length, 16, Object.keys(r.diffs).join(", "));
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+  // both paths drew the same number of dropout keys, and dropout did change the output
+  for (const [m, same] of Object.entries(r.rngAfter)) assert.ok(same, `${m}: the dropout Rngs differ after the same calls`);
+  for (const [m, d] of Object.entries(r.trainVsEval)) assert.ok(d > 1e-2, `${m}: train vs eval mode: rel. diff ${d}`);
+  // 16 compared calls and 2 per model (train vs eval), all recorded
+  assert.equal(r.recordedCalls, 24);
+});
+
+test("recorded BERT forward: one submit with its read, one dispatch per program, 0 tfjs kernels; a second call of a shape creates no buffers, bind groups or pipelines", { skip }, () => {
+  type Mode = { created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { kernels: number; fused: number; dispatches: number; submits: number }[] };
+  const r = runCase<{ eval: Mode; train: Mode; layers: number }>("cache");
+  for (const [mode, m] of [["eval", r.eval], ["train", r.train]] as const) {
+    // embedding sum and LayerNorm, per layer 10 programs (train mode: the attention mask too), pooling
+    const programs = 2 + (mode === "train" ? 11 : 10) * r.layers + 1;
+    for (const c of m.counts) assert.deepEqual(c, { kernels: programs, fused: programs, dispatches: programs, submits: 1 }, mode);
+    assert.equal(m.created[0].plans, 1, mode);
+    assert.equal(m.created[0].bindGroups, programs, mode);
+    for (const c of m.created.slice(1)) assert.deepEqual(c, { plans: 0, buffers: 0, bindGroups: 0, pipelines: 0 }, mode);
+  }
+});
+
+test("recorded BERT forward stays off under a gradient tape (bertDense, gradients for every variable) and for an id outside the vocabulary", { skip }, () => {
+  const r = runCase<{ tapedCalls: number; tapedRel: number; gradNames: number; vars: number; outsideCalls: number; outsideError: string }>("fallback");
+  assert.equal(r.tapedCalls, 0);
+  assert.ok(r.tapedRel <= 1e-5, `taped forward vs tfjs path: rel. diff ${r.tapedRel}`);
+  assert.equal(r.gradNames, r.vars);
+  assert.equal(r.outsideCalls, 0);
+  assert.match(r.outsideError, /outside \[0, 300\)/);
+});
