@@ -13,7 +13,8 @@ import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/b
 import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
 import { writeRandomBert } from "../server/qrag/model/hf/random-bert.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
-import { batchOf } from "./recorded-batches.ts";
+import { CONFIG, batchOf } from "./recorded-batches.ts";
+import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
@@ -68,7 +69,7 @@ function encoders(m: Model): [HfBertEncoder, HfBertEncoder] {
 }
 
 /** forward(batch, training) on `enc` with the recorder on or off, read back. */
-async function forward(enc: HfBertEncoder, batch: TokenBatch, training: boolean, recorded: boolean): Promise<Float32Array> {
+async function forward(enc: { forward(b: TokenBatch, training: boolean): tf.Tensor2D }, batch: TokenBatch, training: boolean, recorded: boolean): Promise<Float32Array> {
   return withRecorder(recorded, async () => {
     const y = tf.tidy(() => enc.forward(batch, training));
     const v = (await y.data()) as Float32Array;
@@ -165,7 +166,41 @@ async function fallbackCase() {
   return { tapedCalls, tapedRel: Math.abs(taped - wantSum) / Math.max(1e-6, Math.abs(wantSum)), gradNames, vars: enc.variables.length, outsideCalls: recorderStats.calls - calls1, outsideError };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase };
+/**
+ * After weights are assigned (as training does) the recorded forward binds the new buffers; and a
+ * transformer of the same batch shape, interleaved with it, keeps a plan of its own (the keys of
+ * the shared plan cache differ): each equals its tfjs path.
+ */
+async function sharedCase() {
+  await onBackend("webgpu");
+  const [rec, ref] = encoders(RANDOM);
+  const batch = batchOf(5, 16, 2, RANDOM.vocab);
+  const before = await forward(rec, batch, false, true);
+  const groups0 = recorderStats.bindGroups;
+  const rng = new Rng(12);
+  for (let i = 0; i < rec.variables.length; i++) {
+    const v = rec.variables[i];
+    const vals = Float32Array.from({ length: v.size }, () => rng.normal() * 0.3);
+    tf.tidy(() => [rec, ref].forEach((e) => e.variables[i].assign(tf.tensor(vals, v.shape))));
+  }
+  const plans0 = recorderStats.plans;
+  const tRec = new TransformerEncoder(CONFIG, new Rng(3));
+  const tRef = new TransformerEncoder(CONFIG, new Rng(3));
+  const tBatch = batchOf(5, 16, 3);
+  const diffs: Record<string, number> = {};
+  for (const training of [false, true]) {
+    const mode = training ? "train" : "eval";
+    const t = await forward(tRec, tBatch, training, true);
+    diffs[`bert ${mode}`] = relDiff(await forward(rec, batch, training, true), await forward(ref, batch, training, false));
+    diffs[`transformer ${mode}`] = relDiff(t, await forward(tRef, tBatch, training, false));
+    diffs[`transformer ${mode} again`] = relDiff(await forward(tRec, tBatch, training, true), await forward(tRef, tBatch, training, false));
+  }
+  const after = await forward(rec, batch, false, true);
+  throwIfDeviceError();
+  return { diffs, changed: relDiff(after, before), newBindGroups: recorderStats.bindGroups - groups0, plansMade: recorderStats.plans - plans0 };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

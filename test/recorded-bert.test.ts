@@ -43,3 +43,13 @@ test("recorded BERT forward stays off under a gradient tape (bertDense, gradient
   assert.equal(r.outsideCalls, 0);
   assert.match(r.outsideError, /outside \[0, 300\)/);
 });
+
+test("recorded BERT forward binds assigned weights, and a transformer of the same batch shape interleaved with it keeps its own plans: each equals its tfjs path", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; changed: number; newBindGroups: number; plansMade: number }>("shared");
+  assert.equal(Object.keys(r.diffs).length, 6);
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+  assert.ok(r.changed > 1e-2, `the output did not change with the weights (${r.changed})`);
+  assert.ok(r.newBindGroups > 0, "no bind group was made again");
+  // BERT's train-mode plan and the transformer's eval and train plans (BERT's eval plan was made before)
+  assert.equal(r.plansMade, 3);
+});
