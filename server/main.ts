@@ -229,7 +229,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     ? await startLocalWorker({
         url,
         dataDir,
-        entry: path.join(ROOT, "server", "worker", "main.ts"),
+        // main.ts beside the sources (run under tsx); main.mjs beside a bundle of this file (its own bundle, test/test-bundles.ts)
+        entry: path.join(ROOT, "server", "worker", `main${path.extname(fileURLToPath(import.meta.url))}`),
         cwd: ROOT,
         // One core stays with the dashboard (live charts), unless QRAG_WASM_THREADS says otherwise.
         env: { ...process.env, QRAG_DATA_DIR: dataDir, QRAG_DATA_ROOT: dataRoot, QRAG_WORKER_TOKEN: workerToken, QRAG_WASM_THREADS: e.engine.wasmThreads ?? String(wasmThreadsAuto(1)) },

@@ -85,12 +85,19 @@ export function workerBundle(): string {
 }
 
 /**
- * The dashboard server's entry (plain `node`, BUNDLE_ENV), for `--no-next --no-worker` only: its
- * local worker would be looked for beside it as sources, and Next's pages are not linked.
+ * The dashboard server's entry (plain `node`, BUNDLE_ENV), with or without Next and its local
+ * worker: the Next production build (.next/, public/, next.config.ts) is linked into the bundle's
+ * root, which the server serves pages from, and its local worker is the worker's bundle beside it
+ * (server/main.ts runs main.mjs there without tsx). Next itself stays a package in node_modules.
  */
 export function serverBundle(): string {
   const p = platformRoot();
-  return (p.server ??= bundle(p.root, "server/main.ts", PLATFORM_EXTERNAL));
+  if (!p.server) {
+    workerBundle();
+    for (const f of [".next", "public", "next.config.ts"]) if (fs.existsSync(path.join(ROOT, f))) link(path.join(ROOT, f), path.join(p.root, f));
+    p.server = bundle(p.root, "server/main.ts", PLATFORM_EXTERNAL);
+  }
+  return p.server;
 }
 
 const cases = new Map<string, string>();
