@@ -66,8 +66,10 @@ let platform: { root: string; server?: string; worker?: string } | undefined;
 const platformRoot = (): { root: string; server?: string; worker?: string } => {
   if (platform) return platform;
   const root = bundleRoot();
-  // the server migrates its database from <root>/prisma/<provider>/migrations
+  // the server migrates its database from <root>/prisma/<provider>/migrations; a bundled worker
+  // finds the presets in <root>/configs (a Slurm job's worker gets no QRAG_CONFIG_DIR)
   link(path.join(ROOT, "prisma"), path.join(root, "prisma"));
+  link(path.join(ROOT, "configs"), path.join(root, "configs"));
   return (platform = { root });
 };
 
