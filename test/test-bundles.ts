@@ -1,17 +1,18 @@
 /**
  * esbuild bundles of processes that tests start again and again: the trainer worker with its engine
- * process and the dashboard server (crash-points kills one per trial), and the webgpu case files
- * (a fresh process per case). Under tsx every start resolves and loads hundreds of modules through
+ * process and the dashboard server (crash-points kills one per trial; platform-e2e, scale-out and
+ * the Slurm executor's dashboards, whose local worker and Slurm jobs then run the worker's bundle
+ * beside it: server/worker-entry.ts), and the webgpu case files (a fresh process per case). Under tsx every start resolves and loads hundreds of modules through
  * its loader hooks, about 2.5 s of CPU before a server answers, a case runs its first line or an
  * engine trains; a bundle starts in about 1 s. What runs is the same code (esbuild is also what tsx
  * transpiles with); only module loading differs, which none of these tests is about.
  *
  * A bundle sits where its source sits relative to a temporary folder that links the repository's
  * node_modules (the packages left external, and files found by package: wasm binaries, word
- * vectors, the noise corpus), test/fixtures and prisma/, so paths computed from `import.meta.url`
- * (the engine process beside the worker, the migrations, the fixtures) hold. Presets come from the
- * repository (QRAG_CONFIG_DIR in `BUNDLE_ENV`): the engine's default config folder is computed from
- * its own location, which is not the repository.
+ * vectors, the noise corpus), test/fixtures, prisma/ and configs/, so paths computed from
+ * `import.meta.url` (the engine process beside the worker, the migrations, the fixtures, a bundled
+ * worker's presets) hold. The server bundle finds the presets through QRAG_CONFIG_DIR (`BUNDLE_ENV`):
+ * the engine's default config folder is computed from its own location, one folder too high there.
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
