@@ -16,9 +16,10 @@ import { errorMessage } from "./log.ts";
 
 export type EngineRequest =
   /**
-   * `stay`: after the reply, wait for a run's request instead of exiting. A one-run worker (a Slurm
-   * job) gets its run right after connecting; its run then starts in this process, with tfjs and
-   * the backend already loaded, instead of a second process loading them again.
+   * `stay`: after the reply, wait for a run's request instead of exiting: the worker's first run
+   * (a Slurm job's right after connecting) then starts in this process, with tfjs and the backend
+   * already loaded, instead of a second process loading them again. The worker disconnects an
+   * engine it no longer keeps, which ends it.
    */
   | { type: "probe"; stay?: boolean }
   /** `config` was validated by the worker (runner.ts) before the engine process was forked. */

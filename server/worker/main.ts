@@ -109,10 +109,11 @@ interface Identity {
 
 /**
  * The engine's settings for this process (run configs are checked here, runner.ts), the worker's
- * id, and the backend runs will get, probed in a forked engine process. A one-run worker keeps
- * that process for its run (`engine`): it is assigned its run right after connecting, so the
- * engine idles for seconds, and the run skips a second load of tfjs and its backend. A long-lived
- * worker may wait for hours, so its probe process exits (it would hold memory and, on webgpu, the GPU).
+ * id, and the backend runs will get, probed in a forked engine process. That process is kept for
+ * the first run (`engine`), which then skips a second load of tfjs and its backend: a one-run
+ * worker (a Slurm job's) is assigned its run right after connecting, and a worker (re)started while
+ * runs are queued gets one at once. One that waits longer than QRAG_WORKER_SPARE_ENGINE_MS lets it
+ * go (WorkerSession), since an idle engine holds memory and, on webgpu, the GPU.
  */
 async function startUp(cli: Cli, log: Logger): Promise<{ me: Identity; engine?: EngineProcess }> {
   // this process checks run configs with the engine (runner.ts): its settings, with this worker's data root
@@ -121,7 +122,7 @@ async function startUp(cli: Cli, log: Logger): Promise<{ me: Identity; engine?: 
   // the engine (and tfjs) runs in a forked process per run; probe there which backend runs get
   // (the forked processes read QRAG_BACKEND from the environment they inherit)
   if (cli.backend) process.env.QRAG_BACKEND = cli.backend;
-  const { backend, device, skipped, engine } = await probeBackend(log, { keep: cli.oneRun });
+  const { backend, device, skipped, engine } = await probeBackend(log, { keep: cli.oneRun || settings().worker.spareEngineMs > 0 });
   // the GPU route is worth one line when it was not taken (no adapter, no Vulkan loader, …)
   const webgpuWhy = skipped.find((s) => s.startsWith("webgpu:"));
   if (webgpuWhy) log("info", `webgpu not used: ${webgpuWhy.slice("webgpu:".length).trim()}`);
@@ -151,13 +152,23 @@ class WorkerSession {
   private rejoinTimer: NodeJS.Timeout | null = null;
   private exitCode = 0;
 
-  /** `engine`: the probe's engine process, kept for the first run (one-run workers, startUp). */
+  /** `engine`: the probe's engine process, kept for the first run (startUp); a long-lived worker lets it go after QRAG_WORKER_SPARE_ENGINE_MS. */
   constructor(
     private readonly cli: Cli,
     private readonly me: Identity,
     private readonly log: Logger,
     private engine?: EngineProcess,
   ) {
+    const spare = engine;
+    if (spare && !cli.oneRun) {
+      // disconnected, the idle engine exits at once (engine-process.ts); a run that took it keeps it
+      setTimeout(() => {
+        if (this.engine === spare) {
+          this.engine = undefined;
+          if (spare.child.connected) spare.child.disconnect();
+        }
+      }, settings().worker.spareEngineMs).unref();
+    }
     this.socket = io(`${cli.url}${WORKER_NAMESPACE}`, {
       auth: (cb) => cb(this.hello() as unknown as Record<string, unknown>),
       transports: ["websocket"],

@@ -145,8 +145,8 @@ const usable = (e: EngineProcess) => e.child.connected && e.child.exitCode === n
 
 /**
  * Picks the tfjs backend the runs will get (in an engine process) and reports it. `keep`: the
- * process stays, waiting for a run's request, and comes back as `engine` (a one-run worker hands it
- * to its run: one engine start per job instead of two); otherwise it exits after answering.
+ * process stays, waiting for a run's request, and comes back as `engine` (the worker hands it to
+ * its first run: one engine start instead of two); otherwise it exits after answering.
  */
 export async function probeBackend(log: Logger = silentLogger, o: { keep?: boolean } = {}): Promise<{ backend: string; device: string; skipped: string[]; engine?: EngineProcess }> {
   // quiet: Dawn prints its Vulkan diagnostics on stderr while it looks for an adapter; the reason
