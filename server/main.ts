@@ -32,6 +32,7 @@ import { createListCache, type ListCache } from "./runs/list-cache.ts";
 import { attachUi, type UiChannel, type UiNamespace } from "./realtime/ui.ts";
 import { attachWorkers, workerTokenRoom, type WorkersNamespace } from "./realtime/workers.ts";
 import { startLocalWorker } from "./local/local-worker.ts";
+import { WORKER_ENTRY, nodeFlagsFor } from "./worker-entry.ts";
 import { startExecutors } from "./executors/start.ts";
 import type { SlurmExecutor } from "./executors/slurm/executor.ts";
 import { createPlaygroundPool } from "./playground/pool.ts";
@@ -229,7 +230,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     ? await startLocalWorker({
         url,
         dataDir,
-        entry: path.join(ROOT, "server", "worker", "main.ts"),
+        entry: WORKER_ENTRY,
+        nodeFlags: nodeFlagsFor(WORKER_ENTRY),
         cwd: ROOT,
         // One core stays with the dashboard (live charts), unless QRAG_WASM_THREADS says otherwise.
         env: { ...process.env, QRAG_DATA_DIR: dataDir, QRAG_DATA_ROOT: dataRoot, QRAG_WORKER_TOKEN: workerToken, QRAG_WASM_THREADS: e.engine.wasmThreads ?? String(wasmThreadsAuto(1)) },

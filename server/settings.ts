@@ -31,6 +31,8 @@
  *   QRAG_WASM_THREADS            wasm threads, 1…8 or auto (one per core)
  *   QRAG_SOCKET_ADAPTER          "none" keeps socket.io to this process (default: the PostgreSQL adapter on PostgreSQL)
  *   QRAG_WORKER_ONE_RUN          "1": the worker exits after its first run (a Slurm job's worker)
+ *   QRAG_WORKER_SPARE_ENGINE_MS  how long a worker keeps the engine process that probed its backend
+ *                                for its first run (60 s; 0: not at all; a one-run worker keeps it)
  *   QRAG_EXECUTOR                "slurm": runs of the "slurm" queue become sbatch jobs (default: connected workers only)
  *   QRAG_SLURM_PARTITION         the slurm queue's partition (required with QRAG_EXECUTOR=slurm)
  *   QRAG_SLURM_CPUS, QRAG_SLURM_MEM_MB, QRAG_SLURM_TIME_LIMIT_MIN, QRAG_SLURM_GPUS, QRAG_SLURM_GPU_TYPE,
@@ -80,6 +82,7 @@ const schema = z
     // SIGTERM must end a worker within 5 s (service managers then SIGKILL): the wait for the last
     // acknowledgements stays below that
     QRAG_WORKER_SHUTDOWN_MS: z.coerce.number().int().min(100).max(4_500).default(4_000),
+    QRAG_WORKER_SPARE_ENGINE_MS: z.coerce.number().int().min(0).max(600_000).default(60_000),
     QRAG_ALLOWED_ORIGINS: optionalText.pipe(
       z
         .string()
@@ -150,6 +153,7 @@ const schema = z
         name: e.QRAG_WORKER_NAME ?? os.hostname(),
         dataDir: path.resolve(e.QRAG_WORKER_DATA_DIR ?? dataDir),
         shutdownMs: e.QRAG_WORKER_SHUTDOWN_MS,
+        spareEngineMs: e.QRAG_WORKER_SPARE_ENGINE_MS,
         oneRun: e.QRAG_WORKER_ONE_RUN === "1",
       },
       /** socket.io across dashboard nodes: "none", or undefined for the PostgreSQL adapter on PostgreSQL. */

@@ -62,9 +62,8 @@ export interface Env {
   url: string;
 }
 
-/** `bundle`: test-bundles.ts serverBundle() (the same code, quicker to start; without Next and the local worker). */
+/** `bundle`: test-bundles.ts serverBundle() (the same code, quicker to start; its local worker a bundle too). */
 export function startServer(env: Env, opts: { worker: boolean; next?: boolean; env?: Record<string, string>; bundle?: string }): Proc {
-  assert.ok(!opts.bundle || (!opts.worker && opts.next === false), "a bundled server runs without its local worker and Next");
   const entry = opts.bundle ? [opts.bundle] : ["--import", "tsx", path.join(ROOT, "server/main.ts")];
   const args = [...entry, ...(opts.worker ? [] : ["--no-worker"]), ...(opts.next === false ? ["--no-next"] : [])];
   const child = spawn(process.execPath, args, {

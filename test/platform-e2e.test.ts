@@ -2,7 +2,7 @@
  * End to end, with real parts only: the real dashboard server (server/main.ts, Next production
  * build + socket.io on one port) on a temporary database, real trainer workers
  * (server/worker/main.ts) running the engine's `tiny` preset for a bounded number of steps, a
- * socket.io client on /ui standing in for the browser, and REST through Next's route handlers.
+ * socket.io client on /ui standing in for the browser, and REST through the server's API router (server/api/router.ts).
  *
  * On SQLite and on PostgreSQL (a throwaway server; skipped with a message when PostgreSQL is not
  * installed, a failure when CI=true):
@@ -16,10 +16,12 @@
  *   5. bad payloads get 400 naming the fields and write nothing; unknown ids 404.
  *
  * Each test starts its own server (and workers) on its own fresh database and data folder, and
- * stops them afterwards, so any test can run alone or in any order. The workers a test starts
- * itself run as a bundle of the same sources (test/test-bundles.ts: each start of a worker, its
- * backend probe and its engine costs ~2.5 s of CPU less than under tsx); the local worker of
- * scenarios 1 and 5 is the server's own, on the sources.
+ * stops them afterwards, so any test can run alone or in any order. The server and the workers run
+ * as bundles of the same sources (test/test-bundles.ts: each start of a server, a worker, its
+ * backend probe and its engine costs ~2 s of CPU less than under tsx), the server with Next's
+ * production build linked beside it; the local worker of scenarios 1 and 5 is the server's own
+ * (the worker's bundle beside the server's). The servers of the other tests (browser-*,
+ * worker-identity, the Slurm dashboards) run on the sources under tsx.
  *
  * Needs the Next production build in .next/: `npm test` builds it (`npm run build:test`, i.e.
  * `next build`) before the unit tests run, and this file relies on that build rather than
@@ -34,7 +36,7 @@ import { io } from "socket.io-client";
 import type { RunDetailDto, RunListDto, WorkerDto } from "../lib/contracts/index.ts";
 import { GiveUp, ROOT, freePort, sqliteUrl, startPostgres, tmpDir, uniqueDbName, waitFor } from "./platform-helpers.ts";
 import { UiStream, api, assertIncreasing, close, getRun, metricsOf, ptKey, startServer, startWorker, storedPoints, waitHealthy, waitStatus, type Env, type Proc, type Pt } from "./e2e-helpers.ts";
-import { workerBundle } from "./test-bundles.ts";
+import { serverBundle, workerBundle } from "./test-bundles.ts";
 
 /** Optimizer steps of the default-mode run; the crash, cancel and resume runs get LONG_STEPS so
  * that there is time to act while they train. */
@@ -93,7 +95,7 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
     };
     /** A server without a local worker, plus the named workers, all up and healthy. */
     const serverWithWorkers = async (env: Env, ...names: string[]): Promise<{ server: Proc; workers: Proc[] }> => {
-      const server = started(startServer(env, { worker: false }));
+      const server = started(startServer(env, { worker: false, bundle: serverBundle() }));
       await waitHealthy(env, server);
       const workers = names.map((n) => started(startWorker(env, n, workerBundle())));
       await waitFor(`workers ${names.join(", ")} online`, async () => {
@@ -111,7 +113,7 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
 
     test("default mode: local worker, queued → running → completed, ordered stream", async () => {
       const env = await newEnv();
-      const server = started(startServer(env, { worker: true }));
+      const server = started(startServer(env, { worker: true, bundle: serverBundle() }));
       await waitHealthy(env, server);
       const workers = await waitFor("the local worker", async () => {
         const ws = (await api<WorkerDto[]>(env, "GET", "/api/workers")).body;
@@ -119,6 +121,11 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
       }, 60_000);
       const local = workers.find((w) => w.name === "local")!;
       assert.ok(local.backend && local.device, "the worker reports its backend and device");
+      // Next serves the pages on the same port (its production build, from the server's folder)
+      const page = await fetch(`${env.url}/`);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get("content-type") ?? "", /^text\/html/);
+      assert.match(await page.text(), /^<!DOCTYPE html>/);
 
       const ui = new UiStream(env);
       const run = await createTinyRun(env, "e2e-default", STEPS);
@@ -198,7 +205,7 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
       assert.deepEqual(ui.violations, []);
       ui.close();
 
-      server = started(startServer(env, { worker: false }));
+      server = started(startServer(env, { worker: false, bundle: serverBundle() }));
       await waitHealthy(env, server);
       ui = new UiStream(env);
       await ui.subscribe(run.id, ackedSeq);
@@ -287,7 +294,7 @@ function scenarios(label: string, makeDbUrl: () => Promise<string>, skip?: strin
     test("bad payloads: 400 naming the fields, nothing written; unknown ids: 404", async () => {
       // its own finished run (with eval episodes) to PATCH, clone and read
       const env = await newEnv();
-      const server = started(startServer(env, { worker: true }));
+      const server = started(startServer(env, { worker: true, bundle: serverBundle() }));
       await waitHealthy(env, server);
       const own = await createTinyRun(env, "e2e-payloads", 10);
       const finished = await waitStatus(env, own.id, ["completed", "failed"], [server]);

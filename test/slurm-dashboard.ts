@@ -4,6 +4,9 @@
  * create a `tiny` run on the slurm queue, wait for a condition (failing with the dashboard's and
  * the cluster's last lines), wait for a run to complete with its job COMPLETED, and check that
  * every logged update's point is stored exactly once. Several can run at once on one cluster.
+ * The dashboard is a bundle of the sources (test-bundles.ts), so its jobs run the worker's bundle
+ * beside it (server/worker-entry.ts: a job's worker starts in about half the time, 2.4 s instead
+ * of 5 s here); test/browser-slurm.test.ts runs its jobs on the sources, under tsx.
  */
 import assert from "node:assert/strict";
 import path from "node:path";
@@ -11,6 +14,7 @@ import { metricKeysEmitted, type MetricsDto, type RunDetailDto } from "../lib/co
 import { freePort, tmpDir, waitFor } from "./platform-helpers.ts";
 import { api, getRun, startServer, storedPoints, waitHealthy, type Env, type Proc } from "./e2e-helpers.ts";
 import { slurmDashboardEnv, type SlurmCluster } from "./slurm-cluster.ts";
+import { serverBundle } from "./test-bundles.ts";
 
 export const EVAL_INTERVAL = 10;
 const LOG_EVERY = Math.max(1, Math.min(10, Math.floor(EVAL_INTERVAL / 5)));
@@ -40,7 +44,7 @@ export class SlurmDashboard {
 
   /** Starts the dashboard (again) with the test settings plus `extra`; the old one must be stopped. */
   async restart(extra: Record<string, string> = {}): Promise<void> {
-    this.server = startServer(this.env, { worker: false, next: false, env: slurmDashboardEnv(this.cluster, { QRAG_SLURM_STALE_SUBMIT_MS: "3000", ...extra }) });
+    this.server = startServer(this.env, { worker: false, next: false, env: slurmDashboardEnv(this.cluster, { QRAG_SLURM_STALE_SUBMIT_MS: "3000", ...extra }), bundle: serverBundle() });
     await waitHealthy(this.env, this.server);
   }
 

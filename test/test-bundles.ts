@@ -1,17 +1,18 @@
 /**
  * esbuild bundles of processes that tests start again and again: the trainer worker with its engine
- * process and the dashboard server (crash-points kills one per trial), and the webgpu case files
- * (a fresh process per case). Under tsx every start resolves and loads hundreds of modules through
+ * process and the dashboard server (crash-points kills one per trial; platform-e2e, scale-out and
+ * the Slurm executor's dashboards, whose local worker and Slurm jobs then run the worker's bundle
+ * beside it: server/worker-entry.ts), and the webgpu case files (a fresh process per case). Under tsx every start resolves and loads hundreds of modules through
  * its loader hooks, about 2.5 s of CPU before a server answers, a case runs its first line or an
  * engine trains; a bundle starts in about 1 s. What runs is the same code (esbuild is also what tsx
  * transpiles with); only module loading differs, which none of these tests is about.
  *
  * A bundle sits where its source sits relative to a temporary folder that links the repository's
  * node_modules (the packages left external, and files found by package: wasm binaries, word
- * vectors, the noise corpus), test/fixtures and prisma/, so paths computed from `import.meta.url`
- * (the engine process beside the worker, the migrations, the fixtures) hold. Presets come from the
- * repository (QRAG_CONFIG_DIR in `BUNDLE_ENV`): the engine's default config folder is computed from
- * its own location, which is not the repository.
+ * vectors, the noise corpus), test/fixtures, prisma/ and configs/, so paths computed from
+ * `import.meta.url` (the engine process beside the worker, the migrations, the fixtures, a bundled
+ * worker's presets) hold. The server bundle finds the presets through QRAG_CONFIG_DIR (`BUNDLE_ENV`):
+ * the engine's default config folder is computed from its own location, one folder too high there.
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -66,8 +67,10 @@ let platform: { root: string; server?: string; worker?: string } | undefined;
 const platformRoot = (): { root: string; server?: string; worker?: string } => {
   if (platform) return platform;
   const root = bundleRoot();
-  // the server migrates its database from <root>/prisma/<provider>/migrations
+  // the server migrates its database from <root>/prisma/<provider>/migrations; a bundled worker
+  // finds the presets in <root>/configs (a Slurm job's worker gets no QRAG_CONFIG_DIR)
   link(path.join(ROOT, "prisma"), path.join(root, "prisma"));
+  link(path.join(ROOT, "configs"), path.join(root, "configs"));
   return (platform = { root });
 };
 
@@ -85,12 +88,19 @@ export function workerBundle(): string {
 }
 
 /**
- * The dashboard server's entry (plain `node`, BUNDLE_ENV), for `--no-next --no-worker` only: its
- * local worker would be looked for beside it as sources, and Next's pages are not linked.
+ * The dashboard server's entry (plain `node`, BUNDLE_ENV), with or without Next and its local
+ * worker: the Next production build (.next/, public/, next.config.ts) is linked into the bundle's
+ * root, which the server serves pages from, and its local worker is the worker's bundle beside it
+ * (server/main.ts runs main.mjs there without tsx). Next itself stays a package in node_modules.
  */
 export function serverBundle(): string {
   const p = platformRoot();
-  return (p.server ??= bundle(p.root, "server/main.ts", PLATFORM_EXTERNAL));
+  if (!p.server) {
+    workerBundle();
+    for (const f of [".next", "public", "next.config.ts"]) if (fs.existsSync(path.join(ROOT, f))) link(path.join(ROOT, f), path.join(p.root, f));
+    p.server = bundle(p.root, "server/main.ts", PLATFORM_EXTERNAL);
+  }
+  return p.server;
 }
 
 const cases = new Map<string, string>();

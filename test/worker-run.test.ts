@@ -3,7 +3,8 @@
  * sources under tsx where the engine's loading phase matters) against a minimal
  * real /workers server written here: hello with backend/device, heartbeats, a tiny real run whose
  * events arrive gapless from nextSeq across a dashboard restart (the reconnecting worker names its
- * run), one run at a time, cancel from the dashboard, config, checkpoint and engine failures
+ * run), one run at a time, cancel from the dashboard, a one-run worker's run in the engine process
+ * that probed its backend, config, checkpoint and engine failures
  * reported as failed run_ends, a stable worker id, and SIGTERM mid-run
  * (checkpoint, an interrupted run_end — the dashboard queues the run again — clean exit).
  */
@@ -119,12 +120,12 @@ interface Worker {
  * start ~2.5 s of CPU quicker than under tsx), or on the sources under tsx (`sources`: for the
  * test about the engine's loading phase, which a bundle shortens).
  */
-function spawnWorker(url: string, dataDir: string, o: { token?: string; sources?: boolean } = {}): Worker {
+function spawnWorker(url: string, dataDir: string, o: { token?: string; sources?: boolean; oneRun?: boolean; env?: Record<string, string> } = {}): Worker {
   const entry = o.sources ? ["--import", "tsx", "server/worker/main.ts"] : [workerBundle()];
   const proc = spawn(
     process.execPath,
-    [...entry, "--url", url, "--token", o.token ?? TOKEN, "--name", "test worker", "--data-dir", dataDir],
-    { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...(o.sources ? {} : BUNDLE_ENV) } },
+    [...entry, "--url", url, "--token", o.token ?? TOKEN, "--name", "test worker", "--data-dir", dataDir, ...(o.oneRun ? ["--one-run"] : [])],
+    { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...(o.sources ? {} : BUNDLE_ENV), ...o.env } },
   );
   let err = "";
   proc.stderr!.on("data", (d: Buffer) => (err += d.toString()));
@@ -169,7 +170,8 @@ test("worker: hello, heartbeats, a tiny run across a dashboard restart, one run 
   const dash = new Dashboard();
   await dash.start();
   const dataDir = newDataDir();
-  const w = spawnWorker(dash.url, dataDir);
+  const SPARE_MS = 1_500;
+  const w = spawnWorker(dash.url, dataDir, { env: { QRAG_WORKER_SPARE_ENGINE_MS: String(SPARE_MS) } });
   try {
     await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
     const hello = dash.hellos[0];
@@ -179,6 +181,10 @@ test("worker: hello, heartbeats, a tiny run across a dashboard restart, one run 
     assert.ok(hello.backend.length > 0 && hello.device.length > 0, "backend and device in the hello");
     assert.deepEqual(hello.activeRuns, []);
     assert.equal(fs.readFileSync(idFile(dataDir), "utf8").trim(), hello.workerId, "worker id persisted");
+    // the backend probe's engine process is kept for a first run, but a long-lived worker may idle
+    // for hours: with no run within QRAG_WORKER_SPARE_ENGINE_MS it goes
+    assert.equal(engineChildren(w.proc.pid!).length, 1, "the probe's engine kept for a first run");
+    await until(() => engineChildren(w.proc.pid!).length === 0, SPARE_MS + 5_000, "the idle engine process to go", w);
 
     // run A completes, across a dashboard restart mid-run: the worker reconnects naming its run,
     // and nothing is lost
@@ -245,6 +251,35 @@ test("worker: hello, heartbeats, a tiny run across a dashboard restart, one run 
     assert.equal(await exitCode(w, 15_000), 0, w.stderr());
   } finally {
     if (process.env.SHOW_WORKER_STDERR) process.stderr.write(w.stderr());
+    w.proc.kill("SIGKILL");
+    await dash.stop();
+  }
+});
+
+test("worker --one-run (a Slurm job's): its run trains in the engine process that probed the backend, no second one; the worker exits when the run ends", async () => {
+  const dash = new Dashboard();
+  await dash.start();
+  const w = spawnWorker(dash.url, newDataDir(), { oneRun: true });
+  try {
+    await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+    const probe = engineChildren(w.proc.pid!);
+    assert.equal(probe.length, 1, "the probe's engine process kept for the run");
+    // once training is under way (400 steps: far from done), the engines are looked at and the run cancelled
+    let training: number[] | null = null;
+    dash.onBatch = (msg) => {
+      if (!training && msg.events.some((e) => e.type === "metric" && e.key === "qf_loss")) {
+        training = engineChildren(w.proc.pid!);
+        dash.worker!.emit("run:cancel", { runId: "run-one" });
+      }
+    };
+    assert.deepEqual(await dash.assign(assignment("run-one", ["steps_count=400", "eval_interval=200", "eval_episodes=8"])), { ok: true });
+    await until(() => dash.end("run-one") !== undefined, 60_000, "the run's run_end", w);
+    assert.deepEqual(training, probe, "the run trains in the probe's process, and only there");
+    assert.equal(dash.end("run-one")!.status, "cancelled", w.stderr());
+    const start = dash.events("run-one", 1)[0];
+    assert.ok(start.type === "run_start" && start.meta.backend === dash.hellos[0].backend, "the run on the probed backend");
+    assert.equal(await exitCode(w, 15_000), 0, w.stderr());
+  } finally {
     w.proc.kill("SIGKILL");
     await dash.stop();
   }
@@ -361,7 +396,8 @@ test("worker: kill -9 mid-run takes its engine child with it, and no checkpoint 
 test("worker: SIGTERM to the worker and its engine at once while the engine still loads (scancel, pre-emption) → an interrupted run_end, queued again, not failed", { skip: process.platform !== "linux" ? "reads /proc" : false }, async () => {
   const dash = new Dashboard();
   await dash.start();
-  const w = spawnWorker(dash.url, newDataDir(), { sources: true });
+  // no spare engine: the run's engine is forked at the assignment and still loads when signalled
+  const w = spawnWorker(dash.url, newDataDir(), { sources: true, env: { QRAG_WORKER_SPARE_ENGINE_MS: "0" } });
   try {
     await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
     assert.deepEqual(await dash.assign(assignment("run-t", ["steps_count=2000", "eval_interval=1000", "eval_episodes=8"])), { ok: true });

@@ -9,6 +9,7 @@ import type { RunNotifier } from "../runs/notifier.ts";
 import { SLURM_QUEUE } from "../runs/queues.ts";
 import { jobTokenName } from "../realtime/workers.ts";
 import { ROOT, type Settings } from "../settings.ts";
+import { WORKER_ENTRY } from "../worker-entry.ts";
 import { SlurmClient } from "./slurm/client.ts";
 import { createSlurmExecutor, type SlurmExecutor } from "./slurm/executor.ts";
 
@@ -28,7 +29,7 @@ export function startExecutors(
     maxJobs: s.maxJobs,
     staleSubmitMs: s.staleSubmitMs,
     submitTries: s.submitTries,
-    plan: { dashboardUrl: s.dashboardUrl ?? o.url, jobsDir: s.jobsDir, root: ROOT, node: process.execPath, dataRoot: o.settings.dataRoot },
+    plan: { dashboardUrl: s.dashboardUrl ?? o.url, jobsDir: s.jobsDir, root: ROOT, worker: WORKER_ENTRY, node: process.execPath, dataRoot: o.settings.dataRoot },
     notifier: o.notifier,
     createToken: async (name) => {
       const t = await createWorkerToken(h, name);

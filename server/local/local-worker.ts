@@ -15,8 +15,9 @@ import path from "node:path";
 export interface LocalWorkerOptions {
   url: string;
   dataDir: string;
-  /** The worker entry (server/worker/main.ts) and the folder to run it in. */
+  /** The worker entry (server/worker-entry.ts), node's flags before it (tsx's loader for the sources) and the folder to run it in. */
   entry: string;
+  nodeFlags: string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
   log: (msg: string) => void;
@@ -103,7 +104,7 @@ export async function startLocalWorker(o: LocalWorkerOptions): Promise<LocalWork
   const spawnNew = () => {
     const started = Date.now();
     // the token travels in the environment, not on a command line other users can read
-    const me = spawn(process.execPath, ["--import", "tsx", o.entry, "--url", o.url, "--name", "local", "--data-dir", o.dataDir], {
+    const me = spawn(process.execPath, [...o.nodeFlags, o.entry, "--url", o.url, "--name", "local", "--data-dir", o.dataDir], {
       cwd: o.cwd,
       env: o.env,
       stdio: ["ignore", "inherit", "inherit"],

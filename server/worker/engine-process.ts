@@ -1,6 +1,6 @@
 /**
  * The engine side of a run: a child process the worker forks per run (and once at start to probe
- * the tfjs backend). Training runs here, not in the worker's main process, so the socket,
+ * the tfjs backend; a one-run worker's probe process stays and takes its run, see `stay`). Training runs here, not in the worker's main process, so the socket,
  * heartbeats and acks stay responsive while the engine computes synchronously for seconds (data
  * loading, evaluation), and a crash of the backend (a wasm abort, a native fault, running out of
  * memory) fails one run instead of the worker. Each run also starts from a fresh tfjs state.
@@ -15,7 +15,13 @@ import type { SweepReader, SweepSpec } from "../../lib/contracts/index.ts";
 import { errorMessage } from "./log.ts";
 
 export type EngineRequest =
-  | { type: "probe" }
+  /**
+   * `stay`: after the reply, wait for a run's request instead of exiting: the worker's first run
+   * (a Slurm job's right after connecting) then starts in this process, with tfjs and the backend
+   * already loaded, instead of a second process loading them again. The worker disconnects an
+   * engine it no longer keeps, which ends it.
+   */
+  | { type: "probe"; stay?: boolean }
   /** `config` was validated by the worker (runner.ts) before the engine process was forked. */
   | { type: "start"; config: RunConfig; resumeFrom?: string; runDir?: string; dataRoot: string }
   /** A sweep job; `checkpoint` is resolved and checked readable by the worker. */
@@ -93,7 +99,10 @@ async function handle(msg: EngineRequest): Promise<void> {
     if (msg.type === "probe") {
       const { pickBackend } = await import("../qrag/runtime.ts");
       const info = await pickBackend();
-      return await finish({ type: "backend", backend: info.backend, device: info.device, ...(info.skipped ? { skipped: info.skipped } : {}) }, 0);
+      const reply: EngineReply = { type: "backend", backend: info.backend, device: info.device, ...(info.skipped ? { skipped: info.skipped } : {}) };
+      if (!msg.stay) return await finish(reply, 0);
+      busy = false; // the run's request comes next
+      return await send(reply);
     }
     if (msg.type === "sweep") {
       const { sweep } = await import("../qrag/runtime.ts");

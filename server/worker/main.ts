@@ -21,7 +21,7 @@ import { HEARTBEAT_MS, WORKER_NAMESPACE, issuesText, runAssignmentSchema, runCan
 import { settings } from "../settings.ts";
 import { BACKEND_PREFS, configureEngine } from "../qrag/index.ts";
 import { errorMessage, stderrLogger, type Logger } from "./log.ts";
-import { probeBackend, startRun, type RunExecution } from "./runner.ts";
+import { probeBackend, startRun, type EngineProcess, type RunExecution } from "./runner.ts";
 import type { WorkerSocket } from "./socket.ts";
 
 const USAGE = `usage: npm run worker -- --url <dashboard url> --token <token> [--name <name>] [--data-dir <dir>] [--data-root <dir>] [--backend ${BACKEND_PREFS.join("|")}] [--one-run]
@@ -109,16 +109,20 @@ interface Identity {
 
 /**
  * The engine's settings for this process (run configs are checked here, runner.ts), the worker's
- * id, and the backend runs will get, probed in a forked engine process.
+ * id, and the backend runs will get, probed in a forked engine process. That process is kept for
+ * the first run (`engine`), which then skips a second load of tfjs and its backend: a one-run
+ * worker (a Slurm job's) is assigned its run right after connecting, and a worker (re)started while
+ * runs are queued gets one at once. One that waits longer than QRAG_WORKER_SPARE_ENGINE_MS lets it
+ * go (WorkerSession), since an idle engine holds memory and, on webgpu, the GPU.
  */
-async function startUp(cli: Cli, log: Logger): Promise<Identity> {
+async function startUp(cli: Cli, log: Logger): Promise<{ me: Identity; engine?: EngineProcess }> {
   // this process checks run configs with the engine (runner.ts): its settings, with this worker's data root
   configureEngine({ ...settings().engine, dataRoot: cli.dataRoot, ...(cli.backend ? { backend: cli.backend } : {}) });
   const workerId = workerIdFor(cli.dataDir, cli.name);
   // the engine (and tfjs) runs in a forked process per run; probe there which backend runs get
   // (the forked processes read QRAG_BACKEND from the environment they inherit)
   if (cli.backend) process.env.QRAG_BACKEND = cli.backend;
-  const { backend, device, skipped } = await probeBackend(log);
+  const { backend, device, skipped, engine } = await probeBackend(log, { keep: cli.oneRun || settings().worker.spareEngineMs > 0 });
   // the GPU route is worth one line when it was not taken (no adapter, no Vulkan loader, …)
   const webgpuWhy = skipped.find((s) => s.startsWith("webgpu:"));
   if (webgpuWhy) log("info", `webgpu not used: ${webgpuWhy.slice("webgpu:".length).trim()}`);
@@ -126,7 +130,7 @@ async function startUp(cli: Cli, log: Logger): Promise<Identity> {
   if (!process.env.QRAG_BACKEND || process.env.QRAG_BACKEND === "auto") process.env.QRAG_BACKEND = backend;
   const host = os.hostname();
   log("info", `id ${workerId} on ${host}; backend ${backend}, device ${device}; dashboard ${cli.url}`);
-  return { workerId, host, backend, device };
+  return { me: { workerId, host, backend, device }, engine };
 }
 
 /**
@@ -148,11 +152,23 @@ class WorkerSession {
   private rejoinTimer: NodeJS.Timeout | null = null;
   private exitCode = 0;
 
+  /** `engine`: the probe's engine process, kept for the first run (startUp); a long-lived worker lets it go after QRAG_WORKER_SPARE_ENGINE_MS. */
   constructor(
     private readonly cli: Cli,
     private readonly me: Identity,
     private readonly log: Logger,
+    private engine?: EngineProcess,
   ) {
+    const spare = engine;
+    if (spare && !cli.oneRun) {
+      // disconnected, the idle engine exits at once (engine-process.ts); a run that took it keeps it
+      setTimeout(() => {
+        if (this.engine === spare) {
+          this.engine = undefined;
+          if (spare.child.connected) spare.child.disconnect();
+        }
+      }, settings().worker.spareEngineMs).unref();
+    }
     this.socket = io(`${cli.url}${WORKER_NAMESPACE}`, {
       auth: (cb) => cb(this.hello() as unknown as Record<string, unknown>),
       transports: ["websocket"],
@@ -253,7 +269,8 @@ class WorkerSession {
     const busy = this.training();
     if (busy) return reply({ ok: false, error: `busy with run ${busy.runId}` });
     log("info", `assigned run ${raw.runId} (attempt ${raw.attempt}, seq from ${raw.nextSeq}${raw.resumeFrom ? `, resume ${raw.resumeFrom}` : ""})`);
-    const run = startRun(raw, { socket: this.socket, log, dataRoot: this.cli.dataRoot });
+    const run = startRun(raw, { socket: this.socket, log, dataRoot: this.cli.dataRoot, engine: this.engine });
+    this.engine = undefined;
     runs.set(run.runId, run);
     reply({ ok: true });
     this.heartbeat();
@@ -312,7 +329,8 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const log: Logger = stderrLogger(cli.name);
-  const session = new WorkerSession(cli, await startUp(cli, log), log);
+  const { me, engine } = await startUp(cli, log);
+  const session = new WorkerSession(cli, me, log, engine);
   let signals = 0;
   const onSignal = (sig: NodeJS.Signals) => {
     if (++signals > 1) {

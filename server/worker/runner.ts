@@ -37,6 +37,8 @@ export interface RunnerOptions {
   baseDir?: string;
   /** The only folder a config's files may come from (default QRAG_DATA_ROOT, else the data folder). */
   dataRoot?: string;
+  /** An engine process already started and idle (a one-run worker's probe, probeBackend's `keep`): the run uses it if it is still alive, else forks one. */
+  engine?: EngineProcess;
 }
 
 /** Checks that a resume path holds a checkpoint this process can read. */
@@ -79,6 +81,8 @@ export interface EngineProcess {
   onReply(fn: (m: EngineReply) => void): void;
   /** The last lines it printed (stdout and stderr), each clipped. */
   tail(): string[];
+  /** From now on logs its output under `tag` (a kept probe engine taken by a run; quiet no more); the lines so far are dropped. */
+  retag(tag: string): void;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -89,6 +93,7 @@ export interface EngineProcess {
 export function spawnEngine(log: Logger, tag: string, o: { quiet?: boolean } = {}): EngineProcess {
   const child = fork(ENGINE_ENTRY, [], { stdio: ["ignore", "pipe", "pipe", "ipc"], env: process.env });
   const lines: string[] = [];
+  let quiet = o.quiet ?? false;
   const collect = (stream: NodeJS.ReadableStream | null) => {
     let rest = "";
     stream?.setEncoding("utf8");
@@ -101,7 +106,7 @@ export function spawnEngine(log: Logger, tag: string, o: { quiet?: boolean } = {
         if (!line) continue;
         lines.push(line);
         if (lines.length > 20) lines.shift();
-        if (!o.quiet) log("warn", `${tag}: engine: ${line}`);
+        if (!quiet) log("warn", `${tag}: engine: ${line}`);
       }
     });
   };
@@ -126,20 +131,42 @@ export function spawnEngine(log: Logger, tag: string, o: { quiet?: boolean } = {
     },
     onReply: (fn) => child.on("message", (m) => fn(m as EngineReply)),
     tail: () => [...lines],
+    retag: (t) => {
+      tag = t;
+      quiet = false;
+      lines.length = 0;
+    },
     exited,
   };
 }
 
-/** Picks the tfjs backend the runs will get (in a short-lived engine process) and reports it. */
-export async function probeBackend(log: Logger = silentLogger): Promise<{ backend: string; device: string; skipped: string[] }> {
+/** An engine process alive and connected: one a run can still take. */
+const usable = (e: EngineProcess) => e.child.connected && e.child.exitCode === null && e.child.signalCode === null;
+
+/**
+ * Picks the tfjs backend the runs will get (in an engine process) and reports it. `keep`: the
+ * process stays, waiting for a run's request, and comes back as `engine` (the worker hands it to
+ * its first run: one engine start instead of two); otherwise it exits after answering.
+ */
+export async function probeBackend(log: Logger = silentLogger, o: { keep?: boolean } = {}): Promise<{ backend: string; device: string; skipped: string[]; engine?: EngineProcess }> {
   // quiet: Dawn prints its Vulkan diagnostics on stderr while it looks for an adapter; the reason
   // a backend was not used comes back in `skipped` instead
   const p = spawnEngine(log, "backend probe", { quiet: true });
-  let reply: EngineReply | undefined;
-  p.onReply((m) => (reply ??= m));
-  p.send({ type: "probe" });
+  // the first reply; none if the process exits first (`exited` waits for every message sent)
+  const first = new Promise<EngineReply | undefined>((resolve) => {
+    p.onReply(resolve);
+    void p.exited.then(() => resolve(undefined));
+  });
+  p.send({ type: "probe", ...(o.keep ? { stay: true } : {}) });
+  const reply = await first;
+  if (reply?.type === "backend") {
+    const found = { backend: reply.backend, device: reply.device, skipped: reply.skipped ?? [] };
+    if (o.keep && usable(p)) return { ...found, engine: p };
+    await p.exited;
+    return found;
+  }
+  if (usable(p)) p.child.kill("SIGKILL");
   const { code, signal } = await p.exited;
-  if (reply?.type === "backend") return { backend: reply.backend, device: reply.device, skipped: reply.skipped ?? [] };
   const why = reply?.type === "error" ? reply.message : `engine process exited with ${signal ?? `code ${code}`}${p.tail().length ? `: ${p.tail().at(-1)}` : ""}`;
   throw new Error(`no tfjs backend: ${why}`);
 }
@@ -359,7 +386,10 @@ export class RunExecution {
   }
 
   private async runEngine(request: Extract<EngineRequest, { type: "start" | "sweep" | "agent" }>): Promise<void> {
-    const engine = spawnEngine(this.log, `run ${this.runId}`);
+    const kept = this.opts.engine;
+    const engine = kept && usable(kept) ? kept : spawnEngine(this.log, `run ${this.runId}`);
+    if (engine === kept) engine.retag(`run ${this.runId}`);
+    else if (kept) this.log("warn", `run ${this.runId}: the engine kept from the backend probe has exited; starting another`);
     this.engine = engine;
     let error: string | undefined;
     let done: Extract<EngineReply, { type: "done" }> | undefined;

@@ -48,7 +48,7 @@ export interface SlurmExecutorOptions {
   pollMs: number;
   maxJobs: number;
   /** Job plan parts that are the same for every job. */
-  plan: Pick<JobPlan, "dashboardUrl" | "jobsDir" | "root" | "node" | "dataRoot">;
+  plan: Pick<JobPlan, "dashboardUrl" | "jobsDir" | "root" | "worker" | "node" | "dataRoot">;
   notifier: RunNotifier;
   /** A worker token for one job (its name binds it to the run) and its revocation (sockets signed in with it end). */
   createToken(name: string): Promise<{ id: number; secret: string }>;

@@ -1,6 +1,6 @@
 /**
  * The batch script of a run's job and its request: the job starts one trainer worker
- * (server/worker/main.ts --one-run) that connects back to the dashboard with the token made for
+ * (server/worker/main.ts --one-run, run as the dashboard runs it: worker-entry.ts) that connects back to the dashboard with the token made for
  * this job, takes this run only (the token binds it, server/realtime/workers.ts) and exits when the
  * run ends, which ends the job. Everything the worker needs travels as the job's own variables
  * (`--export` names them, request.ts); the script itself holds no secret, since it stays on disk.
@@ -8,6 +8,7 @@
 import path from "node:path";
 import type { ResourceRequest } from "../../../lib/contracts/index.ts";
 import type { JobRequest } from "./request.ts";
+import { nodeFlagsFor } from "../../worker-entry.ts";
 
 export interface JobPlan {
   runId: string;
@@ -21,6 +22,8 @@ export interface JobPlan {
   jobsDir: string;
   /** The repository root on the nodes (the project installed where jobs can run it). */
   root: string;
+  /** The worker's entry there, run as the dashboard runs it (worker-entry.ts). */
+  worker: string;
   /** The node binary on the nodes. */
   node: string;
   /** The data root config paths resolve in (the dashboard's, on the shared file system). */
@@ -44,7 +47,7 @@ export function jobRequestFor(p: JobPlan): JobRequest {
     "#!/bin/bash",
     `# Q-RAG Studio: run ${p.runId}, job ${p.jobNumber}; the worker exits when the run ends`,
     `cd ${sh(p.root)} || exit 1`,
-    `exec ${sh(p.node)} --import tsx ${sh(path.join(p.root, "server", "worker", "main.ts"))} --one-run`,
+    `exec ${[p.node, ...nodeFlagsFor(p.worker), p.worker].map(sh).join(" ")} --one-run`,
     "",
   ].join("\n");
   return {
