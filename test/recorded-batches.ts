@@ -1,4 +1,8 @@
-/** The encoder and batches the recorded-encoder and recorded-update cases compare on. */
+/** The encoder and batches the recorded-encoder and recorded-update cases compare on, and how the recorded cases count a call. */
+import * as tf from "@tensorflow/tfjs";
+import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
+import { recorderStats } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import type { EncoderConfig, TokenBatch } from "../server/qrag/model/encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 
@@ -17,4 +21,35 @@ export function batchOf(B: number, T: number, seed: number, vocab = CONFIG.vocab
     }
   }
   return { ids, mask, batch: B, len: T };
+}
+
+/** What one recorded call made (plans, buffers, bind groups, pipelines) and counted (kernels, dispatches, submits). */
+export interface CallRecord {
+  created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[];
+  counts: { kernels: number; fused: number; dispatches: number; submits: number }[];
+}
+
+/**
+ * `calls` forwards of one shape, each after `warm` (a recorded forward read back: weights uploaded,
+ * everything pending submitted), each counted up to its read (the forward goes out with the read's
+ * submit) and what it created.
+ */
+export async function recordedCalls(enc: { forward(b: TokenBatch, training: boolean): tf.Tensor }, batch: TokenBatch, training: boolean, warm: () => Promise<unknown>, calls = 3): Promise<CallRecord> {
+  const snap = () => ({ plans: recorderStats.plans, buffers: recorderStats.buffers, bindGroups: recorderStats.bindGroups, pipelines: pipelineCount(webgpuBackend().device) });
+  const out: CallRecord = { created: [], counts: [] };
+  for (let i = 0; i < calls; i++) {
+    const before = snap();
+    await warm();
+    resetCounters();
+    await withPhaseAsync("encode", async () => {
+      const y = tf.tidy(() => enc.forward(batch, training));
+      await y.data();
+      y.dispose();
+    });
+    const c = counterSnapshot().encode!;
+    out.counts.push({ kernels: c.kernels, fused: c.fused, dispatches: c.dispatches, submits: c.submits });
+    const after = snap();
+    out.created.push({ plans: after.plans - before.plans, buffers: after.buffers - before.buffers, bindGroups: after.bindGroups - before.bindGroups, pipelines: after.pipelines - before.pipelines });
+  }
+  return out;
 }

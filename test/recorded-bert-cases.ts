@@ -9,14 +9,12 @@ import os from "node:os";
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
-import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
 import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
 import { writeRandomBert } from "../server/qrag/model/hf/random-bert.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
-import { CONFIG, batchOf } from "./recorded-batches.ts";
+import { CONFIG, batchOf, recordedCalls, type CallRecord } from "./recorded-batches.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
-import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 
@@ -116,28 +114,8 @@ async function cacheCase() {
   await onBackend("webgpu");
   const [enc] = encoders(RANDOM);
   const batch = batchOf(6, 24, 1, RANDOM.vocab);
-  const snap = () => ({ plans: recorderStats.plans, buffers: recorderStats.buffers, bindGroups: recorderStats.bindGroups, pipelines: pipelineCount(webgpuBackend().device) });
-  const out: Record<string, { created: ReturnType<typeof snap>[]; counts: { kernels: number; fused: number; dispatches: number; submits: number }[] }> = {};
-  for (const training of [false, true]) {
-    const created: ReturnType<typeof snap>[] = [];
-    const counts: { kernels: number; fused: number; dispatches: number; submits: number }[] = [];
-    for (let i = 0; i < 3; i++) {
-      const before = snap();
-      await forward(enc, batch, training, true); // weights uploaded, everything pending submitted
-      resetCounters();
-      // counted up to the read: the forward goes out with the read's submit
-      await withPhaseAsync("encode", async () => {
-        const y = tf.tidy(() => enc.forward(batch, training));
-        await y.data();
-        y.dispose();
-      });
-      const c = counterSnapshot().encode!;
-      counts.push({ kernels: c.kernels, fused: c.fused, dispatches: c.dispatches, submits: c.submits });
-      const after = snap();
-      created.push({ plans: after.plans - before.plans, buffers: after.buffers - before.buffers, bindGroups: after.bindGroups - before.bindGroups, pipelines: after.pipelines - before.pipelines });
-    }
-    out[training ? "train" : "eval"] = { created, counts };
-  }
+  const out: Record<string, CallRecord> = {};
+  for (const training of [false, true]) out[training ? "train" : "eval"] = await recordedCalls(enc, batch, training, () => forward(enc, batch, training, true));
   return { ...out, layers: RANDOM.size!.layers };
 }
 

@@ -6,12 +6,10 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
-import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
-import { CONFIG, batchOf } from "./recorded-batches.ts";
+import { CONFIG, batchOf, recordedCalls } from "./recorded-batches.ts";
 import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
-import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 
@@ -53,24 +51,7 @@ async function cacheCase() {
   await onBackend("webgpu");
   const enc = new TransformerEncoder(CONFIG, new Rng(5));
   const batch = batchOf(6, 64, 1);
-  const snap = () => ({ plans: recorderStats.plans, buffers: recorderStats.buffers, bindGroups: recorderStats.bindGroups, pipelines: pipelineCount(webgpuBackend().device) });
-  const created: ReturnType<typeof snap>[] = [];
-  const counts: { kernels: number; fused: number; dispatches: number; submits: number }[] = [];
-  for (let i = 0; i < 3; i++) {
-    const before = snap();
-    await forward(enc, batch, true, true); // weights uploaded, everything pending submitted
-    resetCounters();
-    // counted up to the read: the forward goes out with the read's submit
-    await withPhaseAsync("encode", async () => {
-      const y = tf.tidy(() => enc.forward(batch, true));
-      await y.data();
-      y.dispose();
-    });
-    const c = counterSnapshot().encode!;
-    counts.push({ kernels: c.kernels, fused: c.fused, dispatches: c.dispatches, submits: c.submits });
-    const after = snap();
-    created.push({ plans: after.plans - before.plans, buffers: after.buffers - before.buffers, bindGroups: after.bindGroups - before.bindGroups, pipelines: after.pipelines - before.pipelines });
-  }
+  const { created, counts } = await recordedCalls(enc, batch, true, () => forward(enc, batch, true, true));
   return { created, counts, layers: CONFIG.layers };
 }
 

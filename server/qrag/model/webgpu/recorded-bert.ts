@@ -24,7 +24,7 @@ import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { foldThreads, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import {
-  admitPlan, cachedPlan, drawKeys, linearStep, POOL_WGSL, recorderApplies, recorderStats, SLOT, submitForward, USAGE,
+  admitPlan, cachedPlan, drawKeys, linearStep, planBuffers, POOL_WGSL, recorderApplies, recorderStats, submitForward, USAGE,
   type BackendLike, type BufferLike, type DeviceLike, type Plan, type Ref, type Step, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
@@ -94,16 +94,8 @@ function bertPlanFor(device: DeviceLike, c: BertConfig, B: number, T: number, tr
 
 function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number, T: number, hp: number, ap: number): Plan {
   const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T, L = c.layers;
-  const buffers: BufferLike[] = [];
-  let bytes = 0;
-  const buf = (floats: number, usage = USAGE.STORAGE | USAGE.COPY_DST): BufferLike => {
-    const size = Math.max(16, Math.ceil((floats * 4) / 16) * 16);
-    const b = device.createBuffer({ size, usage });
-    buffers.push(b);
-    bytes += size;
-    recorderStats.buffers++;
-    return b;
-  };
+  const pb = planBuffers(device);
+  const buf = pb.buf;
   const ids = buf(N), mask = buf(N), poolW = buf(N);
   // layer inputs alternate with the mid-layer stream (x → mid → x); e holds the embedding sum and
   // the fused sub-layer ends' v = x + h·m (not read again without a backward)
@@ -167,10 +159,7 @@ function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number
   }
   flat("qrag_rec_pool", POOL_WGSL, [x, poolW, pooled], [["u", B], ["u", T], ["u", d]], B * d);
 
-  const uniform = device.createBuffer({ size: steps.length * SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
-  buffers.push(uniform);
-  bytes += steps.length * SLOT;
-  recorderStats.buffers++;
+  const uniform = pb.uniform(steps.length);
   recorderStats.plans++;
-  return { key, B, T, training: hp > 0 || ap > 0, bytes, buffers, ids, mask, poolW, pooled, uniform, steps, draws, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
+  return { key, B, T, training: hp > 0 || ap > 0, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
 }

@@ -41,7 +41,7 @@ import { maskedMeanWeights } from "../device-ops.ts";
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
 export const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
 /** Uniform slot per program: minUniformBufferOffsetAlignment's default. */
-export const SLOT = 256;
+const SLOT = 256;
 /**
  * Plans kept, and the bytes their buffers may hold together (the oldest go first). 16: one
  * iteration of the reference workload uses about 7 shapes (candidates, states of several padded
@@ -465,19 +465,38 @@ function destroyPlan(p: Plan): void {
   p.buffers.forEach((b) => b.destroy());
 }
 
-function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan {
-  const d = c.dim, F = c.hidden, H = c.heads, N = B * T, L = c.layers;
-  const keep = extend !== null;
-  const buffers: BufferLike[] = [];
-  let bytes = 0;
-  const buf = (floats: number, usage = USAGE.STORAGE | USAGE.COPY_DST): BufferLike => {
-    const size = Math.max(16, Math.ceil((floats * 4) / 16) * 16);
+/** A plan's buffers as they are made, each counted in `bytes` and the recorder's stats (both plan builders). */
+export interface PlanBuffers {
+  buffers: BufferLike[];
+  bytes: number;
+  /** A storage buffer of `floats` (rounded up to 16 bytes). */
+  buf(floats: number, usage?: number): BufferLike;
+  /** The uniform buffer: a SLOT per program. */
+  uniform(slots: number): BufferLike;
+}
+
+export function planBuffers(device: DeviceLike): PlanBuffers {
+  const add = (size: number, usage: number): BufferLike => {
     const b = device.createBuffer({ size, usage });
-    buffers.push(b);
-    bytes += size;
+    out.buffers.push(b);
+    out.bytes += size;
     recorderStats.buffers++;
     return b;
   };
+  const out: PlanBuffers = {
+    buffers: [],
+    bytes: 0,
+    buf: (floats, usage = USAGE.STORAGE | USAGE.COPY_DST) => add(Math.max(16, Math.ceil((floats * 4) / 16) * 16), usage),
+    uniform: (slots) => add(slots * SLOT, USAGE.UNIFORM | USAGE.COPY_DST),
+  };
+  return out;
+}
+
+function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan {
+  const d = c.dim, F = c.hidden, H = c.heads, N = B * T, L = c.layers;
+  const keep = extend !== null;
+  const pb = planBuffers(device);
+  const buf = pb.buf;
   const ids = buf(N), mask = buf(N), poolW = buf(N);
   /** One buffer per layer when keeping activations, else one shared by all layers. */
   const perLayer = (floats: number, count = L): BufferLike[] => {
@@ -574,10 +593,7 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     b.list = [];
     back = extend(b);
   }
-  const uniform = device.createBuffer({ size: slots * SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
-  buffers.push(uniform);
-  bytes += slots * SLOT;
-  recorderStats.buffers++;
+  const uniform = pb.uniform(slots);
   recorderStats.plans++;
-  return { key, B, T, training: dropping, bytes, buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
+  return { key, B, T, training: dropping, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
 }
