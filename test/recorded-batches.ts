@@ -1,7 +1,7 @@
 /** The encoder and batches the recorded-encoder and recorded-update cases compare on, and how the recorded cases count a call. */
 import * as tf from "@tensorflow/tfjs";
 import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
-import { recorderStats } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import type { EncoderConfig, TokenBatch } from "../server/qrag/model/encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
@@ -21,6 +21,16 @@ export function batchOf(B: number, T: number, seed: number, vocab = CONFIG.vocab
     }
   }
   return { ids, mask, batch: B, len: T };
+}
+
+/** forward(batch, training) on `enc` with the recorder on or off, read back. */
+export async function readForward(enc: { forward(b: TokenBatch, training: boolean): tf.Tensor }, batch: TokenBatch, training: boolean, recorded: boolean): Promise<Float32Array> {
+  return withRecorder(recorded, async () => {
+    const y = tf.tidy(() => enc.forward(batch, training));
+    const v = (await y.data()) as Float32Array;
+    y.dispose();
+    return v;
+  });
 }
 
 /** What one recorded call made (plans, buffers, bind groups, pipelines) and counted (kernels, dispatches, submits). */

@@ -11,10 +11,9 @@ import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
 import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
 import { writeRandomBert } from "../server/qrag/model/hf/random-bert.ts";
-import type { TokenBatch } from "../server/qrag/model/encoder.ts";
-import { CONFIG, batchOf, recordedCalls, type CallRecord } from "./recorded-batches.ts";
+import { CONFIG, batchOf, readForward as forward, recordedCalls, type CallRecord } from "./recorded-batches.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
-import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { recorderStats } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 
@@ -64,16 +63,6 @@ function encoders(m: Model): [HfBertEncoder, HfBertEncoder] {
     }
   }
   return pair;
-}
-
-/** forward(batch, training) on `enc` with the recorder on or off, read back. */
-async function forward(enc: { forward(b: TokenBatch, training: boolean): tf.Tensor2D }, batch: TokenBatch, training: boolean, recorded: boolean): Promise<Float32Array> {
-  return withRecorder(recorded, async () => {
-    const y = tf.tidy(() => enc.forward(batch, training));
-    const v = (await y.data()) as Float32Array;
-    y.dispose();
-    return v;
-  });
 }
 
 /** Recorded vs tfjs forwards over several shapes and models, eval and train (dropout) mode, and the Rngs after. */

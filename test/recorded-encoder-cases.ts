@@ -8,20 +8,10 @@ import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
-import { CONFIG, batchOf, recordedCalls } from "./recorded-batches.ts";
+import { CONFIG, batchOf, readForward as forward, recordedCalls } from "./recorded-batches.ts";
 import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
-
-/** forward(batch, training) on `enc` with the recorder on or off, read back. */
-async function forward(enc: TransformerEncoder, batch: TokenBatch, training: boolean, recorded: boolean): Promise<Float32Array> {
-  return withRecorder(recorded, async () => {
-    const y = tf.tidy(() => enc.forward(batch, training));
-    const v = (await y.data()) as Float32Array;
-    y.dispose();
-    return v;
-  });
-}
 
 /** Recorded vs tfjs forwards over several shapes, eval and train (dropout) mode, and the Rngs after. */
 async function equalCase() {
