@@ -11,7 +11,8 @@
  * dropout.ts; only the embedding and the pooling are written here): embedding gather + positions
  * with the embedding dropout; per layer LN → QKV matmul+bias → [attention mask] → attention →
  * proj matmul+bias → residual+dropout → LN → fc1 matmul+bias → GELU → fc2 matmul+bias →
- * residual+dropout; final LN; masked mean ÷10. The dropout keys are drawn from the encoder's Rng
+ * residual+dropout; final LN; masked mean ÷10. Without a backward each residual and the LN after
+ * it are one program (residual-layernorm.ts): 2 + 9 per layer + 1 programs instead of 3 + 11. The dropout keys are drawn from the encoder's Rng
  * in the order the tfjs path draws them, so the masks are the same.
  *
  * Caching: a plan per (B, T, training) holds the activation buffers and one uniform buffer (a
@@ -34,7 +35,7 @@ import { isAligned, matmulShader, tileFor, tileName } from "./matmul.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
 import { GELU_FWD, lnFwd } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
-import { ADD_FWD } from "./residual-layernorm.ts";
+import { ADD_FWD, resLnFwd } from "./residual-layernorm.ts";
 import { DROPOUT_MASK_WGSL, MASK_AT_WGSL } from "./dropout.ts";
 import { maskedMeanWeights } from "../device-ops.ts";
 
@@ -568,9 +569,20 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   const attCode = attentionForwardCode(dh, "packed", dropping, tile);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   const drop = acts.drop;
+  /**
+   * Without a backward, a residual and the LayerNorm that reads its sum run as one program
+   * (residual-layernorm.ts, the same mask): y = LN(xi + h·m), the sum into `v`.
+   */
+  const resLnCode = keep ? "" : resLnFwd(d);
+  const residualLn = (xi: BufferLike, v: BufferLike, g: number, y: BufferLike, stats: BufferLike): number | undefined => {
+    const m = maskFields();
+    b.step({ key: `qrag_res_ln_fwd_${rowLanes(d)}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, v, stats], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ...m.fields], grid: rowWorkgroups(N, d), stride: 0, draw: m.draw });
+    return m.draw;
+  };
   for (let l = 0; l < L; l++) {
     const o = 2 + l * 12; // ln1 γ β, qkv w b, proj w b, ln2 γ β, fc1 w b, fc2 w b
-    layerNorm(x[l], o, hN1[l], st1[l]);
+    // kept: every LayerNorm on its own; not: the first layer's, the others' come with the residual before them
+    if (keep || l === 0) layerNorm(x[l], o, hN1[l], st1[l]);
     linear(hN1[l], o + 2, acts.qkv[l], N, 3 * d, d);
     if (drop) {
       const m = maskFields();
@@ -579,14 +591,19 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     } else sites.att.push(undefined);
     b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, ...(drop ? [drop] : []), acts.ctx[l], acts.attSt[l]], uniforms: attUniforms, grid: attentionGrid(B, H, T), stride: 0 });
     linear(acts.ctx[l], o + 4, h, N, d, d);
-    sites.res1.push(residual(x[l], mid[l]));
-    layerNorm(mid[l], o + 6, acts.hN2[l], acts.st2[l]);
+    if (keep) {
+      sites.res1.push(residual(x[l], mid[l]));
+      layerNorm(mid[l], o + 6, acts.hN2[l], acts.st2[l]);
+    } else sites.res1.push(residualLn(x[l], mid[l], o + 6, acts.hN2[l], acts.st2[l]));
     linear(acts.hN2[l], o + 8, acts.f1[l], N, F, d);
     b.flat("qrag_gelu_fwd", GELU_FWD, [acts.f1[l], acts.f2[l]], [["u", N * F]], N * F);
     linear(acts.f2[l], o + 10, h, N, d, F);
-    sites.res2.push(residual(mid[l], x[l + 1]));
+    // the next LayerNorm: the next layer's first, or the final one
+    const [g, y, st] = l + 1 < L ? [o + 12, hN1[l + 1], st1[l + 1]] : [2 + L * 12, hNf, acts.lnfSt];
+    if (keep) sites.res2.push(residual(mid[l], x[l + 1]));
+    else sites.res2.push(residualLn(mid[l], x[l + 1], g, y, st));
   }
-  layerNorm(x[L], 2 + L * 12, hNf, acts.lnfSt);
+  if (keep) layerNorm(x[L], 2 + L * 12, hNf, acts.lnfSt);
   b.flat("qrag_rec_pool", POOL_WGSL, [hNf, poolW, pooled], [["u", B], ["u", T], ["u", d]], B * d);
   let back: BackPlan | undefined;
   if (extend) {
