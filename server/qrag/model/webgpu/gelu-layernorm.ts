@@ -16,7 +16,8 @@ import { EACH_COL, rowLanes, rowProgramHead, rowWorkgroups } from "./row-reduce.
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
 const bu = tf.backend_util;
-const ERF_WGSL = `fn erf_as(a: f32) -> f32 {
+/** erf (tfjs's approximation, the one its erf kernel uses), shared by GELU's programs and matmul.ts's GELU epilogue. */
+export const ERF_WGSL = `fn erf_as(a: f32) -> f32 {
   let t = 1.0 / (1.0 + ${bu.ERF_P} * abs(a));
   let poly = ((((${bu.ERF_A5} * t + ${bu.ERF_A4}) * t + ${bu.ERF_A3}) * t + ${bu.ERF_A2}) * t + ${bu.ERF_A1}) * t;
   return sign(a) * (1.0 - poly * exp(-a * a));
@@ -37,8 +38,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 // ${name}`;
 }
 
+/** GELU of one value in WGSL (erf form): the forward program's and matmul.ts's epilogue's, so both give the same bits. */
+export const geluExpr = (x: string): string => `${x} * ((erf_as(${x} * ${Math.SQRT1_2}) + 1.0) * 0.5)`;
 /** GELU forward, one thread per element (fields `n`; x → y). */
-export const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = x * ((erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5);`);
+export const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = ${geluExpr("x")};`);
 /**
  * GELU's tanh form ½x(1 + tanh(√(2/π)(x + 0.044715x³))) (ops.ts geluTanh; gelu_new in BERT
  * configs), forward only (recorded-bert.ts): the argument is clamped to ±15, where tanh is ±1 in

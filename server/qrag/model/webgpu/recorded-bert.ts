@@ -152,8 +152,11 @@ function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number
     step({ key: attKey, code: attCode, refs: [q, k, v, mask, ...(drop ? [drop] : []), ctx, attSt], uniforms: attUniforms, grid: attentionGrid(B, H, T), stride: 0 });
     step(linearStep(ctx, o + 6, h, N, d, d));
     residualLn(x, o + 8, mid);
-    step(linearStep(mid, o + 10, f1, N, F, d));
-    flat(actKey, actCode, [f1, f2], [["u", N * F]], N * F);
+    if (c.act === "gelu") step(linearStep(mid, o + 10, f2, N, F, d, true)); // GELU in fc1's epilogue
+    else {
+      step(linearStep(mid, o + 10, f1, N, F, d));
+      flat(actKey, actCode, [f1, f2], [["u", N * F]], N * F);
+    }
     step(linearStep(f2, o + 12, h, N, d, F));
     residualLn(mid, o + 14, x);
   }

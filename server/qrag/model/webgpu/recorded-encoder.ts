@@ -12,7 +12,8 @@
  * with the embedding dropout; per layer LN → QKV matmul+bias → [attention mask] → attention →
  * proj matmul+bias → residual+dropout → LN → fc1 matmul+bias → GELU → fc2 matmul+bias →
  * residual+dropout; final LN; masked mean ÷10. Without a backward each residual and the LN after
- * it are one program (residual-layernorm.ts): 2 + 9 per layer + 1 programs instead of 3 + 11. The dropout keys are drawn from the encoder's Rng
+ * it are one program (residual-layernorm.ts) and GELU is fc1's epilogue: 2 + 8 per layer + 1
+ * programs instead of 3 + 11. The dropout keys are drawn from the encoder's Rng
  * in the order the tfjs path draws them, so the masks are the same.
  *
  * Caching: a plan per (B, T, training) holds the activation buffers and one uniform buffer (a
@@ -383,13 +384,13 @@ function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, v
   return (s.group = { pipeline, bound, bindGroup });
 }
 
-/** out [m, n] = a [m, k]·W + bias, W and its bias variables w and w + 1 (our tiled matmul). */
-export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number): Omit<Step, "slot"> {
+/** out [m, n] = a [m, k]·W + bias (then GELU with `gelu`), W and its bias variables w and w + 1 (our tiled matmul). */
+export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number, gelu = false): Omit<Step, "slot"> {
   const tile = tileFor(m, n);
   const aligned = isAligned(tile, m, n, k);
-  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias`;
+  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias${gelu ? "-gelu" : ""}`;
   const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-  return { key, code: matmulShader(tile, aligned, true), refs: [a, { weight: w }, { weight: w + 1 }, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
+  return { key, code: matmulShader(tile, aligned, true, {}, gelu), refs: [a, { weight: w }, { weight: w + 1 }, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
 }
 
 /**
@@ -595,8 +596,10 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
       sites.res1.push(residual(x[l], mid[l]));
       layerNorm(mid[l], o + 6, acts.hN2[l], acts.st2[l]);
     } else sites.res1.push(residualLn(x[l], mid[l], o + 6, acts.hN2[l], acts.st2[l]));
-    linear(acts.hN2[l], o + 8, acts.f1[l], N, F, d);
-    b.flat("qrag_gelu_fwd", GELU_FWD, [acts.f1[l], acts.f2[l]], [["u", N * F]], N * F);
+    if (keep) {
+      linear(acts.hN2[l], o + 8, acts.f1[l], N, F, d);
+      b.flat("qrag_gelu_fwd", GELU_FWD, [acts.f1[l], acts.f2[l]], [["u", N * F]], N * F);
+    } else b.step(linearStep(acts.hN2[l], o + 8, acts.f2[l], N, F, d, true)); // GELU in fc1's epilogue
     linear(acts.f2[l], o + 10, h, N, d, F);
     // the next LayerNorm: the next layer's first, or the final one
     const [g, y, st] = l + 1 < L ? [o + 12, hN1[l + 1], st1[l + 1]] : [2 + L * 12, hNf, acts.lnfSt];
