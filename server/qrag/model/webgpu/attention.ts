@@ -18,7 +18,7 @@
  * (same Rng draws), passed in, so the function is attentionDense's exactly.
  */
 import * as tf from "@tensorflow/tfjs";
-import { dropoutMaskDevice } from "./dropout.ts";
+import { dropoutMaskDevice, MASK_AT_WGSL } from "./dropout.ts";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import type { BatchedArgs } from "../attention-args.ts";
 
@@ -48,9 +48,10 @@ fn vAt(o: u32) -> f32 { return ${packed ? "qkv[o + 2u * u.d]" : "v[o]"}; }
 fn keyBias(b: u32, j: u32) -> f32 { return select(-1e9, 0.0, mask[b * u.T + j] > 0.0); }`;
 }
 
-function header(dh: number, tile: number, layout: Layout, read: string[], write: string[], tiles: [string, string]): string {
+function header(dh: number, tile: number, layout: Layout, read: string[], write: string[], tiles: [string, string], fields = FIELDS, extra = ""): string {
   const inputs = layout === "packed" ? ["qkv"] : ["q", "k", "v"];
-  return `${uniformStruct(FIELDS)}
+  return `${uniformStruct(fields)}
+${extra}
 const DH: u32 = ${dh}u;
 const TILE: u32 = ${tile}u;
 ${storageDecls([...inputs, ...read], write)}
@@ -103,12 +104,20 @@ const Q_REGS = `let qo = io(b, tc, h);
   var qs: array<f32, DH>;
   for (var c = 0u; c < DH; c++) { qs[c] = qAt(qo + c) * u.scale; }`;
 
+/** The fields of a forward that draws its dropout mask itself (`drop` "inline"): FIELDS, then dropout.ts's thr, keep, k0, k1. */
+export const INLINE_DROP_FIELDS = [...FIELDS, "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
+
 /**
  * The forward program (fields FIELDS; inputs, mask[, drop] → ctx, stats), a workgroup per (b, h,
  * block of queries) with K/V tiles of `tile` rows (attentionTile), launched on attentionGrid.
+ * `drop` "inline": no mask buffer; each probability's mask is drawn where it is used, by the hash
+ * dropout.ts's mask program uses at the same element index (fields INLINE_DROP_FIELDS), so the same
+ * mask: the recorded no-grad forwards, which have no backward to read a stored mask.
  */
-export function forwardCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
-  return `${header(dh, tile, layout, ["mask", ...(drop ? ["drop"] : [])], ["ctx", "stats"], ["kt", "vt"])}
+export function forwardCode(dh: number, layout: Layout, drop: boolean | "inline", tile: number): string {
+  const inline = drop === "inline";
+  const at = inline ? "maskAt(idx * u.T + jt)" : "drop[idx * u.T + jt]";
+  return `${header(dh, tile, layout, ["mask", ...(drop === true ? ["drop"] : [])], ["ctx", "stats"], ["kt", "vt"], inline ? INLINE_DROP_FIELDS : FIELDS, inline ? MASK_AT_WGSL : "")}
 ${BLOCK}
   ${Q_REGS}
   var m = -3.0e38;
@@ -122,7 +131,7 @@ ${BLOCK}
         let corr = exp(m - mn);
         let p = exp(s - mn);
         l = l * corr + p;
-        let w = p${drop ? " * drop[idx * u.T + jt]" : ""};
+        let w = p${drop ? ` * ${at}` : ""};
         for (var c = 0u; c < DH; c++) { acc[c] = acc[c] * corr + w * vt[jo + c]; }
         m = mn;`)}
   if (!valid) { return; }

@@ -31,7 +31,7 @@ import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } fro
 import { GELU_FWD, GELU_TANH_FWD, lnFwd, lnFwdShader, RELU_FWD } from "./gelu-layernorm.ts";
 import { resLnFwd } from "./residual-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
-import { DROPOUT_MASK_WGSL, MASK_AT_WGSL } from "./dropout.ts";
+import { MASK_AT_WGSL } from "./dropout.ts";
 
 /** Variables before the layers (word, pos, type, emb LN γ β) and per layer (bert.ts LAYER's order). */
 const N_EMB = 5;
@@ -84,7 +84,7 @@ function bertPlanFor(device: DeviceLike, c: BertConfig, B: number, T: number, tr
   if (hit) return hit;
   const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T;
   if (d % H !== 0) return null;
-  const sizes = [N * F, N * d, ap > 0 ? B * H * T * T : 0, c.vocab * d, c.maxPositions * d, d * F].map((n) => n * 4);
+  const sizes = [N * F, N * d, c.vocab * d, c.maxPositions * d, d * F].map((n) => n * 4);
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return null;
   const wgBytes = device.limits.maxComputeWorkgroupStorageSize ?? 16384;
@@ -103,7 +103,6 @@ function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number
   const q = buf(N * d), k = buf(N * d), v = buf(N * d);
   const stats = buf(N * 2), attSt = buf(B * H * T * 2);
   const f1 = buf(N * F), f2 = buf(N * F);
-  const drop = ap > 0 ? buf(B * H * T * T) : null;
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
   const steps: Step[] = [];
@@ -130,8 +129,9 @@ function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number
 
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
-  const attKey = `qrag_attn_fwd_separate_${dh}_${tile}_${drop ? "drop" : "nodrop"}`;
-  const attCode = attentionForwardCode(dh, "separate", drop !== null, tile);
+  // the attention draws its dropout mask itself (no backward reads a stored one)
+  const attKey = `qrag_attn_fwd_separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}`;
+  const attCode = attentionForwardCode(dh, "separate", ap > 0 ? "inline" : false, tile);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   const resLnCode = resLnFwd(d);
   /** y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m goes to the scratch buffer e. */
@@ -145,11 +145,8 @@ function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number
     step(linearStep(x, o, q, N, d, d));
     step(linearStep(x, o + 2, k, N, d, d));
     step(linearStep(x, o + 4, v, N, d, d));
-    if (drop) {
-      const m = maskFields(ap);
-      flat("qrag_dropout_mask", DROPOUT_MASK_WGSL, [drop], [["u", B * H * T * T], ...m.fields], B * H * T * T, m.draw);
-    }
-    step({ key: attKey, code: attCode, refs: [q, k, v, mask, ...(drop ? [drop] : []), ctx, attSt], uniforms: attUniforms, grid: attentionGrid(B, H, T), stride: 0 });
+    const m = ap > 0 ? maskFields(ap) : null;
+    step({ key: attKey, code: attCode, refs: [q, k, v, mask, ctx, attSt], uniforms: m ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T), stride: 0, draw: m?.draw });
     step(linearStep(ctx, o + 6, h, N, d, d));
     residualLn(x, o + 8, mid);
     if (c.act === "gelu") step(linearStep(mid, o + 10, f2, N, F, d, true)); // GELU in fc1's epilogue

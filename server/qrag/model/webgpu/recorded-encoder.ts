@@ -12,8 +12,8 @@
  * with the embedding dropout; per layer LN → QKV matmul+bias → [attention mask] → attention →
  * proj matmul+bias → residual+dropout → LN → fc1 matmul+bias → GELU → fc2 matmul+bias →
  * residual+dropout; final LN; masked mean ÷10. Without a backward each residual and the LN after
- * it are one program (residual-layernorm.ts) and GELU is fc1's epilogue: 2 + 8 per layer + 1
- * programs instead of 3 + 11. The dropout keys are drawn from the encoder's Rng
+ * it are one program (residual-layernorm.ts), GELU is fc1's epilogue and attention draws its
+ * dropout mask itself: 2 + 7 per layer + 1 programs instead of 3 + 11. The dropout keys are drawn from the encoder's Rng
  * in the order the tfjs path draws them, so the masks are the same.
  *
  * Caching: a plan per (B, T, training) holds the activation buffers and one uniform buffer (a
@@ -412,7 +412,7 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
   if (hit) return hit;
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T;
   if (d % H !== 0 || d % 4 !== 0) return null;
-  const sizes = [N * 3 * d, N * F, dropping ? B * H * T * T : 0, extend ? c.vocab_size * d : 0].map((n) => n * 4);
+  const sizes = [N * 3 * d, N * F, dropping && extend ? B * H * T * T : 0, extend ? c.vocab_size * d : 0].map((n) => n * 4);
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return null;
   return admitPlan(device, buildPlan(device, c, key, B, T, dropping, extend));
@@ -518,7 +518,7 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     qkv: perLayer(N * 3 * d), ctx: perLayer(N * d), attSt: perLayer(B * H * T * 2),
     f1: perLayer(N * F), f2: perLayer(N * F),
     lnfSt: keep ? buf(N * 2) : st1[0],
-    drop: dropping ? buf(B * H * T * T) : null,
+    drop: dropping && keep ? buf(B * H * T * T) : null,
   };
   const hNf = keep ? buf(N * d) : hN1[0];
   const h = buf(N * d);
@@ -566,8 +566,10 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   b.flat("qrag_rec_embed", EMBED_WGSL, [ids, { weight: 0 }, { weight: 1 }, x[0]], [["u", N * d], ["u", T], ["u", d], ...em.fields], N * d, em.draw);
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
-  const attKey = `packed_${dh}_${tile}_${dropping ? "drop" : "nodrop"}`;
-  const attCode = attentionForwardCode(dh, "packed", dropping, tile);
+  // without a backward the attention draws its dropout mask itself: no mask program or buffer
+  const attDrop = dropping ? (keep ? true : "inline") : false;
+  const attKey = `packed_${dh}_${tile}_${attDrop === "inline" ? "inline" : dropping ? "drop" : "nodrop"}`;
+  const attCode = attentionForwardCode(dh, "packed", attDrop, tile);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   const drop = acts.drop;
   /**
@@ -585,12 +587,18 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     // kept: every LayerNorm on its own; not: the first layer's, the others' come with the residual before them
     if (keep || l === 0) layerNorm(x[l], o, hN1[l], st1[l]);
     linear(hN1[l], o + 2, acts.qkv[l], N, 3 * d, d);
-    if (drop) {
+    if (attDrop === "inline") {
       const m = maskFields();
       sites.att.push(m.draw);
-      b.flat("qrag_dropout_mask", DROPOUT_MASK_WGSL, [drop], [["u", B * H * T * T], ...m.fields], B * H * T * T, m.draw);
-    } else sites.att.push(undefined);
-    b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, ...(drop ? [drop] : []), acts.ctx[l], acts.attSt[l]], uniforms: attUniforms, grid: attentionGrid(B, H, T), stride: 0 });
+      b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: [...attUniforms, ...m.fields], grid: attentionGrid(B, H, T), stride: 0, draw: m.draw });
+    } else {
+      if (drop) {
+        const m = maskFields();
+        sites.att.push(m.draw);
+        b.flat("qrag_dropout_mask", DROPOUT_MASK_WGSL, [drop], [["u", B * H * T * T], ...m.fields], B * H * T * T, m.draw);
+      } else sites.att.push(undefined);
+      b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, ...(drop ? [drop] : []), acts.ctx[l], acts.attSt[l]], uniforms: attUniforms, grid: attentionGrid(B, H, T), stride: 0 });
+    }
     linear(acts.ctx[l], o + 4, h, N, d, d);
     if (keep) {
       sites.res1.push(residual(x[l], mid[l]));
