@@ -8,7 +8,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { rotateDevice } from "../model/device-ops.ts";
 import { onDevice } from "../backend/device.ts";
-import { greedyPickFused, PICK_MAX_K, type PickSpec } from "../model/webgpu/greedy-pick.ts";
+import { greedyPickFused, pickFits, type PickSpec } from "../model/webgpu/greedy-pick.ts";
 import { paddedLayout, policyTopKFused, policyTopKJoinedFused, scoreRowsFused, softValueFused, type ScoreLayout } from "../model/webgpu/twin-q.ts";
 import type { SoftValueHeads } from "./soft-value.ts";
 
@@ -109,8 +109,7 @@ export function softValueDevice(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tens
  * available ones q is −∞), and V the soft value (0 without `spec.value`).
  */
 export function greedyPick(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, spec: PickSpec): tf.Tensor1D {
-  const fits = spec.K <= PICK_MAX_K && (!spec.value || spec.value.k <= PICK_MAX_K);
-  if (onDevice() && fits) return greedyPickFused(q1, q2, avail, spec); // two fused programs (greedy-pick.ts)
+  if (onDevice() && pickFits(spec)) return greedyPickFused(q1, q2, avail, spec); // two fused programs (greedy-pick.ts)
   const n = q1.shape[1];
   const q = tf.where(tf.greater(avail, 0), tf.add(q1, q2), tf.fill([1, n], -Infinity));
   const { values, indices } = tf.topk(q, spec.K);

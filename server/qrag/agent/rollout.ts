@@ -59,6 +59,16 @@ export interface RolloutBatch {
   bootstrap: Float32Array | null;
 }
 
+/** What one rollout runs with (ParallelEnvs.collect). */
+export interface CollectOptions {
+  random: boolean;
+  alpha: number;
+  exploreEps: number;
+  /** Also V_target of the states after the rollout (batch.bootstrap). */
+  bootstrap?: boolean;
+  signal?: AbortSignal;
+}
+
 /** A state whose V_target is computed at the end of the rollout: its episode's slot and the step's view of it. */
 interface PendingValue {
   slot: EnvSlot;
@@ -240,7 +250,7 @@ export class ParallelEnvs {
    * the policy's top-k (policy.ts; 0 = the reference's policy), per rollout since it may be annealed.
    * `bootstrap`: also V_target of the states after the rollout (batch.bootstrap), in the same batch.
    */
-  async collect(nets: QNetworks, opts: { random: boolean; alpha: number; exploreEps: number; bootstrap?: boolean; signal?: AbortSignal }): Promise<RolloutBatch> {
+  async collect(nets: QNetworks, opts: CollectOptions): Promise<RolloutBatch> {
     const { envs: E, stepsPerEnv: L } = this.settings;
     while (this.slots.length < E) this.slots.push(this.newSlot());
     // Embeddings are recomputed at rollout start with the current weights (docs/method.md §3.2).
@@ -279,7 +289,7 @@ export class ParallelEnvs {
   }
 
   /** The rollout's lock-steps: actions, rewards and the states whose values are pending. */
-  private async steps(nets: QNetworks, opts: { random: boolean; alpha: number; exploreEps: number; signal?: AbortSignal }, batch: RolloutBatch, pending: PendingValue[], retired: EnvSlot[]): Promise<void> {
+  private async steps(nets: QNetworks, opts: CollectOptions, batch: RolloutBatch, pending: PendingValue[], retired: EnvSlot[]): Promise<void> {
     const device = onDevice();
     // on the CPU backends a rollout runs without awaiting anything: let a cancel in between steps
     const breathe = breather();

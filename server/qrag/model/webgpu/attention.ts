@@ -105,7 +105,7 @@ const Q_REGS = `let qo = io(b, tc, h);
   for (var c = 0u; c < DH; c++) { qs[c] = qAt(qo + c) * u.scale; }`;
 
 /** The fields of a forward that draws its dropout mask itself (`drop` "inline"): FIELDS, then dropout.ts's thr, keep, k0, k1. */
-export const INLINE_DROP_FIELDS = [...FIELDS, "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
+const INLINE_DROP_FIELDS = [...FIELDS, "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
 
 /**
  * The forward program (fields FIELDS; inputs, mask[, drop] → ctx, stats), a workgroup per (b, h,

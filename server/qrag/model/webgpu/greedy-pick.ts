@@ -16,7 +16,7 @@ import * as tf from "@tensorflow/tfjs";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 
 /** The largest K and soft-value k the programs keep in registers; larger ones take the tfjs path. */
-export const PICK_MAX_K = 32;
+const PICK_MAX_K = 32;
 /** Threads of the first program at most (each then scans ⌈n / this⌉ candidates). */
 const PART_THREADS = 64 * 256;
 
@@ -25,6 +25,12 @@ export interface PickSpec {
   K: number;
   /** The soft value's top-k and temperature, and how it combines the heads; null: no V (0). */
   value: { k: number; alpha: number; heads: "per_head" | "joint" } | null;
+}
+
+/** Whether the fused programs take `spec` (K and the soft value's k within 1..PICK_MAX_K). */
+export function pickFits(spec: PickSpec): boolean {
+  const within = (k: number) => k >= 1 && k <= PICK_MAX_K;
+  return within(spec.K) && (!spec.value || within(spec.value.k));
 }
 
 /** WGSL: insert (x, j) into the descending list `v`/`ix` (`n` entries, capacity `cap`); ties to the lower index. */
@@ -175,7 +181,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
  */
 export function greedyPickFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, spec: PickSpec): tf.Tensor1D {
   const n = q1.shape[1];
-  if (spec.K < 1 || spec.K > PICK_MAX_K || (spec.value && (spec.value.k < 1 || spec.value.k > PICK_MAX_K))) throw new Error(`greedyPickFused: K ${spec.K} / k ${spec.value?.k} outside 1..${PICK_MAX_K}`);
+  if (!pickFits(spec)) throw new Error(`greedyPickFused: K ${spec.K} / k ${spec.value?.k} outside 1..${PICK_MAX_K}`);
   const { width } = layout(spec);
   const threads = Math.max(1, Math.min(PART_THREADS, Math.ceil(n / 16)));
   const be = webgpuBackend();
