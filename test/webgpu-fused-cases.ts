@@ -14,9 +14,10 @@ import { gelu, layerNorm, linear, residualDropout, residualLayerNorm } from "../
 import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgpu/attention.ts";
 import { attentionDense } from "../server/qrag/model/device-ops.ts";
 import { twinLoss } from "../server/qrag/model/qfunction.ts";
-import { rotaryFused } from "../server/qrag/model/webgpu/rotary.ts";
+import { rotaryFused, rotaryPair } from "../server/qrag/model/webgpu/rotary.ts";
+import { joinRows } from "../server/qrag/model/webgpu/join-rows.ts";
 import { rotateTf } from "../server/qrag/model/rotary.ts";
-import { twinLossDevice } from "../server/qrag/model/webgpu/twin-loss.ts";
+import { twinLossDevice, twinLossGrads } from "../server/qrag/model/webgpu/twin-loss.ts";
 import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
 import { availTensor, greedyPick, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
 import type { PickSpec } from "../server/qrag/model/webgpu/greedy-pick.ts";
@@ -447,7 +448,10 @@ async function twinLossRun(backend: "cpu" | "webgpu") {
     const G = tf.tensor1d(normals(rng, B, 3));
     const f = (x: tf.Tensor, y: tf.Tensor) => (backend === "webgpu" ? twinLossDevice : twinLoss)(x as tf.Tensor2D, y as tf.Tensor2D, G);
     const r = tf.tidy(() => ({ value: f(s, a), grads: tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.mul(f(x, y), 1.5))([s, a]) }));
+    // the learner's tapeless pass: the loss times 1.5 and its gradients, no tape (cpu: the same ops scaled)
+    const t = backend === "webgpu" ? twinLossGrads(s, a, G, 1.5) : { loss: tf.mul(r.value, 1.5), ds: tf.clone(r.grads[0]), da: tf.clone(r.grads[1]) };
     out.push({ name: `B ${B}`, values: await readAll([r.value, ...r.grads]) });
+    out.push({ name: `B ${B} tapeless`, values: await readAll([t.loss, t.ds, t.da]) });
     tf.dispose([s, a, G]);
   }
   return out;
@@ -475,7 +479,11 @@ async function rotaryRun(backend: "cpu" | "webgpu") {
   const positions = Int32Array.from({ length: n }, (_, i) => (i === 0 ? 0 : i === 1 ? 5000 : rng.int(900)));
   const f = (v: tf.Tensor) => (backend === "webgpu" ? rotaryFused(v as tf.Tensor2D, positions) : rotateTf(v as tf.Tensor2D, positions));
   const r = tf.tidy(() => ({ value: f(x), grads: tf.grads((v: tf.Tensor) => tf.sum(tf.mul(f(v), R)))([x]) }));
-  const values = await readAll([r.value, ...r.grads]);
+  // the learner's tapeless pass: the rotation and its transposed rotation of R (cpu: the same as above)
+  const pair = backend === "webgpu" ? rotaryPair(x, positions) : null;
+  const both = pair ? [pair.y, pair.backward(R)] : [tf.clone(r.value), tf.clone(r.grads[0])];
+  pair?.dispose();
+  const values = await readAll([r.value, ...r.grads, ...both]);
   tf.dispose([x, R]);
   return values;
 }
@@ -483,7 +491,30 @@ async function rotaryRun(backend: "cpu" | "webgpu") {
 async function rotaryCase() {
   const cpu = await rotaryRun("cpu");
   const gpu = await rotaryRun("webgpu");
-  return { forward: relDiff(gpu[0], cpu[0]), grad: relDiff(gpu[1], cpu[1]) };
+  return { forward: relDiff(gpu[0], cpu[0]), grad: relDiff(gpu[1], cpu[1]), pairForward: relDiff(gpu[2], cpu[2]), pairGrad: relDiff(gpu[3], cpu[3]) };
+}
+
+/**
+ * joinRows (buffer copies in tfjs's encoder) against tf.concat on cpu: blocks of 3, 0 and 70 rows
+ * and a block of 1, each disposed before the read (the copy must keep its buffer), and a program
+ * reading the joined tensor in the same command buffer.
+ */
+async function joinRowsRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(41);
+  const parts = [3, 0, 70, 1].map((r) => tf.tensor2d(normals(rng, r * 12), [r, 12]));
+  const joined = backend === "webgpu" ? joinRows(parts) : tf.concat(parts, 0);
+  tf.dispose(parts);
+  const doubled = tf.mul(joined, 2);
+  const values = await readAll([joined, doubled]);
+  tf.dispose([joined, doubled]);
+  return values;
+}
+
+async function joinRowsCase() {
+  const cpu = await joinRowsRun("cpu");
+  const gpu = await joinRowsRun("webgpu");
+  return { rows: gpu[0].length / 12, joined: relDiff(gpu[0], cpu[0]), read: relDiff(gpu[1], cpu[1]) };
 }
 
 /** [a shape, b shape]: aligned and ragged sizes, a K of 1, broadcast batches. */
@@ -635,6 +666,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
   matmul: matmulCase,
   rotary: rotaryCase,
   "twin-loss": twinLossCase,
+  "join-rows": joinRowsCase,
   "global-norm": globalNormCase,
   "twin-q": twinQCase,
   attention: attentionCase,

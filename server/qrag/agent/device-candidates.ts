@@ -1,17 +1,23 @@
 /**
- * The rollout's candidate embeddings on the device: the E_a and E_a' embeddings of every episode
- * embedded together stay in one block of rows, which each episode references by its first row.
- * Scoring joins the distinct blocks in use (usually one or two) instead of slicing each episode
- * out and concatenating them again: on webgpu every slice and concat is a tfjs kernel, ~30 per
- * iteration of the reference workload.
+ * The rollout's candidate embeddings on the device: the E_a embeddings of every episode embedded
+ * together stay in one block of rows, which each episode references by its first row. Scoring
+ * joins the distinct blocks in use (usually one or two) instead of slicing each episode out and
+ * concatenating them again: on webgpu every slice and concat is a tfjs kernel, ~30 per iteration
+ * of the reference workload.
  */
 import * as tf from "@tensorflow/tfjs";
 import type { ScoreLayout } from "../model/webgpu/twin-q.ts";
+import { joinRows } from "../model/webgpu/join-rows.ts";
 
-/** Both encoders' embeddings of the candidates of several episodes, one after another. */
+/**
+ * The candidates of several episodes embedded together: E_a's embeddings (the policy scores them
+ * during the rollout) and the texts, which E_a' embeds after the rollout for the deferred values
+ * (targetsJoined): the target encoders do not change during a rollout, so one batch then equals
+ * a batch per embedding event (three forwards fewer per iteration of the reference workload).
+ */
 export interface CandidateBlock {
   online: tf.Tensor2D;
-  target: tf.Tensor2D;
+  texts: readonly string[];
   /** Episodes still referencing it: disposed at 0. */
   users: number;
 }
@@ -23,14 +29,13 @@ export interface CandidateRef {
   n: number;
 }
 
-export function newBlock(online: tf.Tensor2D, target: tf.Tensor2D, users: number): CandidateBlock {
-  return { online: tf.keep(online), target: tf.keep(target), users };
+export function newBlock(online: tf.Tensor2D, texts: readonly string[], users: number): CandidateBlock {
+  return { online: tf.keep(online), texts, users };
 }
 
 export function releaseRef(ref: CandidateRef): void {
   if (--ref.block.users > 0) return;
   ref.block.online.dispose();
-  ref.block.target.dispose();
 }
 
 /** One scoring entry: a state's episode candidates at the rotary positions and availability of its step. */
@@ -42,23 +47,36 @@ export interface ScoreEntry {
 /** The distinct blocks of `refs` joined as one [R, D] tensor, and where each block starts in it. */
 export interface JoinedBlocks {
   cands: tf.Tensor2D;
-  /** A concat of several blocks, which disposeJoined frees (one block is used as it is). */
+  /** Made for the join (several blocks, or the target batch), which disposeJoined frees; one block's E_a is used as it is. */
   owned: boolean;
   base: Map<CandidateBlock, number>;
   R: number;
 }
 
-export function joinBlocks(refs: readonly CandidateRef[], which: "online" | "target"): JoinedBlocks {
+/** The E_a embeddings of the distinct blocks of `refs` as one tensor (a join by copies when several). */
+export function joinBlocks(refs: readonly CandidateRef[]): JoinedBlocks {
   const blocks = [...new Set(refs.map((r) => r.block))];
+  const { base, R } = bases(blocks);
+  const owned = blocks.length > 1;
+  const cands = owned ? tf.keep(joinRows(blocks.map((b) => b.online))) : blocks[0].online;
+  return { cands, owned, base, R };
+}
+
+/** The E_a' embeddings of the distinct blocks of `refs`: `embed` of all their texts in one call. */
+export function targetsJoined(refs: readonly CandidateRef[], embed: (texts: string[]) => tf.Tensor2D): JoinedBlocks {
+  const blocks = [...new Set(refs.map((r) => r.block))];
+  const { base, R } = bases(blocks);
+  return { cands: tf.keep(embed(blocks.flatMap((b) => b.texts))), owned: true, base, R };
+}
+
+function bases(blocks: readonly CandidateBlock[]): { base: Map<CandidateBlock, number>; R: number } {
   const base = new Map<CandidateBlock, number>();
   let R = 0;
   for (const b of blocks) {
     base.set(b, R);
-    R += b[which].shape[0];
+    R += b.texts.length;
   }
-  const owned = blocks.length > 1;
-  const cands = owned ? (tf.keep(tf.concat(blocks.map((b) => b[which]), 0)) as tf.Tensor2D) : blocks[0][which];
-  return { cands, owned, base, R };
+  return { base, R };
 }
 
 export function disposeJoined(j: JoinedBlocks | null): void {

@@ -18,6 +18,7 @@ import { AdamW, clipByGlobalNorm, clipFactorDevice, type AdamWState } from "./ad
 import { onDevice } from "../backend/device.ts";
 import { lrFactor } from "./schedule.ts";
 import type { QNetworks } from "./networks.ts";
+import { devicePass } from "./device-pass.ts";
 
 export interface LearnerState {
   /** Optimizer steps taken. */
@@ -116,6 +117,8 @@ export class Learner {
     const { nets } = this;
     const sPacked = nets.state.packStates(part.states, lengths.maxInMemory);
     const aPacked = nets.action.packActions(part.actionTexts, lengths.maxActionLength);
+    const recorded = devicePass(nets, sPacked, aPacked, part.positions, part.targets, weight);
+    if (recorded) return recorded;
     const G = tf.tensor1d(part.targets);
     const vars = nets.trainable;
     const { value, grads } = tf.variableGrads(() => {

@@ -1,7 +1,7 @@
 /**
  * PQN rollout (docs/method.md §3.2, §3.7): E environments step in lock-step; candidate embeddings
  * are computed once per episode and per rollout start with the current weights (dropout on), and
- * only re-rotated at each step. The behaviour policy is uniform during warm-up, then Boltzmann
+ * only re-rotated at each step; the E_a' ones, which only the values read, once after the rollout. The behaviour policy is uniform during warm-up, then Boltzmann
  * over the top-5. V_target(s_t) for the λ-returns is computed once at the end of the rollout for
  * all its states (and the bootstrap states) in one batch: the target encoders do not change during
  * a rollout (Polyak runs in the update), so this equals the reference's value at collection time,
@@ -14,7 +14,7 @@ import { scoreCandidates } from "../model/rotary.ts";
 import * as tf from "@tensorflow/tfjs";
 import { boltzmannTop5, sampleTopK, uniformAvailable } from "./policy.ts";
 import { availTensor, policyTopKJoined, scoreRows, softValueDevice } from "./device-scoring.ts";
-import { disposeJoined, joinBlocks, newBlock, releaseRef, scoreLayout, type CandidateRef, type JoinedBlocks } from "./device-candidates.ts";
+import { disposeJoined, joinBlocks, newBlock, releaseRef, scoreLayout, targetsJoined, type CandidateRef, type JoinedBlocks } from "./device-candidates.ts";
 import { onDevice, withPhase, withPhaseAsync } from "../backend/device.ts";
 import { softValue, type SoftValueHeads } from "./soft-value.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
@@ -83,11 +83,12 @@ const VALUE_SLOTS_PER_BATCH = 1 << 22;
 interface EnvSlot {
   episode: RetrievalEpisode;
   online: Float32Array;
+  /** E_a' embeddings (cpu path), made after the rollout with the values (targetValues). */
   target: Float32Array;
   q1: Float32Array;
   q2: Float32Array;
   ret: number;
-  /** Device path: the rows of its candidates' E_a / E_a' embeddings, kept on the device. */
+  /** Device path: the rows of its candidates' E_a embeddings, kept on the device. */
   cands?: CandidateRef;
 }
 
@@ -136,35 +137,45 @@ export class ParallelEnvs {
     return out;
   }
 
-  /** (Re-)embeds the candidates of these slots with E_a and E_a', all slots in one batch per encoder. */
+  /**
+   * (Re-)embeds the candidates of these slots with E_a, all slots in one batch. E_a' embeds them
+   * after the rollout, all of the rollout's slots in one batch (targetValues).
+   */
   private embed(nets: QNetworks, slots: EnvSlot[]): void {
     const texts = slots.flatMap((s) => this.chunkTexts(s.episode));
     if (onDevice()) return withPhase("encode", () => this.embedDevice(nets, slots, texts));
-    const { online, target } = withPhase("encode", () => ({
-      online: embedActions(nets.action, texts, this.settings.maxActionLength, true),
-      target: embedActions(nets.actionTarget, texts, this.settings.maxActionLength, true),
-    }));
+    const online = withPhase("encode", () => embedActions(nets.action, texts, this.settings.maxActionLength, true));
     const D = nets.dim;
     let off = 0;
     for (const s of slots) {
       const len = s.episode.numChunks * D;
       s.online = online.subarray(off, off + len);
-      s.target = target.subarray(off, off + len);
       off += len;
     }
   }
 
-  /** Device path of embed: both encoders' embeddings stay on the device, one block the slots reference. */
+  /** Device path of embed: the embeddings stay on the device, one block the slots reference. */
   private embedDevice(nets: QNetworks, slots: EnvSlot[], texts: string[]): void {
-    const { maxActionLength } = this.settings;
-    const online = embedActionsDevice(nets.action, texts, maxActionLength, true);
-    const block = newBlock(online, embedActionsDevice(nets.actionTarget, texts, maxActionLength, true), slots.length);
+    const block = newBlock(embedActionsDevice(nets.action, texts, this.settings.maxActionLength, true), texts, slots.length);
     let row = 0;
     for (const s of slots) {
       const n = s.episode.numChunks;
       disposeSlot(s);
       s.cands = { block, row, n };
       row += n;
+    }
+  }
+
+  /** Cpu path: E_a' embeddings of the slots the deferred values score, in one batch. */
+  private embedTargets(nets: QNetworks, pending: readonly PendingValue[]): void {
+    const slots = [...new Set(pending.map((p) => p.slot))];
+    const target = embedActions(nets.actionTarget, slots.flatMap((s) => this.chunkTexts(s.episode)), this.settings.maxActionLength, true);
+    const D = nets.dim;
+    let off = 0;
+    for (const s of slots) {
+      const len = s.episode.numChunks * D;
+      s.target = target.subarray(off, off + len);
+      off += len;
     }
   }
 
@@ -175,7 +186,7 @@ export class ParallelEnvs {
   private async devicePolicy(nets: QNetworks, states: string[][]): Promise<{ data: Float32Array; k: number }> {
     const { maxInMemory, topk } = this.settings;
     const slots = this.slots;
-    this.joinedOnline ??= joinBlocks(slots.map((s) => s.cands!), "online");
+    this.joinedOnline ??= joinBlocks(slots.map((s) => s.cands!));
     const layout = scoreLayout(slots.map((s) => ({ ref: s.cands!, positions: rotaryPositions(s.episode) })), this.joinedOnline);
     const k = Math.min(topk, layout.nMax);
     const cands = this.joinedOnline.cands;
@@ -200,6 +211,7 @@ export class ParallelEnvs {
     const { maxInMemory, topk, softValueHeads } = this.settings;
     const states = pending.map((p) => p.state);
     if (!onDevice()) {
+      this.embedTargets(nets, pending);
       const s = embedStates(nets.stateTarget, states, maxInMemory, true);
       const D = nets.dim;
       return Float32Array.from(pending, (p, i) => {
@@ -209,7 +221,7 @@ export class ParallelEnvs {
       });
     }
     // the candidates of every episode the rollout saw, each block once; the states index into them
-    const joined = joinBlocks(pending.map((p) => p.slot.cands!), "target");
+    const joined = targetsJoined(pending.map((p) => p.slot.cands!), (texts) => embedActionsDevice(nets.actionTarget, texts, this.settings.maxActionLength, true));
     const nMax = Math.max(1, ...pending.map((p) => p.avail.length));
     const per = Math.max(1, Math.floor((this.settings.valueSlotsPerBatch ?? VALUE_SLOTS_PER_BATCH) / nMax));
     const out = new Float32Array(pending.length);

@@ -3,7 +3,7 @@
  * (clone, hard copy, Polyak averaging, export/import), seeded initialisation, and token packing.
  */
 import * as tf from "@tensorflow/tfjs";
-import type { Encoder, EncoderConfig, SerializedTensor, TokenBatch } from "./encoder.ts";
+import type { Encoder, EncoderConfig, SerializedTensor, TapedForward, TokenBatch } from "./encoder.ts";
 import { Rng } from "../util/rng.ts";
 import { nextPow2 } from "./ops.ts";
 import { onDevice } from "../backend/device.ts";
@@ -22,6 +22,11 @@ export interface QEncoder extends Encoder {
    */
   embedDevice(batch: TokenBatch, training?: boolean): tf.Tensor2D;
   clone(trainable?: boolean): QEncoder;
+  /**
+   * forward(batch, training) with its backward, without tfjs's tape (the learner's device pass),
+   * or null where this encoder has no such path (nothing drawn, nothing run).
+   */
+  tapedForward(batch: TokenBatch, training: boolean): TapedForward | null;
   /** exportWeights with async reads (the only form the device path can read). */
   exportWeightsAsync(): Promise<SerializedTensor[]>;
   /** Names of `variables`, same order. */
@@ -102,6 +107,10 @@ export abstract class BaseEncoder implements QEncoder {
   abstract packActions(texts: readonly string[], maxTokens: number): TokenBatch;
   abstract packStates(states: readonly (readonly string[])[], maxTokensPerPiece: number): TokenBatch;
   abstract forward(batch: TokenBatch, training: boolean): tf.Tensor2D;
+
+  tapedForward(_batch: TokenBatch, _training: boolean): TapedForward | null {
+    return null;
+  }
   /** A new instance of the same architecture whose variables share `this`'s values. */
   protected abstract cloneFrom(trainable: boolean): BaseEncoder;
 

@@ -47,6 +47,18 @@ export interface SerializedTensor {
   data: Float32Array;
 }
 
+/**
+ * A forward with a gradient, run without tfjs's tape (webgpu's recorded encoders): its [batch,
+ * dim] output and the backward that returns the gradients of the encoder's `variables` (same
+ * order) for an upstream gradient of the output's shape, at most once. `release` gives its
+ * activations back when the backward will not run; the caller disposes `y` and the gradients.
+ */
+export interface TapedForward {
+  y: tf.Tensor2D;
+  backward(dy: tf.Tensor): tf.Tensor[];
+  release(): void;
+}
+
 export interface Encoder {
   readonly config: EncoderConfig;
   readonly dim: number;

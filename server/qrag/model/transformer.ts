@@ -30,14 +30,14 @@
  *   pooling is `segmentMean`.
  */
 import * as tf from "@tensorflow/tfjs";
-import type { EncoderConfig, TokenBatch } from "./encoder.ts";
+import type { EncoderConfig, TapedForward, TokenBatch } from "./encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type ParamSpec, type WeightSource } from "./base.ts";
 import { dropout, embedScatter, gelu, layerNorm, linear, residualDropout, segmentMean } from "./ops.ts";
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
 import { attentionQkvDevice, maskedMeanDevice } from "./device-ops.ts";
 import { gatherRows } from "./device-gather.ts";
 import { recordedEncoderForward } from "./webgpu/recorded-encoder.ts";
-import { recordedEncoderTrain } from "./webgpu/recorded-train.ts";
+import { recordedEncoderTrain, recordedTaped } from "./webgpu/recorded-train.ts";
 import { onDevice } from "../backend/device.ts";
 import { CLS, SEP, textIdsFast as textIds } from "./tokenizer.ts";
 import { Rng } from "../util/rng.ts";
@@ -159,6 +159,12 @@ export class TransformerEncoder extends BaseEncoder {
     // Slice copies its whole input for every slice.
     x = this.layers(x, (hN, wqkv, bqkv) => attentionPerHead(...qkvSlices(hN, wqkv, bqkv), att), training);
     return segmentMean(x, lengths, 0.1); // masked mean pooling, ÷10
+  }
+
+  override tapedForward(batch: TokenBatch, training: boolean): TapedForward | null {
+    checkBatch(batch);
+    if (!onDevice() || batch.len > this.config.max_len) return null;
+    return recordedTaped(this.variables, this.config, batch.ids, batch.mask, batch.batch, batch.len, training, this.dropoutRng);
   }
 
   /**

@@ -13,6 +13,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { tfjsKernelCount } from "../../backend/device.ts";
 import type { Rng } from "../../util/rng.ts";
+import type { TapedForward } from "../encoder.ts";
 import { webgpuBackend } from "./raw-program.ts";
 import { copyOut, drawKeys, planFor, recordedIntoTfjs, tfjsEncoderFor, recorderApplies, recorderStats, recordSteps, submitForward, writeUniforms, type BackendLike, type BufferLike, type DeviceLike, type Plan, type RecordedConfig } from "./recorded-encoder.ts";
 import { buildBackward, tokenCsr } from "./recorded-backward.ts";
@@ -20,34 +21,57 @@ import { buildBackward, tokenCsr } from "./recorded-backward.ts";
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
 /**
+ * Runs the recorded forward that keeps its activations, or returns null (nothing drawn, nothing
+ * run) where the recorder does not apply.
+ */
+export function recordedTaped(vars: readonly tf.Variable[], c: RecordedConfig, ids: Int32Array, mask: Float32Array, B: number, T: number, training: boolean, rng: Rng): TapedForward | null {
+  const plan = tapedPlan(c, ids, B, T, training);
+  return plan && runTaped(plan, vars, ids, mask, rng);
+}
+
+/**
  * The pooled encoding [B, d] of a batch as one differentiable op over `vars` (transformer.ts's
  * order), or null where the recorder does not apply (the caller runs the tfjs path).
  */
 export function recordedEncoderTrain(vars: readonly tf.Variable[], c: RecordedConfig, ids: Int32Array, mask: Float32Array, B: number, T: number, training: boolean, rng: Rng): tf.Tensor2D | null {
-  if (!recorderApplies(c.vocab_size, ids, B, T)) return null;
-  const be = webgpuBackend() as BackendLike;
-  const plan = planFor(be.device as DeviceLike, c, B, T, training && c.dropout > 0, buildBackward);
+  const plan = tapedPlan(c, ids, B, T, training);
   if (!plan) return null;
+  const f = tf.customGrad(((..._args: unknown[]) => {
+    const h = runTaped(plan, vars, ids, mask, rng); // inside the op: tfjs tracks its output there
+    return { value: h.y, gradFunc: (dy: tf.Tensor) => h.backward(dy) };
+  }) as CustomGradFn);
+  return f(...vars) as tf.Tensor2D;
+}
+
+/** A free keep plan for this shape (planFor), or null where the recorder does not apply. */
+function tapedPlan(c: RecordedConfig, ids: Int32Array, B: number, T: number, training: boolean): Plan | null {
+  if (!recorderApplies(c.vocab_size, ids, B, T)) return null;
+  return planFor(webgpuBackend().device as DeviceLike, c, B, T, training && c.dropout > 0, buildBackward);
+}
+
+function runTaped(plan: Plan, vars: readonly tf.Variable[], ids: Int32Array, mask: Float32Array, rng: Rng): TapedForward {
+  const be = webgpuBackend() as BackendLike;
   const keys = drawKeys(plan, rng);
   const csr = tokenCsr(ids);
   const token = {};
   plan.owner = token;
   recorderStats.trainCalls++;
-  const f = tf.customGrad(((..._args: unknown[]) => {
-    const k0 = tfjsKernelCount();
-    const y = submitForward(be, plan, vars, ids, mask, keys);
-    recorderStats.kernelsInside += tfjsKernelCount() - k0;
-    return {
-      value: y,
-      gradFunc: (dy: tf.Tensor) => {
-        const k1 = tfjsKernelCount();
-        const grads = submitBackward(be, plan, token, vars, dy, keys, csr);
-        recorderStats.kernelsInside += tfjsKernelCount() - k1;
-        return grads;
-      },
-    };
-  }) as CustomGradFn);
-  return f(...vars) as tf.Tensor2D;
+  const y = counted(() => submitForward(be, plan, vars, ids, mask, keys));
+  return {
+    y,
+    backward: (dy) => counted(() => submitBackward(be, plan, token, vars, dy, keys, csr)),
+    release: () => {
+      if (plan.owner === token) plan.owner = null;
+    },
+  };
+}
+
+/** Runs f, adding the tfjs kernels it ran to recorderStats.kernelsInside (0 is the point). */
+function counted<T>(f: () => T): T {
+  const k0 = tfjsKernelCount();
+  const r = f();
+  recorderStats.kernelsInside += tfjsKernelCount() - k0;
+  return r;
 }
 
 /** Records the backward of the forward `token` ran on `plan` into one command buffer; the gradients in `vars`' order. */

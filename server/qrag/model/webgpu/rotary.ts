@@ -33,20 +33,41 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 /** rotateTf(x, positions) on the device: x [n, D] rotated row by row (identity when rotary is off). */
 export function rotaryFused(x: tf.Tensor2D, positions: Int32Array | null): tf.Tensor2D {
+  const r = rotation(x, positions);
+  if (!r) return x;
+  const f = tf.customGrad(((xi: tf.Tensor, save: tf.GradSaveFunc) => {
+    save([r.rowsT]);
+    return { value: r.run(false, xi, r.rowsT), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [r.run(true, dy, saved[0])] };
+  }) as CustomGradFn);
+  return f(x) as tf.Tensor2D;
+}
+
+/**
+ * The rotation of x and the transposed rotation for its gradient, without tfjs's tape (the
+ * learner's device pass): one program each; null when rotary is off (both are the identity).
+ */
+export function rotaryPair(x: tf.Tensor2D, positions: Int32Array | null): { y: tf.Tensor2D; backward(dy: tf.Tensor2D): tf.Tensor2D; dispose(): void } | null {
+  const r = rotation(x, positions);
+  if (!r) return null;
+  return {
+    y: r.run(false, x, r.rowsT) as tf.Tensor2D,
+    backward: (dy) => r.run(true, dy, r.rowsT) as tf.Tensor2D,
+    dispose: () => r.rowsT.dispose(),
+  };
+}
+
+function rotation(x: tf.Tensor2D, positions: Int32Array | null): { rowsT: tf.Tensor; run(backward: boolean, v: tf.Tensor, rows: tf.Tensor): tf.Tensor } | null {
   const [n, D] = x.shape;
   if (D % 2 !== 0) throw new Error(`rotaryFused: odd width ${D}`);
   const t = rotaryRows(D, positions);
-  if (!t) return x;
+  if (!t) return null;
   if (t.rows.length !== n) throw new Error(`rotaryFused: ${t.rows.length} positions for ${n} rows`);
-  const rowsT = tf.tensor1d(t.rows, "int32");
   const uniforms = [{ type: "uint32" as const, data: [n] }, { type: "uint32" as const, data: [D] }];
-  const run = (backward: boolean, v: tf.Tensor, rows: tf.Tensor): tf.Tensor => {
-    const [info] = runRawProgram(webgpuBackend(), { key: `qrag_rotary_${backward ? "bwd" : "fwd"}`, code: code(backward), inputs: [v, rows, t.c, t.s], outputs: [{ shape: [n, D] }], uniforms, threads: (n * D) / 2 });
-    return tf.engine().makeTensorFromTensorInfo(info);
+  return {
+    rowsT: tf.tensor1d(t.rows, "int32"),
+    run: (backward, v, rows) => {
+      const [info] = runRawProgram(webgpuBackend(), { key: `qrag_rotary_${backward ? "bwd" : "fwd"}`, code: code(backward), inputs: [v, rows, t.c, t.s], outputs: [{ shape: [n, D] }], uniforms, threads: (n * D) / 2 });
+      return tf.engine().makeTensorFromTensorInfo(info);
+    },
   };
-  const f = tf.customGrad(((xi: tf.Tensor, save: tf.GradSaveFunc) => {
-    save([rowsT]);
-    return { value: run(false, xi, rowsT), gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => [run(true, dy, saved[0])] };
-  }) as CustomGradFn);
-  return f(x) as tf.Tensor2D;
 }

@@ -1,0 +1,41 @@
+/**
+ * The learner's forward/backward pass on webgpu without tfjs's tape: both encoders' recorded
+ * forwards that keep their activations, the rotary rotation and the twin-head loss with its
+ * gradients as fused programs, then the two recorded backwards, called in order by hand.
+ *
+ * Why: under `tf.variableGrads` the same programs ran, but as 4 tfjs ops (the custom-gradient
+ * wrappers) plus the tape's Identity kernels, ~0.1 ms of host JavaScript each and the last tfjs
+ * kernels in a training iteration. The gradient is the same function: the pass is the chain rule
+ * of learner.ts's loss written out (s → loss ← rotate(a)).
+ */
+import * as tf from "@tensorflow/tfjs";
+import type { TokenBatch } from "../model/encoder.ts";
+import { rotaryPair } from "../model/webgpu/rotary.ts";
+import { twinLossGrads } from "../model/webgpu/twin-loss.ts";
+import { onDevice } from "../backend/device.ts";
+import type { QNetworks } from "./networks.ts";
+
+/**
+ * The loss (times `weight`) and the gradients of `nets.trainable`, or null where an encoder has no
+ * recorded taped path (the caller runs tfjs's tape; nothing was drawn, or, if only the action
+ * encoder lacks one, the state forward's activations are released and its masks are redrawn).
+ */
+export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBatch, positions: Int32Array, targets: Float32Array, weight: number): { value: tf.Scalar; grads: tf.Tensor[] } | null {
+  if (!onDevice()) return null;
+  const s = nets.state.tapedForward(states, true);
+  if (!s) return null;
+  const a = nets.action.tapedForward(actions, true);
+  if (!a) {
+    s.release();
+    s.y.dispose();
+    return null;
+  }
+  const rot = rotaryPair(a.y, positions);
+  const G = tf.tensor1d(targets);
+  const { loss, ds, da } = twinLossGrads(s.y, rot ? rot.y : a.y, G, weight);
+  const daRaw = rot ? rot.backward(da) : da;
+  const grads = [...s.backward(ds), ...a.backward(daRaw)];
+  tf.dispose([s.y, a.y, G, ds, da, daRaw, ...(rot ? [rot.y] : [])]);
+  rot?.dispose();
+  return { value: loss, grads };
+}
