@@ -27,10 +27,11 @@ test("recorded encoder backward: loss and every variable's gradient equal the tf
 test("recorded encoder forward+backward: one dispatch per program, 0 tfjs kernels inside, a second call creates no buffers, bind groups or pipelines", { skip }, () => {
   const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { tfjsKernels: number; fused: number; submits: number }[]; kernelsInside: number; layers: number }>("cache");
   const L = r.layers;
-  // forward (train mode): embedding, 11 per layer, final LN, pooling; backward: pooling, final LN
-  // dx and dγβ, 22 per layer (3 per linear, GELU, 2 per LN, 2 attention, 3 masks), embedding mask,
-  // positions, tokens
-  const programs = 3 + 11 * L + (6 + 22 * L);
+  // forward (train mode): embedding with the first LN, 7 per layer (QKV, attention with its own
+  // mask, proj, residual+LN, fc1 with GELU, fc2, residual+LN: the last one is the final LN), pooling;
+  // backward: pooling, final LN dx and dγβ, 22 per layer (3 per linear, GELU, 2 per LN, 2
+  // attention, 3 masks), embedding mask, positions, tokens
+  const programs = 2 + 7 * L + (6 + 22 * L);
   for (const c of r.counts) {
     assert.equal(c.fused, programs);
     // the tfjs kernels of the loss around the op: the op itself, Sum and its gradient's kernels

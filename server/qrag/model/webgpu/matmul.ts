@@ -16,6 +16,9 @@ import * as tf from "@tensorflow/tfjs";
 import { runRawProgram, storageDecls, webgpuBackend, type WebgpuBackendLike } from "./raw-program.ts";
 import { ERF_WGSL, geluExpr } from "./gelu-layernorm.ts";
 
+/** The epilogue: none, GELU (erf form) of each result, or GELU with the value before it kept too. */
+export type Epilogue = boolean | "keep";
+
 export interface MatmulTile {
   /** Threads per workgroup along N (x) and M (y). */
   wx: number;
@@ -81,11 +84,14 @@ export const transName = (tr: MatmulTrans) => `${tr.a ? "-tA" : ""}${tr.b ? "-tB
  * a [N] row; `gelu` applies GELU (erf form) to each result (the recorded no-grad fc1); `trans` reads A or B transposed (the aligned loads stay vec4: along m for Aᵀ, along k
  * for Bᵀ).
  */
-export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu = false): string {
+export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu: Epilogue = false): string {
   const { threads, bm, bn } = tileOf(t);
   const { wx, wy, tm, tn, bk } = t;
   // the GELU epilogue: gelu-layernorm.ts's expression per value, so the result equals its program's
   const act = (v: string, width: number): string => (!gelu ? v : width === 1 ? `gelu1(${v})` : `gelu4(${v})`);
+  // "keep": the value before GELU also into P (a backward's GELU reads it)
+  const store = (at: string, v: string, width: number): string =>
+    gelu === "keep" ? `{ let v = ${v}; P[${at}] = v; C[${at}] = ${act("v", width)}; }` : `C[${at}] = ${act(v, width)};`;
   const tm4 = tm / 4;
   const tn4 = tn / 4;
   const L: string[] = [];
@@ -148,10 +154,10 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
     L.push(`  { let r = row0 + (${(i >> 2) * wy}u + lid.y) * 4u + ${i & 3}u;`);
     for (let j = 0; j < tn4; j++) {
       const col = `col0 + (${j * wx}u + lid.x) * 4u`;
-      if (aligned) L.push(`    C[(cOff + r * u.N + ${col}) / 4u] = ${act(`c${i}_${j}${bias ? ` + bias[(${col}) / 4u]` : ""}`, 4)};`);
+      if (aligned) L.push(`    ${store(`(cOff + r * u.N + ${col}) / 4u`, `c${i}_${j}${bias ? ` + bias[(${col}) / 4u]` : ""}`, 4)}`);
       else {
         L.push(`    if (r < u.M) { let n = ${col};`);
-        for (let c = 0; c < 4; c++) L.push(`      if (n + ${c}u < u.N) { C[cOff + r * u.N + n + ${c}u] = ${act(`c${i}_${j}[${c}]${bias ? ` + bias[n + ${c}u]` : ""}`, 1)}; }`);
+        for (let c = 0; c < 4; c++) L.push(`      if (n + ${c}u < u.N) { ${store(`cOff + r * u.N + n + ${c}u`, `c${i}_${j}[${c}]${bias ? ` + bias[n + ${c}u]` : ""}`, 1)} }`);
         L.push(`    }`);
       }
     }
@@ -164,7 +170,7 @@ fn gelu1(x: f32) -> f32 { return ${geluExpr("x")}; }
 fn gelu4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>(gelu1(v.x), gelu1(v.y), gelu1(v.z), gelu1(v.w)); }
 ` : "";
   return `struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
-${storageDecls([`A:${ty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : [])], [`C:${ty}`])}
+${storageDecls([`A:${ty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : [])], [`C:${ty}`, ...(gelu === "keep" ? [`P:${ty}`] : [])])}
 ${geluFns}${L.join("\n")}`;
 }
 

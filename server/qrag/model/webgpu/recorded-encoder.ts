@@ -8,13 +8,14 @@
  * training iteration's dispatches. Here one call costs ~25 dispatches' recording and no submit.
  *
  * Programs (the generators of matmul.ts, attention.ts, gelu-layernorm.ts, residual-layernorm.ts,
- * dropout.ts; only the embedding and the pooling are written here): embedding gather + positions
- * with the embedding dropout; per layer LN → QKV matmul+bias → [attention mask] → attention →
- * proj matmul+bias → residual+dropout → LN → fc1 matmul+bias → GELU → fc2 matmul+bias →
- * residual+dropout; final LN; masked mean ÷10. Without a backward each residual and the LN after
- * it are one program (residual-layernorm.ts), GELU is fc1's epilogue and attention draws its
- * dropout mask itself: 2 + 7 per layer + 1 programs instead of 3 + 11. The dropout keys are drawn from the encoder's Rng
- * in the order the tfjs path draws them, so the masks are the same.
+ * dropout.ts; only the embedding and the pooling are written here): the embedding gather +
+ * positions with its dropout and layer 0's LN (one program); per layer QKV matmul+bias →
+ * attention (drawing its dropout mask itself) → proj matmul+bias → residual+dropout+LN (one
+ * program) → fc1 matmul+bias+GELU (GELU in the epilogue) → fc2 matmul+bias → residual+dropout+LN
+ * (the next layer's or the final one); masked mean ÷10: 2 + 7 per layer programs (3 + 11 per layer
+ * as separate ops). A taped forward (a backward follows) runs the same programs, the values its
+ * backward reads written too (each residual's sum, fc1's value before GELU). The dropout keys are
+ * drawn from the encoder's Rng in the order the tfjs path draws them, so the masks are the same.
  *
  * Caching: a plan per (B, T, training) holds the activation buffers and one uniform buffer (a
  * 256-byte slot per program), in a small LRU bounded by count and bytes (a taped forward's plan,
@@ -34,10 +35,10 @@ import { dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.t
 import { cachedPipeline, foldThreads, storageDecls, uniformStruct, webgpuBackend, WG, type GpuDeviceLike, type PipelineLike, type WebgpuBackendLike } from "./raw-program.ts";
 import { isAligned, matmulShader, tileFor, tileName } from "./matmul.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
-import { GELU_FWD, lnFwd } from "./gelu-layernorm.ts";
+import { lnFwdShader } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
-import { ADD_FWD, resLnFwd } from "./residual-layernorm.ts";
-import { DROPOUT_MASK_WGSL, MASK_AT_WGSL } from "./dropout.ts";
+import { resLnFwd } from "./residual-layernorm.ts";
+import { MASK_AT_WGSL } from "./dropout.ts";
 import { maskedMeanWeights } from "../device-ops.ts";
 
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
@@ -214,17 +215,15 @@ export async function withRecorder<T>(on: boolean, fn: () => Promise<T>): Promis
 }
 
 /** Embedding: x = (tok[ids[row]] + pos[row % T])·mask, one thread per element. */
-const EMBED_WGSL = `${uniformStruct(["n: u32", "T: u32", "d: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"])}
-${storageDecls(["ids:i32", "tok", "pos"], ["x"])}
-${MASK_AT_WGSL}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let i = threadIndex(gid);
-  if (i >= u.n) { return; }
-  let row = i / u.d;
-  let c = i % u.d;
-  x[i] = (tok[u32(ids[row]) * u.d + c] + pos[(row % u.T) * u.d + c]) * maskAt(i);
-}`;
+/**
+ * The embedding, token row + position row times the dropout mask, into x, and the first layer's
+ * LayerNorm of it into y (its stats), one program of a group of threads per row.
+ */
+const embedLnFwd = (d: number) => lnFwdShader({
+  n: d, fields: ["rows: u32", "n: u32", "eps: f32", "T: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"],
+  read: ["ids:i32", "tok", "pos", "gamma", "beta"], write: ["y", "x", "stats"], extra: MASK_AT_WGSL, src: "x",
+  first: "let a = (tok[u32(ids[r]) * u.n + k] + pos[(r % u.T) * u.n + k]) * maskAt(o + k);\n    x[o + k] = a;",
+});
 
 /** Masked mean: y[b, c] = Σ_t w[b·T + t]·x[(b·T + t)·d + c] (w = mask·mul/count), one thread per output. */
 export const POOL_WGSL = `${uniformStruct(["B: u32", "T: u32", "d: u32"])}
@@ -384,13 +383,14 @@ function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, v
   return (s.group = { pipeline, bound, bindGroup });
 }
 
-/** out [m, n] = a [m, k]·W + bias (then GELU with `gelu`), W and its bias variables w and w + 1 (our tiled matmul). */
-export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number, gelu = false): Omit<Step, "slot"> {
+/** out [m, n] = a [m, k]·W + bias (then GELU with `gelu`, the value before it into `pre` when given), W and its bias variables w and w + 1 (our tiled matmul). */
+export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number, gelu = false, pre?: BufferLike): Omit<Step, "slot"> {
   const tile = tileFor(m, n);
   const aligned = isAligned(tile, m, n, k);
-  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias${gelu ? "-gelu" : ""}`;
+  const epilogue = gelu && pre ? "keep" : gelu;
+  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias${epilogue === "keep" ? "-gelu-keep" : epilogue ? "-gelu" : ""}`;
   const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-  return { key, code: matmulShader(tile, aligned, true, {}, gelu), refs: [a, { weight: w }, { weight: w + 1 }, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
+  return { key, code: matmulShader(tile, aligned, true, {}, epilogue), refs: [a, { weight: w }, { weight: w + 1 }, out, ...(pre ? [pre] : [])], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
 }
 
 /**
@@ -551,32 +551,20 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   };
   // LayerNorm and attention tile their own grids (a group of threads per row; a workgroup per
   // (sequence, head, block of queries)): no folded stride
-  const lnCode = lnFwd(d);
-  const layerNorm = (xi: BufferLike, g: number, y: BufferLike, stats: BufferLike): void => {
-    b.step({ key: `qrag_ln_fwd_${rowLanes(d)}`, code: lnCode, refs: [xi, { weight: g }, { weight: g + 1 }, y, stats], uniforms: [["u", N], ["u", d], ["f", LN_EPS]], grid: rowWorkgroups(N, d), stride: 0 });
-  };
-  const residual = (xi: BufferLike, y: BufferLike): number | undefined => {
-    const m = maskFields();
-    b.flat("qrag_res_drop_fwd", ADD_FWD, [xi, h, y], [["u", N * d], ...m.fields], N * d, m.draw);
-    return m.draw;
-  };
-
   const em = maskFields();
   sites.emb = em.draw;
-  b.flat("qrag_rec_embed", EMBED_WGSL, [ids, { weight: 0 }, { weight: 1 }, x[0]], [["u", N * d], ["u", T], ["u", d], ...em.fields], N * d, em.draw);
+  b.step({ key: `qrag_embed_ln_fwd_${rowLanes(d)}`, code: embedLnFwd(d), refs: [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, { weight: 3 }, hN1[0], x[0], st1[0]], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ["u", T], ...em.fields], grid: rowWorkgroups(N, d), stride: 0, draw: em.draw });
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
-  // without a backward the attention draws its dropout mask itself: no mask program or buffer
-  const attDrop = dropping ? (keep ? true : "inline") : false;
-  const attKey = `packed_${dh}_${tile}_${attDrop === "inline" ? "inline" : dropping ? "drop" : "nodrop"}`;
-  const attCode = attentionForwardCode(dh, "packed", attDrop, tile);
+  // the attention draws its dropout mask itself (no mask program; a backward draws it again from the same key)
+  const attKey = `packed_${dh}_${tile}_${dropping ? "inline" : "nodrop"}`;
+  const attCode = attentionForwardCode(dh, "packed", dropping ? "inline" : false, tile);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
-  const drop = acts.drop;
   /**
-   * Without a backward, a residual and the LayerNorm that reads its sum run as one program
-   * (residual-layernorm.ts, the same mask): y = LN(xi + h·m), the sum into `v`.
+   * A residual and the LayerNorm that reads its sum run as one program (residual-layernorm.ts, the
+   * same mask): y = LN(xi + h·m), the sum into `v` (kept for a backward, which reads v, y and stats).
    */
-  const resLnCode = keep ? "" : resLnFwd(d);
+  const resLnCode = resLnFwd(d);
   const residualLn = (xi: BufferLike, v: BufferLike, g: number, y: BufferLike, stats: BufferLike): number | undefined => {
     const m = maskFields();
     b.step({ key: `qrag_res_ln_fwd_${rowLanes(d)}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, v, stats], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ...m.fields], grid: rowWorkgroups(N, d), stride: 0, draw: m.draw });
@@ -584,37 +572,20 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   };
   for (let l = 0; l < L; l++) {
     const o = 2 + l * 12; // ln1 γ β, qkv w b, proj w b, ln2 γ β, fc1 w b, fc2 w b
-    // kept: every LayerNorm on its own; not: the first layer's, the others' come with the residual before them
-    if (keep || l === 0) layerNorm(x[l], o, hN1[l], st1[l]);
+    // its LayerNorm came with the embedding (l = 0) or the residual before it
     linear(hN1[l], o + 2, acts.qkv[l], N, 3 * d, d);
-    if (attDrop === "inline") {
-      const m = maskFields();
-      sites.att.push(m.draw);
-      b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: [...attUniforms, ...m.fields], grid: attentionGrid(B, H, T), stride: 0, draw: m.draw });
-    } else {
-      if (drop) {
-        const m = maskFields();
-        sites.att.push(m.draw);
-        b.flat("qrag_dropout_mask", DROPOUT_MASK_WGSL, [drop], [["u", B * H * T * T], ...m.fields], B * H * T * T, m.draw);
-      } else sites.att.push(undefined);
-      b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, ...(drop ? [drop] : []), acts.ctx[l], acts.attSt[l]], uniforms: attUniforms, grid: attentionGrid(B, H, T), stride: 0 });
-    }
+    const m = dropping ? maskFields() : null;
+    sites.att.push(m?.draw);
+    b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: m ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T), stride: 0, draw: m?.draw });
     linear(acts.ctx[l], o + 4, h, N, d, d);
-    if (keep) {
-      sites.res1.push(residual(x[l], mid[l]));
-      layerNorm(mid[l], o + 6, acts.hN2[l], acts.st2[l]);
-    } else sites.res1.push(residualLn(x[l], mid[l], o + 6, acts.hN2[l], acts.st2[l]));
-    if (keep) {
-      linear(acts.hN2[l], o + 8, acts.f1[l], N, F, d);
-      b.flat("qrag_gelu_fwd", GELU_FWD, [acts.f1[l], acts.f2[l]], [["u", N * F]], N * F);
-    } else b.step(linearStep(acts.hN2[l], o + 8, acts.f2[l], N, F, d, true)); // GELU in fc1's epilogue
+    sites.res1.push(residualLn(x[l], mid[l], o + 6, acts.hN2[l], acts.st2[l]));
+    // GELU in fc1's epilogue (the value before it kept for a backward's GELU)
+    b.step(linearStep(acts.hN2[l], o + 8, acts.f2[l], N, F, d, true, keep ? acts.f1[l] : undefined));
     linear(acts.f2[l], o + 10, h, N, d, F);
     // the next LayerNorm: the next layer's first, or the final one
     const [g, y, st] = l + 1 < L ? [o + 12, hN1[l + 1], st1[l + 1]] : [2 + L * 12, hNf, acts.lnfSt];
-    if (keep) sites.res2.push(residual(mid[l], x[l + 1]));
-    else sites.res2.push(residualLn(mid[l], x[l + 1], g, y, st));
+    sites.res2.push(residualLn(mid[l], x[l + 1], g, y, st));
   }
-  if (keep) layerNorm(x[L], 2 + L * 12, hNf, acts.lnfSt);
   b.flat("qrag_rec_pool", POOL_WGSL, [hNf, poolW, pooled], [["u", B], ["u", T], ["u", d]], B * d);
   let back: BackPlan | undefined;
   if (extend) {

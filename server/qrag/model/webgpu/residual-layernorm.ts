@@ -41,7 +41,7 @@ const dxCode = (n: number) => lnDxShader({
 
 const ADD_FIELDS = ["n: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
 /** x + h·m, one thread per element (fields ADD_FIELDS). */
-export const ADD_FWD = `${uniformStruct(ADD_FIELDS)}
+const ADD_FWD = `${uniformStruct(ADD_FIELDS)}
 ${storageDecls(["x", "h"], ["y"])}
 ${MASK_AT_WGSL}
 @compute @workgroup_size(${WG})
