@@ -52,9 +52,11 @@ test("bench flags: --backend, --sizes, --lengths, --parts, --out, in = and space
   assert.deepEqual(defaultMatmulSizes("wasm"), [512]);
 });
 
-test("hot-loop figures: phases summed, tfjs kernels are kernels less our fused programs, host ms is wall less read waits, judged against the budget", () => {
-  const phase = (dispatches: number, kernels: number, fused: number, submits: number, readWaitMs: number) => ({ reads: 1, syncReads: 0, kernels, dispatches, fused, submits, readWaitMs });
-  const s = summarizeDispatch({ rollout: phase(100, 120, 30, 7, 40.25), update: phase(40, 40, 40, 2, 0) }, 100);
+test("hot-loop figures: phases summed, tfjs kernels are kernels less our fused programs, host ms is wall less read waits, GPU ms where timed, judged against the budget", () => {
+  const phase = (dispatches: number, kernels: number, fused: number, submits: number, readWaitMs: number, gpuMs = 0) => ({ reads: 1, syncReads: 0, kernels, dispatches, fused, submits, readWaitMs, gpuMs });
+  const s = summarizeDispatch({ rollout: phase(100, 120, 30, 7, 40.25, 12.5), update: phase(40, 40, 40, 2, 0, 3.04) }, 100, true);
+  assert.equal(s.gpuMsPerIteration, 15.5);
+  assert.equal(summarizeDispatch({ update: phase(40, 40, 40, 2, 0, 3) }, 5).gpuMsPerIteration, null, "untimed: no GPU figure, not 0");
   assert.equal(s.dispatchesPerIteration, 140);
   assert.equal(s.tfjsKernelsPerIteration, 90);
   assert.equal(s.submitsPerIteration, 9);
@@ -94,7 +96,10 @@ test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates a
     matmul: [{ shape: "1024x1024x1024", gflops: 10_000 }],
     matmulTiled: { a: [{ shape: "1024x1024x1024", gflops: 30_000 }], b: [{ shape: "1024x1024x1024", gflops: 20_000 }] },
     workloadTransformer: {
-      training: { transitionsPerSecond: 200, updateSeconds: { median: 0.02 }, iterationSeconds: { median: 0.34 } },
+      training: {
+        transitionsPerSecond: 200, updateSeconds: { median: 0.02 }, iterationSeconds: { median: 0.34 },
+        hotLoop: { dispatchesPerIteration: 585, tfjsKernelsPerIteration: 0, submitsPerIteration: 21, hostMsPerIteration: 40, readWaitMsPerIteration: 300, gpuMsPerIteration: 120.5, perPhase: { rollout: { gpuMs: 80.25 }, update: { gpuMs: 40.25 }, encode: { gpuMs: 0 } } },
+      },
       encode: { chunksPerSecond: 100_000 },
       episodes: { "40000": { episodeSeconds: { median: 0.5 } }, "400000": { estimated: true, episodeSeconds: 9 } },
     },
@@ -106,6 +111,8 @@ test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates a
   assert.match(md, /\| training transitions\/s[^|]*\| 200 \| 400 \| 0\.500× \|/);
   assert.match(md, /\| update [^|]*\| 0\.020 \| 0\.040 \| 2\.00× \|/, "a shorter time is a ratio above 1");
   assert.match(md, /\| greedy episode, N = 400,000 [^|]*\| — \| 1\.00 \| — \|/, "an estimated figure is not shown as measured");
+  assert.match(md, /585 GPU dispatches, 0 tfjs kernels, 21 command buffers submitted; 40 ms of host time and 300 ms awaiting reads \(of 340 ms\)/);
+  assert.match(md, /GPU time inside compute passes \(timestamp queries\): 120\.5 ms per iteration \(rollout 80\.3, update 40\.3 ms\)/, "phases without GPU time left out");
 });
 
 test("matmul repeats: about the FLOP asked for, 1 to 200 products", () => {

@@ -16,6 +16,7 @@ import { attentionDense } from "../server/qrag/model/device-ops.ts";
 import { twinLoss } from "../server/qrag/model/qfunction.ts";
 import { rotaryFused, rotaryPair } from "../server/qrag/model/webgpu/rotary.ts";
 import { joinRows } from "../server/qrag/model/webgpu/join-rows.ts";
+import { gpuTimingOff, gpuTimingOn, settleGpuTimes } from "../server/qrag/backend/gpu-timing.ts";
 import { rotateTf } from "../server/qrag/model/rotary.ts";
 import { twinLossDevice, twinLossGrads } from "../server/qrag/model/webgpu/twin-loss.ts";
 import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
@@ -517,6 +518,39 @@ async function joinRowsCase() {
   return { rows: gpu[0].length / 12, joined: relDiff(gpu[0], cpu[0]), read: relDiff(gpu[1], cpu[1]) };
 }
 
+/**
+ * GPU time per phase (backend/gpu-timing.ts): one 384² matMul in "encode", eight in "update" (tfjs
+ * programs, back to back across the phase change), a recorded encoder forward (our own pass) in
+ * "target", nothing in "rollout"; then a matMul after timing stopped.
+ */
+async function gpuTimingCase() {
+  await onBackend("webgpu");
+  const rng = new Rng(43);
+  const n = 384;
+  const a = tf.tensor2d(normals(rng, n * n, 1 / n), [n, n]);
+  const config = resolveConfig({ preset: "tiny", overrides: ["algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=64"] });
+  const nets = new QNetworks(config.algo.encoder, new Rng(1));
+  const batch = nets.state.packActions(Array.from({ length: 64 }, (_, i) => `w${i} w${i + 1} w${i + 2}`), 16);
+  const work = () => {
+    const one = withPhase("encode", () => tf.matMul(a, a));
+    const eight = withPhase("update", () => tf.tidy(() => Array.from({ length: 8 }, () => tf.matMul(a, a)).reduce((x, y) => tf.add(x, y))));
+    const enc = withPhase("target", () => nets.state.embedDevice(batch, false));
+    return [one, eight, enc];
+  };
+  await readAll(work()); // pipelines compiled, buffers allocated
+  const on = gpuTimingOn();
+  const t0 = performance.now();
+  await readAll(work());
+  const wall = performance.now() - t0;
+  gpuTimingOff();
+  const timed = await settleGpuTimes();
+  await readAll([withPhase("eval", () => tf.matMul(a, a))]);
+  const after = await settleGpuTimes();
+  tf.dispose(a);
+  nets.dispose();
+  return { on, ms: timed.ms, passes: timed.passes, untimed: timed.untimed, wall, afterPasses: after.passes };
+}
+
 /** [a shape, b shape]: aligned and ragged sizes, a K of 1, broadcast batches. */
 const MATMUL_SHAPES: [number[], number[]][] = [
   [[128, 64], [64, 128]],
@@ -667,6 +701,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
   rotary: rotaryCase,
   "twin-loss": twinLossCase,
   "join-rows": joinRowsCase,
+  "gpu-timing": gpuTimingCase,
   "global-norm": globalNormCase,
   "twin-q": twinQCase,
   attention: attentionCase,

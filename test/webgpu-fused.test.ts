@@ -96,6 +96,20 @@ test("fused rotary rotation on webgpu: forward and gradient within 1e-6 of rotat
   for (const [k, d] of Object.entries(r)) assert.ok(d <= 1e-6, `${k} rel. diff ${d}`);
 });
 
+test("GPU time per phase from timestamp queries: each phase's passes (tfjs's and our recorded ones) timed apart, growing with the work, within the wall time; nothing timed after it stops", { skip }, () => {
+  const r = runCase<{ on: boolean; ms: Record<string, number>; passes: number; untimed: number; wall: number; afterPasses: number }>("gpu-timing");
+  assert.equal(r.on, true, "lavapipe grants timestamp-query");
+  assert.deepEqual(Object.keys(r.ms).sort(), ["encode", "target", "update"], "only the phases that ran GPU work");
+  for (const [p, ms] of Object.entries(r.ms)) assert.ok(ms > 0, `${p}: ${ms} ms`);
+  // eight times the matMuls: well over twice the time (timestamps are not rounded to 0.1 ms)
+  assert.ok(r.ms.update > 2 * r.ms.encode, `update ${r.ms.update} ms vs encode ${r.ms.encode} ms`);
+  const sum = Object.values(r.ms).reduce((x, y) => x + y, 0);
+  assert.ok(sum <= r.wall, `GPU ${sum} ms inside passes > ${r.wall} ms of wall time`);
+  assert.ok(r.passes >= 3, `${r.passes} passes`);
+  assert.equal(r.untimed, 0);
+  assert.equal(r.afterPasses, 0);
+});
+
 test("joinRows on webgpu (buffer copies, no kernel) equals tf.concat on cpu: empty and one-row blocks, inputs disposed before the read, a program reading the result", { skip }, () => {
   const r = runCase<{ rows: number; joined: number; read: number }>("join-rows");
   assert.equal(r.rows, 74);

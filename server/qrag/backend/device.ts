@@ -35,6 +35,8 @@ export interface PhaseCounters {
   submits: number;
   /** Milliseconds spent awaiting reads (`data()`): the host waiting for the GPU. */
   readWaitMs: number;
+  /** GPU milliseconds inside the phase's compute passes (timestamp queries: the benches fill it from gpu-timing.ts; 0 untimed). */
+  gpuMs: number;
 }
 
 const counters = new Map<Phase, PhaseCounters>();
@@ -53,7 +55,7 @@ const patchedBackends = new WeakSet<object>();
 
 function bump(field: keyof PhaseCounters, by = 1): void {
   let c = counters.get(phase);
-  if (!c) counters.set(phase, (c = { reads: 0, syncReads: 0, kernels: 0, dispatches: 0, fused: 0, submits: 0, readWaitMs: 0 }));
+  if (!c) counters.set(phase, (c = { reads: 0, syncReads: 0, kernels: 0, dispatches: 0, fused: 0, submits: 0, readWaitMs: 0, gpuMs: 0 }));
   c[field] += by;
 }
 
@@ -140,6 +142,11 @@ export function noteSubmit(): void {
   if (installedEngine) bump("submits");
 }
 
+/** The phase work is attributed to now (withPhase's). */
+export function activePhase(): Phase {
+  return phase;
+}
+
 /** Starts counting (idempotent; call after the backend is picked). */
 export function countersOn(): void {
   install();
@@ -164,24 +171,41 @@ export function kernelNameCounts(): [string, number][] {
   return [...kernelNames].sort((a, b) => b[1] - a[1]);
 }
 
+/** Called when the phase changes (gpu-timing.ts ends tfjs's open compute pass: a pass is timed for one phase). */
+let phaseHook: (() => void) | null = null;
+
+export function setPhaseHook(hook: (() => void) | null): void {
+  phaseHook = hook;
+}
+
+function enter(p: Phase): Phase {
+  const outer = phase;
+  if (p !== outer) phaseHook?.();
+  phase = p;
+  return outer;
+}
+
+function leave(outer: Phase): void {
+  if (phase !== outer) phaseHook?.();
+  phase = outer;
+}
+
 /** Runs `fn` with its reads/kernels attributed to `p` (restores the outer phase after). */
 export function withPhase<T>(p: Phase, fn: () => T): T {
-  const outer = phase;
-  phase = p;
+  const outer = enter(p);
   try {
     return fn();
   } finally {
-    phase = outer;
+    leave(outer);
   }
 }
 
 /** Async form of withPhase: the phase holds until the promise settles (the engine runs one loop at a time). */
 export async function withPhaseAsync<T>(p: Phase, fn: () => Promise<T>): Promise<T> {
-  const outer = phase;
-  phase = p;
+  const outer = enter(p);
   try {
     return await fn();
   } finally {
-    phase = outer;
+    leave(outer);
   }
 }

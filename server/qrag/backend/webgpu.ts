@@ -69,7 +69,8 @@ export async function installWebgpu(allowFallback: boolean, o: { skipDeviceCheck
   }
   // Dawn prints its Vulkan diagnostics on stderr; an unset XDG_RUNTIME_DIR adds noise there only
   process.env.XDG_RUNTIME_DIR ??= "/tmp";
-  const gpu = dawn.create([]);
+  // timestamps unquantized: gpu-timing.ts measures passes of microseconds (a browser rounds them for privacy)
+  const gpu = dawn.create(["disable-dawn-features=timestamp_quantization"]);
   instances.push(gpu);
   let adapter: AdapterLike | null;
   try {

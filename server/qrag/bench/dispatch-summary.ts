@@ -22,6 +22,8 @@ export interface DispatchSummary {
   submitsPerIteration: number;
   hostMsPerIteration: number;
   readWaitMsPerIteration: number;
+  /** GPU time inside compute passes (timestamp queries; null where the adapter has none or timing was off). */
+  gpuMsPerIteration: number | null;
   iterationMs: number;
   budget: Limits;
   withinBudget: boolean;
@@ -31,7 +33,7 @@ export interface DispatchSummary {
 }
 
 /** Sums per-phase counts of one iteration into the part's figures. */
-export function summarizeDispatch(perPhase: Record<string, PhaseCounters>, iterationMs: number): DispatchSummary {
+export function summarizeDispatch(perPhase: Record<string, PhaseCounters>, iterationMs: number, gpuTimed = false): DispatchSummary {
   const round = (x: number) => Math.round(x * 10) / 10;
   const sum = (f: (c: PhaseCounters) => number) => Object.values(perPhase).reduce((a, c) => a + f(c), 0);
   const dispatchesPerIteration = round(sum((c) => c.dispatches));
@@ -45,6 +47,7 @@ export function summarizeDispatch(perPhase: Record<string, PhaseCounters>, itera
     submitsPerIteration,
     hostMsPerIteration: round(iterationMs - readWait),
     readWaitMsPerIteration: round(readWait),
+    gpuMsPerIteration: gpuTimed ? round(sum((c) => c.gpuMs)) : null,
     iterationMs: round(iterationMs),
     budget: DISPATCH_BUDGET,
     withinBudget: within(DISPATCH_BUDGET),

@@ -15,6 +15,7 @@ import { benchTraining, settled, workloadConfig, type WorkloadShape } from "./wo
 import { materialized, workloadSource } from "./workload.ts";
 import { summarizeDispatch, type DispatchSummary } from "./dispatch-summary.ts";
 import { recorderStats } from "../model/webgpu/recorded-encoder.ts";
+import { gpuTimingOff, gpuTimingOn, settleGpuTimes, withGpuTimes } from "../backend/gpu-timing.ts";
 
 /** The four hot-loop figures of one call of something other than a training iteration. */
 export interface CallCounts {
@@ -22,6 +23,8 @@ export interface CallCounts {
   tfjsKernels: number;
   submits: number;
   hostMs: number;
+  /** GPU time inside its compute passes (null where the adapter has no timestamp queries). */
+  gpuMs: number | null;
   perPhase: Record<string, PhaseCounters>;
 }
 
@@ -39,7 +42,7 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2, sh
     // per iteration, most frequent first: which ops a recorded loop has to replace
     const kernelsByName = Object.fromEntries(kernelNameCounts().map(([k, n]) => [k, Math.round((n / t.iterationSeconds.attempts) * 10) / 10]));
     const hot = { ...t.hotLoop, shape, readRoundTripMs: await readRoundTrip(), kernelsByName, recorder };
-    log(`  dispatch: ${hot.dispatchesPerIteration} dispatches, ${hot.tfjsKernelsPerIteration} tfjs kernels, ${hot.submitsPerIteration} submits, host ${hot.hostMsPerIteration} ms per iteration; a read round trip ${hot.readRoundTripMs} ms`);
+    log(`  dispatch: ${hot.dispatchesPerIteration} dispatches, ${hot.tfjsKernelsPerIteration} tfjs kernels, ${hot.submitsPerIteration} submits, host ${hot.hostMsPerIteration} ms, GPU ${hot.gpuMsPerIteration ?? "(untimed)"} ms per iteration; a read round trip ${hot.readRoundTripMs} ms`);
 
     // one greedy episode at N = 1,000 (its candidates' embedding included) and one eval encode of 1,024 chunks
     const maxTokens = config.max_action_length;
@@ -53,7 +56,7 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2, sh
     const chunks = workloadSource(1024, 9).sample(0);
     const encode = await countCall(async () => settled(await embedSampleChunks(nets, chunks, maxTokens, 1024)));
     for (const [what, c] of [["greedy episode N=1000", greedy], ["eval encode 1024 chunks", encode]] as const) {
-      log(`  dispatch: ${what}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, host ${c.hostMs} ms`);
+      log(`  dispatch: ${what}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, host ${c.hostMs} ms, GPU ${c.gpuMs ?? "(untimed)"} ms`);
     }
     return { ...hot, greedyEpisode: greedy, evalEncode: encode };
   } finally {
@@ -64,12 +67,18 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2, sh
 /** Counts of one call of `fn` after a warm-up call (pipelines compiled, buffers allocated). */
 async function countCall(fn: () => Promise<void>): Promise<CallCounts> {
   await fn();
+  const gpuTimed = gpuTimingOn();
   resetCounters();
   const t0 = performance.now();
   await fn();
-  const perPhase = counterSnapshot() as Record<string, PhaseCounters>;
-  const s = summarizeDispatch(perPhase, performance.now() - t0);
-  return { dispatches: s.dispatchesPerIteration, tfjsKernels: s.tfjsKernelsPerIteration, submits: s.submitsPerIteration, hostMs: s.hostMsPerIteration, perPhase };
+  const ms = performance.now() - t0;
+  gpuTimingOff();
+  const snap = counterSnapshot();
+  const times = gpuTimed ? await settleGpuTimes() : null;
+  const timed = times !== null && times.untimed === 0;
+  const perPhase = (timed ? withGpuTimes(snap, times) : snap) as Record<string, PhaseCounters>;
+  const s = summarizeDispatch(perPhase, ms, timed);
+  return { dispatches: s.dispatchesPerIteration, tfjsKernels: s.tfjsKernelsPerIteration, submits: s.submitsPerIteration, hostMs: s.hostMsPerIteration, gpuMs: s.gpuMsPerIteration, perPhase };
 }
 
 /**

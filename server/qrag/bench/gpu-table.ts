@@ -23,6 +23,9 @@ interface HotLoop {
   submitsPerIteration: number;
   hostMsPerIteration: number;
   readWaitMsPerIteration: number;
+  /** Absent in files from before timestamp queries; null where the adapter had none. */
+  gpuMsPerIteration?: number | null;
+  perPhase?: Record<string, { gpuMs?: number }>;
 }
 interface Workload {
   training: { transitionsPerSecond: number; updateSeconds: Med; iterationSeconds: Med; hotLoop?: HotLoop };
@@ -105,6 +108,10 @@ export function gpuTable(ours: OursFile, torch: TorchFile, tm: TorchMatmul, te: 
         `${n0(h.submitsPerIteration)} command buffers submitted; ${n0(h.hostMsPerIteration)} ms of host time and ${n0(h.readWaitMsPerIteration)} ms awaiting reads ` +
         `(of ${n0(w!.training.iterationSeconds.median * 1000)} ms).`,
     );
+    if (typeof h.gpuMsPerIteration === "number") {
+      const phases = Object.entries(h.perPhase ?? {}).filter(([, c]) => (c.gpuMs ?? 0) > 0).map(([p, c]) => `${p} ${c.gpuMs!.toFixed(1)}`);
+      lines.push(`GPU time inside compute passes (timestamp queries): ${h.gpuMsPerIteration.toFixed(1)} ms per iteration (${phases.join(", ")} ms).`);
+    }
   }
   if (ours.gpuMemory) lines.push(`GPU memory held at the end: ${n0(ours.gpuMemory.allocatedMiB)} MiB allocated, ${n0(ours.gpuMemory.usedMiB)} MiB in live tensors.`);
   lines.push(`Device: ${ours.device}; PyTorch ${torch.meta.torch} on ${torch.meta.gpu} (exact fp32, no TF32); ${ours.date.slice(0, 10)}.`);

@@ -17,6 +17,7 @@ import { evalOptions } from "../training/train.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
 import { summarizeDispatch } from "./dispatch-summary.ts";
+import { gpuTimingOff, gpuTimingOn, settleGpuTimes, withGpuTimes } from "../backend/gpu-timing.ts";
 
 /**
  * `reference`: docs/workload.md's sizes. `counts`: the same loop at a sliver of its compute (the
@@ -57,6 +58,8 @@ export async function benchTraining(encoder: "bow" | "transformer", nets: QNetwo
   while (step < 2 * config.learning_start) await iterate();
   await iterate();
   countersOn();
+  // GPU time per phase where the adapter has timestamp queries (read after the counts; its flush not counted)
+  const gpuTimed = gpuTimingOn();
   resetCounters();
   const iters: { wall: number; update: number; rollout: number; transitions: number; clean: boolean }[] = [];
   while (iters.filter((i) => i.clean).length < want && iters.length < want * 2) {
@@ -67,7 +70,12 @@ export async function benchTraining(encoder: "bow" | "transformer", nets: QNetwo
     iters.push({ wall: rep.wall, update: res!.updateSeconds, rollout: res!.rolloutSeconds, transitions: res!.transitions, clean: rep.clean });
     log(`  ${encoder} iteration ${iters.length}: ${rep.wall.toFixed(2)} s (update ${res!.updateSeconds.toFixed(2)} s)${rep.clean ? "" : " [busy machine, discarded]"}`);
   }
-  const counts = perRun(counterSnapshot(), iters.length);
+  gpuTimingOff();
+  const snap = counterSnapshot();
+  const times = gpuTimed ? await settleGpuTimes() : null;
+  if (times?.untimed) log(`  GPU timing: ${times.untimed} passes untimed (more than a query set holds): no GPU figure`);
+  const timed = times !== null && times.untimed === 0;
+  const counts = perRun(timed ? withGpuTimes(snap, times) : snap, iters.length);
   learner.dispose();
   envs.dispose();
   const use = iters.filter((i) => i.clean).length ? iters.filter((i) => i.clean) : iters;
@@ -81,7 +89,7 @@ export async function benchTraining(encoder: "bow" | "transformer", nets: QNetwo
     /** Reads, kernels and GPU dispatches per phase, per iteration (mean over the timed iterations). */
     countsPerIteration: counts,
     /** The same counts summed, against the hot-loop budget (what `--parts dispatch` prints). */
-    hotLoop: summarizeDispatch(counts, wall.median * 1000),
+    hotLoop: summarizeDispatch(counts, wall.median * 1000, timed),
   };
 }
 

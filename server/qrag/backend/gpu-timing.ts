@@ -1,0 +1,178 @@
+/**
+ * GPU time per phase from timestamp queries (issue 27 part 1: GPU time against host time). Once
+ * `gpuTimingOn()` ran, every compute pass begun on the device, ours (model/webgpu/) and tfjs's,
+ * writes a timestamp where it begins and where it ends, tagged with the phase active when it was
+ * recorded (device.ts withPhase; while timing, a phase change ends tfjs's open pass, so each pass
+ * belongs to one phase). `settleGpuTimes()` submits tfjs's pending commands, resolves the
+ * timestamps and sums each pass's end − begin per phase.
+ *
+ * What the sum means: the GPU's time inside passes. Wall time far above it says the GPU waits on
+ * the host (recording, reads' round trips), not on its kernels.
+ *
+ * Why a hook on createCommandEncoder: tfjs opens its compute passes itself; giving every encoder's
+ * passes timestampWrites times both kinds without touching either's code. Dawn quantizes
+ * timestamps unless told not to (webgpu.ts creates the instance without it).
+ */
+import { activePhase, setPhaseHook, type Phase, type PhaseCounters } from "./device.ts";
+import * as tf from "@tensorflow/tfjs";
+
+/** WebGPU's bound on a query set's size: 2,048 timed passes between two settles. */
+const CAPACITY = 4096;
+const QUERY_RESOLVE = 0x200, COPY_SRC = 0x4, COPY_DST = 0x8, MAP_READ = 0x1;
+
+interface PassDesc {
+  timestampWrites?: unknown;
+}
+interface EncoderLike {
+  beginComputePass(d?: PassDesc): unknown;
+  resolveQuerySet(q: unknown, first: number, count: number, dst: unknown, offset: number): void;
+  copyBufferToBuffer(src: unknown, so: number, dst: unknown, d0: number, size: number): void;
+  finish(): unknown;
+}
+interface MappableBuffer {
+  mapAsync(mode: number): Promise<void>;
+  getMappedRange(): ArrayBuffer;
+  unmap(): void;
+}
+interface TimingDevice {
+  features: { has(f: string): boolean };
+  createCommandEncoder(d?: object): EncoderLike;
+  createQuerySet(d: { type: "timestamp"; count: number }): unknown;
+  createBuffer(d: { size: number; usage: number }): MappableBuffer;
+  queue: { submit(c: unknown[]): void };
+}
+interface BackendLike {
+  device: TimingDevice;
+  commandEncoder: unknown;
+  endComputePassEncoder(): void;
+  submitQueue(): void;
+}
+
+interface Timing {
+  on: boolean;
+  querySet: unknown;
+  resolve: MappableBuffer;
+  read: MappableBuffer;
+  /** Phase of each timed pass since the last settle (pass j wrote queries 2j, 2j + 1). */
+  phases: Phase[];
+  /** Passes begun while the query set was full (not timed) since timing began. */
+  untimed: number;
+  /** The unpatched createCommandEncoder (settle's own encoder writes no timestamps). */
+  plainEncoder: (d?: object) => EncoderLike;
+}
+
+const timings = new WeakMap<TimingDevice, Timing>();
+
+function backend(): BackendLike | null {
+  return tf.getBackend() === "webgpu" ? (tf.backend() as unknown as BackendLike) : null;
+}
+
+/**
+ * Starts timing compute passes on the webgpu backend's device; false (nothing timed) on another
+ * backend or an adapter without timestamp queries. Passes already open are not timed: tfjs's
+ * pending commands are submitted first.
+ */
+export function gpuTimingOn(): boolean {
+  const be = backend();
+  if (!be || !be.device.features.has("timestamp-query")) return false;
+  const device = be.device;
+  let t = timings.get(device);
+  if (!t) {
+    const plainEncoder = device.createCommandEncoder.bind(device);
+    t = {
+      on: false,
+      querySet: device.createQuerySet({ type: "timestamp", count: CAPACITY }),
+      resolve: device.createBuffer({ size: CAPACITY * 8, usage: QUERY_RESOLVE | COPY_SRC }),
+      read: device.createBuffer({ size: CAPACITY * 8, usage: MAP_READ | COPY_DST }),
+      phases: [],
+      untimed: 0,
+      plainEncoder,
+    };
+    const timing = t;
+    device.createCommandEncoder = (d?: object) => {
+      const enc = plainEncoder(d);
+      const begin = enc.beginComputePass.bind(enc);
+      enc.beginComputePass = (pd: PassDesc = {}) => {
+        if (!timing.on || pd.timestampWrites) return begin(pd);
+        if (2 * timing.phases.length + 2 > CAPACITY) {
+          timing.untimed++;
+          return begin(pd);
+        }
+        const i = 2 * timing.phases.length;
+        timing.phases.push(activePhase());
+        return begin({ ...pd, timestampWrites: { querySet: timing.querySet, beginningOfPassWriteIndex: i, endOfPassWriteIndex: i + 1 } });
+      };
+      return enc;
+    };
+    timings.set(device, t);
+  }
+  flush(be);
+  t.on = true;
+  t.phases = [];
+  // tfjs keeps one compute pass open across its programs: end it where the phase changes
+  setPhaseHook(() => backend()?.endComputePassEncoder());
+  return true;
+}
+
+/** Stops timing (passes begun from now on write no timestamps); call settleGpuTimes for the last ones. */
+export function gpuTimingOff(): void {
+  const be = backend();
+  const t = be && timings.get(be.device);
+  if (t) t.on = false;
+  setPhaseHook(null);
+}
+
+/** GPU milliseconds per phase of the passes timed since the last settle, and the passes left untimed (query set full). */
+export interface GpuTimes {
+  ms: Partial<Record<Phase, number>>;
+  passes: number;
+  untimed: number;
+}
+
+/**
+ * The GPU time of the passes timed since the last settle (waits for the GPU to finish them). Call
+ * it outside what is being counted: it submits tfjs's pending commands (one submit).
+ */
+export async function settleGpuTimes(): Promise<GpuTimes> {
+  const be = backend();
+  const t = be && timings.get(be.device);
+  if (!be || !t) return { ms: {}, passes: 0, untimed: 0 };
+  const phases = t.phases;
+  const untimed = t.untimed;
+  t.phases = [];
+  t.untimed = 0;
+  const ms: Partial<Record<Phase, number>> = {};
+  if (phases.length === 0) return { ms, passes: 0, untimed };
+  flush(be); // the timed passes go first: the resolve reads what they wrote
+  const n = 2 * phases.length;
+  const enc = t.plainEncoder();
+  enc.resolveQuerySet(t.querySet, 0, n, t.resolve, 0);
+  enc.copyBufferToBuffer(t.resolve, 0, t.read, 0, n * 8);
+  be.device.queue.submit([enc.finish()]);
+  await t.read.mapAsync(MAP_READ);
+  const ts = new BigUint64Array(t.read.getMappedRange().slice(0, n * 8));
+  t.read.unmap();
+  phases.forEach((p, j) => {
+    const begin = ts[2 * j], end = ts[2 * j + 1];
+    if (end > begin) ms[p] = (ms[p] ?? 0) + Number(end - begin) / 1e6;
+  });
+  return { ms, passes: phases.length, untimed };
+}
+
+/** Submits tfjs's pending command encoder, if any. */
+function flush(be: BackendLike): void {
+  if (be.commandEncoder === null) return;
+  be.endComputePassEncoder();
+  be.submitQueue();
+}
+
+/** Per-phase counters with settled GPU times in their `gpuMs` (a phase only timed gets zeroed counters). */
+export function withGpuTimes(counts: Partial<Record<Phase, PhaseCounters>>, times: GpuTimes): Partial<Record<Phase, PhaseCounters>> {
+  const out: Partial<Record<Phase, PhaseCounters>> = {};
+  for (const [p, c] of Object.entries(counts) as [Phase, PhaseCounters][]) out[p] = { ...c };
+  for (const [p, ms] of Object.entries(times.ms) as [Phase, number][]) {
+    out[p] ??= { reads: 0, syncReads: 0, kernels: 0, dispatches: 0, fused: 0, submits: 0, readWaitMs: 0, gpuMs: 0 };
+    out[p].gpuMs += ms;
+  }
+  return out;
+}
