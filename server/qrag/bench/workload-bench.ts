@@ -70,12 +70,7 @@ export async function benchTraining(encoder: "bow" | "transformer", nets: QNetwo
     iters.push({ wall: rep.wall, update: res!.updateSeconds, rollout: res!.rolloutSeconds, transitions: res!.transitions, clean: rep.clean });
     log(`  ${encoder} iteration ${iters.length}: ${rep.wall.toFixed(2)} s (update ${res!.updateSeconds.toFixed(2)} s)${rep.clean ? "" : " [busy machine, discarded]"}`);
   }
-  gpuTimingOff();
-  const snap = counterSnapshot();
-  const times = gpuTimed ? await settleGpuTimes() : null;
-  if (times?.untimed) log(`  GPU timing: ${times.untimed} passes untimed (more than a query set holds): no GPU figure`);
-  const timed = times !== null && times.untimed === 0;
-  const counts = perRun(timed ? withGpuTimes(snap, times) : snap, iters.length);
+  const { counts, timed } = await countsSince(iters.length, gpuTimed, log);
   learner.dispose();
   envs.dispose();
   const use = iters.filter((i) => i.clean).length ? iters.filter((i) => i.clean) : iters;
@@ -101,11 +96,12 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
   // encode throughput: 40,000 chunks, eval mode, batch 1024
   const encSample = materialized(workloadSource(40_000, 3).sample(0));
   await settled(await embedSampleChunks(nets, workloadSource(1024, 9).sample(0), config.max_action_length, 1024));
+  const encTimed = gpuTimingOn();
   resetCounters();
   const enc = await measure(async () => {
     await settled(await embedSampleChunks(nets, encSample, config.max_action_length, 1024));
   }, encoder === "bow" ? 5 : 2, encoder === "bow" ? 8 : 3);
-  const encode = { chunks: 40_000, seconds: enc.stats, chunksPerSecond: 40_000 / enc.stats.median, countsPerCall: perRun(counterSnapshot(), enc.repeats.length) };
+  const encode = { chunks: 40_000, seconds: enc.stats, chunksPerSecond: 40_000 / enc.stats.median, countsPerCall: (await countsSince(enc.repeats.length, encTimed, log)).counts };
   log(`  ${encoder} encode: ${encode.chunksPerSecond.toFixed(0)} chunks/s`);
 
   // greedy episodes (6 steps, never_terminate): embedding all candidates + the steps
@@ -123,11 +119,12 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
       embedSeconds = (performance.now() - t0) / 1000;
       await greedyEpisode(nets, sample, gOpts, emb);
     }, n >= 400_000 ? 2 : 3, n >= 400_000 ? 3 : 4);
+    const stepsTimed = gpuTimingOn();
     resetCounters();
     const steps = await measure(async () => {
       await greedyEpisode(nets, sample, gOpts, emb);
     }, 5, 8);
-    const stepCounts = perRun(counterSnapshot(), steps.repeats.length);
+    const stepCounts = (await countsSince(steps.repeats.length, stepsTimed, log)).counts;
     disposeCandidates(emb);
     episodes[String(n)] = { episodeSeconds: full.stats, lastEmbedSeconds: embedSeconds, sixStepsSeconds: steps.stats, sixStepsCounts: stepCounts };
     log(`  ${encoder} episode N=${n}: ${full.stats.median.toFixed(2)} s (6 steps alone ${steps.stats.median.toFixed(3)} s)`);
@@ -142,6 +139,19 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
 }
 
 /** Counters divided by the number of runs (rounded to 0.1). */
+/**
+ * The counters since the last reset per run, with the GPU time of their passes where `gpuTimed`
+ * (gpuTimingOn ran before the reset); timing stops. `timed`: the GPU times are in (none untimed).
+ */
+async function countsSince(runs: number, gpuTimed: boolean, log: (m: string) => void): Promise<{ counts: Record<string, PhaseCounters>; timed: boolean }> {
+  gpuTimingOff();
+  const snap = counterSnapshot(); // before the settle's own submit
+  const times = gpuTimed ? await settleGpuTimes() : null;
+  if (times?.untimed) log(`  GPU timing: ${times.untimed} passes untimed (more than a query set holds): no GPU figure`);
+  const timed = times !== null && times.untimed === 0;
+  return { counts: perRun(timed ? withGpuTimes(snap, times) : snap, runs), timed };
+}
+
 function perRun(c: Partial<Record<string, PhaseCounters>>, runs: number): Record<string, PhaseCounters> {
   const out: Record<string, PhaseCounters> = {};
   const r = (x: number) => Math.round((x / Math.max(1, runs)) * 10) / 10;
