@@ -13,7 +13,10 @@ import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
 import { writeRandomBert } from "../server/qrag/model/hf/random-bert.ts";
 import { CONFIG, batchOf, readForward as forward, recordedCalls, type CallRecord } from "./recorded-batches.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
-import { recorderStats } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
+import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
+import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 
@@ -108,29 +111,139 @@ async function cacheCase() {
   return { ...out, layers: RANDOM.size!.layers };
 }
 
-/** Where the recorder does not apply: under a gradient tape, and an id outside the vocabulary; both still answer (the tfjs path). */
+/**
+ * Under a gradient tape the no-grad forward stays off (the taped one, recorded-bert-train.ts, runs
+ * instead: same value); an id outside the vocabulary takes neither, taped or not (bertDense throws).
+ */
 async function fallbackCase() {
   await onBackend("webgpu");
   const [enc, ref] = encoders(RANDOM);
   const batch = batchOf(3, 12, 4, RANDOM.vocab);
-  const calls0 = recorderStats.calls;
+  const calls0 = recorderStats.calls, train0 = recorderStats.trainCalls;
   const { value, grads } = tf.variableGrads(() => tf.sum(enc.forward(batch, false)) as tf.Scalar, enc.variables);
   const taped = (await value.data())[0];
   const gradNames = Object.keys(grads).length;
   tf.dispose([value, ...Object.values(grads)]);
-  const tapedCalls = recorderStats.calls - calls0;
+  const tapedCalls = recorderStats.calls - calls0, tapedTrainCalls = recorderStats.trainCalls - train0;
   const want = await forward(ref, batch, false, false);
   const wantSum = want.reduce((a, b) => a + b, 0);
   const outside = { ...batch, ids: batch.ids.slice() };
   outside.ids[0] = RANDOM.vocab + 5; // the word table has no such row: bertDense's gather throws its RangeError
-  let outsideError = "";
-  const calls1 = recorderStats.calls;
+  const errors: string[] = [];
+  const calls1 = recorderStats.calls, train1 = recorderStats.trainCalls;
   try {
     await forward(enc, outside, false, true);
   } catch (e) {
-    outsideError = (e as Error).message;
+    errors.push((e as Error).message);
   }
-  return { tapedCalls, tapedRel: Math.abs(taped - wantSum) / Math.max(1e-6, Math.abs(wantSum)), gradNames, vars: enc.variables.length, outsideCalls: recorderStats.calls - calls1, outsideError };
+  try {
+    tf.variableGrads(() => tf.sum(enc.forward(outside, false)) as tf.Scalar, enc.variables);
+  } catch (e) {
+    errors.push((e as Error).message);
+  }
+  return { tapedCalls, tapedTrainCalls, tapedRel: Math.abs(taped - wantSum) / Math.max(1e-6, Math.abs(wantSum)), gradNames, vars: enc.variables.length, outsideCalls: recorderStats.calls - calls1 + recorderStats.trainCalls - train1, errors };
+}
+
+/**
+ * loss = Σ forward(batch)·R and its gradients for every variable, recorded or through the tfjs
+ * ops (bertDense under tfjs autograd); `twice`: plus Σ forward(batch)·R/2 of a second forward under
+ * the same tape (its own masks, a second plan).
+ */
+async function lossAndGrads(enc: HfBertEncoder, batch: TokenBatch, training: boolean, recorded: boolean, twice = false): Promise<{ loss: number; grads: Float32Array[] }> {
+  return withRecorder(recorded, async () => {
+    const dim = enc.dim;
+    const R = tf.tensor2d(Float32Array.from({ length: batch.batch * dim }, (_, i) => Math.sin(i * 0.7) + 0.3), [batch.batch, dim]);
+    const { value, grads } = tf.variableGrads(() => {
+      const l = tf.sum(tf.mul(enc.forward(batch, training), R));
+      return (twice ? tf.add(l, tf.mul(tf.sum(tf.mul(enc.forward(batch, training), R)), 0.5)) : l) as tf.Scalar;
+    }, enc.variables);
+    const loss = (await value.data())[0];
+    const out = await Promise.all(enc.variables.map(async (v) => (await grads[v.name].data()) as Float32Array));
+    tf.dispose([R, value, ...Object.values(grads)]);
+    return { loss, grads: out };
+  });
+}
+
+/**
+ * Recorded vs tfjs loss and every variable's gradient, eval and train mode: the random BERT (3×16,
+ * 5×40, repeated ids 1–4, two taped forwards of one shape in one tape), its gelu_new and relu
+ * variants, bert-tiny; and the Rngs after.
+ */
+async function gradsCase() {
+  await onBackend("webgpu");
+  const worst: Record<string, { loss: number; grad: number; at: string }> = {};
+  const rngAfter: Record<string, boolean> = {};
+  const variables: Record<string, number> = {};
+  const gradNorm: Record<string, number> = {};
+  const calls0 = recorderStats.trainCalls;
+  const runs: [Model, [string, TokenBatch][]][] = [
+    [RANDOM, [["3x16", batchOf(3, 16, 1, RANDOM.vocab)], ["5x40", batchOf(5, 40, 2, RANDOM.vocab)], ["4x16 ids 1-4", batchOf(4, 16, 4, 5)], ["3x16 twice", batchOf(3, 16, 1, RANDOM.vocab)]]],
+    [TANH, [["4x20", batchOf(4, 20, 5, TANH.vocab)]]],
+    [RELU, [["3x20", batchOf(3, 20, 6, RELU.vocab)]]],
+    [TINY, [["6x24", batchOf(6, 24, 7, TINY.vocab)]]],
+  ];
+  for (const [m, batches] of runs) {
+    const [rec, ref] = encoders(m);
+    const names = rec.variables.map((v) => v.name);
+    let norm = 0;
+    for (const [name, batch] of batches) {
+      for (const training of [false, true]) {
+        const twice = name.endsWith("twice");
+        const a = await lossAndGrads(rec, batch, training, true, twice);
+        const b = await lossAndGrads(ref, batch, training, false, twice);
+        const w = { loss: Math.abs(a.loss - b.loss) / Math.max(1e-6, Math.abs(b.loss)), grad: 0, at: "" };
+        b.grads.forEach((g, i) => {
+          // Q's and K's gradients pass through the softmax's p·(dp − D), which cancels where the
+          // attention is near one-hot (layer 1 of the tanh model: 1e-4 against 0.1 elsewhere) and
+          // gives the key bias's exact 0 (a score added to every key of a query): measured on
+          // the scale of the same layer's V gradient (the same probabilities, no cancellation)
+          const qk = /\.(q|k)\.(w|b)$/.exec(rec.variables[i].name);
+          const floor = qk ? maxAbs(b.grads[names.indexOf(rec.variables[i].name.replace(/\.(q|k)\./, ".v."))]) : 1e-6;
+          const d = relDiff(a.grads[i], g, floor);
+          if (!(d <= w.grad)) Object.assign(w, { grad: d, at: rec.variables[i].name });
+          for (const x of g) norm += x * x;
+        });
+        worst[`${m.name} ${name} ${training ? "train" : "eval"}`] = w;
+      }
+    }
+    rngAfter[m.name] = rec.dropoutRng.nextU32() === ref.dropoutRng.nextU32();
+    variables[m.name] = rec.variables.length;
+    gradNorm[m.name] = Math.sqrt(norm);
+    rec.dispose();
+    ref.dispose();
+  }
+  throwIfDeviceError();
+  return { worst, rngAfter, variables, gradNorm, trainCalls: recorderStats.trainCalls - calls0 };
+}
+
+const maxAbs = (a: Float32Array): number => a.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+
+/** Repeated update-shaped calls (train mode): what each creates, and what one forward + backward counts. */
+async function trainCacheCase() {
+  await onBackend("webgpu");
+  const [enc] = encoders(RANDOM);
+  const batch = batchOf(6, 24, 1, RANDOM.vocab);
+  const snap = () => ({ plans: recorderStats.plans, buffers: recorderStats.buffers, bindGroups: recorderStats.bindGroups, pipelines: pipelineCount(webgpuBackend().device) });
+  const created: ReturnType<typeof snap>[] = [];
+  const counts: { tfjsKernels: number; fused: number; submits: number }[] = [];
+  const inside0 = recorderStats.kernelsInside;
+  for (let i = 0; i < 3; i++) {
+    const before = snap();
+    await lossAndGrads(enc, batch, true, true); // weights uploaded, everything pending submitted
+    const after = snap();
+    created.push({ plans: after.plans - before.plans, buffers: after.buffers - before.buffers, bindGroups: after.bindGroups - before.bindGroups, pipelines: after.pipelines - before.pipelines });
+    resetCounters();
+    // counted up to the read: forward, loss and backward go out with the read's submit
+    await withPhaseAsync("update", async () => {
+      const g = tf.variableGrads(() => tf.sum(enc.forward(batch, true)) as tf.Scalar, enc.variables);
+      await g.value.data();
+      tf.dispose([g.value, ...Object.values(g.grads)]);
+    });
+    const c = counterSnapshot().update!;
+    counts.push({ tfjsKernels: c.kernels - c.fused, fused: c.fused, submits: c.submits });
+  }
+  throwIfDeviceError();
+  return { created, counts, kernelsInside: recorderStats.kernelsInside - inside0, layers: RANDOM.size!.layers };
 }
 
 /**
@@ -167,7 +280,7 @@ async function sharedCase() {
   return { diffs, changed: relDiff(after, before), newBindGroups: recorderStats.bindGroups - groups0, plansMade: recorderStats.plans - plans0 };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase };
+const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

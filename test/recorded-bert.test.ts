@@ -1,7 +1,7 @@
 /**
- * The hf BERT encoder's no-grad forward recorded as our own WebGPU programs (into tfjs's command
- * encoder; model/webgpu/recorded-bert.ts) on lavapipe, against the tfjs path it replaces (bertDense
- * and the masked mean). Each case runs in a fresh process (recorded-bert-cases.ts); machines
+ * The hf BERT encoder's no-grad forward (model/webgpu/recorded-bert.ts) and taped forward +
+ * backward (recorded-bert-train.ts) recorded as our own WebGPU programs on lavapipe, against the
+ * tfjs path they replace (bertDense and the masked mean, under tfjs autograd for the gradients). Each case runs in a fresh process (recorded-bert-cases.ts); machines
  * without an adapter skip, except under QRAG_REQUIRE_WEBGPU=1 (CI).
  */
 import { test } from "node:test";
@@ -35,13 +35,48 @@ test("recorded BERT forward: one submit with its read, one dispatch per program,
   }
 });
 
-test("recorded BERT forward stays off under a gradient tape (bertDense, gradients for every variable) and for an id outside the vocabulary", { skip }, () => {
-  const r = runCase<{ tapedCalls: number; tapedRel: number; gradNames: number; vars: number; outsideCalls: number; outsideError: string }>("fallback");
+test("under a gradient tape the taped recorded BERT op runs (same value, gradients for every variable); an id outside the vocabulary takes no recorded path, taped or not", { skip }, () => {
+  const r = runCase<{ tapedCalls: number; tapedTrainCalls: number; tapedRel: number; gradNames: number; vars: number; outsideCalls: number; errors: string[] }>("fallback");
   assert.equal(r.tapedCalls, 0);
+  assert.equal(r.tapedTrainCalls, 1);
   assert.ok(r.tapedRel <= 1e-5, `taped forward vs tfjs path: rel. diff ${r.tapedRel}`);
   assert.equal(r.gradNames, r.vars);
   assert.equal(r.outsideCalls, 0);
-  assert.match(r.outsideError, /outside \[0, 300\)/);
+  assert.equal(r.errors.length, 2);
+  for (const e of r.errors) assert.match(e, /outside \[0, 300\)/);
+});
+
+test("recorded BERT backward: loss and every variable's gradient equal bertDense under tfjs autograd within 1e-5 (eval and train mode with the same masks; 3×16, 5×40, repeated ids, two forwards of one shape in one tape; gelu_new, relu, bert-tiny)", { skip }, () => {
+  const r = runCase<{ worst: Record<string, { loss: number; grad: number; at: string }>; rngAfter: Record<string, boolean>; variables: Record<string, number>; gradNorm: Record<string, number>; trainCalls: number }>("grads");
+  assert.equal(Object.keys(r.worst).length, 14, Object.keys(r.worst).join(", "));
+  for (const [k, w] of Object.entries(r.worst)) {
+    assert.ok(w.loss <= 1e-5, `${k}: loss rel. diff ${w.loss}`);
+    assert.ok(w.grad <= 1e-5, `${k}: gradient of ${w.at} rel. diff ${w.grad}`);
+  }
+  // 5 embedding variables and 16 per layer, two layers
+  for (const [m, n] of Object.entries(r.variables)) assert.equal(n, 37, m);
+  for (const [m, n] of Object.entries(r.gradNorm)) assert.ok(n > 1, `${m}: the gradients are too small to compare (${n})`);
+  for (const [m, same] of Object.entries(r.rngAfter)) assert.ok(same, `${m}: the dropout Rngs differ after the same calls`);
+  // 14 compared calls, the "twice" pair with two forwards each
+  assert.equal(r.trainCalls, 16, "the recorded path did not run for every call");
+});
+
+test("recorded BERT forward+backward: one dispatch per program, 0 tfjs kernels inside, one submit; a second call creates no buffers, bind groups or pipelines", { skip }, () => {
+  const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { tfjsKernels: number; fused: number; submits: number }[]; kernelsInside: number; layers: number }>("trainCache");
+  const L = r.layers;
+  // forward (train mode): embedding sum, its LayerNorm×mask, 10 per layer, pooling; backward:
+  // pooling, 26 per layer (2 per LN, 3 per linear ×6, activation, attention mask and 2 programs),
+  // the embedding's mask, LN dx and dγβ, positions, type, tokens
+  const programs = 3 + 10 * L + (7 + 26 * L);
+  for (const c of r.counts) {
+    assert.equal(c.fused, programs);
+    // the tfjs kernels of the loss around the op: the op itself, Sum and its gradient's kernels
+    assert.ok(c.tfjsKernels <= 5, `${c.tfjsKernels} tfjs kernels`);
+    assert.equal(c.submits, 1);
+  }
+  assert.equal(r.kernelsInside, 0);
+  assert.equal(r.created[0].plans, 1);
+  for (const c of r.created.slice(1)) assert.deepEqual(c, { plans: 0, buffers: 0, bindGroups: 0, pipelines: 0 });
 });
 
 test("recorded BERT forward binds assigned weights, and a transformer of the same batch shape interleaved with it keeps its own plans: each equals its tfjs path", { skip }, () => {

@@ -20,6 +20,7 @@ import { BaseEncoder, checkBatch, padRows, type WeightSource } from "../base.ts"
 import { segmentMean } from "../ops.ts";
 import { maskedMeanDevice } from "../device-ops.ts";
 import { recordedBertForward } from "../webgpu/recorded-bert.ts";
+import { recordedBertTrain } from "../webgpu/recorded-bert-train.ts";
 import { onDevice } from "../../backend/device.ts";
 import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertConfig, type BertConfig } from "./bert.ts";
 import { SafetensorsFile } from "./safetensors.ts";
@@ -117,10 +118,12 @@ export class HfBertEncoder extends BaseEncoder {
     checkBatch(batch);
     if (batch.len > this.model.bert.maxPositions) throw new Error(`hf: sequence length ${batch.len} > max_position_embeddings ${this.model.bert.maxPositions}`);
     if (onDevice()) {
-      // without a gradient on webgpu: recorded as our own programs (same function, same masks)
+      // on webgpu recorded as our own programs (same function, same masks): without a gradient
+      // one command buffer; with one (a trainable variable under a tape) one tfjs op whose
+      // backward is recorded too
       const vars = this.variables;
       const taped = (tf.engine() as unknown as { isTapeOn(): boolean }).isTapeOn() && vars.some((v) => v.trainable);
-      const y = taped ? null : recordedBertForward(vars, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, training, this.dropoutRng);
+      const y = (taped ? recordedBertTrain : recordedBertForward)(vars, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, training, this.dropoutRng);
       if (y) return y;
       // dense batch on the device: all sequences and heads in one attention, then the masked mean
       const h = bertDense(this.variables, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, { training, rng: this.dropoutRng });

@@ -79,9 +79,10 @@ export const transName = (tr: MatmulTrans) => `${tr.a ? "-tA" : ""}${tr.b ? "-tB
 /**
  * WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks); `bias` adds
  * a [N] row; `gelu` applies GELU (erf form) to each result (the recorded no-grad fc1); `trans` reads A or B transposed (the aligned loads stay vec4: along m for Aᵀ, along k
- * for Bᵀ).
+ * for Bᵀ); `res` adds R, a [M, N] operand like C (a recorded backward sums an input's gradients
+ * from several products this way, with no add program).
  */
-export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu = false): string {
+export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu = false, res = false): string {
   const { threads, bm, bn } = tileOf(t);
   const { wx, wy, tm, tn, bk } = t;
   // the GELU epilogue: gelu-layernorm.ts's expression per value, so the result equals its program's
@@ -148,10 +149,16 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
     L.push(`  { let r = row0 + (${(i >> 2) * wy}u + lid.y) * 4u + ${i & 3}u;`);
     for (let j = 0; j < tn4; j++) {
       const col = `col0 + (${j * wx}u + lid.x) * 4u`;
-      if (aligned) L.push(`    C[(cOff + r * u.N + ${col}) / 4u] = ${act(`c${i}_${j}${bias ? ` + bias[(${col}) / 4u]` : ""}`, 4)};`);
+      if (aligned) {
+        const at = `(cOff + r * u.N + ${col}) / 4u`;
+        L.push(`    C[${at}] = ${act(`c${i}_${j}${bias ? ` + bias[(${col}) / 4u]` : ""}`, 4)}${res ? ` + R[${at}]` : ""};`);
+      }
       else {
         L.push(`    if (r < u.M) { let n = ${col};`);
-        for (let c = 0; c < 4; c++) L.push(`      if (n + ${c}u < u.N) { C[cOff + r * u.N + n + ${c}u] = ${act(`c${i}_${j}[${c}]${bias ? ` + bias[n + ${c}u]` : ""}`, 1)}; }`);
+        for (let c = 0; c < 4; c++) {
+          const at = `cOff + r * u.N + n + ${c}u`;
+          L.push(`      if (n + ${c}u < u.N) { C[${at}] = ${act(`c${i}_${j}[${c}]${bias ? ` + bias[n + ${c}u]` : ""}`, 1)}${res ? ` + R[${at}]` : ""}; }`);
+        }
         L.push(`    }`);
       }
     }
@@ -164,7 +171,7 @@ fn gelu1(x: f32) -> f32 { return ${geluExpr("x")}; }
 fn gelu4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>(gelu1(v.x), gelu1(v.y), gelu1(v.z), gelu1(v.w)); }
 ` : "";
   return `struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
-${storageDecls([`A:${ty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : [])], [`C:${ty}`])}
+${storageDecls([`A:${ty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${ty}`])}
 ${geluFns}${L.join("\n")}`;
 }
 

@@ -400,14 +400,8 @@ export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number,
  * yet is not reused while another may be made, else the oldest is taken over (its backward fails).
  */
 export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan | null {
-  const cache = planCache(device);
   const base = `${B}x${T}${dropping ? "-drop" : ""}`;
-  let key = base;
-  if (extend) {
-    const mine = [...cache.values()].filter((p) => p.key.startsWith(`${base}-keep#`));
-    const free = mine.find((p) => p.owner === null);
-    key = free ? free.key : mine.length < MAX_KEEP_INSTANCES ? `${base}-keep#${mine.length}` : mine[0].key;
-  }
+  const key = extend ? keepKey(device, base) : base;
   const hit = cachedPlan(device, key);
   if (hit) return hit;
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T;
@@ -416,6 +410,17 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return null;
   return admitPlan(device, buildPlan(device, c, key, B, T, dropping, extend));
+}
+
+/**
+ * The key of the keep plan (one that holds a taped forward's activations) a taped forward of
+ * shape key `base` takes: a free one's, else a new one's while there are fewer than
+ * MAX_KEEP_INSTANCES, else the oldest's (taken over: its pending backward fails).
+ */
+export function keepKey(device: DeviceLike, base: string): string {
+  const mine = [...planCache(device).values()].filter((p) => p.key.startsWith(`${base}-keep#`));
+  const free = mine.find((p) => p.owner === null);
+  return free ? free.key : mine.length < MAX_KEEP_INSTANCES ? `${base}-keep#${mine.length}` : mine[0].key;
 }
 
 function planCache(device: DeviceLike): Map<string, Plan> {

@@ -27,7 +27,15 @@ export function recordedEncoderTrain(vars: readonly tf.Variable[], c: RecordedCo
   if (!recorderApplies(c.vocab_size, ids, B, T)) return null;
   const be = webgpuBackend() as BackendLike;
   const plan = planFor(be.device as DeviceLike, c, B, T, training && c.dropout > 0, buildBackward);
-  if (!plan) return null;
+  return plan && recordedTrainOp(be, plan, vars, ids, mask, rng);
+}
+
+/**
+ * The differentiable op over `vars` of a keep plan (its forward, and its `back` as the gradient):
+ * this call's dropout keys drawn now (forward and backward apply the same masks), the plan owned
+ * by this call until its backward ran. Also the hf BERT encoder's (recorded-bert-train.ts).
+ */
+export function recordedTrainOp(be: BackendLike, plan: Plan, vars: readonly tf.Variable[], ids: Int32Array, mask: Float32Array, rng: Rng): tf.Tensor2D {
   const keys = drawKeys(plan, rng);
   const csr = tokenCsr(ids);
   const token = {};
