@@ -15,6 +15,7 @@ import { CONFIG, batchOf, readForward as forward, recordedCalls, type CallRecord
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
+import { bertTrainBytes } from "../server/qrag/model/webgpu/recorded-bert-train.ts";
 import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
@@ -226,7 +227,7 @@ async function trainCacheCase() {
   const snap = () => ({ plans: recorderStats.plans, buffers: recorderStats.buffers, bindGroups: recorderStats.bindGroups, pipelines: pipelineCount(webgpuBackend().device) });
   const created: ReturnType<typeof snap>[] = [];
   const counts: { tfjsKernels: number; fused: number; submits: number }[] = [];
-  const inside0 = recorderStats.kernelsInside;
+  const inside0 = recorderStats.kernelsInside, bytes0 = recorderStats.bytes;
   for (let i = 0; i < 3; i++) {
     const before = snap();
     await lossAndGrads(enc, batch, true, true); // weights uploaded, everything pending submitted
@@ -243,7 +244,8 @@ async function trainCacheCase() {
     counts.push({ tfjsKernels: c.kernels - c.fused, fused: c.fused, submits: c.submits });
   }
   throwIfDeviceError();
-  return { created, counts, kernelsInside: recorderStats.kernelsInside - inside0, layers: RANDOM.size!.layers };
+  const bert = enc.model.bert;
+  return { created, counts, kernelsInside: recorderStats.kernelsInside - inside0, layers: bert.layers, bytes: recorderStats.bytes - bytes0, estimate: bertTrainBytes(bert, batch.batch, batch.len, bert.attnDropout > 0) };
 }
 
 /**

@@ -61,8 +61,8 @@ test("recorded BERT backward: loss and every variable's gradient equal bertDense
   assert.equal(r.trainCalls, 16, "the recorded path did not run for every call");
 });
 
-test("recorded BERT forward+backward: one dispatch per program, 0 tfjs kernels inside, one submit; a second call creates no buffers, bind groups or pipelines", { skip }, () => {
-  const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { tfjsKernels: number; fused: number; submits: number }[]; kernelsInside: number; layers: number }>("trainCache");
+test("recorded BERT forward+backward: one dispatch per program, 0 tfjs kernels inside, one submit; a second call creates no buffers, bind groups or pipelines; its size is the estimate that bounds it", { skip }, () => {
+  const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { tfjsKernels: number; fused: number; submits: number }[]; kernelsInside: number; layers: number; bytes: number; estimate: number }>("trainCache");
   const L = r.layers;
   // forward (train mode): embedding sum, its LayerNorm×mask, 10 per layer, pooling; backward:
   // pooling, 26 per layer (2 per LN, 3 per linear ×6, activation, attention mask and 2 programs),
@@ -77,6 +77,8 @@ test("recorded BERT forward+backward: one dispatch per program, 0 tfjs kernels i
   assert.equal(r.kernelsInside, 0);
   assert.equal(r.created[0].plans, 1);
   for (const c of r.created.slice(1)) assert.deepEqual(c, { plans: 0, buffers: 0, bindGroups: 0, pipelines: 0 });
+  // the estimate that refuses a plan over the cache's byte bound before making it is the plan's size
+  assert.ok(Math.abs(r.estimate - r.bytes) <= 0.01 * r.bytes, `estimated ${r.estimate} bytes, made ${r.bytes}`);
 });
 
 test("recorded BERT forward binds assigned weights, and a transformer of the same batch shape interleaved with it keeps its own plans: each equals its tfjs path", { skip }, () => {

@@ -23,7 +23,7 @@ import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { foldThreads, webgpuBackend } from "./raw-program.ts";
 import {
-  admitPlan, cachedPlan, keepKey, linearStep, planBuffers, POOL_WGSL, recorderApplies, recorderStats, USAGE,
+  admitPlan, cachedPlan, keepKey, linearStep, MAX_PLAN_BYTES, planBuffers, POOL_WGSL, recorderApplies, recorderStats, USAGE,
   type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type Ref, type Step, type UniformValues,
 } from "./recorded-encoder.ts";
 import { recordedTrainOp } from "./recorded-train.ts";
@@ -108,7 +108,19 @@ function bertTrainPlanFor(device: DeviceLike, c: BertConfig, B: number, T: numbe
   if (Math.max(...sizes) > limit) return null;
   const wgBytes = device.limits.maxComputeWorkgroupStorageSize ?? 16384;
   if (2 * 4 * (d / H) > wgBytes) return null; // attentionTile's smallest tile
+  // over the cache's byte bound (admitPlan would refuse it): not made, rather than its buffers
+  // created and destroyed on every update (BERT-base keeps ~0.6 MB of activations per token)
+  if (bertTrainBytes(c, B, T, ap > 0) > MAX_PLAN_BYTES) return null;
   return admitPlan(device, buildBertTrainPlan(device, c, key, B, T, hp, ap));
+}
+
+/** The bytes of a keep plan's buffers (buildBertTrainPlan's and buildBertBackward's, before 16-byte rounding; the uniform slots' bound). */
+export function bertTrainBytes(c: BertConfig, B: number, T: number, attDrop: boolean): number {
+  const d = c.hidden, F = c.intermediate, H = c.heads, L = c.layers, N = B * T;
+  const params = (c.vocab + c.maxPositions + c.typeVocab + 2) * d + L * (4 * d * d + 2 * d * F + 9 * d + F);
+  const forward = 3 * N + N * d + 2 * N + (L + 1) * N * d + L * (7 * N * d + 2 * B * H * T + 4 * N + 2 * N * F) + N * d + B * d;
+  const backward = params + B * d + 8 * N * d + B * H * T + 2 * N * F + (attDrop ? B * H * T * T : 0) + 3 * N + 1;
+  return 4 * (forward + backward) + 256 * (10 + 37 * L);
 }
 
 function buildBertTrainPlan(device: DeviceLike, c: BertConfig, key: string, B: number, T: number, hp: number, ap: number): Plan {

@@ -51,7 +51,7 @@ const SLOT = 256;
  * over a counts run instead of 7 and 228 (bench dispatch-counts at max_len 256).
  */
 const MAX_PLANS = 16;
-const MAX_PLAN_BYTES = 1536 * 2 ** 20;
+export const MAX_PLAN_BYTES = 1536 * 2 ** 20;
 /** Plans that keep activations, per shape: a second taped forward before the first's backward takes another. */
 const MAX_KEEP_INSTANCES = 2;
 export const LN_EPS = 1e-5;
@@ -197,7 +197,7 @@ export interface PlanBuilder {
 }
 
 /** Counters for tests: what the recorder created (all plans together). */
-export const recorderStats = { plans: 0, buffers: 0, bindGroups: 0, calls: 0, trainCalls: 0, kernelsInside: 0 };
+export const recorderStats = { plans: 0, buffers: 0, bytes: 0, bindGroups: 0, calls: 0, trainCalls: 0, kernelsInside: 0 };
 
 const plans = new WeakMap<object, Map<string, Plan>>();
 
@@ -488,6 +488,7 @@ export function planBuffers(device: DeviceLike): PlanBuffers {
     out.buffers.push(b);
     out.bytes += size;
     recorderStats.buffers++;
+    recorderStats.bytes += size;
     return b;
   };
   const out: PlanBuffers = {
