@@ -10,6 +10,7 @@ import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
 import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
+import { bertSpecs, type BertConfig } from "../server/qrag/model/hf/bert.ts";
 import { writeRandomBert } from "../server/qrag/model/hf/random-bert.ts";
 import { CONFIG, batchOf, readForward as forward, recordedCalls, type CallRecord } from "./recorded-batches.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
@@ -18,6 +19,9 @@ import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-pr
 import { bertTrainBytes } from "../server/qrag/model/webgpu/recorded-bert-train.ts";
 import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
+import { QNetworks } from "../server/qrag/agent/networks.ts";
+import { Learner } from "../server/qrag/agent/learner.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 
@@ -41,6 +45,8 @@ const RANDOM: Model = { name: "random", vocab: 300, size: { hidden: 48, layers: 
 const TANH: Model = { ...RANDOM, name: "tanh", patch: { attention_probs_dropout_prob: 0.2, hidden_act: "gelu_new" } };
 const RELU: Model = { ...RANDOM, name: "relu", patch: { hidden_act: "relu" } };
 const TINY: Model = { name: "bert-tiny", vocab: 154 };
+/** The random model's layout (bertSpecs: which variable is which). */
+const RANDOM_CONFIG = { ...RANDOM.size!, vocab: RANDOM.vocab, maxPositions: 128, typeVocab: 2, eps: 1e-12, hiddenDropout: 0.1, attnDropout: 0.2, act: "gelu", initStd: 0.02 } satisfies BertConfig;
 
 /** Two encoders of `m` (same weights, same dropout Rng); random models get weights of sd 0.3 (attention far from uniform). */
 function encoders(m: Model): [HfBertEncoder, HfBertEncoder] {
@@ -283,7 +289,57 @@ async function sharedCase() {
   return { diffs, changed: relDiff(after, before), newBindGroups: recorderStats.bindGroups - groups0, plansMade: recorderStats.plans - plans0 };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase };
+/**
+ * The Learner (AdamW, clipping, Polyak targets) over 2 optimizer steps of 2 micro-steps, in passes
+ * of 3 transitions, with hf BERT state and action encoders (the random model, dropout on), the
+ * recorder on against off: every weight after, and how many taped forwards were recorded.
+ */
+async function learnerCase() {
+  await onBackend("webgpu");
+  encoders(RANDOM); // writes the model folder
+  const config = resolveConfig({ preset: "tiny", overrides: ["algo.encoder.type=hf", `algo.encoder.path=models/${RANDOM.name}`, "algo.encoder.max_length=32", "algo.hyperparams.max_grad_norm=0.5"] });
+  const run = (recorded: boolean) =>
+    withRecorder(recorded, async () => {
+      const nets = new QNetworks(config.algo.encoder, new Rng(1), { dataRoot: root });
+      const learner = new Learner(nets, config.algo, 10, 2, 3);
+      const rng = new Rng(2);
+      const words = (n: number) => Array.from({ length: n }, () => `w${rng.int(RANDOM.vocab - 5)}`).join(" ");
+      for (let k = 0; k < 4; k++) {
+        const B = 5;
+        const batch = {
+          states: Array.from({ length: B }, (_, i) => [words(3 + i), ...(i % 2 ? [words(4)] : [])]),
+          actionTexts: Array.from({ length: B }, () => words(5)),
+          positions: Int32Array.from({ length: B }, () => rng.int(20)),
+          targets: Float32Array.from({ length: B }, () => rng.normal()),
+        };
+        await learner.microStep(batch, { maxActionLength: 16, maxInMemory: 16 });
+      }
+      const w = await nets.exportWeightsAsync();
+      const updates = learner.updates;
+      learner.dispose();
+      nets.dispose();
+      return { w, updates };
+    });
+  const train0 = recorderStats.trainCalls;
+  const rec = await run(true);
+  const trainCalls = recorderStats.trainCalls - train0;
+  const ref = await run(false);
+  // the key biases apart: their gradient is rounding noise around 0 on both paths (recorded-bert-
+  // backward.ts), which AdamW's g/√v turns into steps of about the learning rate either way
+  const keyBias = new Set(bertSpecs(RANDOM_CONFIG).flatMap((p, i) => (p.name.endsWith(".k.b") ? [i] : [])));
+  const diffs: Record<string, number> = {};
+  const keyBiasDiffs: Record<string, number> = {};
+  for (const k of ["state", "action", "stateTarget", "actionTarget"] as const) {
+    const d = ref.w[k].map((t, i) => relDiff(rec.w[k][i].data, t.data));
+    diffs[k] = Math.max(...d.filter((_, i) => !keyBias.has(i)));
+    keyBiasDiffs[k] = Math.max(...d.filter((_, i) => keyBias.has(i)));
+  }
+  const moved = Math.max(...ref.w.state.map((t, i) => relDiff(t.data, ref.w.stateTarget[i].data)));
+  throwIfDeviceError();
+  return { diffs, keyBiasDiffs, moved, trainCalls, updates: [rec.updates, ref.updates] };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

@@ -90,3 +90,13 @@ test("recorded BERT forward binds assigned weights, and a transformer of the sam
   // BERT's train-mode plan and the transformer's eval and train plans (BERT's eval plan was made before)
   assert.equal(r.plansMade, 3);
 });
+
+test("the Learner with hf BERT encoders (passes of 3, dropout on): every weight after 2 AdamW steps equals the tfjs path's within 1e-5 (the key biases, whose gradient is rounding noise, within 1e-4); every taped forward recorded", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; keyBiasDiffs: Record<string, number>; moved: number; trainCalls: number; updates: number[] }>("learner");
+  assert.deepEqual(r.updates, [2, 2]);
+  assert.ok(r.moved > 1e-3, `the trainable weights left their targets (${r.moved})`);
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+  for (const [k, d] of Object.entries(r.keyBiasDiffs)) assert.ok(d <= 1e-4, `${k} key biases: rel. diff ${d}`);
+  // 4 micro-steps × 2 passes × the state and action encoders
+  assert.equal(r.trainCalls, 16);
+});
