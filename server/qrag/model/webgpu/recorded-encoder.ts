@@ -441,7 +441,7 @@ export function cachedPlan(device: DeviceLike, key: string): Plan | undefined {
 }
 
 /**
- * A new plan into the device's cache (the transformer's and recorded-bert.ts's plans share it and
+ * A new plan into the device's cache (the transformer's, recorded-bert.ts's and recorded-bert-train.ts's plans share it and
  * its bounds: their keys differ), the oldest evicted past the bounds; null (destroyed) when it alone
  * is over the byte bound.
  */
