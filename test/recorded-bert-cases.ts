@@ -252,7 +252,7 @@ async function trainCacheCase() {
   }
   throwIfDeviceError();
   const bert = enc.model.bert;
-  return { created, counts, kernelsInside: recorderStats.kernelsInside - inside0, layers: bert.layers, bytes: recorderStats.bytes - bytes0, estimate: bertTrainBytes(bert, batch.batch, batch.len, bert.attnDropout > 0) };
+  return { created, counts, kernelsInside: recorderStats.kernelsInside - inside0, layers: bert.layers, bytes: recorderStats.bytes - bytes0, estimate: bertTrainBytes(bert, batch.batch, batch.len) };
 }
 
 /**

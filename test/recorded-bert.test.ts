@@ -65,9 +65,10 @@ test("recorded BERT forward+backward: one dispatch per program, 0 tfjs kernels i
   const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { tfjsKernels: number; fused: number; submits: number }[]; kernelsInside: number; layers: number; bytes: number; estimate: number }>("trainCache");
   const L = r.layers;
   // forward (train mode): embedding sum, its LayerNorm×mask, 10 per layer, pooling; backward:
-  // pooling, 26 per layer (2 per LN, 3 per linear ×6, activation, attention mask and 2 programs),
-  // the embedding's mask, LN dx and dγβ, positions, type, tokens
-  const programs = 3 + 10 * L + (7 + 26 * L);
+  // pooling, 23 per layer (2 per LN, 3 per linear for fc2, fc1 and the output, 2 per Q, K, V and
+  // their biases' sums in one, the activation, attention's 2), the embedding's mask, LN dx and
+  // dγβ, positions, type, tokens
+  const programs = 3 + 10 * L + (7 + 23 * L);
   for (const c of r.counts) {
     assert.equal(c.fused, programs);
     // the tfjs kernels of the loss around the op: the op itself, Sum and its gradient's kernels

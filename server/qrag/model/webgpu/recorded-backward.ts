@@ -52,6 +52,33 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
   if (lid.x == 0u && k < u.n) { s[k] = acc[0]; }
 }`;
 
+/** Three biases' gradients at once (the recorded BERT's Q, K, V): the column sums of a, b, c [rows, n], a workgroup per column. */
+export const COL_SUM3 = `${uniformStruct(["rows: u32", "n: u32"])}
+${storageDecls(["a", "b", "c"], ["sa", "sb", "sc"])}
+var<workgroup> acc: array<vec3<f32>, ${WG}>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let k = threadIndex(gid) / ${WG}u;
+  var sum = vec3<f32>(0.0);
+  if (k < u.n) {
+    for (var r = lid.x; r < u.rows; r += ${WG}u) {
+      let i = r * u.n + k;
+      sum += vec3<f32>(a[i], b[i], c[i]);
+    }
+  }
+  acc[lid.x] = sum;
+  workgroupBarrier();
+  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
+    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
+    workgroupBarrier();
+  }
+  if (lid.x == 0u && k < u.n) {
+    sa[k] = acc[0].x;
+    sb[k] = acc[0].y;
+    sc[k] = acc[0].z;
+  }
+}`;
+
 /** The position table's gradient [max_len, d]: rows t < T summed over the batch, the rest 0. */
 export const POS_BWD = `${uniformStruct(["n: u32", "B: u32", "T: u32", "d: u32"])}
 ${storageDecls(["g"], ["dpos"])}

@@ -7,10 +7,10 @@
  * masked-mean backward; per layer in reverse: LN₂(mid + h·m)'s dx (dx to the residual, dx·m to
  * the branch; residual-layernorm.ts) and dγ, dβ → fc2 (dX = dY·Wᵀ, dW = Xᵀ·dY: matmul.ts with a
  * transposed operand; db = column sums) → the activation's backward → fc1, whose dX adds the
- * residual's (matmul.ts's `res` operand) → LN₁ the same way → output projection → the attention's
- * dropout mask drawn again from the forward's key → attention dQ, then dK and dV (attention.ts,
- * separate q, k, v) → Q, K, V: dX = dQ·Wqᵀ + dK·Wkᵀ + dV·Wvᵀ + the residual's as three chained
- * products. Then the embedding's mask, its LayerNorm's dx and dγ, dβ; positions summed over the
+ * residual's (matmul.ts's `res` operand) → LN₁ the same way → output projection → attention dQ,
+ * then dK and dV (attention.ts, separate q, k, v; the probabilities' dropout mask drawn inline
+ * from the forward's key, as the forward drew it) → Q, K, V: dX = dQ·Wqᵀ + dK·Wkᵀ + dV·Wvᵀ + the
+ * residual's as three chained products, the three bias sums in one program. Then the embedding's mask, its LayerNorm's dx and dγ, dβ; positions summed over the
  * batch, the type table's row 0 summed over all rows, token rows per distinct id (a CSR built
  * on the host, as the transformer's).
  */
@@ -20,8 +20,7 @@ import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./a
 import { GELU_BWD, GELU_TANH_BWD, lnDx, LN_DGB, RELU_BWD } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { ADD_DH, resLnDx } from "./residual-layernorm.ts";
-import { DROPOUT_MASK_WGSL } from "./dropout.ts";
-import { COL_SUM, POOL_BWD, POS_BWD, TOK_BWD } from "./recorded-backward.ts";
+import { COL_SUM, COL_SUM3, POOL_BWD, POS_BWD, TOK_BWD } from "./recorded-backward.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
 import type { BertConfig } from "../hf/bert.ts";
@@ -47,7 +46,6 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const gA = b.buf(N * d), gB = b.buf(N * d), gC = b.buf(N * d), dH = b.buf(N * d), dCtx = b.buf(N * d);
   const dq = b.buf(N * d), dk = b.buf(N * d), dv = b.buf(N * d), dsum = b.buf(B * H * T);
   const dF1 = b.buf(N * F), dF2 = b.buf(N * F);
-  const drop = ap > 0 ? b.buf(B * H * T * T) : null;
   const distinct = b.buf(N), start = b.buf(N + 1), pos = b.buf(N);
 
   const maskOf = (p: number): UniformValues => [["u", dropThreshold(p)], ["f", p > 0 ? dropoutKeepScale(p) : 1], ["u", 0], ["u", 0]];
@@ -80,7 +78,9 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   b.flat("qrag_rec_pool_bwd", POOL_BWD, [dy, b.poolW, gA], [["u", N * d], ["u", T], ["u", d]], N * d);
   const dh = d / H;
   const tile = attentionTile(dh, b.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
-  const attKey = `separate_${dh}_${tile}_${drop ? "drop" : "nodrop"}`;
+  // the probabilities' mask drawn where it is used from the forward's key (no mask buffer)
+  const attDrop = ap > 0 ? "inline" : false;
+  const attKey = `separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}`;
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   const [actKey, actCode] = ACT_BWD[c.act];
   // the residual stream's gradient is in gA at each layer's end
@@ -94,15 +94,18 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
     // mid = LN₁(x + drop(O(attn(Q(x), K(x), V(x)))))
     resLnBack(acts.v1[l], acts.st1[l], o + 8, gB, gC, sites.res1[l]);
     linearBack(dH, acts.ctx[l], o + 6, dCtx, d, d);
-    const dr = drop ? [drop] : [];
-    if (drop) b.flat("qrag_dropout_mask", DROPOUT_MASK_WGSL, [drop], [["u", B * H * T * T], ...maskOf(ap)], B * H * T * T, sites.att[l]);
     const qkv = [acts.q[l], acts.k[l], acts.v[l]];
     const grid = attentionGrid(B, H, T);
-    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "separate", Boolean(drop), tile), refs: [...qkv, b.mask, ...dr, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms: attUniforms, grid, stride: 0 });
-    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "separate", Boolean(drop), tile), refs: [...qkv, b.mask, ...dr, acts.attSt[l], dCtx, dsum, dk, dv], uniforms: attUniforms, grid, stride: 0 });
-    linearBack(dq, acts.x[l], o, gA, d, d, gC);
-    linearBack(dk, acts.x[l], o + 2, gB, d, d, gA);
-    linearBack(dv, acts.x[l], o + 4, gA, d, d, gB);
+    const uniforms: UniformValues = ap > 0 ? [...attUniforms, ...maskOf(ap)] : attUniforms;
+    const draw = sites.att[l];
+    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "separate", attDrop, tile), refs: [...qkv, b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms, grid, stride: 0, draw });
+    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "separate", attDrop, tile), refs: [...qkv, b.mask, acts.attSt[l], dCtx, dsum, dk, dv], uniforms, grid, stride: 0, draw });
+    // dX = dQ·Wqᵀ + dK·Wkᵀ + dV·Wvᵀ + the residual's; the three biases' sums in one program
+    matmul(dq, { weight: o }, gA, N, d, d, { b: true }, gC);
+    matmul(dk, { weight: o + 2 }, gB, N, d, d, { b: true }, gA);
+    matmul(dv, { weight: o + 4 }, gA, N, d, d, { b: true }, gB);
+    for (const [g, w] of [[dq, o], [dk, o + 2], [dv, o + 4]] as const) matmul(acts.x[l], g, grads[w], d, d, N, { a: true });
+    b.flat("qrag_col_sum3", COL_SUM3, [dq, dk, dv, grads[o + 1], grads[o + 3], grads[o + 5]], [["u", N], ["u", d]], d * WG);
   }
   // x₀ = LN_emb(e)·m
   let gE = gA;

@@ -11,8 +11,7 @@
  *
  * Forward programs (recorded-bert.ts's without a gradient, but keeping what the backward reads):
  * e = word[id] + pos[t] + type[0]; x₀ = LN(e)·mask (e and the row stats kept); per layer Q, K, V matmul+bias
- * (separate buffers) → attention (its dropout mask drawn inline; the backward draws it again into
- * a buffer) → output matmul+bias → mid = LN(x + h·m) (v = x + h·m and the row stats kept) → fc1
+ * (separate buffers) → attention (its dropout mask drawn inline, as the backward draws it again) → output matmul+bias → mid = LN(x + h·m) (v = x + h·m and the row stats kept) → fc1
  * matmul+bias (pre-activation kept) → activation → fc2 matmul+bias → LN(mid + h·m); masked mean
  * ÷10: 3 + 10 per layer programs. Dropout keys: embedding, per layer attention then the two
  * sub-layer ends (the tfjs path's order), each only where its rate is > 0 in train mode.
@@ -103,24 +102,24 @@ function bertTrainPlanFor(device: DeviceLike, c: BertConfig, B: number, T: numbe
   if (hit) return hit;
   const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T;
   if (d % H !== 0) return null;
-  const sizes = [N * F, N * d, c.vocab * d, c.maxPositions * d, d * F, ap > 0 ? B * H * T * T : 0].map((n) => n * 4);
+  const sizes = [N * F, N * d, c.vocab * d, c.maxPositions * d, d * F].map((n) => n * 4);
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return null;
   const wgBytes = device.limits.maxComputeWorkgroupStorageSize ?? 16384;
   if (2 * 4 * (d / H) > wgBytes) return null; // attentionTile's smallest tile
   // over the cache's byte bound (admitPlan would refuse it): not made, rather than its buffers
   // created and destroyed on every update (BERT-base keeps ~0.6 MB of activations per token)
-  if (bertTrainBytes(c, B, T, ap > 0) > MAX_PLAN_BYTES) return null;
+  if (bertTrainBytes(c, B, T) > MAX_PLAN_BYTES) return null;
   return admitPlan(device, buildBertTrainPlan(device, c, key, B, T, hp, ap));
 }
 
 /** The bytes of a keep plan's buffers (buildBertTrainPlan's and buildBertBackward's, before 16-byte rounding; the uniform slots' bound). */
-export function bertTrainBytes(c: BertConfig, B: number, T: number, attDrop: boolean): number {
+export function bertTrainBytes(c: BertConfig, B: number, T: number): number {
   const d = c.hidden, F = c.intermediate, H = c.heads, L = c.layers, N = B * T;
   const params = (c.vocab + c.maxPositions + c.typeVocab + 2) * d + L * (4 * d * d + 2 * d * F + 9 * d + F);
   const forward = 3 * N + N * d + 2 * N + (L + 1) * N * d + L * (7 * N * d + 2 * B * H * T + 4 * N + 2 * N * F) + N * d + B * d;
-  const backward = params + B * d + 8 * N * d + B * H * T + 2 * N * F + (attDrop ? B * H * T * T : 0) + 3 * N + 1;
-  return 4 * (forward + backward) + 256 * (10 + 37 * L);
+  const backward = params + B * d + 8 * N * d + B * H * T + 2 * N * F + 3 * N + 1;
+  return 4 * (forward + backward) + 256 * (10 + 33 * L);
 }
 
 function buildBertTrainPlan(device: DeviceLike, c: BertConfig, key: string, B: number, T: number, hp: number, ap: number): Plan {
