@@ -10,10 +10,18 @@ import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
 import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
+import { bertSpecs, type BertConfig } from "../server/qrag/model/hf/bert.ts";
 import { writeRandomBert } from "../server/qrag/model/hf/random-bert.ts";
 import { CONFIG, batchOf, readForward as forward, recordedCalls, type CallRecord } from "./recorded-batches.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
-import { recorderStats } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
+import { bertTrainBytes } from "../server/qrag/model/webgpu/recorded-bert-train.ts";
+import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
+import type { TokenBatch } from "../server/qrag/model/encoder.ts";
+import { resolveConfig } from "../server/qrag/config/config.ts";
+import { QNetworks } from "../server/qrag/agent/networks.ts";
+import { Learner } from "../server/qrag/agent/learner.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 
@@ -37,6 +45,8 @@ const RANDOM: Model = { name: "random", vocab: 300, size: { hidden: 48, layers: 
 const TANH: Model = { ...RANDOM, name: "tanh", patch: { attention_probs_dropout_prob: 0.2, hidden_act: "gelu_new" } };
 const RELU: Model = { ...RANDOM, name: "relu", patch: { hidden_act: "relu" } };
 const TINY: Model = { name: "bert-tiny", vocab: 154 };
+/** The random model's layout (bertSpecs: which variable is which). */
+const RANDOM_CONFIG = { ...RANDOM.size!, vocab: RANDOM.vocab, maxPositions: 128, typeVocab: 2, eps: 1e-12, hiddenDropout: 0.1, attnDropout: 0.2, act: "gelu", initStd: 0.02 } satisfies BertConfig;
 
 /** Two encoders of `m` (same weights, same dropout Rng); random models get weights of sd 0.3 (attention far from uniform). */
 function encoders(m: Model): [HfBertEncoder, HfBertEncoder] {
@@ -108,29 +118,141 @@ async function cacheCase() {
   return { ...out, layers: RANDOM.size!.layers };
 }
 
-/** Where the recorder does not apply: under a gradient tape, and an id outside the vocabulary; both still answer (the tfjs path). */
+/**
+ * Under a gradient tape the no-grad forward stays off (the taped one, recorded-bert-train.ts, runs
+ * instead: same value); an id outside the vocabulary takes neither, taped or not (bertDense throws).
+ */
 async function fallbackCase() {
   await onBackend("webgpu");
   const [enc, ref] = encoders(RANDOM);
   const batch = batchOf(3, 12, 4, RANDOM.vocab);
-  const calls0 = recorderStats.calls;
+  const calls0 = recorderStats.calls, train0 = recorderStats.trainCalls;
   const { value, grads } = tf.variableGrads(() => tf.sum(enc.forward(batch, false)) as tf.Scalar, enc.variables);
   const taped = (await value.data())[0];
   const gradNames = Object.keys(grads).length;
   tf.dispose([value, ...Object.values(grads)]);
-  const tapedCalls = recorderStats.calls - calls0;
+  const tapedCalls = recorderStats.calls - calls0, tapedTrainCalls = recorderStats.trainCalls - train0;
   const want = await forward(ref, batch, false, false);
   const wantSum = want.reduce((a, b) => a + b, 0);
   const outside = { ...batch, ids: batch.ids.slice() };
   outside.ids[0] = RANDOM.vocab + 5; // the word table has no such row: bertDense's gather throws its RangeError
-  let outsideError = "";
-  const calls1 = recorderStats.calls;
+  const errors: string[] = [];
+  const calls1 = recorderStats.calls, train1 = recorderStats.trainCalls;
   try {
     await forward(enc, outside, false, true);
   } catch (e) {
-    outsideError = (e as Error).message;
+    errors.push((e as Error).message);
   }
-  return { tapedCalls, tapedRel: Math.abs(taped - wantSum) / Math.max(1e-6, Math.abs(wantSum)), gradNames, vars: enc.variables.length, outsideCalls: recorderStats.calls - calls1, outsideError };
+  try {
+    tf.variableGrads(() => tf.sum(enc.forward(outside, false)) as tf.Scalar, enc.variables);
+  } catch (e) {
+    errors.push((e as Error).message);
+  }
+  return { tapedCalls, tapedTrainCalls, tapedRel: Math.abs(taped - wantSum) / Math.max(1e-6, Math.abs(wantSum)), gradNames, vars: enc.variables.length, outsideCalls: recorderStats.calls - calls1 + recorderStats.trainCalls - train1, errors };
+}
+
+/**
+ * loss = Σ forward(batch)·R and its gradients for every variable, recorded or through the tfjs
+ * ops (bertDense under tfjs autograd); `twice`: plus Σ forward(batch)·R/2 of a second forward under
+ * the same tape (its own masks, a second plan).
+ */
+async function lossAndGrads(enc: HfBertEncoder, batch: TokenBatch, training: boolean, recorded: boolean, twice = false): Promise<{ loss: number; grads: Float32Array[] }> {
+  return withRecorder(recorded, async () => {
+    const dim = enc.dim;
+    const R = tf.tensor2d(Float32Array.from({ length: batch.batch * dim }, (_, i) => Math.sin(i * 0.7) + 0.3), [batch.batch, dim]);
+    const { value, grads } = tf.variableGrads(() => {
+      const l = tf.sum(tf.mul(enc.forward(batch, training), R));
+      return (twice ? tf.add(l, tf.mul(tf.sum(tf.mul(enc.forward(batch, training), R)), 0.5)) : l) as tf.Scalar;
+    }, enc.variables);
+    const loss = (await value.data())[0];
+    const out = await Promise.all(enc.variables.map(async (v) => (await grads[v.name].data()) as Float32Array));
+    tf.dispose([R, value, ...Object.values(grads)]);
+    return { loss, grads: out };
+  });
+}
+
+/**
+ * Recorded vs tfjs loss and every variable's gradient, eval and train mode: the random BERT (3×16,
+ * 5×40, 2×100 (two blocks of queries and of key tiles), repeated ids 1–4, two taped forwards of
+ * one shape in one tape), its gelu_new and relu
+ * variants, bert-tiny; and the Rngs after.
+ */
+async function gradsCase() {
+  await onBackend("webgpu");
+  const worst: Record<string, { loss: number; grad: number; at: string }> = {};
+  const rngAfter: Record<string, boolean> = {};
+  const variables: Record<string, number> = {};
+  const gradNorm: Record<string, number> = {};
+  const calls0 = recorderStats.trainCalls;
+  const runs: [Model, [string, TokenBatch][]][] = [
+    [RANDOM, [["3x16", batchOf(3, 16, 1, RANDOM.vocab)], ["5x40", batchOf(5, 40, 2, RANDOM.vocab)], ["2x100", batchOf(2, 100, 3, RANDOM.vocab)], ["4x16 ids 1-4", batchOf(4, 16, 4, 5)], ["3x16 twice", batchOf(3, 16, 1, RANDOM.vocab)]]],
+    [TANH, [["4x20", batchOf(4, 20, 5, TANH.vocab)]]],
+    [RELU, [["3x20", batchOf(3, 20, 6, RELU.vocab)]]],
+    [TINY, [["6x24", batchOf(6, 24, 7, TINY.vocab)]]],
+  ];
+  for (const [m, batches] of runs) {
+    const [rec, ref] = encoders(m);
+    const names = rec.variables.map((v) => v.name);
+    let norm = 0;
+    for (const [name, batch] of batches) {
+      for (const training of [false, true]) {
+        const twice = name.endsWith("twice");
+        const a = await lossAndGrads(rec, batch, training, true, twice);
+        const b = await lossAndGrads(ref, batch, training, false, twice);
+        const w = { loss: Math.abs(a.loss - b.loss) / Math.max(1e-6, Math.abs(b.loss)), grad: 0, at: "" };
+        b.grads.forEach((g, i) => {
+          // Q's and K's gradients pass through the softmax's p·(dp − D), which cancels where the
+          // attention is near one-hot (layer 1 of the tanh model: 1e-4 against 0.1 elsewhere) and
+          // gives the key bias's exact 0 (a score added to every key of a query): measured on
+          // the scale of the same layer's V gradient (the same probabilities, no cancellation)
+          const qk = /\.(q|k)\.(w|b)$/.exec(rec.variables[i].name);
+          const floor = qk ? maxAbs(b.grads[names.indexOf(rec.variables[i].name.replace(/\.(q|k)\./, ".v."))]) : 1e-6;
+          const d = relDiff(a.grads[i], g, floor);
+          if (!(d <= w.grad)) Object.assign(w, { grad: d, at: rec.variables[i].name });
+          for (const x of g) norm += x * x;
+        });
+        worst[`${m.name} ${name} ${training ? "train" : "eval"}`] = w;
+      }
+    }
+    rngAfter[m.name] = rec.dropoutRng.nextU32() === ref.dropoutRng.nextU32();
+    variables[m.name] = rec.variables.length;
+    gradNorm[m.name] = Math.sqrt(norm);
+    rec.dispose();
+    ref.dispose();
+  }
+  throwIfDeviceError();
+  return { worst, rngAfter, variables, gradNorm, trainCalls: recorderStats.trainCalls - calls0 };
+}
+
+const maxAbs = (a: Float32Array): number => a.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+
+/** Repeated update-shaped calls (train mode): what each creates, and what one forward + backward counts. */
+async function trainCacheCase() {
+  await onBackend("webgpu");
+  const [enc] = encoders(RANDOM);
+  const batch = batchOf(6, 24, 1, RANDOM.vocab);
+  const snap = () => ({ plans: recorderStats.plans, buffers: recorderStats.buffers, bindGroups: recorderStats.bindGroups, pipelines: pipelineCount(webgpuBackend().device) });
+  const created: ReturnType<typeof snap>[] = [];
+  const counts: { tfjsKernels: number; fused: number; submits: number }[] = [];
+  const inside0 = recorderStats.kernelsInside, bytes0 = recorderStats.bytes;
+  for (let i = 0; i < 3; i++) {
+    const before = snap();
+    await lossAndGrads(enc, batch, true, true); // weights uploaded, everything pending submitted
+    const after = snap();
+    created.push({ plans: after.plans - before.plans, buffers: after.buffers - before.buffers, bindGroups: after.bindGroups - before.bindGroups, pipelines: after.pipelines - before.pipelines });
+    resetCounters();
+    // counted up to the read: forward, loss and backward go out with the read's submit
+    await withPhaseAsync("update", async () => {
+      const g = tf.variableGrads(() => tf.sum(enc.forward(batch, true)) as tf.Scalar, enc.variables);
+      await g.value.data();
+      tf.dispose([g.value, ...Object.values(g.grads)]);
+    });
+    const c = counterSnapshot().update!;
+    counts.push({ tfjsKernels: c.kernels - c.fused, fused: c.fused, submits: c.submits });
+  }
+  throwIfDeviceError();
+  const bert = enc.model.bert;
+  return { created, counts, kernelsInside: recorderStats.kernelsInside - inside0, layers: bert.layers, bytes: recorderStats.bytes - bytes0, estimate: bertTrainBytes(bert, batch.batch, batch.len) };
 }
 
 /**
@@ -167,7 +289,57 @@ async function sharedCase() {
   return { diffs, changed: relDiff(after, before), newBindGroups: recorderStats.bindGroups - groups0, plansMade: recorderStats.plans - plans0 };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase };
+/**
+ * The Learner (AdamW, clipping, Polyak targets) over 2 optimizer steps of 2 micro-steps, in passes
+ * of 3 transitions, with hf BERT state and action encoders (the random model, dropout on), the
+ * recorder on against off: every weight after, and how many taped forwards were recorded.
+ */
+async function learnerCase() {
+  await onBackend("webgpu");
+  encoders(RANDOM); // writes the model folder
+  const config = resolveConfig({ preset: "tiny", overrides: ["algo.encoder.type=hf", `algo.encoder.path=models/${RANDOM.name}`, "algo.encoder.max_length=32", "algo.hyperparams.max_grad_norm=0.5"] });
+  const run = (recorded: boolean) =>
+    withRecorder(recorded, async () => {
+      const nets = new QNetworks(config.algo.encoder, new Rng(1), { dataRoot: root });
+      const learner = new Learner(nets, config.algo, 10, 2, 3);
+      const rng = new Rng(2);
+      const words = (n: number) => Array.from({ length: n }, () => `w${rng.int(RANDOM.vocab - 5)}`).join(" ");
+      for (let k = 0; k < 4; k++) {
+        const B = 5;
+        const batch = {
+          states: Array.from({ length: B }, (_, i) => [words(3 + i), ...(i % 2 ? [words(4)] : [])]),
+          actionTexts: Array.from({ length: B }, () => words(5)),
+          positions: Int32Array.from({ length: B }, () => rng.int(20)),
+          targets: Float32Array.from({ length: B }, () => rng.normal()),
+        };
+        await learner.microStep(batch, { maxActionLength: 16, maxInMemory: 16 });
+      }
+      const w = await nets.exportWeightsAsync();
+      const updates = learner.updates;
+      learner.dispose();
+      nets.dispose();
+      return { w, updates };
+    });
+  const train0 = recorderStats.trainCalls;
+  const rec = await run(true);
+  const trainCalls = recorderStats.trainCalls - train0;
+  const ref = await run(false);
+  // the key biases apart: their gradient is rounding noise around 0 on both paths (recorded-bert-
+  // backward.ts), which AdamW's g/√v turns into steps of about the learning rate either way
+  const keyBias = new Set(bertSpecs(RANDOM_CONFIG).flatMap((p, i) => (p.name.endsWith(".k.b") ? [i] : [])));
+  const diffs: Record<string, number> = {};
+  const keyBiasDiffs: Record<string, number> = {};
+  for (const k of ["state", "action", "stateTarget", "actionTarget"] as const) {
+    const d = ref.w[k].map((t, i) => relDiff(rec.w[k][i].data, t.data));
+    diffs[k] = Math.max(...d.filter((_, i) => !keyBias.has(i)));
+    keyBiasDiffs[k] = Math.max(...d.filter((_, i) => keyBias.has(i)));
+  }
+  const moved = Math.max(...ref.w.state.map((t, i) => relDiff(t.data, ref.w.stateTarget[i].data)));
+  throwIfDeviceError();
+  return { diffs, keyBiasDiffs, moved, trainCalls, updates: [rec.updates, ref.updates] };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

@@ -1,7 +1,7 @@
 /**
- * The hf BERT encoder's no-grad forward recorded as our own WebGPU programs (into tfjs's command
- * encoder; model/webgpu/recorded-bert.ts) on lavapipe, against the tfjs path it replaces (bertDense
- * and the masked mean). Each case runs in a fresh process (recorded-bert-cases.ts); machines
+ * The hf BERT encoder's no-grad forward (model/webgpu/recorded-bert.ts) and taped forward +
+ * backward (recorded-bert-train.ts) recorded as our own WebGPU programs on lavapipe, against the
+ * tfjs path they replace (bertDense and the masked mean, under tfjs autograd for the gradients). Each case runs in a fresh process (recorded-bert-cases.ts); machines
  * without an adapter skip, except under QRAG_REQUIRE_WEBGPU=1 (CI).
  */
 import { test } from "node:test";
@@ -35,13 +35,51 @@ test("recorded BERT forward: one submit with its read, one dispatch per program,
   }
 });
 
-test("recorded BERT forward stays off under a gradient tape (bertDense, gradients for every variable) and for an id outside the vocabulary", { skip }, () => {
-  const r = runCase<{ tapedCalls: number; tapedRel: number; gradNames: number; vars: number; outsideCalls: number; outsideError: string }>("fallback");
+test("under a gradient tape the taped recorded BERT op runs (same value, gradients for every variable); an id outside the vocabulary takes no recorded path, taped or not", { skip }, () => {
+  const r = runCase<{ tapedCalls: number; tapedTrainCalls: number; tapedRel: number; gradNames: number; vars: number; outsideCalls: number; errors: string[] }>("fallback");
   assert.equal(r.tapedCalls, 0);
+  assert.equal(r.tapedTrainCalls, 1);
   assert.ok(r.tapedRel <= 1e-5, `taped forward vs tfjs path: rel. diff ${r.tapedRel}`);
   assert.equal(r.gradNames, r.vars);
   assert.equal(r.outsideCalls, 0);
-  assert.match(r.outsideError, /outside \[0, 300\)/);
+  assert.equal(r.errors.length, 2);
+  for (const e of r.errors) assert.match(e, /outside \[0, 300\)/);
+});
+
+test("recorded BERT backward: loss and every variable's gradient equal bertDense under tfjs autograd within 1e-5 (eval and train mode with the same masks; 3×16, 5×40, 2×100, repeated ids, two forwards of one shape in one tape; gelu_new, relu, bert-tiny)", { skip }, () => {
+  const r = runCase<{ worst: Record<string, { loss: number; grad: number; at: string }>; rngAfter: Record<string, boolean>; variables: Record<string, number>; gradNorm: Record<string, number>; trainCalls: number }>("grads");
+  assert.equal(Object.keys(r.worst).length, 16, Object.keys(r.worst).join(", "));
+  for (const [k, w] of Object.entries(r.worst)) {
+    assert.ok(w.loss <= 1e-5, `${k}: loss rel. diff ${w.loss}`);
+    assert.ok(w.grad <= 1e-5, `${k}: gradient of ${w.at} rel. diff ${w.grad}`);
+  }
+  // 5 embedding variables and 16 per layer, two layers
+  for (const [m, n] of Object.entries(r.variables)) assert.equal(n, 37, m);
+  for (const [m, n] of Object.entries(r.gradNorm)) assert.ok(n > 1, `${m}: the gradients are too small to compare (${n})`);
+  for (const [m, same] of Object.entries(r.rngAfter)) assert.ok(same, `${m}: the dropout Rngs differ after the same calls`);
+  // 16 compared calls, the "twice" pair with two forwards each
+  assert.equal(r.trainCalls, 18, "the recorded path did not run for every call");
+});
+
+test("recorded BERT forward+backward: one dispatch per program, 0 tfjs kernels inside, one submit; a second call creates no buffers, bind groups or pipelines; its size is the estimate that bounds it", { skip }, () => {
+  const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { tfjsKernels: number; fused: number; submits: number }[]; kernelsInside: number; layers: number; bytes: number; estimate: number }>("trainCache");
+  const L = r.layers;
+  // forward (train mode): embedding sum, its LayerNorm×mask, 10 per layer, pooling; backward:
+  // pooling, 23 per layer (2 per LN, 3 per linear for fc2, fc1 and the output, 2 per Q, K, V and
+  // their biases' sums in one, the activation, attention's 2), the embedding's mask, LN dx and
+  // dγβ, positions, type, tokens
+  const programs = 3 + 10 * L + (7 + 23 * L);
+  for (const c of r.counts) {
+    assert.equal(c.fused, programs);
+    // the tfjs kernels of the loss around the op: the op itself, Sum and its gradient's kernels
+    assert.ok(c.tfjsKernels <= 5, `${c.tfjsKernels} tfjs kernels`);
+    assert.equal(c.submits, 1);
+  }
+  assert.equal(r.kernelsInside, 0);
+  assert.equal(r.created[0].plans, 1);
+  for (const c of r.created.slice(1)) assert.deepEqual(c, { plans: 0, buffers: 0, bindGroups: 0, pipelines: 0 });
+  // the estimate that refuses a plan over the cache's byte bound before making it is the plan's size
+  assert.ok(Math.abs(r.estimate - r.bytes) <= 0.01 * r.bytes, `estimated ${r.estimate} bytes, made ${r.bytes}`);
 });
 
 test("recorded BERT forward binds assigned weights, and a transformer of the same batch shape interleaved with it keeps its own plans: each equals its tfjs path", { skip }, () => {
@@ -52,4 +90,14 @@ test("recorded BERT forward binds assigned weights, and a transformer of the sam
   assert.ok(r.newBindGroups > 0, "no bind group was made again");
   // BERT's train-mode plan and the transformer's eval and train plans (BERT's eval plan was made before)
   assert.equal(r.plansMade, 3);
+});
+
+test("the Learner with hf BERT encoders (passes of 3, dropout on): every weight after 2 AdamW steps equals the tfjs path's within 1e-5 (the key biases, whose gradient is rounding noise, within 1e-4); every taped forward recorded", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; keyBiasDiffs: Record<string, number>; moved: number; trainCalls: number; updates: number[] }>("learner");
+  assert.deepEqual(r.updates, [2, 2]);
+  assert.ok(r.moved > 1e-3, `the trainable weights left their targets (${r.moved})`);
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
+  for (const [k, d] of Object.entries(r.keyBiasDiffs)) assert.ok(d <= 1e-4, `${k} key biases: rel. diff ${d}`);
+  // 4 micro-steps × 2 passes × the state and action encoders
+  assert.equal(r.trainCalls, 16);
 });

@@ -2,7 +2,9 @@
  * `--parts dispatch-hf`: dispatches, tfjs kernels, submits and host ms of one hf (BERT) encoder
  * forward without a gradient, the policy's forward of the paper's recipe (batch 64 × 32 tokens;
  * configs/presets/babilong-gpu.yaml: 65 of them per iteration), with the recorded forward
- * (model/webgpu/recorded-bert.ts) off and on, eval and train mode. Random BERT weights at
+ * (model/webgpu/recorded-bert.ts) off and on, eval and train mode; and one taped forward + backward
+ * (the update's encoder: `variableGrads` of the pooled sum, train mode) through bertDense under
+ * tfjs autograd and recorded (model/webgpu/recorded-bert-train.ts). Random BERT weights at
  * bert-tiny's sizes and at 12 layers of small width: the counts follow the layers, not the width.
  */
 import fs from "node:fs";
@@ -23,12 +25,14 @@ const VOCAB = 1000;
 const B = 64, T = 32;
 /** Forwards counted per mode (each read before the next, as a policy step reads its scores). */
 const REPS = 10;
+/** Taped forward + backward calls counted per path (each read before the next). */
+const UPDATE_REPS = 5;
 
 interface HfCounts {
   dispatches: number;
   tfjsKernels: number;
   submits: number;
-  /** Host ms of the forward call itself (the GPU work runs behind it), mean over REPS. */
+  /** Host ms of the call itself (the GPU work runs behind it; the update's: variableGrads, forward and backward), mean over the reps. */
   hostMs: number;
 }
 
@@ -79,6 +83,31 @@ export async function benchHfCounts(log: (m: string) => void): Promise<Record<st
             row[name] = c;
             log(`  dispatch-hf: ${s.name}: ${name}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, ${c.hostMs.toFixed(2)} host ms`);
           }
+        }
+        // the update's encoder: one taped forward + backward (train mode), the gradients of the
+        // pooled sum for every variable, bertDense under tfjs autograd vs recorded-bert-train.ts
+        for (const recorded of [false, true]) {
+          const once = async (): Promise<number> => {
+            const t0 = performance.now();
+            const { value, grads } = tf.variableGrads(() => tf.sum(enc.forward(batch, true)) as tf.Scalar, enc.variables);
+            const ms = performance.now() - t0;
+            await value.data();
+            tf.dispose([value, ...Object.values(grads)]);
+            return ms;
+          };
+          const c = await withRecorder(recorded, async () => {
+            await once();
+            resetCounters();
+            let ms = 0;
+            await withPhaseAsync("update", async () => {
+              for (let i = 0; i < UPDATE_REPS; i++) ms += await once();
+            });
+            const k = counterSnapshot().update!;
+            return { dispatches: k.dispatches / UPDATE_REPS, tfjsKernels: (k.kernels - k.fused) / UPDATE_REPS, submits: k.submits / UPDATE_REPS, hostMs: ms / UPDATE_REPS } satisfies HfCounts;
+          });
+          const name = `update ${recorded ? "recorded" : "tfjs"}`;
+          row[name] = c;
+          log(`  dispatch-hf: ${s.name}: ${name}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, ${c.hostMs.toFixed(2)} host ms`);
         }
       } finally {
         enc.dispose();

@@ -12,8 +12,9 @@
  *                          `counts`), one iteration; fails (exit 1) over DISPATCH_CEILING — what CI runs
  *   dispatch-update        one update of that workload (no rollouts): dispatches, tfjs kernels, submits with
  *                          the recorded encoder off and on (update-counts.ts)
- *   dispatch-hf            one hf (BERT) encoder forward without a gradient (batch 64 × 32): dispatches, tfjs
- *                          kernels, submits, host ms with the recorded forward off and on (hf-counts.ts)
+ *   dispatch-hf            one hf (BERT) encoder forward without a gradient (batch 64 × 32), and one taped
+ *                          forward + backward: dispatches, tfjs kernels, submits, host ms with the recorded
+ *                          forward / update off and on (hf-counts.ts)
  *   workload-transformer   the reference workload (docs/workload.md), transformer encoder
  *   workload-bow           the same workload with the default CPU (bag-of-words) encoder
  *   learning               (long) CPU presets trained on qa1–qa5 (per seed), then swept — see learning.ts

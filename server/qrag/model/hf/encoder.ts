@@ -15,11 +15,12 @@
  */
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
-import type { EncoderConfig, SerializedTensor, TokenBatch } from "../encoder.ts";
+import type { EncoderConfig, SerializedTensor, TapedForward, TokenBatch } from "../encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type WeightSource } from "../base.ts";
 import { segmentMean } from "../ops.ts";
 import { maskedMeanDevice } from "../device-ops.ts";
 import { recordedBertForward } from "../webgpu/recorded-bert.ts";
+import { recordedBertTaped, recordedBertTrain } from "../webgpu/recorded-bert-train.ts";
 import { onDevice } from "../../backend/device.ts";
 import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertConfig, type BertConfig } from "./bert.ts";
 import { SafetensorsFile } from "./safetensors.ts";
@@ -113,14 +114,22 @@ export class HfBertEncoder extends BaseEncoder {
     return Math.max(1, Math.floor(8192 / Math.max(1, len)));
   }
 
+  override tapedForward(batch: TokenBatch, training: boolean): TapedForward | null {
+    checkBatch(batch);
+    if (!onDevice()) return null;
+    return recordedBertTaped(this.variables, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, training, this.dropoutRng);
+  }
+
   forward(batch: TokenBatch, training: boolean): tf.Tensor2D {
     checkBatch(batch);
     if (batch.len > this.model.bert.maxPositions) throw new Error(`hf: sequence length ${batch.len} > max_position_embeddings ${this.model.bert.maxPositions}`);
     if (onDevice()) {
-      // without a gradient on webgpu: recorded as our own programs (same function, same masks)
+      // on webgpu recorded as our own programs (same function, same masks): without a gradient
+      // one command buffer; with one (a trainable variable under a tape) one tfjs op whose
+      // backward is recorded too
       const vars = this.variables;
       const taped = (tf.engine() as unknown as { isTapeOn(): boolean }).isTapeOn() && vars.some((v) => v.trainable);
-      const y = taped ? null : recordedBertForward(vars, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, training, this.dropoutRng);
+      const y = (taped ? recordedBertTrain : recordedBertForward)(vars, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, training, this.dropoutRng);
       if (y) return y;
       // dense batch on the device: all sequences and heads in one attention, then the masked mean
       const h = bertDense(this.variables, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, { training, rng: this.dropoutRng });

@@ -142,9 +142,15 @@ ${BLOCK}
 }`;
 }
 
-/** dQ and D = rowsum(dO·O) per query (a block of queries per workgroup, K/V staged in tiles). */
-export function backwardQCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
-  return `${header(dh, tile, layout, ["mask", ...(drop ? ["drop"] : []), "stats", "dO", "ctx"], ["dq", "dsum"], ["kt", "vt"])}
+/**
+ * dQ and D = rowsum(dO·O) per query (a block of queries per workgroup, K/V staged in tiles).
+ * `drop` "inline" (both backward programs): the mask drawn where it is used, as the inline
+ * forward draws it (fields INLINE_DROP_FIELDS, no mask buffer; the recorded BERT backward).
+ */
+export function backwardQCode(dh: number, layout: Layout, drop: boolean | "inline", tile: number): string {
+  const inline = drop === "inline";
+  const at = inline ? "maskAt(idx * u.T + jt)" : "drop[idx * u.T + jt]";
+  return `${header(dh, tile, layout, ["mask", ...(drop === true ? ["drop"] : []), "stats", "dO", "ctx"], ["dq", "dsum"], ["kt", "vt"], inline ? INLINE_DROP_FIELDS : FIELDS, inline ? MASK_AT_WGSL : "")}
 ${BLOCK}
   ${Q_REGS}
   let oq = oo(b, tc, h);
@@ -163,7 +169,7 @@ ${BLOCK}
         let p = exp(s + keyBias(b, jt) - m) / l;
         var dp = 0.0;
         for (var c = 0u; c < DH; c++) { dp += go[c] * vt[jo + c]; }
-        let ds = p * (dp${drop ? " * drop[idx * u.T + jt]" : ""} - D);
+        let ds = p * (dp${drop ? ` * ${at}` : ""} - D);
         for (var c = 0u; c < DH; c++) { acc[c] += ds * kt[jo + c]; }`)}
   if (!valid) { return; }
   for (var c = 0u; c < DH; c++) { dq[oq + c] = acc[c] * u.scale; }
@@ -175,9 +181,10 @@ ${BLOCK}
  * dK, dV per key (a block of keys per workgroup, the queries' q·scale and dO staged in tiles);
  * packed: written with dQ (an input here) into one [B·T, 3d] gradient.
  */
-export function backwardKVCode(dh: number, layout: Layout, drop: boolean, tile: number): string {
+export function backwardKVCode(dh: number, layout: Layout, drop: boolean | "inline", tile: number): string {
   const packed = layout === "packed";
-  const read = ["mask", ...(drop ? ["drop"] : []), "stats", "dO", "dsum", ...(packed ? ["dq"] : [])];
+  const inline = drop === "inline";
+  const read = ["mask", ...(drop === true ? ["drop"] : []), "stats", "dO", "dsum", ...(packed ? ["dq"] : [])];
   const store = packed
     ? `for (var c = 0u; c < DH; c++) {
     dqkv[ko + c] = dq[ok + c];
@@ -185,7 +192,7 @@ export function backwardKVCode(dh: number, layout: Layout, drop: boolean, tile: 
     dqkv[ko + 2u * u.d + c] = gv[c];
   }`
     : "for (var c = 0u; c < DH; c++) { dk[ok + c] = gk[c]; dv[ok + c] = gv[c]; }";
-  return `${header(dh, tile, layout, read, packed ? ["dqkv"] : ["dk", "dv"], ["qt", "gt"])}
+  return `${header(dh, tile, layout, read, packed ? ["dqkv"] : ["dk", "dv"], ["qt", "gt"], inline ? INLINE_DROP_FIELDS : FIELDS, inline ? MASK_AT_WGSL : "")}
 ${BLOCK}
   let ko = io(b, tc, h);
   let bias = keyBias(b, tc);
@@ -203,7 +210,7 @@ ${BLOCK}
         var s = 0.0;
         for (var c = 0u; c < DH; c++) { s += qt[jo + c] * kr[c]; }
         let p = exp(s + bias - stats[2u * r]) / stats[2u * r + 1u];
-        let keep = ${drop ? "drop[r * u.T + tc]" : "1.0"};
+        let keep = ${inline ? "maskAt(r * u.T + tc)" : drop ? "drop[r * u.T + tc]" : "1.0"};
         var dp = 0.0;
         for (var c = 0u; c < DH; c++) { dp += gt[jo + c] * vr[c]; }
         let ds = p * (dp * keep - dsum[r]);

@@ -24,10 +24,10 @@ export const ERF_WGSL = `fn erf_as(a: f32) -> f32 {
 }`;
 
 
-function elementwise(name: string, read: string[], expr: string): string {
+function elementwise(name: string, read: string[], expr: string, fns = ERF_WGSL): string {
   return `${uniformStruct(["n: u32"])}
 ${storageDecls(read, ["y"])}
-${ERF_WGSL}
+${fns}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = threadIndex(gid);
@@ -44,12 +44,26 @@ export const geluExpr = (x: string): string => `${x} * ((erf_as(${x} * ${Math.SQ
 export const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = ${geluExpr("x")};`);
 /**
  * GELU's tanh form ½x(1 + tanh(√(2/π)(x + 0.044715x³))) (ops.ts geluTanh; gelu_new in BERT
- * configs), forward only (recorded-bert.ts): the argument is clamped to ±15, where tanh is ±1 in
- * float32 (an exp-based tanh would overflow past it).
+ * configs), with tfjs's tanh (its webgpu kernel's expression, exp(−2|a|) cannot overflow), so
+ * the value and the gradient's t are the tfjs path's bits.
  */
-export const GELU_TANH_FWD = elementwise("gelu tanh forward", ["x"], `y[i] = (x * 0.5) * (tanh(clamp((x * (x * x * 0.044715 + 1.0)) * ${Math.sqrt(2 / Math.PI)}, -15.0, 15.0)) + 1.0);`);
-/** ReLU forward (BERT's hidden_act relu), forward only. */
+const TANH_AS = (a: string): string => `tanhAs(${a})`;
+const TANH_AS_WGSL = "fn tanhAs(a: f32) -> f32 {\n  let e2x = exp(-2.0 * abs(a));\n  return sign(a) * (1.0 - e2x) / (1.0 + e2x);\n}";
+const tanhArg = `(x * (x * x * 0.044715 + 1.0)) * ${Math.sqrt(2 / Math.PI)}`;
+export const GELU_TANH_FWD = elementwise("gelu tanh forward", ["x"], `y[i] = (x * 0.5) * (${TANH_AS(tanhArg)} + 1.0);`, TANH_AS_WGSL);
+/** ReLU forward (BERT's hidden_act relu). */
 export const RELU_FWD = elementwise("relu forward", ["x"], "y[i] = max(x, 0.0);");
+/** The tanh form's gradient (ops.ts geluTanh's): ½(1 + t) + ½x(1 − t²)·c(1 + 3·0.044715x²), t the forward's tanh. */
+export const GELU_TANH_BWD = elementwise(
+  "gelu tanh backward",
+  ["x", "dy"],
+  `let t = ${TANH_AS(tanhArg)};
+  let du = (x * x * ${3 * 0.044715} + 1.0) * ${Math.sqrt(2 / Math.PI)};
+  y[i] = dy[i] * ((t + 1.0) * 0.5 + ((x * 0.5) * (1.0 - t * t)) * du);`,
+  TANH_AS_WGSL,
+);
+/** ReLU's gradient (tfjs's: dy where x > 0, else 0). */
+export const RELU_BWD = elementwise("relu backward", ["x", "dy"], "y[i] = select(0.0, dy[i], x > 0.0);");
 export const GELU_BWD = elementwise(
   "gelu backward",
   ["x", "dy"],

@@ -82,16 +82,19 @@ export const transName = (tr: MatmulTrans) => `${tr.a ? "-tA" : ""}${tr.b ? "-tB
 /**
  * WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks); `bias` adds
  * a [N] row; `gelu` applies GELU (erf form) to each result (the recorded no-grad fc1); `trans` reads A or B transposed (the aligned loads stay vec4: along m for Aᵀ, along k
- * for Bᵀ).
+ * for Bᵀ); `res` adds R, a [M, N] operand like C (a recorded backward sums an input's gradients
+ * from several products this way, with no add program).
  */
-export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu: Epilogue = false): string {
+export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu: Epilogue = false, res = false): string {
   const { threads, bm, bn } = tileOf(t);
   const { wx, wy, tm, tn, bk } = t;
   // the GELU epilogue: gelu-layernorm.ts's expression per value, so the result equals its program's
   const act = (v: string, width: number): string => (!gelu ? v : width === 1 ? `gelu1(${v})` : `gelu4(${v})`);
-  // "keep": the value before GELU also into P (a backward's GELU reads it)
-  const store = (at: string, v: string, width: number): string =>
-    gelu === "keep" ? `{ let v = ${v}; P[${at}] = v; C[${at}] = ${act("v", width)}; }` : `C[${at}] = ${act(v, width)};`;
+  // "keep": the value before GELU also into P (a backward's GELU reads it); `res`: plus R
+  const store = (at: string, v: string, width: number): string => {
+    const plus = res ? ` + R[${at}]` : "";
+    return gelu === "keep" ? `{ let v = ${v}; P[${at}] = v; C[${at}] = ${act("v", width)}${plus}; }` : `C[${at}] = ${act(v, width)}${plus};`;
+  };
   const tm4 = tm / 4;
   const tn4 = tn / 4;
   const L: string[] = [];
@@ -170,7 +173,7 @@ fn gelu1(x: f32) -> f32 { return ${geluExpr("x")}; }
 fn gelu4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>(gelu1(v.x), gelu1(v.y), gelu1(v.z), gelu1(v.w)); }
 ` : "";
   return `struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
-${storageDecls([`A:${ty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : [])], [`C:${ty}`, ...(gelu === "keep" ? [`P:${ty}`] : [])])}
+${storageDecls([`A:${ty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${ty}`, ...(gelu === "keep" ? [`P:${ty}`] : [])])}
 ${geluFns}${L.join("\n")}`;
 }
 

@@ -22,7 +22,7 @@ import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { USAGE, type BackPlan, type BufferLike, type PlanBuilder, type Ref, type UniformValues } from "./recorded-encoder.ts";
 
 /** Masked-mean backward: g[r, c] = dy[r / T, c]·w[r], one thread per element. */
-const POOL_BWD = `${uniformStruct(["n: u32", "T: u32", "d: u32"])}
+export const POOL_BWD = `${uniformStruct(["n: u32", "T: u32", "d: u32"])}
 ${storageDecls(["dy", "w"], ["g"])}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -33,7 +33,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }`;
 
 /** A bias's gradient, the column sums of dy [rows, n]: a workgroup per column (as LN_DGB). */
-const COL_SUM = `${uniformStruct(["rows: u32", "n: u32"])}
+export const COL_SUM = `${uniformStruct(["rows: u32", "n: u32"])}
 ${storageDecls(["dy"], ["s"])}
 var<workgroup> acc: array<f32, ${WG}>;
 @compute @workgroup_size(${WG})
@@ -52,8 +52,35 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
   if (lid.x == 0u && k < u.n) { s[k] = acc[0]; }
 }`;
 
+/** Three biases' gradients at once (the recorded BERT's Q, K, V): the column sums of a, b, c [rows, n], a workgroup per column. */
+export const COL_SUM3 = `${uniformStruct(["rows: u32", "n: u32"])}
+${storageDecls(["a", "b", "c"], ["sa", "sb", "sc"])}
+var<workgroup> acc: array<vec3<f32>, ${WG}>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+  let k = threadIndex(gid) / ${WG}u;
+  var sum = vec3<f32>(0.0);
+  if (k < u.n) {
+    for (var r = lid.x; r < u.rows; r += ${WG}u) {
+      let i = r * u.n + k;
+      sum += vec3<f32>(a[i], b[i], c[i]);
+    }
+  }
+  acc[lid.x] = sum;
+  workgroupBarrier();
+  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
+    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
+    workgroupBarrier();
+  }
+  if (lid.x == 0u && k < u.n) {
+    sa[k] = acc[0].x;
+    sb[k] = acc[0].y;
+    sc[k] = acc[0].z;
+  }
+}`;
+
 /** The position table's gradient [max_len, d]: rows t < T summed over the batch, the rest 0. */
-const POS_BWD = `${uniformStruct(["n: u32", "B: u32", "T: u32", "d: u32"])}
+export const POS_BWD = `${uniformStruct(["n: u32", "B: u32", "T: u32", "d: u32"])}
 ${storageDecls(["g"], ["dpos"])}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -72,7 +99,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
  * The token table's gradient at the batch's ids (the rest cleared before): distinct id j's row is
  * the sum of g's rows pos[start[j] .. start[j+1]), one thread per (j, column); `n` = distinct·d.
  */
-const TOK_BWD = `${uniformStruct(["n: u32", "d: u32"])}
+export const TOK_BWD = `${uniformStruct(["n: u32", "d: u32"])}
 ${storageDecls(["g", "distinct:i32", "start:i32", "pos:i32"], ["dtok"])}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {

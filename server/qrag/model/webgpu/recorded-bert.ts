@@ -34,11 +34,11 @@ import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 
 /** Variables before the layers (word, pos, type, emb LN γ β) and per layer (bert.ts LAYER's order). */
-const N_EMB = 5;
-const PER_LAYER = 16;
+export const N_EMB = 5;
+export const PER_LAYER = 16;
 
 /** e = word[ids[row]] + pos[row % T] + type[0], one thread per element. */
-const EMBED_WGSL = `${uniformStruct(["n: u32", "T: u32", "d: u32"])}
+export const EMBED_WGSL = `${uniformStruct(["n: u32", "T: u32", "d: u32"])}
 ${storageDecls(["ids:i32", "word", "pos", "tt"], ["e"])}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -50,12 +50,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }`;
 
 /** The embedding LayerNorm times the dropout mask (ops.ts `dropout` after `layerNorm`). */
-const lnDropFwd = (n: number) => lnFwdShader({
+export const lnDropFwd = (n: number) => lnFwdShader({
   n, fields: ["rows: u32", "n: u32", "eps: f32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"], read: ["x", "gamma", "beta"], write: ["y", "stats"],
   extra: MASK_AT_WGSL, first: "let a = x[o + k];", src: "x", post: " * maskAt(o + k)",
 });
 
-const ACT: Record<BertConfig["act"], [string, string]> = {
+export const ACT: Record<BertConfig["act"], [string, string]> = {
   gelu: ["qrag_gelu_fwd", GELU_FWD],
   gelu_tanh: ["qrag_gelu_tanh_fwd", GELU_TANH_FWD],
   relu: ["qrag_relu_fwd", RELU_FWD],

@@ -52,7 +52,7 @@ const SLOT = 256;
  * over a counts run instead of 7 and 228 (bench dispatch-counts at max_len 256).
  */
 const MAX_PLANS = 16;
-const MAX_PLAN_BYTES = 1536 * 2 ** 20;
+export const MAX_PLAN_BYTES = 1536 * 2 ** 20;
 /** Plans that keep activations, per shape: a second taped forward before the first's backward takes another. */
 const MAX_KEEP_INSTANCES = 2;
 export const LN_EPS = 1e-5;
@@ -198,7 +198,7 @@ export interface PlanBuilder {
 }
 
 /** Counters for tests: what the recorder created (all plans together). */
-export const recorderStats = { plans: 0, buffers: 0, bindGroups: 0, calls: 0, trainCalls: 0, kernelsInside: 0 };
+export const recorderStats = { plans: 0, buffers: 0, bytes: 0, bindGroups: 0, calls: 0, trainCalls: 0, kernelsInside: 0 };
 
 const plans = new WeakMap<object, Map<string, Plan>>();
 
@@ -400,14 +400,8 @@ export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number,
  * yet is not reused while another may be made, else the oldest is taken over (its backward fails).
  */
 export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan | null {
-  const cache = planCache(device);
   const base = `${B}x${T}${dropping ? "-drop" : ""}`;
-  let key = base;
-  if (extend) {
-    const mine = [...cache.values()].filter((p) => p.key.startsWith(`${base}-keep#`));
-    const free = mine.find((p) => p.owner === null);
-    key = free ? free.key : mine.length < MAX_KEEP_INSTANCES ? `${base}-keep#${mine.length}` : mine[0].key;
-  }
+  const key = extend ? keepKey(device, base) : base;
   const hit = cachedPlan(device, key);
   if (hit) return hit;
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T;
@@ -416,6 +410,17 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return null;
   return admitPlan(device, buildPlan(device, c, key, B, T, dropping, extend));
+}
+
+/**
+ * The key of the keep plan (one that holds a taped forward's activations) a taped forward of
+ * shape key `base` takes: a free one's, else a new one's while there are fewer than
+ * MAX_KEEP_INSTANCES, else the oldest's (taken over: its pending backward fails).
+ */
+export function keepKey(device: DeviceLike, base: string): string {
+  const mine = [...planCache(device).values()].filter((p) => p.key.startsWith(`${base}-keep#`));
+  const free = mine.find((p) => p.owner === null);
+  return free ? free.key : mine.length < MAX_KEEP_INSTANCES ? `${base}-keep#${mine.length}` : mine[0].key;
 }
 
 function planCache(device: DeviceLike): Map<string, Plan> {
@@ -436,7 +441,7 @@ export function cachedPlan(device: DeviceLike, key: string): Plan | undefined {
 }
 
 /**
- * A new plan into the device's cache (the transformer's and recorded-bert.ts's plans share it and
+ * A new plan into the device's cache (the transformer's, recorded-bert.ts's and recorded-bert-train.ts's plans share it and
  * its bounds: their keys differ), the oldest evicted past the bounds; null (destroyed) when it alone
  * is over the byte bound.
  */
@@ -483,6 +488,7 @@ export function planBuffers(device: DeviceLike): PlanBuffers {
     out.buffers.push(b);
     out.bytes += size;
     recorderStats.buffers++;
+    recorderStats.bytes += size;
     return b;
   };
   const out: PlanBuffers = {

@@ -26,7 +26,7 @@ type CustomGradFn = Parameters<typeof tf.customGrad>[0];
  */
 export function recordedTaped(vars: readonly tf.Variable[], c: RecordedConfig, ids: Int32Array, mask: Float32Array, B: number, T: number, training: boolean, rng: Rng): TapedForward | null {
   const plan = tapedPlan(c, ids, B, T, training);
-  return plan && runTaped(plan, vars, ids, mask, rng);
+  return plan && runTaped(webgpuBackend() as BackendLike, plan, vars, ids, mask, rng);
 }
 
 /**
@@ -35,12 +35,7 @@ export function recordedTaped(vars: readonly tf.Variable[], c: RecordedConfig, i
  */
 export function recordedEncoderTrain(vars: readonly tf.Variable[], c: RecordedConfig, ids: Int32Array, mask: Float32Array, B: number, T: number, training: boolean, rng: Rng): tf.Tensor2D | null {
   const plan = tapedPlan(c, ids, B, T, training);
-  if (!plan) return null;
-  const f = tf.customGrad(((..._args: unknown[]) => {
-    const h = runTaped(plan, vars, ids, mask, rng); // inside the op: tfjs tracks its output there
-    return { value: h.y, gradFunc: (dy: tf.Tensor) => h.backward(dy) };
-  }) as CustomGradFn);
-  return f(...vars) as tf.Tensor2D;
+  return plan && recordedTrainOp(webgpuBackend() as BackendLike, plan, vars, ids, mask, rng);
 }
 
 /** A free keep plan for this shape (planFor), or null where the recorder does not apply. */
@@ -49,8 +44,24 @@ function tapedPlan(c: RecordedConfig, ids: Int32Array, B: number, T: number, tra
   return planFor(webgpuBackend().device as DeviceLike, c, B, T, training && c.dropout > 0, buildBackward);
 }
 
-function runTaped(plan: Plan, vars: readonly tf.Variable[], ids: Int32Array, mask: Float32Array, rng: Rng): TapedForward {
-  const be = webgpuBackend() as BackendLike;
+/**
+ * The differentiable op over `vars` of a keep plan (its forward, and its `back` as the gradient):
+ * runTaped inside a tf.customGrad. Also the hf BERT encoder's (recorded-bert-train.ts).
+ */
+export function recordedTrainOp(be: BackendLike, plan: Plan, vars: readonly tf.Variable[], ids: Int32Array, mask: Float32Array, rng: Rng): tf.Tensor2D {
+  const f = tf.customGrad(((..._args: unknown[]) => {
+    const h = runTaped(be, plan, vars, ids, mask, rng); // inside the op: tfjs tracks its output there
+    return { value: h.y, gradFunc: (dy: tf.Tensor) => h.backward(dy) };
+  }) as CustomGradFn);
+  return f(...vars) as tf.Tensor2D;
+}
+
+/**
+ * A keep plan's forward run now and its backward to call once: this call's dropout keys drawn now
+ * (forward and backward apply the same masks), the plan owned by this call until its backward ran
+ * (or `release`).
+ */
+export function runTaped(be: BackendLike, plan: Plan, vars: readonly tf.Variable[], ids: Int32Array, mask: Float32Array, rng: Rng): TapedForward {
   const keys = drawKeys(plan, rng);
   const csr = tokenCsr(ids);
   const token = {};

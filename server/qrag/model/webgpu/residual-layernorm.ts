@@ -33,8 +33,8 @@ export const resLnFwd = (n: number) => lnFwdShader({
   first: "let a = x[o + k] + h[o + k] * maskAt(o + k);\n    v[o + k] = a;",
 });
 
-/** dv per row (LayerNorm's dx over v), then dx = dv and dh = dv·m. */
-const dxCode = (n: number) => lnDxShader({
+/** dv per row (LayerNorm's dx over v), then dx = dv and dh = dv·m (fields FIELDS; also the recorded BERT backward's). */
+export const resLnDx = (n: number) => lnDxShader({
   n, fields: FIELDS, read: ["v", "gamma", "stats", "dy"], write: ["dx", "dh"], x: "v", extra: MASK_AT_WGSL,
   store: "dx[o + k] = d;\n    dh[o + k] = d * maskAt(o + k);",
 });
@@ -84,7 +84,7 @@ export function residualLayerNormDevice<T extends tf.Tensor>(x: T, h: T, gamma: 
       value: y,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [vs, gs, st] = saved;
-        const [dx, dh] = runToTensors(`qrag_res_ln_dx_${lanes}`, dxCode(n), [vs, gs, st, dy], [vs.shape, vs.shape], uniforms, rows, grid);
+        const [dx, dh] = runToTensors(`qrag_res_ln_dx_${lanes}`, resLnDx(n), [vs, gs, st, dy], [vs.shape, vs.shape], uniforms, rows, grid);
         const [dgamma, dbeta] = runToTensors("qrag_ln_dgb", LN_DGB, [vs, st, dy], [[n], [n]], uniforms.slice(0, 2), n * WG);
         return [dx, dh, dgamma, dbeta];
       },

@@ -1,0 +1,122 @@
+/**
+ * The recorded hf BERT backward (recorded-bert-train.ts): the gradient of the pooled output with
+ * respect to every variable, recorded into the taped forward's plan, which kept each layer's
+ * activations. The programs are the transformer backward's (recorded-backward.ts) and the fused
+ * ops' backward programs, in BERT's post-LN order:
+ *
+ * masked-mean backward; per layer in reverse: LN₂(mid + h·m)'s dx (dx to the residual, dx·m to
+ * the branch; residual-layernorm.ts) and dγ, dβ → fc2 (dX = dY·Wᵀ, dW = Xᵀ·dY: matmul.ts with a
+ * transposed operand; db = column sums) → the activation's backward → fc1, whose dX adds the
+ * residual's (matmul.ts's `res` operand) → LN₁ the same way → output projection → attention dQ,
+ * then dK and dV (attention.ts, separate q, k, v; the probabilities' dropout mask drawn inline
+ * from the forward's key, as the forward drew it) → Q, K, V: dX = dQ·Wqᵀ + dK·Wkᵀ + dV·Wvᵀ + the
+ * residual's as three chained products, the three bias sums in one program. Then the embedding's mask, its LayerNorm's dx and dγ, dβ; positions summed over the
+ * batch, the type table's row 0 summed over all rows, token rows per distinct id (a CSR built
+ * on the host, as the transformer's).
+ */
+import { WG } from "./raw-program.ts";
+import { isAligned, matmulShader, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
+import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
+import { GELU_BWD, GELU_TANH_BWD, lnDx, LN_DGB, RELU_BWD } from "./gelu-layernorm.ts";
+import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
+import { ADD_DH, resLnDx } from "./residual-layernorm.ts";
+import { COL_SUM, COL_SUM3, POOL_BWD, POS_BWD, TOK_BWD } from "./recorded-backward.ts";
+import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
+import { USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
+import type { BertConfig } from "../hf/bert.ts";
+import type { BertBuilder } from "./recorded-bert-train.ts";
+import { N_EMB, PER_LAYER } from "./recorded-bert.ts";
+
+const ACT_BWD: Record<BertConfig["act"], [string, string]> = {
+  gelu: ["qrag_gelu_bwd", GELU_BWD],
+  gelu_tanh: ["qrag_gelu_tanh_bwd", GELU_TANH_BWD],
+  relu: ["qrag_relu_bwd", RELU_BWD],
+};
+
+/** Builds the backward's buffers and programs into a BERT keep plan. */
+export function buildBertBackward(b: BertBuilder): BackPlan {
+  const { c, B, T, acts, sites, hp, ap } = b;
+  const d = c.hidden, F = c.intermediate, H = c.heads, L = c.layers, N = B * T;
+  const gradUsage = USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST;
+  // one gradient buffer per variable, in bertSpecs order
+  const shapes: number[] = [c.vocab * d, c.maxPositions * d, c.typeVocab * d, d, d];
+  for (let l = 0; l < L; l++) shapes.push(d * d, d, d * d, d, d * d, d, d * d, d, d, d, d * F, F, F * d, d, d, d);
+  const grads = shapes.map((n) => b.buf(n, gradUsage));
+  const dy = b.buf(B * d);
+  const gA = b.buf(N * d), gB = b.buf(N * d), gC = b.buf(N * d), dH = b.buf(N * d), dCtx = b.buf(N * d);
+  const dq = b.buf(N * d), dk = b.buf(N * d), dv = b.buf(N * d), dsum = b.buf(B * H * T);
+  const dF1 = b.buf(N * F), dF2 = b.buf(N * F);
+  const distinct = b.buf(N), start = b.buf(N + 1), pos = b.buf(N);
+
+  const maskOf = (p: number): UniformValues => [["u", dropThreshold(p)], ["f", p > 0 ? dropoutKeepScale(p) : 1], ["u", 0], ["u", 0]];
+  const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans, res?: BufferLike): void => {
+    const tile = tileFor(m, n);
+    const aligned = isAligned(tile, m, n, k);
+    const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(trans)}${res ? "-res" : ""}`;
+    const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
+    b.step({ key, code: matmulShader(tile, aligned, false, trans, false, Boolean(res)), refs: [a, w, ...(res ? [res] : []), out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
+  };
+  /** The gradients of x·W + b (W variable w, [n, k]) given dY = g [N, k]: dX (+ res), dW, db. */
+  const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number, res?: BufferLike): void => {
+    matmul(g, { weight: w }, dx, N, n, k, { b: true }, res);
+    matmul(x, g, grads[w], n, k, N, { a: true });
+    b.flat("qrag_col_sum", COL_SUM, [g, grads[w + 1]], [["u", N], ["u", k]], k * WG);
+  };
+  const rowDims: UniformValues = [["u", N], ["u", d]];
+  const lanes = rowLanes(d);
+  const rows = rowWorkgroups(N, d);
+  const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number): void => {
+    b.flat("qrag_ln_dgb", LN_DGB, [x, stats, g, grads[gamma], grads[gamma + 1]], rowDims, d * WG);
+  };
+  const resLnDxCode = resLnDx(d);
+  /** y = LN(x + h·m)'s backward given g = dL/dy: dx into `dx`, dx·m into dH; dγ, dβ. */
+  const resLnBack = (v: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, dx: BufferLike, draw: number | undefined): void => {
+    b.step({ key: `qrag_res_ln_dx_${lanes}`, code: resLnDxCode, refs: [v, { weight: gamma }, stats, g, dx, dH], uniforms: [...rowDims, ["f", c.eps], ...maskOf(draw === undefined ? 0 : hp)], grid: rows, stride: 0, draw });
+    lnDgb(v, stats, g, gamma);
+  };
+
+  b.flat("qrag_rec_pool_bwd", POOL_BWD, [dy, b.poolW, gA], [["u", N * d], ["u", T], ["u", d]], N * d);
+  const dh = d / H;
+  const tile = attentionTile(dh, b.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
+  // the probabilities' mask drawn where it is used from the forward's key (no mask buffer)
+  const attDrop = ap > 0 ? "inline" : false;
+  const attKey = `separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}`;
+  const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
+  const [actKey, actCode] = ACT_BWD[c.act];
+  // the residual stream's gradient is in gA at each layer's end
+  for (let l = L - 1; l >= 0; l--) {
+    const o = N_EMB + l * PER_LAYER;
+    // x_out = LN₂(mid + drop(fc2(act(fc1(mid)))))
+    resLnBack(acts.v2[l], acts.st2[l], o + 14, gA, gC, sites.res2[l]);
+    linearBack(dH, acts.f2[l], o + 12, dF2, F, d);
+    b.flat(actKey, actCode, [acts.f1[l], dF2, dF1], [["u", N * F]], N * F);
+    linearBack(dF1, acts.mid[l], o + 10, gB, d, F, gC);
+    // mid = LN₁(x + drop(O(attn(Q(x), K(x), V(x)))))
+    resLnBack(acts.v1[l], acts.st1[l], o + 8, gB, gC, sites.res1[l]);
+    linearBack(dH, acts.ctx[l], o + 6, dCtx, d, d);
+    const qkv = [acts.q[l], acts.k[l], acts.v[l]];
+    const grid = attentionGrid(B, H, T);
+    const uniforms: UniformValues = ap > 0 ? [...attUniforms, ...maskOf(ap)] : attUniforms;
+    const draw = sites.att[l];
+    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "separate", attDrop, tile), refs: [...qkv, b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms, grid, stride: 0, draw });
+    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "separate", attDrop, tile), refs: [...qkv, b.mask, acts.attSt[l], dCtx, dsum, dk, dv], uniforms, grid, stride: 0, draw });
+    // dX = dQ·Wqᵀ + dK·Wkᵀ + dV·Wvᵀ + the residual's; the three biases' sums in one program
+    matmul(dq, { weight: o }, gA, N, d, d, { b: true }, gC);
+    matmul(dk, { weight: o + 2 }, gB, N, d, d, { b: true }, gA);
+    matmul(dv, { weight: o + 4 }, gA, N, d, d, { b: true }, gB);
+    for (const [g, w] of [[dq, o], [dk, o + 2], [dv, o + 4]] as const) matmul(acts.x[l], g, grads[w], d, d, N, { a: true });
+    b.flat("qrag_col_sum3", COL_SUM3, [dq, dk, dv, grads[o + 1], grads[o + 3], grads[o + 5]], [["u", N], ["u", d]], d * WG);
+  }
+  // x₀ = LN_emb(e)·m
+  let gE = gA;
+  if (sites.emb !== undefined) {
+    b.flat("qrag_res_drop_dh", ADD_DH, [gA, dH], [["u", N * d], ...maskOf(hp)], N * d, sites.emb);
+    gE = dH;
+  }
+  b.step({ key: `qrag_ln_dx_${lanes}`, code: lnDx(d), refs: [acts.e, { weight: 3 }, acts.embSt, gE, gB], uniforms: rowDims, grid: rows, stride: 0 });
+  lnDgb(acts.e, acts.embSt, gE, 3);
+  b.flat("qrag_rec_pos_bwd", POS_BWD, [gB, grads[1]], [["u", c.maxPositions * d], ["u", B], ["u", T], ["u", d]], c.maxPositions * d);
+  b.flat("qrag_col_sum", COL_SUM, [gB, grads[2]], [["u", N], ["u", d]], d * WG); // type 0 everywhere: row 0
+  const tok = b.flat("qrag_rec_tok_bwd", TOK_BWD, [gB, distinct, start, pos, grads[0]], [["u", 0], ["u", d]], N * d);
+  return { steps: b.list, dy, grads, clear: [grads[0], grads[2]], csr: { distinct, start, pos, step: tok } };
+}
