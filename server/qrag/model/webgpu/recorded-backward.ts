@@ -3,21 +3,21 @@
  * output with respect to every variable, recorded after a keep plan's forward (recorded-encoder.ts
  * buildPlan keeps each layer's activations) into the same plan, one command buffer per call.
  *
- * Order: masked-mean backward; final LN dx, dγ, dβ; per layer in reverse: the residual's dropout
- * mask (the forward's key) → fc2 (dX = dY·Wᵀ, dW = Xᵀ·dY: matmul.ts with a transposed operand;
- * db = column sums) → GELU backward → fc1 → LN2 dx added to the residual stream's gradient, dγ,
- * dβ → mask → proj → attention dQ, dK/dV (attention.ts's programs, the probabilities' mask drawn
- * again from its key) → QKV → LN1; then the embedding's mask; positions summed over the batch;
- * token rows summed per distinct id over a host-built CSR of their positions (WGSL has no float
- * atomics; one thread per (id, column) keeps the sum deterministic).
+ * Order: masked-mean backward; final LN dx, dγ, dβ; per layer in reverse: fc2 (dX = dY·Wᵀ,
+ * dW = Xᵀ·dY: matmul.ts with a transposed operand; db = column sums) → GELU backward → fc1 → LN2
+ * dx added to the residual stream's gradient, dγ, dβ → proj → attention dQ, dK/dV (attention.ts's
+ * programs, the probabilities' mask drawn inline from the forward's key) → QKV → LN1; positions
+ * summed over the batch; token rows summed per distinct id over a host-built CSR of their
+ * positions (WGSL has no float atomics; one thread per (id, column) keeps the sum deterministic).
+ * Each residual branch's dropout mask (the forward's key) is applied by the LayerNorm dx program
+ * before it, which writes the stream's gradient and the branch's (and the embedding's) both.
  */
 import { storageDecls, uniformStruct, WG } from "./raw-program.ts";
 import { isAligned, matmulShader, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
-import { GELU_BWD, lnDx, lnDxShader, LN_DGB } from "./gelu-layernorm.ts";
+import { GELU_BWD, lnDxShader, LN_DGB } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
-import { ADD_DH } from "./residual-layernorm.ts";
-import { DROPOUT_MASK_WGSL } from "./dropout.ts";
+import { MASK_AT_WGSL } from "./dropout.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { USAGE, type BackPlan, type BufferLike, type PlanBuilder, type Ref, type UniformValues } from "./recorded-encoder.ts";
 
@@ -135,6 +135,20 @@ export function tokenCsr(ids: Int32Array): { distinct: Int32Array; start: Int32A
   return { distinct, start, pos };
 }
 
+/**
+ * LayerNorm dx over rows of n columns (x, γ, stats, dy), plus `res` where `acc` (the residual
+ * stream's gradient), into dx; with `mask` also dx times the dropout mask of the site below into
+ * dh (the mask program's hash at the same element index: the same mask ADD_DH applies).
+ */
+function lnBackCode(n: number, acc: boolean, mask: boolean): string {
+  const v = acc ? "res[o + k] + d" : "d";
+  return lnDxShader({
+    n, fields: ["rows: u32", "n: u32", ...(mask ? ["thr: u32", "keep: f32", "k0: u32", "k1: u32"] : [])],
+    read: ["x", "gamma", "stats", "dy", ...(acc ? ["res"] : [])], write: ["dx", ...(mask ? ["dh"] : [])], x: "x", extra: mask ? MASK_AT_WGSL : "",
+    store: mask ? `let g = ${v};\n    dx[o + k] = g;\n    dh[o + k] = g * maskAt(o + k);` : `dx[o + k] = ${v};`,
+  });
+}
+
 /** Builds the backward's buffers and programs into a keep plan (planFor's `extend`). */
 export function buildBackward(b: PlanBuilder): BackPlan {
   const { c, B, T, acts, sites, dropping } = b;
@@ -151,13 +165,7 @@ export function buildBackward(b: PlanBuilder): BackPlan {
   const distinct = b.buf(N), start = b.buf(N + 1), pos = b.buf(N);
 
   const thr = dropThreshold(dropping ? c.dropout : 0), keep = dropping ? dropoutKeepScale(c.dropout) : 1;
-  const maskUniforms = (n: number): UniformValues => [["u", n], ["u", thr], ["f", keep], ["u", 0], ["u", 0]];
-  /** g times the site's dropout mask (g itself when nothing drops). */
-  const masked = (g: BufferLike, draw: number | undefined): BufferLike => {
-    if (draw === undefined) return g;
-    b.flat("qrag_res_drop_dh", ADD_DH, [g, dH], maskUniforms(N * d), N * d, draw);
-    return dH;
-  };
+  const maskFields: UniformValues = [["u", thr], ["f", keep], ["u", 0], ["u", 0]];
   const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans): void => {
     const tile = tileFor(m, n);
     const aligned = isAligned(tile, m, n, k);
@@ -176,45 +184,49 @@ export function buildBackward(b: PlanBuilder): BackPlan {
     b.flat("qrag_ln_dgb", LN_DGB, [x, stats, g, grads[gamma], grads[gamma + 1]], rows, d * WG);
   };
   const lanes = rowLanes(d);
-  const lnAcc = lnDxShader({ n: d, fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy", "res"], write: ["dx"], x: "x", store: "dx[o + k] = res[o + k] + d;" });
-  /** LayerNorm backward of the residual stream's branch: out = res + dx(x; g), and dγ, dβ. */
-  const lnBackAdd = (x: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, res: BufferLike, out: BufferLike): void => {
-    b.step({ key: `qrag_ln_dx_acc_${lanes}`, code: lnAcc, refs: [x, { weight: gamma }, stats, g, res, out], uniforms: rows, grid: rowWorkgroups(N, d), stride: 0 });
+  /**
+   * A LayerNorm's dx (plus `res`, the residual stream's gradient, when given) into `out`, and dγ,
+   * dβ; the gradient of the residual branch that `site`'s mask multiplies comes back: `out` times
+   * that mask, written by the same program into dH (out itself when nothing drops).
+   */
+  const lnBack = (x: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, res: BufferLike | null, out: BufferLike, site: number | undefined): BufferLike => {
+    const masking = site !== undefined;
+    const key = `qrag_ln_dx${res ? "_acc" : ""}${masking ? "_mask" : ""}_${lanes}`;
+    b.step({ key, code: lnBackCode(d, res !== null, masking), refs: [x, { weight: gamma }, stats, g, ...(res ? [res] : []), out, ...(masking ? [dH] : [])], uniforms: masking ? [...rows, ...maskFields] : rows, grid: rowWorkgroups(N, d), stride: 0, draw: site });
     lnDgb(x, stats, g, gamma);
+    return masking ? dH : out;
   };
 
   b.flat("qrag_rec_pool_bwd", POOL_BWD, [dy, b.poolW, dHN], [["u", N * d], ["u", T], ["u", d]], N * d);
   const nf = 2 + L * 12;
-  b.step({ key: `qrag_ln_dx_${lanes}`, code: lnDx(d), refs: [acts.x[L], { weight: nf }, acts.lnfSt, dHN, gA], uniforms: rows, grid: rowWorkgroups(N, d), stride: 0 });
-  lnDgb(acts.x[L], acts.lnfSt, dHN, nf);
+  let g = lnBack(acts.x[L], acts.lnfSt, nf, dHN, null, gA, sites.res2[L - 1]);
   const dh = d / H;
   const tile = attentionTile(dh, b.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
-  const attKey = `packed_${dh}_${tile}_${dropping ? "drop" : "nodrop"}`;
-  const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
-  const drop = acts.drop;
+  // the probabilities' dropout mask drawn inline from the forward's key, as the forward did
+  const attDrop = dropping ? "inline" : false;
+  const attKey = `packed_${dh}_${tile}_${dropping ? "inline" : "nodrop"}`;
+  const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)], ...(dropping ? maskFields : [])];
   let cur = gA, other = gB;
   for (let l = L - 1; l >= 0; l--) {
     const o = 2 + l * 12;
-    // x_out = mid + drop(fc2(gelu(fc1(LN2(mid)))))
-    let g = masked(cur, sites.res2[l]);
+    // x_out = mid + drop(fc2(gelu(fc1(LN2(mid))))): g is the stream's gradient times res2's mask
     linearBack(g, acts.f2[l], o + 10, dF2, F, d);
     b.flat("qrag_gelu_bwd", GELU_BWD, [acts.f1[l], dF2, dF1], [["u", N * F]], N * F);
     linearBack(dF1, acts.hN2[l], o + 8, dHN, d, F);
-    lnBackAdd(acts.mid[l], acts.st2[l], o + 6, dHN, cur, other);
+    g = lnBack(acts.mid[l], acts.st2[l], o + 6, dHN, cur, other, sites.res1[l]);
     [cur, other] = [other, cur];
     // mid = x + drop(proj(attn(QKV(LN1(x)))))
-    g = masked(cur, sites.res1[l]);
     linearBack(g, acts.ctx[l], o + 4, dCtx, d, d);
-    const dr = drop ? [drop] : [];
-    if (drop) b.flat("qrag_dropout_mask", DROPOUT_MASK_WGSL, [drop], maskUniforms(B * H * T * T), B * H * T * T, sites.att[l]);
     const grid = attentionGrid(B, H, T);
-    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "packed", dropping, tile), refs: [acts.qkv[l], b.mask, ...dr, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms: attUniforms, grid, stride: 0 });
-    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "packed", dropping, tile), refs: [acts.qkv[l], b.mask, ...dr, acts.attSt[l], dCtx, dsum, dq, dqkv], uniforms: attUniforms, grid, stride: 0 });
+    const draw = sites.att[l];
+    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "packed", attDrop, tile), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms: attUniforms, grid, stride: 0, draw });
+    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "packed", attDrop, tile), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, dsum, dq, dqkv], uniforms: attUniforms, grid, stride: 0, draw });
     linearBack(dqkv, acts.hN1[l], o + 2, dHN, d, 3 * d);
-    lnBackAdd(acts.x[l], acts.st1[l], o, dHN, cur, other);
+    // the next branch down: the layer below's res2, or the embedding's dropout
+    g = lnBack(acts.x[l], acts.st1[l], o, dHN, cur, other, l > 0 ? sites.res2[l - 1] : sites.emb);
     [cur, other] = [other, cur];
   }
-  const gE = masked(cur, sites.emb);
+  const gE = g;
   b.flat("qrag_rec_pos_bwd", POS_BWD, [gE, grads[1]], [["u", c.max_len * d], ["u", B], ["u", T], ["u", d]], c.max_len * d);
   const tok = b.flat("qrag_rec_tok_bwd", TOK_BWD, [gE, distinct, start, pos, grads[0]], [["u", 0], ["u", d]], N * d);
   return { steps: b.list, dy, grads, clear: [grads[0]], csr: { distinct, start, pos, step: tok } };

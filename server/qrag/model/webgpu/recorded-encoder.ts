@@ -130,7 +130,6 @@ export interface Acts {
   f1: BufferLike[];
   f2: BufferLike[];
   lnfSt: BufferLike;
-  drop: BufferLike | null;
 }
 
 /** The dropout draw of each site (undefined when not dropping): the backward applies the same masks. */
@@ -406,7 +405,7 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
   if (hit) return hit;
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T;
   if (d % H !== 0 || d % 4 !== 0) return null;
-  const sizes = [N * 3 * d, N * F, dropping && extend ? B * H * T * T : 0, extend ? c.vocab_size * d : 0].map((n) => n * 4);
+  const sizes = [N * 3 * d, N * F, extend ? c.vocab_size * d : 0].map((n) => n * 4);
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return null;
   return admitPlan(device, buildPlan(device, c, key, B, T, dropping, extend));
@@ -524,7 +523,6 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     qkv: perLayer(N * 3 * d), ctx: perLayer(N * d), attSt: perLayer(B * H * T * 2),
     f1: perLayer(N * F), f2: perLayer(N * F),
     lnfSt: keep ? buf(N * 2) : st1[0],
-    drop: dropping && keep ? buf(B * H * T * T) : null,
   };
   const hNf = keep ? buf(N * d) : hN1[0];
   const h = buf(N * d);
