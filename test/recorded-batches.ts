@@ -33,6 +33,25 @@ export async function readForward(enc: { forward(b: TokenBatch, training: boolea
   });
 }
 
+/**
+ * loss = Σ forward(batch)·R and its gradients for every variable, recorded or through the tfjs
+ * ops under tfjs autograd; `twice`: plus Σ forward(batch)·R/2 of a second forward under the same
+ * tape (its own masks, a second plan).
+ */
+export async function lossAndGrads(enc: { dim: number; variables: readonly tf.Variable[]; forward(b: TokenBatch, training: boolean): tf.Tensor }, batch: TokenBatch, training: boolean, recorded: boolean, twice = false): Promise<{ loss: number; grads: Float32Array[] }> {
+  return withRecorder(recorded, async () => {
+    const R = tf.tensor2d(Float32Array.from({ length: batch.batch * enc.dim }, (_, i) => Math.sin(i * 0.7) + 0.3), [batch.batch, enc.dim]);
+    const { value, grads } = tf.variableGrads(() => {
+      const l = tf.sum(tf.mul(enc.forward(batch, training), R));
+      return (twice ? tf.add(l, tf.mul(tf.sum(tf.mul(enc.forward(batch, training), R)), 0.5)) : l) as tf.Scalar;
+    }, enc.variables as tf.Variable[]);
+    const loss = (await value.data())[0];
+    const out = await Promise.all(enc.variables.map(async (v) => (await grads[v.name].data()) as Float32Array));
+    tf.dispose([R, value, ...Object.values(grads)]);
+    return { loss, grads: out };
+  });
+}
+
 /** What one recorded call made (plans, buffers, bind groups, pipelines) and counted (kernels, dispatches, submits). */
 export interface CallRecord {
   created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[];

@@ -12,7 +12,7 @@ import { onBackend, relDiff } from "./device-case-runner.ts";
 import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
 import { bertSpecs, type BertConfig } from "../server/qrag/model/hf/bert.ts";
 import { writeRandomBert } from "../server/qrag/model/hf/random-bert.ts";
-import { CONFIG, batchOf, readForward as forward, recordedCalls, type CallRecord } from "./recorded-batches.ts";
+import { CONFIG, batchOf, lossAndGrads, readForward as forward, recordedCalls, type CallRecord } from "./recorded-batches.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
@@ -151,25 +151,6 @@ async function fallbackCase() {
   return { tapedCalls, tapedTrainCalls, tapedRel: Math.abs(taped - wantSum) / Math.max(1e-6, Math.abs(wantSum)), gradNames, vars: enc.variables.length, outsideCalls: recorderStats.calls - calls1 + recorderStats.trainCalls - train1, errors };
 }
 
-/**
- * loss = Σ forward(batch)·R and its gradients for every variable, recorded or through the tfjs
- * ops (bertDense under tfjs autograd); `twice`: plus Σ forward(batch)·R/2 of a second forward under
- * the same tape (its own masks, a second plan).
- */
-async function lossAndGrads(enc: HfBertEncoder, batch: TokenBatch, training: boolean, recorded: boolean, twice = false): Promise<{ loss: number; grads: Float32Array[] }> {
-  return withRecorder(recorded, async () => {
-    const dim = enc.dim;
-    const R = tf.tensor2d(Float32Array.from({ length: batch.batch * dim }, (_, i) => Math.sin(i * 0.7) + 0.3), [batch.batch, dim]);
-    const { value, grads } = tf.variableGrads(() => {
-      const l = tf.sum(tf.mul(enc.forward(batch, training), R));
-      return (twice ? tf.add(l, tf.mul(tf.sum(tf.mul(enc.forward(batch, training), R)), 0.5)) : l) as tf.Scalar;
-    }, enc.variables);
-    const loss = (await value.data())[0];
-    const out = await Promise.all(enc.variables.map(async (v) => (await grads[v.name].data()) as Float32Array));
-    tf.dispose([R, value, ...Object.values(grads)]);
-    return { loss, grads: out };
-  });
-}
 
 /**
  * Recorded vs tfjs loss and every variable's gradient, eval and train mode: the random BERT (3×16,

@@ -9,28 +9,10 @@ import { onBackend, relDiff } from "./device-case-runner.ts";
 import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
-import { CONFIG, batchOf } from "./recorded-batches.ts";
-import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { CONFIG, batchOf, lossAndGrads } from "./recorded-batches.ts";
+import { recorderStats } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
-
-/**
- * loss = Σ forward(batch)·R and its gradients for every variable, recorded or through the tfjs ops;
- * `twice`: plus Σ forward(batch)·R/2 of a second forward under the same tape (its own masks).
- */
-async function lossAndGrads(enc: TransformerEncoder, batch: TokenBatch, training: boolean, recorded: boolean, twice = false): Promise<{ loss: number; grads: Float32Array[] }> {
-  return withRecorder(recorded, async () => {
-    const R = tf.tensor2d(Float32Array.from({ length: batch.batch * CONFIG.dim }, (_, i) => Math.sin(i * 0.7) + 0.3), [batch.batch, CONFIG.dim]);
-    const { value, grads } = tf.variableGrads(() => {
-      const l = tf.sum(tf.mul(enc.forward(batch, training), R));
-      return (twice ? tf.add(l, tf.mul(tf.sum(tf.mul(enc.forward(batch, training), R)), 0.5)) : l) as tf.Scalar;
-    }, enc.variables);
-    const loss = (await value.data())[0];
-    const out = await Promise.all(enc.variables.map(async (v) => (await grads[v.name].data()) as Float32Array));
-    tf.dispose([R, value, ...Object.values(grads)]);
-    return { loss, grads: out };
-  });
-}
 
 /**
  * Recorded vs tfjs loss and gradients: shapes 3×16, 5×64, 2×256, a batch of repeated ids, and two

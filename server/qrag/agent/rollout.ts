@@ -92,6 +92,12 @@ interface EnvSlot {
   cands?: CandidateRef;
 }
 
+/** Each slot's rows of `flat`, the embeddings of the slots' candidates one slot after another. */
+function perSlot(slots: readonly EnvSlot[], flat: Float32Array, D: number): Float32Array[] {
+  let off = 0;
+  return slots.map((s) => flat.subarray(off, (off += s.episode.numChunks * D)));
+}
+
 function disposeSlot(s: EnvSlot): void {
   if (s.cands) releaseRef(s.cands);
   s.cands = undefined;
@@ -145,13 +151,7 @@ export class ParallelEnvs {
     const texts = slots.flatMap((s) => this.chunkTexts(s.episode));
     if (onDevice()) return withPhase("encode", () => this.embedDevice(nets, slots, texts));
     const online = withPhase("encode", () => embedActions(nets.action, texts, this.settings.maxActionLength, true));
-    const D = nets.dim;
-    let off = 0;
-    for (const s of slots) {
-      const len = s.episode.numChunks * D;
-      s.online = online.subarray(off, off + len);
-      off += len;
-    }
+    perSlot(slots, online, nets.dim).forEach((rows, i) => (slots[i].online = rows));
   }
 
   /** Device path of embed: the embeddings stay on the device, one block the slots reference. */
@@ -170,13 +170,7 @@ export class ParallelEnvs {
   private embedTargets(nets: QNetworks, pending: readonly PendingValue[]): void {
     const slots = [...new Set(pending.map((p) => p.slot))];
     const target = embedActions(nets.actionTarget, slots.flatMap((s) => this.chunkTexts(s.episode)), this.settings.maxActionLength, true);
-    const D = nets.dim;
-    let off = 0;
-    for (const s of slots) {
-      const len = s.episode.numChunks * D;
-      s.target = target.subarray(off, off + len);
-      off += len;
-    }
+    perSlot(slots, target, nets.dim).forEach((rows, i) => (slots[i].target = rows));
   }
 
   /**

@@ -31,7 +31,7 @@ import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } fro
 import { lnFwd } from "./gelu-layernorm.ts";
 import { resLnFwd } from "./residual-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
-import { ACT, EMBED_WGSL, lnDropFwd, N_EMB, PER_LAYER } from "./recorded-bert.ts";
+import { ACT, bertFits, bertPlanKey, EMBED_WGSL, lnDropFwd, N_EMB, PER_LAYER } from "./recorded-bert.ts";
 import { buildBertBackward } from "./recorded-bert-backward.ts";
 
 /** What the forward keeps per layer l for the backward (x[l] is layer l's input, x[L] the output). */
@@ -105,18 +105,11 @@ function tapedPlan(c: BertConfig, ids: Int32Array, B: number, T: number, trainin
 
 /** A keep plan of this architecture and shape (recorded-encoder.ts keepKey), made on a miss; null when it cannot be recorded. */
 function bertTrainPlanFor(device: DeviceLike, c: BertConfig, B: number, T: number, training: boolean): Plan | null {
-  const hp = training ? c.hiddenDropout : 0, ap = training ? c.attnDropout : 0;
-  const base = `bert:${c.vocab}-${c.maxPositions}-${c.typeVocab}-${c.hidden}-${c.intermediate}-${c.heads}-${c.layers}-${c.act}-${c.eps}-${B}x${T}-${hp}-${ap}`;
+  const { key: base, hp, ap } = bertPlanKey(c, B, T, training);
   const key = keepKey(device, base);
   const hit = cachedPlan(device, key);
   if (hit) return hit;
-  const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T;
-  if (d % H !== 0) return null;
-  const sizes = [N * F, N * d, c.vocab * d, c.maxPositions * d, d * F].map((n) => n * 4);
-  const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
-  if (Math.max(...sizes) > limit) return null;
-  const wgBytes = device.limits.maxComputeWorkgroupStorageSize ?? 16384;
-  if (2 * 4 * (d / H) > wgBytes) return null; // attentionTile's smallest tile
+  if (!bertFits(device, c, B, T)) return null;
   // over the cache's byte bound (admitPlan would refuse it): not made, rather than its buffers
   // created and destroyed on every update (BERT-base keeps ~0.6 MB of activations per token)
   if (bertTrainBytes(c, B, T) > MAX_PLAN_BYTES) return null;

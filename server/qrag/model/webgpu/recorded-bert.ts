@@ -78,18 +78,28 @@ export function recordedBertForward(vars: readonly tf.Variable[], c: BertConfig,
 
 /** The cached plan of this architecture and shape (made on a miss), or null when it cannot be recorded. */
 function bertPlanFor(device: DeviceLike, c: BertConfig, B: number, T: number, training: boolean): Plan | null {
-  const hp = training ? c.hiddenDropout : 0, ap = training ? c.attnDropout : 0;
-  const key = `bert:${c.vocab}-${c.maxPositions}-${c.hidden}-${c.intermediate}-${c.heads}-${c.layers}-${c.act}-${c.eps}-${B}x${T}-${hp}-${ap}`;
+  const { key, hp, ap } = bertPlanKey(c, B, T, training);
   const hit = cachedPlan(device, key);
   if (hit) return hit;
+  if (!bertFits(device, c, B, T)) return null;
+  return admitPlan(device, buildBertPlan(device, c, key, B, T, hp, ap));
+}
+
+/** The plan key of this architecture, shape and mode (dropout rates), and the rates. */
+export function bertPlanKey(c: BertConfig, B: number, T: number, training: boolean): { key: string; hp: number; ap: number } {
+  const hp = training ? c.hiddenDropout : 0, ap = training ? c.attnDropout : 0;
+  return { key: `bert:${c.vocab}-${c.maxPositions}-${c.typeVocab}-${c.hidden}-${c.intermediate}-${c.heads}-${c.layers}-${c.act}-${c.eps}-${B}x${T}-${hp}-${ap}`, hp, ap };
+}
+
+/** Whether this BERT and shape can be recorded: heads dividing the width, every buffer within the binding limit, a head within workgroup memory. */
+export function bertFits(device: DeviceLike, c: BertConfig, B: number, T: number): boolean {
   const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T;
-  if (d % H !== 0) return null;
+  if (d % H !== 0) return false;
   const sizes = [N * F, N * d, c.vocab * d, c.maxPositions * d, d * F].map((n) => n * 4);
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
-  if (Math.max(...sizes) > limit) return null;
+  if (Math.max(...sizes) > limit) return false;
   const wgBytes = device.limits.maxComputeWorkgroupStorageSize ?? 16384;
-  if (2 * 4 * (d / H) > wgBytes) return null; // attentionTile's smallest tile
-  return admitPlan(device, buildBertPlan(device, c, key, B, T, hp, ap));
+  return 2 * 4 * (d / H) <= wgBytes; // attentionTile's smallest tile
 }
 
 function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number, T: number, hp: number, ap: number): Plan {
