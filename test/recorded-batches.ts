@@ -82,3 +82,29 @@ export async function recordedCalls(enc: { forward(b: TokenBatch, training: bool
   }
   return out;
 }
+
+/**
+ * `calls` taped forward + backward calls of one shape (the gradients of Σ forward(batch)), each
+ * after a recorded lossAndGrads (weights uploaded, everything pending submitted): what each
+ * created, and what it counted up to its read (forward, loss and backward go out with its submit).
+ */
+export async function tapedCalls(enc: { dim: number; variables: readonly tf.Variable[]; forward(b: TokenBatch, training: boolean): tf.Tensor }, batch: TokenBatch, calls = 3): Promise<{ created: CallRecord["created"]; counts: { tfjsKernels: number; fused: number; submits: number }[] }> {
+  const snap = () => ({ plans: recorderStats.plans, buffers: recorderStats.buffers, bindGroups: recorderStats.bindGroups, pipelines: pipelineCount(webgpuBackend().device) });
+  const created: CallRecord["created"] = [];
+  const counts: { tfjsKernels: number; fused: number; submits: number }[] = [];
+  for (let i = 0; i < calls; i++) {
+    const before = snap();
+    await lossAndGrads(enc, batch, true, true);
+    const after = snap();
+    created.push({ plans: after.plans - before.plans, buffers: after.buffers - before.buffers, bindGroups: after.bindGroups - before.bindGroups, pipelines: after.pipelines - before.pipelines });
+    resetCounters();
+    await withPhaseAsync("update", async () => {
+      const g = tf.variableGrads(() => tf.sum(enc.forward(batch, true)) as tf.Scalar, enc.variables as tf.Variable[]);
+      await g.value.data();
+      tf.dispose([g.value, ...Object.values(g.grads)]);
+    });
+    const c = counterSnapshot().update!;
+    counts.push({ tfjsKernels: c.kernels - c.fused, fused: c.fused, submits: c.submits });
+  }
+  return { created, counts };
+}

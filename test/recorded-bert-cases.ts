@@ -12,12 +12,10 @@ import { onBackend, relDiff } from "./device-case-runner.ts";
 import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
 import { bertSpecs, type BertConfig } from "../server/qrag/model/hf/bert.ts";
 import { writeRandomBert } from "../server/qrag/model/hf/random-bert.ts";
-import { CONFIG, batchOf, lossAndGrads, readForward as forward, recordedCalls, type CallRecord } from "./recorded-batches.ts";
+import { CONFIG, batchOf, lossAndGrads, readForward as forward, recordedCalls, tapedCalls, type CallRecord } from "./recorded-batches.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
-import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { bertTrainBytes } from "../server/qrag/model/webgpu/recorded-bert-train.ts";
-import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { resolveConfig } from "../server/qrag/config/config.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
@@ -212,25 +210,8 @@ async function trainCacheCase() {
   await onBackend("webgpu");
   const [enc] = encoders(RANDOM);
   const batch = batchOf(6, 24, 1, RANDOM.vocab);
-  const snap = () => ({ plans: recorderStats.plans, buffers: recorderStats.buffers, bindGroups: recorderStats.bindGroups, pipelines: pipelineCount(webgpuBackend().device) });
-  const created: ReturnType<typeof snap>[] = [];
-  const counts: { tfjsKernels: number; fused: number; submits: number }[] = [];
   const inside0 = recorderStats.kernelsInside, bytes0 = recorderStats.bytes;
-  for (let i = 0; i < 3; i++) {
-    const before = snap();
-    await lossAndGrads(enc, batch, true, true); // weights uploaded, everything pending submitted
-    const after = snap();
-    created.push({ plans: after.plans - before.plans, buffers: after.buffers - before.buffers, bindGroups: after.bindGroups - before.bindGroups, pipelines: after.pipelines - before.pipelines });
-    resetCounters();
-    // counted up to the read: forward, loss and backward go out with the read's submit
-    await withPhaseAsync("update", async () => {
-      const g = tf.variableGrads(() => tf.sum(enc.forward(batch, true)) as tf.Scalar, enc.variables);
-      await g.value.data();
-      tf.dispose([g.value, ...Object.values(g.grads)]);
-    });
-    const c = counterSnapshot().update!;
-    counts.push({ tfjsKernels: c.kernels - c.fused, fused: c.fused, submits: c.submits });
-  }
+  const { created, counts } = await tapedCalls(enc, batch);
   throwIfDeviceError();
   const bert = enc.model.bert;
   return { created, counts, kernelsInside: recorderStats.kernelsInside - inside0, layers: bert.layers, bytes: recorderStats.bytes - bytes0, estimate: bertTrainBytes(bert, batch.batch, batch.len) };

@@ -4,14 +4,11 @@
  * (model/webgpu/recorded-train.ts) against the tfjs path it replaces, on two encoders with the
  * same weights and the same dropout Rng.
  */
-import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
-import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
-import { CONFIG, batchOf, lossAndGrads } from "./recorded-batches.ts";
+import { CONFIG, batchOf, lossAndGrads, tapedCalls } from "./recorded-batches.ts";
 import { recorderStats } from "../server/qrag/model/webgpu/recorded-encoder.ts";
-import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 
 /**
@@ -50,25 +47,8 @@ async function cacheCase() {
   await onBackend("webgpu");
   const enc = new TransformerEncoder(CONFIG, new Rng(5));
   const batch = batchOf(6, 64, 1);
-  const snap = () => ({ plans: recorderStats.plans, buffers: recorderStats.buffers, bindGroups: recorderStats.bindGroups, pipelines: pipelineCount(webgpuBackend().device) });
-  const created: ReturnType<typeof snap>[] = [];
-  const counts: { tfjsKernels: number; fused: number; submits: number }[] = [];
   const inside0 = recorderStats.kernelsInside;
-  for (let i = 0; i < 3; i++) {
-    const before = snap();
-    await lossAndGrads(enc, batch, true, true); // weights uploaded, everything pending submitted
-    const after = snap();
-    created.push({ plans: after.plans - before.plans, buffers: after.buffers - before.buffers, bindGroups: after.bindGroups - before.bindGroups, pipelines: after.pipelines - before.pipelines });
-    resetCounters();
-    // counted up to the read: forward, loss and backward go out with the read's submit
-    await withPhaseAsync("update", async () => {
-      const grads = tf.variableGrads(() => tf.sum(enc.forward(batch, true)) as tf.Scalar, enc.variables);
-      await grads.value.data();
-      tf.dispose([grads.value, ...Object.values(grads.grads)]);
-    });
-    const c = counterSnapshot().update!;
-    counts.push({ tfjsKernels: c.kernels - c.fused, fused: c.fused, submits: c.submits });
-  }
+  const { created, counts } = await tapedCalls(enc, batch);
   return { created, counts, kernelsInside: recorderStats.kernelsInside - inside0, layers: CONFIG.layers };
 }
 
