@@ -24,7 +24,7 @@ import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { foldThreads, webgpuBackend } from "./raw-program.ts";
 import {
   admitPlan, cachedPlan, keepKey, linearStep, MAX_PLAN_BYTES, planBuffers, POOL_WGSL, recorderApplies, recorderStats, USAGE,
-  type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type Ref, type Step, type UniformValues,
+  type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type UniformValues,
 } from "./recorded-encoder.ts";
 import { recordedTrainOp, runTaped } from "./recorded-train.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
@@ -32,56 +32,7 @@ import { lnFwd } from "./gelu-layernorm.ts";
 import { resLnFwd } from "./residual-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { ACT, bertFits, bertPlanKey, EMBED_WGSL, lnDropFwd, N_EMB, PER_LAYER } from "./recorded-bert.ts";
-import { buildBertBackward } from "./recorded-bert-backward.ts";
-
-/** What the forward keeps per layer l for the backward (x[l] is layer l's input, x[L] the output). */
-export interface BertActs {
-  /** The embedding sum (the embedding LayerNorm's input) and its row stats. */
-  e: BufferLike;
-  embSt: BufferLike;
-  x: BufferLike[];
-  q: BufferLike[];
-  k: BufferLike[];
-  v: BufferLike[];
-  ctx: BufferLike[];
-  attSt: BufferLike[];
-  /** LN₁'s input x + h·m and stats; its output mid (fc1's input). */
-  v1: BufferLike[];
-  st1: BufferLike[];
-  mid: BufferLike[];
-  /** fc1's output before and after the activation. */
-  f1: BufferLike[];
-  f2: BufferLike[];
-  v2: BufferLike[];
-  st2: BufferLike[];
-}
-
-/** The dropout draw of each site (undefined where it does not drop). */
-export interface BertSites {
-  emb?: number;
-  att: (number | undefined)[];
-  res1: (number | undefined)[];
-  res2: (number | undefined)[];
-}
-
-/** What the forward's builder hands the backward's. */
-export interface BertBuilder {
-  device: DeviceLike;
-  c: BertConfig;
-  B: number;
-  T: number;
-  hp: number;
-  ap: number;
-  buf(floats: number, usage?: number): BufferLike;
-  step(s: Omit<Step, "slot">): Step;
-  flat(key: string, code: string, refs: Ref[], uniforms: UniformValues, threads: number, draw?: number): Step;
-  /** The backward's steps, as they are added. */
-  list: Step[];
-  acts: BertActs;
-  sites: BertSites;
-  mask: BufferLike;
-  poolW: BufferLike;
-}
+import { buildBertBackward, type BertActs, type BertBuilder, type BertSites } from "./recorded-bert-backward.ts";
 
 /**
  * The pooled encoding [B, d] of an HfBertEncoder's `vars` (bertSpecs order) as one differentiable
