@@ -12,6 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { counterSnapshot, countersOn, resetCounters, withPhaseAsync } from "../backend/device.ts";
+import { gpuTimingOff, gpuTimingOn, settleGpuTimes } from "../backend/gpu-timing.ts";
 import { HfBertEncoder } from "../model/hf/encoder.ts";
 import { writeRandomBert, type BertSize } from "../model/hf/random-bert.ts";
 import { withRecorder } from "../model/webgpu/recorded-encoder.ts";
@@ -34,6 +35,23 @@ interface HfCounts {
   submits: number;
   /** Host ms of the call itself (the GPU work runs behind it; the update's: variableGrads, forward and backward), mean over the reps. */
   hostMs: number;
+  /** GPU ms inside its compute passes (timestamp queries; null where the adapter has none). */
+  gpuMs: number | null;
+}
+
+/** `reps` calls of `once` in `phase` (each returns its host ms): counts, host ms and GPU ms per call. */
+async function countReps(phase: "encode" | "update", reps: number, once: () => Promise<number>): Promise<HfCounts> {
+  const timed = gpuTimingOn();
+  resetCounters();
+  let ms = 0;
+  await withPhaseAsync(phase, async () => {
+    for (let i = 0; i < reps; i++) ms += await once();
+  });
+  gpuTimingOff();
+  const k = counterSnapshot()[phase]!;
+  const gpu = timed ? await settleGpuTimes() : null;
+  const gpuMs = gpu && gpu.untimed === 0 ? (gpu.ms[phase] ?? 0) / reps : null;
+  return { dispatches: k.dispatches / reps, tfjsKernels: (k.kernels - k.fused) / reps, submits: k.submits / reps, hostMs: ms / reps, gpuMs };
 }
 
 export async function benchHfCounts(log: (m: string) => void): Promise<Record<string, unknown>[]> {
@@ -71,17 +89,11 @@ export async function benchHfCounts(log: (m: string) => void): Promise<Record<st
             };
             const c = await withRecorder(recorded, async () => {
               await once(); // warm-up: pipelines compiled, plans made
-              resetCounters();
-              let ms = 0;
-              await withPhaseAsync("encode", async () => {
-                for (let i = 0; i < REPS; i++) ms += await once();
-              });
-              const k = counterSnapshot().encode!;
-              return { dispatches: k.dispatches / REPS, tfjsKernels: (k.kernels - k.fused) / REPS, submits: k.submits / REPS, hostMs: ms / REPS } satisfies HfCounts;
+              return countReps("encode", REPS, once);
             });
             const name = `${training ? "train" : "eval"} ${recorded ? "recorded" : "tfjs"}`;
             row[name] = c;
-            log(`  dispatch-hf: ${s.name}: ${name}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, ${c.hostMs.toFixed(2)} host ms`);
+            log(`  dispatch-hf: ${s.name}: ${name}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, ${c.hostMs.toFixed(2)} host ms, GPU ${c.gpuMs?.toFixed(2) ?? "(untimed)"} ms`);
           }
         }
         // the update's encoder: one taped forward + backward (train mode), the gradients of the
@@ -97,17 +109,11 @@ export async function benchHfCounts(log: (m: string) => void): Promise<Record<st
           };
           const c = await withRecorder(recorded, async () => {
             await once();
-            resetCounters();
-            let ms = 0;
-            await withPhaseAsync("update", async () => {
-              for (let i = 0; i < UPDATE_REPS; i++) ms += await once();
-            });
-            const k = counterSnapshot().update!;
-            return { dispatches: k.dispatches / UPDATE_REPS, tfjsKernels: (k.kernels - k.fused) / UPDATE_REPS, submits: k.submits / UPDATE_REPS, hostMs: ms / UPDATE_REPS } satisfies HfCounts;
+            return countReps("update", UPDATE_REPS, once);
           });
           const name = `update ${recorded ? "recorded" : "tfjs"}`;
           row[name] = c;
-          log(`  dispatch-hf: ${s.name}: ${name}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, ${c.hostMs.toFixed(2)} host ms`);
+          log(`  dispatch-hf: ${s.name}: ${name}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, ${c.hostMs.toFixed(2)} host ms, GPU ${c.gpuMs?.toFixed(2) ?? "(untimed)"} ms`);
         }
       } finally {
         enc.dispose();
