@@ -22,58 +22,10 @@ import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { ADD_DH, resLnDx } from "./residual-layernorm.ts";
 import { COL_SUM, COL_SUM3, POOL_BWD, POS_BWD, TOK_BWD } from "./recorded-backward.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
-import { USAGE, type BackPlan, type BufferLike, type DeviceLike, type Ref, type Step, type UniformValues } from "./recorded-encoder.ts";
+import { USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
 import type { BertConfig } from "../hf/bert.ts";
-import { N_EMB, PER_LAYER } from "./recorded-bert.ts";
+import { N_EMB, PER_LAYER, type BertBuilder } from "./recorded-bert.ts";
 
-/** What the forward keeps per layer l for the backward (x[l] is layer l's input, x[L] the output). */
-export interface BertActs {
-  /** The embedding sum (the embedding LayerNorm's input) and its row stats. */
-  e: BufferLike;
-  embSt: BufferLike;
-  x: BufferLike[];
-  q: BufferLike[];
-  k: BufferLike[];
-  v: BufferLike[];
-  ctx: BufferLike[];
-  attSt: BufferLike[];
-  /** LN₁'s input x + h·m and stats; its output mid (fc1's input). */
-  v1: BufferLike[];
-  st1: BufferLike[];
-  mid: BufferLike[];
-  /** fc1's output before and after the activation. */
-  f1: BufferLike[];
-  f2: BufferLike[];
-  v2: BufferLike[];
-  st2: BufferLike[];
-}
-
-/** The dropout draw of each site (undefined where it does not drop). */
-export interface BertSites {
-  emb?: number;
-  att: (number | undefined)[];
-  res1: (number | undefined)[];
-  res2: (number | undefined)[];
-}
-
-/** What the forward's builder hands the backward's. */
-export interface BertBuilder {
-  device: DeviceLike;
-  c: BertConfig;
-  B: number;
-  T: number;
-  hp: number;
-  ap: number;
-  buf(floats: number, usage?: number): BufferLike;
-  step(s: Omit<Step, "slot">): Step;
-  flat(key: string, code: string, refs: Ref[], uniforms: UniformValues, threads: number, draw?: number): Step;
-  /** The backward's steps, as they are added. */
-  list: Step[];
-  acts: BertActs;
-  sites: BertSites;
-  mask: BufferLike;
-  poolW: BufferLike;
-}
 
 const ACT_BWD: Record<BertConfig["act"], [string, string]> = {
   gelu: ["qrag_gelu_bwd", GELU_BWD],

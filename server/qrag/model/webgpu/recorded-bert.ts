@@ -22,10 +22,10 @@ import * as tf from "@tensorflow/tfjs";
 import type { Rng } from "../../util/rng.ts";
 import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
-import { foldThreads, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
+import { storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import {
   admitPlan, cachedPlan, drawKeys, linearStep, planBuffers, POOL_WGSL, recorderApplies, recorderStats, submitForward, USAGE,
-  type BackendLike, type BufferLike, type DeviceLike, type Plan, type Ref, type Step, type UniformValues,
+  programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
 import { GELU_FWD, GELU_TANH_FWD, lnFwd, lnFwdShader, RELU_FWD } from "./gelu-layernorm.ts";
@@ -82,7 +82,7 @@ function bertPlanFor(device: DeviceLike, c: BertConfig, B: number, T: number, tr
   const hit = cachedPlan(device, key);
   if (hit) return hit;
   if (!bertFits(device, c, B, T)) return null;
-  return admitPlan(device, buildBertPlan(device, c, key, B, T, hp, ap));
+  return admitPlan(device, buildBertPlan(device, c, key, B, T, hp, ap, null));
 }
 
 /** The plan key of this architecture, shape and mode (dropout rates), and the rates. */
@@ -102,74 +102,139 @@ export function bertFits(device: DeviceLike, c: BertConfig, B: number, T: number
   return 2 * 4 * (d / H) <= wgBytes; // attentionTile's smallest tile
 }
 
-function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number, T: number, hp: number, ap: number): Plan {
+/** What the forward keeps per layer l for the backward (x[l] is layer l's input, x[L] the output). */
+export interface BertActs {
+  /** The embedding sum (the embedding LayerNorm's input) and its row stats. */
+  e: BufferLike;
+  embSt: BufferLike;
+  x: BufferLike[];
+  q: BufferLike[];
+  k: BufferLike[];
+  v: BufferLike[];
+  ctx: BufferLike[];
+  attSt: BufferLike[];
+  /** LN₁'s input x + h·m and stats; its output mid (fc1's input). */
+  v1: BufferLike[];
+  st1: BufferLike[];
+  mid: BufferLike[];
+  /** fc1's output before and after the activation. */
+  f1: BufferLike[];
+  f2: BufferLike[];
+  v2: BufferLike[];
+  st2: BufferLike[];
+}
+
+/** The dropout draw of each site (undefined where it does not drop). */
+export interface BertSites {
+  emb?: number;
+  att: (number | undefined)[];
+  res1: (number | undefined)[];
+  res2: (number | undefined)[];
+}
+
+/** What the forward's builder hands the backward's. */
+export interface BertBuilder extends ProgramList {
+  device: DeviceLike;
+  c: BertConfig;
+  B: number;
+  T: number;
+  hp: number;
+  ap: number;
+  buf(floats: number, usage?: number): BufferLike;
+  acts: BertActs;
+  sites: BertSites;
+  mask: BufferLike;
+  poolW: BufferLike;
+}
+
+/**
+ * The plan of the forward (the program list above), and with `extend` (recorded-bert-train.ts's
+ * backward builder) a keep plan: every layer's activations in buffers of their own, the sub-layer
+ * ends' x + h·m and row stats and fc1's output before its activation kept, the backward's programs
+ * added after the forward's. Without a backward the layers share their buffers (layer inputs
+ * alternate with the mid-layer stream, x → mid → x; e holds the embedding sum and then the fused
+ * sub-layer ends' x + h·m) and erf GELU is fc1's matmul epilogue.
+ */
+export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number, T: number, hp: number, ap: number, extend: ((b: BertBuilder) => BackPlan) | null): Plan {
   const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T, L = c.layers;
+  const keep = extend !== null;
   const pb = planBuffers(device);
   const buf = pb.buf;
   const ids = buf(N), mask = buf(N), poolW = buf(N);
-  // layer inputs alternate with the mid-layer stream (x → mid → x); e holds the embedding sum and
-  // the fused sub-layer ends' v = x + h·m (not read again without a backward)
-  const x = buf(N * d), mid = buf(N * d), e = buf(N * d), h = buf(N * d), ctx = buf(N * d);
-  const q = buf(N * d), k = buf(N * d), v = buf(N * d);
-  const stats = buf(N * 2), attSt = buf(B * H * T * 2);
-  const f1 = buf(N * F), f2 = buf(N * F);
+  /** `count` buffers of their own when keeping activations, else one shared by all. */
+  const per = (floats: number, count = L): BufferLike[] => {
+    if (keep) return Array.from({ length: count }, () => buf(floats));
+    const one = buf(floats);
+    return Array.from({ length: count }, () => one);
+  };
+  const e = buf(N * d), stats = buf(N * 2);
+  const shared = (one: BufferLike): BufferLike[] => Array.from({ length: L }, () => one);
+  const acts: BertActs = {
+    e, embSt: stats, x: per(N * d, L + 1),
+    q: per(N * d), k: per(N * d), v: per(N * d), ctx: per(N * d), attSt: per(B * H * T * 2),
+    v1: keep ? per(N * d) : shared(e), st1: keep ? per(N * 2) : shared(stats), mid: per(N * d), f1: per(N * F), f2: per(N * F),
+    v2: keep ? per(N * d) : shared(e), st2: keep ? per(N * 2) : shared(stats),
+  };
+  const h = buf(N * d); // a sub-layer's output before its residual (not read by a backward)
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
-  const steps: Step[] = [];
   let draws = 0;
-  const step = (s: Omit<Step, "slot">): void => {
-    steps.push({ ...s, slot: steps.length });
-  };
-  const flat = (key: string, code: string, refs: Ref[], uniforms: UniformValues, threads: number, draw?: number): void => {
-    const { grid, stride } = foldThreads(key, threads);
-    step({ key, code, refs, uniforms, grid, stride, draw });
-  };
   /** thr, keep, k0, k1 of a dropout site of rate p (its key drawn in this order per call when p > 0). */
   const maskFields = (p: number): { fields: UniformValues; draw?: number } =>
     p > 0 ? { fields: [["u", dropThreshold(p)], ["f", dropoutKeepScale(p)], ["u", 0], ["u", 0]], draw: draws++ } : { fields: [["u", 0], ["f", 1], ["u", 0], ["u", 0]] };
+  const sites: BertSites = { att: [], res1: [], res2: [] };
+  const b: BertBuilder = Object.assign(programList(), { device, c, B, T, hp, ap, buf, acts, sites, mask, poolW });
+  const steps = b.list;
   const lanes = rowLanes(d);
   const rows = rowWorkgroups(N, d);
   const lnDims: UniformValues = [["u", N], ["u", d], ["f", c.eps]];
 
-  flat("qrag_bert_embed", EMBED_WGSL, [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, e], [["u", N * d], ["u", T], ["u", d]], N * d);
-  if (hp > 0) {
-    const m = maskFields(hp);
-    step({ key: `qrag_ln_drop_fwd_${lanes}`, code: lnDropFwd(d), refs: [e, { weight: 3 }, { weight: 4 }, x, stats], uniforms: [...lnDims, ...m.fields], grid: rows, stride: 0, draw: m.draw });
-  } else step({ key: `qrag_ln_fwd_${lanes}`, code: lnFwd(d), refs: [e, { weight: 3 }, { weight: 4 }, x, stats], uniforms: lnDims, grid: rows, stride: 0 });
+  b.flat("qrag_bert_embed", EMBED_WGSL, [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, e], [["u", N * d], ["u", T], ["u", d]], N * d);
+  const em = maskFields(hp);
+  sites.emb = em.draw;
+  if (hp > 0) b.step({ key: `qrag_ln_drop_fwd_${lanes}`, code: lnDropFwd(d), refs: [e, { weight: 3 }, { weight: 4 }, acts.x[0], acts.embSt], uniforms: [...lnDims, ...em.fields], grid: rows, stride: 0, draw: em.draw });
+  else b.step({ key: `qrag_ln_fwd_${lanes}`, code: lnFwd(d), refs: [e, { weight: 3 }, { weight: 4 }, acts.x[0], acts.embSt], uniforms: lnDims, grid: rows, stride: 0 });
 
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
-  // the attention draws its dropout mask itself (no backward reads a stored one)
+  // the attention draws its dropout mask itself (a backward draws it again from the same key)
   const attKey = `qrag_attn_fwd_separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}`;
   const attCode = attentionForwardCode(dh, "separate", ap > 0 ? "inline" : false, tile);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   const resLnCode = resLnFwd(d);
-  /** y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m goes to the scratch buffer e. */
-  const residualLn = (xi: BufferLike, g: number, y: BufferLike): void => {
+  /** y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m and the row stats. */
+  const residualLn = (xi: BufferLike, g: number, y: BufferLike, v: BufferLike, st: BufferLike): number | undefined => {
     const m = maskFields(hp);
-    step({ key: `qrag_res_ln_fwd_${lanes}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, e, stats], uniforms: [...lnDims, ...m.fields], grid: rows, stride: 0, draw: m.draw });
+    b.step({ key: `qrag_res_ln_fwd_${lanes}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, v, st], uniforms: [...lnDims, ...m.fields], grid: rows, stride: 0, draw: m.draw });
+    return m.draw;
   };
   const [actKey, actCode] = ACT[c.act];
   for (let l = 0; l < L; l++) {
     const o = N_EMB + l * PER_LAYER; // q w b, k w b, v w b, o w b, ln1 γ β, fc1 w b, fc2 w b, ln2 γ β
-    step(linearStep(x, o, q, N, d, d));
-    step(linearStep(x, o + 2, k, N, d, d));
-    step(linearStep(x, o + 4, v, N, d, d));
-    const m = ap > 0 ? maskFields(ap) : null;
-    step({ key: attKey, code: attCode, refs: [q, k, v, mask, ctx, attSt], uniforms: m ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T), stride: 0, draw: m?.draw });
-    step(linearStep(ctx, o + 6, h, N, d, d));
-    residualLn(x, o + 8, mid);
-    if (c.act === "gelu") step(linearStep(mid, o + 10, f2, N, F, d, true)); // GELU in fc1's epilogue
+    const x = acts.x[l];
+    b.step(linearStep(x, o, acts.q[l], N, d, d));
+    b.step(linearStep(x, o + 2, acts.k[l], N, d, d));
+    b.step(linearStep(x, o + 4, acts.v[l], N, d, d));
+    const m = maskFields(ap);
+    sites.att.push(m.draw);
+    b.step({ key: attKey, code: attCode, refs: [acts.q[l], acts.k[l], acts.v[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: ap > 0 ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T), stride: 0, draw: m.draw });
+    b.step(linearStep(acts.ctx[l], o + 6, h, N, d, d));
+    sites.res1.push(residualLn(x, o + 8, acts.mid[l], acts.v1[l], acts.st1[l]));
+    if (!keep && c.act === "gelu") b.step(linearStep(acts.mid[l], o + 10, acts.f2[l], N, F, d, true)); // GELU in fc1's epilogue
     else {
-      step(linearStep(mid, o + 10, f1, N, F, d));
-      flat(actKey, actCode, [f1, f2], [["u", N * F]], N * F);
+      b.step(linearStep(acts.mid[l], o + 10, acts.f1[l], N, F, d));
+      b.flat(actKey, actCode, [acts.f1[l], acts.f2[l]], [["u", N * F]], N * F);
     }
-    step(linearStep(f2, o + 12, h, N, d, F));
-    residualLn(mid, o + 14, x);
+    b.step(linearStep(acts.f2[l], o + 12, h, N, d, F));
+    sites.res2.push(residualLn(acts.mid[l], o + 14, acts.x[l + 1], acts.v2[l], acts.st2[l]));
   }
-  flat("qrag_rec_pool", POOL_WGSL, [x, poolW, pooled], [["u", B], ["u", T], ["u", d]], B * d);
-
-  const uniform = pb.uniform(steps.length);
+  b.flat("qrag_rec_pool", POOL_WGSL, [acts.x[L], poolW, pooled], [["u", B], ["u", T], ["u", d]], B * d);
+  let back: BackPlan | undefined;
+  if (extend) {
+    b.list = [];
+    back = extend(b);
+  }
+  const uniform = pb.uniform(b.slots());
   recorderStats.plans++;
-  return { key, B, T, training: hp > 0 || ap > 0, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
+  return { key, B, T, training: hp > 0 || ap > 0, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
 }

@@ -177,19 +177,45 @@ export interface Plan {
   pendingIn: { forward: object | null; backward: object | null };
 }
 
+/**
+ * A plan's program list as its builders add to it (both encoders' forwards and backwards): `step`
+ * appends to `list` (the forward's, or the backward's once it sets its own), each program taking
+ * the plan's next uniform slot; `flat` is a one-thread-per-element program (its folded grid and
+ * stride); `slots()` counts them all.
+ */
+export interface ProgramList {
+  list: Step[];
+  step(s: Omit<Step, "slot">): Step;
+  flat(key: string, code: string, refs: Ref[], uniforms: UniformValues, threads: number, draw?: number): Step;
+  slots(): number;
+}
+
+export function programList(): ProgramList {
+  let slots = 0;
+  const p: ProgramList = {
+    list: [],
+    step: (s) => {
+      const st = { ...s, slot: slots++ };
+      p.list.push(st);
+      return st;
+    },
+    flat: (key, code, refs, uniforms, threads, draw) => {
+      const { grid, stride } = foldThreads(key, threads);
+      return p.step({ key, code, refs, uniforms, grid, stride, draw });
+    },
+    slots: () => slots,
+  };
+  return p;
+}
+
 /** What buildPlan hands a backward builder. */
-export interface PlanBuilder {
+export interface PlanBuilder extends ProgramList {
   device: DeviceLike;
   c: RecordedConfig;
   B: number;
   T: number;
   dropping: boolean;
   buf(floats: number, usage?: number): BufferLike;
-  /** Appends a program to `list` (the forward's steps, or the backward's once it sets its own). */
-  step(s: Omit<Step, "slot">): Step;
-  /** A one-thread-per-element program (its folded grid and stride). */
-  flat(key: string, code: string, refs: Ref[], uniforms: UniformValues, threads: number, draw?: number): Step;
-  list: Step[];
   acts: Acts;
   sites: Sites;
   mask: BufferLike;
@@ -535,20 +561,7 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   const maskFields = (): { fields: UniformValues; draw?: number } =>
     dropping ? { fields: [["u", thr], ["f", keepScale], ["u", 0], ["u", 0]], draw: draws++ } : { fields: [["u", 0], ["f", 1], ["u", 0], ["u", 0]] };
   const sites: Sites = { att: [], res1: [], res2: [] };
-  let slots = 0;
-  const b: PlanBuilder = {
-    device, c, B, T, dropping, buf, acts, sites, mask, poolW,
-    list: [],
-    step: (s) => {
-      const st = { ...s, slot: slots++ };
-      b.list.push(st);
-      return st;
-    },
-    flat: (key, code, refs, uniforms, threads, draw) => {
-      const { grid, stride } = foldThreads(key, threads);
-      return b.step({ key, code, refs, uniforms, grid, stride, draw });
-    },
-  };
+  const b: PlanBuilder = Object.assign(programList(), { device, c, B, T, dropping, buf, acts, sites, mask, poolW });
   const steps = b.list;
   const linear = (a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number): void => {
     b.step(linearStep(a, w, out, m, n, k));
@@ -596,7 +609,7 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     b.list = [];
     back = extend(b);
   }
-  const uniform = pb.uniform(slots);
+  const uniform = pb.uniform(b.slots());
   recorderStats.plans++;
   return { key, B, T, training: dropping, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
 }
