@@ -2,7 +2,8 @@
  * Scale-out in a real browser: two dashboard processes (Next production build + socket.io) on one
  * PostgreSQL database, a real worker connected to A, and Chromium on B's run page. The page shows
  * the run's live progress while A's worker trains it (updates counted up without a reload) and
- * its end, carried from A to B by the PostgreSQL adapter. Skipped with the reason when PostgreSQL
+ * its end, carried from A to B by the PostgreSQL adapter. The worker starts only once B's page shows
+ * the run queued, so the page watches the whole run. Skipped with the reason when PostgreSQL
  * or Chromium is missing.
  */
 import { after, before, describe, test } from "node:test";
@@ -30,11 +31,6 @@ describe("browser on node B, run on node A's worker", { skip, timeout: 15 * 60_0
     a = await startNode("a", url, { next: true });
     b = await startNode("b", url, { next: true });
     await waitNodesMeet([a, b]);
-    worker = startWorker(a, "on-a");
-    await waitFor("the worker online", async () => {
-      if (!worker.alive()) throw new GiveUp(`worker exited\n${worker.tail()}`);
-      return (await api<WorkerDto[]>(a, "GET", "/api/workers")).body.some((w) => w.name === "on-a" && w.status === "idle");
-    }, 60_000);
     browser = await launchBrowser();
   });
   after(async () => {
@@ -50,7 +46,14 @@ describe("browser on node B, run on node A's worker", { skip, timeout: 15 * 60_0
     const page = await browser.newPage();
     try {
       await page.goto(`${b.url}/runs/${id}`);
-      await page.locator(`[data-testid="run-page"][data-run-id="${id}"]`).waitFor({ timeout: 60_000 });
+      // no worker yet: the run waits queued until B's page is up, so the page sees it train from 0
+      // however slowly the page loads (it once loaded after a fast run had reached 67 of 80)
+      await page.locator(`[data-testid="run-page"][data-run-id="${id}"][data-status="queued"]`).waitFor({ timeout: 60_000 });
+      worker = startWorker(a, "on-a");
+      await waitFor("the worker online", async () => {
+        if (!worker.alive()) throw new GiveUp(`worker exited\n${worker.tail()}`);
+        return (await api<WorkerDto[]>(a, "GET", "/api/workers")).body.some((w) => w.name === "on-a");
+      }, 60_000);
       const shown = () =>
         page.evaluate(() => {
           const m = /(\d+) \/ (\d+) updates/.exec(document.body.innerText);
