@@ -14,7 +14,7 @@ import { bertSpecs, type BertConfig } from "../server/qrag/model/hf/bert.ts";
 import { writeRandomBert } from "../server/qrag/model/hf/random-bert.ts";
 import { CONFIG, batchOf, lossAndGrads, readForward as forward, recordedCalls, tapedCalls, type CallRecord } from "./recorded-batches.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
-import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { recorderStats, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { bertTrainBytes } from "../server/qrag/model/webgpu/recorded-bert-train.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { resolveConfig } from "../server/qrag/config/config.ts";
@@ -218,6 +218,58 @@ async function trainCacheCase() {
 }
 
 /**
+ * The plan cache's two byte budgets, small here in place of GiBs: a keep plan over the no-grad
+ * plans' bound is made and evicts no no-grad plan; one over the keep bound is not made (the caller
+ * falls back); a keep plan whose activations wait for their backward is not evicted when the next
+ * one comes in over the bound, and is once its backward ran.
+ */
+async function boundsCase() {
+  await onBackend("webgpu");
+  const [enc] = encoders(RANDOM);
+  const bert = enc.model.bert;
+  const small = batchOf(2, 8, 1, RANDOM.vocab), big = batchOf(6, 24, 2, RANDOM.vocab), other = batchOf(3, 16, 3, RANDOM.vocab);
+  const plansMade = async (f: () => Promise<unknown> | unknown) => {
+    const p0 = recorderStats.plans;
+    await f();
+    return recorderStats.plans - p0;
+  };
+  const evalForward = () => forward(enc, small, false, true);
+  const bytes0 = recorderStats.bytes;
+  const firstEval = await plansMade(evalForward);
+  const evalBytes = recorderStats.bytes - bytes0;
+  // room for that one no-grad plan; the keep plans get the room of the largest one alone (its
+  // estimate is within 1% of its buffers)
+  const keepBig = bertTrainBytes(bert, big.batch, big.len);
+  setPlanBounds({ plain: evalBytes, keep: 1.02 * keepBig });
+  const t1 = enc.tapedForward(big, true);
+  const t2 = enc.tapedForward(other, true);
+  const recorded = [t1 !== null, t2 !== null];
+  const evalAgain = await plansMade(evalForward);
+  // t1's plan is over the bound with t2's in, but waits for its backward
+  const gradNorms: number[] = [];
+  for (const t of [t1, t2]) {
+    if (!t) continue;
+    const g = t.backward(tf.onesLike(t.y));
+    const sq = tf.addN(g.map((x) => tf.sum(tf.square(x))));
+    gradNorms.push(Math.sqrt((await sq.data())[0]));
+    tf.dispose([...g, t.y, sq]);
+  }
+  // t1's plan, now free, is evicted by the next keep plan: the big shape makes a plan again
+  const t3 = enc.tapedForward(small, true);
+  t3?.release();
+  t3?.y.dispose();
+  const bigAgain = await plansMade(() => {
+    const t = enc.tapedForward(big, true);
+    t?.release();
+    t?.y.dispose();
+  });
+  setPlanBounds({ keep: bertTrainBytes(bert, 5, 24) - 1 });
+  const overKeep = enc.tapedForward(batchOf(5, 24, 4, RANDOM.vocab), true);
+  throwIfDeviceError();
+  return { firstEval, evalBytes, keepBig, recorded, evalAgain, gradNorms, bigAgain, overKeep: overKeep !== null };
+}
+
+/**
  * After weights are assigned (as training does) the recorded forward binds the new buffers; and a
  * transformer of the same batch shape, interleaved with it, keeps a plan of its own (the keys of
  * the shared plan cache differ): each equals its tfjs path.
@@ -301,7 +353,7 @@ async function learnerCase() {
   return { diffs, keyBiasDiffs, moved, trainCalls, updates: [rec.updates, ref.updates] };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase };
+const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

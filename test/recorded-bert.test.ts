@@ -82,6 +82,17 @@ test("recorded BERT forward+backward: one dispatch per program, 0 tfjs kernels i
   assert.ok(Math.abs(r.estimate - r.bytes) <= 0.01 * r.bytes, `estimated ${r.estimate} bytes, made ${r.bytes}`);
 });
 
+test("the plan cache's two byte budgets: a keep plan over the no-grad bound is recorded and evicts no no-grad plan; one over the keep bound is not; one awaiting its backward is not evicted", { skip }, () => {
+  const r = runCase<{ firstEval: number; evalBytes: number; keepBig: number; recorded: boolean[]; evalAgain: number; gradNorms: number[]; bigAgain: number; overKeep: boolean }>("bounds");
+  assert.equal(r.firstEval, 1);
+  assert.ok(r.keepBig > r.evalBytes, `the keep plan (${r.keepBig} bytes) is over the no-grad bound (${r.evalBytes})`);
+  assert.deepEqual(r.recorded, [true, true]);
+  assert.equal(r.evalAgain, 0, "the no-grad plan was evicted by a keep plan");
+  for (const n of r.gradNorms) assert.ok(Number.isFinite(n) && n > 0, `gradient norm ${n}`);
+  assert.equal(r.bigAgain, 1, "the freed keep plan was kept over the bound");
+  assert.equal(r.overKeep, false);
+});
+
 test("recorded BERT forward binds assigned weights, and a transformer of the same batch shape interleaved with it keeps its own plans: each equals its tfjs path", { skip }, () => {
   const r = runCase<{ diffs: Record<string, number>; changed: number; newBindGroups: number; plansMade: number }>("shared");
   assert.equal(Object.keys(r.diffs).length, 6);

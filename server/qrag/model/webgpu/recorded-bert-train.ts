@@ -21,7 +21,7 @@ import type { Rng } from "../../util/rng.ts";
 import type { BertConfig } from "../hf/bert.ts";
 import type { TapedForward } from "../encoder.ts";
 import { webgpuBackend } from "./raw-program.ts";
-import { admitPlan, cachedPlan, keepKey, MAX_PLAN_BYTES, recorderApplies, type BackendLike, type DeviceLike, type Plan } from "./recorded-encoder.ts";
+import { admitPlan, cachedPlan, keepKey, planBound, recorderApplies, type BackendLike, type DeviceLike, type Plan } from "./recorded-encoder.ts";
 import { recordedTrainOp, runTaped } from "./recorded-train.ts";
 import { bertFits, bertPlanKey, buildBertPlan } from "./recorded-bert.ts";
 import { buildBertBackward } from "./recorded-bert-backward.ts";
@@ -53,9 +53,9 @@ function bertTrainPlanFor(device: DeviceLike, c: BertConfig, B: number, T: numbe
   const hit = cachedPlan(device, key);
   if (hit) return hit;
   if (!bertFits(device, c, B, T)) return null;
-  // over the cache's byte bound (admitPlan would refuse it): not made, rather than its buffers
+  // over the keep plans' byte bound (admitPlan would refuse it): not made, rather than its buffers
   // created and destroyed on every update (BERT-base keeps ~0.6 MB of activations per token)
-  if (bertTrainBytes(c, B, T) > MAX_PLAN_BYTES) return null;
+  if (bertTrainBytes(c, B, T) > planBound("keep")) return null;
   return admitPlan(device, buildBertPlan(device, c, key, B, T, hp, ap, buildBertBackward));
 }
 

@@ -52,7 +52,14 @@ const SLOT = 256;
  * over a counts run instead of 7 and 228 (bench dispatch-counts at max_len 256).
  */
 const MAX_PLANS = 16;
-export const MAX_PLAN_BYTES = 1536 * 2 ** 20;
+/**
+ * The bytes each kind of plan may hold together, each its own budget so that neither evicts the
+ * other's: no-grad plans (the rollout's many shapes) and keep plans (the update's passes, which
+ * hold their activations for the backward: ~0.6 MB a token for BERT-base, 5.4 GiB for a pass of
+ * 16 × 512, where tfjs's tape held 27 GB on an H100). Settable for tests (setPlanBounds).
+ */
+const planBounds = { plain: 1536 * 2 ** 20, keep: 8 * 2 ** 30 };
+export type PlanKind = keyof typeof planBounds;
 /** Plans that keep activations, per shape: a second taped forward before the first's backward takes another. */
 const MAX_KEEP_INSTANCES = 2;
 export const LN_EPS = 1e-5;
@@ -465,25 +472,43 @@ export function cachedPlan(device: DeviceLike, key: string): Plan | undefined {
   return hit;
 }
 
+/** A keep plan (it has a backward) or a no-grad one. */
+const kindOf = (p: Plan): PlanKind => (p.back ? "keep" : "plain");
+
+/** The byte bound of a kind of plan. */
+export function planBound(kind: PlanKind): number {
+  return planBounds[kind];
+}
+
+/** Sets the byte bounds (tests: a small bound in place of GiBs of buffers); returns the previous ones. */
+export function setPlanBounds(b: Partial<typeof planBounds>): typeof planBounds {
+  const prev = { ...planBounds };
+  Object.assign(planBounds, b);
+  return prev;
+}
+
 /**
  * A new plan into the device's cache (the transformer's, recorded-bert.ts's and recorded-bert-train.ts's plans share it and
- * its bounds: their keys differ), the oldest evicted past the bounds; null (destroyed) when it alone
- * is over the byte bound.
+ * its bounds: their keys differ), the oldest evicted past the bounds (its kind's bytes, or the
+ * plan count), never one whose activations wait for their backward; null (destroyed) when it alone
+ * is over its kind's byte bound.
  */
 export function admitPlan(device: DeviceLike, plan: Plan): Plan | null {
   const cache = planCache(device);
-  if (plan.bytes > MAX_PLAN_BYTES) {
+  if (plan.bytes > planBounds[kindOf(plan)]) {
     destroyPlan(plan);
     return null;
   }
   noteOutsideBytes(plan.bytes);
   cache.set(plan.key, plan);
-  let total = 0;
-  for (const p of cache.values()) total += p.bytes;
+  const total = { plain: 0, keep: 0 };
+  for (const p of cache.values()) total[kindOf(p)] += p.bytes;
   for (const [k, p] of cache) {
-    if (cache.size <= 1 || (cache.size <= MAX_PLANS && total <= MAX_PLAN_BYTES)) break;
+    if (p === plan) break;
+    const kind = kindOf(p);
+    if (p.owner !== null || (cache.size <= MAX_PLANS && total[kind] <= planBounds[kind])) continue;
     cache.delete(k);
-    total -= p.bytes;
+    total[kind] -= p.bytes;
     destroyPlan(p);
     noteOutsideBytes(-p.bytes);
   }
