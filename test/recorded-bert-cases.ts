@@ -308,36 +308,45 @@ async function sharedCase() {
  * of 3 transitions, with hf BERT state and action encoders (the random model, dropout on), the
  * recorder on against off: every weight after, and how many taped forwards were recorded.
  */
+/** The learner cases' config: hf BERT state and action encoders of the random model, dropout on. */
+function learnerConfig() {
+  encoders(RANDOM); // writes the model folder
+  return resolveConfig({ preset: "tiny", overrides: ["algo.encoder.type=hf", `algo.encoder.path=models/${RANDOM.name}`, "algo.encoder.max_length=32", "algo.hyperparams.max_grad_norm=0.5"] });
+}
+
+/** 4 micro-steps of B transitions (2 optimizer steps) in passes of `passSize` (0: whole batches); the weights after, and the taped forwards recorded. */
+async function learnerRun(config: ReturnType<typeof learnerConfig>, recorded: boolean, passSize: number, B = 5) {
+  const train0 = recorderStats.trainCalls;
+  const out = await withRecorder(recorded, async () => {
+    const nets = new QNetworks(config.algo.encoder, new Rng(1), { dataRoot: root });
+    const learner = new Learner(nets, config.algo, 10, 2, passSize);
+    const rng = new Rng(2);
+    const words = (n: number) => Array.from({ length: n }, () => `w${rng.int(RANDOM.vocab - 5)}`).join(" ");
+    for (let k = 0; k < 4; k++) {
+      const batch = {
+        states: Array.from({ length: B }, (_, i) => [words(3 + i), ...(i % 2 ? [words(4)] : [])]),
+        actionTexts: Array.from({ length: B }, () => words(5)),
+        positions: Int32Array.from({ length: B }, () => rng.int(20)),
+        targets: Float32Array.from({ length: B }, () => rng.normal()),
+      };
+      await learner.microStep(batch, { maxActionLength: 16, maxInMemory: 16 });
+    }
+    const w = await nets.exportWeightsAsync();
+    const updates = learner.updates;
+    const stateLen = nets.state.packStates([[words(3 + B - 1), words(4)]], 16).len;
+    learner.dispose();
+    nets.dispose();
+    return { w, updates, stateLen };
+  });
+  return { ...out, trainCalls: recorderStats.trainCalls - train0 };
+}
+
 async function learnerCase() {
   await onBackend("webgpu");
-  encoders(RANDOM); // writes the model folder
-  const config = resolveConfig({ preset: "tiny", overrides: ["algo.encoder.type=hf", `algo.encoder.path=models/${RANDOM.name}`, "algo.encoder.max_length=32", "algo.hyperparams.max_grad_norm=0.5"] });
-  const run = (recorded: boolean) =>
-    withRecorder(recorded, async () => {
-      const nets = new QNetworks(config.algo.encoder, new Rng(1), { dataRoot: root });
-      const learner = new Learner(nets, config.algo, 10, 2, 3);
-      const rng = new Rng(2);
-      const words = (n: number) => Array.from({ length: n }, () => `w${rng.int(RANDOM.vocab - 5)}`).join(" ");
-      for (let k = 0; k < 4; k++) {
-        const B = 5;
-        const batch = {
-          states: Array.from({ length: B }, (_, i) => [words(3 + i), ...(i % 2 ? [words(4)] : [])]),
-          actionTexts: Array.from({ length: B }, () => words(5)),
-          positions: Int32Array.from({ length: B }, () => rng.int(20)),
-          targets: Float32Array.from({ length: B }, () => rng.normal()),
-        };
-        await learner.microStep(batch, { maxActionLength: 16, maxInMemory: 16 });
-      }
-      const w = await nets.exportWeightsAsync();
-      const updates = learner.updates;
-      learner.dispose();
-      nets.dispose();
-      return { w, updates };
-    });
-  const train0 = recorderStats.trainCalls;
-  const rec = await run(true);
-  const trainCalls = recorderStats.trainCalls - train0;
-  const ref = await run(false);
+  const config = learnerConfig();
+  const rec = await learnerRun(config, true, 3);
+  const trainCalls = rec.trainCalls;
+  const ref = await learnerRun(config, false, 3);
   // the key biases apart: their gradient is rounding noise around 0 on both paths (recorded-bert-
   // backward.ts), which AdamW's g/√v turns into steps of about the learning rate either way
   const keyBias = new Set(bertSpecs(RANDOM_CONFIG).flatMap((p, i) => (p.name.endsWith(".k.b") ? [i] : [])));
@@ -353,7 +362,23 @@ async function learnerCase() {
   return { diffs, keyBiasDiffs, moved, trainCalls, updates: [rec.updates, ref.updates] };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase };
+/**
+ * Whole batches of 6 (pass size 0) with a keep budget that holds 3 rows of the states: the learner
+ * runs them in recorded passes of 3 (QEncoder.tapedRows), the same update as passes of 3 asked for.
+ */
+async function autoPassesCase() {
+  await onBackend("webgpu");
+  const config = learnerConfig();
+  const asked = await learnerRun(config, true, 3, 6);
+  setPlanBounds({ keep: bertTrainBytes(RANDOM_CONFIG, 3.5, asked.stateLen) });
+  const auto = await learnerRun(config, true, 0, 6);
+  const names = Object.keys(asked.w) as (keyof typeof asked.w)[];
+  const diffs = Object.fromEntries(names.map((k) => [k, Math.max(...asked.w[k].map((t, i) => relDiff(auto.w[k][i].data, t.data)))]));
+  throwIfDeviceError();
+  return { diffs, trainCalls: [asked.trainCalls, auto.trainCalls], updates: [asked.updates, auto.updates], stateLen: asked.stateLen };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase, autoPasses: autoPassesCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

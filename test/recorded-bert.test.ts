@@ -93,6 +93,14 @@ test("the plan cache's two byte budgets: a keep plan over the no-grad bound is r
   assert.equal(r.overKeep, false);
 });
 
+test("a batch larger than the keep budget holds is split into recorded passes (pass size 0, budget for 3 rows of 6): the same update as passes of 3 asked for", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; trainCalls: number[]; updates: number[] }>("autoPasses");
+  assert.deepEqual(r.updates, [2, 2]);
+  // 4 micro-steps × 2 passes × 2 encoders, every one recorded
+  assert.deepEqual(r.trainCalls, [16, 16]);
+  for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-6, `${k}: rel. diff ${d}`);
+});
+
 test("recorded BERT forward binds assigned weights, and a transformer of the same batch shape interleaved with it keeps its own plans: each equals its tfjs path", { skip }, () => {
   const r = runCase<{ diffs: Record<string, number>; changed: number; newBindGroups: number; plansMade: number }>("shared");
   assert.equal(Object.keys(r.diffs).length, 6);

@@ -7,7 +7,8 @@
  * A micro-step's forward/backward may run in passes of at most `passSize` transitions whose
  * gradients are summed, each pass's loss weighted by its share of the batch: the same update in
  * a fraction of the activation memory (BERT-base at batch 64 and 512 tokens needs over 80 GB in
- * one pass on webgpu; in passes of 16 it trains in 29 GB).
+ * one pass on webgpu; in passes of 16 it trains in 29 GB). On webgpu a pass is also no larger than
+ * the encoders' recorded update holds (passRows).
  */
 import * as tf from "@tensorflow/tfjs";
 import type { AlgoConfig } from "../config/schema.ts";
@@ -77,7 +78,7 @@ export class Learner {
    */
   async microStep(batch: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }, signal?: AbortSignal): Promise<MicroStepResult> {
     const B = batch.targets.length;
-    const size = this.passSize > 0 ? Math.min(this.passSize, B) : B;
+    const size = this.passRows(batch, lengths);
     let grads: tf.Tensor[] | null = null;
     let value: tf.Scalar | null = null;
     for (let lo = 0; lo < B; lo += size) {
@@ -110,6 +111,23 @@ export class Learner {
     this.setLast("loss", onDevice() ? value! : loss);
     if (!onDevice()) value!.dispose();
     return this.accumulateGrads(grads!, loss);
+  }
+
+  /**
+   * Transitions per pass: `passSize` (0: the whole batch), and on webgpu no more than each
+   * encoder's recorded update holds (QEncoder.tapedRows; BERT-base keeps ~0.6 MB a token), so a
+   * batch too large for one recorded pass is split rather than run whole through tfjs's tape
+   * (which ran BERT-base's batch of 64 × 512 out of an H100's memory).
+   */
+  private passRows(batch: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }): number {
+    const B = batch.targets.length;
+    let size = this.passSize > 0 ? Math.min(this.passSize, B) : B;
+    if (!onDevice()) return size;
+    const { state, action } = this.nets;
+    // at the longest length each packs first; the batch's own only when that does not fit
+    if (state.tapedRows() < size) size = Math.min(size, state.tapedRows(state.packStates(batch.states, lengths.maxInMemory).len));
+    if (action.tapedRows() < size) size = Math.min(size, action.tapedRows(action.packActions(batch.actionTexts, lengths.maxActionLength).len));
+    return size;
   }
 
   /** One forward/backward pass over part of the batch: its mean loss times `weight` and the gradients of that. */

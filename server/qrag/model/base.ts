@@ -27,6 +27,11 @@ export interface QEncoder extends Encoder {
    * or null where this encoder has no such path (nothing drawn, nothing run).
    */
   tapedForward(batch: TokenBatch, training: boolean): TapedForward | null;
+  /**
+   * The most rows of `len` tokens (the longest it packs, when omitted) whose tapedForward this
+   * device holds (its activations kept for the backward); Infinity where nothing bounds them.
+   */
+  tapedRows(len?: number): number;
   /** exportWeights with async reads (the only form the device path can read). */
   exportWeightsAsync(): Promise<SerializedTensor[]>;
   /** Names of `variables`, same order. */
@@ -110,6 +115,9 @@ export abstract class BaseEncoder implements QEncoder {
 
   tapedForward(_batch: TokenBatch, _training: boolean): TapedForward | null {
     return null;
+  }
+  tapedRows(_len?: number): number {
+    return Infinity;
   }
   /** A new instance of the same architecture whose variables share `this`'s values. */
   protected abstract cloneFrom(trainable: boolean): BaseEncoder;

@@ -20,7 +20,7 @@ import { BaseEncoder, checkBatch, padRows, type WeightSource } from "../base.ts"
 import { segmentMean } from "../ops.ts";
 import { maskedMeanDevice } from "../device-ops.ts";
 import { recordedBertForward } from "../webgpu/recorded-bert.ts";
-import { recordedBertTaped, recordedBertTrain } from "../webgpu/recorded-bert-train.ts";
+import { bertTapedRows, recordedBertTaped, recordedBertTrain } from "../webgpu/recorded-bert-train.ts";
 import { onDevice } from "../../backend/device.ts";
 import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertConfig, type BertConfig } from "./bert.ts";
 import { SafetensorsFile } from "./safetensors.ts";
@@ -118,6 +118,10 @@ export class HfBertEncoder extends BaseEncoder {
     checkBatch(batch);
     if (!onDevice()) return null;
     return recordedBertTaped(this.variables, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, training, this.dropoutRng);
+  }
+
+  override tapedRows(len?: number): number {
+    return onDevice() ? bertTapedRows(this.model.bert, len ?? this.model.maxLen) : Infinity;
   }
 
   forward(batch: TokenBatch, training: boolean): tf.Tensor2D {

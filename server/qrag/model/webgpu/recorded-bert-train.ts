@@ -59,6 +59,19 @@ function bertTrainPlanFor(device: DeviceLike, c: BertConfig, B: number, T: numbe
   return admitPlan(device, buildBertPlan(device, c, key, B, T, hp, ap, buildBertBackward));
 }
 
+/**
+ * The most rows of `T` tokens whose keep plan this device holds: within the keep plans' byte
+ * budget, and each activation buffer within the binding limit (bertTrainBytes is linear in the rows).
+ */
+export function bertTapedRows(c: BertConfig, T: number): number {
+  const device = webgpuBackend().device as DeviceLike;
+  const fixed = bertTrainBytes(c, 0, T);
+  const perRow = bertTrainBytes(c, 1, T) - fixed;
+  const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
+  const byBinding = Math.floor(limit / (4 * T * Math.max(c.intermediate, c.hidden)));
+  return Math.max(1, Math.min(Math.floor((planBound("keep") - fixed) / perRow), byBinding));
+}
+
 /** The bytes of a keep plan's buffers (recorded-bert.ts buildBertPlan's with a backward, and buildBertBackward's, before 16-byte rounding; the uniform slots' bound). */
 export function bertTrainBytes(c: BertConfig, B: number, T: number): number {
   const d = c.hidden, F = c.intermediate, H = c.heads, L = c.layers, N = B * T;
