@@ -46,7 +46,7 @@ export const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0
 /** Uniform slot per program: minUniformBufferOffsetAlignment's default. */
 const SLOT = 256;
 /**
- * Plans kept, and the bytes their buffers may hold together (the oldest go first). 16: one
+ * Plans kept (the oldest go first; their bytes are bounded per kind below). 16: one
  * iteration of the reference workload uses about 7 shapes (candidates, states of several padded
  * lengths, targets, the update's two); with 6 the cache churned, 18 plans and 636 buffers made
  * over a counts run instead of 7 and 228 (bench dispatch-counts at max_len 256).
