@@ -55,8 +55,7 @@ export interface JoinedBlocks {
 
 /** The E_a embeddings of the distinct blocks of `refs` as one tensor (a join by copies when several). */
 export function joinBlocks(refs: readonly CandidateRef[]): JoinedBlocks {
-  const blocks = [...new Set(refs.map((r) => r.block))];
-  const { base, R } = bases(blocks);
+  const { blocks, base, R } = bases(refs);
   const owned = blocks.length > 1;
   const cands = owned ? tf.keep(joinRows(blocks.map((b) => b.online))) : blocks[0].online;
   return { cands, owned, base, R };
@@ -64,19 +63,20 @@ export function joinBlocks(refs: readonly CandidateRef[]): JoinedBlocks {
 
 /** The E_a' embeddings of the distinct blocks of `refs`: `embed` of all their texts in one call. */
 export function targetsJoined(refs: readonly CandidateRef[], embed: (texts: string[]) => tf.Tensor2D): JoinedBlocks {
-  const blocks = [...new Set(refs.map((r) => r.block))];
-  const { base, R } = bases(blocks);
+  const { blocks, base, R } = bases(refs);
   return { cands: tf.keep(embed(blocks.flatMap((b) => b.texts))), owned: true, base, R };
 }
 
-function bases(blocks: readonly CandidateBlock[]): { base: Map<CandidateBlock, number>; R: number } {
+/** The distinct blocks of `refs`, in first use, and where each starts when joined. */
+function bases(refs: readonly CandidateRef[]): { blocks: CandidateBlock[]; base: Map<CandidateBlock, number>; R: number } {
+  const blocks = [...new Set(refs.map((r) => r.block))];
   const base = new Map<CandidateBlock, number>();
   let R = 0;
   for (const b of blocks) {
     base.set(b, R);
     R += b.texts.length;
   }
-  return { base, R };
+  return { blocks, base, R };
 }
 
 export function disposeJoined(j: JoinedBlocks | null): void {

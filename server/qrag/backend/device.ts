@@ -53,9 +53,12 @@ export function tfjsKernelCount(): number {
 }
 const patchedBackends = new WeakSet<object>();
 
+/** A phase's counters before anything was counted. */
+export const zeroCounters = (): PhaseCounters => ({ reads: 0, syncReads: 0, kernels: 0, dispatches: 0, fused: 0, submits: 0, readWaitMs: 0, gpuMs: 0 });
+
 function bump(field: keyof PhaseCounters, by = 1): void {
   let c = counters.get(phase);
-  if (!c) counters.set(phase, (c = { reads: 0, syncReads: 0, kernels: 0, dispatches: 0, fused: 0, submits: 0, readWaitMs: 0, gpuMs: 0 }));
+  if (!c) counters.set(phase, (c = zeroCounters()));
   c[field] += by;
 }
 

@@ -13,7 +13,7 @@
  * passes timestampWrites times both kinds without touching either's code. Dawn quantizes
  * timestamps unless told not to (webgpu.ts creates the instance without it).
  */
-import { activePhase, setPhaseHook, type Phase, type PhaseCounters } from "./device.ts";
+import { activePhase, counterSnapshot, setPhaseHook, zeroCounters, type Phase, type PhaseCounters } from "./device.ts";
 import * as tf from "@tensorflow/tfjs";
 
 /** WebGPU's bound on a query set's size: 2,048 timed passes between two settles. */
@@ -171,8 +171,22 @@ export function withGpuTimes(counts: Partial<Record<Phase, PhaseCounters>>, time
   const out: Partial<Record<Phase, PhaseCounters>> = {};
   for (const [p, c] of Object.entries(counts) as [Phase, PhaseCounters][]) out[p] = { ...c };
   for (const [p, ms] of Object.entries(times.ms) as [Phase, number][]) {
-    out[p] ??= { reads: 0, syncReads: 0, kernels: 0, dispatches: 0, fused: 0, submits: 0, readWaitMs: 0, gpuMs: 0 };
+    out[p] ??= zeroCounters();
     out[p].gpuMs += ms;
   }
   return out;
+}
+
+/**
+ * Stops timing and returns the counters since their reset, with the GPU time of their passes in
+ * `gpuMs` where `gpuTimed` (gpuTimingOn ran before the reset). `timed`: the GPU times are in (none
+ * untimed); `untimed`: passes the query set had no room for. The counters are read before the
+ * settle's own submit.
+ */
+export async function settledCounters(gpuTimed: boolean): Promise<{ counts: Partial<Record<Phase, PhaseCounters>>; timed: boolean; untimed: number }> {
+  gpuTimingOff();
+  const snap = counterSnapshot();
+  const times = gpuTimed ? await settleGpuTimes() : null;
+  const timed = times !== null && times.untimed === 0;
+  return { counts: timed ? withGpuTimes(snap, times) : snap, timed, untimed: times?.untimed ?? 0 };
 }

@@ -8,14 +8,14 @@
 import * as tf from "@tensorflow/tfjs";
 import { Rng } from "../util/rng.ts";
 import { QNetworks } from "../agent/networks.ts";
-import { counterSnapshot, kernelNameCounts, resetCounters, type PhaseCounters } from "../backend/device.ts";
+import { kernelNameCounts, resetCounters, type PhaseCounters } from "../backend/device.ts";
 import { disposeCandidates, embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
 import { evalOptions } from "../training/train.ts";
 import { benchTraining, settled, workloadConfig, type WorkloadShape } from "./workload-bench.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import { summarizeDispatch, type DispatchSummary } from "./dispatch-summary.ts";
 import { recorderStats } from "../model/webgpu/recorded-encoder.ts";
-import { gpuTimingOff, gpuTimingOn, settleGpuTimes, withGpuTimes } from "../backend/gpu-timing.ts";
+import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
 
 /** The four hot-loop figures of one call of something other than a training iteration. */
 export interface CallCounts {
@@ -72,11 +72,8 @@ async function countCall(fn: () => Promise<void>): Promise<CallCounts> {
   const t0 = performance.now();
   await fn();
   const ms = performance.now() - t0;
-  gpuTimingOff();
-  const snap = counterSnapshot();
-  const times = gpuTimed ? await settleGpuTimes() : null;
-  const timed = times !== null && times.untimed === 0;
-  const perPhase = (timed ? withGpuTimes(snap, times) : snap) as Record<string, PhaseCounters>;
+  const { counts, timed } = await settledCounters(gpuTimed);
+  const perPhase = counts as Record<string, PhaseCounters>;
   const s = summarizeDispatch(perPhase, ms, timed);
   return { dispatches: s.dispatchesPerIteration, tfjsKernels: s.tfjsKernelsPerIteration, submits: s.submitsPerIteration, hostMs: s.hostMsPerIteration, gpuMs: s.gpuMsPerIteration, perPhase };
 }

@@ -11,8 +11,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
-import { counterSnapshot, countersOn, resetCounters, withPhaseAsync } from "../backend/device.ts";
-import { gpuTimingOff, gpuTimingOn, settleGpuTimes } from "../backend/gpu-timing.ts";
+import { countersOn, resetCounters, withPhaseAsync } from "../backend/device.ts";
+import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
 import { HfBertEncoder } from "../model/hf/encoder.ts";
 import { writeRandomBert, type BertSize } from "../model/hf/random-bert.ts";
 import { withRecorder } from "../model/webgpu/recorded-encoder.ts";
@@ -47,10 +47,9 @@ async function countReps(phase: "encode" | "update", reps: number, once: () => P
   await withPhaseAsync(phase, async () => {
     for (let i = 0; i < reps; i++) ms += await once();
   });
-  gpuTimingOff();
-  const k = counterSnapshot()[phase]!;
-  const gpu = timed ? await settleGpuTimes() : null;
-  const gpuMs = gpu && gpu.untimed === 0 ? (gpu.ms[phase] ?? 0) / reps : null;
+  const s = await settledCounters(timed);
+  const k = s.counts[phase]!;
+  const gpuMs = s.timed ? k.gpuMs / reps : null;
   return { dispatches: k.dispatches / reps, tfjsKernels: (k.kernels - k.fused) / reps, submits: k.submits / reps, hostMs: ms / reps, gpuMs };
 }
 

@@ -12,12 +12,12 @@ import { Learner } from "../agent/learner.ts";
 import { ParallelEnvs } from "../agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../agent/iteration.ts";
 import { disposeCandidates, embedSampleChunks, greedyEpisode, type CandidateEmbeddings } from "../agent/greedy.ts";
-import { counterSnapshot, countersOn, resetCounters, type PhaseCounters } from "../backend/device.ts";
+import { countersOn, resetCounters, type PhaseCounters } from "../backend/device.ts";
 import { evalOptions } from "../training/train.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
 import { summarizeDispatch } from "./dispatch-summary.ts";
-import { gpuTimingOff, gpuTimingOn, settleGpuTimes, withGpuTimes } from "../backend/gpu-timing.ts";
+import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
 
 /**
  * `reference`: docs/workload.md's sizes. `counts`: the same loop at a sliver of its compute (the
@@ -138,20 +138,14 @@ export async function benchWorkload(encoder: "bow" | "transformer", log: (m: str
   return { encoder: config.algo.encoder, training, encode, episodes };
 }
 
-/** Counters divided by the number of runs (rounded to 0.1). */
-/**
- * The counters since the last reset per run, with the GPU time of their passes where `gpuTimed`
- * (gpuTimingOn ran before the reset); timing stops. `timed`: the GPU times are in (none untimed).
- */
+/** settledCounters per run, saying so when some passes went untimed. */
 async function countsSince(runs: number, gpuTimed: boolean, log: (m: string) => void): Promise<{ counts: Record<string, PhaseCounters>; timed: boolean }> {
-  gpuTimingOff();
-  const snap = counterSnapshot(); // before the settle's own submit
-  const times = gpuTimed ? await settleGpuTimes() : null;
-  if (times?.untimed) log(`  GPU timing: ${times.untimed} passes untimed (more than a query set holds): no GPU figure`);
-  const timed = times !== null && times.untimed === 0;
-  return { counts: perRun(timed ? withGpuTimes(snap, times) : snap, runs), timed };
+  const { counts, timed, untimed } = await settledCounters(gpuTimed);
+  if (untimed) log(`  GPU timing: ${untimed} passes untimed (more than a query set holds): no GPU figure`);
+  return { counts: perRun(counts, runs), timed };
 }
 
+/** Counters divided by the number of runs (rounded to 0.1). */
 function perRun(c: Partial<Record<string, PhaseCounters>>, runs: number): Record<string, PhaseCounters> {
   const out: Record<string, PhaseCounters> = {};
   const r = (x: number) => Math.round((x / Math.max(1, runs)) * 10) / 10;

@@ -26,7 +26,6 @@ import { USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } f
 import type { BertConfig } from "../hf/bert.ts";
 import { N_EMB, PER_LAYER, type BertBuilder } from "./recorded-bert.ts";
 
-
 const ACT_BWD: Record<BertConfig["act"], [string, string]> = {
   gelu: ["qrag_gelu_bwd", GELU_BWD],
   gelu_tanh: ["qrag_gelu_tanh_bwd", GELU_TANH_BWD],

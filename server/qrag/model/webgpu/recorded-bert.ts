@@ -161,14 +161,11 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
   const pb = planBuffers(device);
   const buf = pb.buf;
   const ids = buf(N), mask = buf(N), poolW = buf(N);
+  /** `one` for each of `count` uses. */
+  const shared = (one: BufferLike, count = L): BufferLike[] => Array.from({ length: count }, () => one);
   /** `count` buffers of their own when keeping activations, else one shared by all. */
-  const per = (floats: number, count = L): BufferLike[] => {
-    if (keep) return Array.from({ length: count }, () => buf(floats));
-    const one = buf(floats);
-    return Array.from({ length: count }, () => one);
-  };
+  const per = (floats: number, count = L): BufferLike[] => (keep ? Array.from({ length: count }, () => buf(floats)) : shared(buf(floats), count));
   const e = buf(N * d), stats = buf(N * 2);
-  const shared = (one: BufferLike): BufferLike[] => Array.from({ length: L }, () => one);
   const acts: BertActs = {
     e, embSt: stats, x: per(N * d, L + 1),
     q: per(N * d), k: per(N * d), v: per(N * d), ctx: per(N * d), attSt: per(B * H * T * 2),
