@@ -18,7 +18,7 @@ import { gpuTable, type OursFile, type TorchFile } from "../server/qrag/bench/gp
 import { MATMUL_TILES, tileFor } from "../server/qrag/model/webgpu/matmul.ts";
 import { attentionGrid, attentionTile } from "../server/qrag/model/webgpu/attention.ts";
 import { rowLanes, rowWorkgroups } from "../server/qrag/model/webgpu/row-reduce.ts";
-import { DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, runScript, sizeCheck } from "../scripts/device/pack.ts";
+import { CARRIED, DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, appBundles, bundle, runScript, sizeCheck, type BundleImports } from "../scripts/device/pack.ts";
 import { resolveConfig } from "../server/qrag/config/config.ts";
 import { checkEncoderPath } from "../server/qrag/model/hf/encoder-path.ts";
 import { webgpuSkip } from "./webgpu-skip.ts";
@@ -127,7 +127,7 @@ test("device run.sh: valid bash that sets up node, dawn.node, the Vulkan loader 
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "qrag-dev-")), "run.sh");
   fs.writeFileSync(file, sh);
   execFileSync("bash", ["-n", file]);
-  for (const want of ['xz -dc "$D/node.xz"', 'xz -dc "$DAWN.xz"', 'dpkg -x "$f" /', "XDG_RUNTIME_DIR", "export QRAG_CONFIG_DIR=", "export VK_DRIVER_FILES=$ICD", '"$D/bench.mjs" --out "$OUT/bench.json"', "--device cuda"]) {
+  for (const want of ['xz -dc "$D/node.xz"', 'xz -dc "$DAWN.xz"', 'dpkg -x "$f" /', "XDG_RUNTIME_DIR", "export QRAG_CONFIG_DIR=", "export VK_DRIVER_FILES=$ICD", '"$D/bench/bench.mjs" --out "$OUT/bench.json"', "--device cuda"]) {
     assert.ok(sh.includes(want), `run.sh has ${want}`);
   }
   const r = spawnSync("bash", [file, "nope"], { env: { ...process.env, OUT: path.dirname(file) }, encoding: "utf8" });
@@ -137,6 +137,25 @@ test("device run.sh: valid bash that sets up node, dawn.node, the Vulkan loader 
   assert.match(WEBGPU_SHIM, /await globalThis\.__qragLoadTfjsWebgpu\(\)/);
   const entry = fs.readFileSync(path.join(ROOT, "scripts/device/bench-entry.ts"), "utf8");
   assert.match(entry, /__qragLoadTfjsWebgpu = \(\) => import\("@tensorflow\/tfjs-backend-webgpu"\)/, "the entry defines what the shim calls");
+});
+
+test("device pack's bundles load at start only packages the pack carries; the LLM providers stay lazy chunks", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-pack-"));
+  try {
+    const bundles: Record<string, BundleImports> = { ...appBundles(path.join(dir, "app")), "bench/bench.mjs": bundle("scripts/device/bench-entry.ts", path.join(dir, "bench/bench.mjs")) };
+    for (const [file, { atStart }] of Object.entries(bundles)) {
+      assert.deepEqual(atStart.filter((p) => !CARRIED.has(p)), [], `${file} loads at start only what the pack carries`);
+    }
+    // the engine holds the LLM reader and agent (node-llama-cpp, openai: not carried), loaded on first use
+    for (const file of ["server/worker/engine-process.mjs", "bench/bench.mjs"]) {
+      for (const p of ["node-llama-cpp", "openai"]) assert.ok(bundles[file].lazy.includes(p), `${file} loads ${p} lazily`);
+    }
+    assert.deepEqual(bundles["server/main.mjs"].atStart, ["@node-rs/argon2"], "the server loads argon2 at start, the rest when used");
+    // the chunks sit beside their entry (paths computed from import.meta.url hold)
+    assert.ok(fs.readdirSync(path.join(dir, "app/server/worker")).some((f) => /^engine-process-\w+\.mjs$/.test(f)));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("device pack size check: the 64 MiB a call carries, the checkout included", () => {

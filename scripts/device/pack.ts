@@ -2,7 +2,7 @@
  * Builds `.device/` in a checkout (default: the repository root, `--dest DIR` for another) for
  * the GPU machine, which has no Node.js and no network:
  *   node.xz                 this machine's node binary (xz)
- *   bench.mjs               esbuild bundle of scripts/device/bench-entry.ts (npm run bench)
+ *   bench/bench.mjs         esbuild bundle of scripts/device/bench-entry.ts (npm run bench), its lazy chunks beside
  *   node_modules/webgpu     Dawn's Node bindings (dawn.node as dawn.node.xz) + a tfjs-webgpu shim
  *   debs/*.deb              Debian's Vulkan loader and glvnd (NVIDIA's Vulkan driver, libGLX_nvidia,
  *                           needs libGLdispatch), unpacked there when the loader is missing
@@ -21,6 +21,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { builtinModules } from "node:module";
+import { buildSync } from "esbuild";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 /** What travels with a device call at most (working tree + carried paths). */
@@ -59,7 +61,7 @@ case "$cmd" in
     { nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv;
       ldconfig -p | grep libvulkan; echo "VK_DRIVER_FILES=\${VK_DRIVER_FILES:-}"; "$BIN/node" --version; } > "$OUT/info.txt" 2>&1 ;;
   # QRAG_NODE_FLAGS: flags for node itself, e.g. "--cpu-prof --cpu-prof-dir=$OUT"
-  bench) "$BIN/node" \${QRAG_NODE_FLAGS:-} "$D/bench.mjs" --out "$OUT/bench.json" "$@" ;;
+  bench) "$BIN/node" \${QRAG_NODE_FLAGS:-} "$D/bench/bench.mjs" --out "$OUT/bench.json" "$@" ;;
   torch)
     W=/tmp/qrag-torch; mkdir -p "$W/results"; cp "$D/bench_qrag_torch_cuda.py" "$W/"
     PYTHONUNBUFFERED=1 python3 "$W/bench_qrag_torch_cuda.py" --device cuda --blas system --no-report --tag torch "$@" > "$OUT/torch.log" 2>&1
@@ -159,18 +161,66 @@ function checkoutBytes(dir: string): number {
   }
 }
 
-const ESBUILD_NODE = [
-  "--bundle", "--platform=node", "--format=esm", "--target=node20", "--log-level=warning",
-  "--external:webgpu", "--external:@tensorflow/tfjs-node", "--external:@tensorflow/tfjs-node-gpu",
+/** Packages left out of every bundle: the device's (webgpu), tfjs-node's, and the LLM providers'. */
+const EXTERNAL = [
+  "webgpu", "@tensorflow/tfjs-node", "@tensorflow/tfjs-node-gpu",
   // the LLM reader's providers load lazily and stay out of the pack (llama.cpp's binaries are
   // hundreds of MB; the GPU calls carry 64 MiB): a reader on the device machine is not packed yet
-  "--external:node-llama-cpp", "--external:@node-llama-cpp/*", "--external:openai",
-  // CommonJS bits inside the bundle call require(): give the ESM bundle one
-  "--banner:js=import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+  "node-llama-cpp", "@node-llama-cpp/*", "openai",
 ];
 
-function bundle(entry: string, outfile: string, external: string[] = []): void {
-  sh(path.join(ROOT, "node_modules/.bin/esbuild"), [path.join(ROOT, entry), ...ESBUILD_NODE, ...external.map((e) => `--external:${e}`), `--outfile=${outfile}`]);
+/** The packages outside a bundle that it loads: at its start (static imports), or on first use (a lazy `import()`). */
+export interface BundleImports {
+  atStart: string[];
+  lazy: string[];
+}
+
+/** "@scope/name/sub" → "@scope/name", "name/sub" → "name"; null for a node builtin. */
+function packageOf(spec: string): string | null {
+  if (spec.startsWith("node:") || builtinModules.includes(spec.split("/")[0])) return null;
+  return spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/");
+}
+
+/**
+ * One entry's bundle at `outfile`. Split, so a lazy `import()` (the LLM providers, reader/open.ts)
+ * stays a chunk beside it that loads on first use: inlined, its static imports of the external
+ * packages (node-llama-cpp, openai, not in the pack) would load at start and stop the process.
+ * Returns the external packages it loads at start and lazily, from esbuild's metafile.
+ */
+export function bundle(entry: string, outfile: string, external: string[] = []): BundleImports {
+  const name = path.basename(outfile, ".mjs");
+  const outdir = path.dirname(outfile);
+  const { metafile } = buildSync({
+    entryPoints: { [name]: path.join(ROOT, entry) },
+    bundle: true, platform: "node", format: "esm", target: "node20", logLevel: "warning",
+    external: [...EXTERNAL, ...external],
+    splitting: true, outdir, outExtension: { ".js": ".mjs" }, chunkNames: `${name}-[hash]`, metafile: true,
+    // CommonJS bits inside the bundle call require(): give the ESM bundle one
+    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  });
+  const outputs = metafile.outputs;
+  // the outputs reached by static imports from the entry load at start; a dynamic import's
+  // chunk, and all it reaches, on first use
+  const closure = (from: string[], follow: (kind: string) => boolean): Set<string> => {
+    const seen = new Set<string>();
+    const todo = [...from];
+    for (let f = todo.pop(); f !== undefined; f = todo.pop()) {
+      if (seen.has(f)) continue;
+      seen.add(f);
+      for (const i of outputs[f]?.imports ?? []) if (!i.external && follow(i.kind)) todo.push(i.path);
+    }
+    return seen;
+  };
+  const externals = (files: Set<string>, kind: (k: string) => boolean) =>
+    [...files].flatMap((f) => (outputs[f]?.imports ?? []).filter((i) => i.external && kind(i.kind)).map((i) => packageOf(i.path)));
+  // (a require() call counts as lazy: in the packages bundled here they sit in try/catch or in the
+  // function that needs them, as ws's bufferutil and pg's pg-native)
+  const isStatic = (k: string) => k === "import-statement";
+  const start = closure([path.relative(process.cwd(), outfile)], isStatic);
+  const later = closure([...start].flatMap((f) => (outputs[f]?.imports ?? []).filter((i) => !i.external && !isStatic(i.kind)).map((i) => i.path)), () => true);
+  const atStart = new Set(externals(start, isStatic).filter((p) => p !== null));
+  const lazy = new Set([...externals(start, (k) => !isStatic(k)), ...externals(later, () => true)].filter((p) => p !== null && !atStart.has(p)));
+  return { atStart: [...atStart].sort(), lazy: [...lazy].sort() as string[] };
 }
 
 /** Packages the app bundles leave external, and which of their files travel (native addons, data). */
@@ -187,15 +237,35 @@ export const APP_PACKAGES: Record<string, string[]> = {
  * app.tar.xz: the bundles sit where their sources sit (app/server/…), so the paths they compute
  * from their own location (the repository root, the engine process beside the worker) hold.
  */
+/** The packages a bundle may load at start: those the pack carries (the webgpu shim included). */
+export const CARRIED = new Set([...Object.keys(APP_PACKAGES), "webgpu", "@tensorflow/tfjs-backend-webgpu"]);
+
+/** The app's bundles under `app` (app/server/main.mjs, …), each with the external packages it loads. */
+export function appBundles(app: string): Record<string, BundleImports> {
+  const natives = ["better-sqlite3", "@node-rs/argon2", "next", "pg-native", "bufferutil", "utf-8-validate"];
+  const out: Record<string, BundleImports> = {};
+  for (const [source, file] of [
+    ["server/main.ts", "server/main.mjs"],
+    ["server/worker/main.ts", "server/worker/main.mjs"],
+    ["scripts/device/engine-entry.ts", "server/worker/engine-process.mjs"],
+    ["scripts/device/mission.ts", "mission.mjs"],
+  ]) out[file] = bundle(source, path.join(app, file), natives);
+  return out;
+}
+
+/** Refuses a pack whose bundle would stop at start on a package the device machine lacks. */
+function checkCarried(bundles: Record<string, BundleImports>): void {
+  for (const [file, { atStart }] of Object.entries(bundles)) {
+    const missing = atStart.filter((p) => !CARRIED.has(p));
+    if (missing.length) throw new Error(`pack: ${file} imports ${missing.join(", ")} at start, which the pack does not carry (load it lazily: import() where it is used)`);
+  }
+}
+
 function packApp(dest: string): void {
   const stage = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-app-"));
   const app = path.join(stage, "app");
   try {
-    const natives = ["better-sqlite3", "@node-rs/argon2", "next", "pg-native", "bufferutil", "utf-8-validate"];
-    bundle("server/main.ts", path.join(app, "server/main.mjs"), natives);
-    bundle("server/worker/main.ts", path.join(app, "server/worker/main.mjs"), natives);
-    bundle("scripts/device/engine-entry.ts", path.join(app, "server/worker/engine-process.mjs"), natives);
-    bundle("scripts/device/mission.ts", path.join(app, "mission.mjs"), natives);
+    checkCarried(appBundles(app));
     for (const p of ["sqlite", "postgres"]) fs.cpSync(path.join(ROOT, "prisma", p, "migrations"), path.join(app, "prisma", p, "migrations"), { recursive: true });
     for (const [pkg, files] of Object.entries(APP_PACKAGES)) {
       for (const f of files) fs.cpSync(path.join(ROOT, "node_modules", pkg, f), path.join(app, "node_modules", pkg, f), { recursive: true });
@@ -212,7 +282,10 @@ function pack(dest: string): void {
   if (!fs.existsSync(node) || fs.statSync(node).mtimeMs < fs.statSync(process.execPath).mtimeMs) {
     execFileSync("sh", ["-c", `xz -T2 -6 -c "${process.execPath}" > "${node}.tmp" && mv "${node}.tmp" "${node}"`], { stdio: "inherit" });
   }
-  bundle("scripts/device/bench-entry.ts", path.join(dest, "bench.mjs"));
+  // its own folder: the bundle and its chunks, none left from an earlier pack
+  fs.rmSync(path.join(dest, "bench"), { recursive: true, force: true });
+  fs.rmSync(path.join(dest, "bench.mjs"), { force: true });
+  checkCarried({ "bench/bench.mjs": bundle("scripts/device/bench-entry.ts", path.join(dest, "bench/bench.mjs")) });
   packApp(dest);
   const wg = path.join(dest, "node_modules/webgpu");
   fs.mkdirSync(path.join(wg, "dist/linux-x64"), { recursive: true });

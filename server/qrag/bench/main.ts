@@ -173,12 +173,15 @@ function writeResult(file: string, result: Record<string, unknown>): void {
   fs.writeFileSync(file, JSON.stringify(result, null, 2));
 }
 
-if (isMainModule(import.meta.url)) {
-  Promise.resolve()
-    .then(() => runBench(parseBenchArgs(process.argv.slice(2))))
+/** `npm run bench -- ARGS…`: the result on stdout (and in --out), a failure on stderr with exit code 1. */
+export function benchCli(argv: string[]): Promise<void> {
+  return Promise.resolve()
+    .then(() => runBench(parseBenchArgs(argv)))
     .then((r) => console.log(JSON.stringify(r, null, 2)))
     .catch((e: Error) => {
       process.stderr.write(`bench failed: ${e.stack ?? e.message}\n`);
       process.exitCode = 1;
     });
 }
+
+if (isMainModule(import.meta.url)) void benchCli(process.argv.slice(2));
