@@ -14,6 +14,7 @@ import { attentionBatched } from "../server/qrag/model/attention.ts";
 import { embedScatter } from "../server/qrag/model/ops.ts";
 import { CLS, PAD, SEP, textIds, textIdsFast, textIdsWithBigrams, wordId } from "../server/qrag/model/tokenizer.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
+import { padRows } from "../server/qrag/model/base.ts";
 
 await pickBackend("wasm");
 
@@ -111,6 +112,24 @@ test("textIdsFast equals textIds (ASCII fast path, non-ASCII fallback, truncatio
   for (const t of texts) {
     for (const [V, max] of [[1024, 32], [16384, 3], [8192, 0], [50, 1000]]) {
       assert.deepEqual(textIdsFast(t, V, max), textIds(t, V, max), JSON.stringify(t));
+    }
+  }
+});
+
+test("transformer packing (RowPacker) equals padRows of [CLS, ids…, SEP] rows: padding, cuts at a max_len off the powers of two, non-ASCII, empty states", () => {
+  const rng = new Rng(61);
+  const alphabet = "abcXYZ019 ,.;'-\n\té";
+  const text = () => Array.from({ length: rng.int(90) }, () => rng.choice([...alphabet])).join("");
+  for (const max_len of [64, 48, 7, 2]) {
+    const enc = createEncoder({ ...TRANSFORMER, max_len }, new Rng(1));
+    const V = TRANSFORMER.vocab_size;
+    for (const maxTokens of [0, 3, 32, 100]) {
+      const texts = ["", "Café Ünïcode", "İstanbul \u212A", ...Array.from({ length: 40 }, text)];
+      const rows = texts.map((t) => [CLS, ...textIds(t, V, maxTokens), SEP]);
+      assert.deepEqual(enc.packActions(texts, maxTokens), padRows(rows, max_len), `actions, max_len ${max_len}, maxTokens ${maxTokens}`);
+      const states = [[], ["one"], ...Array.from({ length: 12 }, () => Array.from({ length: rng.int(6) }, text))];
+      const stateRows = states.map((pieces) => (pieces.length ? [CLS, ...pieces.flatMap((p) => [...textIds(p, V, maxTokens), SEP])] : [CLS, SEP]));
+      assert.deepEqual(enc.packStates(states, maxTokens), padRows(stateRows, max_len), `states, max_len ${max_len}, maxTokens ${maxTokens}`);
     }
   }
 });

@@ -12,6 +12,7 @@ import { CONFIG, batchOf, readForward as forward, recordedCalls } from "./record
 import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
+import { webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 
 /** Recorded vs tfjs forwards over several shapes, eval and train (dropout) mode, and the Rngs after. */
 async function equalCase() {
@@ -123,7 +124,41 @@ async function pendingCase() {
   };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, assign: assignCase, pending: pendingCase };
+/**
+ * embedTextsDevice (the eval encode, packed a slice at a time) against embedDevice(packActions) of
+ * the same texts: ~4,800 distinct ones (slices of 4,096 and of the rows a length holds, split where
+ * rows run longer), repeats among them; and, as each slice is packed, whether anything recorded
+ * before it still waits in tfjs's command encoder instead of running on the GPU.
+ */
+async function textsCase() {
+  await onBackend("webgpu");
+  const enc = new TransformerEncoder({ ...CONFIG, max_len: 128 }, new Rng(17));
+  const rng = new Rng(19);
+  const words = ["the", "kitchen", "garden", "north", "of", "mary", "went", "to", "apple", "42"];
+  const sentence = (n: number) => Array.from({ length: n }, () => rng.choice(words)).join(" ") + ".";
+  // short rows first (a first slice mostly padded to 16), longer ones after (slices split), repeats throughout
+  const texts = Array.from({ length: 5600 }, (_, i) => (i % 7 === 3 ? `repeat ${i % 5}` : `${i} ${sentence(i < 4400 ? rng.int(12) : rng.int(100))}`));
+  const read = async (y: tf.Tensor) => {
+    const v = (await y.data()) as Float32Array;
+    y.dispose();
+    return v;
+  };
+  const want = await read(enc.embedDevice(enc.packActions(texts, 64), false));
+  const be = webgpuBackend() as unknown as { commandEncoder: object | null };
+  const pendingAtPack: boolean[] = [];
+  const calls0 = recorderStats.calls;
+  const pack = enc.packActions.bind(enc);
+  enc.packActions = (t, m) => {
+    pendingAtPack.push(be.commandEncoder !== null);
+    return pack(t, m);
+  };
+  const got = await read(enc.embedTextsDevice(texts, 64));
+  let maxAbs = 0;
+  for (let i = 0; i < want.length; i++) maxAbs = Math.max(maxAbs, Math.abs(got[i] - want[i]));
+  return { maxAbs, rows: got.length / CONFIG.dim, pendingAtPack, forwards: recorderStats.calls - calls0, spread: relDiff(want.subarray(0, CONFIG.dim), want.subarray(CONFIG.dim * 5, CONFIG.dim * 6)) };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, assign: assignCase, pending: pendingCase, texts: textsCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

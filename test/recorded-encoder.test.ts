@@ -51,3 +51,14 @@ test("recorded calls left pending in tfjs's command encoder: two of one shape, o
   r.evicted.forEach((d, i) => assert.ok(d <= 1e-6, `shape ${i + 1}×32 pending with evictions: rel. diff ${d}`));
   assert.ok(r.plansMade >= 2, `plans evicted and made again while calls were pending (${r.plansMade})`);
 });
+
+test("eval encode of texts, streamed (embedTextsDevice): the same values as packing them all first (0 difference), each slice packed with nothing recorded still waiting for the GPU", { skip }, () => {
+  const r = runCase<{ maxAbs: number; rows: number; pendingAtPack: boolean[]; forwards: number; spread: number }>("texts");
+  assert.equal(r.rows, 5600);
+  assert.equal(r.maxAbs, 0, "embeddings differ from embedDevice(packActions(texts))");
+  assert.ok(r.spread > 0.1, `distinct texts gave near-equal embeddings (${r.spread})`);
+  // 4,800 distinct texts: the first slice of 4,096, then slices of 512 (rows padded to 128)
+  assert.ok(r.pendingAtPack.length >= 3, `packed in ${r.pendingAtPack.length} slice(s)`);
+  assert.deepEqual(r.pendingAtPack, r.pendingAtPack.map(() => false), "a slice was packed while recorded work still waited in tfjs's encoder");
+  assert.ok(r.forwards >= r.pendingAtPack.length, `${r.forwards} recorded forwards`);
+});

@@ -146,7 +146,7 @@ export async function embedStatesAsync(enc: QEncoder, states: readonly (readonly
  * in large sub-batches that never leave the device. The caller disposes it.
  */
 export function embedActionsDevice(enc: QEncoder, texts: readonly string[], maxTokens: number, training: boolean): tf.Tensor2D {
-  return enc.embedDevice(enc.packActions(texts, maxTokens), training);
+  return training ? enc.embedDevice(enc.packActions(texts, maxTokens), true) : enc.embedTextsDevice(texts, maxTokens);
 }
 
 /** Device path: states → a device-resident [n, D] tensor. The caller disposes it. */

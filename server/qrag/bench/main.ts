@@ -6,6 +6,8 @@
  *                          on the workload's and BERT-base's shapes — see kernels.ts
  *   webgpu-check           (webgpu only) granted limits, widest AddN, bert-tiny vs Hugging Face
  *   encode-hf              hf encoder (random BERT weights, 2L/D128 and 12L/D768) chunks/s, async reads
+ *   encode-stream          (webgpu only) the workload's eval encode of 40,000 chunks, packed first vs streamed
+ *                          (a slice tokenized while the GPU runs the last; encode-stream.ts), and the packing alone
  *   dispatch               one training iteration of the reference workload (transformer): dispatches,
  *                          tfjs kernels, submits and host ms per iteration against the hot-loop budget
  *   dispatch-counts        the same counts on the same loop at a sliver of its compute (workload-bench.ts
@@ -110,6 +112,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       result.matmulTiled = tiled;
     } else if (part === "webgpu-check") result.webgpuCheck = await (await import("./webgpu-check.ts")).benchWebgpuCheck();
     else if (part === "encode-hf") result.encodeHf = await (await import("./webgpu-encode.ts")).benchEncodeHf(log);
+    else if (part === "encode-stream") result.encodeStream = await (await import("./encode-stream.ts")).benchEncodeStream(log, opts.lengths?.[0]);
     else if (part === "kernels") result.kernels = await (await import("./kernels.ts")).benchKernels(log, { shapes: opts.kernelShapes });
     else if (part === "dispatch") result.dispatch = await (await import("./dispatch.ts")).benchDispatch(log);
     else if (part === "dispatch-counts") {
@@ -154,7 +157,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
         outFile: path.resolve("bench-results", opts.tag ? `niah-${opts.tag}.json` : "niah.json"),
         ...tagRuns,
       });
-    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, kernels, dispatch, dispatch-counts, dispatch-update, dispatch-hf, webgpu-check, encode-hf, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, kernels, dispatch, dispatch-counts, dispatch-update, dispatch-hf, webgpu-check, encode-hf, encode-stream, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     trimWebgpuPool(); // what a part pooled is not the next part's (no-op off webgpu)
     // a part that fails or a run cut off (a device lease's time limit) keeps the parts before it

@@ -42,17 +42,21 @@ export function textIds(text: string, vocabSize: number, maxTokens: number): num
   return out;
 }
 
-/** Raw 32-bit word hashes of a text (the first `maxWords` words), as `words` + FNV-1a would give. */
-function wordHashes(text: string, maxWords: number): number[] {
-  const out: number[] = [];
-  if (maxWords <= 0) return out;
+/**
+ * Writes the FNV-1a hashes of the first `maxWords` words of an ASCII text into `out` from `at` (as
+ * `words` + hashWord give them; an Int32Array holds them as int32) and returns how many; -1 at the
+ * first non-ASCII character, where toLowerCase may map a character to an ASCII letter: the caller
+ * takes the exact path then. One pass over the characters: no lower-casing copy, regex or substrings.
+ */
+function scanHashes(text: string, maxWords: number, out: number[] | Int32Array, at: number): number {
+  if (maxWords <= 0) return 0;
   const n = text.length;
+  let count = 0;
   let h = 0;
   let inWord = false;
   for (let i = 0; i < n; i++) {
     let c = text.charCodeAt(i);
-    // toLowerCase can map some non-ASCII characters to ASCII letters: take the exact path.
-    if (c >= 128) return words(text).slice(0, maxWords).map(hashWord);
+    if (c >= 128) return -1;
     if (c >= 65 && c <= 90) c += 32;
     if ((c >= 97 && c <= 122) || (c >= 48 && c <= 57)) {
       if (!inWord) {
@@ -62,13 +66,34 @@ function wordHashes(text: string, maxWords: number): number[] {
       h ^= c;
       h = Math.imul(h, 0x01000193);
     } else if (inWord) {
-      out.push(h >>> 0);
+      out[at + count++] = h >>> 0;
       inWord = false;
-      if (out.length >= maxWords) return out;
+      if (count >= maxWords) return count;
     }
   }
-  if (inWord) out.push(h >>> 0);
-  return out;
+  if (inWord) out[at + count++] = h >>> 0;
+  return count;
+}
+
+/** Raw 32-bit word hashes of a text (the first `maxWords` words), as `words` + FNV-1a would give. */
+function wordHashes(text: string, maxWords: number): number[] {
+  const out: number[] = [];
+  return scanHashes(text, maxWords, out, 0) < 0 ? words(text).slice(0, maxWords).map(hashWord) : out;
+}
+
+/**
+ * `textIds` written into `out` from `at` (the first `maxTokens` words; `out` has room for them):
+ * how many. The packers' path (model/row-packer.ts): no array per text.
+ */
+export function writeTextIds(text: string, vocabSize: number, maxTokens: number, out: Int32Array, at: number): number {
+  const n = scanHashes(text, maxTokens, out, at);
+  if (n < 0) {
+    const ids = textIds(text, vocabSize, maxTokens);
+    out.set(ids, at);
+    return ids.length;
+  }
+  for (let i = at; i < at + n; i++) out[i] = bucket(out[i] >>> 0, vocabSize);
+  return n;
 }
 
 /**

@@ -31,7 +31,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import type { EncoderConfig, TapedForward, TokenBatch } from "./encoder.ts";
-import { BaseEncoder, checkBatch, padRows, type ParamSpec, type WeightSource } from "./base.ts";
+import { BaseEncoder, checkBatch, type ParamSpec, type WeightSource } from "./base.ts";
 import { dropout, embedScatter, gelu, layerNorm, linear, residualDropout, segmentMean } from "./ops.ts";
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
 import { attentionQkvDevice, maskedMeanDevice } from "./device-ops.ts";
@@ -39,7 +39,8 @@ import { gatherRows } from "./device-gather.ts";
 import { recordedEncoderForward } from "./webgpu/recorded-encoder.ts";
 import { recordedEncoderTrain, recordedTaped } from "./webgpu/recorded-train.ts";
 import { onDevice } from "../backend/device.ts";
-import { CLS, SEP, textIdsFast as textIds } from "./tokenizer.ts";
+import { CLS, SEP } from "./tokenizer.ts";
+import { RowPacker } from "./row-packer.ts";
 import { Rng } from "../util/rng.ts";
 
 /** Per-layer variables, in order. */
@@ -97,25 +98,31 @@ export class TransformerEncoder extends BaseEncoder {
 
   packActions(texts: readonly string[], maxTokens: number): TokenBatch {
     const V = this.config.vocab_size;
-    return padRows(
-      texts.map((t) => [CLS, ...textIds(t, V, maxTokens), SEP]),
-      this.config.max_len,
-    );
+    const p = new RowPacker(texts.length, this.config.max_len, Math.max(0, maxTokens) + 2);
+    for (const t of texts) {
+      p.row();
+      p.token(CLS);
+      p.text(t, V, maxTokens);
+      p.token(SEP);
+    }
+    return p.finish();
   }
 
   packStates(states: readonly (readonly string[])[], maxTokensPerPiece: number): TokenBatch {
     const V = this.config.vocab_size;
-    const rows = states.map((pieces) => {
-      const row: number[] = [CLS];
-      for (const p of pieces) {
-        const ids = textIds(p, V, maxTokensPerPiece);
-        for (let i = 0; i < ids.length; i++) row.push(ids[i]);
-        row.push(SEP);
+    let bound = 2;
+    for (const pieces of states) bound = Math.max(bound, 1 + pieces.length * (Math.max(0, maxTokensPerPiece) + 1));
+    const p = new RowPacker(states.length, this.config.max_len, bound);
+    for (const pieces of states) {
+      p.row();
+      p.token(CLS);
+      for (const piece of pieces) {
+        p.text(piece, V, maxTokensPerPiece);
+        p.token(SEP);
       }
-      if (pieces.length === 0) row.push(SEP);
-      return row;
-    });
-    return padRows(rows, this.config.max_len);
+      if (pieces.length === 0) p.token(SEP);
+    }
+    return p.finish();
   }
 
   /** Trims each sub-batch of embedNoGrad to its own padded length. */

@@ -359,6 +359,17 @@ export function recordedIntoTfjs(be: BackendLike, outputs: readonly tf.Tensor[])
 function submitPending(p: Plan): void {
   const be = webgpuBackend() as BackendLike;
   if (be.commandEncoder === null || (p.pendingIn.forward !== be.commandEncoder && p.pendingIn.backward !== be.commandEncoder)) return;
+  submitNow();
+}
+
+/**
+ * tfjs's pending commands (recorded calls among them) submitted now rather than at its next read
+ * or batch, so the GPU starts on them while the host prepares what follows. Off webgpu, nothing.
+ */
+export function submitNow(): void {
+  if (tf.getBackend() !== "webgpu") return;
+  const be = webgpuBackend() as BackendLike;
+  if (be.commandEncoder === null) return;
   be.endComputePassEncoder();
   be.submitQueue();
 }

@@ -1,0 +1,46 @@
+/**
+ * `--parts encode-stream [--lengths N]`: the reference workload's eval encode of 40,000 chunks (the workload
+ * part's encode figure) two ways on the active backend: packed first, every text tokenized before
+ * the first program (embedDevice(packActions(texts)), the path before 2026-11-27), and streamed
+ * (embedTextsDevice: a slice packed while the GPU runs the one before); the host's packing alone
+ * beside them. On a GPU the streamed encode hides the packing behind the GPU's work; on lavapipe
+ * the "GPU" is these same 2 cores, so expect little there.
+ */
+import * as tf from "@tensorflow/tfjs";
+import { QNetworks } from "../agent/networks.ts";
+import { onDevice } from "../backend/device.ts";
+import { chunkAt } from "../types.ts";
+import { Rng } from "../util/rng.ts";
+import { measure, timeRepeat } from "./harness.ts";
+import { materialized, workloadSource } from "./workload.ts";
+import { settled, workloadConfig } from "./workload-bench.ts";
+
+/** `chunks`: 40,000 as the workload part (`--lengths N` sets it: lavapipe takes minutes per 40,000). */
+export async function benchEncodeStream(log: (m: string) => void, chunks = 40_000, rounds = 3): Promise<Record<string, unknown>> {
+  if (!onDevice()) throw new Error(`bench part encode-stream needs the webgpu backend (active: ${tf.getBackend()})`);
+  const config = workloadConfig("transformer");
+  const enc = new QNetworks(config.algo.encoder, new Rng(1)).action;
+  const sample = materialized(workloadSource(chunks, 3).sample(0));
+  const texts = Array.from({ length: sample.chunks.length }, (_, i) => chunkAt(sample.chunks, i));
+  const maxTokens = config.max_action_length;
+  const ways = {
+    packedFirst: () => enc.embedDevice(enc.packActions(texts, maxTokens), false),
+    streamed: () => enc.embedTextsDevice(texts, maxTokens),
+  };
+  for (const run of Object.values(ways)) await settled(run()); // pipelines and plans made
+  const pack = await measure(() => void enc.packActions(texts, maxTokens), 5);
+  // alternated, so both see the same machine
+  const seconds: Record<keyof typeof ways, number[]> = { packedFirst: [], streamed: [] };
+  const busy: Record<keyof typeof ways, number> = { packedFirst: 0, streamed: 0 };
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, run] of Object.entries(ways) as [keyof typeof ways, () => tf.Tensor2D][]) {
+      const rep = await timeRepeat(async () => settled(run()));
+      seconds[name].push(rep.wall);
+      if (!rep.clean) busy[name]++;
+    }
+  }
+  const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
+  const out = Object.fromEntries(Object.entries(seconds).map(([k, v]) => [k, { seconds: v, chunksPerSecond: Math.round(texts.length / median(v)), busyRepeats: busy[k as keyof typeof ways] }]));
+  log(`  encode-stream: pack ${(pack.stats.median * 1000).toFixed(1)} ms; packed first ${out.packedFirst.chunksPerSecond} chunks/s, streamed ${out.streamed.chunksPerSecond}`);
+  return { chunks: texts.length, packMs: Math.round(pack.stats.median * 10000) / 10, ...out };
+}
