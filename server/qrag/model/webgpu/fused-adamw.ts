@@ -10,7 +10,7 @@
  * order (torch AdamW: decoupled decay, then the bias-corrected Adam step), in float32.
  */
 import * as tf from "@tensorflow/tfjs";
-import { concatenatedArraysShader, runRawProgram, storageBufferLimit, storageDecls, uniformStruct, webgpuBackend, WG, type Uniform } from "./raw-program.ts";
+import { concatenatedArraysShader, runRawProgram, storageBufferLimit, storageDecls, uniformStruct, webgpuBackend, WG, type Uniform, workgroupSum } from "./raw-program.ts";
 
 /** One variable's update: current p, m, v, its float32 gradient and its own step constants. */
 export interface AdamWSlot {
@@ -142,12 +142,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let step = u.groups * ${WG}u;
   var s = 0.0;
 ${loops.join("\n")}
-  acc[lid.x] = s;
-  workgroupBarrier();
-  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
-    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
-    workgroupBarrier();
-  }
+  ${workgroupSum("s")}
   if (lid.x == 0u) { part[wid.x] = acc[0]; }
 }`;
 }

@@ -10,7 +10,7 @@
  * Abramowitz–Stegun 7.1.26 approximation tfjs uses, |error| ≤ 1.5e-7), in float32.
  */
 import * as tf from "@tensorflow/tfjs";
-import { runToTensors as run, storageDecls, uniformStruct, WG } from "./raw-program.ts";
+import { runToTensors as run, storageDecls, uniformStruct, WG, workgroupSum } from "./raw-program.ts";
 import { EACH_COL, rowLanes, rowProgramHead, rowWorkgroups } from "./row-reduce.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
@@ -166,12 +166,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
       sum += vec2<f32>(d * ((x[r * u.n + k] - stats[2u * r]) * stats[2u * r + 1u]), d);
     }
   }
-  acc[lid.x] = sum;
-  workgroupBarrier();
-  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
-    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
-    workgroupBarrier();
-  }
+  ${workgroupSum("sum")}
   if (lid.x == 0u && k < u.n) {
     dgamma[k] = acc[0].x;
     dbeta[k] = acc[0].y;

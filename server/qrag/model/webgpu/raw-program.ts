@@ -67,6 +67,19 @@ export interface RawProgram {
 
 /** Workgroup width of every raw program (the WGSL must say `@workgroup_size(WG)`). */
 export const WG = 64;
+
+/**
+ * WGSL: `value` of every thread summed over the workgroup into `acc[0]` (a tree in workgroup
+ * memory; `acc: array<T, WG>` and `lid` declared by the program; call it in uniform control flow).
+ */
+export function workgroupSum(value: string): string {
+  return `acc[lid.x] = ${value};
+  workgroupBarrier();
+  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
+    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
+    workgroupBarrier();
+  }`;
+}
 const MAX_GROUPS = 65535;
 
 const pipelines = new WeakMap<object, Map<string, PipelineLike>>();

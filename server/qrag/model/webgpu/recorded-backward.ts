@@ -12,7 +12,7 @@
  * Each residual branch's dropout mask (the forward's key) is applied by the LayerNorm dx program
  * before it, which writes the stream's gradient and the branch's (and the embedding's) both.
  */
-import { storageDecls, uniformStruct, WG } from "./raw-program.ts";
+import { storageDecls, uniformStruct, WG, workgroupSum } from "./raw-program.ts";
 import { isAligned, matmulShader, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
 import { GELU_BWD, lnDxShader, LN_DGB } from "./gelu-layernorm.ts";
@@ -43,12 +43,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
   if (k < u.n) {
     for (var r = lid.x; r < u.rows; r += ${WG}u) { sum += dy[r * u.n + k]; }
   }
-  acc[lid.x] = sum;
-  workgroupBarrier();
-  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
-    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
-    workgroupBarrier();
-  }
+  ${workgroupSum("sum")}
   if (lid.x == 0u && k < u.n) { s[k] = acc[0]; }
 }`;
 
@@ -66,12 +61,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
       sum += vec3<f32>(a[i], b[i], c[i]);
     }
   }
-  acc[lid.x] = sum;
-  workgroupBarrier();
-  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
-    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
-    workgroupBarrier();
-  }
+  ${workgroupSum("sum")}
   if (lid.x == 0u && k < u.n) {
     sa[k] = acc[0].x;
     sb[k] = acc[0].y;

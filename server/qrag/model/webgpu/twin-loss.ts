@@ -8,7 +8,7 @@
  * shared-memory sum; the backward as a thread per element.
  */
 import * as tf from "@tensorflow/tfjs";
-import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
+import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG, workgroupSum } from "./raw-program.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
@@ -29,12 +29,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     err[2u * b + 1u] = e.y;
     sq += e * e;
   }
-  acc[lid.x] = sq;
-  workgroupBarrier();
-  for (var w = ${WG / 2}u; w > 0u; w = w / 2u) {
-    if (lid.x < w) { acc[lid.x] += acc[lid.x + w]; }
-    workgroupBarrier();
-  }
+  ${workgroupSum("sq")}
   if (lid.x == 0u) {
     let m = acc[0] / f32(u.B);
     loss[0] = (m.x * 0.5 + m.y * 0.5) * u.scale;
