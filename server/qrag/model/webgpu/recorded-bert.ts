@@ -24,7 +24,7 @@ import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import {
-  admitPlan, cachedPlan, drawKeys, linearStep, planBuffers, POOL_WGSL, recorderApplies, recorderStats, submitForward, USAGE,
+  admitPlan, cachedPlan, drawKeys, finishPlan, linearStep, planBuffers, recorderApplies, recorderStats, submitForward, USAGE,
   programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
@@ -181,7 +181,6 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
     p > 0 ? { fields: [["u", dropThreshold(p)], ["f", dropoutKeepScale(p)], ["u", 0], ["u", 0]], draw: draws++ } : { fields: [["u", 0], ["f", 1], ["u", 0], ["u", 0]] };
   const sites: BertSites = { att: [], res1: [], res2: [] };
   const b: BertBuilder = Object.assign(programList(), { device, c, B, T, hp, ap, buf, acts, sites, mask, poolW });
-  const steps = b.list;
   const lanes = rowLanes(d);
   const rows = rowWorkgroups(N, d);
   const lnDims: UniformValues = [["u", N], ["u", d], ["f", c.eps]];
@@ -225,13 +224,5 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
     b.step(linearStep(acts.f2[l], o + 12, h, N, d, F));
     sites.res2.push(residualLn(acts.mid[l], o + 14, acts.x[l + 1], acts.v2[l], acts.st2[l]));
   }
-  b.flat("qrag_rec_pool", POOL_WGSL, [acts.x[L], poolW, pooled], [["u", B], ["u", T], ["u", d]], B * d);
-  let back: BackPlan | undefined;
-  if (extend) {
-    b.list = [];
-    back = extend(b);
-  }
-  const uniform = pb.uniform(b.slots());
-  recorderStats.plans++;
-  return { key, B, T, training: hp > 0 || ap > 0, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
+  return finishPlan(b, pb, extend, { key, training: hp > 0 || ap > 0, ids, mask, poolW, pooled, last: acts.x[L], d, draws });
 }

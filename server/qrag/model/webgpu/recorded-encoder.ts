@@ -598,7 +598,6 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     dropping ? { fields: [["u", thr], ["f", keepScale], ["u", 0], ["u", 0]], draw: draws++ } : { fields: [["u", 0], ["f", 1], ["u", 0], ["u", 0]] };
   const sites: Sites = { att: [], res1: [], res2: [] };
   const b: PlanBuilder = Object.assign(programList(), { device, c, B, T, dropping, buf, acts, sites, mask, poolW });
-  const steps = b.list;
   const linear = (a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number): void => {
     b.step(linearStep(a, w, out, m, n, k));
   };
@@ -639,7 +638,21 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     const [g, y, st] = l + 1 < L ? [o + 12, hN1[l + 1], st1[l + 1]] : [2 + L * 12, hNf, acts.lnfSt];
     sites.res2.push(residualLn(mid[l], x[l + 1], g, y, st));
   }
-  b.flat("qrag_rec_pool", POOL_WGSL, [hNf, poolW, pooled], [["u", B], ["u", T], ["u", d]], B * d);
+  return finishPlan(b, pb, extend, { key, training: dropping, ids, mask, poolW, pooled, last: hNf, d, draws });
+}
+
+/**
+ * The end of every encoder's plan (this transformer's, recorded-bert.ts's): the masked-mean pooling
+ * of the last hidden states `last` into `pooled`, a taped plan's backward programs (`extend`, in a
+ * list of their own), the uniform buffer for all of them, and the Plan.
+ */
+export function finishPlan<Bld extends ProgramList & { B: number; T: number }>(
+  b: Bld, pb: PlanBuffers, extend: ((b: Bld) => BackPlan) | null,
+  p: { key: string; training: boolean; ids: BufferLike; mask: BufferLike; poolW: BufferLike; pooled: BufferLike; last: BufferLike; d: number; draws: number },
+): Plan {
+  const { B, T } = b;
+  b.flat("qrag_rec_pool", POOL_WGSL, [p.last, p.poolW, p.pooled], [["u", B], ["u", T], ["u", p.d]], B * p.d);
+  const steps = b.list;
   let back: BackPlan | undefined;
   if (extend) {
     b.list = [];
@@ -647,5 +660,6 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   }
   const uniform = pb.uniform(b.slots());
   recorderStats.plans++;
-  return { key, B, T, training: dropping, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
+  const { key, training, ids, mask, poolW, pooled, draws } = p;
+  return { key, B, T, training, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
 }
