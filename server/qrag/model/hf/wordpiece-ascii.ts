@@ -49,34 +49,43 @@ export class AsciiWordPiece {
 
   /** The ids of `text` (no special tokens), or null when the text is not for this path. */
   ids(text: string): number[] | null {
-    for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 127) return null;
+    const n = text.length;
+    for (let i = 0; i < n; i++) if (text.charCodeAt(i) > 127) return null;
     const lower = text.toLowerCase();
     for (const a of this.added) if (lower.includes(a)) return null;
+    // words are slices of the (lower-cased) text: no string built a character at a time
+    const src = this.lowercase ? lower : text;
     const out: number[] = [];
-    let word = "";
-    const flush = () => {
-      if (word) {
-        for (const id of this.word(word)) out.push(id);
-        word = "";
-      }
+    const emit = (w: string) => {
+      const ids = this.word(w);
+      for (let k = 0; k < ids.length; k++) out.push(ids[k]);
     };
-    for (let i = 0; i < text.length; i++) {
+    let from = -1; // where the current word began, -1 between words
+    let carry = ""; // the word's part before a dropped control character (rare)
+    const flush = (end: number) => {
+      const w = from >= 0 ? carry + src.slice(from, end) : carry;
+      if (w) emit(w);
+      from = -1;
+      carry = "";
+    };
+    for (let i = 0; i < n; i++) {
       const c = text.charCodeAt(i);
       // clean_text drops control characters (\t \n \r are whitespace instead); \v and \f are controls
-      if ((c < 32 && c !== 9 && c !== 10 && c !== 13) || c === 127) continue;
-      if (c === 32 || c === 9 || c === 10 || c === 13) flush();
+      if ((c < 32 && c !== 9 && c !== 10 && c !== 13) || c === 127) {
+        if (from >= 0) carry += src.slice(from, i);
+        from = -1;
+      } else if (c === 32 || c === 9 || c === 10 || c === 13) flush(i);
       else if (isAsciiPunctuation(c)) {
-        flush();
-        out.push(...this.word(text[i]));
-      } else word += text[i];
+        flush(i);
+        emit(src[i]);
+      } else if (from < 0) from = i;
     }
-    flush();
+    flush(n);
     return out;
   }
 
-  /** WordPiece: greedy longest match, `##` after the first piece; a word with an unmatched rest is [UNK]. */
-  private word(raw: string): readonly number[] {
-    const w = this.lowercase ? raw.toLowerCase() : raw;
+  /** WordPiece (of a word already lower-cased where the pipeline lower-cases): greedy longest match, `##` after the first piece; a word with an unmatched rest is [UNK]. */
+  private word(w: string): readonly number[] {
     const hit = this.words.get(w);
     if (hit) return hit;
     let ids: number[];
