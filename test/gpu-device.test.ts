@@ -158,6 +158,41 @@ test("device pack's bundles load at start only packages the pack carries; the LL
   }
 });
 
+test("figures.sh (one device call, stub run.sh): every step once, 8 files back (the tool's limit), the mission given what time is left", () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-figures-"));
+  try {
+    fs.mkdirSync(path.join(root, "scripts/device"), { recursive: true });
+    fs.mkdirSync(path.join(root, ".device"));
+    fs.mkdirSync(path.join(root, "out"));
+    fs.copyFileSync(path.join(ROOT, "scripts/device/figures.sh"), path.join(root, "scripts/device/figures.sh"));
+    // each command writes what the real one writes (bench to --out, the last one given) and logs its arguments
+    fs.writeFileSync(path.join(root, ".device/run.sh"), [
+      'cmd=$1; shift; echo "$cmd $*" >> "$CALLS"',
+      'case $cmd in',
+      '  info) echo i > "$OUT/info.txt" ;;',
+      '  bench) o="$OUT/bench.json"; while [ $# -gt 0 ]; do [ "$1" = --out ] && o=$2; shift; done; echo "{}" > "$o" ;;',
+      '  torch) echo "{}" > "$OUT/torch.json"; echo log > "$OUT/torch.log" ;;',
+      '  torch-matmul) echo "{}" > "$OUT/torch-matmul.json" ;;',
+      '  torch-encode) echo "{}" > "$OUT/torch-encode.json" ;;',
+      '  mission) echo "{}" > "$OUT/mission.json"; echo m > "$OUT/mission.log" ;;',
+      'esac',
+    ].join("\n") + "\n");
+    const calls = path.join(root, "calls.txt");
+    const r = spawnSync("bash", [path.join(root, "scripts/device/figures.sh")], { env: { ...process.env, OUT: path.join(root, "out"), CALLS: calls }, encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    const files = fs.readdirSync(path.join(root, "out")).sort();
+    assert.deepEqual(files, ["bench.json", "bench.log", "dispatch.json", "info.txt", "mission.json", "torch-encode.json", "torch-matmul.json", "torch.json"]);
+    const log = fs.readFileSync(calls, "utf8").trim().split("\n");
+    assert.deepEqual(log.map((l) => l.split(" ")[0]), ["info", "bench", "torch", "torch-matmul", "torch-encode", "bench", "mission"]);
+    assert.match(log[1], /--parts \S*workload-transformer\S*encode-stream/);
+    assert.match(log[5], /--parts dispatch,dispatch-hf/);
+    // the steps took no time here: the mission gets its full 150 s box (100 s of training, deadline 145)
+    assert.match(log[6], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});
+
 test("device pack size check: the 64 MiB a call carries, the checkout included", () => {
   assert.deepEqual(sizeCheck({ a: 30 * 2 ** 20, b: 30 * 2 ** 20 }, 4 * 2 ** 20), { total: DEVICE_TREE_LIMIT, fits: true });
   assert.equal(sizeCheck({ a: 60 * 2 ** 20 }, 4 * 2 ** 20 + 1).fits, false);
