@@ -181,8 +181,8 @@ export abstract class BaseEncoder implements QEncoder {
    * The device's eval embeddings of texts (candidate chunks: an episode's, a sweep's), streamed:
    * packing all of them first (and finding equal rows) kept the GPU idle for the host's whole
    * tokenization (40,000 chunks: ~55–110 ms on this 2-core machine, against ~190 ms of GPU time
-   * on an H200). Here identical texts are embedded once, a slice is packed and its forward
-   * submitted at once, and the next slice is packed while the GPU runs it. A slice has
+   * on an H200). Here identical texts are embedded once (found as the slices go), a slice is
+   * packed and its forward submitted at once, and the next slice is packed while the GPU runs it. A slice has
    * deviceRows(len) rows of the previous slice's padded length (the first: up to 4,096 texts),
    * split again where its own rows run longer. In eval mode a row's embedding does not depend on
    * the rows beside it, so the values equal embedDevice(packActions(texts)).
@@ -191,19 +191,25 @@ export abstract class BaseEncoder implements QEncoder {
     const index = new Int32Array(texts.length);
     const firstOf = new Map<string, number>();
     const unique: string[] = [];
-    for (let i = 0; i < texts.length; i++) {
-      let u = firstOf.get(texts[i]);
-      if (u === undefined) {
-        u = unique.length;
-        firstOf.set(texts[i], u);
-        unique.push(texts[i]);
+    let seen = 0;
+    /** Dedupes texts until `want` distinct ones wait past `u0` (or the texts run out): as slices go, not all first. */
+    const fill = (u0: number, want: number) => {
+      for (; seen < texts.length && unique.length - u0 < want; seen++) {
+        const t = texts[seen];
+        let u = firstOf.get(t);
+        if (u === undefined) {
+          u = unique.length;
+          firstOf.set(t, u);
+          unique.push(t);
+        }
+        index[seen] = u;
       }
-      index[i] = u;
-    }
+    };
     const parts: tf.Tensor2D[] = [];
     try {
-      let take = Math.min(unique.length, 4096);
-      for (let u0 = 0; u0 < unique.length; ) {
+      let take = 4096;
+      let u0 = 0;
+      for (fill(u0, take); u0 < unique.length; fill(u0, take)) {
         const slice = this.packActions(unique.slice(u0, u0 + take), maxTokens);
         const step = this.deviceRows(slice.len);
         for (let r0 = 0; r0 < slice.batch; r0 += step) {
