@@ -11,7 +11,7 @@ import { QNetworks } from "../agent/networks.ts";
 import { onDevice } from "../backend/device.ts";
 import { chunkAt } from "../types.ts";
 import { Rng } from "../util/rng.ts";
-import { measure, timeRepeat } from "./harness.ts";
+import { measure, stats, timeRepeat } from "./harness.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import { settled, workloadConfig } from "./workload-bench.ts";
 
@@ -39,8 +39,7 @@ export async function benchEncodeStream(log: (m: string) => void, chunks = 40_00
       if (!rep.clean) busy[name]++;
     }
   }
-  const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
-  const out = Object.fromEntries(Object.entries(seconds).map(([k, v]) => [k, { seconds: v, chunksPerSecond: Math.round(texts.length / median(v)), busyRepeats: busy[k as keyof typeof ways] }]));
+  const out = Object.fromEntries(Object.entries(seconds).map(([k, v]) => [k, { seconds: v, chunksPerSecond: Math.round(texts.length / stats(v).median), busyRepeats: busy[k as keyof typeof ways] }]));
   log(`  encode-stream: pack ${(pack.stats.median * 1000).toFixed(1)} ms; packed first ${out.packedFirst.chunksPerSecond} chunks/s, streamed ${out.streamed.chunksPerSecond}`);
   return { chunks: texts.length, packMs: Math.round(pack.stats.median * 10000) / 10, ...out };
 }

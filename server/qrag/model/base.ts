@@ -161,17 +161,30 @@ export abstract class BaseEncoder implements QEncoder {
     // Identical rows are embedded once and spread back with one gather (eval mode only: in
     // training mode each row draws its own dropout mask).
     const dd = training ? null : dedupeRows(batch);
-    const src = dd ? dd.unique : batch;
-    const step = this.deviceRows(src.len);
     const parts: tf.Tensor2D[] = [];
-    for (let r0 = 0; r0 < src.batch; r0 += step) {
-      const sub = subBatch(src, r0, Math.min(src.batch, r0 + step), true);
+    this.forwardRows(dd ? dd.unique : batch, training, parts);
+    return this.joinParts(parts, dd?.index ?? null);
+  }
+
+  /**
+   * forward(batch, training) in sub-batches of deviceRows(len) rows, each cut to its own padded
+   * length, appended to `parts`; the rows a sub-batch had.
+   */
+  private forwardRows(batch: TokenBatch, training: boolean, parts: tf.Tensor2D[]): number {
+    const step = this.deviceRows(batch.len);
+    for (let r0 = 0; r0 < batch.batch; r0 += step) {
+      const sub = subBatch(batch, r0, Math.min(batch.batch, r0 + step), true);
       parts.push(tf.tidy(() => this.forward(sub, training)));
     }
+    return step;
+  }
+
+  /** The sub-batches' embeddings joined in order, each row taken from `index` when given (deduplicated rows); the parts are released. */
+  private joinParts(parts: tf.Tensor2D[], index: Int32Array | null): tf.Tensor2D {
     if (parts.length === 0) return tf.zeros([0, this.dim]);
     return tf.tidy(() => {
       const all = parts.length === 1 ? parts[0] : (tf.concat(parts, 0) as tf.Tensor2D);
-      const out = dd ? (tf.gather(all, tf.tensor1d(dd.index, "int32")) as tf.Tensor2D) : all;
+      const out = index ? (tf.gather(all, tf.tensor1d(index, "int32")) as tf.Tensor2D) : all;
       if (out !== parts[0]) parts.forEach((p) => p.dispose());
       return out;
     });
@@ -182,9 +195,9 @@ export abstract class BaseEncoder implements QEncoder {
    * packing all of them first (and finding equal rows) kept the GPU idle for the host's whole
    * tokenization (40,000 chunks: ~55–110 ms on this 2-core machine, against ~190 ms of GPU time
    * on an H200). Here identical texts are embedded once (found as the slices go), a slice is
-   * packed and its forward submitted at once, and the next slice is packed while the GPU runs it. A slice has
-   * deviceRows(len) rows of the previous slice's padded length (the first: up to 4,096 texts),
-   * split again where its own rows run longer. In eval mode a row's embedding does not depend on
+   * packed and its forward submitted at once, and the next slice is packed while the GPU runs it.
+   * A slice has deviceRows(len) rows of the previous slice's padded length (the first: up to
+   * 4,096 texts), split again where its own rows run longer. In eval mode a row's embedding does not depend on
    * the rows beside it, so the values equal embedDevice(packActions(texts)).
    */
   embedTextsDevice(texts: readonly string[], maxTokens: number): tf.Tensor2D {
@@ -211,26 +224,15 @@ export abstract class BaseEncoder implements QEncoder {
       let u0 = 0;
       for (fill(u0, take); u0 < unique.length; fill(u0, take)) {
         const slice = this.packActions(unique.slice(u0, u0 + take), maxTokens);
-        const step = this.deviceRows(slice.len);
-        for (let r0 = 0; r0 < slice.batch; r0 += step) {
-          const sub = subBatch(slice, r0, Math.min(slice.batch, r0 + step), true);
-          parts.push(tf.tidy(() => this.forward(sub, false)));
-        }
+        take = this.forwardRows(slice, false, parts);
         submitNow();
         u0 += slice.batch;
-        take = step;
       }
     } catch (e) {
       parts.forEach((p) => p.dispose());
       throw e;
     }
-    if (parts.length === 0) return tf.zeros([0, this.dim]);
-    return tf.tidy(() => {
-      const all = parts.length === 1 ? parts[0] : (tf.concat(parts, 0) as tf.Tensor2D);
-      const out = unique.length < texts.length ? (tf.gather(all, tf.tensor1d(index, "int32")) as tf.Tensor2D) : all;
-      if (out !== parts[0]) parts.forEach((p) => p.dispose());
-      return out;
-    });
+    return this.joinParts(parts, unique.length < texts.length ? index : null);
   }
 
   /** embedNoGrad without deduplication: sub-batched eval forwards. */
