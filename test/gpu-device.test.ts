@@ -99,12 +99,14 @@ test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates a
       training: {
         transitionsPerSecond: 200, updateSeconds: { median: 0.02 }, iterationSeconds: { median: 0.34 },
         hotLoop: { dispatchesPerIteration: 585, tfjsKernelsPerIteration: 0, submitsPerIteration: 21, hostMsPerIteration: 40, readWaitMsPerIteration: 300, gpuMsPerIteration: 120.5, perPhase: { rollout: { gpuMs: 80.25 }, update: { gpuMs: 40.25 }, encode: { gpuMs: 0 } } },
+        gpuByProgram: { totalMs: 125, programs: [{ program: "mm", ms: 100, passes: 40, share: 0.8 }, { program: "attn", ms: 15, passes: 4, share: 0.12 }, { program: "pool", ms: 10, passes: 4, share: 0.08 }] },
       },
       encode: { chunksPerSecond: 100_000 },
       episodes: { "40000": { episodeSeconds: { median: 0.5 } }, "400000": { estimated: true, episodeSeconds: 9 } },
     },
+    encodeStream: { chunks: 40_000, streamed: { chunksPerSecond: 150_000 }, packedFirst: { chunksPerSecond: 120_000 } },
   };
-  const torch: TorchFile = { meta: { gpu: "G", torch: "2" }, parts: { train: { env_transitions_per_s: { median: 400 }, update_s: { median: 0.04 } }, eval40k: { episode_latency_s: { median: 0.1 } }, eval400k: { episode_latency_s: { median: 1 } } } };
+  const torch: TorchFile = { meta: { gpu: "G", torch: "2" }, parts: { train: { env_transitions_per_s: { median: 400 }, update_s: { median: 0.04 } }, encode: { chunks_per_s: { median: 600_000 } }, eval40k: { episode_latency_s: { median: 0.1 } }, eval400k: { episode_latency_s: { median: 1 } } } };
   const md = gpuTable(ours, torch, { matmul: [{ shape: "1024x1024x1024", gflops: 40_000 }] }, { encode: [] });
   assert.match(md, /\| matMul 1024³ GFLOP\/s, tfjs \| 10,000 \| 40,000 \| 0\.250× \|/);
   assert.match(md, /\| matMul 1024³ GFLOP\/s, ours \(tile a\) \| 30,000 \| 40,000 \| 0\.750× \|/);
@@ -113,6 +115,9 @@ test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates a
   assert.match(md, /\| greedy episode, N = 400,000 [^|]*\| — \| 1\.00 \| — \|/, "an estimated figure is not shown as measured");
   assert.match(md, /585 GPU dispatches, 0 tfjs kernels, 21 command buffers submitted; 40 ms of host time and 300 ms awaiting reads \(of 340 ms\)/);
   assert.match(md, /GPU time inside compute passes \(timestamp queries\): 120\.5 ms per iteration \(rollout 80\.3, update 40\.3 ms\)/, "phases without GPU time left out");
+  assert.match(md, /\| encode, the same, streamed [^|]*40,000 chunks, chunks\/s \| 150,000 \| 600,000 \| 0\.250× \|/);
+  assert.match(md, /GPU time per program, one training iteration \(each program timed in a pass of its own\): 125\.0 ms; mm 80 % \(40×\), attn 12 % \(4×\)\./, "the programs up to 90 % of the time");
+  assert.doesNotMatch(md, /streamed encode \(each/, "no line without its figures");
 });
 
 test("matmul repeats: about the FLOP asked for, 1 to 200 products", () => {

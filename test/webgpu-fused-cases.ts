@@ -551,6 +551,36 @@ async function gpuTimingCase() {
   return { on, ms: timed.ms, passes: timed.passes, untimed: timed.untimed, wall, afterPasses: after.passes };
 }
 
+/**
+ * GPU time per program: a recorded forward and two raw programs (GELU, LayerNorm) timed with
+ * `byProgram` and without; the programs each was told of, by key (device.ts counters).
+ */
+async function gpuTimingProgramsCase() {
+  await onBackend("webgpu");
+  const rng = new Rng(44);
+  const x = tf.tensor2d(normals(rng, 256 * 64), [256, 64]);
+  const g = tf.ones([64]) as tf.Tensor1D, b = tf.zeros([64]) as tf.Tensor1D;
+  const config = resolveConfig({ preset: "tiny", overrides: ["algo.encoder.type=transformer", "algo.encoder.layers=2", "algo.encoder.heads=2", "algo.encoder.max_len=64"] });
+  const nets = new QNetworks(config.algo.encoder, new Rng(1));
+  const batch = nets.state.packActions(Array.from({ length: 64 }, (_, i) => `w${i} w${i + 1} w${i + 2}`), 16);
+  const work = () => [withPhase("encode", () => nets.state.embedDevice(batch, false)), withPhase("update", () => layerNormDevice(geluDevice(x), g, b, 1e-12))];
+  await readAll(work()); // pipelines compiled, buffers allocated
+  const timed = async (byProgram: boolean) => {
+    resetCounters();
+    gpuTimingOn({ byProgram });
+    await readAll(work());
+    gpuTimingOff();
+    const t = await settleGpuTimes();
+    const told = Object.fromEntries(kernelNameCounts().filter(([k]) => k.startsWith("fused ")).map(([k, n]) => [k.slice(6), n]));
+    return { ms: t.ms, byProgram: t.byProgram, passes: t.passes, told };
+  };
+  const apart = await timed(true);
+  const together = await timed(false);
+  tf.dispose([x, g, b]);
+  nets.dispose();
+  return { apart, together };
+}
+
 /** [a shape, b shape]: aligned and ragged sizes, a K of 1, broadcast batches. */
 const MATMUL_SHAPES: [number[], number[]][] = [
   [[128, 64], [64, 128]],
@@ -702,6 +732,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
   "twin-loss": twinLossCase,
   "join-rows": joinRowsCase,
   "gpu-timing": gpuTimingCase,
+  "gpu-timing-programs": gpuTimingProgramsCase,
   "global-norm": globalNormCase,
   "twin-q": twinQCase,
   attention: attentionCase,

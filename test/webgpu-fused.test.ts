@@ -110,6 +110,21 @@ test("GPU time per phase from timestamp queries: each phase's passes (tfjs's and
   assert.equal(r.afterPasses, 0);
 });
 
+test("GPU time per program (timing byProgram): each program of ours in a pass of its own, timed under its key, the recorded forward's too; the keys and counts are the programs dispatched; without byProgram the forward's programs share a pass", { skip }, () => {
+  type Timed = { ms: Record<string, number>; byProgram: Record<string, { ms: number; passes: number }>; passes: number; told: Record<string, number> };
+  const { apart, together } = runCase<{ apart: Timed; together: Timed }>("gpu-timing-programs");
+  // the 2-layer forward (embedding, 2 × 6 programs, pooling) and GELU + LayerNorm: 18 programs, 18 passes
+  assert.equal(apart.passes, 18);
+  assert.deepEqual(Object.fromEntries(Object.entries(apart.byProgram).map(([k, v]) => [k, v.passes])), apart.told, "one pass per program, under its key");
+  for (const [k, v] of Object.entries(apart.byProgram)) assert.ok(v.ms > 0, `${k}: ${v.ms} ms`);
+  const sum = (r: Record<string, number>) => Object.values(r).reduce((x, y) => x + y, 0);
+  const byProgram = sum(Object.fromEntries(Object.entries(apart.byProgram).map(([k, v]) => [k, v.ms])));
+  assert.ok(Math.abs(byProgram - sum(apart.ms)) < 1e-6, `per program ${byProgram} ms vs per phase ${sum(apart.ms)} ms`);
+  assert.deepEqual(together.byProgram, {});
+  assert.equal(together.passes, 2, "the recorded forward's 16 programs in one pass, GELU and LayerNorm in tfjs's pass");
+  assert.deepEqual(together.told, apart.told);
+});
+
 test("joinRows on webgpu (buffer copies, no kernel) equals tf.concat on cpu: empty and one-row blocks, inputs disposed before the read, a program reading the result", { skip }, () => {
   const r = runCase<{ rows: number; joined: number; read: number }>("join-rows");
   assert.equal(r.rows, 74);

@@ -132,6 +132,7 @@ function install(): void {
  * which record their own multi-output programs): one kernel and one dispatch.
  */
 export function noteDispatch(key: string): void {
+  dispatchHook?.(key);
   if (!installedEngine) return;
   const name = `fused ${key}`;
   kernelNames.set(name, (kernelNames.get(name) ?? 0) + 1);
@@ -172,6 +173,23 @@ export function resetCounters(): void {
 /** Kernels run since the last reset by name, most frequent first. */
 export function kernelNameCounts(): [string, number][] {
   return [...kernelNames].sort((a, b) => b[1] - a[1]);
+}
+
+/**
+ * Per-program GPU timing (gpu-timing.ts `byProgram`): while on, every program of ours gets a
+ * compute pass of its own (a pass is what a timestamp query times) and the hook hears its key.
+ */
+let passPerProgram = false;
+let dispatchHook: ((key: string) => void) | null = null;
+
+/** True while each of our programs must be recorded in a compute pass of its own. */
+export function onePassPerProgram(): boolean {
+  return passPerProgram;
+}
+
+export function setProgramTiming(hook: ((key: string) => void) | null): void {
+  passPerProgram = hook !== null;
+  dispatchHook = hook;
 }
 
 /** Called when the phase changes (gpu-timing.ts ends tfjs's open compute pass: a pass is timed for one phase). */

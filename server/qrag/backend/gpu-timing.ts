@@ -9,11 +9,16 @@
  * What the sum means: the GPU's time inside passes. Wall time far above it says the GPU waits on
  * the host (recording, reads' round trips), not on its kernels.
  *
+ * `gpuTimingOn({ byProgram: true })` also times each of our programs apart (device.ts gives every
+ * one a pass of its own while it is on): `settleGpuTimes().byProgram`, which kernel the GPU spends
+ * its time in. A pass each adds the passes' own cost, so the phases' sums then run a little high;
+ * the benches time per program in a run of its own.
+ *
  * Why a hook on createCommandEncoder: tfjs opens its compute passes itself; giving every encoder's
  * passes timestampWrites times both kinds without touching either's code. Dawn quantizes
  * timestamps unless told not to (webgpu.ts creates the instance without it).
  */
-import { activePhase, counterSnapshot, setPhaseHook, zeroCounters, type Phase, type PhaseCounters } from "./device.ts";
+import { activePhase, counterSnapshot, setPhaseHook, setProgramTiming, zeroCounters, type Phase, type PhaseCounters } from "./device.ts";
 import * as tf from "@tensorflow/tfjs";
 
 /** WebGPU's bound on a query set's size: 2,048 timed passes between two settles. */
@@ -48,13 +53,22 @@ interface BackendLike {
   submitQueue(): void;
 }
 
+/** A timed pass: its phase and, timing by program, the keys of our programs in it (none: tfjs's kernels). */
+interface TimedPass {
+  phase: Phase;
+  programs: string[] | null;
+}
+
 interface Timing {
   on: boolean;
+  byProgram: boolean;
   querySet: unknown;
   resolve: MappableBuffer;
   read: MappableBuffer;
-  /** Phase of each timed pass since the last settle (pass j wrote queries 2j, 2j + 1). */
-  phases: Phase[];
+  /** Each timed pass since the last settle (pass j wrote queries 2j, 2j + 1). */
+  passes: TimedPass[];
+  /** The pass being recorded, if timed: our programs dispatched now belong to it. */
+  open: TimedPass | null;
   /** Passes begun while the query set was full (not timed) since timing began. */
   untimed: number;
   /** The unpatched createCommandEncoder (settle's own encoder writes no timestamps). */
@@ -70,9 +84,9 @@ function backend(): BackendLike | null {
 /**
  * Starts timing compute passes on the webgpu backend's device; false (nothing timed) on another
  * backend or an adapter without timestamp queries. Passes already open are not timed: tfjs's
- * pending commands are submitted first.
+ * pending commands are submitted first. `byProgram`: each of our programs in a pass of its own.
  */
-export function gpuTimingOn(): boolean {
+export function gpuTimingOn(opts: { byProgram?: boolean } = {}): boolean {
   const be = backend();
   if (!be || !be.device.features.has("timestamp-query")) return false;
   const device = be.device;
@@ -81,10 +95,12 @@ export function gpuTimingOn(): boolean {
     const plainEncoder = device.createCommandEncoder.bind(device);
     t = {
       on: false,
+      byProgram: false,
       querySet: device.createQuerySet({ type: "timestamp", count: CAPACITY }),
       resolve: device.createBuffer({ size: CAPACITY * 8, usage: QUERY_RESOLVE | COPY_SRC }),
       read: device.createBuffer({ size: CAPACITY * 8, usage: MAP_READ | COPY_DST }),
-      phases: [],
+      passes: [],
+      open: null,
       untimed: 0,
       plainEncoder,
     };
@@ -93,13 +109,15 @@ export function gpuTimingOn(): boolean {
       const enc = plainEncoder(d);
       const begin = enc.beginComputePass.bind(enc);
       enc.beginComputePass = (pd: PassDesc = {}) => {
+        timing.open = null;
         if (!timing.on || pd.timestampWrites) return begin(pd);
-        if (2 * timing.phases.length + 2 > CAPACITY) {
+        if (2 * timing.passes.length + 2 > CAPACITY) {
           timing.untimed++;
           return begin(pd);
         }
-        const i = 2 * timing.phases.length;
-        timing.phases.push(activePhase());
+        const i = 2 * timing.passes.length;
+        timing.open = { phase: activePhase(), programs: timing.byProgram ? [] : null };
+        timing.passes.push(timing.open);
         return begin({ ...pd, timestampWrites: { querySet: timing.querySet, beginningOfPassWriteIndex: i, endOfPassWriteIndex: i + 1 } });
       };
       return enc;
@@ -108,9 +126,13 @@ export function gpuTimingOn(): boolean {
   }
   flush(be);
   t.on = true;
-  t.phases = [];
+  t.byProgram = opts.byProgram ?? false;
+  t.passes = [];
+  t.open = null;
   // tfjs keeps one compute pass open across its programs: end it where the phase changes
   setPhaseHook(() => backend()?.endComputePassEncoder());
+  const timing = t;
+  setProgramTiming(opts.byProgram ? (key) => timing.open?.programs?.push(key) : null);
   return true;
 }
 
@@ -120,11 +142,17 @@ export function gpuTimingOff(): void {
   const t = be && timings.get(be.device);
   if (t) t.on = false;
   setPhaseHook(null);
+  setProgramTiming(null);
 }
 
 /** GPU milliseconds per phase of the passes timed since the last settle, and the passes left untimed (query set full). */
 export interface GpuTimes {
   ms: Partial<Record<Phase, number>>;
+  /**
+   * Timing `byProgram` (else empty), per pass content: a program's key (our programs get a pass
+   * each), "(tfjs kernels)" where none of ours. Milliseconds and passes.
+   */
+  byProgram: Record<string, { ms: number; passes: number }>;
   passes: number;
   untimed: number;
 }
@@ -136,15 +164,17 @@ export interface GpuTimes {
 export async function settleGpuTimes(): Promise<GpuTimes> {
   const be = backend();
   const t = be && timings.get(be.device);
-  if (!be || !t) return { ms: {}, passes: 0, untimed: 0 };
-  const phases = t.phases;
+  if (!be || !t) return { ms: {}, byProgram: {}, passes: 0, untimed: 0 };
+  const passes = t.passes;
   const untimed = t.untimed;
-  t.phases = [];
+  t.passes = [];
+  t.open = null;
   t.untimed = 0;
   const ms: Partial<Record<Phase, number>> = {};
-  if (phases.length === 0) return { ms, passes: 0, untimed };
+  const byProgram: GpuTimes["byProgram"] = {};
+  if (passes.length === 0) return { ms, byProgram, passes: 0, untimed };
   flush(be); // the timed passes go first: the resolve reads what they wrote
-  const n = 2 * phases.length;
+  const n = 2 * passes.length;
   const enc = t.plainEncoder();
   enc.resolveQuerySet(t.querySet, 0, n, t.resolve, 0);
   enc.copyBufferToBuffer(t.resolve, 0, t.read, 0, n * 8);
@@ -152,11 +182,17 @@ export async function settleGpuTimes(): Promise<GpuTimes> {
   await t.read.mapAsync(MAP_READ);
   const ts = new BigUint64Array(t.read.getMappedRange().slice(0, n * 8));
   t.read.unmap();
-  phases.forEach((p, j) => {
+  passes.forEach((p, j) => {
     const begin = ts[2 * j], end = ts[2 * j + 1];
-    if (end > begin) ms[p] = (ms[p] ?? 0) + Number(end - begin) / 1e6;
+    const d = end > begin ? Number(end - begin) / 1e6 : 0;
+    if (d > 0) ms[p.phase] = (ms[p.phase] ?? 0) + d;
+    if (!p.programs) return;
+    const key = p.programs.length ? p.programs.join("+") : "(tfjs kernels)";
+    const b = (byProgram[key] ??= { ms: 0, passes: 0 });
+    b.ms += d;
+    b.passes++;
   });
-  return { ms, passes: phases.length, untimed };
+  return { ms, byProgram, passes: passes.length, untimed };
 }
 
 /** Submits tfjs's pending command encoder, if any. */

@@ -8,7 +8,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { Rng } from "../util/rng.ts";
 import { QNetworks } from "../agent/networks.ts";
-import { kernelNameCounts, resetCounters, type PhaseCounters } from "../backend/device.ts";
+import { resetCounters, type PhaseCounters } from "../backend/device.ts";
 import { disposeCandidates, embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
 import { evalOptions } from "../training/train.ts";
 import { benchTraining, settled, workloadConfig, type WorkloadShape } from "./workload-bench.ts";
@@ -16,6 +16,7 @@ import { materialized, workloadSource } from "./workload.ts";
 import { summarizeDispatch, type DispatchSummary } from "./dispatch-summary.ts";
 import { recorderStats } from "../model/webgpu/recorded-encoder.ts";
 import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
+import { programTimes, topPrograms, type ProgramTimes } from "./program-times.ts";
 
 /** The four hot-loop figures of one call of something other than a training iteration. */
 export interface CallCounts {
@@ -26,10 +27,12 @@ export interface CallCounts {
   /** GPU time inside its compute passes (null where the adapter has no timestamp queries). */
   gpuMs: number | null;
   perPhase: Record<string, PhaseCounters>;
+  /** GPU time per program over one more call (program-times.ts). */
+  gpuByProgram: ProgramTimes | null;
 }
 
 /**
- * The hot-loop figures, plus `readRoundTripMs` (one GPU sum and its `await data()` on an idle
+ * The hot-loop figures (with `gpuByProgram`: GPU time per program over one more iteration), plus `readRoundTripMs` (one GPU sum and its `await data()` on an idle
  * queue: the floor under each of a rollout's reads) and the kernels per iteration by name.
  */
 export async function benchDispatch(log: (m: string) => void, iterations = 2, shape: WorkloadShape = "reference"): Promise<DispatchSummary & { shape: WorkloadShape; readRoundTripMs: number; kernelsByName: Record<string, number>; recorder: typeof recorderStats; greedyEpisode: CallCounts; evalEncode: CallCounts }> {
@@ -37,10 +40,10 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2, sh
   const nets = new QNetworks(config.algo.encoder, new Rng(1));
   try {
     const t = await benchTraining("transformer", nets, log, iterations, shape);
-    // what the recorded encoder made over the warm-up and the timed iterations (plans churn when shapes outnumber its cache)
+    // what the recorded encoder made over the warm-up, the timed and the profiled iterations (plans churn when shapes outnumber its cache)
     const recorder = { ...recorderStats };
     // per iteration, most frequent first: which ops a recorded loop has to replace
-    const kernelsByName = Object.fromEntries(kernelNameCounts().map(([k, n]) => [k, Math.round((n / t.iterationSeconds.attempts) * 10) / 10]));
+    const kernelsByName = Object.fromEntries(t.kernelNames.map(([k, n]) => [k, Math.round((n / t.iterationSeconds.attempts) * 10) / 10]));
     const hot = { ...t.hotLoop, shape, readRoundTripMs: await readRoundTrip(), kernelsByName, recorder };
     log(`  dispatch: ${hot.dispatchesPerIteration} dispatches, ${hot.tfjsKernelsPerIteration} tfjs kernels, ${hot.submitsPerIteration} submits, host ${hot.hostMsPerIteration} ms, GPU ${hot.gpuMsPerIteration ?? "(untimed)"} ms per iteration; a read round trip ${hot.readRoundTripMs} ms`);
 
@@ -56,7 +59,7 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2, sh
     const chunks = workloadSource(1024, 9).sample(0);
     const encode = await countCall(async () => settled(await embedSampleChunks(nets, chunks, maxTokens, 1024)));
     for (const [what, c] of [["greedy episode N=1000", greedy], ["eval encode 1024 chunks", encode]] as const) {
-      log(`  dispatch: ${what}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, host ${c.hostMs} ms, GPU ${c.gpuMs ?? "(untimed)"} ms`);
+      log(`  dispatch: ${what}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, host ${c.hostMs} ms, GPU ${c.gpuMs ?? "(untimed)"} ms; per program ${topPrograms(c.gpuByProgram)}`);
     }
     return { ...hot, greedyEpisode: greedy, evalEncode: encode };
   } finally {
@@ -75,7 +78,8 @@ async function countCall(fn: () => Promise<void>): Promise<CallCounts> {
   const { counts, timed } = await settledCounters(gpuTimed);
   const perPhase = counts as Record<string, PhaseCounters>;
   const s = summarizeDispatch(perPhase, ms, timed);
-  return { dispatches: s.dispatchesPerIteration, tfjsKernels: s.tfjsKernelsPerIteration, submits: s.submitsPerIteration, hostMs: s.hostMsPerIteration, gpuMs: s.gpuMsPerIteration, perPhase };
+  const gpuByProgram = await programTimes(fn);
+  return { dispatches: s.dispatchesPerIteration, tfjsKernels: s.tfjsKernelsPerIteration, submits: s.submitsPerIteration, hostMs: s.hostMsPerIteration, gpuMs: s.gpuMsPerIteration, perPhase, gpuByProgram };
 }
 
 /**

@@ -14,6 +14,7 @@ import { Rng } from "../util/rng.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import { settled, workloadConfig } from "./workload-bench.ts";
+import { programTimes, topPrograms } from "./program-times.ts";
 
 /** `chunks`: 40,000 as the workload part (`--lengths N` sets it: lavapipe takes minutes per 40,000). */
 export async function benchEncodeStream(log: (m: string) => void, chunks = 40_000, rounds = 3): Promise<Record<string, unknown>> {
@@ -39,7 +40,9 @@ export async function benchEncodeStream(log: (m: string) => void, chunks = 40_00
       if (!rep.clean) busy[name]++;
     }
   }
+  // which programs the streamed encode's GPU time goes to (one more run, each program timed apart)
+  const gpuByProgram = await programTimes(async () => settled(ways.streamed()));
   const out = Object.fromEntries(Object.entries(seconds).map(([k, v]) => [k, { seconds: v, chunksPerSecond: Math.round(texts.length / stats(v).median), busyRepeats: busy[k as keyof typeof ways] }]));
-  log(`  encode-stream: pack ${(pack.stats.median * 1000).toFixed(1)} ms; packed first ${out.packedFirst.chunksPerSecond} chunks/s, streamed ${out.streamed.chunksPerSecond}`);
-  return { chunks: texts.length, packMs: Math.round(pack.stats.median * 10000) / 10, ...out };
+  log(`  encode-stream: pack ${(pack.stats.median * 1000).toFixed(1)} ms; packed first ${out.packedFirst.chunksPerSecond} chunks/s, streamed ${out.streamed.chunksPerSecond}; GPU per program ${topPrograms(gpuByProgram)}`);
+  return { chunks: texts.length, packMs: Math.round(pack.stats.median * 10000) / 10, ...out, gpuByProgram };
 }

@@ -27,8 +27,13 @@ interface HotLoop {
   gpuMsPerIteration?: number | null;
   perPhase?: Record<string, { gpuMs?: number }>;
 }
+/** bench/program-times.ts's figures (absent in files from before them). */
+interface ProgramTimesLike {
+  totalMs: number;
+  programs: { program: string; ms: number; passes: number; share: number }[];
+}
 interface Workload {
-  training: { transitionsPerSecond: number; updateSeconds: Med; iterationSeconds: Med; hotLoop?: HotLoop };
+  training: { transitionsPerSecond: number; updateSeconds: Med; iterationSeconds: Med; hotLoop?: HotLoop; gpuByProgram?: ProgramTimesLike | null };
   encode: { chunksPerSecond: number };
   episodes: Record<string, { episodeSeconds: Med | number; estimated?: boolean }>;
 }
@@ -40,6 +45,7 @@ export interface OursFile {
   workloadTransformer?: Workload;
   workloadBow?: Workload;
   encodeHf?: { model: string; chunksPerS: number }[];
+  encodeStream?: { chunks: number; streamed: { chunksPerSecond: number }; packedFirst: { chunksPerSecond: number }; gpuByProgram?: ProgramTimesLike | null };
   gpuMemory?: { usedMiB: number; allocatedMiB: number };
 }
 export interface TorchFile {
@@ -86,6 +92,8 @@ export function gpuTable(ours: OursFile, torch: TorchFile, tm: TorchMatmul, te: 
     row("training transitions/s, reference workload (E=4, B=64, N=100), transformer", w.training.transitionsPerSecond, p.train?.env_transitions_per_s.median, n0, true);
     row("update (fwd+bwd+clip+AdamW+Polyak), s", w.training.updateSeconds.median, p.train?.update_s.median, s3, false);
     row("encode, the workload's transformer, 40,000 chunks, chunks/s", w.encode.chunksPerSecond, p.encode?.chunks_per_s.median, n0, true);
+    const es = ours.encodeStream;
+    if (es) row(`encode, the same, streamed (tokenizing beside the GPU), ${n0(es.chunks)} chunks, chunks/s`, es.streamed.chunksPerSecond, p.encode?.chunks_per_s.median, n0, true);
     const e = (n: string) => (w.episodes[n] && !w.episodes[n].estimated ? median(w.episodes[n].episodeSeconds) : undefined);
     row("greedy episode, N = 40,000 (≈ 1M tokens), s", e("40000"), p.eval40k?.episode_latency_s.median, s3, false);
     row("greedy episode, N = 400,000 (≈ 10M tokens), s", e("400000"), p.eval400k?.episode_latency_s.median, s3, false);
@@ -113,9 +121,23 @@ export function gpuTable(ours: OursFile, torch: TorchFile, tm: TorchMatmul, te: 
       lines.push(`GPU time inside compute passes (timestamp queries): ${h.gpuMsPerIteration.toFixed(1)} ms per iteration (${phases.join(", ")} ms).`);
     }
   }
+  lines.push(...perProgram("one training iteration", w?.training.gpuByProgram), ...perProgram("the streamed encode", ours.encodeStream?.gpuByProgram));
   if (ours.gpuMemory) lines.push(`GPU memory held at the end: ${n0(ours.gpuMemory.allocatedMiB)} MiB allocated, ${n0(ours.gpuMemory.usedMiB)} MiB in live tensors.`);
   lines.push(`Device: ${ours.device}; PyTorch ${torch.meta.torch} on ${torch.meta.gpu} (exact fp32, no TF32); ${ours.date.slice(0, 10)}.`);
   return lines.join("\n");
+}
+
+/** Where the GPU's time goes: the programs taking 90 % of it (at most 8), one line. */
+function perProgram(what: string, t: ProgramTimesLike | null | undefined): string[] {
+  if (!t?.programs.length) return [];
+  const shown: string[] = [];
+  let share = 0;
+  for (const p of t.programs) {
+    if (share >= 0.9 || shown.length === 8) break;
+    shown.push(`${p.program} ${(p.share * 100).toFixed(0)} % (${p.passes}×)`);
+    share += p.share;
+  }
+  return [`GPU time per program, ${what} (each program timed in a pass of its own): ${s3(t.totalMs)} ms; ${shown.join(", ")}.`];
 }
 
 /** One row per labelled bench file: training, update, encode, episodes, dispatches per iteration. */

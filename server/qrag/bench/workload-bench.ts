@@ -12,12 +12,13 @@ import { Learner } from "../agent/learner.ts";
 import { ParallelEnvs } from "../agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../agent/iteration.ts";
 import { disposeCandidates, embedSampleChunks, greedyEpisode, type CandidateEmbeddings } from "../agent/greedy.ts";
-import { countersOn, resetCounters, type PhaseCounters } from "../backend/device.ts";
+import { countersOn, kernelNameCounts, resetCounters, type PhaseCounters } from "../backend/device.ts";
 import { evalOptions } from "../training/train.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
 import { summarizeDispatch } from "./dispatch-summary.ts";
 import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
+import { programTimes, topPrograms } from "./program-times.ts";
 
 /**
  * `reference`: docs/workload.md's sizes. `counts`: the same loop at a sliver of its compute (the
@@ -71,6 +72,10 @@ export async function benchTraining(encoder: "bow" | "transformer", nets: QNetwo
     log(`  ${encoder} iteration ${iters.length}: ${rep.wall.toFixed(2)} s (update ${res!.updateSeconds.toFixed(2)} s)${rep.clean ? "" : " [busy machine, discarded]"}`);
   }
   const { counts, timed } = await countsSince(iters.length, gpuTimed, log);
+  const kernelNames = kernelNameCounts();
+  // one more iteration, each program timed apart (null without timestamp queries)
+  const gpuByProgram = await programTimes(async () => void (await iterate()));
+  log(`  ${encoder} iteration, GPU per program: ${topPrograms(gpuByProgram)}`);
   learner.dispose();
   envs.dispose();
   const use = iters.filter((i) => i.clean).length ? iters.filter((i) => i.clean) : iters;
@@ -85,6 +90,10 @@ export async function benchTraining(encoder: "bow" | "transformer", nets: QNetwo
     countsPerIteration: counts,
     /** The same counts summed, against the hot-loop budget (what `--parts dispatch` prints). */
     hotLoop: summarizeDispatch(counts, wall.median * 1000, timed),
+    /** Kernels by name over the timed iterations (device.ts kernelNameCounts). */
+    kernelNames,
+    /** GPU time per program over one extra iteration (program-times.ts). */
+    gpuByProgram,
   };
 }
 

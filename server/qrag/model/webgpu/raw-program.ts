@@ -10,7 +10,7 @@
  * as one dispatch in device.ts's counters.
  */
 import * as tf from "@tensorflow/tfjs";
-import { noteDispatch } from "../../backend/device.ts";
+import { noteDispatch, onePassPerProgram } from "../../backend/device.ts";
 
 /** The parts of tfjs-backend-webgpu 4.22's WebGPUBackend this uses. */
 export interface WebgpuBackendLike {
@@ -180,6 +180,7 @@ export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.Tenso
   be.computePassEncoder.dispatchWorkgroups(grid[0], grid[1], grid[2]);
   be.dispatchCountInPass++;
   noteDispatch(prog.key);
+  if (onePassPerProgram()) be.endComputePassEncoder();
   if (tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE") <= be.dispatchCountInPass) {
     be.endComputePassEncoder();
     be.submitQueue();

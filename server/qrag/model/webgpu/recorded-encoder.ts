@@ -28,7 +28,7 @@
  * tfjs-owned buffer and returned as an ordinary tensor.
  */
 import * as tf from "@tensorflow/tfjs";
-import { noteDispatch } from "../../backend/device.ts";
+import { noteDispatch, onePassPerProgram } from "../../backend/device.ts";
 import { noteOutsideBytes } from "../../backend/gpu-memory.ts";
 import type { Rng } from "../../util/rng.ts";
 import { dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
@@ -377,14 +377,20 @@ export function submitNow(): void {
 /** Records `steps` into one compute pass of `enc`. */
 export function recordSteps(be: BackendLike, enc: EncoderLike, plan: Plan, steps: readonly Step[], vars: readonly tf.Variable[]): void {
   const device = be.device as DeviceLike;
-  const pass = enc.beginComputePass({});
-  for (const s of steps) {
+  // timed per program: a pass each (backend/gpu-timing.ts)
+  const apart = onePassPerProgram();
+  let pass = enc.beginComputePass({});
+  steps.forEach((s, i) => {
+    if (apart && i > 0) {
+      pass.end();
+      pass = enc.beginComputePass({});
+    }
     const group = bindGroupOf(be, device, plan, s, vars);
     pass.setPipeline(group.pipeline);
     pass.setBindGroup(0, group.bindGroup);
     pass.dispatchWorkgroups(s.grid[0], s.grid[1], s.grid[2]);
     noteDispatch(s.key);
-  }
+  });
   pass.end();
 }
 
