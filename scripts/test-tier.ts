@@ -58,6 +58,7 @@ export const TIERS = {
     "noise-pool",
     "partial-start",
     "precision-table",
+    "process-lock",
     "qa-loaders",
     "paper-figures",
     "reader-pass",

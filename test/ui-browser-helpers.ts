@@ -4,11 +4,13 @@
  * local worker) on a free port with a throw-away database, and launch headless chromium.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { withProcessLock } from "./process-lock.ts";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const SCREENSHOTS = path.join(ROOT, "test-results", "screenshots");
@@ -61,7 +63,16 @@ function newestMtime(dir: string): number {
   return newest;
 }
 
-/** Pids of `next build` processes running in this checkout (another session's build rewrites .next/). */
+/**
+ * Runs `next build` when there is no build or a source file is newer than it. Test files call it
+ * at once: one builds, holding a lock, and the others wait and then find the build fresh.
+ */
+export function ensureNextBuild(log: (m: string) => void = () => {}): void {
+  const lock = path.join(os.tmpdir(), `qrag-next-build-${crypto.createHash("sha1").update(fs.realpathSync(ROOT)).digest("hex").slice(0, 12)}.lock`);
+  withProcessLock(lock, () => buildIfStale(log), { onWait: () => log("another test file is building Next here: waiting for it") });
+}
+
+/** Pids of `next build` processes running in this checkout (`npm start`'s or another session's rewrites .next/). */
 function otherNextBuilds(): number[] {
   const out: number[] = [];
   for (const pid of fs.existsSync("/proc") ? fs.readdirSync("/proc") : []) {
@@ -77,9 +88,8 @@ function otherNextBuilds(): number[] {
   return out;
 }
 
-/** Runs `next build` when there is no build or a source file is newer than it. */
-export function ensureNextBuild(log: (m: string) => void = () => {}): void {
-  // a build already running here would swap .next/ under us: let it finish first
+function buildIfStale(log: (m: string) => void): void {
+  // a build started outside the tests would swap .next/ under us: let it finish first
   for (let waited = 0; otherNextBuilds().length && waited < 600; waited++) {
     if (waited === 0) log("another `next build` is running in this checkout: waiting for it");
     spawnSync("sleep", ["1"]);
