@@ -46,6 +46,7 @@ export const TIERS = {
     "env",
     "gpt2-tokens",
     "hf-bert",
+    "host-profile",
     "import-cycles",
     "import-parse",
     "learning-bench",

@@ -99,6 +99,7 @@ test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates a
       training: {
         transitionsPerSecond: 200, updateSeconds: { median: 0.02 }, iterationSeconds: { median: 0.34 },
         hotLoop: { dispatchesPerIteration: 585, tfjsKernelsPerIteration: 0, submitsPerIteration: 21, hostMsPerIteration: 40, readWaitMsPerIteration: 300, gpuMsPerIteration: 120.5, perPhase: { rollout: { gpuMs: 80.25 }, update: { gpuMs: 40.25 }, encode: { gpuMs: 0 } } },
+        hostByFunction: { iterations: 2, sampledMs: 90, categories: { idle: 30, gc: 10, program: 20, js: 30 }, functions: [{ fn: "scoreLayout", at: "bench.mjs:9", ms: 12, share: 0.13 }] },
         gpuByProgram: { totalMs: 125, programs: [{ program: "mm", ms: 100, passes: 40, share: 0.8 }, { program: "attn", ms: 15, passes: 4, share: 0.12 }, { program: "pool", ms: 10, passes: 4, share: 0.08 }] },
       },
       encode: { chunksPerSecond: 100_000 },
@@ -118,6 +119,7 @@ test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates a
   assert.match(md, /\| encode, the same, streamed [^|]*40,000 chunks, chunks\/s \| 150,000 \| 600,000 \| 0\.250× \|/);
   assert.match(md, /GPU time per program, one training iteration \(each program timed in a pass of its own\): 125\.0 ms; mm 80 % \(40×\), attn 12 % \(4×\)\./, "the programs up to 90 % of the time");
   assert.doesNotMatch(md, /streamed encode \(each/, "no line without its figures");
+  assert.match(md, /Host time per training iteration \(2 more under the CPU profiler\), ms: JS 15\.0, native 10\.0, GC 5\.00, idle 15\.0; heaviest: scoreLayout \(bench\.mjs:9\) 6\.00\./);
 });
 
 test("matmul repeats: about the FLOP asked for, 1 to 200 products", () => {

@@ -16,7 +16,7 @@ step() { local t=$1; shift; local s=$SECONDS; timeout "$t" "$@"; echo "figures: 
 
 step 20 bash "$D/run.sh" info
 # ours first (a part cut off by its timeout keeps the parts before it)
-step 200 bash "$D/run.sh" bench --backend webgpu --lengths 40000,400000 \
+step 200 bash "$D/run.sh" bench --backend webgpu --lengths 40000,400000 --host-profile 3 \
   --parts matmul,matmul-tiled,workload-transformer,encode-stream,encode-hf,workload-bow 2> "$OUT/bench.log"
 step 110 bash "$D/run.sh" torch --parts selftest,matmul,train,encode,eval40k,eval400k --deadline 95 \
   --train-budget 25 --encode-budget 15 --eval-budget 20 --eval400k-budget 20

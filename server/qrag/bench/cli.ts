@@ -5,7 +5,8 @@
  * chunks), `--submit-batch=N` (webgpu: programs per submitted command buffer, tfjs's
  * WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE), `--pool-ratio=R` (webgpu: the buffer pool's bound, allocated ≤ R ×
  * the step's peak bytes in use; `off` keeps every freed buffer), `--kernel-shapes workload|all` (the
- * kernels part: the workload's shapes only, or BERT-base's too — the default), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
+ * kernels part: the workload's shapes only, or BERT-base's too — the default), `--host-profile N`
+ * (the training parts: N more iterations under the CPU profiler, `training.hostByFunction`), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
 import { parseBackendPref } from "../backend/pick.ts";
 import { intList } from "../cli/flags.ts";
@@ -21,13 +22,14 @@ export interface BenchArgs {
   submitBatch?: number;
   poolRatio?: number;
   kernelShapes?: "workload" | "all";
+  hostProfile?: number;
   outFile?: string;
 }
 
 /** The longest greedy episode `--lengths` takes, in chunks (400,000 is the workload's ≈ 10M tokens). */
 export const MAX_EPISODE_CHUNKS = 2_000_000;
 
-const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "out"] as const;
+const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "out"] as const;
 
 /** Matmul sizes when none are given: one small size on CPU backends, up to 4096³ on a GPU. */
 export function defaultMatmulSizes(backend: string): number[] {
@@ -40,7 +42,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     const a = argv[i];
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
     const name = m?.[1] as (typeof FLAGS)[number] | undefined;
-    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --out)`);
+    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --out)`);
     let value = m[2];
     if (value === undefined) {
       value = argv[++i];
@@ -63,6 +65,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     } else if (name === "kernel-shapes") {
       if (value !== "workload" && value !== "all") throw new Error(`bench: --kernel-shapes "${value.slice(0, 40)}" is not "workload" or "all"`);
       out.kernelShapes = value;
+    } else if (name === "host-profile") {
+      out.hostProfile = intList("bench: --host-profile", value, 1, 50)[0];
     } else out.outFile = value;
   }
   return out;

@@ -17,6 +17,7 @@ import { summarizeDispatch, type DispatchSummary } from "./dispatch-summary.ts";
 import { recorderStats } from "../model/webgpu/recorded-encoder.ts";
 import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
 import { programTimes, topPrograms, type ProgramTimes } from "./program-times.ts";
+import type { HostProfile } from "./host-profile.ts";
 
 /** The four hot-loop figures of one call of something other than a training iteration. */
 export interface CallCounts {
@@ -35,7 +36,7 @@ export interface CallCounts {
  * The hot-loop figures (with `gpuByProgram`: GPU time per program over one more iteration), plus `readRoundTripMs` (one GPU sum and its `await data()` on an idle
  * queue: the floor under each of a rollout's reads) and the kernels per iteration by name.
  */
-export async function benchDispatch(log: (m: string) => void, iterations = 2, shape: WorkloadShape = "reference"): Promise<DispatchSummary & { shape: WorkloadShape; readRoundTripMs: number; kernelsByName: Record<string, number>; recorder: typeof recorderStats; greedyEpisode: CallCounts; evalEncode: CallCounts }> {
+export async function benchDispatch(log: (m: string) => void, iterations = 2, shape: WorkloadShape = "reference"): Promise<DispatchSummary & { shape: WorkloadShape; readRoundTripMs: number; kernelsByName: Record<string, number>; recorder: typeof recorderStats; gpuByProgram: ProgramTimes | null; hostByFunction: (HostProfile & { iterations: number }) | null; greedyEpisode: CallCounts; evalEncode: CallCounts }> {
   const config = workloadConfig("transformer", shape);
   const nets = new QNetworks(config.algo.encoder, new Rng(1));
   try {
@@ -44,7 +45,7 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2, sh
     const recorder = { ...recorderStats };
     // per iteration, most frequent first: which ops a recorded loop has to replace
     const kernelsByName = Object.fromEntries(t.kernelNames.map(([k, n]) => [k, Math.round((n / t.iterationSeconds.attempts) * 10) / 10]));
-    const hot = { ...t.hotLoop, shape, readRoundTripMs: await readRoundTrip(), kernelsByName, recorder };
+    const hot = { ...t.hotLoop, shape, readRoundTripMs: await readRoundTrip(), kernelsByName, recorder, gpuByProgram: t.gpuByProgram, hostByFunction: t.hostByFunction };
     log(`  dispatch: ${hot.dispatchesPerIteration} dispatches, ${hot.tfjsKernelsPerIteration} tfjs kernels, ${hot.submitsPerIteration} submits, host ${hot.hostMsPerIteration} ms, GPU ${hot.gpuMsPerIteration ?? "(untimed)"} ms per iteration; a read round trip ${hot.readRoundTripMs} ms`);
 
     // one greedy episode at N = 1,000 (its candidates' embedding included) and one eval encode of 1,024 chunks

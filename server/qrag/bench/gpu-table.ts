@@ -32,8 +32,15 @@ interface ProgramTimesLike {
   totalMs: number;
   programs: { program: string; ms: number; passes: number; share: number }[];
 }
+/** bench/host-profile.ts's summary (absent in older files, null without --host-profile). */
+interface HostProfileLike {
+  iterations: number;
+  sampledMs: number;
+  categories: { idle: number; gc: number; program: number; js: number };
+  functions: { fn: string; at: string; ms: number; share: number }[];
+}
 interface Workload {
-  training: { transitionsPerSecond: number; updateSeconds: Med; iterationSeconds: Med; hotLoop?: HotLoop; gpuByProgram?: ProgramTimesLike | null };
+  training: { transitionsPerSecond: number; updateSeconds: Med; iterationSeconds: Med; hotLoop?: HotLoop; gpuByProgram?: ProgramTimesLike | null; hostByFunction?: HostProfileLike | null };
   encode: { chunksPerSecond: number };
   episodes: Record<string, { episodeSeconds: Med | number; estimated?: boolean }>;
 }
@@ -122,6 +129,7 @@ export function gpuTable(ours: OursFile, torch: TorchFile, tm: TorchMatmul, te: 
     }
   }
   lines.push(...perProgram("one training iteration", w?.training.gpuByProgram), ...perProgram("the streamed encode", ours.encodeStream?.gpuByProgram));
+  lines.push(...hostLine(w?.training.hostByFunction));
   if (ours.gpuMemory) lines.push(`GPU memory held at the end: ${n0(ours.gpuMemory.allocatedMiB)} MiB allocated, ${n0(ours.gpuMemory.usedMiB)} MiB in live tensors.`);
   lines.push(`Device: ${ours.device}; PyTorch ${torch.meta.torch} on ${torch.meta.gpu} (exact fp32, no TF32); ${ours.date.slice(0, 10)}.`);
   return lines.join("\n");
@@ -138,6 +146,15 @@ function perProgram(what: string, t: ProgramTimesLike | null | undefined): strin
     share += p.share;
   }
   return [`GPU time per program, ${what} (each program timed in a pass of its own): ${s3(t.totalMs)} ms; ${shown.join(", ")}.`];
+}
+
+/** Where the host's time goes over the profiled iterations, per iteration: V8's categories and the heaviest functions. */
+function hostLine(h: HostProfileLike | null | undefined): string[] {
+  if (!h) return [];
+  const per = (ms: number) => s3(ms / h.iterations);
+  const c = h.categories;
+  const fns = h.functions.slice(0, 6).map((f) => `${f.fn} (${f.at}) ${per(f.ms)}`).join(", ");
+  return [`Host time per training iteration (${h.iterations} more under the CPU profiler), ms: JS ${per(c.js)}, native ${per(c.program)}, GC ${per(c.gc)}, idle ${per(c.idle)}; heaviest: ${fns}.`];
 }
 
 /** One row per labelled bench file: training, update, encode, episodes, dispatches per iteration. */

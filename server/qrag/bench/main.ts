@@ -39,6 +39,7 @@ import { benchMatmul } from "./matmul.ts";
 import { gpuMemoryMiB } from "../backend/gpu-memory.ts";
 import { POOL_RATIO, setPoolRatio, trimWebgpuPool } from "../backend/webgpu-pool.ts";
 import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
+import { setHostProfileIterations } from "./host-profile.ts";
 import { benchWorkload } from "./workload-bench.ts";
 import { ENGINE_VERSION } from "../version.ts";
 import { isMainModule } from "../util/main-module.ts";
@@ -75,6 +76,8 @@ interface BenchOptions {
   poolRatio?: number;
   /** Kernels part: the workload's shapes only (lavapipe), or BERT-base's too (default). */
   kernelShapes?: "workload" | "all";
+  /** Training parts: this many more iterations under the CPU profiler (host-profile.ts). */
+  hostProfile?: number;
   log?: (m: string) => void;
 }
 
@@ -87,6 +90,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     tf.env().set("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE", opts.submitBatch);
   }
   if (opts.poolRatio !== undefined) setPoolRatio(opts.poolRatio);
+  setHostProfileIterations(opts.hostProfile ?? 0);
   const result: Record<string, unknown> = {
     engineVersion: ENGINE_VERSION,
     date: new Date().toISOString(),

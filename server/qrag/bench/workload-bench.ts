@@ -19,6 +19,7 @@ import { measure, stats, timeRepeat } from "./harness.ts";
 import { summarizeDispatch } from "./dispatch-summary.ts";
 import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
 import { programTimes, topPrograms } from "./program-times.ts";
+import { hostProfile, hostProfileIterations, hostProfileLine } from "./host-profile.ts";
 
 /**
  * `reference`: docs/workload.md's sizes. `counts`: the same loop at a sliver of its compute (the
@@ -76,6 +77,10 @@ export async function benchTraining(encoder: "bow" | "transformer", nets: QNetwo
   // one more iteration, each program timed apart (null without timestamp queries)
   const gpuByProgram = await programTimes(async () => void (await iterate()));
   log(`  ${encoder} iteration, GPU per program: ${topPrograms(gpuByProgram)}`);
+  // `--host-profile N`: N more iterations under the CPU profiler (host-profile.ts)
+  const n = hostProfileIterations();
+  const hostByFunction = n > 0 ? await hostProfile(async () => { for (let i = 0; i < n; i++) await iterate(); }) : null;
+  if (hostByFunction) log(`  ${encoder} iteration ×${n}, host profile: ${hostProfileLine(hostByFunction)}`);
   learner.dispose();
   envs.dispose();
   const use = iters.filter((i) => i.clean).length ? iters.filter((i) => i.clean) : iters;
@@ -94,6 +99,8 @@ export async function benchTraining(encoder: "bow" | "transformer", nets: QNetwo
     kernelNames,
     /** GPU time per program over one extra iteration (program-times.ts). */
     gpuByProgram,
+    /** The host's time by function over `--host-profile N` more iterations (host-profile.ts; null without the flag). */
+    hostByFunction: hostByFunction && { iterations: n, ...hostByFunction },
   };
 }
 

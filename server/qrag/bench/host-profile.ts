@@ -1,0 +1,117 @@
+/**
+ * Where the host's time goes during a run (issue 27: on the H200 an iteration was host-bound, 153
+ * of 167 ms before the recorded loop): `fn` under V8's sampling CPU profiler (node:inspector, in
+ * this process), summed by function and by file, self time. "(idle)" is the event loop waiting
+ * (on a GPU read's round trip), "(program)" native work V8 does not attribute to a JS function
+ * (Dawn's calls among it), "(garbage collector)" GC. A summary, so a device call brings back
+ * figures instead of a multi-megabyte profile.
+ */
+import { Session } from "node:inspector/promises";
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+}
+export interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface HostProfile {
+  /** Milliseconds the samples cover. */
+  sampledMs: number;
+  /** Self milliseconds of V8's pseudo-functions: idle, GC, native ("program"), and the rest (JS). */
+  categories: { idle: number; gc: number; program: number; js: number };
+  /** Heaviest functions by self time: name, where (file:line, 1-based), ms, share of sampledMs. */
+  functions: { fn: string; at: string; ms: number; share: number }[];
+  /** Heaviest files (our modules by path from server/, packages by name) by self time. */
+  files: { file: string; ms: number; share: number }[];
+}
+
+const PSEUDO: Record<string, keyof HostProfile["categories"]> = { "(idle)": "idle", "(garbage collector)": "gc", "(program)": "program", "(root)": "program" };
+
+/** A script URL as a short name: "server/qrag/…" for ours, the package for node_modules, "node:…" for Node's own. */
+export function shortFile(url: string): string {
+  if (!url) return "(native)";
+  const nm = url.lastIndexOf("node_modules/");
+  if (nm >= 0) {
+    const rest = url.slice(nm + "node_modules/".length).split("/");
+    return rest[0].startsWith("@") ? `${rest[0]}/${rest[1]}` : rest[0];
+  }
+  for (const top of ["server/", "lib/", "scripts/", "test/"]) {
+    const i = url.lastIndexOf(`/${top}`);
+    if (i >= 0) return url.slice(i + 1);
+  }
+  return url.startsWith("node:") ? url : url.slice(url.lastIndexOf("/") + 1);
+}
+
+/** Self time by function and by file from a V8 CPU profile (`top` of each). */
+export function summarizeProfile(p: CpuProfile, top = 25): HostProfile {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const fns = new Map<string, { fn: string; at: string; us: number }>();
+  const files = new Map<string, number>();
+  const categories = { idle: 0, gc: 0, program: 0, js: 0 };
+  let total = 0;
+  p.samples.forEach((id, i) => {
+    const us = Math.max(0, p.timeDeltas[i] ?? 0);
+    total += us;
+    const cf = byId.get(id)?.callFrame;
+    if (!cf) return;
+    const pseudo = PSEUDO[cf.functionName];
+    if (pseudo && !cf.url) {
+      categories[pseudo] += us;
+      return;
+    }
+    categories.js += us;
+    const file = shortFile(cf.url);
+    const at = `${file}:${cf.lineNumber + 1}`;
+    const key = `${cf.functionName}@${at}`;
+    const f = fns.get(key) ?? { fn: cf.functionName || "(anonymous)", at, us: 0 };
+    f.us += us;
+    fns.set(key, f);
+    files.set(file, (files.get(file) ?? 0) + us);
+  });
+  const ms = (us: number) => Math.round(us / 100) / 10;
+  const share = (us: number) => Math.round((us / Math.max(total, 1)) * 1000) / 1000;
+  return {
+    sampledMs: ms(total),
+    categories: { idle: ms(categories.idle), gc: ms(categories.gc), program: ms(categories.program), js: ms(categories.js) },
+    functions: [...fns.values()].sort((a, b) => b.us - a.us).slice(0, top).map((f) => ({ fn: f.fn, at: f.at, ms: ms(f.us), share: share(f.us) })),
+    files: [...files].sort((a, b) => b[1] - a[1]).slice(0, Math.ceil(top / 2)).map(([file, us]) => ({ file, ms: ms(us), share: share(us) })),
+  };
+}
+
+/** Runs `fn` under the sampling CPU profiler (every `intervalUs` µs) and summarizes where the host's time went. */
+export async function hostProfile(fn: () => Promise<void>, intervalUs = 200): Promise<HostProfile> {
+  const session = new Session();
+  session.connect();
+  try {
+    await session.post("Profiler.enable");
+    await session.post("Profiler.setSamplingInterval", { interval: intervalUs });
+    await session.post("Profiler.start");
+    const run = await fn().then(() => ({ ok: true as const }), (error: unknown) => ({ ok: false as const, error }));
+    const { profile } = await session.post("Profiler.stop");
+    if (!run.ok) throw run.error;
+    return summarizeProfile(profile as unknown as CpuProfile);
+  } finally {
+    session.disconnect();
+  }
+}
+
+/** `--host-profile N` of the bench: training iterations run once more under the profiler (0: none). */
+let profiledIterations = 0;
+
+export function setHostProfileIterations(n: number): void {
+  profiledIterations = n;
+}
+
+export function hostProfileIterations(): number {
+  return profiledIterations;
+}
+
+/** One log line: the categories and the heaviest files. */
+export function hostProfileLine(p: HostProfile): string {
+  const c = p.categories;
+  return `${p.sampledMs} ms sampled: JS ${c.js}, native ${c.program}, GC ${c.gc}, idle ${c.idle}; ` + p.files.slice(0, 5).map((f) => `${f.file} ${Math.round(f.share * 100)}%`).join(", ");
+}

@@ -1,0 +1,63 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { hostProfile, shortFile, summarizeProfile, type CpuProfile } from "../server/qrag/bench/host-profile.ts";
+
+const frame = (id: number, functionName: string, url: string, lineNumber = 0) => ({ id, callFrame: { functionName, url, lineNumber } });
+
+test("host profile summary: self time by function and by file, V8's pseudo-functions as categories, heaviest first", () => {
+  const p: CpuProfile = {
+    nodes: [
+      frame(1, "(root)", ""), frame(2, "(idle)", ""), frame(3, "(garbage collector)", ""), frame(4, "(program)", ""),
+      frame(5, "scoreLayout", "file:///repo/server/qrag/agent/device-candidates.ts", 9),
+      frame(6, "packActions", "file:///repo/server/qrag/model/transformer.ts", 41),
+      frame(7, "Engine.trackTensor", "file:///repo/node_modules/@tensorflow/tfjs-core/dist/tf-core.node.js", 4900),
+      frame(8, "writeBuffer", ""),
+    ],
+    //         idle  gc   prog  score score pack  tfjs  native
+    samples: [2, 3, 4, 5, 5, 6, 7, 8, 5],
+    timeDeltas: [4000, 3000, 1000, 2000, 2000, 1500, 500, 1000, -5],
+  };
+  const s = summarizeProfile(p, 4);
+  assert.equal(s.sampledMs, 15);
+  assert.deepEqual(s.categories, { idle: 4, gc: 3, program: 1, js: 7 });
+  assert.deepEqual(s.functions, [
+    { fn: "scoreLayout", at: "server/qrag/agent/device-candidates.ts:10", ms: 4, share: 0.267 },
+    { fn: "packActions", at: "server/qrag/model/transformer.ts:42", ms: 1.5, share: 0.1 },
+    { fn: "writeBuffer", at: "(native):1", ms: 1, share: 0.067 },
+    { fn: "Engine.trackTensor", at: "@tensorflow/tfjs-core:4901", ms: 0.5, share: 0.033 },
+  ]);
+  assert.deepEqual(s.files.map((f) => f.file), ["server/qrag/agent/device-candidates.ts", "server/qrag/model/transformer.ts"], "the top ⌈4/2⌉ files");
+});
+
+test("short file names: ours from server/, packages by name, Node's own as node:…", () => {
+  assert.equal(shortFile("file:///w/main/server/qrag/model/base.ts"), "server/qrag/model/base.ts");
+  assert.equal(shortFile("file:///w/main/node_modules/webgpu/index.js"), "webgpu");
+  assert.equal(shortFile("file:///w/main/node_modules/a/node_modules/@tensorflow/tfjs-core/x.js"), "@tensorflow/tfjs-core");
+  assert.equal(shortFile("node:internal/timers"), "node:internal/timers");
+  assert.equal(shortFile("file:///d/.device/bench/bench.mjs"), "bench.mjs");
+  assert.equal(shortFile(""), "(native)");
+});
+
+function spinFor(ms: number): number {
+  const end = performance.now() + ms;
+  let x = 0;
+  // arithmetic between rare clock reads, so the self time is this function's
+  while (performance.now() < end) for (let i = 0; i < 200_000; i++) x = (x * 1.000001 + i) % 1e9;
+  return x;
+}
+
+test("host profile of a real run: the busy function is the heaviest, the wait shows as idle; a failing run's error comes through and the profiler stops", async () => {
+  const s = await hostProfile(async () => {
+    spinFor(150);
+    await new Promise((r) => setTimeout(r, 100));
+  });
+  assert.equal(s.functions[0].fn, "spinFor", JSON.stringify(s.functions.slice(0, 4)));
+  assert.ok(s.functions[0].ms >= 100, `${s.functions[0].ms} ms`);
+  assert.ok(s.categories.idle >= 60, `idle ${s.categories.idle} ms`);
+  assert.ok(s.sampledMs >= 230 && s.sampledMs < 2000, `${s.sampledMs} ms sampled`);
+  await assert.rejects(hostProfile(async () => { throw new Error("bench part failed"); }), /bench part failed/);
+  // by file: spinFor, hot by now, may be inlined into its caller (a frame of this file too)
+  const again = await hostProfile(async () => void spinFor(100));
+  assert.equal(again.files[0].file, "test/host-profile.test.ts", `a profile after a failed one: ${JSON.stringify(again.files)}`);
+  assert.ok(again.files[0].ms >= 60, `${again.files[0].ms} ms`);
+});
