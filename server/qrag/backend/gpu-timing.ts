@@ -18,7 +18,7 @@
  * passes timestampWrites times both kinds without touching either's code. Dawn quantizes
  * timestamps unless told not to (webgpu.ts creates the instance without it).
  */
-import { activePhase, counterSnapshot, setPhaseHook, setProgramTiming, zeroCounters, type Phase, type PhaseCounters } from "./device.ts";
+import { activePhase, counterSnapshot, onePassPerProgram, setPhaseHook, setProgramTiming, zeroCounters, type Phase, type PhaseCounters } from "./device.ts";
 import * as tf from "@tensorflow/tfjs";
 
 /** WebGPU's bound on a query set's size: 2,048 timed passes between two settles. */
@@ -61,7 +61,6 @@ interface TimedPass {
 
 interface Timing {
   on: boolean;
-  byProgram: boolean;
   querySet: unknown;
   resolve: MappableBuffer;
   read: MappableBuffer;
@@ -95,7 +94,6 @@ export function gpuTimingOn(opts: { byProgram?: boolean } = {}): boolean {
     const plainEncoder = device.createCommandEncoder.bind(device);
     t = {
       on: false,
-      byProgram: false,
       querySet: device.createQuerySet({ type: "timestamp", count: CAPACITY }),
       resolve: device.createBuffer({ size: CAPACITY * 8, usage: QUERY_RESOLVE | COPY_SRC }),
       read: device.createBuffer({ size: CAPACITY * 8, usage: MAP_READ | COPY_DST }),
@@ -116,7 +114,7 @@ export function gpuTimingOn(opts: { byProgram?: boolean } = {}): boolean {
           return begin(pd);
         }
         const i = 2 * timing.passes.length;
-        timing.open = { phase: activePhase(), programs: timing.byProgram ? [] : null };
+        timing.open = { phase: activePhase(), programs: onePassPerProgram() ? [] : null };
         timing.passes.push(timing.open);
         return begin({ ...pd, timestampWrites: { querySet: timing.querySet, beginningOfPassWriteIndex: i, endOfPassWriteIndex: i + 1 } });
       };
@@ -126,7 +124,6 @@ export function gpuTimingOn(opts: { byProgram?: boolean } = {}): boolean {
   }
   flush(be);
   t.on = true;
-  t.byProgram = opts.byProgram ?? false;
   t.passes = [];
   t.open = null;
   // tfjs keeps one compute pass open across its programs: end it where the phase changes
