@@ -22,6 +22,7 @@ import { QNetworks } from "../server/qrag/agent/networks.ts";
 import { Learner } from "../server/qrag/agent/learner.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
+import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 
 const FIXTURE = path.resolve(import.meta.dirname, "fixtures/bert-tiny");
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-recorded-bert-"));
@@ -378,7 +379,28 @@ async function autoPassesCase() {
   return { diffs, trainCalls: [asked.trainCalls, auto.trainCalls], updates: [asked.updates, auto.updates], stateLen: asked.stateLen };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase, autoPasses: autoPassesCase };
+/** gpu_storage f16 (half-storage.ts): the recorded no-grad forward with f16 activations against the f32 one, per model (erf, tanh, relu; bert-tiny), eval and train mode. */
+async function halfCase() {
+  await onBackend("webgpu");
+  const diffs: Record<string, number> = {};
+  const runs: [Model, number[]][] = [[RANDOM, [5, 33]], [TANH, [4, 16]], [RELU, [3, 20]], [TINY, [6, 40]]];
+  for (const [m, [B, T]] of runs) {
+    const [f16, f32] = encoders(m);
+    for (const training of [false, true]) {
+      const batch = batchOf(B, T, B * 1000 + T, m.vocab);
+      setGpuStorage("f32");
+      const want = await forward(f32, batch, training, true);
+      setGpuStorage("f16");
+      diffs[`${m.name} ${B}x${T} ${training ? "train" : "eval"}`] = relDiff(await forward(f16, batch, training, true), want);
+    }
+    f16.dispose();
+    f32.dispose();
+  }
+  throwIfDeviceError();
+  return { diffs };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = { half: halfCase, equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase, autoPasses: autoPassesCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

@@ -22,6 +22,15 @@ test("recorded BERT forward equals the tfjs path within 1e-5: eval and train mod
   assert.equal(r.recordedCalls, 24);
 });
 
+test("gpu_storage f16: the recorded BERT forward with f16 activations is within 3e-3 of f32 (erf / tanh GELU, ReLU, bert-tiny; eval and train mode)", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number> }>("half");
+  assert.equal(Object.keys(r.diffs).length, 8);
+  for (const [k, d] of Object.entries(r.diffs)) {
+    assert.ok(d <= 3e-3, `${k}: rel. diff ${d} to f32`);
+    assert.ok(d > 1e-5, `${k}: rel. diff ${d}: were the activations f16?`);
+  }
+});
+
 test("recorded BERT forward: one submit with its read, one dispatch per program, 0 tfjs kernels; a second call of a shape creates no buffers, bind groups or pipelines", { skip }, () => {
   type Mode = { created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { kernels: number; fused: number; dispatches: number; submits: number }[] };
   const r = runCase<{ eval: Mode; train: Mode; layers: number }>("cache");

@@ -8,7 +8,9 @@ import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
-import { CONFIG, batchOf, readForward as forward, recordedCalls } from "./recorded-batches.ts";
+import { CONFIG, batchOf, lossAndGrads, readForward as forward, recordedCalls } from "./recorded-batches.ts";
+import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
+import { countersOn, kernelNameCounts, resetCounters } from "../server/qrag/backend/device.ts";
 import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
@@ -159,7 +161,44 @@ async function textsCase() {
   return { maxAbs, rows: got.length / cfg.dim, pendingAtPack, forwards: recorderStats.calls - calls0, spread: relDiff(want.subarray(0, cfg.dim), want.subarray(cfg.dim * 5, cfg.dim * 6)) };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, assign: assignCase, pending: pendingCase, texts: textsCase };
+/**
+ * gpu_storage f16 (half-storage.ts): the recorded no-grad forward with f16 activations against the
+ * f32 one (same weights, same dropout Rng), eval and train mode; the plans' bytes; the programs'
+ * keys; a taped forward (a backward follows) keeps f32.
+ */
+async function halfCase() {
+  await onBackend("webgpu");
+  const device = (webgpuBackend() as unknown as { device: { features: { has(f: string): boolean } } }).device;
+  const f16 = new TransformerEncoder(CONFIG, new Rng(3));
+  const f32 = new TransformerEncoder(CONFIG, new Rng(3));
+  const diffs: Record<string, number> = {};
+  const bytes: Record<string, number> = {};
+  for (const [B, T] of [[3, 16], [5, 64], [7, 33]]) {
+    for (const training of [false, true]) {
+      const batch = batchOf(B, T, B * 1000 + T);
+      setGpuStorage("f32");
+      const b0 = recorderStats.bytes;
+      const want = await forward(f32, batch, training, true);
+      const b1 = recorderStats.bytes;
+      setGpuStorage("f16");
+      const got = await forward(f16, batch, training, true);
+      diffs[`${B}x${T} ${training ? "train" : "eval"}`] = relDiff(got, want);
+      bytes[`${B}x${T} ${training ? "train" : "eval"}`] = (recorderStats.bytes - b1) / (b1 - b0);
+    }
+  }
+  // the same call's programs, counted by key
+  resetCounters();
+  countersOn();
+  await forward(f16, batchOf(4, 16, 1), false, true);
+  const keys = kernelNameCounts().map(([k]) => k);
+  // a taped forward keeps f32: its loss equals the f32 encoder's
+  const grads = await lossAndGrads(f16, batchOf(3, 16, 4), false, true);
+  setGpuStorage("f32");
+  const ref = await lossAndGrads(f32, batchOf(3, 16, 4), false, true);
+  return { shaderF16: device.features.has("shader-f16"), diffs, bytes, keys, tapedLossDiff: Math.abs(grads.loss - ref.loss) / Math.abs(ref.loss) };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

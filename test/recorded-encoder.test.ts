@@ -62,3 +62,18 @@ test("eval encode of texts, streamed (embedTextsDevice): the same values as pack
   assert.deepEqual(r.pendingAtPack, r.pendingAtPack.map(() => false), "a slice was packed while recorded work still waited in tfjs's encoder");
   assert.ok(r.forwards >= r.pendingAtPack.length, `${r.forwards} recorded forwards`);
 });
+
+test("gpu_storage f16: the recorded no-grad forward stores its activations as f16 (shader-f16 on lavapipe) within 3e-3 of f32, in about half the plan bytes; a taped forward keeps f32", { skip }, () => {
+  const r = runCase<{ shaderF16: boolean; diffs: Record<string, number>; bytes: Record<string, number>; keys: string[]; tapedLossDiff: number }>("half");
+  assert.ok(r.shaderF16, "the device was made without shader-f16 although the adapter offers it");
+  assert.equal(Object.keys(r.diffs).length, 6);
+  for (const [k, d] of Object.entries(r.diffs)) {
+    assert.ok(d <= 3e-3, `${k}: rel. diff ${d} to f32`);
+    // f16 rounding shows (the f32 programs give the same bits on the same weights)
+    assert.ok(d > 1e-5, `${k}: rel. diff ${d}: were the activations f16?`);
+  }
+  for (const [k, ratio] of Object.entries(r.bytes)) assert.ok(ratio < 0.6, `${k}: the f16 plan holds ${ratio.toFixed(2)}× the f32 plan's bytes`);
+  assert.equal(r.keys.length, 6, r.keys.join(", "));
+  for (const k of r.keys) assert.match(k, /-h16$/);
+  assert.ok(r.tapedLossDiff <= 1e-6, `a taped forward under f16 storage: loss rel. diff ${r.tapedLossDiff}`);
+});

@@ -32,7 +32,7 @@ interface AdapterLike {
   info: { vendor: string; architecture: string; device: string; description: string; isFallbackAdapter?: boolean };
   isFallbackAdapter?: boolean;
   limits: Record<string, number>;
-  features: unknown;
+  features?: { has(f: string): boolean };
   requestDevice(desc?: unknown): Promise<unknown>;
 }
 interface GpuLike {
@@ -97,9 +97,12 @@ export async function installWebgpu(allowFallback: boolean, o: { skipDeviceCheck
     maxComputeInvocationsPerWorkgroup: adapter.limits.maxComputeInvocationsPerWorkgroup,
   };
   const original = adapter.requestDevice.bind(adapter);
+  // shader-f16 where offered: the no-grad forwards may then store activations as f16 (gpu_storage)
+  const features = adapter.features?.has("shader-f16") ? ["shader-f16"] : [];
   adapter.requestDevice = async (desc?: unknown) => {
-    const d = (desc ?? {}) as { requiredLimits?: Record<string, number> };
-    const device = (await original({ ...d, requiredLimits: { ...(d.requiredLimits ?? {}), ...requested } })) as EventTarget;
+    const d = (desc ?? {}) as { requiredLimits?: Record<string, number>; requiredFeatures?: unknown[] };
+    const requiredFeatures = [...(d.requiredFeatures ?? []), ...features];
+    const device = (await original({ ...d, requiredFeatures, requiredLimits: { ...(d.requiredLimits ?? {}), ...requested } })) as EventTarget;
     // WebGPU reports a failed buffer or program here, not at the call (webgpu-errors.ts)
     device.addEventListener("uncapturederror", (ev) => recordDeviceError((ev as Event & { error?: { message?: unknown } }).error));
     return device;

@@ -21,6 +21,7 @@ import * as tf from "@tensorflow/tfjs";
 import { dropoutMaskDevice, MASK_AT_WGSL } from "./dropout.ts";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import type { BatchedArgs } from "../attention-args.ts";
+import { enableHalf, readAct, writeAct } from "./half-storage.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
@@ -37,25 +38,27 @@ export type Layout = "separate" | "packed";
  * Index helpers shared by the three programs: `io` = offset of (sequence b, position t, head h)
  * in the inputs, `oo` = in the [B·T, d] tensors (ctx, dO, dq); reads of q, k, v at an input offset.
  */
-function helpers(layout: Layout): string {
+function helpers(layout: Layout, half: boolean): string {
   const packed = layout === "packed";
+  const at = (e: string): string => readAct(half, e);
   return `
 fn io(b: u32, t: u32, h: u32) -> u32 { return (b * u.T + t) * ${packed ? "3u * u.d" : "u.d"} + h * DH; }
 fn oo(b: u32, t: u32, h: u32) -> u32 { return (b * u.T + t) * u.d + h * DH; }
-fn qAt(o: u32) -> f32 { return ${packed ? "qkv[o]" : "q[o]"}; }
-fn kAt(o: u32) -> f32 { return ${packed ? "qkv[o + u.d]" : "k[o]"}; }
-fn vAt(o: u32) -> f32 { return ${packed ? "qkv[o + 2u * u.d]" : "v[o]"}; }
+fn qAt(o: u32) -> f32 { return ${at(packed ? "qkv[o]" : "q[o]")}; }
+fn kAt(o: u32) -> f32 { return ${at(packed ? "qkv[o + u.d]" : "k[o]")}; }
+fn vAt(o: u32) -> f32 { return ${at(packed ? "qkv[o + 2u * u.d]" : "v[o]")}; }
 fn keyBias(b: u32, j: u32) -> f32 { return select(-1e9, 0.0, mask[b * u.T + j] > 0.0); }`;
 }
 
-function header(dh: number, tile: number, layout: Layout, read: string[], write: string[], tiles: [string, string], fields = FIELDS, extra = ""): string {
-  const inputs = layout === "packed" ? ["qkv"] : ["q", "k", "v"];
-  return `${uniformStruct(fields)}
+/** `half`: the inputs q, k, v and the output ctx are f16 (half-storage.ts; the no-grad forward). */
+function header(dh: number, tile: number, layout: Layout, read: string[], write: string[], tiles: [string, string], fields = FIELDS, extra = "", half = false): string {
+  const inputs = (layout === "packed" ? ["qkv"] : ["q", "k", "v"]).map((n) => (half ? `${n}:f16` : n));
+  return `${enableHalf(half)}${uniformStruct(fields)}
 ${extra}
 const DH: u32 = ${dh}u;
 const TILE: u32 = ${tile}u;
-${storageDecls([...inputs, ...read], write)}
-${helpers(layout)}
+${storageDecls([...inputs, ...read], half ? write.map((n) => (n === "ctx" ? "ctx:f16" : n)) : write)}
+${helpers(layout, half)}
 var<workgroup> ${tiles[0]}: array<f32, ${tile * dh}>;
 var<workgroup> ${tiles[1]}: array<f32, ${tile * dh}>;
 @compute @workgroup_size(${WG})`;
@@ -112,12 +115,13 @@ const INLINE_DROP_FIELDS = [...FIELDS, "thr: u32", "keep: f32", "k0: u32", "k1: 
  * block of queries) with K/V tiles of `tile` rows (attentionTile), launched on attentionGrid.
  * `drop` "inline": no mask buffer; each probability's mask is drawn where it is used, by the hash
  * dropout.ts's mask program uses at the same element index (fields INLINE_DROP_FIELDS), so the same
- * mask: the recorded no-grad forwards, which have no backward to read a stored mask.
+ * mask: the recorded no-grad forwards, which have no backward to read a stored mask. `half`: f16
+ * inputs and ctx (half-storage.ts).
  */
-export function forwardCode(dh: number, layout: Layout, drop: boolean | "inline", tile: number): string {
+export function forwardCode(dh: number, layout: Layout, drop: boolean | "inline", tile: number, half = false): string {
   const inline = drop === "inline";
   const at = inline ? "maskAt(idx * u.T + jt)" : "drop[idx * u.T + jt]";
-  return `${header(dh, tile, layout, ["mask", ...(drop === true ? ["drop"] : [])], ["ctx", "stats"], ["kt", "vt"], inline ? INLINE_DROP_FIELDS : FIELDS, inline ? MASK_AT_WGSL : "")}
+  return `${header(dh, tile, layout, ["mask", ...(drop === true ? ["drop"] : [])], ["ctx", "stats"], ["kt", "vt"], inline ? INLINE_DROP_FIELDS : FIELDS, inline ? MASK_AT_WGSL : "", half)}
 ${BLOCK}
   ${Q_REGS}
   var m = -3.0e38;
@@ -136,7 +140,7 @@ ${BLOCK}
         m = mn;`)}
   if (!valid) { return; }
   let oq = oo(b, t, h);
-  for (var c = 0u; c < DH; c++) { ctx[oq + c] = acc[c] / l; }
+  for (var c = 0u; c < DH; c++) { ctx[oq + c] = ${writeAct(half, "acc[c] / l")}; }
   stats[2u * idx] = m;
   stats[2u * idx + 1u] = l;
 }`;

@@ -12,6 +12,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { runToTensors as run, storageDecls, uniformStruct, WG, workgroupSum } from "./raw-program.ts";
 import { EACH_COL, rowLanes, rowProgramHead, rowWorkgroups } from "./row-reduce.ts";
+import { enableHalf, readAct, writeAct } from "./half-storage.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
@@ -24,16 +25,18 @@ export const ERF_WGSL = `fn erf_as(a: f32) -> f32 {
 }`;
 
 
-function elementwise(name: string, read: string[], expr: string, fns = ERF_WGSL): string {
-  return `${uniformStruct(["n: u32"])}
-${storageDecls(read, ["y"])}
+/** A program of one thread per element: x = read[0][i], then `expr` (which stores y[i] through `out`); `half`: x and y f16. */
+function elementwise(name: string, read: string[], expr: (out: (v: string) => string) => string, fns = ERF_WGSL, half = false): string {
+  const [x0, ...rest] = read;
+  return `${enableHalf(half)}${uniformStruct(["n: u32"])}
+${storageDecls([half ? `${x0}:f16` : x0, ...rest], [half ? "y:f16" : "y"])}
 ${fns}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = threadIndex(gid);
   if (i >= u.n) { return; }
-  let x = ${read[0]}[i];
-  ${expr}
+  let x = ${readAct(half, `${x0}[i]`)};
+  ${expr((v) => `y[i] = ${writeAct(half, v)};`)}
 }
 // ${name}`;
 }
@@ -41,7 +44,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 /** GELU of one value in WGSL (erf form): the forward program's and matmul.ts's epilogue's, so both give the same bits. */
 export const geluExpr = (x: string): string => `${x} * ((erf_as(${x} * ${Math.SQRT1_2}) + 1.0) * 0.5)`;
 /** GELU forward, one thread per element (fields `n`; x → y). */
-export const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = ${geluExpr("x")};`);
+export const geluFwd = (half = false) => elementwise("gelu forward", ["x"], (y) => y(geluExpr("x")), ERF_WGSL, half);
+export const GELU_FWD = geluFwd();
 /**
  * GELU's tanh form ½x(1 + tanh(√(2/π)(x + 0.044715x³))) (ops.ts geluTanh; gelu_new in BERT
  * configs), with tfjs's tanh (its webgpu kernel's expression, exp(−2|a|) cannot overflow), so
@@ -50,26 +54,26 @@ export const GELU_FWD = elementwise("gelu forward", ["x"], `y[i] = ${geluExpr("x
 const TANH_AS = (a: string): string => `tanhAs(${a})`;
 const TANH_AS_WGSL = "fn tanhAs(a: f32) -> f32 {\n  let e2x = exp(-2.0 * abs(a));\n  return sign(a) * (1.0 - e2x) / (1.0 + e2x);\n}";
 const tanhArg = `(x * (x * x * 0.044715 + 1.0)) * ${Math.sqrt(2 / Math.PI)}`;
-export const GELU_TANH_FWD = elementwise("gelu tanh forward", ["x"], `y[i] = (x * 0.5) * (${TANH_AS(tanhArg)} + 1.0);`, TANH_AS_WGSL);
+export const geluTanhFwd = (half = false) => elementwise("gelu tanh forward", ["x"], (y) => y(`(x * 0.5) * (${TANH_AS(tanhArg)} + 1.0)`), TANH_AS_WGSL, half);
 /** ReLU forward (BERT's hidden_act relu). */
-export const RELU_FWD = elementwise("relu forward", ["x"], "y[i] = max(x, 0.0);");
+export const reluFwd = (half = false) => elementwise("relu forward", ["x"], (y) => y("max(x, 0.0)"), ERF_WGSL, half);
 /** The tanh form's gradient (ops.ts geluTanh's): ½(1 + t) + ½x(1 − t²)·c(1 + 3·0.044715x²), t the forward's tanh. */
 export const GELU_TANH_BWD = elementwise(
   "gelu tanh backward",
   ["x", "dy"],
-  `let t = ${TANH_AS(tanhArg)};
+  (y) => `let t = ${TANH_AS(tanhArg)};
   let du = (x * x * ${3 * 0.044715} + 1.0) * ${Math.sqrt(2 / Math.PI)};
-  y[i] = dy[i] * ((t + 1.0) * 0.5 + ((x * 0.5) * (1.0 - t * t)) * du);`,
+  ${y("dy[i] * ((t + 1.0) * 0.5 + ((x * 0.5) * (1.0 - t * t)) * du)")}`,
   TANH_AS_WGSL,
 );
 /** ReLU's gradient (tfjs's: dy where x > 0, else 0). */
-export const RELU_BWD = elementwise("relu backward", ["x", "dy"], "y[i] = select(0.0, dy[i], x > 0.0);");
+export const RELU_BWD = elementwise("relu backward", ["x", "dy"], (y) => y("select(0.0, dy[i], x > 0.0)"));
 export const GELU_BWD = elementwise(
   "gelu backward",
   ["x", "dy"],
-  `let cdf = (erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5;
+  (y) => `let cdf = (erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5;
   let pdf = exp((x * x) * -0.5) * ${1 / Math.sqrt(2 * Math.PI)};
-  y[i] = dy[i] * (cdf + x * pdf);`,
+  ${y("dy[i] * (cdf + x * pdf)")}`,
 );
 
 const geluFused = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
@@ -92,11 +96,15 @@ export function geluDevice<T extends tf.Tensor>(x: T): T {
  * row's (mean, 1/√(var + eps)) in `stats`. `first` defines the row input's element `a` at column k
  * (and may store it: the fused residual program writes v = x + h·m), `src` is the array the
  * second and third passes read it back from; `post` multiplies each output (BERT's embedding
- * dropout after its LayerNorm: " * maskAt(o + k)").
+ * dropout after its LayerNorm: " * maskAt(o + k)"); `half` names the arrays stored as f16
+ * (half-storage.ts: `src` and `y` are converted here, `first` converts its own).
  */
-export function lnFwdShader(o: { n: number; fields: string[]; read: string[]; write: string[]; first: string; src: string; extra?: string; post?: string }): string {
-  return `${uniformStruct(o.fields)}
-${storageDecls(o.read, o.write)}
+export function lnFwdShader(o: { n: number; fields: string[]; read: string[]; write: string[]; first: string; src: string; extra?: string; post?: string; half?: string[] }): string {
+  const half = new Set(o.half ?? []);
+  const typed = (names: string[]) => names.map((n) => (half.has(n) ? `${n}:f16` : n));
+  const src = readAct(half.has(o.src), `${o.src}[o + k]`);
+  return `${enableHalf(half.size > 0)}${uniformStruct(o.fields)}
+${storageDecls(typed(o.read), typed(o.write))}
 ${o.extra ?? ""}
 ${rowProgramHead(rowLanes(o.n))}
   var s = 0.0;
@@ -106,9 +114,9 @@ ${rowProgramHead(rowLanes(o.n))}
   }
   let mean = rowSum(vec2<f32>(s, 0.0)).x / nf;
   var q = 0.0;
-  ${EACH_COL} { let c = ${o.src}[o + k] - mean; q += c * c; }
+  ${EACH_COL} { let c = ${src} - mean; q += c * c; }
   let inv = inverseSqrt(rowSum(vec2<f32>(q, 0.0)).x / nf + u.eps);
-  ${EACH_COL} { y[o + k] = (((${o.src}[o + k] - mean) * inv) * gamma[k] + beta[k])${o.post ?? ""}; }
+  ${EACH_COL} { y[o + k] = ${writeAct(half.has("y"), `(((${src} - mean) * inv) * gamma[k] + beta[k])${o.post ?? ""}`)}; }
   if (cols > 0u && lane == 0u) {
     stats[2u * r] = mean;
     stats[2u * r + 1u] = inv;
@@ -117,7 +125,7 @@ ${rowProgramHead(rowLanes(o.n))}
 }
 
 /** LayerNorm forward's program over rows of n columns (fields rows, n, eps; x, γ, β → y, stats), launched on rowWorkgroups. */
-export const lnFwd = (n: number) => lnFwdShader({ n, fields: ["rows: u32", "n: u32", "eps: f32"], read: ["x", "gamma", "beta"], write: ["y", "stats"], first: "let a = x[o + k];", src: "x" });
+export const lnFwd = (n: number, half = false) => lnFwdShader({ n, fields: ["rows: u32", "n: u32", "eps: f32"], read: ["x", "gamma", "beta"], write: ["y", "stats"], first: `let a = ${readAct(half, "x[o + k]")};`, src: "x", half: half ? ["x", "y"] : [] });
 
 /**
  * LayerNorm's dx per row, inv·(gy − mean(gy) − x̂·mean(gy·x̂)) with gy = dy·γ, over the row input

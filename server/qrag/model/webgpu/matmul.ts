@@ -15,6 +15,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { runRawProgram, storageDecls, webgpuBackend, type WebgpuBackendLike } from "./raw-program.ts";
 import { ERF_WGSL, geluExpr } from "./gelu-layernorm.ts";
+import { actType, enableHalf, readAct, writeAct } from "./half-storage.ts";
 
 /** The epilogue: none, GELU (erf form) of each result, or GELU with the value before it kept too. */
 export type Epilogue = boolean | "keep";
@@ -83,9 +84,10 @@ export const transName = (tr: MatmulTrans) => `${tr.a ? "-tA" : ""}${tr.b ? "-tB
  * WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks); `bias` adds
  * a [N] row; `gelu` applies GELU (erf form) to each result (the recorded no-grad fc1); `trans` reads A or B transposed (the aligned loads stay vec4: along m for Aᵀ, along k
  * for Bᵀ); `res` adds R, a [M, N] operand like C (a recorded backward sums an input's gradients
- * from several products this way, with no add program).
+ * from several products this way, with no add program); `half`: A, C (and P) stored as f16
+ * (half-storage.ts, the no-grad forwards), converted at the loads and stores.
  */
-export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu: Epilogue = false, res = false): string {
+export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu: Epilogue = false, res = false, half = false): string {
   const { threads, bm, bn } = tileOf(t);
   const { wx, wy, tm, tn, bk } = t;
   // the GELU epilogue: gelu-layernorm.ts's expression per value, so the result equals its program's
@@ -93,8 +95,11 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
   // "keep": the value before GELU also into P (a backward's GELU reads it); `res`: plus R
   const store = (at: string, v: string, width: number): string => {
     const plus = res ? ` + R[${at}]` : "";
-    return gelu === "keep" ? `{ let v = ${v}; P[${at}] = v; C[${at}] = ${act("v", width)}${plus}; }` : `C[${at}] = ${act(v, width)}${plus};`;
+    const w = (e: string): string => writeAct(half, e, width === 4);
+    return gelu === "keep" ? `{ let v = ${v}; P[${at}] = ${w("v")}; C[${at}] = ${w(`${act("v", width)}${plus}`)}; }` : `C[${at}] = ${w(`${act(v, width)}${plus}`)};`;
   };
+  // with `half`, A, C and P hold f16 (an activation in, one out: half-storage.ts); B, bias and R stay f32
+  const ld = (src: string, e: string, vec = false): string => (src === "A" ? readAct(half, e, vec) : e);
   const tm4 = tm / 4;
   const tn4 = tn / 4;
   const L: string[] = [];
@@ -113,14 +118,14 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
     if (aligned) {
       for (let l = 0; l < (rows * bk) / 4 / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let ${rowVar} = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`);
-        L.push(`      let v = ${src}[(${at}) / 4u + k4];`);
+        L.push(`      let v = ${ld(src, `${src}[(${at}) / 4u + k4]`, true)};`);
         for (let c = 0; c < 4; c++) L.push(`      ${tile}[(k4 * 4u + ${c}u) * ${rows / 4}u + ${rowVar} / 4u][${rowVar} % 4u] = v[${c}];`);
         L.push(`    }`);
       }
     } else {
       for (let l = 0; l < (rows * bk) / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let ${rowVar} = e / ${bk}u; let kk = e % ${bk}u; var v = 0.0;`);
-        L.push(`      if (${rowVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"} && k0 + kk < u.K) { v = ${src}[${at} + kk]; }`);
+        L.push(`      if (${rowVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"} && k0 + kk < u.K) { v = ${ld(src, `${src}[${at} + kk]`)}; }`);
         L.push(`      ${tile}[kk * ${rows / 4}u + ${rowVar} / 4u][${rowVar} % 4u] = v; }`);
       }
     }
@@ -129,12 +134,12 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
     if (aligned) {
       for (let l = 0; l < (bk * cols) / 4 / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let kk = e / ${cols / 4}u; let ${colVar}4 = e % ${cols / 4}u;`);
-        L.push(`      ${tile}[kk * ${cols / 4}u + ${colVar}4] = ${src}[(${at}) / 4u + ${colVar}4]; }`);
+        L.push(`      ${tile}[kk * ${cols / 4}u + ${colVar}4] = ${ld(src, `${src}[(${at}) / 4u + ${colVar}4]`, true)}; }`);
       }
     } else {
       for (let l = 0; l < (bk * cols) / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let kk = e / ${cols}u; let ${colVar} = e % ${cols}u; var v = 0.0;`);
-        L.push(`      if (k0 + kk < u.K && ${colVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"}) { v = ${src}[${at} + ${colVar}]; }`);
+        L.push(`      if (k0 + kk < u.K && ${colVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"}) { v = ${ld(src, `${src}[${at} + ${colVar}]`)}; }`);
         L.push(`      ${tile}[kk * ${cols / 4}u + ${colVar} / 4u][${colVar} % 4u] = v; }`);
       }
     }
@@ -168,12 +173,13 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
   }
   L.push(`}`);
   const ty = aligned ? "vec4<f32>" : "f32";
+  const hty = actType(half, aligned);
   const geluFns = gelu ? `${ERF_WGSL}
 fn gelu1(x: f32) -> f32 { return ${geluExpr("x")}; }
 fn gelu4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>(gelu1(v.x), gelu1(v.y), gelu1(v.z), gelu1(v.w)); }
 ` : "";
-  return `struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
-${storageDecls([`A:${ty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${ty}`, ...(gelu === "keep" ? [`P:${ty}`] : [])])}
+  return `${enableHalf(half)}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
+${storageDecls([`A:${hty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${hty}`, ...(gelu === "keep" ? [`P:${hty}`] : [])])}
 ${geluFns}${L.join("\n")}`;
 }
 

@@ -29,6 +29,8 @@ export interface WebgpuBackendLike {
 }
 export interface GpuDeviceLike {
   limits: Record<string, number>;
+  /** Its features (a GPUSupportedFeatures set): shader-f16 among them where requested (half-storage.ts). */
+  features?: { has(f: string): boolean };
   createShaderModule(d: { code: string; label?: string }): unknown;
   createComputePipeline(d: object): PipelineLike;
   createBindGroup(d: object): unknown;

@@ -28,7 +28,8 @@ import {
   programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
-import { GELU_FWD, GELU_TANH_FWD, lnFwd, lnFwdShader, RELU_FWD } from "./gelu-layernorm.ts";
+import { geluFwd, geluTanhFwd, lnFwd, lnFwdShader, reluFwd } from "./gelu-layernorm.ts";
+import { enableHalf, halfActive, halfKey, readAct, writeAct } from "./half-storage.ts";
 import { resLnFwd } from "./residual-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
@@ -37,28 +38,29 @@ import { MASK_AT_WGSL } from "./dropout.ts";
 export const N_EMB = 5;
 export const PER_LAYER = 16;
 
-/** e = word[ids[row]] + pos[row % T] + type[0], one thread per element. */
-export const EMBED_WGSL = `${uniformStruct(["n: u32", "T: u32", "d: u32"])}
-${storageDecls(["ids:i32", "word", "pos", "tt"], ["e"])}
+/** e = word[ids[row]] + pos[row % T] + type[0], one thread per element (e f16 with `half`). */
+export const embedShader = (half: boolean): string => `${enableHalf(half)}${uniformStruct(["n: u32", "T: u32", "d: u32"])}
+${storageDecls(["ids:i32", "word", "pos", "tt"], [half ? "e:f16" : "e"])}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = threadIndex(gid);
   if (i >= u.n) { return; }
   let row = i / u.d;
   let c = i % u.d;
-  e[i] = (word[u32(ids[row]) * u.d + c] + pos[(row % u.T) * u.d + c]) + tt[c];
+  e[i] = ${writeAct(half, "(word[u32(ids[row]) * u.d + c] + pos[(row % u.T) * u.d + c]) + tt[c]")};
 }`;
 
 /** The embedding LayerNorm times the dropout mask (ops.ts `dropout` after `layerNorm`). */
-export const lnDropFwd = (n: number) => lnFwdShader({
+export const lnDropFwd = (n: number, half = false) => lnFwdShader({
   n, fields: ["rows: u32", "n: u32", "eps: f32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"], read: ["x", "gamma", "beta"], write: ["y", "stats"],
-  extra: MASK_AT_WGSL, first: "let a = x[o + k];", src: "x", post: " * maskAt(o + k)",
+  extra: MASK_AT_WGSL, first: `let a = ${readAct(half, "x[o + k]")};`, src: "x", post: " * maskAt(o + k)", half: half ? ["x", "y"] : [],
 });
 
-export const ACT: Record<BertConfig["act"], [string, string]> = {
-  gelu: ["qrag_gelu_fwd", GELU_FWD],
-  gelu_tanh: ["qrag_gelu_tanh_fwd", GELU_TANH_FWD],
-  relu: ["qrag_relu_fwd", RELU_FWD],
+/** The activation's program (f16 storage with `half`). */
+export const ACT: Record<BertConfig["act"], [string, (half: boolean) => string]> = {
+  gelu: ["qrag_gelu_fwd", geluFwd],
+  gelu_tanh: ["qrag_gelu_tanh_fwd", geluTanhFwd],
+  relu: ["qrag_relu_fwd", reluFwd],
 };
 
 /**
@@ -78,7 +80,8 @@ export function recordedBertForward(vars: readonly tf.Variable[], c: BertConfig,
 
 /** The cached plan of this architecture and shape (made on a miss), or null when it cannot be recorded. */
 function bertPlanFor(device: DeviceLike, c: BertConfig, B: number, T: number, training: boolean): Plan | null {
-  const { key, hp, ap } = bertPlanKey(c, B, T, training);
+  const { key: base, hp, ap } = bertPlanKey(c, B, T, training);
+  const key = `${base}${halfKey(halfActive(device))}`;
   const hit = cachedPlan(device, key);
   if (hit) return hit;
   if (!bertFits(device, c, B, T)) return null;
@@ -158,21 +161,27 @@ export interface BertBuilder extends ProgramList {
 export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number, T: number, hp: number, ap: number, extend: ((b: BertBuilder) => BackPlan) | null): Plan {
   const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T, L = c.layers;
   const keep = extend !== null;
+  // a no-grad plan may store its activations as f16 (half-storage.ts); a taped one keeps f32
+  const half = !keep && halfActive(device);
   const pb = planBuffers(device);
   const buf = pb.buf;
+  const act = (n: number): BufferLike => pb.act(n, half);
   const ids = buf(N), mask = buf(N), poolW = buf(N);
   /** `one` for each of `count` uses. */
   const shared = (one: BufferLike, count = L): BufferLike[] => Array.from({ length: count }, () => one);
-  /** `count` buffers of their own when keeping activations, else one shared by all. */
-  const per = (floats: number, count = L): BufferLike[] => (keep ? Array.from({ length: count }, () => buf(floats)) : shared(buf(floats), count));
-  const e = buf(N * d), stats = buf(N * 2);
+  /** `count` buffers of their own when keeping activations, else one shared by all (`mk` makes one). */
+  const per = (n: number, count = L, mk: (n: number) => BufferLike = act): BufferLike[] => (keep ? Array.from({ length: count }, () => mk(n)) : shared(mk(n), count));
+  const e = act(N * d), stats = buf(N * 2);
+  const f2 = per(N * F);
   const acts: BertActs = {
     e, embSt: stats, x: per(N * d, L + 1),
-    q: per(N * d), k: per(N * d), v: per(N * d), ctx: per(N * d), attSt: per(B * H * T * 2),
-    v1: keep ? per(N * d) : shared(e), st1: keep ? per(N * 2) : shared(stats), mid: per(N * d), f1: per(N * F), f2: per(N * F),
-    v2: keep ? per(N * d) : shared(e), st2: keep ? per(N * 2) : shared(stats),
+    q: per(N * d), k: per(N * d), v: per(N * d), ctx: per(N * d), attSt: per(B * H * T * 2, L, buf),
+    v1: keep ? per(N * d) : shared(e), st1: keep ? per(N * 2, L, buf) : shared(stats), mid: per(N * d),
+    // without a backward, erf GELU is fc1's epilogue and fc1's value before it is not kept
+    f1: keep || c.act !== "gelu" ? per(N * F) : f2, f2,
+    v2: keep ? per(N * d) : shared(e), st2: keep ? per(N * 2, L, buf) : shared(stats),
   };
-  const h = buf(N * d); // a sub-layer's output before its residual (not read by a backward)
+  const h = act(N * d); // a sub-layer's output before its residual (not read by a backward)
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
   let draws = 0;
@@ -185,44 +194,48 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
   const rows = rowWorkgroups(N, d);
   const lnDims: UniformValues = [["u", N], ["u", d], ["f", c.eps]];
 
-  b.flat("qrag_bert_embed", EMBED_WGSL, [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, e], [["u", N * d], ["u", T], ["u", d]], N * d);
+  b.flat(`qrag_bert_embed${halfKey(half)}`, embedShader(half), [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, e], [["u", N * d], ["u", T], ["u", d]], N * d);
   const em = maskFields(hp);
   sites.emb = em.draw;
-  if (hp > 0) b.step({ key: `qrag_ln_drop_fwd_${lanes}`, code: lnDropFwd(d), refs: [e, { weight: 3 }, { weight: 4 }, acts.x[0], acts.embSt], uniforms: [...lnDims, ...em.fields], grid: rows, stride: 0, draw: em.draw });
-  else b.step({ key: `qrag_ln_fwd_${lanes}`, code: lnFwd(d), refs: [e, { weight: 3 }, { weight: 4 }, acts.x[0], acts.embSt], uniforms: lnDims, grid: rows, stride: 0 });
+  if (hp > 0) b.step({ key: `qrag_ln_drop_fwd_${lanes}${halfKey(half)}`, code: lnDropFwd(d, half), refs: [e, { weight: 3 }, { weight: 4 }, acts.x[0], acts.embSt], uniforms: [...lnDims, ...em.fields], grid: rows, stride: 0, draw: em.draw });
+  else b.step({ key: `qrag_ln_fwd_${lanes}${halfKey(half)}`, code: lnFwd(d, half), refs: [e, { weight: 3 }, { weight: 4 }, acts.x[0], acts.embSt], uniforms: lnDims, grid: rows, stride: 0 });
 
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the attention draws its dropout mask itself (a backward draws it again from the same key)
-  const attKey = `qrag_attn_fwd_separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}`;
-  const attCode = attentionForwardCode(dh, "separate", ap > 0 ? "inline" : false, tile);
+  const attKey = `qrag_attn_fwd_separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}${halfKey(half)}`;
+  const attCode = attentionForwardCode(dh, "separate", ap > 0 ? "inline" : false, tile, half);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
-  const resLnCode = resLnFwd(d);
+  const resLnCode = resLnFwd(d, half);
   /** y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m and the row stats. */
   const residualLn = (xi: BufferLike, g: number, y: BufferLike, v: BufferLike, st: BufferLike): number | undefined => {
     const m = maskFields(hp);
-    b.step({ key: `qrag_res_ln_fwd_${lanes}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, v, st], uniforms: [...lnDims, ...m.fields], grid: rows, stride: 0, draw: m.draw });
+    b.step({ key: `qrag_res_ln_fwd_${lanes}${halfKey(half)}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, v, st], uniforms: [...lnDims, ...m.fields], grid: rows, stride: 0, draw: m.draw });
     return m.draw;
   };
-  const [actKey, actCode] = ACT[c.act];
+  const [actName, actShader] = ACT[c.act];
+  const actKey = `${actName}${halfKey(half)}`, actCode = actShader(half);
+  const linear = (a: BufferLike, w: number, out: BufferLike, n: number, k: number, gelu = false): void => {
+    b.step(linearStep(a, w, out, N, n, k, gelu, undefined, half));
+  };
   for (let l = 0; l < L; l++) {
     const o = N_EMB + l * PER_LAYER; // q w b, k w b, v w b, o w b, ln1 γ β, fc1 w b, fc2 w b, ln2 γ β
     const x = acts.x[l];
-    b.step(linearStep(x, o, acts.q[l], N, d, d));
-    b.step(linearStep(x, o + 2, acts.k[l], N, d, d));
-    b.step(linearStep(x, o + 4, acts.v[l], N, d, d));
+    linear(x, o, acts.q[l], d, d);
+    linear(x, o + 2, acts.k[l], d, d);
+    linear(x, o + 4, acts.v[l], d, d);
     const m = maskFields(ap);
     sites.att.push(m.draw);
     b.step({ key: attKey, code: attCode, refs: [acts.q[l], acts.k[l], acts.v[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: ap > 0 ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T), stride: 0, draw: m.draw });
-    b.step(linearStep(acts.ctx[l], o + 6, h, N, d, d));
+    linear(acts.ctx[l], o + 6, h, d, d);
     sites.res1.push(residualLn(x, o + 8, acts.mid[l], acts.v1[l], acts.st1[l]));
-    if (!keep && c.act === "gelu") b.step(linearStep(acts.mid[l], o + 10, acts.f2[l], N, F, d, true)); // GELU in fc1's epilogue
+    if (!keep && c.act === "gelu") linear(acts.mid[l], o + 10, acts.f2[l], F, d, true); // GELU in fc1's epilogue
     else {
-      b.step(linearStep(acts.mid[l], o + 10, acts.f1[l], N, F, d));
+      linear(acts.mid[l], o + 10, acts.f1[l], F, d);
       b.flat(actKey, actCode, [acts.f1[l], acts.f2[l]], [["u", N * F]], N * F);
     }
-    b.step(linearStep(acts.f2[l], o + 12, h, N, d, F));
+    linear(acts.f2[l], o + 12, h, d, F);
     sites.res2.push(residualLn(acts.mid[l], o + 14, acts.x[l + 1], acts.v2[l], acts.st2[l]));
   }
-  return finishPlan(b, pb, extend, { key, training: hp > 0 || ap > 0, ids, mask, poolW, pooled, last: acts.x[L], d, draws });
+  return finishPlan(b, pb, extend, { key, training: hp > 0 || ap > 0, ids, mask, poolW, pooled, last: acts.x[L], d, draws, half });
 }

@@ -40,6 +40,7 @@ import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { resLnFwd } from "./residual-layernorm.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { maskedMeanWeights } from "../device-ops.ts";
+import { actBytes, enableHalf, halfActive, halfKey, readAct, writeAct } from "./half-storage.ts";
 
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
 export const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
@@ -165,6 +166,8 @@ export interface Plan {
   B: number;
   T: number;
   training: boolean;
+  /** Its activations are stored as f16 (half-storage.ts). */
+  half: boolean;
   bytes: number;
   buffers: BufferLike[];
   ids: BufferLike;
@@ -251,15 +254,16 @@ export async function withRecorder<T>(on: boolean, fn: () => Promise<T>): Promis
  * The embedding, token row + position row times the dropout mask, into x, and the first layer's
  * LayerNorm of it into y (its stats), one program of a group of threads per row.
  */
-const embedLnFwd = (d: number) => lnFwdShader({
+const embedLnFwd = (d: number, half: boolean) => lnFwdShader({
   n: d, fields: ["rows: u32", "n: u32", "eps: f32", "T: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"],
   read: ["ids:i32", "tok", "pos", "gamma", "beta"], write: ["y", "x", "stats"], extra: MASK_AT_WGSL, src: "x",
-  first: "let a = (tok[u32(ids[r]) * u.n + k] + pos[(r % u.T) * u.n + k]) * maskAt(o + k);\n    x[o + k] = a;",
+  first: `let a = (tok[u32(ids[r]) * u.n + k] + pos[(r % u.T) * u.n + k]) * maskAt(o + k);\n    x[o + k] = ${writeAct(half, "a")};`,
+  half: half ? ["x", "y"] : [],
 });
 
 /** Masked mean: y[b, c] = Σ_t w[b·T + t]·x[(b·T + t)·d + c] (w = mask·mul/count), one thread per output. */
-export const POOL_WGSL = `${uniformStruct(["B: u32", "T: u32", "d: u32"])}
-${storageDecls(["x", "w"], ["y"])}
+export const poolShader = (half: boolean): string => `${enableHalf(half)}${uniformStruct(["B: u32", "T: u32", "d: u32"])}
+${storageDecls([half ? "x:f16" : "x", "w"], ["y"])}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = threadIndex(gid);
@@ -269,7 +273,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   var s = 0.0;
   for (var t = 0u; t < u.T; t++) {
     let r = b * u.T + t;
-    s += x[r * u.d + c] * w[r];
+    s += ${readAct(half, "x[r * u.d + c]")} * w[r];
   }
   y[i] = s;
 }`;
@@ -433,13 +437,13 @@ function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, v
 }
 
 /** out [m, n] = a [m, k]·W + bias (then GELU with `gelu`, the value before it into `pre` when given), W and its bias variables w and w + 1 (our tiled matmul). */
-export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number, gelu = false, pre?: BufferLike): Omit<Step, "slot"> {
+export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number, gelu = false, pre?: BufferLike, half = false): Omit<Step, "slot"> {
   const tile = tileFor(m, n);
   const aligned = isAligned(tile, m, n, k);
   const epilogue = gelu && pre ? "keep" : gelu;
-  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias${epilogue === "keep" ? "-gelu-keep" : epilogue ? "-gelu" : ""}`;
+  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias${epilogue === "keep" ? "-gelu-keep" : epilogue ? "-gelu" : ""}${halfKey(half)}`;
   const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-  return { key, code: matmulShader(tile, aligned, true, {}, epilogue), refs: [a, { weight: w }, { weight: w + 1 }, out, ...(pre ? [pre] : [])], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
+  return { key, code: matmulShader(tile, aligned, true, {}, epilogue, false, half), refs: [a, { weight: w }, { weight: w + 1 }, out, ...(pre ? [pre] : [])], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
 }
 
 /**
@@ -450,7 +454,7 @@ export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number,
  */
 export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan | null {
   const base = `${B}x${T}${dropping ? "-drop" : ""}`;
-  const key = extend ? keepKey(device, base) : base;
+  const key = extend ? keepKey(device, base) : `${base}${halfKey(halfActive(device))}`;
   const hit = cachedPlan(device, key);
   if (hit) return hit;
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T;
@@ -545,6 +549,8 @@ export interface PlanBuffers {
   bytes: number;
   /** A storage buffer of `floats` (rounded up to 16 bytes). */
   buf(floats: number, usage?: number): BufferLike;
+  /** A storage buffer of `n` activations, f16 with `half` (half-storage.ts). */
+  act(n: number, half: boolean): BufferLike;
   /** The uniform buffer: a SLOT per program. */
   uniform(slots: number): BufferLike;
 }
@@ -562,6 +568,7 @@ export function planBuffers(device: DeviceLike): PlanBuffers {
     buffers: [],
     bytes: 0,
     buf: (floats, usage = USAGE.STORAGE | USAGE.COPY_DST) => add(Math.max(16, Math.ceil((floats * 4) / 16) * 16), usage),
+    act: (n, half) => add(Math.max(16, Math.ceil(actBytes(half, n) / 16) * 16), USAGE.STORAGE | USAGE.COPY_DST),
     uniform: (slots) => add(slots * SLOT, USAGE.UNIFORM | USAGE.COPY_DST),
   };
   return out;
@@ -570,30 +577,35 @@ export function planBuffers(device: DeviceLike): PlanBuffers {
 function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan {
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T, L = c.layers;
   const keep = extend !== null;
+  // a no-grad plan may store its activations as f16 (half-storage.ts); a taped one keeps f32
+  const half = !keep && halfActive(device);
   const pb = planBuffers(device);
   const buf = pb.buf;
+  const act = (n: number): BufferLike => pb.act(n, half);
   const ids = buf(N), mask = buf(N), poolW = buf(N);
-  /** One buffer per layer when keeping activations, else one shared by all layers. */
-  const perLayer = (floats: number, count = L): BufferLike[] => {
-    if (keep) return Array.from({ length: count }, () => buf(floats));
-    const one = buf(floats);
+  /** One buffer per layer when keeping activations, else one shared by all layers (`mk` makes one). */
+  const perLayer = (n: number, mk: (n: number) => BufferLike = act, count = L): BufferLike[] => {
+    if (keep) return Array.from({ length: count }, () => mk(n));
+    const one = mk(n);
     return Array.from({ length: count }, () => one);
   };
-  const xa = buf(N * d);
+  const xa = act(N * d);
   const mid = perLayer(N * d);
   // shared: layer inputs alternate with the mid-layer stream (xa → mid → xa); kept: their own
-  const x = keep ? [xa, ...Array.from({ length: L }, () => buf(N * d))] : Array.from({ length: L + 1 }, () => xa);
-  const hN1 = perLayer(N * d), st1 = perLayer(N * 2);
+  const x = keep ? [xa, ...Array.from({ length: L }, () => act(N * d))] : Array.from({ length: L + 1 }, () => xa);
+  const hN1 = perLayer(N * d), st1 = perLayer(N * 2, buf);
+  const f2 = perLayer(N * F);
   const acts: Acts = {
     x, mid, hN1, st1,
     hN2: keep ? perLayer(N * d) : hN1,
-    st2: keep ? perLayer(N * 2) : st1,
-    qkv: perLayer(N * 3 * d), ctx: perLayer(N * d), attSt: perLayer(B * H * T * 2),
-    f1: perLayer(N * F), f2: perLayer(N * F),
+    st2: keep ? perLayer(N * 2, buf) : st1,
+    qkv: perLayer(N * 3 * d), ctx: perLayer(N * d), attSt: perLayer(B * H * T * 2, buf),
+    // fc1's value before GELU is kept only for a backward (without one GELU is fc1's epilogue)
+    f1: keep ? perLayer(N * F) : f2, f2,
     lnfSt: keep ? buf(N * 2) : st1[0],
   };
-  const hNf = keep ? buf(N * d) : hN1[0];
-  const h = buf(N * d);
+  const hNf = keep ? act(N * d) : hN1[0];
+  const h = act(N * d);
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
   const rate = dropping ? c.dropout : 0;
@@ -605,27 +617,27 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   const sites: Sites = { att: [], res1: [], res2: [] };
   const b: PlanBuilder = Object.assign(programList(), { device, c, B, T, dropping, buf, acts, sites, mask, poolW });
   const linear = (a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number): void => {
-    b.step(linearStep(a, w, out, m, n, k));
+    b.step(linearStep(a, w, out, m, n, k, false, undefined, half));
   };
   // LayerNorm and attention tile their own grids (a group of threads per row; a workgroup per
   // (sequence, head, block of queries)): no folded stride
   const em = maskFields();
   sites.emb = em.draw;
-  b.step({ key: `qrag_embed_ln_fwd_${rowLanes(d)}`, code: embedLnFwd(d), refs: [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, { weight: 3 }, hN1[0], x[0], st1[0]], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ["u", T], ...em.fields], grid: rowWorkgroups(N, d), stride: 0, draw: em.draw });
+  b.step({ key: `qrag_embed_ln_fwd_${rowLanes(d)}${halfKey(half)}`, code: embedLnFwd(d, half), refs: [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, { weight: 3 }, hN1[0], x[0], st1[0]], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ["u", T], ...em.fields], grid: rowWorkgroups(N, d), stride: 0, draw: em.draw });
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the attention draws its dropout mask itself (no mask program; a backward draws it again from the same key)
-  const attKey = `packed_${dh}_${tile}_${dropping ? "inline" : "nodrop"}`;
-  const attCode = attentionForwardCode(dh, "packed", dropping ? "inline" : false, tile);
+  const attKey = `packed_${dh}_${tile}_${dropping ? "inline" : "nodrop"}${halfKey(half)}`;
+  const attCode = attentionForwardCode(dh, "packed", dropping ? "inline" : false, tile, half);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   /**
    * A residual and the LayerNorm that reads its sum run as one program (residual-layernorm.ts, the
    * same mask): y = LN(xi + h·m), the sum into `v` (kept for a backward, which reads v, y and stats).
    */
-  const resLnCode = resLnFwd(d);
+  const resLnCode = resLnFwd(d, half);
   const residualLn = (xi: BufferLike, v: BufferLike, g: number, y: BufferLike, stats: BufferLike): number | undefined => {
     const m = maskFields();
-    b.step({ key: `qrag_res_ln_fwd_${rowLanes(d)}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, v, stats], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ...m.fields], grid: rowWorkgroups(N, d), stride: 0, draw: m.draw });
+    b.step({ key: `qrag_res_ln_fwd_${rowLanes(d)}${halfKey(half)}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, v, stats], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ...m.fields], grid: rowWorkgroups(N, d), stride: 0, draw: m.draw });
     return m.draw;
   };
   for (let l = 0; l < L; l++) {
@@ -638,13 +650,13 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     linear(acts.ctx[l], o + 4, h, N, d, d);
     sites.res1.push(residualLn(x[l], mid[l], o + 6, acts.hN2[l], acts.st2[l]));
     // GELU in fc1's epilogue (the value before it kept for a backward's GELU)
-    b.step(linearStep(acts.hN2[l], o + 8, acts.f2[l], N, F, d, true, keep ? acts.f1[l] : undefined));
+    b.step(linearStep(acts.hN2[l], o + 8, acts.f2[l], N, F, d, true, keep ? acts.f1[l] : undefined, half));
     linear(acts.f2[l], o + 10, h, N, d, F);
     // the next LayerNorm: the next layer's first, or the final one
     const [g, y, st] = l + 1 < L ? [o + 12, hN1[l + 1], st1[l + 1]] : [2 + L * 12, hNf, acts.lnfSt];
     sites.res2.push(residualLn(mid[l], x[l + 1], g, y, st));
   }
-  return finishPlan(b, pb, extend, { key, training: dropping, ids, mask, poolW, pooled, last: hNf, d, draws });
+  return finishPlan(b, pb, extend, { key, training: dropping, ids, mask, poolW, pooled, last: hNf, d, draws, half });
 }
 
 /**
@@ -654,10 +666,10 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
  */
 export function finishPlan<Bld extends ProgramList & { B: number; T: number }>(
   b: Bld, pb: PlanBuffers, extend: ((b: Bld) => BackPlan) | null,
-  p: { key: string; training: boolean; ids: BufferLike; mask: BufferLike; poolW: BufferLike; pooled: BufferLike; last: BufferLike; d: number; draws: number },
+  p: { key: string; training: boolean; ids: BufferLike; mask: BufferLike; poolW: BufferLike; pooled: BufferLike; last: BufferLike; d: number; draws: number; half: boolean },
 ): Plan {
   const { B, T } = b;
-  b.flat("qrag_rec_pool", POOL_WGSL, [p.last, p.poolW, p.pooled], [["u", B], ["u", T], ["u", p.d]], B * p.d);
+  b.flat(`qrag_rec_pool${halfKey(p.half)}`, poolShader(p.half), [p.last, p.poolW, p.pooled], [["u", B], ["u", T], ["u", p.d]], B * p.d);
   const steps = b.list;
   let back: BackPlan | undefined;
   if (extend) {
@@ -666,6 +678,6 @@ export function finishPlan<Bld extends ProgramList & { B: number; T: number }>(
   }
   const uniform = pb.uniform(b.slots());
   recorderStats.plans++;
-  const { key, training, ids, mask, poolW, pooled, draws } = p;
-  return { key, B, T, training, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
+  const { key, training, ids, mask, poolW, pooled, draws, half } = p;
+  return { key, B, T, training, half, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
 }

@@ -14,6 +14,7 @@ import { runToTensors, storageDecls, uniformStruct, WG } from "./raw-program.ts"
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { LN_DGB, lnDxShader, lnFwdShader } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
+import { readAct, writeAct } from "./half-storage.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
@@ -28,9 +29,10 @@ export interface MaskParams {
 const FIELDS = ["rows: u32", "n: u32", "eps: f32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
 
 /** The forward over rows of n columns: y, v = x + h·m and the row statistics (fields rows, n, eps, thr, keep, k0, k1). */
-export const resLnFwd = (n: number) => lnFwdShader({
+export const resLnFwd = (n: number, half = false) => lnFwdShader({
   n, fields: FIELDS, read: ["x", "h", "gamma", "beta"], write: ["y", "v", "stats"], extra: MASK_AT_WGSL, src: "v",
-  first: "let a = x[o + k] + h[o + k] * maskAt(o + k);\n    v[o + k] = a;",
+  first: `let a = ${readAct(half, "x[o + k]")} + ${readAct(half, "h[o + k]")} * maskAt(o + k);\n    v[o + k] = ${writeAct(half, "a")};`,
+  half: half ? ["x", "h", "y", "v"] : [],
 });
 
 /** dv per row (LayerNorm's dx over v), then dx = dv and dh = dv·m (fields FIELDS; also the recorded BERT backward's). */

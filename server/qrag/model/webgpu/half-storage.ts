@@ -1,0 +1,43 @@
+/**
+ * f16 storage of the no-grad forwards' activations (run config `gpu_storage: f16`): each program
+ * reads and writes half the bytes, and converts every value to f32 where it reads it, so the
+ * arithmetic (sums, softmax, LayerNorm statistics) stays f32; weights, row statistics and the
+ * pooled output stay f32. Only where the device has `shader-f16` (webgpu.ts requests it when the
+ * adapter offers it); elsewhere the forwards keep f32. Taped forwards and their backwards keep f32
+ * (the gradients are the f32 model's).
+ *
+ * Why: on a GPU the encoder's small programs are bound by memory traffic, not arithmetic.
+ */
+
+/** The element type of an activation buffer. */
+export type Storage = "f32" | "f16";
+
+/** What the run asks for; whether the device can is asked per plan (halfActive). */
+let wanted: Storage = "f32";
+
+/** Sets what later plans store their activations as (plans of the other kind stay cached under their own keys). */
+export function setGpuStorage(s: Storage): void {
+  wanted = s;
+}
+
+export function gpuStorageWanted(): Storage {
+  return wanted;
+}
+
+/** Whether a no-grad plan made now on `device` stores f16: asked for, and the device has shader-f16. */
+export function halfActive(device: { features?: { has(f: string): boolean } }): boolean {
+  return wanted === "f16" && Boolean(device.features?.has("shader-f16"));
+}
+
+/** The WGSL a program with f16 storage starts with (`enable` must precede every declaration). */
+export const enableHalf = (half: boolean): string => (half ? "enable f16;\n" : "");
+/** WGSL element type of an activation array (`vec`: its vec4). */
+export const actType = (half: boolean, vec = false): string => (vec ? `vec4<${half ? "f16" : "f32"}>` : half ? "f16" : "f32");
+/** WGSL: an activation element read as f32. */
+export const readAct = (half: boolean, e: string, vec = false): string => (!half ? e : vec ? `vec4<f32>(${e})` : `f32(${e})`);
+/** WGSL: an f32 value converted for an activation array. */
+export const writeAct = (half: boolean, e: string, vec = false): string => (!half ? e : vec ? `vec4<f16>(${e})` : `f16(${e})`);
+/** Program key suffix: the f16 program is another pipeline. */
+export const halfKey = (half: boolean): string => (half ? "-h16" : "");
+/** Bytes of `n` activation elements. */
+export const actBytes = (half: boolean, n: number): number => n * (half ? 2 : 4);
