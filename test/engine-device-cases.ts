@@ -27,6 +27,7 @@ import { evalOptions, train } from "../server/qrag/training/train.ts";
 import { workloadSource } from "../server/qrag/bench/workload.ts";
 import type { EpisodeRecord } from "../server/qrag/events.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
+import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 
 function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
   if (a.length !== b.length) return Infinity;
@@ -121,6 +122,51 @@ async function trainingCase() {
   learner.dispose();
   nets.dispose();
   return { counts, iterations, policyIterations, stepsPerEnv: rolloutSettings(config).stepsPerEnv, applied, ...stats, moved };
+}
+
+/**
+ * gpu_storage f16 against f32: the same `updates` training iterations (same seeds, a 2-layer
+ * transformer; 12 in the test, HALF_UPDATES=100 for docs/benchmarks/gpu.md's figure) with the no-grad forwards' activations stored as f16 and as f32; each update's
+ * loss, and the first update whose rollout took other actions (f16 values can tip a sampled
+ * action, and the runs go apart from there).
+ */
+async function halfTrainingCase(updates = Number(process.env.HALF_UPDATES ?? 12)) {
+  await onBackend("webgpu");
+  const config = resolveConfig({
+    preset: "tiny",
+    overrides: ["envs_parallel=2", "batch_size=8", "learning_start=2", "algo.encoder.type=transformer", "algo.encoder.layers=2", "algo.encoder.heads=2", "algo.encoder.max_len=64"],
+  });
+  const run = async (storage: "f32" | "f16") => {
+    setGpuStorage(storage);
+    const nets = new QNetworks(config.algo.encoder, new Rng(1));
+    const learner = new Learner(nets, config.algo, updates, 1);
+    const envs = new ParallelEnvs(workloadSource(30, 1), rolloutSettings(config), new Rng(2));
+    const losses: number[] = [];
+    // each update's actions (the rollout before it)
+    const actions: string[] = [];
+    const collect = envs.collect.bind(envs);
+    envs.collect = async (n, o) => {
+      const batch = await collect(n, o);
+      actions.push(batch.actionTexts.join("|"));
+      return batch;
+    };
+    let step = 0;
+    while (learner.updates < updates) {
+      const random = step < 2 * config.learning_start;
+      const r = await trainIteration(envs, learner, nets, config, random);
+      step += r.transitions;
+      if (r.applied) losses.push((await learner.lastStats()).loss);
+      else actions.pop();
+    }
+    envs.dispose();
+    learner.dispose();
+    nets.dispose();
+    return { losses, actions };
+  };
+  const f32 = await run("f32");
+  const f16 = await run("f16");
+  const firstDiverged = f16.actions.findIndex((a, i) => a !== f32.actions[i]);
+  return { f32: f32.losses, f16: f16.losses, firstDiverged, updates: f32.actions.length };
 }
 
 async function trainRunCase() {
@@ -223,6 +269,7 @@ async function passesCase() {
 }
 
 const CASES: Record<string, () => Promise<unknown>> = {
+  "half-training": () => halfTrainingCase(),
   passes: passesCase,
   "encoder-transformer": () => encoderCase("transformer"),
   "encoder-bow": () => encoderCase("bow"),

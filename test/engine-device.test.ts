@@ -89,6 +89,17 @@ test("a rollout on webgpu picks what the cpu path picks, and V_target of every s
   assert.equal(random.reads.rollout, 0, "random: no read before the values");
 });
 
+test("gpu_storage f16: 12 training updates (2-layer transformer) take the f32 run's actions, and each update's loss is within 1e-3 (relative) of the f32 run's", { skip }, () => {
+  const r = runCase<{ f32: number[]; f16: number[]; firstDiverged: number; updates: number }>("half-training");
+  assert.equal(r.f16.length, 12);
+  assert.equal(r.f32.length, 12);
+  // f16 values could tip a sampled action (then the runs go apart): on lavapipe the first one tips at update 17
+  assert.equal(r.firstDiverged, -1, `the f16 run took other actions from update ${r.firstDiverged}`);
+  const rel = r.f32.map((l, i) => Math.abs(r.f16[i] - l) / Math.abs(l));
+  rel.forEach((d, i) => assert.ok(d <= 1e-3, `update ${i + 1}: loss ${r.f16[i]} vs ${r.f32[i]} (rel. ${d})`));
+  assert.ok(Math.max(...rel) > 0, "the losses are the same bits: were the activations f16?");
+});
+
 test("a tiny train() run end to end on webgpu (bow): updates, greedy evals, checkpoint", { skip }, () => {
   const r = runCase<{ status: string; updates: number; backend: string; episodes: number; allHaveSteps: boolean; checkpoint: boolean }>("train-run");
   assert.equal(r.status, "completed");

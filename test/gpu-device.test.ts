@@ -105,7 +105,7 @@ test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates a
       encode: { chunksPerSecond: 100_000 },
       episodes: { "40000": { episodeSeconds: { median: 0.5 } }, "400000": { estimated: true, episodeSeconds: 9 } },
     },
-    encodeStream: { chunks: 40_000, streamed: { chunksPerSecond: 150_000 }, packedFirst: { chunksPerSecond: 120_000 } },
+    encodeStream: { chunks: 40_000, streamed: { chunksPerSecond: 150_000 }, packedFirst: { chunksPerSecond: 120_000 }, streamedF16: { chunksPerSecond: 300_000 }, f16RelDiff: 0.0012 },
   };
   const torch: TorchFile = { meta: { gpu: "G", torch: "2" }, parts: { train: { env_transitions_per_s: { median: 400 }, update_s: { median: 0.04 } }, encode: { chunks_per_s: { median: 600_000 } }, eval40k: { episode_latency_s: { median: 0.1 } }, eval400k: { episode_latency_s: { median: 1 } } } };
   const md = gpuTable(ours, torch, { matmul: [{ shape: "1024x1024x1024", gflops: 40_000 }] }, { encode: [] });
@@ -117,6 +117,7 @@ test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates a
   assert.match(md, /585 GPU dispatches, 0 tfjs kernels, 21 command buffers submitted; 40 ms of host time and 300 ms awaiting reads \(of 340 ms\)/);
   assert.match(md, /GPU time inside compute passes \(timestamp queries\): 120\.5 ms per iteration \(rollout 80\.3, update 40\.3 ms\)/, "phases without GPU time left out");
   assert.match(md, /\| encode, the same, streamed [^|]*40,000 chunks, chunks\/s \| 150,000 \| 600,000 \| 0\.250× \|/);
+  assert.match(md, /\| encode, the same, streamed, f16 activations \(gpu_storage f16; max \|Δ\| 1\.2e-3 of the largest value\), chunks\/s \| 300,000 \| 600,000 \| 0\.500× \|/);
   assert.match(md, /GPU time per program, one training iteration \(each program timed in a pass of its own\): 125\.0 ms; mm 80 % \(40×\), attn 12 % \(4×\)\./, "the programs up to 90 % of the time");
   assert.doesNotMatch(md, /streamed encode \(each/, "no line without its figures");
   assert.match(md, /Host time per training iteration \(2 more under the CPU profiler\), ms: JS 15\.0, native 10\.0, GC 5\.00, idle 15\.0; heaviest: scoreLayout \(bench\.mjs:9\) 6\.00\./);

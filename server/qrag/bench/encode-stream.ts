@@ -3,8 +3,9 @@
  * part's encode figure) two ways on the active backend: packed first, every text tokenized before
  * the first program (embedDevice(packActions(texts)), the path before 2026-11-27), and streamed
  * (embedTextsDevice: a slice packed while the GPU runs the one before); the host's packing alone
- * beside them. On a GPU the streamed encode hides the packing behind the GPU's work; on lavapipe
- * the "GPU" is these same 2 cores, so expect little there.
+ * beside them; and streamed with f16 activations (gpu_storage f16) where the GPU has shader-f16.
+ * On a GPU the streamed encode hides the packing behind the GPU's work; on lavapipe the "GPU" is
+ * these same 2 cores, so expect little there.
  */
 import * as tf from "@tensorflow/tfjs";
 import { QNetworks } from "../agent/networks.ts";
@@ -15,6 +16,23 @@ import { measure, stats, timeRepeat } from "./harness.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import { settled, workloadConfig } from "./workload-bench.ts";
 import { programTimes, topPrograms } from "./program-times.ts";
+import { setGpuStorage, useGpuStorage } from "../model/webgpu/half-storage.ts";
+
+async function read(y: tf.Tensor): Promise<Float32Array> {
+  const v = (await y.data()) as Float32Array;
+  y.dispose();
+  return v;
+}
+
+/** max |a − b| over the largest |b|. */
+function relDiff(a: Float32Array, b: Float32Array): number {
+  let scale = 1e-12, m = 0;
+  for (let i = 0; i < b.length; i++) {
+    scale = Math.max(scale, Math.abs(b[i]));
+    m = Math.max(m, Math.abs(a[i] - b[i]));
+  }
+  return m / scale;
+}
 
 /** `chunks`: 40,000 as the workload part (`--lengths N` sets it: lavapipe takes minutes per 40,000). */
 export async function benchEncodeStream(log: (m: string) => void, chunks = 40_000, rounds = 3): Promise<Record<string, unknown>> {
@@ -24,17 +42,31 @@ export async function benchEncodeStream(log: (m: string) => void, chunks = 40_00
   const sample = materialized(workloadSource(chunks, 3).sample(0));
   const texts = Array.from({ length: sample.chunks.length }, (_, i) => chunkAt(sample.chunks, i));
   const maxTokens = config.max_action_length;
-  const ways = {
+  // gpu_storage f16 (half-storage.ts): the streamed encode with f16 activations, where the GPU has shader-f16
+  const half = useGpuStorage("f16") === "f16";
+  setGpuStorage("f32");
+  const streamedF16 = (): tf.Tensor2D => {
+    setGpuStorage("f16");
+    try {
+      return enc.embedTextsDevice(texts, maxTokens);
+    } finally {
+      setGpuStorage("f32");
+    }
+  };
+  const ways: Record<string, () => tf.Tensor2D> = {
     packedFirst: () => enc.embedDevice(enc.packActions(texts, maxTokens), false),
     streamed: () => enc.embedTextsDevice(texts, maxTokens),
+    ...(half ? { streamedF16 } : {}),
   };
   for (const run of Object.values(ways)) await settled(run()); // pipelines and plans made
   const pack = await measure(() => void enc.packActions(texts, maxTokens), 5);
-  // alternated, so both see the same machine
-  const seconds: Record<keyof typeof ways, number[]> = { packedFirst: [], streamed: [] };
-  const busy: Record<keyof typeof ways, number> = { packedFirst: 0, streamed: 0 };
+  // how far f16 storage moves the embeddings (relative to the largest |value|)
+  const f16Diff = half ? relDiff(await read(streamedF16()), await read(ways.streamed())) : null;
+  // alternated, so all see the same machine
+  const seconds: Record<string, number[]> = Object.fromEntries(Object.keys(ways).map((k) => [k, []]));
+  const busy: Record<string, number> = Object.fromEntries(Object.keys(ways).map((k) => [k, 0]));
   for (let r = 0; r < rounds; r++) {
-    for (const [name, run] of Object.entries(ways) as [keyof typeof ways, () => tf.Tensor2D][]) {
+    for (const [name, run] of Object.entries(ways)) {
       const rep = await timeRepeat(async () => settled(run()));
       seconds[name].push(rep.wall);
       if (!rep.clean) busy[name]++;
@@ -42,7 +74,8 @@ export async function benchEncodeStream(log: (m: string) => void, chunks = 40_00
   }
   // which programs the streamed encode's GPU time goes to (one more run, each program timed apart)
   const gpuByProgram = await programTimes(async () => settled(ways.streamed()));
-  const out = Object.fromEntries(Object.entries(seconds).map(([k, v]) => [k, { seconds: v, chunksPerSecond: Math.round(texts.length / stats(v).median), busyRepeats: busy[k as keyof typeof ways] }]));
-  log(`  encode-stream: pack ${(pack.stats.median * 1000).toFixed(1)} ms; packed first ${out.packedFirst.chunksPerSecond} chunks/s, streamed ${out.streamed.chunksPerSecond}; GPU per program ${topPrograms(gpuByProgram)}`);
-  return { chunks: texts.length, packMs: Math.round(pack.stats.median * 10000) / 10, ...out, gpuByProgram };
+  const out = Object.fromEntries(Object.entries(seconds).map(([k, v]) => [k, { seconds: v, chunksPerSecond: Math.round(texts.length / stats(v).median), busyRepeats: busy[k] }]));
+  const f16Line = half ? `, streamed with f16 activations ${out.streamedF16.chunksPerSecond} (max |Δ| ${f16Diff!.toExponential(1)} of the largest value)` : "; no shader-f16: f16 storage not timed";
+  log(`  encode-stream: pack ${(pack.stats.median * 1000).toFixed(1)} ms; packed first ${out.packedFirst.chunksPerSecond} chunks/s, streamed ${out.streamed.chunksPerSecond}${f16Line}; GPU per program ${topPrograms(gpuByProgram)}`);
+  return { chunks: texts.length, packMs: Math.round(pack.stats.median * 10000) / 10, ...out, f16RelDiff: f16Diff, gpuByProgram };
 }

@@ -52,7 +52,7 @@ export interface OursFile {
   workloadTransformer?: Workload;
   workloadBow?: Workload;
   encodeHf?: { model: string; chunksPerS: number }[];
-  encodeStream?: { chunks: number; streamed: { chunksPerSecond: number }; packedFirst: { chunksPerSecond: number }; gpuByProgram?: ProgramTimesLike | null };
+  encodeStream?: { chunks: number; streamed: { chunksPerSecond: number }; packedFirst: { chunksPerSecond: number }; streamedF16?: { chunksPerSecond: number }; f16RelDiff?: number | null; gpuByProgram?: ProgramTimesLike | null };
   gpuMemory?: { usedMiB: number; allocatedMiB: number };
 }
 export interface TorchFile {
@@ -101,6 +101,7 @@ export function gpuTable(ours: OursFile, torch: TorchFile, tm: TorchMatmul, te: 
     row("encode, the workload's transformer, 40,000 chunks, chunks/s", w.encode.chunksPerSecond, p.encode?.chunks_per_s.median, n0, true);
     const es = ours.encodeStream;
     if (es) row(`encode, the same, streamed (tokenizing beside the GPU), ${n0(es.chunks)} chunks, chunks/s`, es.streamed.chunksPerSecond, p.encode?.chunks_per_s.median, n0, true);
+    if (es?.streamedF16) row(`encode, the same, streamed, f16 activations (gpu_storage f16; max |Δ| ${(es.f16RelDiff ?? NaN).toExponential(1)} of the largest value), chunks/s`, es.streamedF16.chunksPerSecond, p.encode?.chunks_per_s.median, n0, true);
     const e = (n: string) => (w.episodes[n] && !w.episodes[n].estimated ? median(w.episodes[n].episodeSeconds) : undefined);
     row("greedy episode, N = 40,000 (≈ 1M tokens), s", e("40000"), p.eval40k?.episode_latency_s.median, s3, false);
     row("greedy episode, N = 400,000 (≈ 10M tokens), s", e("400000"), p.eval400k?.episode_latency_s.median, s3, false);

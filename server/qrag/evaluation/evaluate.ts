@@ -17,6 +17,7 @@ import type { RunConfig } from "../config/config.ts";
 import { breather } from "../util/breathe.ts";
 import { applyStop, ruleLabel, type StopRule } from "./stop-rules.ts";
 import { InputError } from "../errors.ts";
+import { useGpuStorage } from "../model/webgpu/half-storage.ts";
 
 interface EvaluateOptions {
   /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
@@ -48,10 +49,12 @@ export async function loadAgent(checkpoint: string, backendPref?: string, dataRo
   const { dir, state } = loadCheckpoint<TrainCheckpoint>(checkpoint);
   const pref = backendPref ?? (state.config.backend === "auto" ? undefined : state.config.backend);
   const { backend, device } = await pickBackend(pref);
+  // the run's activation storage (a checkpoint from before gpu_storage has none: f32)
+  const storage = useGpuStorage(state.config.gpu_storage === "f16" ? "f16" : "f32");
   const nets = new QNetworks(state.config.algo.encoder, new Rng(0), { dataRoot }); // an hf encoder re-reads its folder (tokenizer, architecture)
   nets.importWeights(state.weights);
   // the learner's α when the checkpoint was saved (it follows the LR schedule)
-  return { nets, config: state.config, backend, device, dir, alpha: state.learner.alpha };
+  return { nets, config: state.config, backend, device: storage === "f16" ? `${device}, f16 activations` : device, dir, alpha: state.learner.alpha };
 }
 
 export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {

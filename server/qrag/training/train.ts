@@ -24,6 +24,7 @@ import { Learner } from "../agent/learner.ts";
 import { ParallelEnvs } from "../agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../agent/iteration.ts";
 import { trimWebgpuPool } from "../backend/webgpu-pool.ts";
+import { useGpuStorage } from "../model/webgpu/half-storage.ts";
 import { buildSource, buildSources } from "../data/sources.ts";
 import { initFromWordVectors } from "../agent/word-vector-init.ts";
 import type { WordTableReport } from "../model/word-vectors.ts";
@@ -73,7 +74,8 @@ function defaultRunDir(config: RunConfig): string {
 export async function train(config: RunConfig, opts: TrainOptions = {}): Promise<TrainResult> {
   // 1. set-up: backend, run folder, networks, learner, resume
   const emit: EventSink = opts.onEvent ?? (() => {});
-  const { backend, device } = await pickBackend(config.backend === "auto" ? undefined : config.backend);
+  const picked = await pickBackend(config.backend === "auto" ? undefined : config.backend);
+  const { backend, device } = withStorage(picked, config.gpu_storage, emit);
   const resume = loadTrainCheckpoint(opts.resumeFrom);
   const runDir = path.resolve(opts.runDir ?? (resume ? path.dirname(path.dirname(resume.dir)) : defaultRunDir(config)));
   const files = new RunFiles(runDir, config);
@@ -149,6 +151,18 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
 }
 
 /** The run's first events: run_start, where it runs, and what the word-vector initialisation found. */
+/**
+ * Applies the run's gpu_storage; the device label says when activations are f16, and a log says
+ * why they are not where the run asked for f16.
+ */
+function withStorage(picked: { backend: string; device: string }, want: RunConfig["gpu_storage"], emit: EventSink): { backend: string; device: string } {
+  const got = useGpuStorage(want);
+  if (want === "f16" && got !== "f16") {
+    emit({ type: "log", level: "warn", message: `gpu_storage f16: ${picked.backend === "webgpu" ? "the GPU has no shader-f16" : `the ${picked.backend} backend has no f16 storage`}; activations stay f32` });
+  }
+  return { backend: picked.backend, device: got === "f16" ? `${picked.device}, f16 activations` : picked.device };
+}
+
 function announce(emit: EventSink, config: RunConfig, at: { backend: string; device: string; runDir: string; resumedFrom?: string; wordVectors?: WordTableReport }): void {
   const meta: RunMeta = {
     name: runName(config), backend: at.backend, device: at.device, engineVersion: ENGINE_VERSION, config,

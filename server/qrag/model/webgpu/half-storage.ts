@@ -8,6 +8,8 @@
  *
  * Why: on a GPU the encoder's small programs are bound by memory traffic, not arithmetic.
  */
+import * as tf from "@tensorflow/tfjs";
+import { webgpuBackend } from "./raw-program.ts";
 
 /** The element type of an activation buffer. */
 export type Storage = "f32" | "f16";
@@ -41,3 +43,13 @@ export const writeAct = (half: boolean, e: string, vec = false): string => (!hal
 export const halfKey = (half: boolean): string => (half ? "-h16" : "");
 /** Bytes of `n` activation elements. */
 export const actBytes = (half: boolean, n: number): number => n * (half ? 2 : 4);
+
+/**
+ * Sets what the run asks for (setGpuStorage) and says what its no-grad forwards will store on the
+ * current tfjs backend: f16 only on webgpu with shader-f16.
+ */
+export function useGpuStorage(s: Storage): Storage {
+  setGpuStorage(s);
+  if (s === "f32" || tf.getBackend() !== "webgpu") return "f32";
+  return halfActive(webgpuBackend().device) ? "f16" : "f32";
+}
