@@ -2,7 +2,8 @@
 # The GPU figures of the GPU table in docs/benchmarks/gpu.md in one device call (about 6–8
 # minutes, at most ~9.5; each step time-boxed so a slow one cannot starve the rest): our webgpu
 # bench and the PyTorch-CUDA anchors in the same lease (with the GPU time per program and the
-# host's time by function: where to work next), then the recorded loop's counts and GPU time per
+# host's time by function: where to work next; encode-stream also with f16 activations,
+# gpu_storage f16), then the recorded loop's counts and GPU time per
 # phase, hf BERT's recorded forward and update, and BERT-base trained through the platform (the
 # mission's base phase). At most 8 files in $OUT (the device tool's limit):
 # info.txt, bench.json, bench.log (every step's log), torch.json, torch-matmul.json,
