@@ -6,7 +6,9 @@
  * WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE), `--pool-ratio=R` (webgpu: the buffer pool's bound, allocated ≤ R ×
  * the step's peak bytes in use; `off` keeps every freed buffer), `--kernel-shapes workload|all` (the
  * kernels part: the workload's shapes only, or BERT-base's too — the default), `--host-profile N`
- * (the training parts: N more iterations under the CPU profiler, `training.hostByFunction`), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
+ * (the training parts: N more iterations under the CPU profiler, `training.hostByFunction`),
+ * `--gpu-storage f32|f16` (every part's recorded no-grad forwards, as the run config's
+ * gpu_storage; encode-stream times f16 besides either way), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
 import { parseBackendPref } from "../backend/pick.ts";
 import { intList } from "../cli/flags.ts";
@@ -23,13 +25,14 @@ export interface BenchArgs {
   poolRatio?: number;
   kernelShapes?: "workload" | "all";
   hostProfile?: number;
+  gpuStorage?: "f32" | "f16";
   outFile?: string;
 }
 
 /** The longest greedy episode `--lengths` takes, in chunks (400,000 is the workload's ≈ 10M tokens). */
 export const MAX_EPISODE_CHUNKS = 2_000_000;
 
-const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "out"] as const;
+const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "gpu-storage", "out"] as const;
 
 /** Matmul sizes when none are given: one small size on CPU backends, up to 4096³ on a GPU. */
 export function defaultMatmulSizes(backend: string): number[] {
@@ -42,7 +45,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     const a = argv[i];
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
     const name = m?.[1] as (typeof FLAGS)[number] | undefined;
-    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --out)`);
+    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --gpu-storage, --out)`);
     let value = m[2];
     if (value === undefined) {
       value = argv[++i];
@@ -67,6 +70,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       out.kernelShapes = value;
     } else if (name === "host-profile") {
       out.hostProfile = intList("bench: --host-profile", value, 1, 50)[0];
+    } else if (name === "gpu-storage") {
+      if (value !== "f32" && value !== "f16") throw new Error(`bench: --gpu-storage "${value.slice(0, 40)}" is not "f32" or "f16"`);
+      out.gpuStorage = value;
     } else out.outFile = value;
   }
   return out;

@@ -16,7 +16,8 @@ import { measure, stats, timeRepeat } from "./harness.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import { settled, workloadConfig } from "./workload-bench.ts";
 import { programTimes, topPrograms } from "./program-times.ts";
-import { setGpuStorage, useGpuStorage } from "../model/webgpu/half-storage.ts";
+import { halfCapable, withGpuStorage } from "../model/webgpu/half-storage.ts";
+import { webgpuBackend } from "../model/webgpu/raw-program.ts";
 
 async function read(y: tf.Tensor): Promise<Float32Array> {
   const v = (await y.data()) as Float32Array;
@@ -43,19 +44,12 @@ export async function benchEncodeStream(log: (m: string) => void, chunks = 40_00
   const texts = Array.from({ length: sample.chunks.length }, (_, i) => chunkAt(sample.chunks, i));
   const maxTokens = config.max_action_length;
   // gpu_storage f16 (half-storage.ts): the streamed encode with f16 activations, where the GPU has shader-f16
-  const half = useGpuStorage("f16") === "f16";
-  setGpuStorage("f32");
-  const streamedF16 = (): tf.Tensor2D => {
-    setGpuStorage("f16");
-    try {
-      return enc.embedTextsDevice(texts, maxTokens);
-    } finally {
-      setGpuStorage("f32");
-    }
-  };
+  const half = halfCapable(webgpuBackend().device);
+  const f32 = <T>(fn: () => T): (() => T) => () => withGpuStorage("f32", fn);
+  const streamedF16 = (): tf.Tensor2D => withGpuStorage("f16", () => enc.embedTextsDevice(texts, maxTokens));
   const ways: Record<string, () => tf.Tensor2D> = {
-    packedFirst: () => enc.embedDevice(enc.packActions(texts, maxTokens), false),
-    streamed: () => enc.embedTextsDevice(texts, maxTokens),
+    packedFirst: f32(() => enc.embedDevice(enc.packActions(texts, maxTokens), false)),
+    streamed: f32(() => enc.embedTextsDevice(texts, maxTokens)),
     ...(half ? { streamedF16 } : {}),
   };
   for (const run of Object.values(ways)) await settled(run()); // pipelines and plans made

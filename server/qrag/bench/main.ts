@@ -39,6 +39,7 @@ import { benchMatmul } from "./matmul.ts";
 import { gpuMemoryMiB } from "../backend/gpu-memory.ts";
 import { POOL_RATIO, setPoolRatio, trimWebgpuPool } from "../backend/webgpu-pool.ts";
 import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
+import { useGpuStorage } from "../model/webgpu/half-storage.ts";
 import { setHostProfileIterations } from "./host-profile.ts";
 import { benchWorkload } from "./workload-bench.ts";
 import { ENGINE_VERSION } from "../version.ts";
@@ -78,6 +79,8 @@ interface BenchOptions {
   kernelShapes?: "workload" | "all";
   /** Training parts: this many more iterations under the CPU profiler (host-profile.ts). */
   hostProfile?: number;
+  /** The recorded no-grad forwards' activation storage (the run config's gpu_storage; default f32). */
+  gpuStorage?: "f32" | "f16";
   log?: (m: string) => void;
 }
 
@@ -91,11 +94,13 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
   }
   if (opts.poolRatio !== undefined) setPoolRatio(opts.poolRatio);
   setHostProfileIterations(opts.hostProfile ?? 0);
+  const gpuStorage = useGpuStorage(opts.gpuStorage ?? "f32");
+  if (opts.gpuStorage === "f16" && gpuStorage !== "f16") throw new Error(`bench: --gpu-storage f16 needs webgpu with shader-f16 (active: ${device})`);
   const result: Record<string, unknown> = {
     engineVersion: ENGINE_VERSION,
     date: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
-    backend, device,
+    backend, device, gpuStorage,
     ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE"), poolRatio: String(opts.poolRatio ?? POOL_RATIO) } : {}),
     ...(adapter ? { adapter } : {}),
   };

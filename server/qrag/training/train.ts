@@ -75,7 +75,7 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
   // 1. set-up: backend, run folder, networks, learner, resume
   const emit: EventSink = opts.onEvent ?? (() => {});
   const picked = await pickBackend(config.backend === "auto" ? undefined : config.backend);
-  const { backend, device } = withStorage(picked, config.gpu_storage, emit);
+  const { backend, device } = withStorage(picked, config, emit);
   const resume = loadTrainCheckpoint(opts.resumeFrom);
   const runDir = path.resolve(opts.runDir ?? (resume ? path.dirname(path.dirname(resume.dir)) : defaultRunDir(config)));
   const files = new RunFiles(runDir, config);
@@ -155,10 +155,14 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
  * Applies the run's gpu_storage; the device label says when activations are f16, and a log says
  * why they are not where the run asked for f16.
  */
-function withStorage(picked: { backend: string; device: string }, want: RunConfig["gpu_storage"], emit: EventSink): { backend: string; device: string } {
-  const got = useGpuStorage(want);
+function withStorage(picked: { backend: string; device: string }, config: RunConfig, emit: EventSink): { backend: string; device: string } {
+  const want = config.gpu_storage;
+  // the bag-of-words encoder has no recorded forward: nothing of it is stored as f16
+  const bow = config.algo.encoder.type === "bow";
+  const got = useGpuStorage(bow ? "f32" : want);
   if (want === "f16" && got !== "f16") {
-    emit({ type: "log", level: "warn", message: `gpu_storage f16: ${picked.backend === "webgpu" ? "the GPU has no shader-f16" : `the ${picked.backend} backend has no f16 storage`}; activations stay f32` });
+    const why = bow ? "the bow encoder keeps no activations" : picked.backend === "webgpu" ? "the GPU has no shader-f16" : `the ${picked.backend} backend has no f16 storage`;
+    emit({ type: "log", level: "warn", message: `gpu_storage f16: ${why}; activations stay f32` });
   }
   return { backend: picked.backend, device: got === "f16" ? `${picked.device}, f16 activations` : picked.device };
 }

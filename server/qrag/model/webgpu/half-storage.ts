@@ -22,13 +22,25 @@ export function setGpuStorage(s: Storage): void {
   wanted = s;
 }
 
-export function gpuStorageWanted(): Storage {
-  return wanted;
+/** `fn`'s result with storage `s` asked for (a synchronous call: plans are chosen when a forward is recorded), then the setting before. */
+export function withGpuStorage<T>(s: Storage, fn: () => T): T {
+  const before = wanted;
+  wanted = s;
+  try {
+    return fn();
+  } finally {
+    wanted = before;
+  }
 }
 
 /** Whether a no-grad plan made now on `device` stores f16: asked for, and the device has shader-f16. */
 export function halfActive(device: { features?: { has(f: string): boolean } }): boolean {
-  return wanted === "f16" && Boolean(device.features?.has("shader-f16"));
+  return wanted === "f16" && halfCapable(device);
+}
+
+/** Whether `device` was made with shader-f16 (webgpu.ts asks for it where the adapter offers it). */
+export function halfCapable(device: { features?: { has(f: string): boolean } }): boolean {
+  return Boolean(device.features?.has("shader-f16"));
 }
 
 /** The WGSL a program with f16 storage starts with (`enable` must precede every declaration). */
