@@ -169,6 +169,31 @@ async function halfTrainingCase(updates = Number(process.env.HALF_UPDATES ?? 12)
   return { f32: f32.losses, f16: f16.losses, firstDiverged, updates: f32.actions.length };
 }
 
+/** train() with gpu_storage f16: a transformer run's device label, and a bow run's warning (it keeps no activations). */
+async function storageLabelCase() {
+  await onBackend("webgpu");
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-device-"));
+  const run = async (encoder: string) => {
+    const config = resolveConfig({ preset: "tiny", overrides: ["steps_count=1", "eval_interval=1", "eval_episodes=1", "envs_parallel=2", "batch_size=4", "learning_start=1", `algo.encoder.type=${encoder}`, "gpu_storage=f16"] });
+    let device = "";
+    const warnings: string[] = [];
+    const res = await train(config, {
+      runDir: path.join(tmp, encoder),
+      onEvent: (e) => {
+        if (e.type === "run_start") device = e.meta.device;
+        if (e.type === "log" && e.level === "warn") warnings.push(e.message);
+      },
+    });
+    return { status: res.status, device, warnings };
+  };
+  try {
+    return { transformer: await run("transformer"), bow: await run("bow") };
+  } finally {
+    setGpuStorage("f32");
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 async function trainRunCase() {
   await onBackend("webgpu");
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-device-"));
@@ -270,6 +295,7 @@ async function passesCase() {
 
 const CASES: Record<string, () => Promise<unknown>> = {
   "half-training": () => halfTrainingCase(),
+  "storage-label": storageLabelCase,
   passes: passesCase,
   "encoder-transformer": () => encoderCase("transformer"),
   "encoder-bow": () => encoderCase("bow"),

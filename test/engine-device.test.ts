@@ -100,6 +100,16 @@ test("gpu_storage f16: 12 training updates (2-layer transformer) take the f32 ru
   assert.ok(Math.max(...rel) > 0, "the losses are the same bits: were the activations f16?");
 });
 
+test("train() with gpu_storage f16: a transformer run's device label ends in \"f16 activations\"; a bow run says why it stays f32", { skip }, () => {
+  const r = runCase<Record<"transformer" | "bow", { status: string; device: string; warnings: string[] }>>("storage-label");
+  assert.equal(r.transformer.status, "completed");
+  assert.match(r.transformer.device, /^webgpu: .*, f16 activations$/);
+  assert.deepEqual(r.transformer.warnings, []);
+  assert.equal(r.bow.status, "completed");
+  assert.doesNotMatch(r.bow.device, /f16/);
+  assert.deepEqual(r.bow.warnings, ["gpu_storage f16: the bow encoder keeps no activations; activations stay f32"]);
+});
+
 test("a tiny train() run end to end on webgpu (bow): updates, greedy evals, checkpoint", { skip }, () => {
   const r = runCase<{ status: string; updates: number; backend: string; episodes: number; allHaveSteps: boolean; checkpoint: boolean }>("train-run");
   assert.equal(r.status, "completed");
