@@ -191,11 +191,22 @@ async function halfCase() {
   countersOn();
   await forward(f16, batchOf(4, 16, 1), false, true);
   const keys = kernelNameCounts().map(([k]) => k);
-  // a taped forward keeps f32: its loss equals the f32 encoder's
-  const grads = await lossAndGrads(f16, batchOf(3, 16, 4), false, true);
+  // a taped forward (its activations kept as f16 for the backward) against the f32 one: loss and gradients, train mode
+  const taped = async (storage: "f32" | "f16") => {
+    setGpuStorage(storage);
+    const b0 = recorderStats.bytes;
+    const r = await lossAndGrads(storage === "f16" ? f16 : f32, batchOf(5, 33, 4), true, true);
+    return { ...r, bytes: recorderStats.bytes - b0 };
+  };
+  const t32 = await taped("f32");
+  const t16 = await taped("f16");
   setGpuStorage("f32");
-  const ref = await lossAndGrads(f32, batchOf(3, 16, 4), false, true);
-  return { shaderF16: device.features.has("shader-f16"), diffs, bytes, keys, tapedLossDiff: Math.abs(grads.loss - ref.loss) / Math.abs(ref.loss) };
+  return {
+    shaderF16: device.features.has("shader-f16"), diffs, bytes, keys,
+    tapedLossDiff: Math.abs(t16.loss - t32.loss) / Math.abs(t32.loss),
+    tapedGradDiffs: t16.grads.map((g, i) => relDiff(g, t32.grads[i])),
+    tapedBytes: t16.bytes / t32.bytes,
+  };
 }
 
 const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };

@@ -50,14 +50,14 @@ fn vAt(o: u32) -> f32 { return ${at(packed ? "qkv[o + 2u * u.d]" : "v[o]")}; }
 fn keyBias(b: u32, j: u32) -> f32 { return select(-1e9, 0.0, mask[b * u.T + j] > 0.0); }`;
 }
 
-/** `half`: the inputs q, k, v and the output ctx are f16 (half-storage.ts; the no-grad forward). */
+/** `half`: the inputs q, k, v and ctx (the forward's output, the backward's O) are f16 (half-storage.ts). */
 function header(dh: number, tile: number, layout: Layout, read: string[], write: string[], tiles: [string, string], fields = FIELDS, extra = "", half = false): string {
   const inputs = (layout === "packed" ? ["qkv"] : ["q", "k", "v"]).map((n) => (half ? `${n}:f16` : n));
   return `${enableHalf(half)}${uniformStruct(fields)}
 ${extra}
 const DH: u32 = ${dh}u;
 const TILE: u32 = ${tile}u;
-${storageDecls([...inputs, ...read], half ? write.map((n) => (n === "ctx" ? "ctx:f16" : n)) : write)}
+${storageDecls([...inputs, ...read].map((n) => (half && n === "ctx" ? "ctx:f16" : n)), write.map((n) => (half && n === "ctx" ? "ctx:f16" : n)))}
 ${helpers(layout, half)}
 var<workgroup> ${tiles[0]}: array<f32, ${tile * dh}>;
 var<workgroup> ${tiles[1]}: array<f32, ${tile * dh}>;
@@ -151,10 +151,10 @@ ${BLOCK}
  * `drop` "inline" (both backward programs): the mask drawn where it is used, as the inline
  * forward draws it (fields INLINE_DROP_FIELDS, no mask buffer; the recorded BERT backward).
  */
-export function backwardQCode(dh: number, layout: Layout, drop: boolean | "inline", tile: number): string {
+export function backwardQCode(dh: number, layout: Layout, drop: boolean | "inline", tile: number, half = false): string {
   const inline = drop === "inline";
   const at = inline ? "maskAt(idx * u.T + jt)" : "drop[idx * u.T + jt]";
-  return `${header(dh, tile, layout, ["mask", ...(drop === true ? ["drop"] : []), "stats", "dO", "ctx"], ["dq", "dsum"], ["kt", "vt"], inline ? INLINE_DROP_FIELDS : FIELDS, inline ? MASK_AT_WGSL : "")}
+  return `${header(dh, tile, layout, ["mask", ...(drop === true ? ["drop"] : []), "stats", "dO", "ctx"], ["dq", "dsum"], ["kt", "vt"], inline ? INLINE_DROP_FIELDS : FIELDS, inline ? MASK_AT_WGSL : "", half)}
 ${BLOCK}
   ${Q_REGS}
   let oq = oo(b, tc, h);
@@ -164,7 +164,7 @@ ${BLOCK}
   var go: array<f32, DH>;
   for (var c = 0u; c < DH; c++) {
     go[c] = dO[oq + c];
-    D += go[c] * ctx[oq + c];
+    D += go[c] * ${readAct(half, "ctx[oq + c]")};
   }
   var acc: array<f32, DH>;
   for (var c = 0u; c < DH; c++) { acc[c] = 0.0; }
@@ -185,7 +185,7 @@ ${BLOCK}
  * dK, dV per key (a block of keys per workgroup, the queries' q·scale and dO staged in tiles);
  * packed: written with dQ (an input here) into one [B·T, 3d] gradient.
  */
-export function backwardKVCode(dh: number, layout: Layout, drop: boolean | "inline", tile: number): string {
+export function backwardKVCode(dh: number, layout: Layout, drop: boolean | "inline", tile: number, half = false): string {
   const packed = layout === "packed";
   const inline = drop === "inline";
   const read = ["mask", ...(drop === true ? ["drop"] : []), "stats", "dO", "dsum", ...(packed ? ["dq"] : [])];
@@ -196,7 +196,7 @@ export function backwardKVCode(dh: number, layout: Layout, drop: boolean | "inli
     dqkv[ko + 2u * u.d + c] = gv[c];
   }`
     : "for (var c = 0u; c < DH; c++) { dk[ok + c] = gk[c]; dv[ok + c] = gv[c]; }";
-  return `${header(dh, tile, layout, read, packed ? ["dqkv"] : ["dk", "dv"], ["qt", "gt"], inline ? INLINE_DROP_FIELDS : FIELDS, inline ? MASK_AT_WGSL : "")}
+  return `${header(dh, tile, layout, read, packed ? ["dqkv"] : ["dk", "dv"], ["qt", "gt"], inline ? INLINE_DROP_FIELDS : FIELDS, inline ? MASK_AT_WGSL : "", half)}
 ${BLOCK}
   let ko = io(b, tc, h);
   let bias = keyBias(b, tc);

@@ -25,18 +25,21 @@ export const ERF_WGSL = `fn erf_as(a: f32) -> f32 {
 }`;
 
 
-/** A program of one thread per element: x = read[0][i], then `expr` (which stores y[i] through `out`); `half`: x and y f16. */
-function elementwise(name: string, read: string[], expr: (out: (v: string) => string) => string, fns = ERF_WGSL, half = false): string {
+/**
+ * A program of one thread per element: x = read[0][i], then `expr` (which stores y[i] through
+ * `out`); `hx`, `hy`: x, y stored as f16 (an activation's forward both, its gradient x only).
+ */
+function elementwise(name: string, read: string[], expr: (out: (v: string) => string) => string, fns = ERF_WGSL, hx = false, hy = hx): string {
   const [x0, ...rest] = read;
-  return `${enableHalf(half)}${uniformStruct(["n: u32"])}
-${storageDecls([half ? `${x0}:f16` : x0, ...rest], [half ? "y:f16" : "y"])}
+  return `${enableHalf(hx || hy)}${uniformStruct(["n: u32"])}
+${storageDecls([hx ? `${x0}:f16` : x0, ...rest], [hy ? "y:f16" : "y"])}
 ${fns}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let i = threadIndex(gid);
   if (i >= u.n) { return; }
-  let x = ${readAct(half, `${x0}[i]`)};
-  ${expr((v) => `y[i] = ${writeAct(half, v)};`)}
+  let x = ${readAct(hx, `${x0}[i]`)};
+  ${expr((v) => `y[i] = ${writeAct(hy, v)};`)}
 }
 // ${name}`;
 }
@@ -58,23 +61,25 @@ export const geluTanhFwd = (half = false) => elementwise("gelu tanh forward", ["
 /** ReLU forward (BERT's hidden_act relu). */
 export const reluFwd = (half = false) => elementwise("relu forward", ["x"], (y) => y("max(x, 0.0)"), ERF_WGSL, half);
 /** The tanh form's gradient (ops.ts geluTanh's): ½(1 + t) + ½x(1 − t²)·c(1 + 3·0.044715x²), t the forward's tanh. */
-export const GELU_TANH_BWD = elementwise(
+export const geluTanhBwd = (hx = false) => elementwise(
   "gelu tanh backward",
   ["x", "dy"],
   (y) => `let t = ${TANH_AS(tanhArg)};
   let du = (x * x * ${3 * 0.044715} + 1.0) * ${Math.sqrt(2 / Math.PI)};
   ${y("dy[i] * ((t + 1.0) * 0.5 + ((x * 0.5) * (1.0 - t * t)) * du)")}`,
-  TANH_AS_WGSL,
+  TANH_AS_WGSL, hx, false,
 );
-/** ReLU's gradient (tfjs's: dy where x > 0, else 0). */
-export const RELU_BWD = elementwise("relu backward", ["x", "dy"], (y) => y("select(0.0, dy[i], x > 0.0)"));
-export const GELU_BWD = elementwise(
+/** ReLU's gradient (tfjs's: dy where x > 0, else 0); `hx`: x an f16 activation. */
+export const reluBwd = (hx = false) => elementwise("relu backward", ["x", "dy"], (y) => y("select(0.0, dy[i], x > 0.0)"), ERF_WGSL, hx, false);
+export const geluBwd = (hx = false) => elementwise(
   "gelu backward",
   ["x", "dy"],
   (y) => `let cdf = (erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5;
   let pdf = exp((x * x) * -0.5) * ${1 / Math.sqrt(2 * Math.PI)};
   ${y("dy[i] * (cdf + x * pdf)")}`,
+  ERF_WGSL, hx, false,
 );
+export const GELU_BWD = geluBwd();
 
 const geluFused = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
   const [y] = run("qrag_gelu_fwd", GELU_FWD, [x], [x.shape], [{ type: "uint32", data: [x.size] }], x.size);
@@ -133,9 +138,11 @@ export const lnFwd = (n: number, half = false) => lnFwdShader({ n, fields: ["row
  * fused residual program writes two outputs from it). `fields`, `read`, `write` and `extra`
  * complete the program.
  */
-export function lnDxShader(o: { n: number; fields: string[]; read: string[]; write: string[]; x: string; store: string; extra?: string }): string {
-  return `${uniformStruct(o.fields)}
-${storageDecls(o.read, o.write)}
+export function lnDxShader(o: { n: number; fields: string[]; read: string[]; write: string[]; x: string; store: string; extra?: string; half?: boolean }): string {
+  const half = Boolean(o.half);
+  const xAt = readAct(half, `${o.x}[o + k]`);
+  return `${enableHalf(half)}${uniformStruct(o.fields)}
+${storageDecls(o.read.map((n) => (half && n === o.x ? `${n}:f16` : n)), o.write)}
 ${o.extra ?? ""}
 ${rowProgramHead(rowLanes(o.n))}
   let sr = select(0u, 2u * r, cols > 0u);
@@ -144,25 +151,25 @@ ${rowProgramHead(rowLanes(o.n))}
   var m = vec2<f32>(0.0, 0.0);
   ${EACH_COL} {
     let gy = dy[o + k] * gamma[k];
-    m += vec2<f32>(gy, gy * ((${o.x}[o + k] - mean) * inv));
+    m += vec2<f32>(gy, gy * ((${xAt} - mean) * inv));
   }
   m = rowSum(m) / nf;
   ${EACH_COL} {
-    let xh = (${o.x}[o + k] - mean) * inv;
+    let xh = (${xAt} - mean) * inv;
     let d = ((dy[o + k] * gamma[k] - m.x) - xh * m.y) * inv;
     ${o.store}
   }
 }`;
 }
 
-export const lnDx = (n: number) => lnDxShader({ n, fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy"], write: ["dx"], x: "x", store: "dx[o + k] = d;" });
+export const lnDx = (n: number, half = false) => lnDxShader({ n, fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy"], write: ["dx"], x: "x", store: "dx[o + k] = d;", half });
 
 /**
  * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a workgroup per column, its threads striding over the rows
  * (parallel on long batches), summed in shared memory.
  */
-export const LN_DGB = `${uniformStruct(["rows: u32", "n: u32"])}
-${storageDecls(["x", "stats", "dy"], ["dgamma", "dbeta"])}
+export const lnDgb = (half: boolean): string => `${enableHalf(half)}${uniformStruct(["rows: u32", "n: u32"])}
+${storageDecls([half ? "x:f16" : "x", "stats", "dy"], ["dgamma", "dbeta"])}
 var<workgroup> acc: array<vec2<f32>, ${WG}>;
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -171,7 +178,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
   if (k < u.n) {
     for (var r = lid.x; r < u.rows; r += ${WG}u) {
       let d = dy[r * u.n + k];
-      sum += vec2<f32>(d * ((x[r * u.n + k] - stats[2u * r]) * stats[2u * r + 1u]), d);
+      sum += vec2<f32>(d * ((${readAct(half, "x[r * u.n + k]")} - stats[2u * r]) * stats[2u * r + 1u]), d);
     }
   }
   ${workgroupSum("sum")}
@@ -180,6 +187,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     dbeta[k] = acc[0].y;
   }
 }`;
+export const LN_DGB = lnDgb(false);
 
 function makeLayerNorm(eps: number) {
   return tf.customGrad(((x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, save: tf.GradSaveFunc) => {

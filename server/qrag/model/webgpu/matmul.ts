@@ -77,6 +77,15 @@ export interface MatmulTrans {
   b?: boolean;
 }
 
+/** Which of a product's operands are f16 activations (half-storage.ts): A, or the result C (and P). */
+export interface HalfOperands {
+  a?: boolean;
+  c?: boolean;
+}
+
+/** Key suffix of the f16 operands: "-h16" for both (a forward's linear), "-hA" for A alone (a weight's gradient Xᵀ·dY). */
+export const halfName = (h: HalfOperands): string => (h.a && h.c ? "-h16" : h.a ? "-hA" : h.c ? "-hC" : "");
+
 /** Key suffix of the transposes (empty for none). */
 export const transName = (tr: MatmulTrans) => `${tr.a ? "-tA" : ""}${tr.b ? "-tB" : ""}`;
 
@@ -84,10 +93,10 @@ export const transName = (tr: MatmulTrans) => `${tr.a ? "-tA" : ""}${tr.b ? "-tB
  * WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks); `bias` adds
  * a [N] row; `gelu` applies GELU (erf form) to each result (the recorded no-grad fc1); `trans` reads A or B transposed (the aligned loads stay vec4: along m for Aᵀ, along k
  * for Bᵀ); `res` adds R, a [M, N] operand like C (a recorded backward sums an input's gradients
- * from several products this way, with no add program); `half`: A, C (and P) stored as f16
- * (half-storage.ts, the no-grad forwards), converted at the loads and stores.
+ * from several products this way, with no add program); `half`: A (`a`), or C and P (`c`),
+ * stored as f16 (half-storage.ts), converted at the loads and stores.
  */
-export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu: Epilogue = false, res = false, half = false): string {
+export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu: Epilogue = false, res = false, half: HalfOperands = {}): string {
   const { threads, bm, bn } = tileOf(t);
   const { wx, wy, tm, tn, bk } = t;
   // the GELU epilogue: gelu-layernorm.ts's expression per value, so the result equals its program's
@@ -95,11 +104,11 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
   // "keep": the value before GELU also into P (a backward's GELU reads it); `res`: plus R
   const store = (at: string, v: string, width: number): string => {
     const plus = res ? ` + R[${at}]` : "";
-    const w = (e: string): string => writeAct(half, e, width === 4);
+    const w = (e: string): string => writeAct(Boolean(half.c), e, width === 4);
     return gelu === "keep" ? `{ let v = ${v}; P[${at}] = ${w("v")}; C[${at}] = ${w(`${act("v", width)}${plus}`)}; }` : `C[${at}] = ${w(`${act(v, width)}${plus}`)};`;
   };
-  // with `half`, A, C and P hold f16 (an activation in, one out: half-storage.ts); B, bias and R stay f32
-  const ld = (src: string, e: string, vec = false): string => (src === "A" ? readAct(half, e, vec) : e);
+  // `half`: A, or C and P, hold f16 (activations: half-storage.ts); B, bias and R stay f32
+  const ld = (src: string, e: string, vec = false): string => (src === "A" ? readAct(Boolean(half.a), e, vec) : e);
   const tm4 = tm / 4;
   const tn4 = tn / 4;
   const L: string[] = [];
@@ -173,13 +182,13 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
   }
   L.push(`}`);
   const ty = aligned ? "vec4<f32>" : "f32";
-  const hty = actType(half, aligned);
+  const aty = actType(Boolean(half.a), aligned), cty = actType(Boolean(half.c), aligned);
   const geluFns = gelu ? `${ERF_WGSL}
 fn gelu1(x: f32) -> f32 { return ${geluExpr("x")}; }
 fn gelu4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>(gelu1(v.x), gelu1(v.y), gelu1(v.z), gelu1(v.w)); }
 ` : "";
-  return `${enableHalf(half)}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
-${storageDecls([`A:${hty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${hty}`, ...(gelu === "keep" ? [`P:${hty}`] : [])])}
+  return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
+${storageDecls([`A:${aty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${cty}`, ...(gelu === "keep" ? [`P:${cty}`] : [])])}
 ${geluFns}${L.join("\n")}`;
 }
 

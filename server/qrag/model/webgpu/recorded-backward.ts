@@ -13,9 +13,10 @@
  * before it, which writes the stream's gradient and the branch's (and the embedding's) both.
  */
 import { storageDecls, uniformStruct, WG, workgroupSum } from "./raw-program.ts";
-import { isAligned, matmulShader, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
+import { halfName, isAligned, matmulShader, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
-import { GELU_BWD, lnDxShader, LN_DGB } from "./gelu-layernorm.ts";
+import { geluBwd, lnDgb as lnDgbShader, lnDxShader } from "./gelu-layernorm.ts";
+import { halfKey } from "./half-storage.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
@@ -130,18 +131,19 @@ export function tokenCsr(ids: Int32Array): { distinct: Int32Array; start: Int32A
  * stream's gradient), into dx; with `mask` also dx times the dropout mask of the site below into
  * dh (the mask program's hash at the same element index: the same mask ADD_DH applies).
  */
-function lnBackCode(n: number, acc: boolean, mask: boolean): string {
+function lnBackCode(n: number, acc: boolean, mask: boolean, half: boolean): string {
   const v = acc ? "res[o + k] + d" : "d";
   return lnDxShader({
     n, fields: ["rows: u32", "n: u32", ...(mask ? ["thr: u32", "keep: f32", "k0: u32", "k1: u32"] : [])],
     read: ["x", "gamma", "stats", "dy", ...(acc ? ["res"] : [])], write: ["dx", ...(mask ? ["dh"] : [])], x: "x", extra: mask ? MASK_AT_WGSL : "",
-    store: mask ? `let g = ${v};\n    dx[o + k] = g;\n    dh[o + k] = g * maskAt(o + k);` : `dx[o + k] = ${v};`,
+    store: mask ? `let g = ${v};\n    dx[o + k] = g;\n    dh[o + k] = g * maskAt(o + k);` : `dx[o + k] = ${v};`, half,
   });
 }
 
 /** Builds the backward's buffers and programs into a keep plan (planFor's `extend`). */
 export function buildBackward(b: PlanBuilder): BackPlan {
-  const { c, B, T, acts, sites, dropping } = b;
+  const { c, B, T, acts, sites, dropping, half } = b;
+  const hk = halfKey(half);
   const d = c.dim, F = c.hidden, H = c.heads, L = c.layers, N = B * T, V = c.vocab_size;
   const gradUsage = USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST;
   // one gradient buffer per variable, in transformer.ts's order
@@ -156,22 +158,25 @@ export function buildBackward(b: PlanBuilder): BackPlan {
 
   const thr = dropThreshold(dropping ? c.dropout : 0), keep = dropping ? dropoutKeepScale(c.dropout) : 1;
   const maskFields: UniformValues = [["u", thr], ["f", keep], ["u", 0], ["u", 0]];
-  const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans): void => {
+  /** A product; `hA`: A is an f16 activation (a weight's gradient Xᵀ·dY). */
+  const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans, hA = false): void => {
     const tile = tileFor(m, n);
     const aligned = isAligned(tile, m, n, k);
-    const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(trans)}`;
+    const h = { a: hA };
+    const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(trans)}${halfName(h)}`;
     const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-    b.step({ key, code: matmulShader(tile, aligned, false, trans), refs: [a, w, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
+    b.step({ key, code: matmulShader(tile, aligned, false, trans, false, false, h), refs: [a, w, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
   };
   /** The gradients of x·W + b (W variable w, [n, k] in the forward) given dY = g [N, k]: dX, dW, db. */
   const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number): void => {
     matmul(g, { weight: w }, dx, N, n, k, { b: true });
-    matmul(x, g, grads[w], n, k, N, { a: true });
+    matmul(x, g, grads[w], n, k, N, { a: true }, half);
     b.flat("qrag_col_sum", COL_SUM, [g, grads[w + 1]], [["u", N], ["u", k]], k * WG);
   };
   const rows: UniformValues = [["u", N], ["u", d]];
+  const dgbCode = lnDgbShader(half), geluBwdCode = geluBwd(half);
   const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number): void => {
-    b.flat("qrag_ln_dgb", LN_DGB, [x, stats, g, grads[gamma], grads[gamma + 1]], rows, d * WG);
+    b.flat(`qrag_ln_dgb${hk}`, dgbCode, [x, stats, g, grads[gamma], grads[gamma + 1]], rows, d * WG);
   };
   const lanes = rowLanes(d);
   /**
@@ -181,8 +186,8 @@ export function buildBackward(b: PlanBuilder): BackPlan {
    */
   const lnBack = (x: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, res: BufferLike | null, out: BufferLike, site: number | undefined): BufferLike => {
     const masking = site !== undefined;
-    const key = `qrag_ln_dx${res ? "_acc" : ""}${masking ? "_mask" : ""}_${lanes}`;
-    b.step({ key, code: lnBackCode(d, res !== null, masking), refs: [x, { weight: gamma }, stats, g, ...(res ? [res] : []), out, ...(masking ? [dH] : [])], uniforms: masking ? [...rows, ...maskFields] : rows, grid: rowWorkgroups(N, d), stride: 0, draw: site });
+    const key = `qrag_ln_dx${res ? "_acc" : ""}${masking ? "_mask" : ""}_${lanes}${hk}`;
+    b.step({ key, code: lnBackCode(d, res !== null, masking, half), refs: [x, { weight: gamma }, stats, g, ...(res ? [res] : []), out, ...(masking ? [dH] : [])], uniforms: masking ? [...rows, ...maskFields] : rows, grid: rowWorkgroups(N, d), stride: 0, draw: site });
     lnDgb(x, stats, g, gamma);
     return masking ? dH : out;
   };
@@ -194,14 +199,14 @@ export function buildBackward(b: PlanBuilder): BackPlan {
   const tile = attentionTile(dh, b.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the probabilities' dropout mask drawn inline from the forward's key, as the forward did
   const attDrop = dropping ? "inline" : false;
-  const attKey = `packed_${dh}_${tile}_${dropping ? "inline" : "nodrop"}`;
+  const attKey = `packed_${dh}_${tile}_${dropping ? "inline" : "nodrop"}${hk}`;
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)], ...(dropping ? maskFields : [])];
   let cur = gA, other = gB;
   for (let l = L - 1; l >= 0; l--) {
     const o = 2 + l * 12;
     // x_out = mid + drop(fc2(gelu(fc1(LN2(mid))))): g is the stream's gradient times res2's mask
     linearBack(g, acts.f2[l], o + 10, dF2, F, d);
-    b.flat("qrag_gelu_bwd", GELU_BWD, [acts.f1[l], dF2, dF1], [["u", N * F]], N * F);
+    b.flat(`qrag_gelu_bwd${hk}`, geluBwdCode, [acts.f1[l], dF2, dF1], [["u", N * F]], N * F);
     linearBack(dF1, acts.hN2[l], o + 8, dHN, d, F);
     g = lnBack(acts.mid[l], acts.st2[l], o + 6, dHN, cur, other, sites.res1[l]);
     [cur, other] = [other, cur];
@@ -209,8 +214,8 @@ export function buildBackward(b: PlanBuilder): BackPlan {
     linearBack(g, acts.ctx[l], o + 4, dCtx, d, d);
     const grid = attentionGrid(B, H, T);
     const draw = sites.att[l];
-    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "packed", attDrop, tile), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms: attUniforms, grid, stride: 0, draw });
-    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "packed", attDrop, tile), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, dsum, dq, dqkv], uniforms: attUniforms, grid, stride: 0, draw });
+    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "packed", attDrop, tile, half), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms: attUniforms, grid, stride: 0, draw });
+    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "packed", attDrop, tile, half), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, dsum, dq, dqkv], uniforms: attUniforms, grid, stride: 0, draw });
     linearBack(dqkv, acts.hN1[l], o + 2, dHN, d, 3 * d);
     // the next branch down: the layer below's res2, or the embedding's dropout
     g = lnBack(acts.x[l], acts.st1[l], o, dHN, cur, other, l > 0 ? sites.res2[l - 1] : sites.emb);

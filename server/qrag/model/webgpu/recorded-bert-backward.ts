@@ -15,9 +15,10 @@
  * on the host, as the transformer's).
  */
 import { WG } from "./raw-program.ts";
-import { isAligned, matmulShader, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
+import { halfName, isAligned, matmulShader, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
-import { GELU_BWD, GELU_TANH_BWD, lnDx, LN_DGB, RELU_BWD } from "./gelu-layernorm.ts";
+import { geluBwd, geluTanhBwd, lnDgb as lnDgbShader, lnDx, reluBwd } from "./gelu-layernorm.ts";
+import { halfKey } from "./half-storage.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { ADD_DH, resLnDx } from "./residual-layernorm.ts";
 import { COL_SUM, COL_SUM3, POOL_BWD, POS_BWD, TOK_BWD } from "./recorded-backward.ts";
@@ -26,15 +27,16 @@ import { USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } f
 import type { BertConfig } from "../hf/bert.ts";
 import { N_EMB, PER_LAYER, type BertBuilder } from "./recorded-bert.ts";
 
-const ACT_BWD: Record<BertConfig["act"], [string, string]> = {
-  gelu: ["qrag_gelu_bwd", GELU_BWD],
-  gelu_tanh: ["qrag_gelu_tanh_bwd", GELU_TANH_BWD],
-  relu: ["qrag_relu_bwd", RELU_BWD],
+const ACT_BWD: Record<BertConfig["act"], [string, (hx: boolean) => string]> = {
+  gelu: ["qrag_gelu_bwd", geluBwd],
+  gelu_tanh: ["qrag_gelu_tanh_bwd", geluTanhBwd],
+  relu: ["qrag_relu_bwd", reluBwd],
 };
 
 /** Builds the backward's buffers and programs into a BERT keep plan. */
 export function buildBertBackward(b: BertBuilder): BackPlan {
-  const { c, B, T, acts, sites, hp, ap } = b;
+  const { c, B, T, acts, sites, hp, ap, half } = b;
+  const hk = halfKey(half);
   const d = c.hidden, F = c.intermediate, H = c.heads, L = c.layers, N = B * T;
   const gradUsage = USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST;
   // one gradient buffer per variable, in bertSpecs order
@@ -48,29 +50,32 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const distinct = b.buf(N), start = b.buf(N + 1), pos = b.buf(N);
 
   const maskOf = (p: number): UniformValues => [["u", dropThreshold(p)], ["f", p > 0 ? dropoutKeepScale(p) : 1], ["u", 0], ["u", 0]];
-  const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans, res?: BufferLike): void => {
+  /** A product (plus `res`); `hA`: A is an f16 activation (a weight's gradient Xᵀ·dY). */
+  const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans, res?: BufferLike, hA = false): void => {
     const tile = tileFor(m, n);
     const aligned = isAligned(tile, m, n, k);
-    const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(trans)}${res ? "-res" : ""}`;
+    const h = { a: hA };
+    const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(trans)}${res ? "-res" : ""}${halfName(h)}`;
     const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-    b.step({ key, code: matmulShader(tile, aligned, false, trans, false, Boolean(res)), refs: [a, w, ...(res ? [res] : []), out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
+    b.step({ key, code: matmulShader(tile, aligned, false, trans, false, Boolean(res), h), refs: [a, w, ...(res ? [res] : []), out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
   };
   /** The gradients of x·W + b (W variable w, [n, k]) given dY = g [N, k]: dX (+ res), dW, db. */
   const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number, res?: BufferLike): void => {
     matmul(g, { weight: w }, dx, N, n, k, { b: true }, res);
-    matmul(x, g, grads[w], n, k, N, { a: true });
+    matmul(x, g, grads[w], n, k, N, { a: true }, undefined, half);
     b.flat("qrag_col_sum", COL_SUM, [g, grads[w + 1]], [["u", N], ["u", k]], k * WG);
   };
   const rowDims: UniformValues = [["u", N], ["u", d]];
   const lanes = rowLanes(d);
   const rows = rowWorkgroups(N, d);
   const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number): void => {
-    b.flat("qrag_ln_dgb", LN_DGB, [x, stats, g, grads[gamma], grads[gamma + 1]], rowDims, d * WG);
+    b.flat(`qrag_ln_dgb${hk}`, dgbCode, [x, stats, g, grads[gamma], grads[gamma + 1]], rowDims, d * WG);
   };
-  const resLnDxCode = resLnDx(d);
+  const dgbCode = lnDgbShader(half);
+  const resLnDxCode = resLnDx(d, half);
   /** y = LN(x + h·m)'s backward given g = dL/dy: dx into `dx`, dx·m into dH; dγ, dβ. */
   const resLnBack = (v: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, dx: BufferLike, draw: number | undefined): void => {
-    b.step({ key: `qrag_res_ln_dx_${lanes}`, code: resLnDxCode, refs: [v, { weight: gamma }, stats, g, dx, dH], uniforms: [...rowDims, ["f", c.eps], ...maskOf(draw === undefined ? 0 : hp)], grid: rows, stride: 0, draw });
+    b.step({ key: `qrag_res_ln_dx_${lanes}${hk}`, code: resLnDxCode, refs: [v, { weight: gamma }, stats, g, dx, dH], uniforms: [...rowDims, ["f", c.eps], ...maskOf(draw === undefined ? 0 : hp)], grid: rows, stride: 0, draw });
     lnDgb(v, stats, g, gamma);
   };
 
@@ -79,9 +84,10 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const tile = attentionTile(dh, b.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the probabilities' mask drawn where it is used from the forward's key (no mask buffer)
   const attDrop = ap > 0 ? "inline" : false;
-  const attKey = `separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}`;
+  const attKey = `separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}${hk}`;
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
-  const [actKey, actCode] = ACT_BWD[c.act];
+  const [actName, actShader] = ACT_BWD[c.act];
+  const actKey = `${actName}${hk}`, actCode = actShader(half);
   // the residual stream's gradient is in gA at each layer's end
   for (let l = L - 1; l >= 0; l--) {
     const o = N_EMB + l * PER_LAYER;
@@ -97,13 +103,13 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
     const grid = attentionGrid(B, H, T);
     const uniforms: UniformValues = ap > 0 ? [...attUniforms, ...maskOf(ap)] : attUniforms;
     const draw = sites.att[l];
-    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "separate", attDrop, tile), refs: [...qkv, b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms, grid, stride: 0, draw });
-    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "separate", attDrop, tile), refs: [...qkv, b.mask, acts.attSt[l], dCtx, dsum, dk, dv], uniforms, grid, stride: 0, draw });
+    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "separate", attDrop, tile, half), refs: [...qkv, b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms, grid, stride: 0, draw });
+    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "separate", attDrop, tile, half), refs: [...qkv, b.mask, acts.attSt[l], dCtx, dsum, dk, dv], uniforms, grid, stride: 0, draw });
     // dX = dQ·Wqᵀ + dK·Wkᵀ + dV·Wvᵀ + the residual's; the three biases' sums in one program
     matmul(dq, { weight: o }, gA, N, d, d, { b: true }, gC);
     matmul(dk, { weight: o + 2 }, gB, N, d, d, { b: true }, gA);
     matmul(dv, { weight: o + 4 }, gA, N, d, d, { b: true }, gB);
-    for (const [g, w] of [[dq, o], [dk, o + 2], [dv, o + 4]] as const) matmul(acts.x[l], g, grads[w], d, d, N, { a: true });
+    for (const [g, w] of [[dq, o], [dk, o + 2], [dv, o + 4]] as const) matmul(acts.x[l], g, grads[w], d, d, N, { a: true }, undefined, half);
     b.flat("qrag_col_sum3", COL_SUM3, [dq, dk, dv, grads[o + 1], grads[o + 3], grads[o + 5]], [["u", N], ["u", d]], d * WG);
   }
   // x₀ = LN_emb(e)·m
@@ -112,7 +118,7 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
     b.flat("qrag_res_drop_dh", ADD_DH, [gA, dH], [["u", N * d], ...maskOf(hp)], N * d, sites.emb);
     gE = dH;
   }
-  b.step({ key: `qrag_ln_dx_${lanes}`, code: lnDx(d), refs: [acts.e, { weight: 3 }, acts.embSt, gE, gB], uniforms: rowDims, grid: rows, stride: 0 });
+  b.step({ key: `qrag_ln_dx_${lanes}${hk}`, code: lnDx(d, half), refs: [acts.e, { weight: 3 }, acts.embSt, gE, gB], uniforms: rowDims, grid: rows, stride: 0 });
   lnDgb(acts.e, acts.embSt, gE, 3);
   b.flat("qrag_rec_pos_bwd", POS_BWD, [gB, grads[1]], [["u", c.maxPositions * d], ["u", B], ["u", T], ["u", d]], c.maxPositions * d);
   b.flat("qrag_col_sum", COL_SUM, [gB, grads[2]], [["u", N], ["u", d]], d * WG); // type 0 everywhere: row 0

@@ -25,6 +25,7 @@ import { admitPlan, cachedPlan, keepKey, planBound, recorderApplies, type Backen
 import { recordedTrainOp, runTaped } from "./recorded-train.ts";
 import { bertFits, bertPlanKey, buildBertPlan } from "./recorded-bert.ts";
 import { buildBertBackward } from "./recorded-bert-backward.ts";
+import { halfActive, halfKey } from "./half-storage.ts";
 
 /**
  * The pooled encoding [B, d] of an HfBertEncoder's `vars` (bertSpecs order) as one differentiable
@@ -48,8 +49,8 @@ function tapedPlan(c: BertConfig, ids: Int32Array, B: number, T: number, trainin
 
 /** A keep plan of this architecture and shape (recorded-encoder.ts keepKey), made on a miss; null when it cannot be recorded. */
 function bertTrainPlanFor(device: DeviceLike, c: BertConfig, B: number, T: number, training: boolean): Plan | null {
-  const { key: base, hp, ap } = bertPlanKey(c, B, T, training);
-  const key = keepKey(device, base);
+  const { key: plain, hp, ap } = bertPlanKey(c, B, T, training);
+  const key = keepKey(device, `${plain}${halfKey(halfActive(device))}`);
   const hit = cachedPlan(device, key);
   if (hit) return hit;
   if (!bertFits(device, c, B, T)) return null;

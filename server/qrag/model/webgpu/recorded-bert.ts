@@ -143,6 +143,8 @@ export interface BertBuilder extends ProgramList {
   T: number;
   hp: number;
   ap: number;
+  /** The activations are f16 (half-storage.ts). */
+  half: boolean;
   buf(floats: number, usage?: number): BufferLike;
   acts: BertActs;
   sites: BertSites;
@@ -161,8 +163,8 @@ export interface BertBuilder extends ProgramList {
 export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number, T: number, hp: number, ap: number, extend: ((b: BertBuilder) => BackPlan) | null): Plan {
   const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T, L = c.layers;
   const keep = extend !== null;
-  // a no-grad plan may store its activations as f16 (half-storage.ts); a taped one keeps f32
-  const half = !keep && halfActive(device);
+  // activations stored as f16 (half-storage.ts), a taped forward's kept ones too
+  const half = halfActive(device);
   const pb = planBuffers(device);
   const buf = pb.buf;
   const act = (n: number): BufferLike => pb.act(n, half);
@@ -189,7 +191,7 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
   const maskFields = (p: number): { fields: UniformValues; draw?: number } =>
     p > 0 ? { fields: [["u", dropThreshold(p)], ["f", dropoutKeepScale(p)], ["u", 0], ["u", 0]], draw: draws++ } : { fields: [["u", 0], ["f", 1], ["u", 0], ["u", 0]] };
   const sites: BertSites = { att: [], res1: [], res2: [] };
-  const b: BertBuilder = Object.assign(programList(), { device, c, B, T, hp, ap, buf, acts, sites, mask, poolW });
+  const b: BertBuilder = Object.assign(programList(), { device, c, B, T, hp, ap, half, buf, acts, sites, mask, poolW });
   const lanes = rowLanes(d);
   const rows = rowWorkgroups(N, d);
   const lnDims: UniformValues = [["u", N], ["u", d], ["f", c.eps]];

@@ -225,6 +225,8 @@ export interface PlanBuilder extends ProgramList {
   B: number;
   T: number;
   dropping: boolean;
+  /** The activations are f16 (half-storage.ts). */
+  half: boolean;
   buf(floats: number, usage?: number): BufferLike;
   acts: Acts;
   sites: Sites;
@@ -443,7 +445,7 @@ export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number,
   const epilogue = gelu && pre ? "keep" : gelu;
   const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias${epilogue === "keep" ? "-gelu-keep" : epilogue ? "-gelu" : ""}${halfKey(half)}`;
   const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-  return { key, code: matmulShader(tile, aligned, true, {}, epilogue, false, half), refs: [a, { weight: w }, { weight: w + 1 }, out, ...(pre ? [pre] : [])], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
+  return { key, code: matmulShader(tile, aligned, true, {}, epilogue, false, { a: half, c: half }), refs: [a, { weight: w }, { weight: w + 1 }, out, ...(pre ? [pre] : [])], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
 }
 
 /**
@@ -453,8 +455,8 @@ export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number,
  * yet is not reused while another may be made, else the oldest is taken over (its backward fails).
  */
 export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan | null {
-  const base = `${B}x${T}${dropping ? "-drop" : ""}`;
-  const key = extend ? keepKey(device, base) : `${base}${halfKey(halfActive(device))}`;
+  const base = `${B}x${T}${dropping ? "-drop" : ""}${halfKey(halfActive(device))}`;
+  const key = extend ? keepKey(device, base) : base;
   const hit = cachedPlan(device, key);
   if (hit) return hit;
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T;
@@ -577,8 +579,8 @@ export function planBuffers(device: DeviceLike): PlanBuffers {
 function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan {
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T, L = c.layers;
   const keep = extend !== null;
-  // a no-grad plan may store its activations as f16 (half-storage.ts); a taped one keeps f32
-  const half = !keep && halfActive(device);
+  // activations stored as f16 (half-storage.ts), a taped forward's kept ones too
+  const half = halfActive(device);
   const pb = planBuffers(device);
   const buf = pb.buf;
   const act = (n: number): BufferLike => pb.act(n, half);
@@ -615,7 +617,7 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   const maskFields = (): { fields: UniformValues; draw?: number } =>
     dropping ? { fields: [["u", thr], ["f", keepScale], ["u", 0], ["u", 0]], draw: draws++ } : { fields: [["u", 0], ["f", 1], ["u", 0], ["u", 0]] };
   const sites: Sites = { att: [], res1: [], res2: [] };
-  const b: PlanBuilder = Object.assign(programList(), { device, c, B, T, dropping, buf, acts, sites, mask, poolW });
+  const b: PlanBuilder = Object.assign(programList(), { device, c, B, T, dropping, half, buf, acts, sites, mask, poolW });
   const linear = (a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number): void => {
     b.step(linearStep(a, w, out, m, n, k, false, undefined, half));
   };

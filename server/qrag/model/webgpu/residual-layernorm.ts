@@ -36,8 +36,8 @@ export const resLnFwd = (n: number, half = false) => lnFwdShader({
 });
 
 /** dv per row (LayerNorm's dx over v), then dx = dv and dh = dv·m (fields FIELDS; also the recorded BERT backward's). */
-export const resLnDx = (n: number) => lnDxShader({
-  n, fields: FIELDS, read: ["v", "gamma", "stats", "dy"], write: ["dx", "dh"], x: "v", extra: MASK_AT_WGSL,
+export const resLnDx = (n: number, half = false) => lnDxShader({
+  n, fields: FIELDS, read: ["v", "gamma", "stats", "dy"], write: ["dx", "dh"], x: "v", extra: MASK_AT_WGSL, half,
   store: "dx[o + k] = d;\n    dh[o + k] = d * maskAt(o + k);",
 });
 
