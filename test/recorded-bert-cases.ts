@@ -407,9 +407,15 @@ async function halfCase() {
     f16.dispose();
     f32.dispose();
   }
+  // an f16 keep plan's bytes against the estimate that bounds the update's passes
+  const [enc] = encoders(RANDOM);
+  setGpuStorage("f16");
+  const bytes0 = recorderStats.bytes;
+  await tapedCalls(enc, batchOf(6, 24, 1, RANDOM.vocab));
+  const keepBytes = { made: recorderStats.bytes - bytes0, estimate: bertTrainBytes(enc.model.bert, 6, 24, true), f32: bertTrainBytes(enc.model.bert, 6, 24) };
   setGpuStorage("f32");
   throwIfDeviceError();
-  return { diffs, taped };
+  return { diffs, taped, keepBytes };
 }
 
 const CASES: Record<string, () => Promise<unknown>> = { half: halfCase, equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase, autoPasses: autoPassesCase };

@@ -23,7 +23,7 @@ test("recorded BERT forward equals the tfjs path within 1e-5: eval and train mod
 });
 
 test("gpu_storage f16: the recorded BERT forward with f16 activations is within 3e-3 of f32 (erf / tanh GELU, ReLU, bert-tiny; eval and train mode); taped, its loss within 2e-3 and gradients within 3e-2", { skip }, () => {
-  const r = runCase<{ diffs: Record<string, number>; taped: Record<string, { loss: number; grads: number }> }>("half");
+  const r = runCase<{ diffs: Record<string, number>; taped: Record<string, { loss: number; grads: number }>; keepBytes: { made: number; estimate: number; f32: number } }>("half");
   assert.equal(Object.keys(r.diffs).length, 8);
   for (const [k, d] of Object.entries(r.diffs)) {
     assert.ok(d <= 3e-3, `${k}: rel. diff ${d} to f32`);
@@ -36,6 +36,10 @@ test("gpu_storage f16: the recorded BERT forward with f16 activations is within 
     assert.ok(t.grads <= 3e-2, `${k} taped: gradient rel. diff ${t.grads}`);
     assert.ok(t.grads > 1e-5, `${k} taped: gradients are f32's bits: were its activations f16?`);
   }
+  // the estimate that bounds the update's passes counts f16 activations: more rows per pass
+  const k = r.keepBytes;
+  assert.ok(Math.abs(k.estimate - k.made) <= 0.01 * k.made, `estimated ${k.estimate} bytes, made ${k.made}`);
+  assert.ok(k.made < 0.8 * k.f32, `the f16 keep plan holds ${k.made} bytes against f32's ${k.f32}`);
 });
 
 test("recorded BERT forward: one submit with its read, one dispatch per program, 0 tfjs kernels; a second call of a shape creates no buffers, bind groups or pipelines", { skip }, () => {

@@ -56,7 +56,7 @@ function bertTrainPlanFor(device: DeviceLike, c: BertConfig, B: number, T: numbe
   if (!bertFits(device, c, B, T)) return null;
   // over the keep plans' byte bound (admitPlan would refuse it): not made, rather than its buffers
   // created and destroyed on every update (BERT-base keeps ~0.6 MB of activations per token)
-  if (bertTrainBytes(c, B, T) > planBound("keep")) return null;
+  if (bertTrainBytes(c, B, T, halfActive(device)) > planBound("keep")) return null;
   return admitPlan(device, buildBertPlan(device, c, key, B, T, hp, ap, buildBertBackward));
 }
 
@@ -66,19 +66,22 @@ function bertTrainPlanFor(device: DeviceLike, c: BertConfig, B: number, T: numbe
  */
 export function bertTapedRows(c: BertConfig, T: number): number {
   const device = webgpuBackend().device as DeviceLike;
-  const fixed = bertTrainBytes(c, 0, T);
-  const perRow = bertTrainBytes(c, 1, T) - fixed;
+  const half = halfActive(device);
+  const fixed = bertTrainBytes(c, 0, T, half);
+  const perRow = bertTrainBytes(c, 1, T, half) - fixed;
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   const byBinding = Math.floor(limit / (4 * T * Math.max(c.intermediate, c.hidden)));
   return Math.max(1, Math.min(Math.floor((planBound("keep") - fixed) / perRow), byBinding));
 }
 
-/** The bytes of a keep plan's buffers (recorded-bert.ts buildBertPlan's with a backward, and buildBertBackward's, before 16-byte rounding; the uniform slots' bound). */
-export function bertTrainBytes(c: BertConfig, B: number, T: number): number {
+/** The bytes of a keep plan's buffers (recorded-bert.ts buildBertPlan's with a backward, and buildBertBackward's, before 16-byte rounding; the uniform slots' bound); `half`: its activations f16. */
+export function bertTrainBytes(c: BertConfig, B: number, T: number, half = false): number {
   const d = c.hidden, F = c.intermediate, H = c.heads, L = c.layers, N = B * T;
   const params = (c.vocab + c.maxPositions + c.typeVocab + 2) * d + L * (4 * d * d + 2 * d * F + 9 * d + F);
-  const forward = 3 * N + N * d + 2 * N + (L + 1) * N * d + L * (7 * N * d + 2 * B * H * T + 4 * N + 2 * N * F) + N * d + B * d;
+  // the activations (f16 with `half`): e, x per layer and the last, per layer q k v ctx v1 mid v2 f1 f2, h
+  const acts = N * d + (L + 1) * N * d + L * (7 * N * d + 2 * N * F) + N * d;
+  const forward = 3 * N + 2 * N + L * (2 * B * H * T + 4 * N) + B * d;
   const backward = params + B * d + 8 * N * d + B * H * T + 2 * N * F + 3 * N + 1;
-  return 4 * (forward + backward) + 256 * (10 + 33 * L);
+  return (half ? 2 : 4) * acts + 4 * (forward + backward) + 256 * (10 + 33 * L);
 }
 
