@@ -99,7 +99,7 @@ export const runConfigSchema = z.strictObject({
   eval_episodes_logged: int(0, 1000).default(8).describe("episodes per evaluation kept in the event stream"),
   backend: z.enum(BACKEND_PREFS).default("auto"),
   /** model/webgpu/half-storage.ts: where the webgpu device has shader-f16; elsewhere f32. */
-  gpu_storage: z.enum(["f32", "f16"]).default("f32").describe("activations of the encoders' no-grad forwards on webgpu (encoding candidates, states, targets, evaluation) stored as f16 where the GPU has shader-f16; the arithmetic, weights and gradients stay f32"),
+  gpu_storage: z.enum(["f32", "f16"]).default("f32").describe("the encoders' activations on webgpu (encoding, targets, evaluation, and those the update keeps for its backward) stored as f16 where the GPU has shader-f16: half the memory traffic, larger update passes; the arithmetic, weights, gradients and optimizer stay f32"),
   envs: envSchema,
   algo: algoSchema,
 }).refine((c) => c.batch_size % c.envs_parallel === 0, { message: "must be a multiple of envs_parallel", path: ["batch_size"] });
