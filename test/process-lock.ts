@@ -8,17 +8,9 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { alive } from "../server/local/local-worker.ts";
 
 const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 /** The pid holding the lock at `dir`, or null (none, or a holder that has not written its pid yet). */
 function holder(dir: string): number | null {

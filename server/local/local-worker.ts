@@ -36,7 +36,8 @@ interface Recorded {
 
 const STOP_WAIT_MS = 6_000;
 
-function alive(pid: number): boolean {
+/** Whether process `pid` runs (exists and is not a zombie); test/process-lock.ts uses it too. */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch {

@@ -179,16 +179,14 @@ export function kernelNameCounts(): [string, number][] {
  * Per-program GPU timing (gpu-timing.ts `byProgram`): while on, every program of ours gets a
  * compute pass of its own (a pass is what a timestamp query times) and the hook hears its key.
  */
-let passPerProgram = false;
 let dispatchHook: ((key: string) => void) | null = null;
 
-/** True while each of our programs must be recorded in a compute pass of its own. */
+/** True while each of our programs must be recorded in a compute pass of its own (a timing hook is set). */
 export function onePassPerProgram(): boolean {
-  return passPerProgram;
+  return dispatchHook !== null;
 }
 
 export function setProgramTiming(hook: ((key: string) => void) | null): void {
-  passPerProgram = hook !== null;
   dispatchHook = hook;
 }
 

@@ -17,7 +17,7 @@ import type { RunConfig } from "../config/config.ts";
 import { breather } from "../util/breathe.ts";
 import { applyStop, ruleLabel, type StopRule } from "./stop-rules.ts";
 import { InputError } from "../errors.ts";
-import { useGpuStorage } from "../model/webgpu/half-storage.ts";
+import { applyRunStorage } from "../model/webgpu/half-storage.ts";
 
 interface EvaluateOptions {
   /** The only folder the config's data files are read from (default QRAG_DATA_ROOT). */
@@ -48,13 +48,14 @@ interface EvaluateResult {
 export async function loadAgent(checkpoint: string, backendPref?: string, dataRoot?: string): Promise<{ nets: QNetworks; config: RunConfig; backend: string; device: string; dir: string; alpha: number }> {
   const { dir, state } = loadCheckpoint<TrainCheckpoint>(checkpoint);
   const pref = backendPref ?? (state.config.backend === "auto" ? undefined : state.config.backend);
-  const { backend, device } = await pickBackend(pref);
+  const picked = await pickBackend(pref);
   // the run's activation storage (a checkpoint from before gpu_storage has none: f32)
-  const storage = useGpuStorage(state.config.gpu_storage === "f16" ? "f16" : "f32");
+  const { device } = applyRunStorage(state.config.gpu_storage === "f16" ? "f16" : "f32", state.config.algo.encoder.type, picked);
+  const { backend } = picked;
   const nets = new QNetworks(state.config.algo.encoder, new Rng(0), { dataRoot }); // an hf encoder re-reads its folder (tokenizer, architecture)
   nets.importWeights(state.weights);
   // the learner's α when the checkpoint was saved (it follows the LR schedule)
-  return { nets, config: state.config, backend, device: storage === "f16" ? `${device}, f16 activations` : device, dir, alpha: state.learner.alpha };
+  return { nets, config: state.config, backend, device, dir, alpha: state.learner.alpha };
 }
 
 export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {

@@ -24,7 +24,7 @@ import { Learner } from "../agent/learner.ts";
 import { ParallelEnvs } from "../agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../agent/iteration.ts";
 import { trimWebgpuPool } from "../backend/webgpu-pool.ts";
-import { useGpuStorage } from "../model/webgpu/half-storage.ts";
+import { applyRunStorage } from "../model/webgpu/half-storage.ts";
 import { buildSource, buildSources } from "../data/sources.ts";
 import { initFromWordVectors } from "../agent/word-vector-init.ts";
 import type { WordTableReport } from "../model/word-vectors.ts";
@@ -150,23 +150,14 @@ export async function train(config: RunConfig, opts: TrainOptions = {}): Promise
   return { status, runDir, updates: learner.updates, step: counters.step, lastEval: evaluation.lastEval, bestEvalReturn: counters.bestEvalReturn, backend };
 }
 
-/** The run's first events: run_start, where it runs, and what the word-vector initialisation found. */
-/**
- * Applies the run's gpu_storage; the device label says when activations are f16, and a log says
- * why they are not where the run asked for f16.
- */
+/** The run's gpu_storage applied (half-storage.ts); a warning where it asked for f16 and stays f32. */
 function withStorage(picked: { backend: string; device: string }, config: RunConfig, emit: EventSink): { backend: string; device: string } {
-  const want = config.gpu_storage;
-  // the bag-of-words encoder has no recorded forward: nothing of it is stored as f16
-  const bow = config.algo.encoder.type === "bow";
-  const got = useGpuStorage(bow ? "f32" : want);
-  if (want === "f16" && got !== "f16") {
-    const why = bow ? "the bow encoder keeps no activations" : picked.backend === "webgpu" ? "the GPU has no shader-f16" : `the ${picked.backend} backend has no f16 storage`;
-    emit({ type: "log", level: "warn", message: `gpu_storage f16: ${why}; activations stay f32` });
-  }
-  return { backend: picked.backend, device: got === "f16" ? `${picked.device}, f16 activations` : picked.device };
+  const { device, why } = applyRunStorage(config.gpu_storage, config.algo.encoder.type, picked);
+  if (why) emit({ type: "log", level: "warn", message: `gpu_storage f16: ${why}; activations stay f32` });
+  return { backend: picked.backend, device };
 }
 
+/** The run's first events: run_start, where it runs, and what the word-vector initialisation found. */
 function announce(emit: EventSink, config: RunConfig, at: { backend: string; device: string; runDir: string; resumedFrom?: string; wordVectors?: WordTableReport }): void {
   const meta: RunMeta = {
     name: runName(config), backend: at.backend, device: at.device, engineVersion: ENGINE_VERSION, config,

@@ -67,3 +67,17 @@ export function useGpuStorage(s: Storage): Storage {
   if (s === "f32" || tf.getBackend() !== "webgpu") return "f32";
   return halfActive(webgpuBackend().device) ? "f16" : "f32";
 }
+
+/**
+ * A run's gpu_storage applied (training, and a checkpoint loaded for evaluation): the device label
+ * it runs under ("…, f16 activations" when on) and, where it asked for f16 and stays f32, why.
+ * The bag-of-words encoder has no recorded forward: nothing of it is stored as f16.
+ */
+export function applyRunStorage(want: Storage, encoder: string, at: { backend: string; device: string }): { device: string; why: string | null } {
+  const bow = encoder === "bow";
+  const got = useGpuStorage(bow ? "f32" : want);
+  const why = want === "f16" && got !== "f16"
+    ? bow ? "the bow encoder keeps no activations" : at.backend === "webgpu" ? "the GPU has no shader-f16" : `the ${at.backend} backend has no f16 storage`
+    : null;
+  return { device: got === "f16" ? `${at.device}, f16 activations` : at.device, why };
+}
