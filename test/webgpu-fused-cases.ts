@@ -412,7 +412,8 @@ async function twinQCase() {
 /**
  * The clipping norm and factor (clipFactorDevice): on cpu the tfjs ops, on webgpu the fused
  * sum-of-squares programs. 20 tensors (more than one program's worth), one of 100,000 values (many
- * workgroups), one of a single value; max_norm below and above the norm.
+ * workgroups), one of a single value; max_norm below and above the norm. Then as many tensors as
+ * BERT-base's gradients (400): more groups' partial sums than the finishing program takes.
  */
 async function globalNormRun(backend: "cpu" | "webgpu") {
   await onBackend(backend);
@@ -423,15 +424,20 @@ async function globalNormRun(backend: "cpu" | "webgpu") {
   const a = withPhase("update", () => clipFactorDevice(xs, 0.5));
   const dispatches = counterSnapshot().update?.dispatches ?? 0;
   const b = clipFactorDevice(xs, 1e6);
-  const values = await readAll([a.norm, a.coef, b.norm, b.coef]);
-  tf.dispose(xs);
-  return { values: values.map((v) => v[0]), dispatches, limit: backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0, tensors: sizes.length };
+  const many = Array.from({ length: 400 }, (_, i) => tf.tensor1d(normals(rng, 1 + (i % 37) * 29, 0.001 * (1 + (i % 5)))));
+  resetCounters();
+  const c = withPhase("update", () => clipFactorDevice(many, 0.5));
+  const manyDispatches = counterSnapshot().update?.dispatches ?? 0;
+  const values = await readAll([a.norm, a.coef, b.norm, b.coef, c.norm, c.coef]);
+  tf.dispose([...xs, ...many]);
+  const limit = backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0;
+  return { values: values.map((v) => v[0]), dispatches, manyDispatches, limit, tensors: sizes.length, many: many.length };
 }
 
 async function globalNormCase() {
   const cpu = await globalNormRun("cpu");
   const gpu = await globalNormRun("webgpu");
-  return { cpu: cpu.values, gpu: gpu.values, dispatches: gpu.dispatches, limit: gpu.limit, tensors: gpu.tensors };
+  return { cpu: cpu.values, gpu: gpu.values, dispatches: gpu.dispatches, manyDispatches: gpu.manyDispatches, limit: gpu.limit, tensors: gpu.tensors, many: gpu.many };
 }
 
 /**

@@ -74,15 +74,22 @@ test("fused twin-head Q, soft value and policy top-k on webgpu equal device-scor
   for (const [k, same] of Object.entries(r.padding)) assert.ok(same, `${k}: −∞ padding at other places`);
 });
 
-test("fused clipping norm on webgpu equals the tfjs ops' norm and factor on cpu, in few programs", { skip }, () => {
-  const r = runCase<{ cpu: number[]; gpu: number[]; dispatches: number; limit: number; tensors: number }>("global-norm");
-  const [norm, coef, norm2, coef2] = r.gpu;
+test("fused clipping norm on webgpu equals the tfjs ops' norm and factor on cpu, in few programs, also over more tensors than one finishing program takes (BERT-base's 400)", { skip }, () => {
+  const r = runCase<{ cpu: number[]; gpu: number[]; dispatches: number; manyDispatches: number; limit: number; tensors: number; many: number }>("global-norm");
+  const [norm, coef, norm2, coef2, norm3, coef3] = r.gpu;
   assert.ok(Math.abs(norm - r.cpu[0]) <= 1e-6 * r.cpu[0], `norm ${norm} vs ${r.cpu[0]}`);
   assert.ok(Math.abs(coef - r.cpu[1]) <= 1e-6 * r.cpu[1] && coef < 1, `factor ${coef} vs ${r.cpu[1]}`);
   assert.equal(norm2, norm);
   assert.equal(coef2, 1);
   // ceil(tensors / (limit − 1)) sum-of-squares programs, then one for the norm and the factor
   assert.equal(r.dispatches, Math.ceil(r.tensors / (r.limit - 1)) + 1);
+  assert.ok(Math.abs(norm3 - r.cpu[4]) <= 1e-6 * r.cpu[4], `400 tensors: norm ${norm3} vs ${r.cpu[4]}`);
+  assert.ok(Math.abs(coef3 - r.cpu[5]) <= 1e-6 * r.cpu[5] && coef3 < 1, `400 tensors: factor ${coef3} vs ${r.cpu[5]}`);
+  // 400 tensors make more groups than the finishing program's limit − 2 inputs: those partials are
+  // summed in groups of limit − 1 first (one level where the limit is 16)
+  const groups = Math.ceil(r.many / (r.limit - 1));
+  assert.ok(groups > r.limit - 2, `${groups} groups fit one finishing program: the case tests nothing`);
+  assert.equal(r.manyDispatches, groups + Math.ceil(groups / (r.limit - 1)) + 1);
 });
 
 test("fused twin-head loss on webgpu: loss and gradients within 1e-5 of qfunction.ts twinLoss's tfjs ops on cpu, as a tfjs op and scaled without the tape (the learner's device pass)", { skip }, () => {

@@ -55,11 +55,22 @@ ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "\${VK_DRIVER_FILES:-}" ] && [ -f "$ICD" ] && ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1; then
   export VK_DRIVER_FILES=$ICD
 fi
+# the adapter's features (shader-f16, timestamp-query…) and limits, as Dawn offers them with and
+# without the instance flags that could change them
+ADAPTER_PROBE='const { create } = await import(process.argv[1]);
+for (const flags of [[], ["enable-dawn-features=allow_unsafe_apis"], ["disable-dawn-features=vulkan_use_storage_input_output_16"]]) {
+  const a = await create(flags).requestAdapter({ powerPreference: "high-performance" });
+  const l = a?.limits ?? {};
+  console.log(JSON.stringify({ flags, adapter: a?.info?.description ?? null, features: a ? [...a.features].sort() : null,
+    maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage, maxBufferSize: l.maxBufferSize, maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize }));
+}
+process.exit(0);'
 cmd=\${1:-info}; shift || true
 case "$cmd" in
   info)
     { nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv;
-      ldconfig -p | grep libvulkan; echo "VK_DRIVER_FILES=\${VK_DRIVER_FILES:-}"; "$BIN/node" --version; } > "$OUT/info.txt" 2>&1 ;;
+      ldconfig -p | grep libvulkan; echo "VK_DRIVER_FILES=\${VK_DRIVER_FILES:-}"; "$BIN/node" --version;
+      "$BIN/node" --input-type=module -e "$ADAPTER_PROBE" "$D/node_modules/webgpu/index.js"; } > "$OUT/info.txt" 2>&1 ;;
   # QRAG_NODE_FLAGS: flags for node itself, e.g. "--cpu-prof --cpu-prof-dir=$OUT"
   bench) "$BIN/node" \${QRAG_NODE_FLAGS:-} "$D/bench/bench.mjs" --out "$OUT/bench.json" "$@" ;;
   torch)

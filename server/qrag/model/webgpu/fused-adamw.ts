@@ -147,21 +147,39 @@ ${loops.join("\n")}
 }`;
 }
 
-/** The partial sums of squares → the norm and the clipping factor min(1, maxNorm/(norm + 1e-6)), in one thread. */
-function clipFinishCode(k: number): string {
+/**
+ * The sum of k arrays of partial sums in one thread: into `total[0]`, or, finishing, into the norm
+ * √Σ and the clipping factor min(1, maxNorm/(norm + 1e-6)).
+ */
+function partialsCode(k: number, finish: boolean): string {
   const read = Array.from({ length: k }, (_, i) => `p${i}`);
   const fields = ["maxNorm: f32", ...read.map((_, i) => `n${i}: u32`)];
   const sums = read.map((_, i) => `  for (var j = 0u; j < u.n${i}; j++) { s += p${i}[j]; }`);
+  const store = finish ? `  let n = sqrt(s);
+  norm[0] = n;
+  coef[0] = min(1.0, u.maxNorm / (n + 1e-6));` : "  total[0] = s;";
   return `${uniformStruct(fields)}
-${storageDecls(read, ["norm", "coef"])}
+${storageDecls(read, finish ? ["norm", "coef"] : ["total"])}
 @compute @workgroup_size(1)
 fn main() {
   var s = 0.0;
 ${sums.join("\n")}
-  let n = sqrt(s);
-  norm[0] = n;
-  coef[0] = min(1.0, u.maxNorm / (n + 1e-6));
+${store}
 }`;
+}
+
+/** One single-thread program over arrays of partial sums (partialsCode). */
+function sumPartials(parts: readonly tf.Tensor[], maxNorm: number, finish: boolean): tf.Tensor[] {
+  const infos = runRawProgram(webgpuBackend(), {
+    key: `qrag_${finish ? "clip_finish" : "sum_partials"}_${parts.length}`,
+    code: partialsCode(parts.length, finish),
+    inputs: [...parts],
+    outputs: finish ? [{ shape: [] }, { shape: [] }] : [{ shape: [1] }],
+    uniforms: [{ type: "float32", data: [maxNorm] }, ...parts.map((x): Uniform => ({ type: "uint32", data: [x.size] }))],
+    threads: 1,
+    workgroups: [1, 1, 1],
+  });
+  return infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
 }
 
 /**
@@ -175,7 +193,7 @@ export function clipNormFused(xs: readonly tf.Tensor[], maxNorm: number): { norm
   const k = perProgram(1, 1);
   const engine = tf.engine();
   return tf.tidy(() => {
-    const parts: tf.Tensor[] = [];
+    let parts: tf.Tensor[] = [];
     for (let at = 0; at < xs.length; at += k) {
       const group = xs.slice(at, at + k).map((x) => (x.dtype === "float32" ? x : tf.cast(x, "float32")));
       const total = group.reduce((a, x) => a + x.size, 0);
@@ -190,16 +208,14 @@ export function clipNormFused(xs: readonly tf.Tensor[], maxNorm: number): { norm
       });
       parts.push(engine.makeTensorFromTensorInfo(info));
     }
-    if (parts.length > perProgram(1, 2)) throw new Error(`clipNormFused: ${parts.length} partial sums exceed one program's buffers`);
-    const [norm, coef] = runRawProgram(be, {
-      key: `qrag_clip_finish_${parts.length}`,
-      code: clipFinishCode(parts.length),
-      inputs: parts,
-      outputs: [{ shape: [] }, { shape: [] }],
-      uniforms: [{ type: "float32", data: [maxNorm] }, ...parts.map((x): Uniform => ({ type: "uint32", data: [x.size] }))],
-      threads: 1,
-      workgroups: [1, 1, 1],
-    });
-    return { norm: engine.makeTensorFromTensorInfo(norm) as tf.Scalar, coef: engine.makeTensorFromTensorInfo(coef) as tf.Scalar };
+    // more partials than the finishing program takes (BERT-base's ~400 tensors make 27 groups
+    // where a stage has 16 storage buffers): sum them in groups first, as often as needed
+    for (let fit = perProgram(1, 2); parts.length > fit; ) {
+      const next: tf.Tensor[] = [];
+      for (let at = 0; at < parts.length; at += k) next.push(...sumPartials(parts.slice(at, at + k), maxNorm, false));
+      parts = next;
+    }
+    const [norm, coef] = sumPartials(parts, maxNorm, true);
+    return { norm: norm as tf.Scalar, coef: coef as tf.Scalar };
   });
 }
