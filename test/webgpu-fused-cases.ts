@@ -525,6 +525,35 @@ async function joinRowsCase() {
 }
 
 /**
+ * More passes than one query set holds (2,048): 2,048 additions in "encode", then 300 in "update",
+ * each phase change ending tfjs's pass, so a pass each; the update's passes fall in a second
+ * query set, made when the first filled.
+ */
+async function gpuTimingManyCase() {
+  await onBackend("webgpu");
+  const x = tf.ones([4096]);
+  const run = (phases: ("encode" | "update" | "eval")[]) => {
+    let y = tf.clone(x);
+    for (const p of phases) {
+      const next = withPhase(p, () => tf.add(y, x));
+      y.dispose();
+      y = next;
+    }
+    return y;
+  };
+  // alternating with "eval" (untimed work between them would not end a pass: every addition is timed)
+  const phases = [...Array.from({ length: 2048 }, (_, i) => (i % 2 ? "eval" : "encode") as const), ...Array.from({ length: 300 }, (_, i) => (i % 2 ? "eval" : "update") as const)];
+  await readAll([run(phases.slice(0, 4))]);
+  gpuTimingOn();
+  const y = run(phases);
+  gpuTimingOff();
+  const sum = (await y.data())[0];
+  const timed = await settleGpuTimes();
+  tf.dispose([x, y]);
+  return { sum, ms: timed.ms, passes: timed.passes, untimed: timed.untimed, additions: phases.length };
+}
+
+/**
  * GPU time per phase (backend/gpu-timing.ts): one 384² matMul in "encode", eight in "update" (tfjs
  * programs, back to back across the phase change), a recorded encoder forward (our own pass) in
  * "target", nothing in "rollout"; then a matMul after timing stopped.
@@ -738,6 +767,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
   "twin-loss": twinLossCase,
   "join-rows": joinRowsCase,
   "gpu-timing": gpuTimingCase,
+  "gpu-timing-many": gpuTimingManyCase,
   "gpu-timing-programs": gpuTimingProgramsCase,
   "global-norm": globalNormCase,
   "twin-q": twinQCase,

@@ -65,6 +65,7 @@ for (const flags of [[], ["enable-dawn-features=allow_unsafe_apis"], ["disable-d
     maxStorageBuffersPerShaderStage: l.maxStorageBuffersPerShaderStage, maxBufferSize: l.maxBufferSize, maxComputeWorkgroupStorageSize: l.maxComputeWorkgroupStorageSize }));
 }
 process.exit(0);'
+unpack_app() { [ -f /tmp/qrag-device/app/mission.mjs ] || { mkdir -p /tmp/qrag-device && xz -dc "$D/app.tar.xz" | tar -x -C /tmp/qrag-device; }; }
 cmd=\${1:-info}; shift || true
 case "$cmd" in
   info)
@@ -72,7 +73,8 @@ case "$cmd" in
       ldconfig -p | grep libvulkan; echo "VK_DRIVER_FILES=\${VK_DRIVER_FILES:-}"; "$BIN/node" --version;
       "$BIN/node" --input-type=module -e "$ADAPTER_PROBE" "$D/node_modules/webgpu/index.js"; } > "$OUT/info.txt" 2>&1 ;;
   # QRAG_NODE_FLAGS: flags for node itself, e.g. "--cpu-prof --cpu-prof-dir=$OUT"
-  bench) "$BIN/node" \${QRAG_NODE_FLAGS:-} "$D/bench/bench.mjs" --out "$OUT/bench.json" "$@" ;;
+  # the app's packages (the SOTU noise corpus the babilong sources read) through NODE_PATH
+  bench) unpack_app; NODE_PATH=/tmp/qrag-device/app/node_modules "$BIN/node" \${QRAG_NODE_FLAGS:-} "$D/bench/bench.mjs" --out "$OUT/bench.json" "$@" ;;
   torch)
     W=/tmp/qrag-torch; mkdir -p "$W/results"; cp "$D/bench_qrag_torch_cuda.py" "$W/"
     PYTHONUNBUFFERED=1 python3 "$W/bench_qrag_torch_cuda.py" --device cuda --blas system --no-report --tag torch "$@" > "$OUT/torch.log" 2>&1
@@ -125,8 +127,7 @@ PY
     ;;
   mission)
     # the dashboard server and a worker from the bundles, driven through the REST API (scripts/device/mission.ts)
-    A=/tmp/qrag-device/app
-    [ -f "$A/mission.mjs" ] || { mkdir -p /tmp/qrag-device && xz -dc "$D/app.tar.xz" | tar -x -C /tmp/qrag-device; }
+    A=/tmp/qrag-device/app; unpack_app
     mkdir -p "$A/node_modules/@tensorflow"
     ln -sfn "$D/node_modules/webgpu" "$A/node_modules/webgpu"
     ln -sfn "$D/node_modules/@tensorflow/tfjs-backend-webgpu" "$A/node_modules/@tensorflow/tfjs-backend-webgpu"

@@ -21,8 +21,13 @@
 import { activePhase, counterSnapshot, onePassPerProgram, setPhaseHook, setProgramTiming, zeroCounters, type Phase, type PhaseCounters } from "./device.ts";
 import * as tf from "@tensorflow/tfjs";
 
-/** WebGPU's bound on a query set's size: 2,048 timed passes between two settles. */
+/** WebGPU's bound on a query set's size: 2,048 timed passes per set. */
 const CAPACITY = 4096;
+/**
+ * Query sets made on demand, one after another as each fills: up to 32,768 timed passes between
+ * two settles (a BERT-base training iteration, each program in a pass of its own, is ~11,400).
+ */
+const MAX_SETS = 16;
 const QUERY_RESOLVE = 0x200, COPY_SRC = 0x4, COPY_DST = 0x8, MAP_READ = 0x1;
 
 interface PassDesc {
@@ -59,12 +64,18 @@ interface TimedPass {
   programs: string[] | null;
 }
 
-interface Timing {
-  on: boolean;
+/** A query set and the buffers its timestamps are resolved into and read from. */
+interface QuerySlots {
   querySet: unknown;
   resolve: MappableBuffer;
   read: MappableBuffer;
-  /** Each timed pass since the last settle (pass j wrote queries 2j, 2j + 1). */
+}
+
+interface Timing {
+  on: boolean;
+  /** The query sets made so far (the first with the timing, more as passes fill them). */
+  sets: QuerySlots[];
+  /** Each timed pass since the last settle (pass j wrote queries 2j, 2j + 1 of all sets end to end). */
   passes: TimedPass[];
   /** The pass being recorded, if timed: our programs dispatched now belong to it. */
   open: TimedPass | null;
@@ -92,11 +103,14 @@ export function gpuTimingOn(opts: { byProgram?: boolean } = {}): boolean {
   let t = timings.get(device);
   if (!t) {
     const plainEncoder = device.createCommandEncoder.bind(device);
-    t = {
-      on: false,
+    const newSet = (): QuerySlots => ({
       querySet: device.createQuerySet({ type: "timestamp", count: CAPACITY }),
       resolve: device.createBuffer({ size: CAPACITY * 8, usage: QUERY_RESOLVE | COPY_SRC }),
       read: device.createBuffer({ size: CAPACITY * 8, usage: MAP_READ | COPY_DST }),
+    });
+    t = {
+      on: false,
+      sets: [newSet()],
       passes: [],
       open: null,
       untimed: 0,
@@ -109,14 +123,17 @@ export function gpuTimingOn(opts: { byProgram?: boolean } = {}): boolean {
       enc.beginComputePass = (pd: PassDesc = {}) => {
         timing.open = null;
         if (!timing.on || pd.timestampWrites) return begin(pd);
-        if (2 * timing.passes.length + 2 > CAPACITY) {
+        const q = 2 * timing.passes.length;
+        const set = Math.floor(q / CAPACITY);
+        if (set >= MAX_SETS) {
           timing.untimed++;
           return begin(pd);
         }
-        const i = 2 * timing.passes.length;
+        if (set === timing.sets.length) timing.sets.push(newSet());
+        const i = q % CAPACITY;
         timing.open = { phase: activePhase(), programs: onePassPerProgram() ? [] : null };
         timing.passes.push(timing.open);
-        return begin({ ...pd, timestampWrites: { querySet: timing.querySet, beginningOfPassWriteIndex: i, endOfPassWriteIndex: i + 1 } });
+        return begin({ ...pd, timestampWrites: { querySet: timing.sets[set].querySet, beginningOfPassWriteIndex: i, endOfPassWriteIndex: i + 1 } });
       };
       return enc;
     };
@@ -172,13 +189,20 @@ export async function settleGpuTimes(): Promise<GpuTimes> {
   if (passes.length === 0) return { ms, byProgram, passes: 0, untimed };
   flush(be); // the timed passes go first: the resolve reads what they wrote
   const n = 2 * passes.length;
+  const used = t.sets.slice(0, Math.ceil(n / CAPACITY));
+  const count = (k: number) => Math.min(CAPACITY, n - k * CAPACITY);
   const enc = t.plainEncoder();
-  enc.resolveQuerySet(t.querySet, 0, n, t.resolve, 0);
-  enc.copyBufferToBuffer(t.resolve, 0, t.read, 0, n * 8);
+  used.forEach((s, k) => {
+    enc.resolveQuerySet(s.querySet, 0, count(k), s.resolve, 0);
+    enc.copyBufferToBuffer(s.resolve, 0, s.read, 0, count(k) * 8);
+  });
   be.device.queue.submit([enc.finish()]);
-  await t.read.mapAsync(MAP_READ);
-  const ts = new BigUint64Array(t.read.getMappedRange().slice(0, n * 8));
-  t.read.unmap();
+  const ts = new BigUint64Array(n);
+  for (const [k, s] of used.entries()) {
+    await s.read.mapAsync(MAP_READ);
+    ts.set(new BigUint64Array(s.read.getMappedRange().slice(0, count(k) * 8)), k * CAPACITY);
+    s.read.unmap();
+  }
   passes.forEach((p, j) => {
     const begin = ts[2 * j], end = ts[2 * j + 1];
     const d = end > begin ? Number(end - begin) / 1e6 : 0;

@@ -17,6 +17,8 @@
  *   dispatch-hf            one hf (BERT) encoder forward without a gradient (batch 64 × 32), and one taped
  *                          forward + backward: dispatches, tfjs kernels, submits, host ms with the recorded
  *                          forward / update off and on (hf-counts.ts)
+ *   dispatch-bert          one training iteration of the babilong-gpu preset with a random BERT-base
+ *                          (`--bert-size tiny` for a CPU adapter), split by phase and program (bert-iteration.ts)
  *   workload-transformer   the reference workload (docs/workload.md), transformer encoder
  *   workload-bow           the same workload with the default CPU (bag-of-words) encoder
  *   learning               (long) CPU presets trained on qa1–qa5 (per seed), then swept — see learning.ts
@@ -81,6 +83,8 @@ interface BenchOptions {
   hostProfile?: number;
   /** The recorded no-grad forwards' activation storage (the run config's gpu_storage; default f32). */
   gpuStorage?: "f32" | "f16";
+  /** dispatch-bert part: the random BERT's size (default base). */
+  bertSize?: "base" | "tiny";
   log?: (m: string) => void;
 }
 
@@ -134,6 +138,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     }
     else if (part === "dispatch-update") result.dispatchUpdate = await (await import("./update-counts.ts")).benchUpdateCounts(log);
     else if (part === "dispatch-hf") result.dispatchHf = await (await import("./hf-counts.ts")).benchHfCounts(log);
+    else if (part === "dispatch-bert") result.dispatchBert = await (await import("./bert-iteration.ts")).benchBertIteration(log, opts.bertSize);
     else if (part === "workload-bow") result.workloadBow = await benchWorkload("bow", log, { evalLengths: opts.lengths });
     else if (part === "workload-transformer") result.workloadTransformer = await benchWorkload("transformer", log, { evalLengths: opts.lengths });
     else if (part === "gpt2-count") result.gpt2Count = (await import("./gpt2-count.ts")).benchGpt2Count();
@@ -166,7 +171,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
         outFile: path.resolve("bench-results", opts.tag ? `niah-${opts.tag}.json` : "niah.json"),
         ...tagRuns,
       });
-    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, kernels, dispatch, dispatch-counts, dispatch-update, dispatch-hf, webgpu-check, encode-hf, encode-stream, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, kernels, dispatch, dispatch-counts, dispatch-update, dispatch-hf, dispatch-bert, webgpu-check, encode-hf, encode-stream, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     trimWebgpuPool(); // what a part pooled is not the next part's (no-op off webgpu)
     // a part that fails or a run cut off (a device lease's time limit) keeps the parts before it

@@ -15,6 +15,7 @@ import { disposeCandidates, embedSampleChunks, greedyEpisode, type CandidateEmbe
 import { countersOn, kernelNameCounts, resetCounters, type PhaseCounters } from "../backend/device.ts";
 import { evalOptions } from "../training/train.ts";
 import { materialized, workloadSource } from "./workload.ts";
+import type { SampleSource } from "../types.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
 import { summarizeDispatch } from "./dispatch-summary.ts";
 import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
@@ -46,10 +47,14 @@ export function workloadConfig(encoder: "bow" | "transformer", shape: WorkloadSh
 }
 
 /** Training iterations of the reference workload, timed after the warm-up, with per-phase counts. */
-export async function benchTraining(encoder: "bow" | "transformer", nets: QNetworks, log: (m: string) => void, want = 6, shape: WorkloadShape = "reference") {
-  const config = workloadConfig(encoder, shape);
+export function benchTraining(encoder: "bow" | "transformer", nets: QNetworks, log: (m: string) => void, want = 6, shape: WorkloadShape = "reference") {
+  return benchTrainingOf(encoder, workloadConfig(encoder, shape), workloadSource(100, 1), nets, log, want);
+}
+
+/** Training iterations of `config` on `source` (`label` names them in the log), timed after the warm-up, with per-phase counts. */
+export async function benchTrainingOf(label: string, config: RunConfig, source: SampleSource, nets: QNetworks, log: (m: string) => void, want: number) {
   const learner = new Learner(nets, config.algo, config.steps_count, 1);
-  const envs = new ParallelEnvs(workloadSource(100, 1), rolloutSettings(config), new Rng(2));
+  const envs = new ParallelEnvs(source, rolloutSettings(config), new Rng(2));
   let step = 0;
   const iterate = async () => {
     const r = await trainIteration(envs, learner, nets, config, step < 2 * config.learning_start);
@@ -70,17 +75,17 @@ export async function benchTraining(encoder: "bow" | "transformer", nets: QNetwo
       res = await iterate();
     });
     iters.push({ wall: rep.wall, update: res!.updateSeconds, rollout: res!.rolloutSeconds, transitions: res!.transitions, clean: rep.clean });
-    log(`  ${encoder} iteration ${iters.length}: ${rep.wall.toFixed(2)} s (update ${res!.updateSeconds.toFixed(2)} s)${rep.clean ? "" : " [busy machine, discarded]"}`);
+    log(`  ${label} iteration ${iters.length}: ${rep.wall.toFixed(2)} s (update ${res!.updateSeconds.toFixed(2)} s)${rep.clean ? "" : " [busy machine, discarded]"}`);
   }
   const { counts, timed } = await countsSince(iters.length, gpuTimed, log);
   const kernelNames = kernelNameCounts();
   // one more iteration, each program timed apart (null without timestamp queries)
   const gpuByProgram = await programTimes(async () => void (await iterate()));
-  log(`  ${encoder} iteration, GPU per program: ${topPrograms(gpuByProgram)}`);
+  log(`  ${label} iteration, GPU per program: ${topPrograms(gpuByProgram)}`);
   // `--host-profile N`: N more iterations under the CPU profiler (host-profile.ts)
   const n = hostProfileIterations();
   const hostByFunction = n > 0 ? await hostProfile(async () => { for (let i = 0; i < n; i++) await iterate(); }) : null;
-  if (hostByFunction) log(`  ${encoder} iteration ×${n}, host profile: ${hostProfileLine(hostByFunction)}`);
+  if (hostByFunction) log(`  ${label} iteration ×${n}, host profile: ${hostProfileLine(hostByFunction)}`);
   learner.dispose();
   envs.dispose();
   const use = iters.filter((i) => i.clean).length ? iters.filter((i) => i.clean) : iters;
