@@ -15,6 +15,7 @@ import { embedScatter } from "../server/qrag/model/ops.ts";
 import { CLS, PAD, SEP, textIds, textIdsFast, textIdsWithBigrams, wordId } from "../server/qrag/model/tokenizer.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { padRows } from "../server/qrag/model/base.ts";
+import { lengthGroups, permuteRows, SPLIT_TOKENS } from "../server/qrag/model/length-groups.ts";
 
 await pickBackend("wasm");
 
@@ -475,4 +476,26 @@ test("WORKLOAD-size transformer has 1,478,144 weights; bow default sizes", () =>
   bow.dispose();
   assert.throws(() => createEncoder({ ...BOW, dim: 30 }, new Rng(1)), /multiple of 4/);
   assert.throws(() => createEncoder({ ...TRANSFORMER, heads: 5 }, new Rng(1)), /heads must divide/);
+});
+
+test("length groups: rows sorted by length and cut where the padded length changes, a group too small to pay for its forward joined to the next; the inverse puts each row back", () => {
+  // 10 rows of 3 tokens (padded 4), 50 of 20 (32), 30 of 60 (64), shuffled, in a [90, 64] batch
+  const byLength = [...Array(10).fill(3), ...Array(50).fill(20), ...Array(30).fill(60)] as number[];
+  const lens = byLength.map((_, i) => byLength[(i * 37) % 90]);
+  const rows = lens.map((n, r) => Array.from({ length: n }, (_, t) => 1 + ((r + t) % 50)));
+  const b = padRows(rows, 64);
+  const count = (n: number) => lens.filter((x) => x === n).length;
+  assert.deepEqual([count(3), count(20), count(60)], [10, 50, 30]);
+  const g = lengthGroups(b)!;
+  // 10 rows × (32 − 4) = 280 positions < SPLIT_TOKENS: they run with the 20-token rows; those 60 × 32 ≥ it: apart from the 60-token rows
+  assert.ok(10 * 28 < SPLIT_TOKENS && 60 * 32 >= SPLIT_TOKENS);
+  assert.deepEqual(g.groups, [[0, 60], [60, 90]]);
+  const sorted = permuteRows(b, g.order);
+  const len = (bb: typeof b, r: number) => bb.mask.subarray(r * bb.len, (r + 1) * bb.len).reduce((a, m) => a + m, 0);
+  const inOrder = Array.from({ length: 90 }, (_, i) => len(sorted, i));
+  assert.deepEqual(inOrder, [...inOrder].sort((x, y) => x - y), "shortest first");
+  for (let r = 0; r < 90; r++) assert.deepEqual(sorted.ids.subarray(g.inverse[r] * 64, (g.inverse[r] + 1) * 64), b.ids.subarray(r * 64, (r + 1) * 64), `row ${r} back`);
+  // one padded length, or a cut not worth a forward: null (the batch runs as it is)
+  assert.equal(lengthGroups(padRows(rows.filter((_, i) => lens[i] === 60), 64)), null);
+  assert.equal(lengthGroups(padRows([...rows.slice(0, 3), ...rows.filter((_, i) => lens[i] === 60)], 64), 1e9), null);
 });

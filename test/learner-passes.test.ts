@@ -42,3 +42,25 @@ test("an abort between the update's passes throws before any step: updates, weig
     nets.dispose();
   }
 });
+
+test("the passes take the transitions by state length, shortest first, so each pads to its own longest state: the padded lengths grow pass to pass and cover every transition once", async () => {
+  const { nets, learner } = learnerWith(3);
+  const pack = nets.state.packStates.bind(nets.state);
+  const passes: { rows: number[]; len: number }[] = [];
+  nets.state.packStates = (states, maxTokensPerPiece) => {
+    const b = pack(states, maxTokensPerPiece);
+    if (states.length <= 3) passes.push({ rows: states.map((s) => batch.states.findIndex((x) => x === s)), len: b.len });
+    return b;
+  };
+  try {
+    await learner.microStep(batch, lengths);
+    assert.deepEqual(passes.flatMap((p) => p.rows).sort(), [0, 1, 2, 3, 4, 5, 6], "every transition in one pass");
+    const tokens = (i: number) => pack([batch.states[i]], lengths.maxInMemory).mask.reduce((a, m) => a + m, 0);
+    const order = passes.flatMap((p) => p.rows).map(tokens);
+    assert.deepEqual(order, [...order].sort((x, y) => x - y), `state lengths in pass order: ${order}`);
+    assert.ok(passes[0].len < passes[2].len, `padded lengths ${passes.map((p) => p.len)}`);
+  } finally {
+    learner.dispose();
+    nets.dispose();
+  }
+});

@@ -107,6 +107,61 @@ async function equalCase() {
   return { diffs, rngAfter, trainVsEval, recordedCalls: recorderStats.calls - callsBefore };
 }
 
+/**
+ * embedDevice over rows of mixed lengths (length-groups.ts): 60 short rows (5–14 tokens) and 60
+ * long ones (100–128) of a [120, 128] batch, 10 of the short ones repeated. Eval mode against one
+ * forward of the whole padded batch; the forwards it ran (rows × padded length); train mode's
+ * groups too; a batch of one padded length runs as one forward, in its own order.
+ */
+async function lengthGroupsCase() {
+  await onBackend("webgpu");
+  const [enc] = encoders(RANDOM);
+  const rng = new Rng(17);
+  const B = 120, T = 128;
+  const ids = new Int32Array(B * T);
+  const mask = new Float32Array(B * T);
+  for (let b = 0; b < B; b++) {
+    // rows alternate short and long, so the groups are not the batch's own halves
+    const n = b % 2 ? 100 + rng.int(29) : 5 + rng.int(10);
+    for (let t = 0; t < n; t++) {
+      ids[b * T + t] = 1 + rng.int(RANDOM.vocab - 1);
+      mask[b * T + t] = 1;
+    }
+  }
+  for (let b = 40; b < 60; b += 2) {
+    // ten repeats of row 0 (a short row, as every even one)
+    ids.copyWithin(b * T, 0, T);
+    mask.copyWithin(b * T, 0, T);
+  }
+  const batch = { ids, mask, batch: B, len: T };
+  const calls: [number, number][] = [];
+  const forward = enc.forward.bind(enc);
+  enc.forward = (b: TokenBatch, training: boolean) => {
+    calls.push([b.batch, b.len]);
+    return forward(b, training);
+  };
+  const read = async (y: tf.Tensor) => {
+    const v = (await y.data()) as Float32Array;
+    y.dispose();
+    return v;
+  };
+  const whole = await read(tf.tidy(() => forward(batch, false)));
+  const grouped = await read(enc.embedDevice(batch, false));
+  const evalCalls = calls.splice(0);
+  const trained = await read(enc.embedDevice(batch, true));
+  const trainCalls = calls.splice(0);
+  const fewer = { ...batch, batch: 30, ids: ids.subarray(60 * T, 90 * T), mask: mask.subarray(60 * T, 90 * T) }; // 15 short, 15 long
+  const longOnly = { ids: Int32Array.from({ length: 30 * T }, (_, i) => 1 + ((i * 7) % (RANDOM.vocab - 1))), mask: new Float32Array(30 * T).fill(1), batch: 30, len: T };
+  await read(enc.embedDevice(longOnly, false));
+  const uniformCalls = calls.splice(0);
+  await read(enc.embedDevice(fewer, false));
+  const fewerCalls = calls.splice(0);
+  const rows = grouped.length / enc.dim;
+  enc.dispose();
+  throwIfDeviceError();
+  return { diff: relDiff(grouped, whole), rows, evalCalls, trainCalls, finite: trained.every(Number.isFinite), uniformCalls, fewerCalls };
+}
+
 /** A second call of one shape: new buffers, bind groups, pipelines; and what one call counts (eval and train mode). */
 async function cacheCase() {
   await onBackend("webgpu");
@@ -418,7 +473,7 @@ async function halfCase() {
   return { diffs, taped, keepBytes };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { half: halfCase, equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase, autoPasses: autoPassesCase };
+const CASES: Record<string, () => Promise<unknown>> = { lengthGroups: lengthGroupsCase, half: halfCase, equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase, autoPasses: autoPassesCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

@@ -22,6 +22,18 @@ test("recorded BERT forward equals the tfjs path within 1e-5: eval and train mod
   assert.equal(r.recordedCalls, 24);
 });
 
+test("embedDevice runs rows of different lengths apart (shortest first, each group padded to its own length) and puts them back: the same values as one forward of the padded batch", { skip }, () => {
+  const r = runCase<{ diff: number; rows: number; evalCalls: [number, number][]; trainCalls: [number, number][]; finite: boolean; uniformCalls: [number, number][]; fewerCalls: [number, number][] }>("lengthGroups");
+  assert.equal(r.rows, 120);
+  assert.ok(r.diff <= 1e-6, `rel. diff ${r.diff} from the padded batch's forward`);
+  // eval: the 60 short rows less 10 repeats at 16 tokens, the 60 long at 128; train: no deduplication
+  assert.deepEqual(r.evalCalls, [[50, 16], [60, 128]]);
+  assert.deepEqual(r.trainCalls, [[60, 16], [60, 128]]);
+  assert.ok(r.finite);
+  assert.deepEqual(r.uniformCalls, [[30, 128]], "one padded length: one forward");
+  assert.deepEqual(r.fewerCalls, [[15, 16], [15, 128]], "15 rows × 112 positions saved: worth a forward of their own");
+});
+
 test("gpu_storage f16: the recorded BERT forward with f16 activations is within 3e-3 of f32 (erf / tanh GELU, ReLU, bert-tiny; eval and train mode); taped, its loss within 2e-3 and gradients within 3e-2", { skip }, () => {
   const r = runCase<{ diffs: Record<string, number>; taped: Record<string, { loss: number; grads: number }>; keepBytes: { made: number; estimate: number; f32: number } }>("half");
   assert.equal(Object.keys(r.diffs).length, 8);

@@ -542,7 +542,8 @@ async function gpuTimingManyCase() {
     return y;
   };
   // alternating with "eval" (untimed work between them would not end a pass: every addition is timed)
-  const phases = [...Array.from({ length: 2048 }, (_, i) => (i % 2 ? "eval" : "encode") as const), ...Array.from({ length: 300 }, (_, i) => (i % 2 ? "eval" : "update") as const)];
+  type P = "encode" | "update" | "eval";
+  const phases: P[] = [...Array.from({ length: 2048 }, (_, i): P => (i % 2 ? "eval" : "encode")), ...Array.from({ length: 300 }, (_, i): P => (i % 2 ? "eval" : "update"))];
   await readAll([run(phases.slice(0, 4))]);
   gpuTimingOn();
   const y = run(phases);

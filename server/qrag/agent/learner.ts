@@ -20,6 +20,7 @@ import { onDevice } from "../backend/device.ts";
 import { lrFactor } from "./schedule.ts";
 import type { QNetworks } from "./networks.ts";
 import { devicePass } from "./device-pass.ts";
+import { rowLengths } from "../model/length-groups.ts";
 
 export interface LearnerState {
   /** Optimizer steps taken. */
@@ -79,6 +80,7 @@ export class Learner {
   async microStep(batch: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }, signal?: AbortSignal): Promise<MicroStepResult> {
     const B = batch.targets.length;
     const size = this.passRows(batch, lengths);
+    if (size < B) batch = this.byStateLength(batch, lengths);
     let grads: tf.Tensor[] | null = null;
     let value: tf.Scalar | null = null;
     for (let lo = 0; lo < B; lo += size) {
@@ -128,6 +130,23 @@ export class Learner {
     if (state.tapedRows() < size) size = Math.min(size, state.tapedRows(state.packStates(batch.states, lengths.maxInMemory).len));
     if (action.tapedRows() < size) size = Math.min(size, action.tapedRows(action.packActions(batch.actionTexts, lengths.maxActionLength).len));
     return size;
+  }
+
+  /**
+   * The batch's transitions by state length, shortest first (stable): each pass then pads its
+   * states only to its own longest (BERT-base's passes of 16 ran at 256–512 tokens each; the
+   * gradients' sum is the same, up to rounding).
+   */
+  private byStateLength<T extends { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }>(batch: T, lengths: { maxInMemory: number }): T {
+    const n = rowLengths(this.nets.state.packStates(batch.states, lengths.maxInMemory));
+    const order = Array.from({ length: batch.targets.length }, (_, i) => i).sort((x, y) => n[x] - n[y] || x - y);
+    return {
+      ...batch,
+      states: order.map((i) => batch.states[i]),
+      actionTexts: order.map((i) => batch.actionTexts[i]),
+      positions: Int32Array.from(order, (i) => batch.positions[i]),
+      targets: Float32Array.from(order, (i) => batch.targets[i]),
+    };
   }
 
   /** One forward/backward pass over part of the batch: its mean loss times `weight` and the gradients of that. */

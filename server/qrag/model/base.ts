@@ -6,6 +6,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { Encoder, EncoderConfig, SerializedTensor, TapedForward, TokenBatch } from "./encoder.ts";
 import { Rng } from "../util/rng.ts";
 import { nextPow2 } from "./ops.ts";
+import { lengthGroups, permuteRows } from "./length-groups.ts";
 import { onDevice } from "../backend/device.ts";
 import { polyakFused } from "./webgpu/fused-adamw.ts";
 import { submitNow } from "./webgpu/recorded-encoder.ts";
@@ -156,14 +157,36 @@ export abstract class BaseEncoder implements QEncoder {
     return Math.max(1, Math.floor(65536 / Math.max(1, len)));
   }
 
+  /**
+   * Whether the device forward costs every padded position (a [rows, len] forward): embedDevice
+   * then runs rows of different lengths apart (length-groups.ts). False where the forward packs
+   * the tokens itself (the built-in transformer) or runs on the host.
+   */
+  protected padsRows(): boolean {
+    return false;
+  }
+
   embedDevice(batch: TokenBatch, training = false): tf.Tensor2D {
     checkBatch(batch);
     // Identical rows are embedded once and spread back with one gather (eval mode only: in
     // training mode each row draws its own dropout mask).
     const dd = training ? null : dedupeRows(batch);
+    const rows = dd ? dd.unique : batch;
     const parts: tf.Tensor2D[] = [];
-    this.forwardRows(dd ? dd.unique : batch, training, parts);
-    return this.joinParts(parts, dd?.index ?? null);
+    const lg = this.padsRows() && onDevice() ? lengthGroups(rows) : null;
+    if (!lg) {
+      this.forwardRows(rows, training, parts);
+      return this.joinParts(parts, dd?.index ?? null);
+    }
+    // shortest rows first, each group cut to its own padded length; the gather puts rows back
+    const sorted = permuteRows(rows, lg.order);
+    try {
+      for (const [r0, r1] of lg.groups) this.forwardRows(subBatch(sorted, r0, r1, true), training, parts);
+    } catch (e) {
+      parts.forEach((p) => p.dispose());
+      throw e;
+    }
+    return this.joinParts(parts, dd ? dd.index.map((u) => lg.inverse[u]) : lg.inverse);
   }
 
   /**

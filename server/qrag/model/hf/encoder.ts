@@ -110,6 +110,11 @@ export class HfBertEncoder extends BaseEncoder {
     return padRows(states.map((pieces) => tok.joined(pieces, maxTokensPerPiece)), this.model.maxLen);
   }
 
+  /** On the device a [rows, len] forward (recorded-bert.ts): padding costs, so lengths run apart. */
+  protected override padsRows(): boolean {
+    return true;
+  }
+
   protected override noGradRows(len: number): number {
     return Math.max(1, Math.floor(8192 / Math.max(1, len)));
   }
