@@ -100,7 +100,7 @@ test("metrics CSV/JSON: rows read back; a bad row names file, line/item and fiel
     { key: "eval_return", step: 40, update: 1, wall: 0.41, value: -0.25 },
   ]);
   assert.equal(errorOf(() => parseMetricsCsv("m-metrics.csv", csv + "qf_loss,80,2,0.8,SECRET\n")), "m-metrics.csv line 4: value: expected number");
-  assert.equal(errorOf(() => parseMetricsCsv("m-metrics.csv", csv + "nope,80,2,0.8,1\n")), 'm-metrics.csv line 4: key: expected one of "qf_loss", "train_return", "eval_return", "eval_coverage", "eval_f1", "eval_precision", "eval_recall", "eval_steps", "alpha", "lr", "grad_norm", "transitions_per_s", "updates_per_s", "rollout_s", "update_s", "gpu_memory_mb", "gpu_memory_live_mb", "gpu_memory_peak_mb"');
+  assert.equal(errorOf(() => parseMetricsCsv("m-metrics.csv", csv + "nope,80,2,0.8,1\n")), 'm-metrics.csv line 4: key: expected one of "qf_loss", "train_return", "eval_return", "eval_coverage", "eval_f1", "eval_precision", "eval_recall", "eval_steps", "alpha", "lr", "grad_norm", "transitions_per_s", "updates_per_s", "rollout_s", "update_s", "gpu_memory_mb", "gpu_memory_live_mb", "gpu_memory_peak_mb", "gpu_memory_plans_mb"');
   assert.equal(errorOf(() => parseMetricsCsv("m-metrics.csv", "key,step,value\n")), "m-metrics.csv line 1: update: missing column (expected key,step,update,wall,value)");
   assert.equal(errorOf(() => parseMetricsJson("m-metrics.json", JSON.stringify([{ key: "lr", step: 1.5, update: 0, wall: 0, value: 1 }]))), "m-metrics.json item 1: step: expected an integer");
 });

@@ -3,7 +3,7 @@
  * per process, a large V8 semi-space): training iterations, greedy episodes and a tiny train() run
  * on samples whose chunk counts vary, so every step brings buffer sizes the pool has not seen.
  * Prints one JSON line: tfjs's allocated and live GPU bytes and the step's peak after each step,
- * and the run's gpu_memory_mb / gpu_memory_live_mb / gpu_memory_peak_mb metrics.
+ * and the run's gpu_memory_mb / gpu_memory_live_mb / gpu_memory_peak_mb / gpu_memory_plans_mb metrics.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -31,7 +31,7 @@ export interface GpuBytes {
 export interface MemoryCase {
   iterations: GpuBytes[];
   episodes: GpuBytes[];
-  metrics: { allocatedMiB: number; liveMiB: number; peakMiB: number }[];
+  metrics: { allocatedMiB: number; liveMiB: number; peakMiB: number; planMiB: number }[];
   seconds: { iterations: number; episodes: number; run: number };
 }
 
@@ -78,7 +78,8 @@ async function memoryCase(): Promise<MemoryCase> {
   const metrics: MemoryCase["metrics"] = [];
   const pending = new Map<number, { allocatedMiB?: number; liveMiB?: number; peakMiB?: number }>();
   try {
-    const runConfig = resolveConfig({ preset: "tiny", overrides: ["steps_count=10", "eval_interval=10", "eval_episodes=1", "envs_parallel=1", "batch_size=2", "learning_start=1"] });
+    // a transformer (the tiny preset's bow keeps no activations): its recorded plans hold memory of their own
+    const runConfig = resolveConfig({ preset: "tiny", overrides: ["steps_count=10", "eval_interval=10", "eval_episodes=1", "envs_parallel=1", "batch_size=2", "learning_start=1", "algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=64"] });
     await train(runConfig, {
       runDir: path.join(tmp, "run"),
       onEvent: (e) => {
@@ -87,7 +88,8 @@ async function memoryCase(): Promise<MemoryCase> {
         pending.set(e.update, m);
         if (e.key === "gpu_memory_mb") m.allocatedMiB = e.value;
         else if (e.key === "gpu_memory_live_mb") m.liveMiB = e.value;
-        else metrics.push({ allocatedMiB: m.allocatedMiB ?? NaN, liveMiB: m.liveMiB ?? NaN, peakMiB: e.value });
+        else if (e.key === "gpu_memory_peak_mb") m.peakMiB = e.value;
+        else metrics.push({ allocatedMiB: m.allocatedMiB ?? NaN, liveMiB: m.liveMiB ?? NaN, peakMiB: m.peakMiB ?? NaN, planMiB: e.value });
       },
     });
   } finally {

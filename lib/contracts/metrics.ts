@@ -87,12 +87,14 @@ export const METRICS = {
   // webgpu it also waits for the previous update's GPU work) and in recording the update
   rollout_s: { emitted: "update" },
   update_s: { emitted: "update" },
-  // MiB of GPU buffers the tfjs backend holds, its pool of freed buffers included
-  // (tf.memory().numBytesAllocatedInGPU), of those in live tensors (numBytesInGPU), and the most the
-  // last step held at once (what the pool is bounded by: ≤ 1.2 × that)
+  // MiB of GPU buffers held: tfjs's, its pool of freed buffers included
+  // (tf.memory().numBytesAllocatedInGPU), plus the recorded programs' plans; of tfjs's, those in
+  // live tensors (numBytesInGPU) and the most the last step held at once (what the pool is bounded
+  // by: ≤ 1.2 × that); and the plans' alone (activations kept per batch shape, reused every step)
   gpu_memory_mb: { emitted: "webgpu", chart: { panel: "gpu_memory", label: "allocated", color: "#6c757d" } },
   gpu_memory_live_mb: { emitted: "webgpu", chart: { panel: "gpu_memory", label: "live tensors", color: "#e76f51" } },
   gpu_memory_peak_mb: { emitted: "webgpu", chart: { panel: "gpu_memory", label: "step peak", color: "#264653" } },
+  gpu_memory_plans_mb: { emitted: "webgpu", chart: { panel: "gpu_memory", label: "recorded plans", color: "#8d5a97" } },
 } as const satisfies Record<string, MetricDef>;
 
 export type MetricKey = keyof typeof METRICS;

@@ -195,7 +195,7 @@ async function trainSweepExport(): Promise<void> {
     wallS: trainS, updatesPerS: median(valuesOf(stored, "updates_per_s")), transitionsPerS: median(valuesOf(stored, "transitions_per_s")),
     evalCoverage: lastOf(stored, "eval_coverage"), livePoints: live.length, storedPoints: stored.length, liveVsStoredMismatches: mismatched,
     streamGaps: ui.violations.length, checkpoints: done.checkpoints.length,
-    gpuMemoryMb: lastOf(stored, "gpu_memory_mb"), gpuMemoryLiveMb: lastOf(stored, "gpu_memory_live_mb"), gpuMemoryPeakMb: lastOf(stored, "gpu_memory_peak_mb"),
+    gpuMemoryMb: lastOf(stored, "gpu_memory_mb"), gpuMemoryLiveMb: lastOf(stored, "gpu_memory_live_mb"), gpuMemoryPeakMb: lastOf(stored, "gpu_memory_peak_mb"), gpuMemoryPlansMb: lastOf(stored, "gpu_memory_plans_mb"),
   };
   ui.close();
   log(`trained ${steps} updates in ${trainS} s on ${done.backend}; ${live.length} points live = ${stored.length} stored, ${mismatched} differ`);
@@ -262,7 +262,7 @@ async function bertBase(baseSeconds: number): Promise<void> {
       transitionsPerS: median(valuesOf(pts, "transitions_per_s").slice(-10)),
       rolloutS: median(valuesOf(pts, "rollout_s").slice(-10)), updateS: median(valuesOf(pts, "update_s").slice(-10)),
       hoursFor50kUpdates: ups ? Math.round((50_000 / ups / 3600) * 10) / 10 : null,
-      gpuMemoryMb: lastOf(pts, "gpu_memory_mb"), gpuMemoryPeakMb: lastOf(pts, "gpu_memory_peak_mb"),
+      gpuMemoryMb: lastOf(pts, "gpu_memory_mb"), gpuMemoryPeakMb: lastOf(pts, "gpu_memory_peak_mb"), gpuMemoryPlansMb: lastOf(pts, "gpu_memory_plans_mb"),
     };
     log(`BERT-base: ${JSON.stringify(result.bertBase)}`);
   }

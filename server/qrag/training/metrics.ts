@@ -117,11 +117,13 @@ export class TrainMeter {
     metric("updates_per_s", this.windowUpdates / secs);
     metric("rollout_s", this.windowRolloutS / this.windowIterations);
     metric("update_s", this.windowUpdateS / this.windowIterations);
-    const gpuMem = gpuMemoryMiB(); // webgpu only: buffers the backend holds (pool included), live tensors', the step's peak
+    const gpuMem = gpuMemoryMiB(); // webgpu only: buffers held (pool and plans included), live tensors', the step's peak, the plans'
+
     if (gpuMem) {
       metric("gpu_memory_mb", gpuMem.allocatedMiB);
       metric("gpu_memory_live_mb", gpuMem.usedMiB);
       metric("gpu_memory_peak_mb", gpuMem.peakMiB);
+      metric("gpu_memory_plans_mb", gpuMem.planMiB);
     }
     const rets = this.d.envs.takeFinishedReturns();
     if (rets.length) metric("train_return", rets.reduce((a, b) => a + b, 0) / rets.length);
