@@ -16,6 +16,7 @@ import { CONFIG, batchOf, lossAndGrads, readForward as forward, recordedCalls, t
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import { recorderStats, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { bertTrainBytes } from "../server/qrag/model/webgpu/recorded-bert-train.ts";
+import { bertForwardBytes, bertForwardRows } from "../server/qrag/model/webgpu/recorded-bert.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { resolveConfig } from "../server/qrag/config/config.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
@@ -160,6 +161,47 @@ async function lengthGroupsCase() {
   enc.dispose();
   throwIfDeviceError();
   return { diff: relDiff(grouped, whole), rows, evalCalls, trainCalls, finite: trained.every(Number.isFinite), uniformCalls, fewerCalls };
+}
+
+/**
+ * No-grad plans' bytes against bertForwardBytes (erf GELU, its epilogue; ReLU, a program of its
+ * own), then embedDevice under a no-grad budget of 40 rows × 32 tokens: 100 rows of 32 tokens run
+ * as forwards of 40, 40 and 20 rows, each recorded (one plan of 100 rows would be over the budget
+ * and run through tfjs).
+ */
+async function forwardRowsCase() {
+  await onBackend("webgpu");
+  const made: Record<string, [number, number]> = {};
+  for (const m of [RANDOM, RELU]) {
+    const [enc] = encoders(m);
+    for (const [B, T] of [[3, 16], [5, 64], [9, 128]]) {
+      const before = recorderStats.bytes;
+      await forward(enc, batchOf(B, T, B + T, m.vocab), false, true);
+      made[`${m.name} ${B}x${T}`] = [recorderStats.bytes - before, bertForwardBytes(enc.model.bert, B, T)];
+    }
+    enc.dispose();
+  }
+  const [enc] = encoders(RANDOM);
+  const bert = enc.model.bert;
+  const bounds = setPlanBounds({ plain: bertForwardBytes(bert, 40, 32) + 1 });
+  const rows = bertForwardRows(bert, 32);
+  const T = 32;
+  const batch = { ids: Int32Array.from({ length: 100 * T }, (_, i) => 1 + ((i * 13 + Math.floor(i / T) * 7) % (RANDOM.vocab - 1))), mask: new Float32Array(100 * T).fill(1), batch: 100, len: T };
+  const calls: number[] = [];
+  const fwd = enc.forward.bind(enc);
+  enc.forward = (b: TokenBatch, training: boolean) => {
+    calls.push(b.batch);
+    return fwd(b, training);
+  };
+  const recorded0 = recorderStats.calls;
+  const y = enc.embedDevice(batch, false);
+  const out = (await y.data()) as Float32Array;
+  y.dispose();
+  const recorded = recorderStats.calls - recorded0;
+  setPlanBounds(bounds);
+  enc.dispose();
+  throwIfDeviceError();
+  return { made, rows, calls, recorded, finite: out.every(Number.isFinite), values: out.length };
 }
 
 /** A second call of one shape: new buffers, bind groups, pipelines; and what one call counts (eval and train mode). */
@@ -473,7 +515,7 @@ async function halfCase() {
   return { diffs, taped, keepBytes };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { lengthGroups: lengthGroupsCase, half: halfCase, equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase, autoPasses: autoPassesCase };
+const CASES: Record<string, () => Promise<unknown>> = { forwardRows: forwardRowsCase, lengthGroups: lengthGroupsCase, half: halfCase, equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase, autoPasses: autoPassesCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

@@ -19,7 +19,7 @@ import type { EncoderConfig, SerializedTensor, TapedForward, TokenBatch } from "
 import { BaseEncoder, checkBatch, padRows, type WeightSource } from "../base.ts";
 import { segmentMean } from "../ops.ts";
 import { maskedMeanDevice } from "../device-ops.ts";
-import { recordedBertForward } from "../webgpu/recorded-bert.ts";
+import { bertForwardRows, recordedBertForward } from "../webgpu/recorded-bert.ts";
 import { bertTapedRows, recordedBertTaped, recordedBertTrain } from "../webgpu/recorded-bert-train.ts";
 import { onDevice } from "../../backend/device.ts";
 import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertConfig, type BertConfig } from "./bert.ts";
@@ -113,6 +113,12 @@ export class HfBertEncoder extends BaseEncoder {
   /** On the device a [rows, len] forward (recorded-bert.ts): padding costs, so lengths run apart. */
   protected override padsRows(): boolean {
     return true;
+  }
+
+  /** On the device no more rows than one recorded plan holds (bertForwardRows): a larger sub-batch would run through tfjs. */
+  protected override deviceRows(len: number): number {
+    const rows = super.deviceRows(len);
+    return onDevice() ? Math.min(rows, bertForwardRows(this.model.bert, len)) : rows;
   }
 
   protected override noGradRows(len: number): number {

@@ -24,7 +24,7 @@ import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import {
-  admitPlan, cachedPlan, drawKeys, finishPlan, linearStep, planBuffers, recorderApplies, recorderStats, submitForward, USAGE,
+  admitPlan, cachedPlan, drawKeys, finishPlan, linearStep, planBound, planBuffers, recorderApplies, recorderStats, submitForward, USAGE,
   programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
@@ -103,6 +103,32 @@ export function bertFits(device: DeviceLike, c: BertConfig, B: number, T: number
   if (Math.max(...sizes) > limit) return false;
   const wgBytes = device.limits.maxComputeWorkgroupStorageSize ?? 16384;
   return 2 * 4 * (d / H) <= wgBytes; // attentionTile's smallest tile
+}
+
+/**
+ * The bytes of a no-grad plan's buffers (buildBertPlan's without a backward, before 16-byte
+ * rounding; the uniform slots' bound); `half`: its activations f16. Per token about 37 KB for
+ * BERT-base in f32: a sub-batch of 1,024 chunks × 64 tokens (2.4 GB) is over the no-grad plans'
+ * budget and would run through tfjs (bertDense) instead.
+ */
+export function bertForwardBytes(c: BertConfig, B: number, T: number, half = false): number {
+  const d = c.hidden, F = c.intermediate, H = c.heads, L = c.layers, N = B * T;
+  // e, x, q, k, v, ctx, mid, h; fc2's input (GELU in fc1's epilogue) or fc1's output and the activation's
+  const acts = 8 * N * d + (c.act === "gelu" ? 1 : 2) * N * F;
+  // ids, mask, pooling weights, row stats, the attention's row stats, the pooled output
+  const f32 = 3 * N + 2 * N + 2 * B * H * T + B * d;
+  return (half ? 2 : 4) * acts + 4 * f32 + 256 * (4 + 10 * L);
+}
+
+/** Rows of T tokens one no-grad plan holds: within the no-grad plans' budget and every buffer within the binding limit. */
+export function bertForwardRows(c: BertConfig, T: number): number {
+  const device = webgpuBackend().device as DeviceLike;
+  const half = halfActive(device);
+  const fixed = bertForwardBytes(c, 0, T, half);
+  const perRow = bertForwardBytes(c, 1, T, half) - fixed;
+  const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
+  const byBinding = Math.floor(limit / (4 * T * Math.max(c.intermediate, c.hidden)));
+  return Math.max(1, Math.min(Math.floor((planBound("plain") - fixed) / perRow), byBinding));
 }
 
 /** What the forward keeps per layer l for the backward (x[l] is layer l's input, x[L] the output). */
