@@ -11,7 +11,7 @@ import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { CONFIG, batchOf, lossAndGrads, readForward as forward, recordedCalls } from "./recorded-batches.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 import { countersOn, kernelNameCounts, resetCounters } from "../server/qrag/backend/device.ts";
-import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { forwardBytes, forwardRows, recorderStats, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 import { webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
@@ -209,7 +209,42 @@ async function halfCase() {
   };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { equal: equalCase, cache: cacheCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };
+/**
+ * No-grad plans' bytes against forwardBytes, then embedDevice under a no-grad budget of 40 rows ×
+ * 32 tokens: 100 rows of 32 tokens run as forwards of 40, 40 and 20 rows, each recorded (one plan of
+ * 100 rows would be over the budget and run through tfjs).
+ */
+async function forwardRowsCase() {
+  await onBackend("webgpu");
+  const enc = new TransformerEncoder(CONFIG, new Rng(21));
+  const made: Record<string, [number, number]> = {};
+  for (const [B, T] of [[3, 16], [5, 64], [9, 128]]) {
+    const before = recorderStats.bytes;
+    await forward(enc, batchOf(B, T, B + T), false, true);
+    made[`${B}x${T}`] = [recorderStats.bytes - before, forwardBytes(CONFIG, B, T)];
+  }
+  const bounds = setPlanBounds({ plain: forwardBytes(CONFIG, 40, 32) + 1 });
+  const rows = forwardRows(CONFIG, 32);
+  const T = 32;
+  const batch = { ids: Int32Array.from({ length: 100 * T }, (_, i) => 1 + ((i * 13 + Math.floor(i / T) * 7) % (CONFIG.vocab_size - 1))), mask: new Float32Array(100 * T).fill(1), batch: 100, len: T };
+  const calls: number[] = [];
+  const fwd = enc.forward.bind(enc);
+  enc.forward = (b: TokenBatch, training: boolean) => {
+    calls.push(b.batch);
+    return fwd(b, training);
+  };
+  const recorded0 = recorderStats.calls;
+  const y = enc.embedDevice(batch, false);
+  const out = (await y.data()) as Float32Array;
+  y.dispose();
+  const recorded = recorderStats.calls - recorded0;
+  setPlanBounds(bounds);
+  enc.dispose();
+  throwIfDeviceError();
+  return { made, rows, calls, recorded, finite: out.every(Number.isFinite), values: out.length };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = { forwardRows: forwardRowsCase, equal: equalCase, cache: cacheCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

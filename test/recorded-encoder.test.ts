@@ -11,6 +11,16 @@ import { runCaseFile } from "./device-case-runner.ts";
 
 const runCase = <T>(name: string): T => runCaseFile<T>("test/recorded-encoder-cases.ts", name);
 
+test("no-grad plans: their bytes are forwardBytes' (within 1 %, never above it), and embedDevice's sub-batches hold no more rows than one plan's budget takes, so each is recorded (100 rows under a budget of 40: 40 + 40 + 20)", { skip }, () => {
+  const r = runCase<{ made: Record<string, [number, number]>; rows: number; calls: number[]; recorded: number; finite: boolean; values: number }>("forwardRows");
+  assert.equal(Object.keys(r.made).length, 3);
+  for (const [k, [made, est]] of Object.entries(r.made)) assert.ok(made <= est && made >= 0.99 * est, `${k}: ${made} bytes made, ${est} estimated`);
+  assert.equal(r.rows, 40);
+  assert.deepEqual(r.calls, [40, 40, 20]);
+  assert.equal(r.recorded, 3, "every sub-batch recorded, none through tfjs");
+  assert.ok(r.finite && r.values === 100 * 32, `${r.values} values`);
+});
+
 test("recorded encoder forward equals the tfjs path within 1e-5: eval and train mode (same dropout masks), T 16/64/256, odd B", { skip }, () => {
   const r = runCase<{ diffs: Record<string, number>; rngAfter: boolean; trainVsEval: number; recordedCalls: number }>("equal");
   assert.equal(Object.keys(r.diffs).length, 8, Object.keys(r.diffs).join(", "));

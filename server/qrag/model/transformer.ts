@@ -36,7 +36,7 @@ import { dropout, embedScatter, gelu, layerNorm, linear, residualDropout, segmen
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
 import { attentionQkvDevice, maskedMeanDevice } from "./device-ops.ts";
 import { gatherRows } from "./device-gather.ts";
-import { recordedEncoderForward } from "./webgpu/recorded-encoder.ts";
+import { forwardRows, recordedEncoderForward } from "./webgpu/recorded-encoder.ts";
 import { recordedEncoderTrain, recordedTaped } from "./webgpu/recorded-train.ts";
 import { onDevice } from "../backend/device.ts";
 import { CLS, SEP } from "./tokenizer.ts";
@@ -123,6 +123,12 @@ export class TransformerEncoder extends BaseEncoder {
       if (pieces.length === 0) p.token(SEP);
     }
     return p.finish();
+  }
+
+  /** On the device no more rows than one recorded plan holds (forwardRows): a larger sub-batch would run through tfjs. */
+  protected override deviceRows(len: number): number {
+    const rows = super.deviceRows(len);
+    return onDevice() ? Math.min(rows, forwardRows(this.config, len)) : rows;
   }
 
   /** Trims each sub-batch of embedNoGrad to its own padded length. */

@@ -576,6 +576,31 @@ export function planBuffers(device: DeviceLike): PlanBuffers {
   return out;
 }
 
+/**
+ * The bytes of a no-grad plan's buffers (buildPlan's without a backward, before 16-byte rounding;
+ * the uniform slots' bound); `half`: its activations f16. About (8·dim + hidden)·4 bytes a token:
+ * 37 KB at dim 768, so a sub-batch of 65,536 tokens there is over the no-grad plans' budget.
+ */
+export function forwardBytes(c: RecordedConfig, B: number, T: number, half = false): number {
+  const d = c.dim, F = c.hidden, H = c.heads, L = c.layers, N = B * T;
+  // the layer stream, mid, hN1, qkv (3), ctx, h; fc2's input (GELU in fc1's epilogue)
+  const acts = 8 * N * d + N * F;
+  // ids, mask, pooling weights, row stats, the attention's row stats, the pooled output
+  const f32 = 3 * N + 2 * N + 2 * B * H * T + B * d;
+  return (half ? 2 : 4) * acts + 4 * f32 + SLOT * (4 + 6 * L);
+}
+
+/** Rows of T tokens one no-grad plan holds: within the no-grad plans' budget and every buffer within the binding limit. */
+export function forwardRows(c: RecordedConfig, T: number): number {
+  const device = webgpuBackend().device as DeviceLike;
+  const half = halfActive(device);
+  const fixed = forwardBytes(c, 0, T, half);
+  const perRow = forwardBytes(c, 1, T, half) - fixed;
+  const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
+  const byBinding = Math.floor(limit / (4 * T * Math.max(c.hidden, 3 * c.dim)));
+  return Math.max(1, Math.min(Math.floor((planBounds.plain - fixed) / perRow), byBinding));
+}
+
 function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan {
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T, L = c.layers;
   const keep = extend !== null;
