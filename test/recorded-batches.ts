@@ -1,7 +1,7 @@
 /** The encoder and batches the recorded-encoder and recorded-update cases compare on, and how the recorded cases count a call. */
 import * as tf from "@tensorflow/tfjs";
 import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
-import { recorderStats, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { recorderStats, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { pipelineCount, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import type { EncoderConfig, TokenBatch } from "../server/qrag/model/encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
@@ -107,4 +107,34 @@ export async function tapedCalls(enc: { dim: number; variables: readonly tf.Vari
     counts.push({ tfjsKernels: c.kernels - c.fused, fused: c.fused, submits: c.submits });
   }
   return { created, counts };
+}
+
+/**
+ * embedDevice of 100 distinct rows of 32 tokens under a no-grad plan budget of `bound` bytes: the
+ * rows of each forward it ran, how many were recorded (the rest ran through tfjs), and its values.
+ */
+export async function embedUnderBudget(
+  enc: { forward(b: TokenBatch, training: boolean): tf.Tensor2D; embedDevice(b: TokenBatch, training?: boolean): tf.Tensor2D },
+  bound: number,
+  vocab: number,
+): Promise<{ calls: number[]; recorded: number; finite: boolean; values: number }> {
+  const T = 32;
+  const batch = { ids: Int32Array.from({ length: 100 * T }, (_, i) => 1 + ((i * 13 + Math.floor(i / T) * 7) % (vocab - 1))), mask: new Float32Array(100 * T).fill(1), batch: 100, len: T };
+  const bounds = setPlanBounds({ plain: bound });
+  const calls: number[] = [];
+  const forward = enc.forward.bind(enc);
+  enc.forward = (b: TokenBatch, training: boolean) => {
+    calls.push(b.batch);
+    return forward(b, training);
+  };
+  try {
+    const recorded0 = recorderStats.calls;
+    const y = enc.embedDevice(batch, false);
+    const out = (await y.data()) as Float32Array;
+    y.dispose();
+    return { calls, recorded: recorderStats.calls - recorded0, finite: out.every(Number.isFinite), values: out.length };
+  } finally {
+    enc.forward = forward;
+    setPlanBounds(bounds);
+  }
 }

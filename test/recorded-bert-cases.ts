@@ -12,7 +12,7 @@ import { onBackend, relDiff } from "./device-case-runner.ts";
 import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
 import { bertSpecs, type BertConfig } from "../server/qrag/model/hf/bert.ts";
 import { writeRandomBert } from "../server/qrag/model/hf/random-bert.ts";
-import { CONFIG, batchOf, lossAndGrads, readForward as forward, recordedCalls, tapedCalls, type CallRecord } from "./recorded-batches.ts";
+import { CONFIG, batchOf, embedUnderBudget, lossAndGrads, readForward as forward, recordedCalls, tapedCalls, type CallRecord } from "./recorded-batches.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import { recorderStats, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { bertTrainBytes } from "../server/qrag/model/webgpu/recorded-bert-train.ts";
@@ -183,25 +183,14 @@ async function forwardRowsCase() {
   }
   const [enc] = encoders(RANDOM);
   const bert = enc.model.bert;
-  const bounds = setPlanBounds({ plain: bertForwardBytes(bert, 40, 32) + 1 });
+  const bound = bertForwardBytes(bert, 40, 32) + 1;
+  const bounds = setPlanBounds({ plain: bound });
   const rows = bertForwardRows(bert, 32);
-  const T = 32;
-  const batch = { ids: Int32Array.from({ length: 100 * T }, (_, i) => 1 + ((i * 13 + Math.floor(i / T) * 7) % (RANDOM.vocab - 1))), mask: new Float32Array(100 * T).fill(1), batch: 100, len: T };
-  const calls: number[] = [];
-  const fwd = enc.forward.bind(enc);
-  enc.forward = (b: TokenBatch, training: boolean) => {
-    calls.push(b.batch);
-    return fwd(b, training);
-  };
-  const recorded0 = recorderStats.calls;
-  const y = enc.embedDevice(batch, false);
-  const out = (await y.data()) as Float32Array;
-  y.dispose();
-  const recorded = recorderStats.calls - recorded0;
   setPlanBounds(bounds);
+  const embedded = await embedUnderBudget(enc, bound, RANDOM.vocab);
   enc.dispose();
   throwIfDeviceError();
-  return { made, rows, calls, recorded, finite: out.every(Number.isFinite), values: out.length };
+  return { made, rows, ...embedded };
 }
 
 /** A second call of one shape: new buffers, bind groups, pipelines; and what one call counts (eval and train mode). */

@@ -8,7 +8,7 @@ import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
-import { CONFIG, batchOf, lossAndGrads, readForward as forward, recordedCalls } from "./recorded-batches.ts";
+import { CONFIG, batchOf, embedUnderBudget, lossAndGrads, readForward as forward, recordedCalls } from "./recorded-batches.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 import { countersOn, kernelNameCounts, resetCounters } from "../server/qrag/backend/device.ts";
 import { forwardBytes, forwardRows, recorderStats, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
@@ -223,25 +223,14 @@ async function forwardRowsCase() {
     await forward(enc, batchOf(B, T, B + T), false, true);
     made[`${B}x${T}`] = [recorderStats.bytes - before, forwardBytes(CONFIG, B, T)];
   }
-  const bounds = setPlanBounds({ plain: forwardBytes(CONFIG, 40, 32) + 1 });
+  const bound = forwardBytes(CONFIG, 40, 32) + 1;
+  const bounds = setPlanBounds({ plain: bound });
   const rows = forwardRows(CONFIG, 32);
-  const T = 32;
-  const batch = { ids: Int32Array.from({ length: 100 * T }, (_, i) => 1 + ((i * 13 + Math.floor(i / T) * 7) % (CONFIG.vocab_size - 1))), mask: new Float32Array(100 * T).fill(1), batch: 100, len: T };
-  const calls: number[] = [];
-  const fwd = enc.forward.bind(enc);
-  enc.forward = (b: TokenBatch, training: boolean) => {
-    calls.push(b.batch);
-    return fwd(b, training);
-  };
-  const recorded0 = recorderStats.calls;
-  const y = enc.embedDevice(batch, false);
-  const out = (await y.data()) as Float32Array;
-  y.dispose();
-  const recorded = recorderStats.calls - recorded0;
   setPlanBounds(bounds);
+  const embedded = await embedUnderBudget(enc, bound, CONFIG.vocab_size);
   enc.dispose();
   throwIfDeviceError();
-  return { made, rows, calls, recorded, finite: out.every(Number.isFinite), values: out.length };
+  return { made, rows, ...embedded };
 }
 
 const CASES: Record<string, () => Promise<unknown>> = { forwardRows: forwardRowsCase, equal: equalCase, cache: cacheCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };

@@ -21,7 +21,7 @@ import type { Rng } from "../../util/rng.ts";
 import type { BertConfig } from "../hf/bert.ts";
 import type { TapedForward } from "../encoder.ts";
 import { webgpuBackend } from "./raw-program.ts";
-import { admitPlan, cachedPlan, keepKey, planBound, recorderApplies, type BackendLike, type DeviceLike, type Plan } from "./recorded-encoder.ts";
+import { admitPlan, cachedPlan, keepKey, planBound, recorderApplies, rowsWithin, type BackendLike, type DeviceLike, type Plan } from "./recorded-encoder.ts";
 import { recordedTrainOp, runTaped } from "./recorded-train.ts";
 import { bertFits, bertPlanKey, buildBertPlan } from "./recorded-bert.ts";
 import { buildBertBackward } from "./recorded-bert-backward.ts";
@@ -67,11 +67,7 @@ function bertTrainPlanFor(device: DeviceLike, c: BertConfig, B: number, T: numbe
 export function bertTapedRows(c: BertConfig, T: number): number {
   const device = webgpuBackend().device as DeviceLike;
   const half = halfActive(device);
-  const fixed = bertTrainBytes(c, 0, T, half);
-  const perRow = bertTrainBytes(c, 1, T, half) - fixed;
-  const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
-  const byBinding = Math.floor(limit / (4 * T * Math.max(c.intermediate, c.hidden)));
-  return Math.max(1, Math.min(Math.floor((planBound("keep") - fixed) / perRow), byBinding));
+  return rowsWithin(device, (B) => bertTrainBytes(c, B, T, half), planBound("keep"), Math.max(c.intermediate, c.hidden), T);
 }
 
 /** The bytes of a keep plan's buffers (recorded-bert.ts buildBertPlan's with a backward, and buildBertBackward's, before 16-byte rounding; the uniform slots' bound); `half`: its activations f16. */

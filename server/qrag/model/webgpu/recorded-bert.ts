@@ -24,7 +24,7 @@ import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import {
-  admitPlan, cachedPlan, drawKeys, finishPlan, linearStep, planBound, planBuffers, recorderApplies, recorderStats, submitForward, USAGE,
+  admitPlan, cachedPlan, drawKeys, finishPlan, linearStep, planBound, planBuffers, recorderApplies, recorderStats, rowsWithin, submitForward, USAGE,
   programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
@@ -124,11 +124,7 @@ export function bertForwardBytes(c: BertConfig, B: number, T: number, half = fal
 export function bertForwardRows(c: BertConfig, T: number): number {
   const device = webgpuBackend().device as DeviceLike;
   const half = halfActive(device);
-  const fixed = bertForwardBytes(c, 0, T, half);
-  const perRow = bertForwardBytes(c, 1, T, half) - fixed;
-  const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
-  const byBinding = Math.floor(limit / (4 * T * Math.max(c.intermediate, c.hidden)));
-  return Math.max(1, Math.min(Math.floor((planBound("plain") - fixed) / perRow), byBinding));
+  return rowsWithin(device, (B) => bertForwardBytes(c, B, T, half), planBound("plain"), Math.max(c.intermediate, c.hidden), T);
 }
 
 /** What the forward keeps per layer l for the backward (x[l] is layer l's input, x[L] the output). */

@@ -590,15 +590,23 @@ export function forwardBytes(c: RecordedConfig, B: number, T: number, half = fal
   return (half ? 2 : 4) * acts + 4 * f32 + SLOT * (4 + 6 * L);
 }
 
+/**
+ * Rows of T tokens a plan holds on `device`: its bytes (`bytes(rows)`, affine in the rows) within
+ * `bound`, and its widest buffer (`widest` floats a token) within the binding limit.
+ */
+export function rowsWithin(device: DeviceLike, bytes: (rows: number) => number, bound: number, widest: number, T: number): number {
+  const fixed = bytes(0);
+  const perRow = bytes(1) - fixed;
+  const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
+  const byBinding = Math.floor(limit / (4 * T * widest));
+  return Math.max(1, Math.min(Math.floor((bound - fixed) / perRow), byBinding));
+}
+
 /** Rows of T tokens one no-grad plan holds: within the no-grad plans' budget and every buffer within the binding limit. */
 export function forwardRows(c: RecordedConfig, T: number): number {
   const device = webgpuBackend().device as DeviceLike;
   const half = halfActive(device);
-  const fixed = forwardBytes(c, 0, T, half);
-  const perRow = forwardBytes(c, 1, T, half) - fixed;
-  const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
-  const byBinding = Math.floor(limit / (4 * T * Math.max(c.hidden, 3 * c.dim)));
-  return Math.max(1, Math.min(Math.floor((planBounds.plain - fixed) / perRow), byBinding));
+  return rowsWithin(device, (B) => forwardBytes(c, B, T, half), planBounds.plain, Math.max(c.hidden, 3 * c.dim), T);
 }
 
 function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan {
