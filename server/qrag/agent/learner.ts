@@ -19,6 +19,7 @@ import { AdamW, clipByGlobalNorm, clipFactorDevice, type AdamWState } from "./ad
 import { onDevice } from "../backend/device.ts";
 import { lrFactor } from "./schedule.ts";
 import type { QNetworks } from "./networks.ts";
+import type { TokenBatch } from "../model/encoder.ts";
 import { devicePass } from "./device-pass.ts";
 import { rowLengths } from "../model/length-groups.ts";
 
@@ -79,8 +80,12 @@ export class Learner {
    */
   async microStep(batch: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }, signal?: AbortSignal): Promise<MicroStepResult> {
     const B = batch.targets.length;
-    const size = this.passRows(batch, lengths);
-    if (size < B) batch = this.byStateLength(batch, lengths);
+    // all the batch's states packed (its longest, its row lengths), once, where something needs it
+    const states = batch.states;
+    let packed: TokenBatch | undefined;
+    const statesPacked = () => (packed ??= this.nets.state.packStates(states, lengths.maxInMemory));
+    const size = this.passRows(batch, lengths, statesPacked);
+    if (size < B) batch = byStateLength(batch, rowLengths(statesPacked()));
     let grads: tf.Tensor[] | null = null;
     let value: tf.Scalar | null = null;
     for (let lo = 0; lo < B; lo += size) {
@@ -121,32 +126,15 @@ export class Learner {
    * batch too large for one recorded pass is split rather than run whole through tfjs's tape
    * (which ran BERT-base's batch of 64 × 512 out of an H100's memory).
    */
-  private passRows(batch: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }): number {
+  private passRows(batch: { actionTexts: readonly string[]; targets: Float32Array }, lengths: { maxActionLength: number }, statesPacked: () => TokenBatch): number {
     const B = batch.targets.length;
     let size = this.passSize > 0 ? Math.min(this.passSize, B) : B;
     if (!onDevice()) return size;
     const { state, action } = this.nets;
     // at the longest length each packs first; the batch's own only when that does not fit
-    if (state.tapedRows() < size) size = Math.min(size, state.tapedRows(state.packStates(batch.states, lengths.maxInMemory).len));
+    if (state.tapedRows() < size) size = Math.min(size, state.tapedRows(statesPacked().len));
     if (action.tapedRows() < size) size = Math.min(size, action.tapedRows(action.packActions(batch.actionTexts, lengths.maxActionLength).len));
     return size;
-  }
-
-  /**
-   * The batch's transitions by state length, shortest first (stable): each pass then pads its
-   * states only to its own longest (BERT-base's passes of 16 ran at 256–512 tokens each; the
-   * gradients' sum is the same, up to rounding).
-   */
-  private byStateLength<T extends { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }>(batch: T, lengths: { maxInMemory: number }): T {
-    const n = rowLengths(this.nets.state.packStates(batch.states, lengths.maxInMemory));
-    const order = Array.from({ length: batch.targets.length }, (_, i) => i).sort((x, y) => n[x] - n[y] || x - y);
-    return {
-      ...batch,
-      states: order.map((i) => batch.states[i]),
-      actionTexts: order.map((i) => batch.actionTexts[i]),
-      positions: Int32Array.from(order, (i) => batch.positions[i]),
-      targets: Float32Array.from(order, (i) => batch.targets[i]),
-    };
   }
 
   /** One forward/backward pass over part of the batch: its mean loss times `weight` and the gradients of that. */
@@ -249,4 +237,20 @@ export class Learner {
     this.setLast("gradNorm", NaN);
     this.opt.dispose();
   }
+}
+
+/**
+ * The batch's transitions by state length (`n`: each state's tokens), shortest first (stable):
+ * each pass then pads its states only to its own longest (BERT-base's passes of 16 ran at 256–512
+ * tokens each; the gradients' sum is the same, up to rounding).
+ */
+function byStateLength<T extends { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }>(batch: T, n: Int32Array): T {
+  const order = Array.from({ length: batch.targets.length }, (_, i) => i).sort((x, y) => n[x] - n[y] || x - y);
+  return {
+    ...batch,
+    states: order.map((i) => batch.states[i]),
+    actionTexts: order.map((i) => batch.actionTexts[i]),
+    positions: Int32Array.from(order, (i) => batch.positions[i]),
+    targets: Float32Array.from(order, (i) => batch.targets[i]),
+  };
 }

@@ -53,7 +53,8 @@ export function benchTraining(encoder: "bow" | "transformer", nets: QNetworks, l
 
 /** Training iterations of `config` on `source` (`label` names them in the log), timed after the warm-up, with per-phase counts. */
 export async function benchTrainingOf(label: string, config: RunConfig, source: SampleSource, nets: QNetworks, log: (m: string) => void, want: number) {
-  const learner = new Learner(nets, config.algo, config.steps_count, 1);
+  // as train() makes it: the config's accumulation and pass size (babilong-gpu: passes of 16)
+  const learner = new Learner(nets, config.algo, config.steps_count, config.accumulate_grads, config.pass_batch_size);
   const envs = new ParallelEnvs(source, rolloutSettings(config), new Rng(2));
   let step = 0;
   const iterate = async () => {

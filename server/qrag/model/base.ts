@@ -152,9 +152,18 @@ export abstract class BaseEncoder implements QEncoder {
     return out;
   }
 
-  /** Rows per sub-batch of embedDevice: large, so a GPU gets big kernels (~64k tokens each). */
-  protected deviceRows(len: number): number {
-    return Math.max(1, Math.floor(65536 / Math.max(1, len)));
+  /**
+   * Rows per sub-batch of embedDevice: large, so a GPU gets big kernels (~64k tokens each), but on
+   * the device no more than one recorded plan holds (planRows): a larger one would run through tfjs.
+   */
+  private deviceRows(len: number): number {
+    const rows = Math.max(1, Math.floor(65536 / Math.max(1, len)));
+    return onDevice() ? Math.min(rows, this.planRows(len)) : rows;
+  }
+
+  /** Rows of `len` tokens one recorded no-grad plan holds (Infinity: no recorded forward bounds them). */
+  protected planRows(_len: number): number {
+    return Infinity;
   }
 
   /**

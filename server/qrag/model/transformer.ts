@@ -125,10 +125,8 @@ export class TransformerEncoder extends BaseEncoder {
     return p.finish();
   }
 
-  /** On the device no more rows than one recorded plan holds (forwardRows): a larger sub-batch would run through tfjs. */
-  protected override deviceRows(len: number): number {
-    const rows = super.deviceRows(len);
-    return onDevice() ? Math.min(rows, forwardRows(this.config, len)) : rows;
+  protected override planRows(len: number): number {
+    return forwardRows(this.config, len);
   }
 
   /** Trims each sub-batch of embedNoGrad to its own padded length. */

@@ -118,7 +118,6 @@ export class TrainMeter {
     metric("rollout_s", this.windowRolloutS / this.windowIterations);
     metric("update_s", this.windowUpdateS / this.windowIterations);
     const gpuMem = gpuMemoryMiB(); // webgpu only: buffers held (pool and plans included), live tensors', the step's peak, the plans'
-
     if (gpuMem) {
       metric("gpu_memory_mb", gpuMem.allocatedMiB);
       metric("gpu_memory_live_mb", gpuMem.usedMiB);

@@ -115,10 +115,8 @@ export class HfBertEncoder extends BaseEncoder {
     return true;
   }
 
-  /** On the device no more rows than one recorded plan holds (bertForwardRows): a larger sub-batch would run through tfjs. */
-  protected override deviceRows(len: number): number {
-    const rows = super.deviceRows(len);
-    return onDevice() ? Math.min(rows, bertForwardRows(this.model.bert, len)) : rows;
+  protected override planRows(len: number): number {
+    return bertForwardRows(this.model.bert, len);
   }
 
   protected override noGradRows(len: number): number {
