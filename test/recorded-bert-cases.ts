@@ -45,6 +45,8 @@ const RANDOM: Model = { name: "random", vocab: 300, size: { hidden: 48, layers: 
 const TANH: Model = { ...RANDOM, name: "tanh", patch: { attention_probs_dropout_prob: 0.2, hidden_act: "gelu_new" } };
 const RELU: Model = { ...RANDOM, name: "relu", patch: { hidden_act: "relu" } };
 const TINY: Model = { name: "bert-tiny", vocab: 154 };
+/** Rows wider than one tile (d 192): each sub-layer's output product and its residual + LayerNorm are two programs (residualFuses). */
+const WIDE: Model = { ...RANDOM, name: "wide", size: { hidden: 192, layers: 1, heads: 4, intermediate: 80 } };
 /** The random model's layout (bertSpecs: which variable is which). */
 const RANDOM_CONFIG = { ...RANDOM.size!, vocab: RANDOM.vocab, maxPositions: 128, typeVocab: 2, eps: 1e-12, hiddenDropout: 0.1, attnDropout: 0.2, act: "gelu", initStd: 0.02 } satisfies BertConfig;
 
@@ -87,6 +89,7 @@ async function equalCase() {
     [TANH, [[4, 33]]],
     [RELU, [[3, 20]]],
     [TINY, [[6, 40], [1, 5]]],
+    [WIDE, [[3, 16]]],
   ];
   for (const [m, shapes] of runs) {
     const [rec, ref] = encoders(m);

@@ -11,7 +11,7 @@ import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { CONFIG, batchOf, embedUnderBudget, lossAndGrads, readForward as forward, recordedCalls } from "./recorded-batches.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 import { countersOn, kernelNameCounts, resetCounters } from "../server/qrag/backend/device.ts";
-import { forwardBytes, forwardRows, recorderStats, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { forwardBytes, forwardRows, recorderStats, residualFuses, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 import { webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
@@ -31,12 +31,27 @@ async function equalCase() {
       diffs[`${B}x${T} ${training ? "train" : "eval"}`] = relDiff(a, b);
     }
   }
+  // dim 128 on 4×16 rows: the fused program's aligned (vec4) loads, the reference workload's case;
+  // rows wider than one tile (dim 192): the product and the residual + LayerNorm run as two programs
+  const keys: Record<number, string[]> = {};
+  for (const dim of [128, 192]) {
+    const cfg = { ...CONFIG, dim };
+    const [wRec, wRef] = [new TransformerEncoder(cfg, new Rng(4)), new TransformerEncoder(cfg, new Rng(4))];
+    resetCounters();
+    countersOn();
+    for (const training of [false, true]) {
+      const batch = batchOf(4, 16, 77, cfg.vocab_size);
+      diffs[`dim ${dim} ${training ? "train" : "eval"}`] = relDiff(await forward(wRec, batch, training, true), await forward(wRef, batch, training, false));
+    }
+    keys[dim] = kernelNameCounts().map(([k]) => k).filter((k) => /res_?ln/.test(k));
+  }
+  const fuses = { [CONFIG.dim]: residualFuses(CONFIG.dim), 128: residualFuses(128), 192: residualFuses(192) };
   // train mode vs eval mode on the same batch differ: the dropout masks were applied
   const batch = batchOf(4, 16, 9);
   const trainVsEval = relDiff(await forward(rec, batch, true, true), await forward(rec, batch, false, true));
   await forward(ref, batch, true, false);
   const rngAfter = rec.dropoutRng.nextU32() === ref.dropoutRng.nextU32();
-  return { diffs, rngAfter, trainVsEval, recordedCalls: recorderStats.calls - callsBefore };
+  return { diffs, fuses, keys, rngAfter, trainVsEval, recordedCalls: recorderStats.calls - callsBefore };
 }
 
 /** A second call of one shape: new buffers, bind groups, pipelines; and what one call counts. */
@@ -45,7 +60,7 @@ async function cacheCase() {
   const enc = new TransformerEncoder(CONFIG, new Rng(5));
   const batch = batchOf(6, 64, 1);
   const { created, counts } = await recordedCalls(enc, batch, true, () => forward(enc, batch, true, true));
-  return { created, counts, layers: CONFIG.layers };
+  return { created, counts, layers: CONFIG.layers, fuses: residualFuses(CONFIG.dim) };
 }
 
 /** After weights are assigned (as training does), the recorded forward uses the new values. */

@@ -16,6 +16,7 @@ import * as tf from "@tensorflow/tfjs";
 import { runRawProgram, storageDecls, webgpuBackend, type WebgpuBackendLike } from "./raw-program.ts";
 import { ERF_WGSL, geluExpr } from "./gelu-layernorm.ts";
 import { actType, enableHalf, readAct, writeAct } from "./half-storage.ts";
+import { MASK_AT_WGSL } from "./dropout.ts";
 
 /** The epilogue: none, GELU (erf form) of each result, or GELU with the value before it kept too. */
 export type Epilogue = boolean | "keep";
@@ -94,9 +95,10 @@ export const transName = (tr: MatmulTrans) => `${tr.a ? "-tA" : ""}${tr.b ? "-tB
  * a [N] row; `gelu` applies GELU (erf form) to each result (the recorded no-grad fc1); `trans` reads A or B transposed (the aligned loads stay vec4: along m for Aᵀ, along k
  * for Bᵀ); `res` adds R, a [M, N] operand like C (a recorded backward sums an input's gradients
  * from several products this way, with no add program); `half`: A (`a`), or C and P (`c`),
- * stored as f16 (half-storage.ts), converted at the loads and stores.
+ * stored as f16 (half-storage.ts), converted at the loads and stores; `resLn`: the residual +
+ * LayerNorm epilogue (resLnEpilogue) in place of storing C.
  */
-export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu: Epilogue = false, res = false, half: HalfOperands = {}): string {
+export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu: Epilogue = false, res = false, half: HalfOperands = {}, resLn = false): string {
   const { threads, bm, bn } = tileOf(t);
   const { wx, wy, tm, tn, bk } = t;
   // the GELU epilogue: gelu-layernorm.ts's expression per value, so the result equals its program's
@@ -114,6 +116,7 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
   const L: string[] = [];
   // workgroup memory: As[k][m] (A transposed) and Bs[k][n], both as vec4 along m / n
   L.push(`var<workgroup> As: array<vec4<f32>, ${(bk * bm) / 4}>;`, `var<workgroup> Bs: array<vec4<f32>, ${(bk * bn) / 4}>;`);
+  if (resLn) L.push(...resLnRowTotal(bm, wx));
   L.push(`@compute @workgroup_size(${wx}, ${wy}, 1)`);
   L.push(`fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {`);
   L.push(`  let tid = lid.y * ${wx}u + lid.x;`);
@@ -167,7 +170,8 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
   }
   L.push(`    workgroupBarrier();`, `  }`);
   // thread (x, y) owns rows (i4·WY + y)·4 + c and column vectors j·WX + x
-  for (let i = 0; i < tm; i++) {
+  if (resLn) L.push(...resLnEpilogue(t, Boolean(half.c)));
+  for (let i = 0; i < (resLn ? 0 : tm); i++) {
     L.push(`  { let r = row0 + (${(i >> 2) * wy}u + lid.y) * 4u + ${i & 3}u;`);
     for (let j = 0; j < tn4; j++) {
       const col = `col0 + (${j * wx}u + lid.x) * 4u`;
@@ -187,9 +191,73 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
 fn gelu1(x: f32) -> f32 { return ${geluExpr("x")}; }
 fn gelu4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>(gelu1(v.x), gelu1(v.y), gelu1(v.z), gelu1(v.w)); }
 ` : "";
+  if (resLn) {
+    const act = actType(Boolean(half.c));
+    return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32, eps: f32, thr: u32, keep: f32, k0: u32, k1: u32 };
+${storageDecls([`A:${aty}`, `B:${ty}`, "bias", `X:${act}`, "gamma", "beta"], [`Y:${act}`, `V:${act}`, "stats"])}
+${MASK_AT_WGSL}
+${L.join("\n")}`;
+  }
   return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
 ${storageDecls([`A:${aty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${cty}`, ...(gelu === "keep" ? [`P:${cty}`] : [])])}
 ${geluFns}${L.join("\n")}`;
+}
+
+/**
+ * The tile whose workgroup holds whole rows of n columns (one column block), for the residual +
+ * LayerNorm epilogue; null past the widest tile's 128 columns.
+ */
+export function resLnTile(n: number): MatmulTile | null {
+  return n <= 64 ? SMALL_TILE : n <= 128 ? DEFAULT_TILE : null;
+}
+
+/** The row sums of the epilogue: each of the BM rows' WX partial sums, added in workgroup memory. */
+function resLnRowTotal(bm: number, wx: number): string[] {
+  return [
+    `var<workgroup> lnRed: array<f32, ${bm * wx}>;`,
+    `fn lnRowTotal(lr: u32) -> f32 { var s = 0.0; for (var w = 0u; w < ${wx}u; w++) { s += lnRed[lr * ${wx}u + w]; } return s; }`,
+  ];
+}
+
+/**
+ * The residual + LayerNorm epilogue (residual-layernorm.ts's program, fused into the product that
+ * feeds it): the workgroup holds whole rows (N within the tile's columns, one column block), so
+ * C + bias never goes to memory. v = X + (C + bias)·m (m: the dropout mask of the uniforms' key,
+ * index r·N + n as there) is written to V; each row's mean, then 1/√(var + eps) (two passes, over
+ * v as stored: rounded when f16) are summed over its WX threads in workgroup memory; Y = LN(v)·γ + β
+ * and the stats (mean, inv) as that program writes them. Saves its dispatch and a pass over h.
+ */
+function resLnEpilogue(t: MatmulTile, half: boolean): string[] {
+  const { wx, wy, tm, tn } = t;
+  const L: string[] = [];
+  const rows = Array.from({ length: tm }, (_, i) => ({ i, lr: `(${(i >> 2) * wy}u + lid.y) * 4u + ${i & 3}u` }));
+  /** `body` for each of the thread's elements inside the matrix: r, n, o = r·N + n, its register `c`. */
+  const each = (i: number, body: string): void => {
+    for (let j = 0; j < tn / 4; j++) {
+      for (let c = 0; c < 4; c++) {
+        L.push(`  { let n = col0 + (${j * wx}u + lid.x) * 4u + ${c}u; if (r${i} < u.M && n < u.N) { let o = r${i} * u.N + n; ${body.replaceAll("REG", `c${i}_${j}[${c}]`)} } }`);
+      }
+    }
+  };
+  const total = (name: string, v: (i: number) => string): void => {
+    for (const { i, lr } of rows) L.push(`  lnRed[(${lr}) * ${wx}u + lid.x] = ${v(i)};`);
+    L.push(`  workgroupBarrier();`);
+    for (const { i, lr } of rows) L.push(`  let ${name}${i} = lnRowTotal(${lr});`);
+    L.push(`  workgroupBarrier();`);
+  };
+  L.push(`  let nf = f32(u.N);`);
+  for (const { i, lr } of rows) L.push(`  let r${i} = row0 + ${lr};`, `  var s${i} = 0.0;`);
+  for (const { i } of rows) each(i, `let a = ${readAct(half, "X[o]")} + (REG + bias[n]) * maskAt(o); V[o] = ${writeAct(half, "a")}; s${i} += a; REG = ${readAct(half, writeAct(half, "a"))};`);
+  total("sum", (i) => `s${i}`);
+  for (const { i } of rows) L.push(`  let mean${i} = sum${i} / nf;`, `  var q${i} = 0.0;`);
+  for (const { i } of rows) each(i, `let e = REG - mean${i}; q${i} += e * e;`);
+  total("qs", (i) => `q${i}`);
+  for (const { i } of rows) {
+    L.push(`  let inv${i} = inverseSqrt(qs${i} / nf + u.eps);`);
+    each(i, `Y[o] = ${writeAct(half, `((REG - mean${i}) * inv${i}) * gamma[n] + beta[n]`)};`);
+    L.push(`  if (lid.x == 0u && r${i} < u.M) { stats[2u * r${i}] = mean${i}; stats[2u * r${i} + 1u] = inv${i}; }`);
+  }
+  return L;
 }
 
 /** Generated WGSL by program key: generating it costs more than recording the dispatch. */

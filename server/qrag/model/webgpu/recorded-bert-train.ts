@@ -21,7 +21,7 @@ import type { Rng } from "../../util/rng.ts";
 import type { BertConfig } from "../hf/bert.ts";
 import type { TapedForward } from "../encoder.ts";
 import { webgpuBackend } from "./raw-program.ts";
-import { admitPlan, cachedPlan, keepKey, planBound, recorderApplies, rowsWithin, type BackendLike, type DeviceLike, type Plan } from "./recorded-encoder.ts";
+import { admitPlan, cachedPlan, keepKey, planBound, recorderApplies, residualFuses, rowsWithin, type BackendLike, type DeviceLike, type Plan } from "./recorded-encoder.ts";
 import { recordedTrainOp, runTaped } from "./recorded-train.ts";
 import { bertFits, bertPlanKey, buildBertPlan } from "./recorded-bert.ts";
 import { buildBertBackward } from "./recorded-bert-backward.ts";
@@ -74,10 +74,11 @@ export function bertTapedRows(c: BertConfig, T: number): number {
 export function bertTrainBytes(c: BertConfig, B: number, T: number, half = false): number {
   const d = c.hidden, F = c.intermediate, H = c.heads, L = c.layers, N = B * T;
   const params = (c.vocab + c.maxPositions + c.typeVocab + 2) * d + L * (4 * d * d + 2 * d * F + 9 * d + F);
-  // the activations (f16 with `half`): e, x per layer and the last, per layer q k v ctx v1 mid v2 f1 f2, h
-  const acts = N * d + (L + 1) * N * d + L * (7 * N * d + 2 * N * F) + N * d;
+  // the activations (f16 with `half`): e, x per layer and the last, per layer q k v ctx v1 mid v2 f1 f2, h (not where the residual fuses)
+  const acts = N * d + (L + 1) * N * d + L * (7 * N * d + 2 * N * F) + (residualFuses(d) ? 0 : N * d);
   const forward = 3 * N + 2 * N + L * (2 * B * H * T + 4 * N) + B * d;
   const backward = params + B * d + 8 * N * d + B * H * T + 2 * N * F + 3 * N + 1;
-  return (half ? 2 : 4) * acts + 4 * (forward + backward) + 256 * (10 + 33 * L);
+  // uniform slots (two fewer a layer where the residual fuses)
+  return (half ? 2 : 4) * acts + 4 * (forward + backward) + 256 * (10 + (residualFuses(d) ? 31 : 33) * L);
 }
 

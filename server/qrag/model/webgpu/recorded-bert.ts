@@ -24,7 +24,7 @@ import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import {
-  admitPlan, cachedPlan, drawKeys, finishPlan, linearStep, planBound, planBuffers, recorderApplies, recorderStats, rowsWithin, submitForward, USAGE,
+  admitPlan, cachedPlan, drawKeys, finishPlan, linearResLnStep, linearStep, planBound, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, rowsWithin, submitForward, USAGE,
   programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
@@ -94,10 +94,10 @@ export function bertPlanKey(c: BertConfig, B: number, T: number, training: boole
   return { key: `bert:${c.vocab}-${c.maxPositions}-${c.typeVocab}-${c.hidden}-${c.intermediate}-${c.heads}-${c.layers}-${c.act}-${c.eps}-${B}x${T}-${hp}-${ap}`, hp, ap };
 }
 
-/** Whether this BERT and shape can be recorded: heads dividing the width, every buffer within the binding limit, a head within workgroup memory. */
+/** Whether this BERT and shape can be recorded: heads dividing the width, the programs' bindings granted, every buffer within the binding limit, a head within workgroup memory. */
 export function bertFits(device: DeviceLike, c: BertConfig, B: number, T: number): boolean {
   const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T;
-  if (d % H !== 0) return false;
+  if (d % H !== 0 || !recorderBinds(device)) return false;
   const sizes = [N * F, N * d, c.vocab * d, c.maxPositions * d, d * F].map((n) => n * 4);
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return false;
@@ -113,11 +113,13 @@ export function bertFits(device: DeviceLike, c: BertConfig, B: number, T: number
  */
 export function bertForwardBytes(c: BertConfig, B: number, T: number, half = false): number {
   const d = c.hidden, F = c.intermediate, H = c.heads, L = c.layers, N = B * T;
-  // e, x, q, k, v, ctx, mid, h; fc2's input (GELU in fc1's epilogue) or fc1's output and the activation's
-  const acts = 8 * N * d + (c.act === "gelu" ? 1 : 2) * N * F;
+  // e, x, q, k, v, ctx, mid, h (not where the residual fuses); fc2's input (GELU in fc1's epilogue) or fc1's output and the activation's
+  const fused = residualFuses(d);
+  const acts = (fused ? 7 : 8) * N * d + (c.act === "gelu" ? 1 : 2) * N * F;
   // ids, mask, pooling weights, row stats, the attention's row stats, the pooled output
   const f32 = 3 * N + 2 * N + 2 * B * H * T + B * d;
-  return (half ? 2 : 4) * acts + 4 * f32 + 256 * (4 + 10 * L);
+  // uniform slots: embedding, its LayerNorm, pooling (and one spare), per layer up to 10 programs (8 where the residual fuses)
+  return (half ? 2 : 4) * acts + 4 * f32 + 256 * (4 + (fused ? 8 : 10) * L);
 }
 
 /** Rows of T tokens one no-grad plan holds: within the no-grad plans' budget and every buffer within the binding limit. */
@@ -205,7 +207,8 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
     f1: keep || c.act !== "gelu" ? per(N * F) : f2, f2,
     v2: keep ? per(N * d) : shared(e), st2: keep ? per(N * 2, L, buf) : shared(stats),
   };
-  const h = act(N * d); // a sub-layer's output before its residual (not read by a backward)
+  // a sub-layer's output before its residual (not read by a backward), where the residual + LayerNorm is a program of its own
+  const h = residualFuses(d) ? null : act(N * d);
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
   let draws = 0;
@@ -231,9 +234,14 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
   const attCode = attentionForwardCode(dh, "separate", ap > 0 ? "inline" : false, tile, half);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   const resLnCode = resLnFwd(d, half);
-  /** y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m and the row stats. */
-  const residualLn = (xi: BufferLike, g: number, y: BufferLike, v: BufferLike, st: BufferLike): number | undefined => {
+  /** h = a·W + b (variables w, w + 1), y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m and the row stats: one program where residualFuses. */
+  const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, g: number, y: BufferLike, v: BufferLike, st: BufferLike): number | undefined => {
     const m = maskFields(hp);
+    if (!h) {
+      b.step(linearResLnStep({ a, w, xi, g, y, v, stats: st, m: N, n: d, k, eps: c.eps, mask: m, half }));
+      return m.draw;
+    }
+    linear(a, w, h, d, k);
     b.step({ key: `qrag_res_ln_fwd_${lanes}${halfKey(half)}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, v, st], uniforms: [...lnDims, ...m.fields], grid: rows, stride: 0, draw: m.draw });
     return m.draw;
   };
@@ -251,15 +259,13 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
     const m = maskFields(ap);
     sites.att.push(m.draw);
     b.step({ key: attKey, code: attCode, refs: [acts.q[l], acts.k[l], acts.v[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: ap > 0 ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T), stride: 0, draw: m.draw });
-    linear(acts.ctx[l], o + 6, h, d, d);
-    sites.res1.push(residualLn(x, o + 8, acts.mid[l], acts.v1[l], acts.st1[l]));
+    sites.res1.push(residualLn(acts.ctx[l], o + 6, d, x, o + 8, acts.mid[l], acts.v1[l], acts.st1[l]));
     if (!keep && c.act === "gelu") linear(acts.mid[l], o + 10, acts.f2[l], F, d, true); // GELU in fc1's epilogue
     else {
       linear(acts.mid[l], o + 10, acts.f1[l], F, d);
       b.flat(actKey, actCode, [acts.f1[l], acts.f2[l]], [["u", N * F]], N * F);
     }
-    linear(acts.f2[l], o + 12, h, d, F);
-    sites.res2.push(residualLn(acts.mid[l], o + 14, acts.x[l + 1], acts.v2[l], acts.st2[l]));
+    sites.res2.push(residualLn(acts.f2[l], o + 12, F, acts.mid[l], o + 14, acts.x[l + 1], acts.v2[l], acts.st2[l]));
   }
   return finishPlan(b, pb, extend, { key, training: hp > 0 || ap > 0, ids, mask, poolW, pooled, last: acts.x[L], d, draws, half });
 }

@@ -10,10 +10,11 @@
  * Programs (the generators of matmul.ts, attention.ts, gelu-layernorm.ts, residual-layernorm.ts,
  * dropout.ts; only the embedding and the pooling are written here): the embedding gather +
  * positions with its dropout and layer 0's LN (one program); per layer QKV matmul+bias →
- * attention (drawing its dropout mask itself) → proj matmul+bias → residual+dropout+LN (one
- * program) → fc1 matmul+bias+GELU (GELU in the epilogue) → fc2 matmul+bias → residual+dropout+LN
- * (the next layer's or the final one); masked mean ÷10: 2 + 7 per layer programs (3 + 11 per layer
- * as separate ops). A taped forward (a backward follows) runs the same programs, the values its
+ * attention (drawing its dropout mask itself) → proj matmul+bias with residual+dropout+LN in its
+ * epilogue → fc1 matmul+bias+GELU (GELU in the epilogue) → fc2 matmul+bias with residual+dropout+LN
+ * (the next layer's or the final one) in its epilogue; masked mean ÷10: 2 + 5 per layer programs
+ * (3 + 11 per layer as separate ops). The residual epilogue needs a row within one tile (d ≤ 128,
+ * residualFuses); wider, the product and the residual + LN are two programs (2 + 7 per layer). A taped forward (a backward follows) runs the same programs, the values its
  * backward reads written too (each residual's sum, fc1's value before GELU). The dropout keys are
  * drawn from the encoder's Rng in the order the tfjs path draws them, so the masks are the same.
  *
@@ -33,7 +34,7 @@ import { noteOutsideBytes } from "../../backend/gpu-memory.ts";
 import type { Rng } from "../../util/rng.ts";
 import { dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
 import { cachedPipeline, foldThreads, storageDecls, uniformStruct, webgpuBackend, WG, type GpuDeviceLike, type PipelineLike, type WebgpuBackendLike } from "./raw-program.ts";
-import { isAligned, matmulShader, tileFor, tileName } from "./matmul.ts";
+import { isAligned, matmulShader, resLnTile, tileFor, tileName } from "./matmul.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
 import { lnFwdShader } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
@@ -449,18 +450,76 @@ export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number,
 }
 
 /**
+ * Storage buffers a recorded plan's widest program binds: the fused product + residual + LayerNorm
+ * (A, W, bias, x, γ, β; y, v, stats). Every adapter timed grants 16 (lavapipe, H100, H200); one
+ * granting fewer runs the tfjs path.
+ */
+export const RECORDED_BINDINGS = 9;
+
+/** Whether the device binds what the recorded plans' programs need. */
+export function recorderBinds(device: DeviceLike): boolean {
+  return (device.limits.maxStorageBuffersPerShaderStage ?? 8) >= RECORDED_BINDINGS;
+}
+
+/**
+ * Whether a sub-layer's output product and the residual + LayerNorm after it run as one program
+ * (matmul.ts resLnEpilogue): rows of d ≤ 128 fit one workgroup's tile. Wider (BERT-base's 768),
+ * the product writes h and residual-layernorm.ts's program reads it.
+ */
+export function residualFuses(d: number): boolean {
+  return resLnTile(d) !== null;
+}
+
+/** A sub-layer's end where residualFuses: y = LN(xi + (a·W + b)·m) with γ, β variables g, g + 1; v = xi + (a·W + b)·m and the row stats. */
+export interface ResLnArgs {
+  a: BufferLike;
+  /** W and its bias: variables w and w + 1. */
+  w: number;
+  xi: BufferLike;
+  g: number;
+  y: BufferLike;
+  v: BufferLike;
+  stats: BufferLike;
+  /** Rows, columns (d), depth. */
+  m: number;
+  n: number;
+  k: number;
+  eps: number;
+  /** thr, keep, k0, k1 (k0, k1 filled per call by draw `draw`). */
+  mask: { fields: UniformValues; draw?: number };
+  half: boolean;
+}
+
+/** The fused program of a sub-layer's end (residualFuses must hold). */
+export function linearResLnStep(r: ResLnArgs): Omit<Step, "slot"> {
+  const tile = resLnTile(r.n);
+  if (!tile) throw new Error(`linearResLnStep: rows of ${r.n} columns do not fit one tile`);
+  const aligned = isAligned(tile, r.m, r.n, r.k);
+  return {
+    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias-resln${halfKey(r.half)}`,
+    code: matmulShader(tile, aligned, true, {}, false, false, { a: r.half, c: r.half }, true),
+    refs: [r.a, { weight: r.w }, { weight: r.w + 1 }, r.xi, { weight: r.g }, { weight: r.g + 1 }, r.y, r.v, r.stats],
+    uniforms: [["u", r.m], ["u", r.n], ["u", r.k], ["u", 0], ["u", 0], ["f", r.eps], ...r.mask.fields],
+    grid: [1, Math.ceil(r.m / (tile.tm * tile.wy)), 1],
+    stride: 0,
+    draw: r.mask.draw,
+  };
+}
+
+/**
  * The cached plan for (B, T, dropping), made (and older ones evicted) on a miss; null when a buffer
  * is too big. With `extend` (a backward builder) the plan keeps every layer's activations and is
  * handed to one taped forward at a time (`owner`): a plan of the shape whose backward has not run
  * yet is not reused while another may be made, else the oldest is taken over (its backward fails).
  */
 export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan | null {
-  const base = `${B}x${T}${dropping ? "-drop" : ""}${halfKey(halfActive(device))}`;
+  // the architecture too: two encoders of one shape and different sizes (two runs in one worker) share no plan
+  const base = `tf:${c.vocab_size}-${c.max_len}-${c.dim}-${c.hidden}-${c.heads}-${c.layers}-${B}x${T}${dropping ? `-drop${c.dropout}` : ""}${halfKey(halfActive(device))}`;
   const key = extend ? keepKey(device, base) : base;
   const hit = cachedPlan(device, key);
   if (hit) return hit;
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T;
-  if (d % H !== 0 || d % 4 !== 0) return null;
+  if (d % H !== 0 || d % 4 !== 0 || !recorderBinds(device)) return null;
   const sizes = [N * 3 * d, N * F, extend ? c.vocab_size * d : 0].map((n) => n * 4);
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return null;
@@ -583,11 +642,13 @@ export function planBuffers(device: DeviceLike): PlanBuffers {
  */
 export function forwardBytes(c: RecordedConfig, B: number, T: number, half = false): number {
   const d = c.dim, F = c.hidden, H = c.heads, L = c.layers, N = B * T;
-  // the layer stream, mid, hN1, qkv (3), ctx, h; fc2's input (GELU in fc1's epilogue)
-  const acts = 8 * N * d + N * F;
+  // the layer stream, mid, hN1, qkv (3), ctx, h (not where the residual fuses); fc2's input (GELU in fc1's epilogue)
+  const fused = residualFuses(d);
+  const acts = (fused ? 7 : 8) * N * d + N * F;
   // ids, mask, pooling weights, row stats, the attention's row stats, the pooled output
   const f32 = 3 * N + 2 * N + 2 * B * H * T + B * d;
-  return (half ? 2 : 4) * acts + 4 * f32 + SLOT * (4 + 6 * L);
+  // uniform slots: embedding, pooling, and per layer 7 programs (5 where the residual fuses)
+  return (half ? 2 : 4) * acts + 4 * f32 + SLOT * (2 + (fused ? 5 : 7) * L);
 }
 
 /**
@@ -640,7 +701,9 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     lnfSt: keep ? buf(N * 2) : st1[0],
   };
   const hNf = keep ? act(N * d) : hN1[0];
-  const h = act(N * d);
+  // a sub-layer's output before its residual, where the residual + LayerNorm is a program of its own
+  const fuses = residualFuses(d);
+  const h = fuses ? null : act(N * d);
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
   const rate = dropping ? c.dropout : 0;
@@ -666,12 +729,18 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   const attCode = attentionForwardCode(dh, "packed", dropping ? "inline" : false, tile, half);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   /**
-   * A residual and the LayerNorm that reads its sum run as one program (residual-layernorm.ts, the
-   * same mask): y = LN(xi + h·m), the sum into `v` (kept for a backward, which reads v, y and stats).
+   * A sub-layer's end: h = a·W + b, then y = LN(xi + h·m) with the sum into `v` (kept for a
+   * backward, which reads v, y and stats): one program where residualFuses, else the product and
+   * residual-layernorm.ts's program (the same mask).
    */
   const resLnCode = resLnFwd(d, half);
-  const residualLn = (xi: BufferLike, v: BufferLike, g: number, y: BufferLike, stats: BufferLike): number | undefined => {
+  const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, v: BufferLike, g: number, y: BufferLike, stats: BufferLike): number | undefined => {
     const m = maskFields();
+    if (!h) {
+      b.step(linearResLnStep({ a, w, xi, g, y, v, stats, m: N, n: d, k, eps: LN_EPS, mask: m, half }));
+      return m.draw;
+    }
+    linear(a, w, h, N, d, k);
     b.step({ key: `qrag_res_ln_fwd_${rowLanes(d)}${halfKey(half)}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, v, stats], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ...m.fields], grid: rowWorkgroups(N, d), stride: 0, draw: m.draw });
     return m.draw;
   };
@@ -682,14 +751,12 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     const m = dropping ? maskFields() : null;
     sites.att.push(m?.draw);
     b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: m ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T), stride: 0, draw: m?.draw });
-    linear(acts.ctx[l], o + 4, h, N, d, d);
-    sites.res1.push(residualLn(x[l], mid[l], o + 6, acts.hN2[l], acts.st2[l]));
+    sites.res1.push(residualLn(acts.ctx[l], o + 4, d, x[l], mid[l], o + 6, acts.hN2[l], acts.st2[l]));
     // GELU in fc1's epilogue (the value before it kept for a backward's GELU)
     b.step(linearStep(acts.hN2[l], o + 8, acts.f2[l], N, F, d, true, keep ? acts.f1[l] : undefined, half));
-    linear(acts.f2[l], o + 10, h, N, d, F);
     // the next LayerNorm: the next layer's first, or the final one
     const [g, y, st] = l + 1 < L ? [o + 12, hN1[l + 1], st1[l + 1]] : [2 + L * 12, hNf, acts.lnfSt];
-    sites.res2.push(residualLn(mid[l], x[l + 1], g, y, st));
+    sites.res2.push(residualLn(acts.f2[l], o + 10, F, mid[l], x[l + 1], g, y, st));
   }
   return finishPlan(b, pb, extend, { key, training: dropping, ids, mask, poolW, pooled, last: hNf, d, draws, half });
 }
