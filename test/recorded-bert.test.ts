@@ -11,8 +11,9 @@ import { runCaseFile } from "./device-case-runner.ts";
 
 const runCase = <T>(name: string): T => runCaseFile<T>("test/recorded-bert-cases.ts", name);
 
-test("recorded BERT forward equals the tfjs path within 1e-5: eval and train mode (same dropout masks), PAD and odd sizes, erf / tanh GELU and ReLU, bert-tiny; the residual + LayerNorm in the product's epilogue (d ≤ 128) and apart (d 192)", { skip }, () => {
-  const r = runCase<{ diffs: Record<string, number>; rngAfter: Record<string, boolean>; trainVsEval: Record<string, number>; recordedCalls: number }>("equal");
+test("recorded BERT forward equals the tfjs path within 1e-5: eval and train mode (same dropout masks), PAD and odd sizes, erf / tanh GELU and ReLU, bert-tiny; Q, K and V in one program (aligned and checked loads); the residual + LayerNorm in the product's epilogue (d ≤ 128) and apart (d 192)", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; rngAfter: Record<string, boolean>; trainVsEval: Record<string, number>; fusedKeys: string[]; recordedCalls: number }>("equal");
+  assert.deepEqual(r.fusedKeys, ["fused matmul-64x64-k16-t16x16-aligned-bias-x3", "fused matmul-64x64-k16-t16x16-checked-bias-resln", "fused matmul-64x64-k16-t16x16-checked-bias-x3"]);
   assert.equal(Object.keys(r.diffs).length, 18, Object.keys(r.diffs).join(", "));
   for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
   // both paths drew the same number of dropout keys, and dropout did change the output
@@ -68,9 +69,9 @@ test("recorded BERT forward: one submit with its read, one dispatch per program,
   type Mode = { created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { kernels: number; fused: number; dispatches: number; submits: number }[] };
   const r = runCase<{ eval: Mode; train: Mode; layers: number }>("cache");
   for (const [mode, m] of [["eval", r.eval], ["train", r.train]] as const) {
-    // embedding sum and LayerNorm, per layer 7 programs (Q, K, V, attention drawing its own dropout
-    // mask, output + residual + LayerNorm, fc1 with GELU in its epilogue, fc2 + residual + LayerNorm), pooling
-    const programs = 2 + 7 * r.layers + 1;
+    // embedding sum and LayerNorm, per layer 5 programs (Q, K and V in one, attention drawing its own
+    // dropout mask, output + residual + LayerNorm, fc1 with GELU in its epilogue, fc2 + residual + LayerNorm), pooling
+    const programs = 2 + 5 * r.layers + 1;
     for (const c of m.counts) assert.deepEqual(c, { kernels: programs, fused: programs, dispatches: programs, submits: 1 }, mode);
     assert.equal(m.created[0].plans, 1, mode);
     assert.equal(m.created[0].bindGroups, programs, mode);
@@ -107,12 +108,12 @@ test("recorded BERT backward: loss and every variable's gradient equal bertDense
 test("recorded BERT forward+backward: one dispatch per program, 0 tfjs kernels inside, one submit; a second call creates no buffers, bind groups or pipelines; its size is the estimate that bounds it", { skip }, () => {
   const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { tfjsKernels: number; fused: number; submits: number }[]; kernelsInside: number; layers: number; bytes: number; estimate: number }>("trainCache");
   const L = r.layers;
-  // forward (train mode): embedding sum, its LayerNorm×mask, 8 per layer (the residuals' LayerNorms
-  // in the products' epilogues; the activation a program of its own), pooling; backward:
+  // forward (train mode): embedding sum, its LayerNorm×mask, 6 per layer (Q, K and V in one; the
+  // residuals' LayerNorms in the products' epilogues; the activation a program of its own), pooling; backward:
   // pooling, 23 per layer (2 per LN, 3 per linear for fc2, fc1 and the output, 2 per Q, K, V and
   // their biases' sums in one, the activation, attention's 2), the embedding's mask, LN dx and
   // dγβ, positions, type, tokens
-  const programs = 3 + 8 * L + (7 + 23 * L);
+  const programs = 3 + 6 * L + (7 + 23 * L);
   for (const c of r.counts) {
     assert.equal(c.fused, programs);
     // the tfjs kernels of the loss around the op: the op itself, Sum and its gradient's kernels

@@ -90,15 +90,32 @@ export const halfName = (h: HalfOperands): string => (h.a && h.c ? "-h16" : h.a 
 /** Key suffix of the transposes (empty for none). */
 export const transName = (tr: MatmulTrans) => `${tr.a ? "-tA" : ""}${tr.b ? "-tB" : ""}`;
 
-/**
- * WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks); `bias` adds
- * a [N] row; `gelu` applies GELU (erf form) to each result (the recorded no-grad fc1); `trans` reads A or B transposed (the aligned loads stay vec4: along m for Aᵀ, along k
- * for Bᵀ); `res` adds R, a [M, N] operand like C (a recorded backward sums an input's gradients
- * from several products this way, with no add program); `half`: A (`a`), or C and P (`c`),
- * stored as f16 (half-storage.ts), converted at the loads and stores; `resLn`: the residual +
- * LayerNorm epilogue (resLnEpilogue) in place of storing C.
- */
-export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, trans: MatmulTrans = {}, gelu: Epilogue = false, res = false, half: HalfOperands = {}, resLn = false): string {
+/** What a tile's program computes besides C = A·B (matmulShader). */
+export interface ShaderOptions {
+  /** Adds a [N] row. */
+  bias?: boolean;
+  /** Reads A or B transposed (the aligned loads stay vec4: along m for Aᵀ, along k for Bᵀ). */
+  trans?: MatmulTrans;
+  /** GELU (erf form) of each result (the recorded no-grad fc1); "keep": the value before it into P too. */
+  gelu?: Epilogue;
+  /** Adds R, a [M, N] operand like C (a recorded backward sums an input's gradients from several products this way, with no add program). */
+  res?: boolean;
+  /** A (`a`), or C and P (`c`), stored as f16 (half-storage.ts), converted at the loads and stores. */
+  half?: HalfOperands;
+  /** The residual + LayerNorm epilogue (resLnEpilogue) in place of storing C. */
+  resLn?: boolean;
+  /**
+   * Products of one A with `parts` weights (B0…, their biases, into C0…) in one program, each of N
+   * columns: BERT's Q, K and V. A workgroup's column block lies in one part (the grid's x is
+   * parts × the blocks of N), so which buffer it reads is uniform across the workgroup.
+   */
+  parts?: number;
+}
+
+/** WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks), computing what `o` asks besides A·B. */
+export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions = {}): string {
+  const { bias = false, trans = {}, gelu = false, res = false, half = {}, resLn = false, parts = 1 } = o;
+  if (parts > 1 && (gelu === "keep" || res || resLn)) throw new Error("matmulShader: parts take a bias or GELU epilogue only");
   const { threads, bm, bn } = tileOf(t);
   const { wx, wy, tm, tn, bk } = t;
   // the GELU epilogue: gelu-layernorm.ts's expression per value, so the result equals its program's
@@ -107,10 +124,12 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
   const store = (at: string, v: string, width: number): string => {
     const plus = res ? ` + R[${at}]` : "";
     const w = (e: string): string => writeAct(Boolean(half.c), e, width === 4);
+    if (parts > 1) return `writeC(${at}, ${w(act(v, width))});`;
     return gelu === "keep" ? `{ let v = ${v}; P[${at}] = ${w("v")}; C[${at}] = ${w(`${act("v", width)}${plus}`)}; }` : `C[${at}] = ${w(`${act(v, width)}${plus}`)};`;
   };
   // `half`: A, or C and P, hold f16 (activations: half-storage.ts); B, bias and R stay f32
-  const ld = (src: string, e: string, vec = false): string => (src === "A" ? readAct(Boolean(half.a), e, vec) : e);
+  const ld = (src: string, i: string, vec = false): string => (src === "A" ? readAct(Boolean(half.a), `A[${i}]`, vec) : parts > 1 ? `readB(${i})` : `${src}[${i}]`);
+  const biasAt = (i: string): string => (parts > 1 ? `biasAt(${i})` : `bias[${i}]`);
   const tm4 = tm / 4;
   const tn4 = tn / 4;
   const L: string[] = [];
@@ -120,7 +139,8 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
   L.push(`@compute @workgroup_size(${wx}, ${wy}, 1)`);
   L.push(`fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {`);
   L.push(`  let tid = lid.y * ${wx}u + lid.x;`);
-  L.push(`  let row0 = wid.y * ${bm}u;`, `  let col0 = wid.x * ${bn}u;`);
+  if (parts > 1) L.push(`  let blocks = (u.N + ${bn - 1}u) / ${bn}u;`, `  part = wid.x / blocks;`, `  let row0 = wid.y * ${bm}u;`, `  let col0 = (wid.x % blocks) * ${bn}u;`);
+  else L.push(`  let row0 = wid.y * ${bm}u;`, `  let col0 = wid.x * ${bn}u;`);
   L.push(`  let aOff = wid.z * u.aBatch;`, `  let bOff = wid.z * u.bBatch;`, `  let cOff = wid.z * u.M * u.N;`);
   for (let i = 0; i < tm; i++) for (let j = 0; j < tn4; j++) L.push(`  var c${i}_${j} = vec4<f32>(0.0);`);
   L.push(`  for (var k0 = 0u; k0 < u.K; k0 = k0 + ${bk}u) {`);
@@ -130,14 +150,14 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
     if (aligned) {
       for (let l = 0; l < (rows * bk) / 4 / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let ${rowVar} = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`);
-        L.push(`      let v = ${ld(src, `${src}[(${at}) / 4u + k4]`, true)};`);
+        L.push(`      let v = ${ld(src, `(${at}) / 4u + k4`, true)};`);
         for (let c = 0; c < 4; c++) L.push(`      ${tile}[(k4 * 4u + ${c}u) * ${rows / 4}u + ${rowVar} / 4u][${rowVar} % 4u] = v[${c}];`);
         L.push(`    }`);
       }
     } else {
       for (let l = 0; l < (rows * bk) / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let ${rowVar} = e / ${bk}u; let kk = e % ${bk}u; var v = 0.0;`);
-        L.push(`      if (${rowVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"} && k0 + kk < u.K) { v = ${ld(src, `${src}[${at} + kk]`)}; }`);
+        L.push(`      if (${rowVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"} && k0 + kk < u.K) { v = ${ld(src, `${at} + kk`)}; }`);
         L.push(`      ${tile}[kk * ${rows / 4}u + ${rowVar} / 4u][${rowVar} % 4u] = v; }`);
       }
     }
@@ -146,12 +166,12 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
     if (aligned) {
       for (let l = 0; l < (bk * cols) / 4 / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let kk = e / ${cols / 4}u; let ${colVar}4 = e % ${cols / 4}u;`);
-        L.push(`      ${tile}[kk * ${cols / 4}u + ${colVar}4] = ${ld(src, `${src}[(${at}) / 4u + ${colVar}4]`, true)}; }`);
+        L.push(`      ${tile}[kk * ${cols / 4}u + ${colVar}4] = ${ld(src, `(${at}) / 4u + ${colVar}4`, true)}; }`);
       }
     } else {
       for (let l = 0; l < (bk * cols) / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let kk = e / ${cols}u; let ${colVar} = e % ${cols}u; var v = 0.0;`);
-        L.push(`      if (k0 + kk < u.K && ${colVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"}) { v = ${ld(src, `${src}[${at} + ${colVar}]`)}; }`);
+        L.push(`      if (k0 + kk < u.K && ${colVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"}) { v = ${ld(src, `${at} + ${colVar}`)}; }`);
         L.push(`      ${tile}[kk * ${cols / 4}u + ${colVar} / 4u][${colVar} % 4u] = v; }`);
       }
     }
@@ -175,10 +195,10 @@ export function matmulShader(t: MatmulTile, aligned: boolean, bias = false, tran
     L.push(`  { let r = row0 + (${(i >> 2) * wy}u + lid.y) * 4u + ${i & 3}u;`);
     for (let j = 0; j < tn4; j++) {
       const col = `col0 + (${j * wx}u + lid.x) * 4u`;
-      if (aligned) L.push(`    ${store(`(cOff + r * u.N + ${col}) / 4u`, `c${i}_${j}${bias ? ` + bias[(${col}) / 4u]` : ""}`, 4)}`);
+      if (aligned) L.push(`    ${store(`(cOff + r * u.N + ${col}) / 4u`, `c${i}_${j}${bias ? ` + ${biasAt(`(${col}) / 4u`)}` : ""}`, 4)}`);
       else {
         L.push(`    if (r < u.M) { let n = ${col};`);
-        for (let c = 0; c < 4; c++) L.push(`      if (n + ${c}u < u.N) { ${store(`cOff + r * u.N + n + ${c}u`, `c${i}_${j}[${c}]${bias ? ` + bias[n + ${c}u]` : ""}`, 1)} }`);
+        for (let c = 0; c < 4; c++) L.push(`      if (n + ${c}u < u.N) { ${store(`cOff + r * u.N + n + ${c}u`, `c${i}_${j}[${c}]${bias ? ` + ${biasAt(`n + ${c}u`)}` : ""}`, 1)} }`);
         L.push(`    }`);
       }
     }
@@ -197,6 +217,17 @@ fn gelu4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>(gelu1(v.x), gelu1(v.y), g
 ${storageDecls([`A:${aty}`, `B:${ty}`, "bias", `X:${act}`, "gamma", "beta"], [`Y:${act}`, `V:${act}`, "stats"])}
 ${MASK_AT_WGSL}
 ${L.join("\n")}`;
+  }
+  if (parts > 1) {
+    const each = (body: (p: number) => string): string => Array.from({ length: parts }, (_, p) => `${p === parts - 1 ? "default" : `case ${p}u`}: { ${body(p)} }`).join(" ");
+    const named = (n: string, type: string): string[] => Array.from({ length: parts }, (_, p) => `${n}${p}:${type}`);
+    return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
+${storageDecls([`A:${aty}`, ...named("B", ty), ...(bias ? named("bias", ty) : [])], named("C", cty))}
+var<private> part: u32;
+fn readB(i: u32) -> ${ty} { switch part { ${each((p) => `return B${p}[i];`)} } }
+${bias ? `fn biasAt(i: u32) -> ${ty} { switch part { ${each((p) => `return bias${p}[i];`)} } }` : ""}
+fn writeC(i: u32, v: ${cty}) { switch part { ${each((p) => `C${p}[i] = v;`)} } }
+${geluFns}${L.join("\n")}`;
   }
   return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
 ${storageDecls([`A:${aty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${cty}`, ...(gelu === "keep" ? [`P:${cty}`] : [])])}
@@ -291,7 +322,7 @@ export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAU
   if (m === 0 || n === 0 || batch === 0) return tf.zeros(outShape);
   const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${bias ? "-bias" : ""}${transName(trans)}`;
   let code = shaders.get(key);
-  if (!code) shaders.set(key, (code = matmulShader(tile, aligned, Boolean(bias), trans)));
+  if (!code) shaders.set(key, (code = matmulShader(tile, aligned, { bias: Boolean(bias), trans })));
   const [out] = runRawProgram(be, {
     key,
     code,

@@ -165,7 +165,7 @@ export function buildBackward(b: PlanBuilder): BackPlan {
     const h = { a: hA };
     const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(trans)}${halfName(h)}`;
     const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-    b.step({ key, code: matmulShader(tile, aligned, false, trans, false, false, h), refs: [a, w, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
+    b.step({ key, code: matmulShader(tile, aligned, { trans, half: h }), refs: [a, w, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
   };
   /** The gradients of x·W + b (W variable w, [n, k] in the forward) given dY = g [N, k]: dX, dW, db. */
   const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number): void => {

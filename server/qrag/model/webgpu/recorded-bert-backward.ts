@@ -57,7 +57,7 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
     const h = { a: hA };
     const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(trans)}${res ? "-res" : ""}${halfName(h)}`;
     const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-    b.step({ key, code: matmulShader(tile, aligned, false, trans, false, Boolean(res), h), refs: [a, w, ...(res ? [res] : []), out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
+    b.step({ key, code: matmulShader(tile, aligned, { trans, res: Boolean(res), half: h }), refs: [a, w, ...(res ? [res] : []), out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
   };
   /** The gradients of x·W + b (W variable w, [n, k]) given dY = g [N, k]: dX (+ res), dW, db. */
   const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number, res?: BufferLike): void => {

@@ -11,9 +11,9 @@
  *
  * Forward programs (recorded-bert.ts buildBertPlan, the no-grad list keeping what the backward reads):
  * e = word[id] + pos[t] + type[0]; x₀ = LN(e)·mask (e and the row stats kept); per layer Q, K, V matmul+bias
- * (separate buffers) → attention (its dropout mask drawn inline, as the backward draws it again) → output matmul+bias → mid = LN(x + h·m) (v = x + h·m and the row stats kept) → fc1
+ * (one program, separate buffers) → attention (its dropout mask drawn inline, as the backward draws it again) → output matmul+bias → mid = LN(x + h·m) (v = x + h·m and the row stats kept) → fc1
  * matmul+bias (pre-activation kept) → activation → fc2 matmul+bias → LN(mid + h·m); masked mean
- * ÷10: 3 + 10 per layer programs. Dropout keys: embedding, per layer attention then the two
+ * ÷10: 3 + 8 per layer programs, 3 + 6 where each LN is its product's epilogue (d ≤ 128). Dropout keys: embedding, per layer attention then the two
  * sub-layer ends (the tfjs path's order), each only where its rate is > 0 in train mode.
  */
 import * as tf from "@tensorflow/tfjs";
@@ -78,7 +78,7 @@ export function bertTrainBytes(c: BertConfig, B: number, T: number, half = false
   const acts = N * d + (L + 1) * N * d + L * (7 * N * d + 2 * N * F) + (residualFuses(d) ? 0 : N * d);
   const forward = 3 * N + 2 * N + L * (2 * B * H * T + 4 * N) + B * d;
   const backward = params + B * d + 8 * N * d + B * H * T + 2 * N * F + 3 * N + 1;
-  // uniform slots (two fewer a layer where the residual fuses)
-  return (half ? 2 : 4) * acts + 4 * (forward + backward) + 256 * (10 + (residualFuses(d) ? 31 : 33) * L);
+  // uniform slots: per layer 8 forward programs (6 where the residual fuses) and 23 backward
+  return (half ? 2 : 4) * acts + 4 * (forward + backward) + 256 * (10 + (residualFuses(d) ? 29 : 31) * L);
 }
 

@@ -8,9 +8,11 @@
  *
  * Programs (the generators of matmul.ts, attention.ts, gelu-layernorm.ts, residual-layernorm.ts,
  * dropout.ts): the embedding sum word[id] + pos[t] + type[0]; its LayerNorm (eps from config.json)
- * times the embedding dropout's mask; per layer Q, K, V matmul+bias → [attention mask] → attention
- * (separate q, k, v) → output matmul+bias → LN(x + dropout(h)) → fc1 matmul+bias → GELU (erf, or
- * tanh for gelu_new) / ReLU → fc2 matmul+bias → LN(x + dropout(h)); masked mean ÷10. The dropout
+ * times the embedding dropout's mask; per layer Q, K, V matmul+bias (one program, three outputs) →
+ * attention (separate q, k, v) → output matmul+bias → LN(x + dropout(h)) → fc1 matmul+bias → GELU
+ * (erf, or tanh for gelu_new) / ReLU → fc2 matmul+bias → LN(x + dropout(h)); masked mean ÷10; each
+ * LN(x + dropout(h)) is the epilogue of the product before it where a row fits one tile (d ≤ 128:
+ * 5 programs a layer with erf GELU; BERT-base, 7). The dropout
  * keys are drawn from the encoder's Rng in the order the tfjs path draws them (embedding; per layer
  * attention, then the two sub-layer ends), so train-mode outputs are the same.
  *
@@ -24,7 +26,7 @@ import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import {
-  admitPlan, cachedPlan, drawKeys, finishPlan, linearResLnStep, linearStep, planBound, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, rowsWithin, submitForward, USAGE,
+  admitPlan, cachedPlan, drawKeys, finishPlan, linearPartsStep, linearResLnStep, linearStep, planBound, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, rowsWithin, submitForward, USAGE,
   programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
@@ -118,8 +120,8 @@ export function bertForwardBytes(c: BertConfig, B: number, T: number, half = fal
   const acts = (fused ? 7 : 8) * N * d + (c.act === "gelu" ? 1 : 2) * N * F;
   // ids, mask, pooling weights, row stats, the attention's row stats, the pooled output
   const f32 = 3 * N + 2 * N + 2 * B * H * T + B * d;
-  // uniform slots: embedding, its LayerNorm, pooling (and one spare), per layer up to 10 programs (8 where the residual fuses)
-  return (half ? 2 : 4) * acts + 4 * f32 + 256 * (4 + (fused ? 8 : 10) * L);
+  // uniform slots: embedding, its LayerNorm, pooling (and one spare), per layer up to 8 programs (6 where the residual fuses)
+  return (half ? 2 : 4) * acts + 4 * f32 + 256 * (4 + (fused ? 6 : 8) * L);
 }
 
 /** Rows of T tokens one no-grad plan holds: within the no-grad plans' budget and every buffer within the binding limit. */
@@ -253,9 +255,7 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
   for (let l = 0; l < L; l++) {
     const o = N_EMB + l * PER_LAYER; // q w b, k w b, v w b, o w b, ln1 γ β, fc1 w b, fc2 w b, ln2 γ β
     const x = acts.x[l];
-    linear(x, o, acts.q[l], d, d);
-    linear(x, o + 2, acts.k[l], d, d);
-    linear(x, o + 4, acts.v[l], d, d);
+    b.step(linearPartsStep(x, [o, o + 2, o + 4], [acts.q[l], acts.k[l], acts.v[l]], N, d, d, half));
     const m = maskFields(ap);
     sites.att.push(m.draw);
     b.step({ key: attKey, code: attCode, refs: [acts.q[l], acts.k[l], acts.v[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: ap > 0 ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T), stride: 0, draw: m.draw });

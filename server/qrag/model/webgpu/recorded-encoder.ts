@@ -446,15 +446,15 @@ export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number,
   const epilogue = gelu && pre ? "keep" : gelu;
   const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias${epilogue === "keep" ? "-gelu-keep" : epilogue ? "-gelu" : ""}${halfKey(half)}`;
   const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-  return { key, code: matmulShader(tile, aligned, true, {}, epilogue, false, { a: half, c: half }), refs: [a, { weight: w }, { weight: w + 1 }, out, ...(pre ? [pre] : [])], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
+  return { key, code: matmulShader(tile, aligned, { bias: true, gelu: epilogue, half: { a: half, c: half } }), refs: [a, { weight: w }, { weight: w + 1 }, out, ...(pre ? [pre] : [])], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
 }
 
 /**
- * Storage buffers a recorded plan's widest program binds: the fused product + residual + LayerNorm
- * (A, W, bias, x, γ, β; y, v, stats). Every adapter timed grants 16 (lavapipe, H100, H200); one
+ * Storage buffers a recorded plan's widest program binds: BERT's Q, K and V product (A, three
+ * weights and biases; three outputs). Every adapter timed grants 16 (lavapipe, H100, H200); one
  * granting fewer runs the tfjs path.
  */
-export const RECORDED_BINDINGS = 9;
+export const RECORDED_BINDINGS = 10;
 
 /** Whether the device binds what the recorded plans' programs need. */
 export function recorderBinds(device: DeviceLike): boolean {
@@ -497,12 +497,30 @@ export function linearResLnStep(r: ResLnArgs): Omit<Step, "slot"> {
   const aligned = isAligned(tile, r.m, r.n, r.k);
   return {
     key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias-resln${halfKey(r.half)}`,
-    code: matmulShader(tile, aligned, true, {}, false, false, { a: r.half, c: r.half }, true),
+    code: matmulShader(tile, aligned, { bias: true, half: { a: r.half, c: r.half }, resLn: true }),
     refs: [r.a, { weight: r.w }, { weight: r.w + 1 }, r.xi, { weight: r.g }, { weight: r.g + 1 }, r.y, r.v, r.stats],
     uniforms: [["u", r.m], ["u", r.n], ["u", r.k], ["u", 0], ["u", 0], ["f", r.eps], ...r.mask.fields],
     grid: [1, Math.ceil(r.m / (tile.tm * tile.wy)), 1],
     stride: 0,
     draw: r.mask.draw,
+  };
+}
+
+/**
+ * outs[p] [m, n] = a [m, k]·W_p + bias_p for the weights ws[p] (W_p and its bias variables ws[p]
+ * and ws[p] + 1) in one program (matmul.ts `parts`): BERT's Q, K and V from one layer input.
+ */
+export function linearPartsStep(a: BufferLike, ws: readonly number[], outs: readonly BufferLike[], m: number, n: number, k: number, half = false): Omit<Step, "slot"> {
+  const tile = tileFor(m, ws.length * n);
+  const aligned = isAligned(tile, m, n, k);
+  const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
+  return {
+    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias-x${ws.length}${halfKey(half)}`,
+    code: matmulShader(tile, aligned, { bias: true, half: { a: half, c: half }, parts: ws.length }),
+    refs: [a, ...ws.map((w) => ({ weight: w })), ...ws.map((w) => ({ weight: w + 1 })), ...outs],
+    uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]],
+    grid: [ws.length * Math.ceil(n / bn), Math.ceil(m / bm), 1],
+    stride: 0,
   };
 }
 
