@@ -105,7 +105,13 @@ export interface ShaderOptions {
   /** The residual + LayerNorm epilogue (resLnEpilogue) in place of storing C. */
   resLn?: boolean;
   /**
-   * Products of one A with `parts` weights (B0…, their biases, into C0…) in one program, each of N
+   * Also the column sums of B over K into S: a bias's gradient beside its weight's (dW = Xᵀ·dY and
+   * db = dY's column sums from the B slices the product loads anyway), written by the first row
+   * block's workgroups. 2-D products only.
+   */
+  colSum?: boolean;
+  /**
+   * Products of one A with `parts` operands B (B0…, their biases, into C0…, S0…) in one program, each of N
    * columns: BERT's Q, K and V. A workgroup's column block lies in one part (the grid's x is
    * parts × the blocks of N), so which buffer it reads is uniform across the workgroup.
    */
@@ -114,8 +120,9 @@ export interface ShaderOptions {
 
 /** WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks), computing what `o` asks besides A·B. */
 export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions = {}): string {
-  const { bias = false, trans = {}, gelu = false, res = false, half = {}, resLn = false, parts = 1 } = o;
+  const { bias = false, trans = {}, gelu = false, res = false, half = {}, resLn = false, parts = 1, colSum = false } = o;
   if (parts > 1 && (gelu === "keep" || res || resLn)) throw new Error("matmulShader: parts take a bias or GELU epilogue only");
+  if (colSum && resLn) throw new Error("matmulShader: the residual + LayerNorm epilogue stores no column sums");
   const { threads, bm, bn } = tileOf(t);
   const { wx, wy, tm, tn, bk } = t;
   // the GELU epilogue: gelu-layernorm.ts's expression per value, so the result equals its program's
@@ -143,6 +150,7 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
   else L.push(`  let row0 = wid.y * ${bm}u;`, `  let col0 = wid.x * ${bn}u;`);
   L.push(`  let aOff = wid.z * u.aBatch;`, `  let bOff = wid.z * u.bBatch;`, `  let cOff = wid.z * u.M * u.N;`);
   for (let i = 0; i < tm; i++) for (let j = 0; j < tn4; j++) L.push(`  var c${i}_${j} = vec4<f32>(0.0);`);
+  if (colSum) for (let j = 0; j < tn4; j++) L.push(`  var cs${j} = vec4<f32>(0.0);`);
   L.push(`  for (var k0 = 0u; k0 < u.K; k0 = k0 + ${bk}u) {`);
   // A slice → As[k][m], B slice → Bs[k][n]. An operand stored with k inner (A, or Bᵀ) is read
   // along k and scattered; one stored with k outer (Aᵀ, or B) is read along m / n in place.
@@ -184,12 +192,23 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
   for (let kk = 0; kk < bk; kk++) {
     for (let i = 0; i < tm4; i++) L.push(`    let a${kk}_${i} = As[${(kk * bm) / 4 + i * wy}u + lid.y];`);
     for (let j = 0; j < tn4; j++) L.push(`    let b${kk}_${j} = Bs[${(kk * bn) / 4 + j * wx}u + lid.x];`);
+    if (colSum) for (let j = 0; j < tn4; j++) L.push(`    cs${j} += b${kk}_${j};`);
     for (let i = 0; i < tm; i++) {
       for (let j = 0; j < tn4; j++) L.push(`    c${i}_${j} = fma(vec4<f32>(a${kk}_${i >> 2}[${i & 3}]), b${kk}_${j}, c${i}_${j});`);
     }
   }
   L.push(`    workgroupBarrier();`, `  }`);
   // thread (x, y) owns rows (i4·WY + y)·4 + c and column vectors j·WX + x
+  if (colSum) {
+    const put = (i: string, v: string): string => (parts > 1 ? `writeS(${i}, ${v});` : `S[${i}] = ${v};`);
+    L.push(`  if (wid.y == 0u && lid.y == 0u) {`);
+    for (let j = 0; j < tn4; j++) {
+      const col = `col0 + (${j * wx}u + lid.x) * 4u`;
+      if (aligned) L.push(`    ${put(`(${col}) / 4u`, `cs${j}`)}`);
+      else for (let c = 0; c < 4; c++) L.push(`    if (${col} + ${c}u < u.N) { ${put(`${col} + ${c}u`, `cs${j}[${c}]`)} }`);
+    }
+    L.push(`  }`);
+  }
   if (resLn) L.push(...resLnEpilogue(t, Boolean(half.c)));
   for (let i = 0; i < (resLn ? 0 : tm); i++) {
     L.push(`  { let r = row0 + (${(i >> 2) * wy}u + lid.y) * 4u + ${i & 3}u;`);
@@ -222,15 +241,16 @@ ${L.join("\n")}`;
     const each = (body: (p: number) => string): string => Array.from({ length: parts }, (_, p) => `${p === parts - 1 ? "default" : `case ${p}u`}: { ${body(p)} }`).join(" ");
     const named = (n: string, type: string): string[] => Array.from({ length: parts }, (_, p) => `${n}${p}:${type}`);
     return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
-${storageDecls([`A:${aty}`, ...named("B", ty), ...(bias ? named("bias", ty) : [])], named("C", cty))}
+${storageDecls([`A:${aty}`, ...named("B", ty), ...(bias ? named("bias", ty) : [])], [...named("C", cty), ...(colSum ? named("S", ty) : [])])}
 var<private> part: u32;
 fn readB(i: u32) -> ${ty} { switch part { ${each((p) => `return B${p}[i];`)} } }
 ${bias ? `fn biasAt(i: u32) -> ${ty} { switch part { ${each((p) => `return bias${p}[i];`)} } }` : ""}
 fn writeC(i: u32, v: ${cty}) { switch part { ${each((p) => `C${p}[i] = v;`)} } }
+${colSum ? `fn writeS(i: u32, v: ${ty}) { switch part { ${each((p) => `S${p}[i] = v;`)} } }` : ""}
 ${geluFns}${L.join("\n")}`;
   }
   return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
-${storageDecls([`A:${aty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${cty}`, ...(gelu === "keep" ? [`P:${cty}`] : [])])}
+${storageDecls([`A:${aty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${cty}`, ...(gelu === "keep" ? [`P:${cty}`] : []), ...(colSum ? [`S:${ty}`] : [])])}
 ${geluFns}${L.join("\n")}`;
 }
 

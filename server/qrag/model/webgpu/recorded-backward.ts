@@ -13,14 +13,14 @@
  * before it, which writes the stream's gradient and the branch's (and the embedding's) both.
  */
 import { storageDecls, uniformStruct, WG, workgroupSum } from "./raw-program.ts";
-import { halfName, isAligned, matmulShader, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
+import type { MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
 import { geluBwd, lnDgb as lnDgbShader, lnDxShader } from "./gelu-layernorm.ts";
 import { halfKey } from "./half-storage.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
-import { USAGE, type BackPlan, type BufferLike, type PlanBuilder, type Ref, type UniformValues } from "./recorded-encoder.ts";
+import { productStep, USAGE, type BackPlan, type BufferLike, type PlanBuilder, type Ref, type UniformValues } from "./recorded-encoder.ts";
 
 /** Masked-mean backward: g[r, c] = dy[r / T, c]·w[r], one thread per element. */
 export const POOL_BWD = `${uniformStruct(["n: u32", "T: u32", "d: u32"])}
@@ -33,7 +33,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   g[i] = dy[(r / u.T) * u.d + i % u.d] * w[r];
 }`;
 
-/** A bias's gradient, the column sums of dy [rows, n]: a workgroup per column (as LN_DGB). */
+/** The column sums of dy [rows, n], a workgroup per column (as LN_DGB): BERT's type-table gradient (a linear's bias gets its column sums in its weight-gradient product, matmul.ts colSum). */
 export const COL_SUM = `${uniformStruct(["rows: u32", "n: u32"])}
 ${storageDecls(["dy"], ["s"])}
 var<workgroup> acc: array<f32, ${WG}>;
@@ -46,28 +46,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
   }
   ${workgroupSum("sum")}
   if (lid.x == 0u && k < u.n) { s[k] = acc[0]; }
-}`;
-
-/** Three biases' gradients at once (the recorded BERT's Q, K, V): the column sums of a, b, c [rows, n], a workgroup per column. */
-export const COL_SUM3 = `${uniformStruct(["rows: u32", "n: u32"])}
-${storageDecls(["a", "b", "c"], ["sa", "sb", "sc"])}
-var<workgroup> acc: array<vec3<f32>, ${WG}>;
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-  let k = threadIndex(gid) / ${WG}u;
-  var sum = vec3<f32>(0.0);
-  if (k < u.n) {
-    for (var r = lid.x; r < u.rows; r += ${WG}u) {
-      let i = r * u.n + k;
-      sum += vec3<f32>(a[i], b[i], c[i]);
-    }
-  }
-  ${workgroupSum("sum")}
-  if (lid.x == 0u && k < u.n) {
-    sa[k] = acc[0].x;
-    sb[k] = acc[0].y;
-    sc[k] = acc[0].z;
-  }
 }`;
 
 /** The position table's gradient [max_len, d]: rows t < T summed over the batch, the rest 0. */
@@ -158,20 +136,14 @@ export function buildBackward(b: PlanBuilder): BackPlan {
 
   const thr = dropThreshold(dropping ? c.dropout : 0), keep = dropping ? dropoutKeepScale(c.dropout) : 1;
   const maskFields: UniformValues = [["u", thr], ["f", keep], ["u", 0], ["u", 0]];
-  /** A product; `hA`: A is an f16 activation (a weight's gradient Xᵀ·dY). */
-  const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans, hA = false): void => {
-    const tile = tileFor(m, n);
-    const aligned = isAligned(tile, m, n, k);
-    const h = { a: hA };
-    const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(trans)}${halfName(h)}`;
-    const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-    b.step({ key, code: matmulShader(tile, aligned, { trans, half: h }), refs: [a, w, out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
+  /** A product; `hA`: A is an f16 activation (a weight's gradient Xᵀ·dY); `sum`: B's column sums into it too (the bias's gradient beside the weight's). */
+  const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans, hA = false, sum?: BufferLike): void => {
+    b.step(productStep({ a, b: [w], out: [out], m, n, k, trans, hA, sums: sum ? [sum] : undefined }));
   };
-  /** The gradients of x·W + b (W variable w, [n, k] in the forward) given dY = g [N, k]: dX, dW, db. */
+  /** The gradients of x·W + b (W variable w, [n, k] in the forward) given dY = g [N, k]: dX, then dW and db in one product. */
   const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number): void => {
     matmul(g, { weight: w }, dx, N, n, k, { b: true });
-    matmul(x, g, grads[w], n, k, N, { a: true }, half);
-    b.flat("qrag_col_sum", COL_SUM, [g, grads[w + 1]], [["u", N], ["u", k]], k * WG);
+    matmul(x, g, grads[w], n, k, N, { a: true }, half, grads[w + 1]);
   };
   const rows: UniformValues = [["u", N], ["u", d]];
   const dgbCode = lnDgbShader(half), geluBwdCode = geluBwd(half);

@@ -15,15 +15,15 @@
  * on the host, as the transformer's).
  */
 import { WG } from "./raw-program.ts";
-import { halfName, isAligned, matmulShader, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
+import type { MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
 import { geluBwd, geluTanhBwd, lnDgb as lnDgbShader, lnDx, reluBwd } from "./gelu-layernorm.ts";
 import { halfKey } from "./half-storage.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { ADD_DH, resLnDx } from "./residual-layernorm.ts";
-import { COL_SUM, COL_SUM3, POOL_BWD, POS_BWD, TOK_BWD } from "./recorded-backward.ts";
+import { COL_SUM, POOL_BWD, POS_BWD, TOK_BWD } from "./recorded-backward.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
-import { USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
+import { productStep, USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
 import type { BertConfig } from "../hf/bert.ts";
 import { N_EMB, PER_LAYER, type BertBuilder } from "./recorded-bert.ts";
 
@@ -52,18 +52,12 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const maskOf = (p: number): UniformValues => [["u", dropThreshold(p)], ["f", p > 0 ? dropoutKeepScale(p) : 1], ["u", 0], ["u", 0]];
   /** A product (plus `res`); `hA`: A is an f16 activation (a weight's gradient Xᵀ·dY). */
   const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans, res?: BufferLike, hA = false): void => {
-    const tile = tileFor(m, n);
-    const aligned = isAligned(tile, m, n, k);
-    const h = { a: hA };
-    const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(trans)}${res ? "-res" : ""}${halfName(h)}`;
-    const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-    b.step({ key, code: matmulShader(tile, aligned, { trans, res: Boolean(res), half: h }), refs: [a, w, ...(res ? [res] : []), out], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 });
+    b.step(productStep({ a, b: [w], out: [out], m, n, k, trans, res, hA }));
   };
-  /** The gradients of x·W + b (W variable w, [n, k]) given dY = g [N, k]: dX (+ res), dW, db. */
+  /** The gradients of x·W + b (W variable w, [n, k]) given dY = g [N, k]: dX (+ res), then dW and db in one product. */
   const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number, res?: BufferLike): void => {
     matmul(g, { weight: w }, dx, N, n, k, { b: true }, res);
-    matmul(x, g, grads[w], n, k, N, { a: true }, undefined, half);
-    b.flat("qrag_col_sum", COL_SUM, [g, grads[w + 1]], [["u", N], ["u", k]], k * WG);
+    b.step(productStep({ a: x, b: [g], out: [grads[w]], m: n, n: k, k: N, trans: { a: true }, hA: half, sums: [grads[w + 1]] }));
   };
   const rowDims: UniformValues = [["u", N], ["u", d]];
   const lanes = rowLanes(d);
@@ -105,12 +99,12 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
     const draw = sites.att[l];
     b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "separate", attDrop, tile, half), refs: [...qkv, b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms, grid, stride: 0, draw });
     b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "separate", attDrop, tile, half), refs: [...qkv, b.mask, acts.attSt[l], dCtx, dsum, dk, dv], uniforms, grid, stride: 0, draw });
-    // dX = dQ·Wqᵀ + dK·Wkᵀ + dV·Wvᵀ + the residual's; the three biases' sums in one program
+    // dX = dQ·Wqᵀ + dK·Wkᵀ + dV·Wvᵀ + the residual's, three chained products
     matmul(dq, { weight: o }, gA, N, d, d, { b: true }, gC);
     matmul(dk, { weight: o + 2 }, gB, N, d, d, { b: true }, gA);
     matmul(dv, { weight: o + 4 }, gA, N, d, d, { b: true }, gB);
-    for (const [g, w] of [[dq, o], [dk, o + 2], [dv, o + 4]] as const) matmul(acts.x[l], g, grads[w], d, d, N, { a: true }, undefined, half);
-    b.flat("qrag_col_sum3", COL_SUM3, [dq, dk, dv, grads[o + 1], grads[o + 3], grads[o + 5]], [["u", N], ["u", d]], d * WG);
+    // dWq, dWk, dWv = Xᵀ·dQ, Xᵀ·dK, Xᵀ·dV and the three biases' (the column sums) in one program
+    b.step(productStep({ a: acts.x[l], b: [dq, dk, dv], out: [grads[o], grads[o + 2], grads[o + 4]], m: d, n: d, k: N, trans: { a: true }, hA: half, sums: [grads[o + 1], grads[o + 3], grads[o + 5]] }));
   }
   // x₀ = LN_emb(e)·m
   let gE = gA;

@@ -78,7 +78,7 @@ export function bertTrainBytes(c: BertConfig, B: number, T: number, half = false
   const acts = N * d + (L + 1) * N * d + L * (7 * N * d + 2 * N * F) + (residualFuses(d) ? 0 : N * d);
   const forward = 3 * N + 2 * N + L * (2 * B * H * T + 4 * N) + B * d;
   const backward = params + B * d + 8 * N * d + B * H * T + 2 * N * F + 3 * N + 1;
-  // uniform slots: per layer 8 forward programs (6 where the residual fuses) and 23 backward
-  return (half ? 2 : 4) * acts + 4 * (forward + backward) + 256 * (10 + (residualFuses(d) ? 29 : 31) * L);
+  // uniform slots: per layer 8 forward programs (6 where the residual fuses) and 17 backward
+  return (half ? 2 : 4) * acts + 4 * (forward + backward) + 256 * (10 + (residualFuses(d) ? 23 : 25) * L);
 }
 

@@ -34,7 +34,7 @@ import { noteOutsideBytes } from "../../backend/gpu-memory.ts";
 import type { Rng } from "../../util/rng.ts";
 import { dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
 import { cachedPipeline, foldThreads, storageDecls, uniformStruct, webgpuBackend, WG, type GpuDeviceLike, type PipelineLike, type WebgpuBackendLike } from "./raw-program.ts";
-import { isAligned, matmulShader, resLnTile, tileFor, tileName } from "./matmul.ts";
+import { halfName, isAligned, matmulShader, resLnTile, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
 import { lnFwdShader } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
@@ -503,6 +503,41 @@ export function linearResLnStep(r: ResLnArgs): Omit<Step, "slot"> {
     grid: [1, Math.ceil(r.m / (tile.tm * tile.wy)), 1],
     stride: 0,
     draw: r.mask.draw,
+  };
+}
+
+/** A backward's product (recorded-backward.ts, recorded-bert-backward.ts): what productStep computes. */
+export interface Product {
+  a: Ref;
+  /** One operand B, or several sharing A (matmul.ts `parts`), each into its `out`. */
+  b: Ref[];
+  out: BufferLike[];
+  m: number;
+  n: number;
+  k: number;
+  trans: MatmulTrans;
+  /** Plus R (single B only). */
+  res?: BufferLike;
+  /** A is an f16 activation (a weight's gradient Xᵀ·dY). */
+  hA?: boolean;
+  /** Each B's column sums into these too: the biases' gradients beside their weights'. */
+  sums?: BufferLike[];
+}
+
+/** The program of a backward's product: out_p [m, n] = A·B_p (+ R), with B_p's column sums where asked. */
+export function productStep(p: Product): Omit<Step, "slot"> {
+  const parts = p.b.length;
+  const tile = tileFor(p.m, parts * p.n);
+  const aligned = isAligned(tile, p.m, p.n, p.k);
+  const h = { a: Boolean(p.hA) };
+  const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
+  return {
+    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(p.trans)}${p.res ? "-res" : ""}${p.sums ? "-cs" : ""}${parts > 1 ? `-x${parts}` : ""}${halfName(h)}`,
+    code: matmulShader(tile, aligned, { trans: p.trans, res: Boolean(p.res), half: h, colSum: Boolean(p.sums), parts }),
+    refs: [p.a, ...p.b, ...(p.res ? [p.res] : []), ...p.out, ...(p.sums ?? [])],
+    uniforms: [["u", p.m], ["u", p.n], ["u", p.k], ["u", 0], ["u", 0]],
+    grid: [parts * Math.ceil(p.n / bn), Math.ceil(p.m / bm), 1],
+    stride: 0,
   };
 }
 
