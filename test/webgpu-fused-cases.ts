@@ -6,7 +6,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff as relDiffFloor } from "./device-case-runner.ts";
-import { counterSnapshot, kernelNameCounts, resetCounters, withPhase } from "../server/qrag/backend/device.ts";
+import { counterSnapshot, countersOn, kernelNameCounts, resetCounters, withPhase } from "../server/qrag/backend/device.ts";
 import { AdamW, clipFactorDevice } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
 import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
@@ -19,8 +19,8 @@ import { joinRows } from "../server/qrag/model/webgpu/join-rows.ts";
 import { gpuTimingOff, gpuTimingOn, settleGpuTimes } from "../server/qrag/backend/gpu-timing.ts";
 import { rotateTf } from "../server/qrag/model/rotary.ts";
 import { twinLossDevice, twinLossGrads } from "../server/qrag/model/webgpu/twin-loss.ts";
-import { policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
-import { availTensor, greedyPick, policyTopK, scorePadded, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
+import { paddedLayout, policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
+import { availTensor, greedyPick, policyTopK, policyTopKJoined, scorePadded, scorePolicyTopKJoined, scoreRows, scoreSoftValue, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
 import type { PickSpec } from "../server/qrag/model/webgpu/greedy-pick.ts";
 import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 import { DEFAULT_TILE, MATMUL_TILES, isAligned, matmulTiled, type MatmulTrans } from "../server/qrag/model/webgpu/matmul.ts";
@@ -382,6 +382,68 @@ async function wideRowRun(backend: "cpu" | "webgpu") {
     tf.dispose([q1, q2, avail, top.indices]);
   }
   return { out, dispatches };
+}
+
+/**
+ * The scores and the per-row program after them in one program (twin-q.ts scoreThenRowCode:
+ * scorePolicyTopKJoined, scoreSoftValue) against the two programs (scoreRows, then
+ * policyTopKJoined / softValueDevice) on webgpu, on the same inputs: environments of 5, 1 and 7
+ * candidates (ties, padding, positions past the rotary table, unavailable ones) and of 150 and 3
+ * (more candidates than a workgroup's 64 threads), α 0 and > 0, top-5 and top-2; the programs each
+ * dispatches in the rollout and target phases.
+ */
+async function scoreThenRowCase() {
+  await onBackend("webgpu");
+  const rng = new Rng(23);
+  const D = 16;
+  const diffs: Record<string, number> = {};
+  const dispatches: Record<string, number> = {};
+  for (const counts of [[5, 1, 7], [150, 3]]) {
+    const R = counts.reduce((a, b) => a + b, 0);
+    const nMax = Math.max(...counts);
+    const cv = normals(rng, R * D);
+    const sv = normals(rng, counts.length * D);
+    for (const row of [0, 2]) for (let c = 0; c < D; c++) cv[row * D + c] = 3 * sv[c];
+    const cands = tf.tensor2d(cv, [R, D]);
+    const states = tf.tensor2d(sv, [counts.length, D]);
+    const positions = Int32Array.from({ length: R }, (_, i) => (i === 1 ? 5000 : i < 3 ? 0 : rng.int(40)));
+    const layout = paddedLayout(positions, counts, R);
+    const avail = availTensor(counts.map((n) => Uint8Array.from({ length: n }, (_, j) => (j % 4 === 2 ? 0 : 1))), nMax);
+    const run = (phase: "rollout" | "target", f: () => tf.Tensor): tf.Tensor => {
+      resetCounters();
+      countersOn();
+      const t = withPhase(phase, f);
+      dispatches[`${counts} ${phase}`] = Math.max(dispatches[`${counts} ${phase}`] ?? 0, counterSnapshot()[phase]?.dispatches ?? 0);
+      return t;
+    };
+    for (const k of [5, 2]) {
+      const one = run("rollout", () => scorePolicyTopKJoined(states, cands, layout, avail, k));
+      const two = tf.tidy(() => {
+        const { q1, q2 } = scoreRows(states, cands, layout);
+        return policyTopKJoined(q1, q2, avail, k);
+      });
+      const [a, b] = await readAll([one, two]);
+      diffs[`${counts} top-${k}`] = maxAbsDiff(a, b);
+    }
+    for (const alpha of [0.05, 0]) {
+      const one = run("target", () => scoreSoftValue(states, cands, layout, avail, alpha, 5));
+      const two = tf.tidy(() => {
+        const { q1, q2 } = scoreRows(states, cands, layout);
+        return softValueDevice(q1, q2, avail, alpha, 5);
+      });
+      const [a, b] = await readAll([one, two]);
+      diffs[`${counts} V α ${alpha}`] = maxAbsDiff(a, b);
+    }
+    tf.dispose([cands, states, avail]);
+  }
+  return { diffs, dispatches };
+}
+
+/** Largest |a − b| (0 where both are the same infinity). */
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  let m = a.length === b.length ? 0 : Infinity;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) m = Math.max(m, Math.abs(a[i] - b[i]));
+  return m;
 }
 
 async function twinQCase() {
@@ -772,6 +834,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
   "gpu-timing-programs": gpuTimingProgramsCase,
   "global-norm": globalNormCase,
   "twin-q": twinQCase,
+  "score-then-row": scoreThenRowCase,
   attention: attentionCase,
   learner: learnerCase,
   adamw: adamwCase,

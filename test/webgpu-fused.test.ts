@@ -74,6 +74,14 @@ test("fused twin-head Q, soft value and policy top-k on webgpu equal device-scor
   for (const [k, same] of Object.entries(r.padding)) assert.ok(same, `${k}: −∞ padding at other places`);
 });
 
+test("scores and the policy's top-k (a rollout step), scores and the soft value (the deferred targets) each as ONE program on webgpu: the same bits as the two programs (ties, padding, rotary, 150 candidates per row, α 0 and > 0)", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; dispatches: Record<string, number> }>("score-then-row");
+  assert.equal(Object.keys(r.diffs).length, 8, Object.keys(r.diffs).join(", "));
+  for (const [k, d] of Object.entries(r.diffs)) assert.equal(d, 0, `${k}: differs by ${d}`);
+  for (const [k, n] of Object.entries(r.dispatches)) assert.equal(n, 1, `${k}: ${n} dispatches`);
+  assert.equal(Object.keys(r.dispatches).length, 4);
+});
+
 test("fused clipping norm on webgpu equals the tfjs ops' norm and factor on cpu, in few programs, also over more tensors than one finishing program takes (BERT-base's 400)", { skip }, () => {
   const r = runCase<{ cpu: number[]; gpu: number[]; dispatches: number; manyDispatches: number; limit: number; tensors: number; many: number }>("global-norm");
   const [norm, coef, norm2, coef2, norm3, coef3] = r.gpu;

@@ -9,7 +9,7 @@ import * as tf from "@tensorflow/tfjs";
 import { rotateDevice } from "../model/device-ops.ts";
 import { onDevice } from "../backend/device.ts";
 import { greedyPickFused, pickFits, type PickSpec } from "../model/webgpu/greedy-pick.ts";
-import { paddedLayout, policyTopKFused, policyTopKJoinedFused, scoreRowsFused, softValueFused, type ScoreLayout } from "../model/webgpu/twin-q.ts";
+import { paddedLayout, policyTopKFused, policyTopKJoinedFused, scorePolicyTopKJoinedFused, scoreRowsFused, scoreSoftValueFused, softValueFused, type ScoreLayout } from "../model/webgpu/twin-q.ts";
 import type { SoftValueHeads } from "./soft-value.ts";
 
 /**
@@ -79,6 +79,23 @@ export function policyTopKJoined(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Ten
   if (fusedTopK(q1)) return policyTopKJoinedFused(q1, q2, avail, k);
   const { values, indices } = policyTopK(q1, q2, avail, k);
   return tf.concat([tf.cast(indices, "float32"), values], 1) as tf.Tensor2D;
+}
+
+/**
+ * A rollout step's policy after its forward: scoreRows, then policyTopKJoined of the scores; on
+ * webgpu one program (twin-q.ts scoreThenRowCode) where the fused top-k takes the rows.
+ */
+export function scorePolicyTopKJoined(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout, avail: tf.Tensor2D, k: number): tf.Tensor2D {
+  if (onDevice() && layout.nMax <= FUSED_TOPK_MAX) return scorePolicyTopKJoinedFused(states, cands, layout, avail, k);
+  const { q1, q2 } = scoreRows(states, cands, layout);
+  return policyTopKJoined(q1, q2, avail, k);
+}
+
+/** scoreRows, then softValueDevice of the scores (the rollout's deferred values): one program on webgpu where the fused soft value takes the rows. */
+export function scoreSoftValue(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout, avail: tf.Tensor2D, alpha: number, k: number, heads: SoftValueHeads = "per_head"): tf.Tensor1D {
+  if (onDevice() && heads !== "joint" && layout.nMax <= FUSED_TOPK_MAX) return scoreSoftValueFused(states, cands, layout, avail, alpha, k);
+  const { q1, q2 } = scoreRows(states, cands, layout);
+  return softValueDevice(q1, q2, avail, alpha, k, heads);
 }
 
 /** softValueHead (soft-value.ts) per row of q [E, nMax] → [E]. */

@@ -14,7 +14,7 @@ import { applyPartialStart, type PartialStartConfig } from "../env/partial-start
 import { scoreCandidates } from "../model/rotary.ts";
 import * as tf from "@tensorflow/tfjs";
 import { boltzmannTop5, sampleTopK, uniformAvailable } from "./policy.ts";
-import { availTensor, policyTopKJoined, scoreRows, softValueDevice } from "./device-scoring.ts";
+import { availTensor, scorePolicyTopKJoined, scoreSoftValue } from "./device-scoring.ts";
 import { disposeJoined, joinBlocks, newBlock, releaseRef, scoreLayout, targetsJoined, type CandidateRef, type JoinedBlocks } from "./device-candidates.ts";
 import { onDevice, withPhase, withPhaseAsync } from "../backend/device.ts";
 import { softValue, type SoftValueHeads } from "./soft-value.ts";
@@ -188,8 +188,7 @@ export class ParallelEnvs {
     const top = tf.tidy(() => {
       const avail = availTensor(slots.map((s) => s.episode.available), layout.nMax);
       const sPolicy = embedStatesDevice(nets.policy, states, maxInMemory, true);
-      const { q1, q2 } = scoreRows(sPolicy, cands, layout);
-      return policyTopKJoined(q1, q2, avail, k);
+      return scorePolicyTopKJoined(sPolicy, cands, layout, avail, k);
     });
     const data = (await top.data()) as Float32Array;
     top.dispose();
@@ -227,8 +226,7 @@ export class ParallelEnvs {
         const layout = scoreLayout(rows.map((p) => ({ ref: p.slot.cands!, positions: p.positions })), joined);
         const v = tf.tidy(() => {
           const s = rows.length === pending.length ? sTarget : tf.slice(sTarget, [i0, 0], [rows.length, -1]);
-          const { q1, q2 } = scoreRows(s, joined.cands, layout);
-          return softValueDevice(q1, q2, availTensor(rows.map((p) => p.avail), layout.nMax), alpha, topk, softValueHeads);
+          return scoreSoftValue(s, joined.cands, layout, availTensor(rows.map((p) => p.avail), layout.nMax), alpha, topk, softValueHeads);
         });
         out.set((await v.data()) as Float32Array, i0);
         v.dispose();

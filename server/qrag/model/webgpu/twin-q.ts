@@ -29,8 +29,11 @@ function insertTopK(vals: string, inds: string, x: string): string {
 /** −∞ comes in as a uniform: WGSL rejects a constant infinity. */
 const NEG_INF = "u.negInf";
 
-function scoreCode(rotary: boolean): string {
-  const read = ["st", "cand", "padIdx:i32", ...(rotary ? ["rows:i32", "ct", "sn"] : [])];
+const SCORE_FIELDS = ["E: u32", "nMax: u32", "R: u32", "D: u32", "negInf: f32"];
+const scoreReads = (rotary: boolean): string[] => ["st", "cand", "padIdx:i32", ...(rotary ? ["rows:i32", "ct", "sn"] : [])];
+
+/** WGSL `fn scoreSlot(idx)`: slot idx's q1, q2 (state idx / nMax against its candidate row; −∞ at padding). */
+function scoreSlotFn(rotary: boolean): string {
   const pair = rotary
     ? `let to = u32(rows[idx]) * u.D + c;
     let x0 = cand[co + c];
@@ -39,12 +42,7 @@ function scoreCode(rotary: boolean): string {
     let r1 = x1 * ct[to + 1u] + x0 * sn[to + 1u];`
     : `let r0 = cand[co + c];
     let r1 = cand[co + c + 1u];`;
-  return `${uniformStruct(["E: u32", "nMax: u32", "R: u32", "D: u32", "negInf: f32"])}
-${storageDecls(read, ["q1", "q2"])}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let idx = threadIndex(gid);
-  if (idx >= u.E * u.nMax) { return; }
+  return `fn scoreSlot(idx: u32) {
   let r = padIdx[idx];
   if (u32(r) >= u.R) { q1[idx] = ${NEG_INF}; q2[idx] = ${NEG_INF}; return; }
   let so = (idx / u.nMax) * u.D;
@@ -58,6 +56,40 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   }
   q1[idx] = h[0];
   q2[idx] = h[1];
+}`;
+}
+
+function scoreCode(rotary: boolean): string {
+  return `${uniformStruct(SCORE_FIELDS)}
+${storageDecls(scoreReads(rotary), ["q1", "q2"])}
+${scoreSlotFn(rotary)}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let idx = threadIndex(gid);
+  if (idx >= u.E * u.nMax) { return; }
+  scoreSlot(idx);
+}`;
+}
+
+/**
+ * The scores of each row's nMax slots, then `row` (a program of one thread per row over them: the
+ * policy's top-k, or the soft value) in ONE program: a workgroup per row scores its slots, then its
+ * first thread runs `row` on them, after a storage barrier. Saves a dispatch per rollout step and
+ * per target batch; `row` is the very code its own program runs, so the results are the same bits.
+ */
+function scoreThenRowCode(rotary: boolean, row: { fields?: string[]; head: string; reads: string[]; writes: string[]; fn: string; call: string }): string {
+  return `${uniformStruct([...SCORE_FIELDS, ...(row.fields ?? [])])}
+${row.head}
+${storageDecls([...scoreReads(rotary), ...row.reads], ["q1", "q2", ...row.writes])}
+${scoreSlotFn(rotary)}
+${row.fn}
+@compute @workgroup_size(${WG})
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let e = wid.y * nwg.x + wid.x;
+  if (e >= u.E) { return; }
+  for (var j = lid.x; j < u.nMax; j += ${WG}u) { scoreSlot(e * u.nMax + j); }
+  storageBarrier();
+  if (lid.x == 0u) { ${row.call} }
 }`;
 }
 
@@ -90,30 +122,87 @@ export function paddedLayout(positions: Int32Array, counts: readonly number[], R
   return { nMax, padIdx, positions: slotPos };
 }
 
+/** What a scoring program binds and is told: states [N, D] against candidates [R, D] laid out by `layout`. */
+function scoreInputs(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout, who: string) {
+  const [R, D] = cands.shape;
+  const { nMax, padIdx } = layout;
+  const N = padIdx.length / nMax;
+  if (D % 2 !== 0) throw new Error(`${who}: odd width ${D}`);
+  if (states.shape[0] !== N || states.shape[1] !== D) throw new Error(`${who}: states [${states.shape}] for ${N} rows of width ${D}`);
+  if (layout.positions.length !== padIdx.length) throw new Error(`${who}: ${layout.positions.length} positions for ${padIdx.length} slots`);
+  const rot = rotaryRows(D, layout.positions);
+  const made = [tf.tensor1d(padIdx, "int32"), ...(rot ? [tf.tensor1d(rot.rows, "int32")] : [])];
+  return {
+    N, nMax, rotary: Boolean(rot),
+    inputs: [states, cands, made[0], ...(rot ? [made[1], rot.c, rot.s] : [])],
+    uniforms: [...[N, nMax, R, D].map((x) => ({ type: "uint32" as const, data: [x] })), { type: "float32" as const, data: [-Infinity] }],
+    /** Disposes the index tensors made here (the rotary tables are cached). */
+    dispose: () => tf.dispose(made),
+  };
+}
+
 /**
  * Twin-head Q as one program: states [N, D] against candidates [R, D] laid out by `layout`
  * → q1, q2 [N, nMax] (−∞ at padding).
  */
 export function scoreRowsFused(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout): { q1: tf.Tensor2D; q2: tf.Tensor2D } {
-  const [R, D] = cands.shape;
-  const { nMax, padIdx } = layout;
-  const N = padIdx.length / nMax;
-  if (D % 2 !== 0) throw new Error(`scoreRowsFused: odd width ${D}`);
-  if (states.shape[0] !== N || states.shape[1] !== D) throw new Error(`scoreRowsFused: states [${states.shape}] for ${N} rows of width ${D}`);
-  if (layout.positions.length !== padIdx.length) throw new Error(`scoreRowsFused: ${layout.positions.length} positions for ${padIdx.length} slots`);
-  const rot = rotaryRows(D, layout.positions);
-  const inputs: tf.Tensor[] = [states, cands, tf.tensor1d(padIdx, "int32"), ...(rot ? [tf.tensor1d(rot.rows, "int32"), rot.c, rot.s] : [])];
+  const sc = scoreInputs(states, cands, layout, "scoreRowsFused");
   const infos = runRawProgram(webgpuBackend(), {
-    key: `qrag_score_${rot ? "rot" : "plain"}`,
-    code: scoreCode(Boolean(rot)),
-    inputs,
-    outputs: [{ shape: [N, nMax] }, { shape: [N, nMax] }],
-    uniforms: [...[N, nMax, R, D].map((x) => ({ type: "uint32" as const, data: [x] })), { type: "float32", data: [-Infinity] }],
-    threads: N * nMax,
+    key: `qrag_score_${sc.rotary ? "rot" : "plain"}`,
+    code: scoreCode(sc.rotary),
+    inputs: sc.inputs,
+    outputs: [{ shape: [sc.N, sc.nMax] }, { shape: [sc.N, sc.nMax] }],
+    uniforms: sc.uniforms,
+    threads: sc.N * sc.nMax,
   });
-  tf.dispose(inputs.slice(2, rot ? 4 : 3));
+  sc.dispose();
   const [q1, q2] = infos.map((i) => tf.engine().makeTensorFromTensorInfo(i) as tf.Tensor2D);
   return { q1, q2 };
+}
+
+/** A workgroup per row, folded into y past 65535 (scoreThenRowCode). */
+const rowGroups = (n: number): [number, number, number] => [Math.max(1, Math.min(n, 65535)), Math.max(1, Math.ceil(n / 65535)), 1];
+
+/**
+ * scoreRowsFused and policyTopKJoinedFused in one program (scoreThenRowCode): per state the row
+ * [indices(k), values(k)] the rollout reads, the same bits as the two programs.
+ */
+export function scorePolicyTopKJoinedFused(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout, avail: tf.Tensor2D, k: number): tf.Tensor2D {
+  const sc = scoreInputs(states, cands, layout, "scorePolicyTopKJoinedFused");
+  const kk = Math.min(k, sc.nMax);
+  const infos = runRawProgram(webgpuBackend(), {
+    key: `qrag_score_${sc.rotary ? "rot" : "plain"}_topk_${kk}_joined`,
+    code: scoreThenRowCode(sc.rotary, policyTopKRow(kk, true)),
+    inputs: [...sc.inputs, avail],
+    outputs: [{ shape: [sc.N, sc.nMax] }, { shape: [sc.N, sc.nMax] }, { shape: [sc.N, 2 * kk] }],
+    uniforms: sc.uniforms,
+    threads: sc.N * 64,
+    workgroups: rowGroups(sc.N),
+  });
+  sc.dispose();
+  const [q1, q2, joined] = infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
+  tf.dispose([q1, q2]);
+  return joined as tf.Tensor2D;
+}
+
+/** scoreRowsFused and softValueFused in one program (scoreThenRowCode): V(s) per state → [N], the same bits as the two programs. */
+export function scoreSoftValueFused(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout, avail: tf.Tensor2D, alpha: number, k: number): tf.Tensor1D {
+  const sc = scoreInputs(states, cands, layout, "scoreSoftValueFused");
+  const kk = Math.max(1, Math.min(k, sc.nMax));
+  const soft = alpha > 0;
+  const infos = runRawProgram(webgpuBackend(), {
+    key: `qrag_score_${sc.rotary ? "rot" : "plain"}_softv_${kk}_${soft ? "soft" : "max"}`,
+    code: scoreThenRowCode(sc.rotary, softValueRow(kk, soft)),
+    inputs: [...sc.inputs, avail],
+    outputs: [{ shape: [sc.N, sc.nMax] }, { shape: [sc.N, sc.nMax] }, { shape: [sc.N] }],
+    uniforms: [...sc.uniforms, { type: "float32", data: [soft ? alpha : 1] }],
+    threads: sc.N * 64,
+    workgroups: rowGroups(sc.N),
+  });
+  sc.dispose();
+  const [q1, q2, v] = infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
+  tf.dispose([q1, q2]);
+  return v as tf.Tensor1D;
 }
 
 /**
@@ -158,19 +247,35 @@ ${insertTopK("vals", "inds", "x")}
   }`;
 }
 
-function softValueCode(k: number, soft: boolean): string {
-  return `${uniformStruct(["E: u32", "nMax: u32", "alpha: f32", "negInf: f32"])}
-const K: u32 = ${k}u;
-${storageDecls(["q1", "q2", "avail"], ["v"])}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let e = threadIndex(gid);
-  if (e >= u.E) { return; }
+/** The soft value's per-row program (`fn softValueRow(e)`, v[e] = v1 + v2) and what it declares. */
+function softValueRow(k: number, soft: boolean) {
+  return {
+    fields: ["alpha: f32"],
+    head: `const K: u32 = ${k}u;`,
+    reads: ["avail"],
+    writes: ["v"],
+    fn: `fn softValueRow(e: u32) {
   var res_q1 = 0.0;
   var res_q2 = 0.0;
   ${headCode("q1", soft)}
   ${headCode("q2", soft)}
   v[e] = res_q1 + res_q2;
+}`,
+    call: "softValueRow(e);",
+  };
+}
+
+function softValueCode(k: number, soft: boolean): string {
+  const row = softValueRow(k, soft);
+  return `${uniformStruct(["E: u32", "nMax: u32", "alpha: f32", "negInf: f32"])}
+${row.head}
+${storageDecls(["q1", "q2", "avail"], ["v"])}
+${row.fn}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let e = threadIndex(gid);
+  if (e >= u.E) { return; }
+  softValueRow(e);
 }`;
 }
 
@@ -198,20 +303,19 @@ export function softValueFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tenso
   return tf.engine().makeTensorFromTensorInfo(info) as tf.Tensor1D;
 }
 
-function policyTopKCode(k: number, joined: boolean): string {
+/** The policy top-k's per-row program (`fn topkRow(e)`) and what it declares. */
+function policyTopKRow(k: number, joined: boolean) {
   const write = joined
     ? `joined[e * 2u * K + i] = f32(ix[i]);
     joined[e * 2u * K + K + i] = vs[i];`
     : `vals[e * K + i] = vs[i];
     inds[e * K + i] = i32(ix[i]);`;
-  return `${uniformStruct(["E: u32", "nMax: u32"])}
-const K: u32 = ${k}u;
-${storageDecls(["q1", "q2", "avail"], joined ? ["joined"] : ["vals", "inds:i32"])}
-fn finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let e = threadIndex(gid);
-  if (e >= u.E) { return; }
+  return {
+    head: `const K: u32 = ${k}u;
+fn finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }`,
+    reads: ["avail"],
+    writes: joined ? ["joined"] : ["vals", "inds:i32"],
+    fn: `fn topkRow(e: u32) {
   let o = e * u.nMax;
   var mn = 3.0e38;
   for (var j = 0u; j < u.nMax; j++) {
@@ -238,6 +342,22 @@ ${insertTopK("vs", "ix", "v")}
   for (var i = 0u; i < K; i++) {
     ${write}
   }
+}`,
+    call: "topkRow(e);",
+  };
+}
+
+function policyTopKCode(k: number, joined: boolean): string {
+  const row = policyTopKRow(k, joined);
+  return `${uniformStruct(["E: u32", "nMax: u32"])}
+${row.head}
+${storageDecls(["q1", "q2", ...row.reads], row.writes)}
+${row.fn}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let e = threadIndex(gid);
+  if (e >= u.E) { return; }
+  topkRow(e);
 }`;
 }
 
