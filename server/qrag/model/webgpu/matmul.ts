@@ -150,7 +150,8 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
   else L.push(`  let row0 = wid.y * ${bm}u;`, `  let col0 = wid.x * ${bn}u;`);
   L.push(`  let aOff = wid.z * u.aBatch;`, `  let bOff = wid.z * u.bBatch;`, `  let cOff = wid.z * u.M * u.N;`);
   for (let i = 0; i < tm; i++) for (let j = 0; j < tn4; j++) L.push(`  var c${i}_${j} = vec4<f32>(0.0);`);
-  if (colSum) for (let j = 0; j < tn4; j++) L.push(`  var cs${j} = vec4<f32>(0.0);`);
+  // the column sums: only the threads that write them add (the first row block's first row of threads), so the other warps pay nothing
+  if (colSum) L.push(`  let sums = wid.y == 0u && lid.y == 0u;`, ...Array.from({ length: tn4 }, (_, j) => `  var cs${j} = vec4<f32>(0.0);`));
   L.push(`  for (var k0 = 0u; k0 < u.K; k0 = k0 + ${bk}u) {`);
   // A slice → As[k][m], B slice → Bs[k][n]. An operand stored with k inner (A, or Bᵀ) is read
   // along k and scattered; one stored with k outer (Aᵀ, or B) is read along m / n in place.
@@ -192,7 +193,7 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
   for (let kk = 0; kk < bk; kk++) {
     for (let i = 0; i < tm4; i++) L.push(`    let a${kk}_${i} = As[${(kk * bm) / 4 + i * wy}u + lid.y];`);
     for (let j = 0; j < tn4; j++) L.push(`    let b${kk}_${j} = Bs[${(kk * bn) / 4 + j * wx}u + lid.x];`);
-    if (colSum) for (let j = 0; j < tn4; j++) L.push(`    cs${j} += b${kk}_${j};`);
+    if (colSum) L.push(`    if (sums) { ${Array.from({ length: tn4 }, (_, j) => `cs${j} += b${kk}_${j};`).join(" ")} }`);
     for (let i = 0; i < tm; i++) {
       for (let j = 0; j < tn4; j++) L.push(`    c${i}_${j} = fma(vec4<f32>(a${kk}_${i >> 2}[${i & 3}]), b${kk}_${j}, c${i}_${j});`);
     }
@@ -201,7 +202,7 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
   // thread (x, y) owns rows (i4·WY + y)·4 + c and column vectors j·WX + x
   if (colSum) {
     const put = (i: string, v: string): string => (parts > 1 ? `writeS(${i}, ${v});` : `S[${i}] = ${v};`);
-    L.push(`  if (wid.y == 0u && lid.y == 0u) {`);
+    L.push(`  if (sums) {`);
     for (let j = 0; j < tn4; j++) {
       const col = `col0 + (${j * wx}u + lid.x) * 4u`;
       if (aligned) L.push(`    ${put(`(${col}) / 4u`, `cs${j}`)}`);
