@@ -111,7 +111,7 @@ async function equalCase() {
     ref.dispose();
   }
   throwIfDeviceError();
-  // the fused programs taken: Q, K and V in one (aligned loads for d 192 on 4×16 rows), the residual + LayerNorm epilogue (d ≤ 128)
+  // the fused programs taken: Q, K and V in one (aligned loads for d 192 on 4×16 rows), the residual + LayerNorm epilogue (d ≤ 128), with the pooling (T 16, 64)
   const fusedKeys = kernelNameCounts().map(([k]) => k).filter((k) => /-x3|-resln/.test(k)).sort();
   return { diffs, rngAfter, trainVsEval, fusedKeys, recordedCalls: recorderStats.calls - callsBefore };
 }

@@ -102,8 +102,12 @@ export interface ShaderOptions {
   res?: boolean;
   /** A (`a`), or C and P (`c`), stored as f16 (half-storage.ts), converted at the loads and stores. */
   half?: HalfOperands;
-  /** The residual + LayerNorm epilogue (resLnEpilogue) in place of storing C. */
-  resLn?: boolean;
+  /**
+   * The residual + LayerNorm epilogue (resLnEpilogue) in place of storing C; "pool": then also the
+   * encoder's masked-mean pooling of the rows it normalized (resLnPool), where each sequence's T
+   * rows lie in one row block.
+   */
+  resLn?: boolean | "pool";
   /**
    * Also the column sums of B over K into S: a bias's gradient beside its weight's (dW = Xᵀ·dY and
    * db = dY's column sums from the B slices the product loads anyway), written by the first row
@@ -211,6 +215,7 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
     L.push(`  }`);
   }
   if (resLn) L.push(...resLnEpilogue(t, Boolean(half.c)));
+  if (resLn === "pool") L.push(...resLnPool(t, Boolean(half.c)));
   for (let i = 0; i < (resLn ? 0 : tm); i++) {
     L.push(`  { let r = row0 + (${(i >> 2) * wy}u + lid.y) * 4u + ${i & 3}u;`);
     for (let j = 0; j < tn4; j++) {
@@ -233,8 +238,9 @@ fn gelu4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>(gelu1(v.x), gelu1(v.y), g
 ` : "";
   if (resLn) {
     const act = actType(Boolean(half.c));
-    return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32, eps: f32, thr: u32, keep: f32, k0: u32, k1: u32 };
-${storageDecls([`A:${aty}`, `B:${ty}`, "bias", `X:${act}`, "gamma", "beta"], [`Y:${act}`, `V:${act}`, "stats"])}
+    const pool = resLn === "pool";
+    return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32, T: u32, eps: f32, thr: u32, keep: f32, k0: u32, k1: u32 };
+${storageDecls([`A:${aty}`, `B:${ty}`, "bias", `X:${act}`, "gamma", "beta", ...(pool ? ["poolW"] : [])], [`Y:${act}`, `V:${act}`, "stats", ...(pool ? ["pooled"] : [])])}
 ${MASK_AT_WGSL}
 ${L.join("\n")}`;
   }
@@ -261,6 +267,30 @@ ${geluFns}${L.join("\n")}`;
  */
 export function resLnTile(n: number): MatmulTile | null {
   return n <= 64 ? SMALL_TILE : n <= 128 ? DEFAULT_TILE : null;
+}
+
+/**
+ * The pooling after the residual + LayerNorm epilogue (the last layer's): pooled[b, c] =
+ * Σ_t poolW[b·T + t]·Y[b·T + t, c] for the block's sequences (T divides the block's rows: u.T),
+ * read back from Y after a storage barrier, in recorded-encoder.ts poolShader's order (the same
+ * bits). Saves the pooling program of every forward whose sequences fit a row block.
+ */
+function resLnPool(t: MatmulTile, half: boolean): string[] {
+  const threads = t.wx * t.wy;
+  const bm = t.tm * t.wy;
+  return [
+    `  storageBarrier();`,
+    `  let b0 = row0 / u.T;`,
+    `  for (var o = tid; o < ${bm}u / u.T * u.N; o += ${threads}u) {`,
+    `    let b = b0 + o / u.N;`,
+    `    let c = o % u.N;`,
+    `    if (b * u.T < u.M) {`,
+    `      var s = 0.0;`,
+    `      for (var t = 0u; t < u.T; t++) { let r = b * u.T + t; s += ${readAct(half, "Y[r * u.N + c]")} * poolW[r]; }`,
+    `      pooled[b * u.N + c] = s;`,
+    `    }`,
+    `  }`,
+  ];
 }
 
 /** The row sums of the epilogue: each of the BM rows' WX partial sums, added in workgroup memory. */

@@ -26,8 +26,8 @@ import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import {
-  admitPlan, cachedPlan, drawKeys, finishPlan, linearPartsStep, linearResLnStep, linearStep, planBound, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, rowsWithin, submitForward, USAGE,
-  programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type UniformValues,
+  admitPlan, cachedPlan, drawKeys, finishPlan, linearPartsStep, linearResLnStep, linearStep, planBound, poolFuses, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, rowsWithin, submitForward, USAGE,
+  programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type ResLnArgs, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
 import { geluFwd, geluTanhFwd, lnFwd, lnFwdShader, reluFwd } from "./gelu-layernorm.ts";
@@ -120,8 +120,11 @@ export function bertForwardBytes(c: BertConfig, B: number, T: number, half = fal
   const acts = (fused ? 7 : 8) * N * d + (c.act === "gelu" ? 1 : 2) * N * F;
   // ids, mask, pooling weights, row stats, the attention's row stats, the pooled output
   const f32 = 3 * N + 2 * N + 2 * B * H * T + B * d;
-  // uniform slots: embedding, its LayerNorm, pooling (and one spare), per layer up to 8 programs (6 where the residual fuses)
-  return (half ? 2 : 4) * acts + 4 * f32 + 256 * (4 + (fused ? 6 : 8) * L);
+  // uniform slots: embedding, its LayerNorm; per layer Q/K/V, attention, fc1, the two sub-layer ends
+  // (each two programs where the residual does not fuse) and the activation unless it is fc1's
+  // epilogue; pooling (unless the last sub-layer end pools)
+  const perLayer = 5 + (fused ? 0 : 2) + (c.act === "gelu" ? 0 : 1);
+  return (half ? 2 : 4) * acts + 4 * f32 + 256 * (2 + perLayer * L + (fused && poolFuses(d, T) ? 0 : 1));
 }
 
 /** Rows of T tokens one no-grad plan holds: within the no-grad plans' budget and every buffer within the binding limit. */
@@ -211,6 +214,8 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
   };
   // a sub-layer's output before its residual (not read by a backward), where the residual + LayerNorm is a program of its own
   const h = residualFuses(d) ? null : act(N * d);
+  // the pooling in the last residual + LayerNorm program
+  const pools = h === null && poolFuses(d, T);
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
   let draws = 0;
@@ -237,10 +242,10 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   const resLnCode = resLnFwd(d, half);
   /** h = a·W + b (variables w, w + 1), y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m and the row stats: one program where residualFuses. */
-  const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, g: number, y: BufferLike, v: BufferLike, st: BufferLike): number | undefined => {
+  const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, g: number, y: BufferLike, v: BufferLike, st: BufferLike, pool?: ResLnArgs["pool"]): number | undefined => {
     const m = maskFields(hp);
     if (!h) {
-      b.step(linearResLnStep({ a, w, xi, g, y, v, stats: st, m: N, n: d, k, eps: c.eps, mask: m, half }));
+      b.step(linearResLnStep({ a, w, xi, g, y, v, stats: st, m: N, n: d, k, eps: c.eps, mask: m, half, pool }));
       return m.draw;
     }
     linear(a, w, h, d, k);
@@ -265,7 +270,7 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
       linear(acts.mid[l], o + 10, acts.f1[l], F, d);
       b.flat(actKey, actCode, [acts.f1[l], acts.f2[l]], [["u", N * F]], N * F);
     }
-    sites.res2.push(residualLn(acts.f2[l], o + 12, F, acts.mid[l], o + 14, acts.x[l + 1], acts.v2[l], acts.st2[l]));
+    sites.res2.push(residualLn(acts.f2[l], o + 12, F, acts.mid[l], o + 14, acts.x[l + 1], acts.v2[l], acts.st2[l], l + 1 === L && pools ? { T, poolW, pooled } : undefined));
   }
-  return finishPlan(b, pb, extend, { key, training: hp > 0 || ap > 0, ids, mask, poolW, pooled, last: acts.x[L], d, draws, half });
+  return finishPlan(b, pb, extend, { key, training: hp > 0 || ap > 0, ids, mask, poolW, pooled, last: acts.x[L], d, draws, half, pooledAlready: pools });
 }

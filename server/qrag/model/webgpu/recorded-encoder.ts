@@ -450,11 +450,11 @@ export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number,
 }
 
 /**
- * Storage buffers a recorded plan's widest program binds: BERT's Q, K and V product (A, three
- * weights and biases; three outputs). Every adapter timed grants 16 (lavapipe, H100, H200); one
+ * Storage buffers a recorded plan's widest program binds: the last layer's product + residual +
+ * LayerNorm + pooling (A, W, bias, x, γ, β, pooling weights; y, v, stats, pooled). Every adapter timed grants 16 (lavapipe, H100, H200); one
  * granting fewer runs the tfjs path.
  */
-export const RECORDED_BINDINGS = 10;
+export const RECORDED_BINDINGS = 11;
 
 /** Whether the device binds what the recorded plans' programs need. */
 export function recorderBinds(device: DeviceLike): boolean {
@@ -488,6 +488,16 @@ export interface ResLnArgs {
   /** thr, keep, k0, k1 (k0, k1 filled per call by draw `draw`). */
   mask: { fields: UniformValues; draw?: number };
   half: boolean;
+  /** The last layer's: also the masked-mean pooling of y into `pooled` (sequences of T rows, weights poolW), where poolFuses. */
+  pool?: { T: number; poolW: BufferLike; pooled: BufferLike };
+}
+
+/** Whether the pooling rides on the last residual + LayerNorm program: rows of d fuse and each sequence's T rows lie in one row block. */
+export function poolFuses(d: number, T: number): boolean {
+  const tile = resLnTile(d);
+  if (!tile) return false;
+  const bm = tile.tm * tile.wy;
+  return T <= bm && bm % T === 0;
 }
 
 /** The fused program of a sub-layer's end (residualFuses must hold). */
@@ -495,11 +505,13 @@ export function linearResLnStep(r: ResLnArgs): Omit<Step, "slot"> {
   const tile = resLnTile(r.n);
   if (!tile) throw new Error(`linearResLnStep: rows of ${r.n} columns do not fit one tile`);
   const aligned = isAligned(tile, r.m, r.n, r.k);
+  if (r.pool && !poolFuses(r.n, r.pool.T)) throw new Error(`linearResLnStep: sequences of ${r.pool.T} rows do not fit a row block`);
+  const p = r.pool;
   return {
-    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias-resln${halfKey(r.half)}`,
-    code: matmulShader(tile, aligned, { bias: true, half: { a: r.half, c: r.half }, resLn: true }),
-    refs: [r.a, { weight: r.w }, { weight: r.w + 1 }, r.xi, { weight: r.g }, { weight: r.g + 1 }, r.y, r.v, r.stats],
-    uniforms: [["u", r.m], ["u", r.n], ["u", r.k], ["u", 0], ["u", 0], ["f", r.eps], ...r.mask.fields],
+    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias-resln${p ? "-pool" : ""}${halfKey(r.half)}`,
+    code: matmulShader(tile, aligned, { bias: true, half: { a: r.half, c: r.half }, resLn: p ? "pool" : true }),
+    refs: [r.a, { weight: r.w }, { weight: r.w + 1 }, r.xi, { weight: r.g }, { weight: r.g + 1 }, ...(p ? [p.poolW] : []), r.y, r.v, r.stats, ...(p ? [p.pooled] : [])],
+    uniforms: [["u", r.m], ["u", r.n], ["u", r.k], ["u", 0], ["u", 0], ["u", p?.T ?? 0], ["f", r.eps], ...r.mask.fields],
     grid: [1, Math.ceil(r.m / (tile.tm * tile.wy)), 1],
     stride: 0,
     draw: r.mask.draw,
@@ -700,8 +712,8 @@ export function forwardBytes(c: RecordedConfig, B: number, T: number, half = fal
   const acts = (fused ? 7 : 8) * N * d + N * F;
   // ids, mask, pooling weights, row stats, the attention's row stats, the pooled output
   const f32 = 3 * N + 2 * N + 2 * B * H * T + B * d;
-  // uniform slots: embedding, pooling, and per layer 7 programs (5 where the residual fuses)
-  return (half ? 2 : 4) * acts + 4 * f32 + SLOT * (2 + (fused ? 5 : 7) * L);
+  // uniform slots: embedding, per layer 7 programs (5 where the residual fuses), pooling (unless the last of them pools)
+  return (half ? 2 : 4) * acts + 4 * f32 + SLOT * (1 + (fused ? 5 : 7) * L + (poolFuses(d, T) ? 0 : 1));
 }
 
 /**
@@ -757,6 +769,8 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   // a sub-layer's output before its residual, where the residual + LayerNorm is a program of its own
   const fuses = residualFuses(d);
   const h = fuses ? null : act(N * d);
+  // the pooling in the last residual + LayerNorm program
+  const pools = fuses && poolFuses(d, T);
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
   const rate = dropping ? c.dropout : 0;
@@ -787,10 +801,10 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
    * residual-layernorm.ts's program (the same mask).
    */
   const resLnCode = resLnFwd(d, half);
-  const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, v: BufferLike, g: number, y: BufferLike, stats: BufferLike): number | undefined => {
+  const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, v: BufferLike, g: number, y: BufferLike, stats: BufferLike, pool?: ResLnArgs["pool"]): number | undefined => {
     const m = maskFields();
     if (!h) {
-      b.step(linearResLnStep({ a, w, xi, g, y, v, stats, m: N, n: d, k, eps: LN_EPS, mask: m, half }));
+      b.step(linearResLnStep({ a, w, xi, g, y, v, stats, m: N, n: d, k, eps: LN_EPS, mask: m, half, pool }));
       return m.draw;
     }
     linear(a, w, h, N, d, k);
@@ -809,9 +823,9 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     b.step(linearStep(acts.hN2[l], o + 8, acts.f2[l], N, F, d, true, keep ? acts.f1[l] : undefined, half));
     // the next LayerNorm: the next layer's first, or the final one
     const [g, y, st] = l + 1 < L ? [o + 12, hN1[l + 1], st1[l + 1]] : [2 + L * 12, hNf, acts.lnfSt];
-    sites.res2.push(residualLn(acts.f2[l], o + 10, F, mid[l], x[l + 1], g, y, st));
+    sites.res2.push(residualLn(acts.f2[l], o + 10, F, mid[l], x[l + 1], g, y, st, l + 1 === L && pools ? { T, poolW, pooled } : undefined));
   }
-  return finishPlan(b, pb, extend, { key, training: dropping, ids, mask, poolW, pooled, last: hNf, d, draws, half });
+  return finishPlan(b, pb, extend, { key, training: dropping, ids, mask, poolW, pooled, last: hNf, d, draws, half, pooledAlready: pools });
 }
 
 /**
@@ -821,10 +835,11 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
  */
 export function finishPlan<Bld extends ProgramList & { B: number; T: number }>(
   b: Bld, pb: PlanBuffers, extend: ((b: Bld) => BackPlan) | null,
-  p: { key: string; training: boolean; ids: BufferLike; mask: BufferLike; poolW: BufferLike; pooled: BufferLike; last: BufferLike; d: number; draws: number; half: boolean },
+  p: { key: string; training: boolean; ids: BufferLike; mask: BufferLike; poolW: BufferLike; pooled: BufferLike; last: BufferLike; d: number; draws: number; half: boolean; pooledAlready?: boolean },
 ): Plan {
   const { B, T } = b;
-  b.flat(`qrag_rec_pool${halfKey(p.half)}`, poolShader(p.half), [p.last, p.poolW, p.pooled], [["u", B], ["u", T], ["u", p.d]], B * p.d);
+  // its own program unless the last residual + LayerNorm pooled (poolFuses)
+  if (!p.pooledAlready) b.flat(`qrag_rec_pool${halfKey(p.half)}`, poolShader(p.half), [p.last, p.poolW, p.pooled], [["u", B], ["u", T], ["u", p.d]], B * p.d);
   const steps = b.list;
   let back: BackPlan | undefined;
   if (extend) {
