@@ -11,7 +11,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { rotaryRows } from "../device-ops.ts";
-import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
+import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG, type Uniform } from "./raw-program.ts";
 
 /**
  * WGSL loop body: insert value `x` of candidate `j` into the descending top-K list (`vals`, `inds`,
@@ -71,13 +71,39 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }`;
 }
 
+/** A per-row program over the scores (one thread per row: the policy's top-k, the soft value) and what it declares and reads. */
+interface RowProgram {
+  /** Uniform fields past the scoring's (scoreThenRowCode). */
+  fields?: string[];
+  head: string;
+  reads: string[];
+  writes: string[];
+  fn: string;
+  /** The statement running it for row `e`. */
+  call: string;
+}
+
+/** `row` as a program of its own over q1, q2 already computed, one thread per row. */
+function rowProgramCode(fields: string[], row: RowProgram): string {
+  return `${uniformStruct(fields)}
+${row.head}
+${storageDecls(["q1", "q2", ...row.reads], row.writes)}
+${row.fn}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let e = threadIndex(gid);
+  if (e >= u.E) { return; }
+  ${row.call}
+}`;
+}
+
 /**
  * The scores of each row's nMax slots, then `row` (a program of one thread per row over them: the
  * policy's top-k, or the soft value) in ONE program: a workgroup per row scores its slots, then its
  * first thread runs `row` on them, after a storage barrier. Saves a dispatch per rollout step and
  * per target batch; `row` is the very code its own program runs, so the results are the same bits.
  */
-function scoreThenRowCode(rotary: boolean, row: { fields?: string[]; head: string; reads: string[]; writes: string[]; fn: string; call: string }): string {
+function scoreThenRowCode(rotary: boolean, row: RowProgram): string {
   return `${uniformStruct([...SCORE_FIELDS, ...(row.fields ?? [])])}
 ${row.head}
 ${storageDecls([...scoreReads(rotary), ...row.reads], ["q1", "q2", ...row.writes])}
@@ -160,49 +186,42 @@ export function scoreRowsFused(states: tf.Tensor2D, cands: tf.Tensor2D, layout: 
   return { q1, q2 };
 }
 
-/** A workgroup per row, folded into y past 65535 (scoreThenRowCode). */
-const rowGroups = (n: number): [number, number, number] => [Math.max(1, Math.min(n, 65535)), Math.max(1, Math.ceil(n / 65535)), 1];
+/**
+ * A scoreThenRowCode program: scores of `layout`, then `row` per state into its output of
+ * `rowShape(N)`; the scores themselves are dropped. `name` keys the program after the scoring's.
+ */
+function runScoreThenRow(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout, avail: tf.Tensor2D, name: string, row: RowProgram, rowShape: (n: number) => number[], extra: Uniform[] = []): tf.Tensor {
+  const sc = scoreInputs(states, cands, layout, `scoring with ${name}`);
+  const infos = runRawProgram(webgpuBackend(), {
+    key: `qrag_score_${sc.rotary ? "rot" : "plain"}_${name}`,
+    code: scoreThenRowCode(sc.rotary, row),
+    inputs: [...sc.inputs, avail],
+    outputs: [{ shape: [sc.N, sc.nMax] }, { shape: [sc.N, sc.nMax] }, { shape: rowShape(sc.N) }],
+    uniforms: [...sc.uniforms, ...extra],
+    threads: sc.N * WG,
+    // a workgroup per state, folded into y past 65535
+    workgroups: [Math.max(1, Math.min(sc.N, 65535)), Math.max(1, Math.ceil(sc.N / 65535)), 1],
+  });
+  sc.dispose();
+  const [q1, q2, out] = infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
+  tf.dispose([q1, q2]);
+  return out;
+}
 
 /**
  * scoreRowsFused and policyTopKJoinedFused in one program (scoreThenRowCode): per state the row
  * [indices(k), values(k)] the rollout reads, the same bits as the two programs.
  */
 export function scorePolicyTopKJoinedFused(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout, avail: tf.Tensor2D, k: number): tf.Tensor2D {
-  const sc = scoreInputs(states, cands, layout, "scorePolicyTopKJoinedFused");
-  const kk = Math.min(k, sc.nMax);
-  const infos = runRawProgram(webgpuBackend(), {
-    key: `qrag_score_${sc.rotary ? "rot" : "plain"}_topk_${kk}_joined`,
-    code: scoreThenRowCode(sc.rotary, policyTopKRow(kk, true)),
-    inputs: [...sc.inputs, avail],
-    outputs: [{ shape: [sc.N, sc.nMax] }, { shape: [sc.N, sc.nMax] }, { shape: [sc.N, 2 * kk] }],
-    uniforms: sc.uniforms,
-    threads: sc.N * 64,
-    workgroups: rowGroups(sc.N),
-  });
-  sc.dispose();
-  const [q1, q2, joined] = infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
-  tf.dispose([q1, q2]);
-  return joined as tf.Tensor2D;
+  const kk = Math.min(k, layout.nMax);
+  return runScoreThenRow(states, cands, layout, avail, `topk_${kk}_joined`, policyTopKRow(kk, true), (n) => [n, 2 * kk]) as tf.Tensor2D;
 }
 
 /** scoreRowsFused and softValueFused in one program (scoreThenRowCode): V(s) per state → [N], the same bits as the two programs. */
 export function scoreSoftValueFused(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout, avail: tf.Tensor2D, alpha: number, k: number): tf.Tensor1D {
-  const sc = scoreInputs(states, cands, layout, "scoreSoftValueFused");
-  const kk = Math.max(1, Math.min(k, sc.nMax));
+  const kk = Math.max(1, Math.min(k, layout.nMax));
   const soft = alpha > 0;
-  const infos = runRawProgram(webgpuBackend(), {
-    key: `qrag_score_${sc.rotary ? "rot" : "plain"}_softv_${kk}_${soft ? "soft" : "max"}`,
-    code: scoreThenRowCode(sc.rotary, softValueRow(kk, soft)),
-    inputs: [...sc.inputs, avail],
-    outputs: [{ shape: [sc.N, sc.nMax] }, { shape: [sc.N, sc.nMax] }, { shape: [sc.N] }],
-    uniforms: [...sc.uniforms, { type: "float32", data: [soft ? alpha : 1] }],
-    threads: sc.N * 64,
-    workgroups: rowGroups(sc.N),
-  });
-  sc.dispose();
-  const [q1, q2, v] = infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
-  tf.dispose([q1, q2]);
-  return v as tf.Tensor1D;
+  return runScoreThenRow(states, cands, layout, avail, `softv_${kk}_${soft ? "soft" : "max"}`, softValueRow(kk, soft), (n) => [n], [{ type: "float32", data: [soft ? alpha : 1] }]) as tf.Tensor1D;
 }
 
 /**
@@ -248,7 +267,7 @@ ${insertTopK("vals", "inds", "x")}
 }
 
 /** The soft value's per-row program (`fn softValueRow(e)`, v[e] = v1 + v2) and what it declares. */
-function softValueRow(k: number, soft: boolean) {
+function softValueRow(k: number, soft: boolean): RowProgram {
   return {
     fields: ["alpha: f32"],
     head: `const K: u32 = ${k}u;`,
@@ -266,17 +285,7 @@ function softValueRow(k: number, soft: boolean) {
 }
 
 function softValueCode(k: number, soft: boolean): string {
-  const row = softValueRow(k, soft);
-  return `${uniformStruct(["E: u32", "nMax: u32", "alpha: f32", "negInf: f32"])}
-${row.head}
-${storageDecls(["q1", "q2", "avail"], ["v"])}
-${row.fn}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let e = threadIndex(gid);
-  if (e >= u.E) { return; }
-  softValueRow(e);
-}`;
+  return rowProgramCode(["E: u32", "nMax: u32", "alpha: f32", "negInf: f32"], softValueRow(k, soft));
 }
 
 /**
@@ -304,7 +313,7 @@ export function softValueFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tenso
 }
 
 /** The policy top-k's per-row program (`fn topkRow(e)`) and what it declares. */
-function policyTopKRow(k: number, joined: boolean) {
+function policyTopKRow(k: number, joined: boolean): RowProgram {
   const write = joined
     ? `joined[e * 2u * K + i] = f32(ix[i]);
     joined[e * 2u * K + K + i] = vs[i];`
@@ -348,17 +357,7 @@ ${insertTopK("vs", "ix", "v")}
 }
 
 function policyTopKCode(k: number, joined: boolean): string {
-  const row = policyTopKRow(k, joined);
-  return `${uniformStruct(["E: u32", "nMax: u32"])}
-${row.head}
-${storageDecls(["q1", "q2", ...row.reads], row.writes)}
-${row.fn}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let e = threadIndex(gid);
-  if (e >= u.E) { return; }
-  topkRow(e);
-}`;
+  return rowProgramCode(["E: u32", "nMax: u32"], policyTopKRow(k, joined));
 }
 
 /**
