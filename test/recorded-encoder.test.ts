@@ -37,11 +37,11 @@ test("recorded encoder forward equals the tfjs path within 1e-5: eval and train 
 
 test("recorded encoder forward: one submit with its read, one dispatch per program, 0 tfjs kernels; a second call of a shape creates no buffers, bind groups or pipelines", { skip }, () => {
   const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { kernels: number; fused: number; dispatches: number; submits: number }[]; layers: number; fuses: boolean }>("cache");
-  // embedding with the first LayerNorm, per layer 5 programs (QKV, attention drawing its own
-  // dropout mask, projection + residual + LayerNorm, fc1 + GELU, fc2 + residual + the next
-  // LayerNorm; the last one pools too: 64 rows, one row block)
+  // per layer 5 programs (QKV, layer 0's with the embedding and its LayerNorm as its prologue;
+  // attention drawing its own dropout mask, projection + residual + LayerNorm, fc1 + GELU, fc2 +
+  // residual + the next LayerNorm; the last one pools too: 64 rows, one row block)
   assert.ok(r.fuses, "dim 32: the residual + LayerNorm is the product's epilogue");
-  const programs = 1 + 5 * r.layers;
+  const programs = 5 * r.layers;
   for (const c of r.counts) assert.deepEqual(c, { kernels: programs, fused: programs, dispatches: programs, submits: 1 });
   assert.equal(r.created[0].plans, 1);
   assert.equal(r.created[0].bindGroups, programs);

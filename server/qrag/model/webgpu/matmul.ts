@@ -109,6 +109,13 @@ export interface ShaderOptions {
    */
   resLn?: boolean | "pool";
   /**
+   * A is the transformer's first LayerNorm of its embedding, computed as the tiles load it
+   * (embedLnPrologue): ids rows of the token and position tables (K = d columns), times the dropout
+   * mask, normalized with γ, β. The first column block's workgroups also write the embedding (X),
+   * its LayerNorm (Y) and the row stats, which the layers and a backward read.
+   */
+  embedLn?: boolean;
+  /**
    * Also the column sums of B over K into S: a bias's gradient beside its weight's (dW = Xᵀ·dY and
    * db = dY's column sums from the B slices the product loads anyway), written by the first row
    * block's workgroups. 2-D products only.
@@ -124,7 +131,8 @@ export interface ShaderOptions {
 
 /** WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks), computing what `o` asks besides A·B. */
 export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions = {}): string {
-  const { bias = false, trans = {}, gelu = false, res = false, half = {}, resLn = false, parts = 1, colSum = false } = o;
+  const { bias = false, trans = {}, gelu = false, res = false, half = {}, resLn = false, parts = 1, colSum = false, embedLn = false } = o;
+  if (embedLn && (trans.a || parts > 1 || resLn || colSum || gelu || res)) throw new Error("matmulShader: the embedding prologue takes a plain product (with a bias)");
   if (parts > 1 && (gelu === "keep" || res || resLn)) throw new Error("matmulShader: parts take a bias or GELU epilogue only");
   if (colSum && resLn) throw new Error("matmulShader: the residual + LayerNorm epilogue stores no column sums");
   const { threads, bm, bn } = tileOf(t);
@@ -147,12 +155,14 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
   // workgroup memory: As[k][m] (A transposed) and Bs[k][n], both as vec4 along m / n
   L.push(`var<workgroup> As: array<vec4<f32>, ${(bk * bm) / 4}>;`, `var<workgroup> Bs: array<vec4<f32>, ${(bk * bn) / 4}>;`);
   if (resLn) L.push(...resLnRowTotal(bm, wx));
+  if (embedLn) L.push(`var<workgroup> rowMean: array<f32, ${bm}>;`, `var<workgroup> rowInv: array<f32, ${bm}>;`);
   L.push(`@compute @workgroup_size(${wx}, ${wy}, 1)`);
   L.push(`fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {`);
   L.push(`  let tid = lid.y * ${wx}u + lid.x;`);
   if (parts > 1) L.push(`  let blocks = (u.N + ${bn - 1}u) / ${bn}u;`, `  part = wid.x / blocks;`, `  let row0 = wid.y * ${bm}u;`, `  let col0 = (wid.x % blocks) * ${bn}u;`);
   else L.push(`  let row0 = wid.y * ${bm}u;`, `  let col0 = wid.x * ${bn}u;`);
   L.push(`  let aOff = wid.z * u.aBatch;`, `  let bOff = wid.z * u.bBatch;`, `  let cOff = wid.z * u.M * u.N;`);
+  if (embedLn) L.push(...embedLnPrologue(t, Boolean(half.c)));
   for (let i = 0; i < tm; i++) for (let j = 0; j < tn4; j++) L.push(`  var c${i}_${j} = vec4<f32>(0.0);`);
   // the column sums: only the threads that write them add (the first row block's first row of threads), so the other warps pay nothing
   if (colSum) L.push(`  let sums = wid.y == 0u && lid.y == 0u;`, ...Array.from({ length: tn4 }, (_, j) => `  var cs${j} = vec4<f32>(0.0);`));
@@ -160,6 +170,15 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
   // A slice → As[k][m], B slice → Bs[k][n]. An operand stored with k inner (A, or Bᵀ) is read
   // along k and scattered; one stored with k outer (Aᵀ, or B) is read along m / n in place.
   const kInner = (tile: string, src: string, rows: number, rowVar: string, at: string): void => {
+    if (embedLn && src === "A") {
+      // A's elements computed (lnA), not loaded: the row's stats are the prologue's
+      for (let l = 0; l < (rows * bk) / threads; l++) {
+        L.push(`    { let e = ${l * threads}u + tid; let m = e / ${bk}u; let kk = e % ${bk}u; var v = 0.0;`);
+        L.push(`      if (row0 + m < u.M && k0 + kk < u.K) { v = lnA(row0 + m, m, k0 + kk); }`);
+        L.push(`      ${tile}[kk * ${rows / 4}u + m / 4u][m % 4u] = v; }`);
+      }
+      return;
+    }
     if (aligned) {
       for (let l = 0; l < (rows * bk) / 4 / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let ${rowVar} = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`);
@@ -236,6 +255,15 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
 fn gelu1(x: f32) -> f32 { return ${geluExpr("x")}; }
 fn gelu4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>(gelu1(v.x), gelu1(v.y), gelu1(v.z), gelu1(v.w)); }
 ` : "";
+  if (embedLn) {
+    const act = actType(Boolean(half.c));
+    return `${enableHalf(Boolean(half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32, T: u32, eps: f32, thr: u32, keep: f32, k0: u32, k1: u32 };
+${storageDecls(["ids:i32", "tok", "pos", "gamma", "beta", `B:${ty}`, ...(bias ? [`bias:${ty}`] : [])], [`C:${cty}`, `X:${act}`, `Y:${act}`, "stats"])}
+${MASK_AT_WGSL}
+fn embAt(r: u32, k: u32) -> f32 { return (tok[u32(ids[r]) * u.K + k] + pos[(r % u.T) * u.K + k]) * maskAt(r * u.K + k); }
+fn lnA(r: u32, lr: u32, k: u32) -> f32 { return ((${readAct(Boolean(half.c), writeAct(Boolean(half.c), "embAt(r, k)"))} - rowMean[lr]) * rowInv[lr]) * gamma[k] + beta[k]; }
+${L.join("\n")}`;
+  }
   if (resLn) {
     const act = actType(Boolean(half.c));
     const pool = resLn === "pool";
@@ -290,6 +318,42 @@ function resLnPool(t: MatmulTile, half: boolean): string[] {
     `      pooled[b * u.N + c] = s;`,
     `    }`,
     `  }`,
+  ];
+}
+
+/**
+ * The embedding prologue (recorded-encoder.ts's embedding + first LayerNorm program, fused into the
+ * QKV product it feeds): a thread per row of the block sums the row's embedding (token and position
+ * rows times the mask: `embAt`), then its variance over the values as stored (rounded when f16), and
+ * keeps the mean and 1/√(var + eps) in workgroup memory for the tile loads (`lnA`); the first column
+ * block's workgroups write the embedding, its LayerNorm and the stats as that program does.
+ */
+function embedLnPrologue(t: MatmulTile, half: boolean): string[] {
+  const bm = t.tm * t.wy;
+  const rnd = (e: string): string => readAct(half, writeAct(half, e));
+  return [
+    `  for (var lr = tid; lr < ${bm}u; lr += ${t.wx * t.wy}u) {`,
+    `    let r = row0 + lr;`,
+    `    var mean = 0.0;`,
+    `    var inv = 0.0;`,
+    `    if (r < u.M) {`,
+    `      let nf = f32(u.K);`,
+    `      var s = 0.0;`,
+    `      for (var k = 0u; k < u.K; k++) { let a = embAt(r, k); s += a; if (wid.x == 0u) { X[r * u.K + k] = ${writeAct(half, "a")}; } }`,
+    `      mean = s / nf;`,
+    `      var q = 0.0;`,
+    `      for (var k = 0u; k < u.K; k++) { let c = ${rnd("embAt(r, k)")} - mean; q += c * c; }`,
+    `      inv = inverseSqrt(q / nf + u.eps);`,
+    `      if (wid.x == 0u) {`,
+    `        stats[2u * r] = mean;`,
+    `        stats[2u * r + 1u] = inv;`,
+    `        for (var k = 0u; k < u.K; k++) { Y[r * u.K + k] = ${writeAct(half, `((${rnd("embAt(r, k)")} - mean) * inv) * gamma[k] + beta[k]`)}; }`,
+    `      }`,
+    `    }`,
+    `    rowMean[lr] = mean;`,
+    `    rowInv[lr] = inv;`,
+    `  }`,
+    `  workgroupBarrier();`,
   ];
 }
 

@@ -9,11 +9,13 @@
  *
  * Programs (the generators of matmul.ts, attention.ts, gelu-layernorm.ts, residual-layernorm.ts,
  * dropout.ts; only the embedding and the pooling are written here): the embedding gather +
- * positions with its dropout and layer 0's LN (one program); per layer QKV matmul+bias →
+ * positions with its dropout and layer 0's LN (one program, or up to d 256 the prologue of layer
+ * 0's QKV product: matmul.ts embedLn); per layer QKV matmul+bias →
  * attention (drawing its dropout mask itself) → proj matmul+bias with residual+dropout+LN in its
  * epilogue → fc1 matmul+bias+GELU (GELU in the epilogue) → fc2 matmul+bias with residual+dropout+LN
- * (the next layer's or the final one) in its epilogue; masked mean ÷10: 2 + 5 per layer programs
- * (3 + 11 per layer as separate ops). The residual epilogue needs a row within one tile (d ≤ 128,
+ * (the next layer's or the final one) in its epilogue; masked mean ÷10 (in the last epilogue where
+ * a sequence fits one row block, poolFuses): 5 per layer programs at d 128 and T ≤ 64 (3 + 11 per
+ * layer as separate ops). The residual epilogue needs a row within one tile (d ≤ 128,
  * residualFuses); wider, the product and the residual + LN are two programs (2 + 7 per layer). A taped forward (a backward follows) runs the same programs, the values its
  * backward reads written too (each residual's sum, fc1's value before GELU). The dropout keys are
  * drawn from the encoder's Rng in the order the tfjs path draws them, so the masks are the same.
@@ -554,6 +556,35 @@ export function productStep(p: Product): Omit<Step, "slot"> {
 }
 
 /**
+ * Whether the transformer's embedding and first LayerNorm ride on layer 0's QKV product (matmul.ts
+ * embedLn): a prologue thread per row sums d columns, so up to d 256 (wider, the program of its own).
+ */
+export function embedFuses(d: number): boolean {
+  return d <= 256;
+}
+
+/**
+ * Layer 0's QKV product with the embedding and its LayerNorm as its prologue (matmul.ts embedLn):
+ * qkv = LN(emb(ids))·Wqkv + b, the embedding into x, its LayerNorm into y, the row stats; the
+ * variables tok 0, pos 1, layer 0's γ, β 2, 3 and its QKV weight and bias 4, 5 (transformer.ts order).
+ */
+export function embedQkvStep(p: { ids: BufferLike; x: BufferLike; y: BufferLike; stats: BufferLike; qkv: BufferLike; m: number; d: number; T: number; mask: { fields: UniformValues; draw?: number }; half: boolean }): Omit<Step, "slot"> {
+  const n = 3 * p.d;
+  const tile = tileFor(p.m, n);
+  const aligned = isAligned(tile, p.m, n, p.d);
+  const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
+  return {
+    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias-embed-ln${halfKey(p.half)}`,
+    code: matmulShader(tile, aligned, { bias: true, half: { c: p.half }, embedLn: true }),
+    refs: [p.ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, { weight: 3 }, { weight: 4 }, { weight: 5 }, p.qkv, p.x, p.y, p.stats],
+    uniforms: [["u", p.m], ["u", n], ["u", p.d], ["u", 0], ["u", 0], ["u", p.T], ["f", LN_EPS], ...p.mask.fields],
+    grid: [Math.ceil(n / bn), Math.ceil(p.m / bm), 1],
+    stride: 0,
+    draw: p.mask.draw,
+  };
+}
+
+/**
  * outs[p] [m, n] = a [m, k]·W_p + bias_p for the weights ws[p] (W_p and its bias variables ws[p]
  * and ws[p] + 1) in one program (matmul.ts `parts`): BERT's Q, K and V from one layer input.
  */
@@ -788,7 +819,10 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   // (sequence, head, block of queries)): no folded stride
   const em = maskFields();
   sites.emb = em.draw;
-  b.step({ key: `qrag_embed_ln_fwd_${rowLanes(d)}${halfKey(half)}`, code: embedLnFwd(d, half), refs: [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, { weight: 3 }, hN1[0], x[0], st1[0]], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ["u", T], ...em.fields], grid: rowWorkgroups(N, d), stride: 0, draw: em.draw });
+  // the embedding and layer 0's LayerNorm: the prologue of layer 0's QKV product (matmul.ts embedLn), or a program of their own
+  const embedInQkv = embedFuses(d);
+  if (embedInQkv) b.step(embedQkvStep({ ids, x: x[0], y: hN1[0], stats: st1[0], qkv: acts.qkv[0], m: N, d, T, mask: em, half }));
+  else b.step({ key: `qrag_embed_ln_fwd_${rowLanes(d)}${halfKey(half)}`, code: embedLnFwd(d, half), refs: [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, { weight: 3 }, hN1[0], x[0], st1[0]], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ["u", T], ...em.fields], grid: rowWorkgroups(N, d), stride: 0, draw: em.draw });
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the attention draws its dropout mask itself (no mask program; a backward draws it again from the same key)
@@ -814,7 +848,7 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   for (let l = 0; l < L; l++) {
     const o = 2 + l * 12; // ln1 γ β, qkv w b, proj w b, ln2 γ β, fc1 w b, fc2 w b
     // its LayerNorm came with the embedding (l = 0) or the residual before it
-    linear(hN1[l], o + 2, acts.qkv[l], N, 3 * d, d);
+    if (l > 0 || !embedInQkv) linear(hN1[l], o + 2, acts.qkv[l], N, 3 * d, d);
     const m = dropping ? maskFields() : null;
     sites.att.push(m?.draw);
     b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: m ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T), stride: 0, draw: m?.draw });
