@@ -34,7 +34,9 @@ async function equalCase() {
   // dim 128 on 4×16 rows: the fused program's aligned (vec4) loads, the reference workload's case;
   // rows wider than one tile (dim 192): the product and the residual + LayerNorm run as two programs
   const keys: Record<number, string[]> = {};
-  for (const dim of [128, 192]) {
+  const embeds: Record<number, string[]> = {};
+  // dim 320: the embedding and its LayerNorm as a program of their own (past embedFuses)
+  for (const dim of [128, 192, 320]) {
     const cfg = { ...CONFIG, dim };
     const [wRec, wRef] = [new TransformerEncoder(cfg, new Rng(4)), new TransformerEncoder(cfg, new Rng(4))];
     resetCounters();
@@ -44,14 +46,15 @@ async function equalCase() {
       diffs[`dim ${dim} ${training ? "train" : "eval"}`] = relDiff(await forward(wRec, batch, training, true), await forward(wRef, batch, training, false));
     }
     keys[dim] = kernelNameCounts().map(([k]) => k).filter((k) => /res_?ln/.test(k));
+    embeds[dim] = kernelNameCounts().map(([k]) => k).filter((k) => /embed/.test(k));
   }
-  const fuses = { [CONFIG.dim]: residualFuses(CONFIG.dim), 128: residualFuses(128), 192: residualFuses(192) };
+  const fuses = { [CONFIG.dim]: residualFuses(CONFIG.dim), 128: residualFuses(128), 192: residualFuses(192), 320: residualFuses(320) };
   // train mode vs eval mode on the same batch differ: the dropout masks were applied
   const batch = batchOf(4, 16, 9);
   const trainVsEval = relDiff(await forward(rec, batch, true, true), await forward(rec, batch, false, true));
   await forward(ref, batch, true, false);
   const rngAfter = rec.dropoutRng.nextU32() === ref.dropoutRng.nextU32();
-  return { diffs, fuses, keys, rngAfter, trainVsEval, recordedCalls: recorderStats.calls - callsBefore };
+  return { diffs, fuses, keys, embeds, rngAfter, trainVsEval, recordedCalls: recorderStats.calls - callsBefore };
 }
 
 /** A second call of one shape: new buffers, bind groups, pipelines; and what one call counts. */

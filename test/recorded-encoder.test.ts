@@ -21,18 +21,21 @@ test("no-grad plans: their bytes are forwardBytes' (within 1 %, never above it),
   assert.ok(r.finite && r.values === 100 * 32, `${r.values} values`);
 });
 
-test("recorded encoder forward equals the tfjs path within 1e-5: eval and train mode (same dropout masks), T 16/64/256, odd B; the residual + LayerNorm fused into the product before it (dim 32; dim 128, aligned), the pooling with the last one (T ≤ 64), and apart (dim 192, T 256)", { skip }, () => {
-  const r = runCase<{ diffs: Record<string, number>; fuses: Record<string, boolean>; keys: Record<string, string[]>; rngAfter: boolean; trainVsEval: number; recordedCalls: number }>("equal");
-  assert.deepEqual(r.fuses, { 32: true, 128: true, 192: false });
+test("recorded encoder forward equals the tfjs path within 1e-5: eval and train mode (same dropout masks), T 16/64/256, odd B; the residual + LayerNorm fused into the product before it (dim 32; dim 128, aligned), the pooling with the last one (T ≤ 64), and apart (dim 192, T 256); the embedding in layer 0's QKV (to dim 256) and apart (dim 320)", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; fuses: Record<string, boolean>; keys: Record<string, string[]>; embeds: Record<string, string[]>; rngAfter: boolean; trainVsEval: number; recordedCalls: number }>("equal");
+  assert.deepEqual(r.fuses, { 32: true, 128: true, 192: false, 320: false });
+  // the embedding and its LayerNorm: layer 0's QKV prologue up to d 256, a program of their own past it
+  assert.deepEqual(r.embeds, { 128: ["fused matmul-64x64-k16-t16x16-aligned-bias-embed-ln"], 192: ["fused matmul-64x64-k16-t16x16-aligned-bias-embed-ln"], 320: ["fused qrag_embed_ln_fwd_64"] });
   // dim 128, 64 rows: the fused program with aligned loads (the last one pooling too); dim 192: residual-layernorm.ts's program
   assert.deepEqual(r.keys[128], ["fused matmul-64x128-k8-t16x8-aligned-bias-resln", "fused matmul-64x128-k8-t16x8-aligned-bias-resln-pool"]);
   assert.deepEqual(r.keys[192], ["fused qrag_res_ln_fwd_64"]);
-  assert.equal(Object.keys(r.diffs).length, 12, Object.keys(r.diffs).join(", "));
+  assert.deepEqual(r.keys[320], ["fused qrag_res_ln_fwd_64"]);
+  assert.equal(Object.keys(r.diffs).length, 14, Object.keys(r.diffs).join(", "));
   for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
   // both paths drew the same number of dropout keys, and dropout did change the output
   assert.ok(r.rngAfter, "the dropout Rngs differ after the same calls");
   assert.ok(r.trainVsEval > 1e-2, `train vs eval mode: rel. diff ${r.trainVsEval}`);
-  assert.equal(r.recordedCalls, 14);
+  assert.equal(r.recordedCalls, 16);
 });
 
 test("recorded encoder forward: one submit with its read, one dispatch per program, 0 tfjs kernels; a second call of a shape creates no buffers, bind groups or pipelines", { skip }, () => {
