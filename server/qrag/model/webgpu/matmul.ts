@@ -170,16 +170,9 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
   // A slice → As[k][m], B slice → Bs[k][n]. An operand stored with k inner (A, or Bᵀ) is read
   // along k and scattered; one stored with k outer (Aᵀ, or B) is read along m / n in place.
   const kInner = (tile: string, src: string, rows: number, rowVar: string, at: string): void => {
-    if (embedLn && src === "A") {
-      // A's elements computed (lnA), not loaded: the row's stats are the prologue's
-      for (let l = 0; l < (rows * bk) / threads; l++) {
-        L.push(`    { let e = ${l * threads}u + tid; let m = e / ${bk}u; let kk = e % ${bk}u; var v = 0.0;`);
-        L.push(`      if (row0 + m < u.M && k0 + kk < u.K) { v = lnA(row0 + m, m, k0 + kk); }`);
-        L.push(`      ${tile}[kk * ${rows / 4}u + m / 4u][m % 4u] = v; }`);
-      }
-      return;
-    }
-    if (aligned) {
+    // embedLn: A's elements computed (lnA, the row's stats the prologue's), one at a time with checks
+    const computed = embedLn && src === "A";
+    if (aligned && !computed) {
       for (let l = 0; l < (rows * bk) / 4 / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let ${rowVar} = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`);
         L.push(`      let v = ${ld(src, `(${at}) / 4u + k4`, true)};`);
@@ -189,7 +182,7 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
     } else {
       for (let l = 0; l < (rows * bk) / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let ${rowVar} = e / ${bk}u; let kk = e % ${bk}u; var v = 0.0;`);
-        L.push(`      if (${rowVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"} && k0 + kk < u.K) { v = ${ld(src, `${at} + kk`)}; }`);
+        L.push(`      if (${rowVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"} && k0 + kk < u.K) { v = ${computed ? "lnA(row0 + m, m, k0 + kk)" : ld(src, `${at} + kk`)}; }`);
         L.push(`      ${tile}[kk * ${rows / 4}u + ${rowVar} / 4u][${rowVar} % 4u] = v; }`);
       }
     }

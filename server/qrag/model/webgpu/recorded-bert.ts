@@ -26,13 +26,12 @@ import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import {
-  admitPlan, cachedPlan, drawKeys, finishPlan, linearPartsStep, linearResLnStep, linearStep, planBound, poolFuses, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, rowsWithin, submitForward, USAGE,
+  admitPlan, cachedPlan, drawKeys, finishPlan, linearPartsStep, linearStep, planBound, poolFuses, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, rowsWithin, subLayerEnd, submitForward, USAGE,
   programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type ResLnArgs, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
 import { geluFwd, geluTanhFwd, lnFwd, lnFwdShader, reluFwd } from "./gelu-layernorm.ts";
 import { enableHalf, halfActive, halfKey, readAct, writeAct } from "./half-storage.ts";
-import { resLnFwd } from "./residual-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 
@@ -124,7 +123,7 @@ export function bertForwardBytes(c: BertConfig, B: number, T: number, half = fal
   // (each two programs where the residual does not fuse) and the activation unless it is fc1's
   // epilogue; pooling (unless the last sub-layer end pools)
   const perLayer = 5 + (fused ? 0 : 2) + (c.act === "gelu" ? 0 : 1);
-  return (half ? 2 : 4) * acts + 4 * f32 + 256 * (2 + perLayer * L + (fused && poolFuses(d, T) ? 0 : 1));
+  return (half ? 2 : 4) * acts + 4 * f32 + 256 * (2 + perLayer * L + (poolFuses(d, T) ? 0 : 1));
 }
 
 /** Rows of T tokens one no-grad plan holds: within the no-grad plans' budget and every buffer within the binding limit. */
@@ -214,8 +213,8 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
   };
   // a sub-layer's output before its residual (not read by a backward), where the residual + LayerNorm is a program of its own
   const h = residualFuses(d) ? null : act(N * d);
-  // the pooling in the last residual + LayerNorm program
-  const pools = h === null && poolFuses(d, T);
+  // the pooling in the last residual + LayerNorm program (poolFuses implies residualFuses)
+  const pools = poolFuses(d, T);
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
   let draws = 0;
@@ -240,16 +239,10 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
   const attKey = `qrag_attn_fwd_separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}${halfKey(half)}`;
   const attCode = attentionForwardCode(dh, "separate", ap > 0 ? "inline" : false, tile, half);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
-  const resLnCode = resLnFwd(d, half);
-  /** h = a·W + b (variables w, w + 1), y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m and the row stats: one program where residualFuses. */
+  /** h = a·W + b (variables w, w + 1), y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m and the row stats (subLayerEnd). */
   const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, g: number, y: BufferLike, v: BufferLike, st: BufferLike, pool?: ResLnArgs["pool"]): number | undefined => {
     const m = maskFields(hp);
-    if (!h) {
-      b.step(linearResLnStep({ a, w, xi, g, y, v, stats: st, m: N, n: d, k, eps: c.eps, mask: m, half, pool }));
-      return m.draw;
-    }
-    linear(a, w, h, d, k);
-    b.step({ key: `qrag_res_ln_fwd_${lanes}${halfKey(half)}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, v, st], uniforms: [...lnDims, ...m.fields], grid: rows, stride: 0, draw: m.draw });
+    for (const step of subLayerEnd({ a, w, xi, g, y, v, stats: st, m: N, n: d, k, eps: c.eps, mask: m, half, pool }, h)) b.step(step);
     return m.draw;
   };
   const [actName, actShader] = ACT[c.act];

@@ -520,6 +520,19 @@ export function linearResLnStep(r: ResLnArgs): Omit<Step, "slot"> {
   };
 }
 
+/**
+ * A sub-layer's end in both encoders' forwards (this file's, recorded-bert.ts's): h = a·W + b, then
+ * y = LN(xi + h·m) with the sum into v and the row stats: one program where residualFuses (h null),
+ * else the product into h and residual-layernorm.ts's program (the same mask).
+ */
+export function subLayerEnd(r: ResLnArgs, h: BufferLike | null): Omit<Step, "slot">[] {
+  if (!h) return [linearResLnStep(r)];
+  return [
+    linearStep(r.a, r.w, h, r.m, r.n, r.k, false, undefined, r.half),
+    { key: `qrag_res_ln_fwd_${rowLanes(r.n)}${halfKey(r.half)}`, code: resLnFwd(r.n, r.half), refs: [r.xi, h, { weight: r.g }, { weight: r.g + 1 }, r.y, r.v, r.stats], uniforms: [["u", r.m], ["u", r.n], ["f", r.eps], ...r.mask.fields], grid: rowWorkgroups(r.m, r.n), stride: 0, draw: r.mask.draw },
+  ];
+}
+
 /** A backward's product (recorded-backward.ts, recorded-bert-backward.ts): what productStep computes. */
 export interface Product {
   a: Ref;
@@ -800,8 +813,8 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   // a sub-layer's output before its residual, where the residual + LayerNorm is a program of its own
   const fuses = residualFuses(d);
   const h = fuses ? null : act(N * d);
-  // the pooling in the last residual + LayerNorm program
-  const pools = fuses && poolFuses(d, T);
+  // the pooling in the last residual + LayerNorm program (poolFuses implies residualFuses)
+  const pools = poolFuses(d, T);
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
   const rate = dropping ? c.dropout : 0;
@@ -829,20 +842,10 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   const attKey = `packed_${dh}_${tile}_${dropping ? "inline" : "nodrop"}${halfKey(half)}`;
   const attCode = attentionForwardCode(dh, "packed", dropping ? "inline" : false, tile, half);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
-  /**
-   * A sub-layer's end: h = a·W + b, then y = LN(xi + h·m) with the sum into `v` (kept for a
-   * backward, which reads v, y and stats): one program where residualFuses, else the product and
-   * residual-layernorm.ts's program (the same mask).
-   */
-  const resLnCode = resLnFwd(d, half);
+  /** A sub-layer's end (subLayerEnd), the sum into `v` (kept for a backward, which reads v, y and stats). */
   const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, v: BufferLike, g: number, y: BufferLike, stats: BufferLike, pool?: ResLnArgs["pool"]): number | undefined => {
     const m = maskFields();
-    if (!h) {
-      b.step(linearResLnStep({ a, w, xi, g, y, v, stats, m: N, n: d, k, eps: LN_EPS, mask: m, half, pool }));
-      return m.draw;
-    }
-    linear(a, w, h, N, d, k);
-    b.step({ key: `qrag_res_ln_fwd_${rowLanes(d)}${halfKey(half)}`, code: resLnCode, refs: [xi, h, { weight: g }, { weight: g + 1 }, y, v, stats], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ...m.fields], grid: rowWorkgroups(N, d), stride: 0, draw: m.draw });
+    for (const st of subLayerEnd({ a, w, xi, g, y, v, stats, m: N, n: d, k, eps: LN_EPS, mask: m, half, pool }, h)) b.step(st);
     return m.draw;
   };
   for (let l = 0; l < L; l++) {
