@@ -110,6 +110,19 @@ export async function tapedCalls(enc: { dim: number; variables: readonly tf.Vari
 }
 
 /**
+ * The budget half of both encoders' forwardRows cases: the rows of 32 tokens one no-grad plan holds
+ * under a budget of 40 such rows' bytes (`bytes`, the encoder's estimate), by `rows` (the
+ * encoder's forwardRows), and embedUnderBudget under that budget.
+ */
+export async function rowsUnderBudget(enc: Parameters<typeof embedUnderBudget>[0], bytes: (B: number, T: number) => number, rows: (T: number) => number, vocab: number): Promise<{ rows: number } & Awaited<ReturnType<typeof embedUnderBudget>>> {
+  const bound = bytes(40, 32) + 1;
+  const bounds = setPlanBounds({ plain: bound });
+  const held = rows(32);
+  setPlanBounds(bounds);
+  return { rows: held, ...(await embedUnderBudget(enc, bound, vocab)) };
+}
+
+/**
  * embedDevice of 100 distinct rows of 32 tokens under a no-grad plan budget of `bound` bytes: the
  * rows of each forward it ran, how many were recorded (the rest ran through tfjs), and its values.
  */

@@ -12,7 +12,7 @@ import { onBackend, relDiff } from "./device-case-runner.ts";
 import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
 import { bertSpecs, type BertConfig } from "../server/qrag/model/hf/bert.ts";
 import { writeRandomBert } from "../server/qrag/model/hf/random-bert.ts";
-import { CONFIG, batchOf, embedUnderBudget, lossAndGrads, readForward as forward, recordedCalls, tapedCalls, type CallRecord } from "./recorded-batches.ts";
+import { CONFIG, batchOf, rowsUnderBudget, lossAndGrads, readForward as forward, recordedCalls, tapedCalls, type CallRecord } from "./recorded-batches.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import { recorderStats, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { bertTrainBytes } from "../server/qrag/model/webgpu/recorded-bert-train.ts";
@@ -191,14 +191,10 @@ async function forwardRowsCase() {
   }
   const [enc] = encoders(RANDOM);
   const bert = enc.model.bert;
-  const bound = bertForwardBytes(bert, 40, 32) + 1;
-  const bounds = setPlanBounds({ plain: bound });
-  const rows = bertForwardRows(bert, 32);
-  setPlanBounds(bounds);
-  const embedded = await embedUnderBudget(enc, bound, RANDOM.vocab);
+  const budget = await rowsUnderBudget(enc, (B, T) => bertForwardBytes(bert, B, T), (T) => bertForwardRows(bert, T), RANDOM.vocab);
   enc.dispose();
   throwIfDeviceError();
-  return { made, rows, ...embedded };
+  return { made, ...budget };
 }
 
 /** A second call of one shape: new buffers, bind groups, pipelines; and what one call counts (eval and train mode). */

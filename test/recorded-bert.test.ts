@@ -8,6 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { webgpuSkip as skip } from "./webgpu-skip.ts";
 import { runCaseFile } from "./device-case-runner.ts";
+import { assertPlanBudget, type PlanBudgetResult } from "./plan-budget.ts";
 
 const runCase = <T>(name: string): T => runCaseFile<T>("test/recorded-bert-cases.ts", name);
 
@@ -24,13 +25,7 @@ test("recorded BERT forward equals the tfjs path within 1e-5: eval and train mod
 });
 
 test("no-grad plans: their bytes are bertForwardBytes' (within 1 %, never above it), and embedDevice's sub-batches hold no more rows than one plan's budget takes, so each is recorded (100 rows under a budget of 40: 40 + 40 + 20)", { skip }, () => {
-  const r = runCase<{ made: Record<string, [number, number]>; rows: number; calls: number[]; recorded: number; finite: boolean; values: number }>("forwardRows");
-  assert.equal(Object.keys(r.made).length, 6);
-  for (const [k, [made, est]] of Object.entries(r.made)) assert.ok(made <= est && made >= 0.99 * est, `${k}: ${made} bytes made, ${est} estimated`);
-  assert.equal(r.rows, 40);
-  assert.deepEqual(r.calls, [40, 40, 20]);
-  assert.equal(r.recorded, 3, "every sub-batch recorded, none through tfjs");
-  assert.ok(r.finite && r.values === 100 * 48, `${r.values} values`);
+  assertPlanBudget(runCase<PlanBudgetResult>("forwardRows"), 6, 48);
 });
 
 test("embedDevice runs rows of different lengths apart (shortest first, each group padded to its own length) and puts them back: the same values as one forward of the padded batch", { skip }, () => {

@@ -8,10 +8,10 @@ import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
 import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
-import { CONFIG, batchOf, embedUnderBudget, lossAndGrads, readForward as forward, recordedCalls } from "./recorded-batches.ts";
+import { CONFIG, batchOf, rowsUnderBudget, lossAndGrads, readForward as forward, recordedCalls } from "./recorded-batches.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 import { countersOn, kernelNameCounts, resetCounters } from "../server/qrag/backend/device.ts";
-import { forwardBytes, forwardRows, recorderStats, residualFuses, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { forwardBytes, forwardRows, recorderStats, residualFuses, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 import { webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
@@ -241,14 +241,10 @@ async function forwardRowsCase() {
     await forward(enc, batchOf(B, T, B + T), false, true);
     made[`${B}x${T}`] = [recorderStats.bytes - before, forwardBytes(CONFIG, B, T)];
   }
-  const bound = forwardBytes(CONFIG, 40, 32) + 1;
-  const bounds = setPlanBounds({ plain: bound });
-  const rows = forwardRows(CONFIG, 32);
-  setPlanBounds(bounds);
-  const embedded = await embedUnderBudget(enc, bound, CONFIG.vocab_size);
+  const budget = await rowsUnderBudget(enc, (B, T) => forwardBytes(CONFIG, B, T), (T) => forwardRows(CONFIG, T), CONFIG.vocab_size);
   enc.dispose();
   throwIfDeviceError();
-  return { made, rows, ...embedded };
+  return { made, ...budget };
 }
 
 const CASES: Record<string, () => Promise<unknown>> = { forwardRows: forwardRowsCase, equal: equalCase, cache: cacheCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };

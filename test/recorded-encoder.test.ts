@@ -8,17 +8,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { webgpuSkip as skip } from "./webgpu-skip.ts";
 import { runCaseFile } from "./device-case-runner.ts";
+import { assertPlanBudget, type PlanBudgetResult } from "./plan-budget.ts";
 
 const runCase = <T>(name: string): T => runCaseFile<T>("test/recorded-encoder-cases.ts", name);
 
 test("no-grad plans: their bytes are forwardBytes' (within 1 %, never above it), and embedDevice's sub-batches hold no more rows than one plan's budget takes, so each is recorded (100 rows under a budget of 40: 40 + 40 + 20)", { skip }, () => {
-  const r = runCase<{ made: Record<string, [number, number]>; rows: number; calls: number[]; recorded: number; finite: boolean; values: number }>("forwardRows");
-  assert.equal(Object.keys(r.made).length, 3);
-  for (const [k, [made, est]] of Object.entries(r.made)) assert.ok(made <= est && made >= 0.99 * est, `${k}: ${made} bytes made, ${est} estimated`);
-  assert.equal(r.rows, 40);
-  assert.deepEqual(r.calls, [40, 40, 20]);
-  assert.equal(r.recorded, 3, "every sub-batch recorded, none through tfjs");
-  assert.ok(r.finite && r.values === 100 * 32, `${r.values} values`);
+  assertPlanBudget(runCase<PlanBudgetResult>("forwardRows"), 3, 32);
 });
 
 test("recorded encoder forward equals the tfjs path within 1e-5: eval and train mode (same dropout masks), T 16/64/256, odd B; the residual + LayerNorm fused into the product before it (dim 32; dim 128, aligned), the pooling with the last one (T ≤ 64), and apart (dim 192, T 256); the embedding in layer 0's QKV (to dim 256) and apart (dim 320)", { skip }, () => {
