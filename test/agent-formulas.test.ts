@@ -156,11 +156,13 @@ test("explore_eps: with probability ε a uniform pick among the same top-5; ε =
   for (const j of counts.keys()) assert.ok(top.includes(j), `picked ${j} outside the available top-5`);
   close((counts.get(0) ?? 0) / n, 1 - eps + eps / 5, 0.015, "p(best)");
   for (const j of top.slice(1)) close((counts.get(j) ?? 0) / n, eps / 5, 0.01, `p(${j})`);
-  // ε = 0 consumes the generator exactly as the reference policy does: one draw per pick
-  const a = new Rng(9), b = new Rng(9);
-  for (let i = 0; i < 50; i++) boltzmannTop5(logits, avail, 0.05, a, 5, 0);
-  for (let i = 0; i < 50; i++) b.next();
-  assert.equal(a.next(), b.next());
+  // a pick draws the same count of numbers whatever it needs: one with ε = 0, three with ε > 0
+  for (const [e, draws] of [[0, 1], [0.4, 3]]) {
+    const a = new Rng(9), b = new Rng(9);
+    for (let i = 0; i < 50; i++) boltzmannTop5(logits, avail, i % 2 ? 0.05 : 0, a, 5, e);
+    for (let i = 0; i < 50 * draws; i++) b.nextU32();
+    assert.equal(a.nextU32(), b.nextU32(), `ε ${e}`);
+  }
 });
 
 test("explore_eps_updates: ε falls linearly to 0 by that update; 0 keeps it constant; bounded in the schema", () => {

@@ -26,6 +26,8 @@ import { resolveConfig } from "../server/qrag/config/config.ts";
 import { evalOptions, train } from "../server/qrag/training/train.ts";
 import { workloadSource } from "../server/qrag/bench/workload.ts";
 import type { EpisodeRecord } from "../server/qrag/events.ts";
+import type { Sample, SampleSource } from "../server/qrag/types.ts";
+import { listSource } from "../server/qrag/data/json-records.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 
@@ -249,23 +251,24 @@ async function bertCase() {
 /** The update in passes of 3 against one pass, on webgpu (the fused rotary and twin loss inside). */
 /**
  * One Boltzmann rollout and one random rollout (episodes ending mid-rollout, bootstrap values, the
- * values in several batches) on cpu and on webgpu with the same seeds: picks, V_target of every state and the bootstrap values,
- * and on webgpu the reads per phase.
+ * values in several batches) on cpu and on webgpu with the same seeds: picks, V_target of every
+ * state and the bootstrap values, and on webgpu the reads per phase. `overrides` and `source`
+ * change the default (the workload's uniform chunks, episodes that run to max_steps).
  */
-async function rolloutCase() {
+async function rolloutCase(overrides: string[] = ["envs.feedback.never_terminate=true"], source = () => workloadSource(30, 1), exploreEps = 0) {
   const config = resolveConfig({
     preset: "tiny",
-    overrides: ["envs_parallel=2", "batch_size=16", "algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=128", "algo.encoder.dropout=0", "envs.feedback.never_terminate=true"],
+    overrides: ["envs_parallel=2", "batch_size=16", "algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=128", "algo.encoder.dropout=0", ...overrides],
   });
   const run = async (backend: "cpu" | "webgpu") => {
     await onBackend(backend);
     const nets = new QNetworks(config.algo.encoder, new Rng(1));
     // on webgpu the deferred values in batches of 7 states (30 candidates each): slices of the states
-    const envs = new ParallelEnvs(workloadSource(30, 1), { ...rolloutSettings(config), valueSlotsPerBatch: 7 * 30 }, new Rng(2));
+    const envs = new ParallelEnvs(source(), { ...rolloutSettings(config), valueSlotsPerBatch: 7 * 30 }, new Rng(2));
     const out = [];
     for (const random of [false, true]) {
       resetCounters();
-      const b = await withPhaseAsync("rollout", () => envs.collect(nets, { random, alpha: 0.05, exploreEps: 0, bootstrap: true }));
+      const b = await withPhaseAsync("rollout", () => envs.collect(nets, { random, alpha: 0.05, exploreEps, bootstrap: true }));
       const c = counterSnapshot();
       out.push({ actions: b.actionTexts, value: Array.from(b.value), bootstrap: Array.from(b.bootstrap!), notDone: Array.from(b.notDone), reads: { rollout: c.rollout?.reads ?? 0, target: c.target?.reads ?? 0, encode: c.encode?.reads ?? 0 }, syncReads: syncReads(c) });
     }
@@ -277,8 +280,10 @@ async function rolloutCase() {
   const gpu = await run("webgpu");
   return {
     L: rolloutSettings(config).stepsPerEnv,
+    maxSteps: config.envs.max_steps,
     rollouts: cpu.map((c, i) => ({
       sameActions: JSON.stringify(gpu[i].actions) === JSON.stringify(c.actions),
+      actions: c.actions.length,
       ended: c.notDone.filter((x) => x === 0).length,
       value: maxAbs(gpu[i].value, c.value),
       bootstrap: maxAbs(gpu[i].bootstrap, c.bootstrap),
@@ -286,6 +291,23 @@ async function rolloutCase() {
       syncReads: gpu[i].syncReads,
     })),
   };
+}
+
+/**
+ * Documents of 30 chunks of 1 to 14 random words, with 1 to 3 supporting chunks and a question
+ * of 2 to 9 words: states of many lengths, pieces longer than the piece cap, rows past max_len.
+ */
+function variedSource(): SampleSource {
+  const rng = new Rng(7);
+  const words = (n: number) => Array.from({ length: n }, () => `v${rng.int(500)}`).join(" ");
+  const samples: Sample[] = Array.from({ length: 12 }, (_, i) => ({
+    id: `varied-${i}`,
+    question: words(2 + rng.int(8)),
+    answer: "",
+    chunks: Array.from({ length: 30 }, () => words(1 + rng.int(14))),
+    supportIdx: rng.sampleWithoutReplacement(30, 1 + rng.int(3)).sort((a, b) => a - b),
+  }));
+  return listSource("varied", samples);
 }
 
 async function passesCase() {
@@ -301,7 +323,9 @@ const CASES: Record<string, () => Promise<unknown>> = {
   "encoder-bow": () => encoderCase("bow"),
   greedy: greedyCase,
   training: trainingCase,
-  rollout: rolloutCase,
+  rollout: () => rolloutCase(),
+  // episodes ending on completion, ε-exploration, retrieval-order states cut at the piece cap and at max_len
+  "rollout-varied": () => rolloutCase(["envs.feedback.never_terminate=false", "envs.sort_by_index=false", "max_action_length_in_memory=8", "algo.encoder.max_len=32", "envs.max_steps=5"], variedSource, 0.3),
   "train-run": trainRunCase,
   bert: bertCase,
 };

@@ -48,18 +48,34 @@ export function boltzmannTop5(logits: ArrayLike<number>, avail: Uint8Array, alph
   const masked = new Float64Array(n);
   for (let i = 0; i < n; i++) masked[i] = avail[i] ? logits[i] : min - 1;
   const top = topkIndices(masked, k).filter((j) => avail[j] !== 0);
-  return sampleTopK(top, top.map((j) => masked[j]), alpha, rng, eps);
+  return sampleTopK(top, top.map((j) => masked[j]), alpha, drawPick(rng, eps), eps);
+}
+
+/**
+ * The uniform numbers one pick uses, always as many (1, or 3 with ε > 0: explore, its pick, the
+ * Boltzmann draw) whatever the pick then needs, each a float32 in [0, 1): a pick made on the
+ * device (model/webgpu/lock-step.ts) is given the numbers the host drew in the same order, so
+ * both take the same action and leave the generator in the same state.
+ */
+export function drawPick(rng: Rng, eps: number): number[] {
+  return Array.from({ length: pickDraws(eps) }, () => (rng.nextU32() >>> 8) / 16777216);
+}
+
+/** How many numbers drawPick draws. */
+export function pickDraws(eps: number): number {
+  return eps > 0 ? 3 : 1;
 }
 
 /**
  * The sampling half of boltzmannTop5: `top` = the available top-k candidates, largest first, with
- * their masked logits `values`; p ∝ exp((l − max)/α). Shared with the device path, which computes
- * the top-k on the device and reads only these. With `eps` > 0, a uniform pick among `top` with
- * probability eps (no random number is drawn for it when eps = 0, so runs without it are unchanged).
+ * their masked logits `values`; p ∝ exp((l − max)/α), drawn with `u` (drawPick's numbers). Shared
+ * with the device paths (the lock-step program samples the same way in float32). With `eps` > 0,
+ * a uniform pick among `top` with probability eps.
  */
-export function sampleTopK(top: readonly number[], values: readonly number[], alpha: number, rng: Rng, eps = 0): number {
+export function sampleTopK(top: readonly number[], values: readonly number[], alpha: number, u: readonly number[], eps = 0): number {
   if (top.length === 0) throw new RangeError("boltzmannTop5: no available candidate");
-  if (eps > 0 && rng.next() < eps) return top[rng.int(top.length)];
+  // float32 products and comparisons, as the device makes them, so both pick the same index
+  if (eps > 0 && u[0] < Math.fround(eps)) return top[Math.min(top.length - 1, Math.floor(Math.fround(u[1] * top.length)))];
   // top[0] holds the max of the masked logits, which is available whenever anything is.
   const max = values[0];
   if (!(alpha > 0)) return top[0];
@@ -67,7 +83,7 @@ export function sampleTopK(top: readonly number[], values: readonly number[], al
   let total = 0;
   for (const x of w) total += x;
   if (!(total > 0) || !Number.isFinite(total)) return top[0];
-  let r = rng.next() * total;
+  let r = u[u.length - 1] * total;
   for (let t = 0; t < top.length; t++) {
     r -= w[t];
     if (r < 0) return top[t];

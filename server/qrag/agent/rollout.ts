@@ -13,7 +13,8 @@ import { RetrievalEpisode, type EpisodeConfig } from "../env/episode.ts";
 import { applyPartialStart, type PartialStartConfig } from "../env/partial-start.ts";
 import { scoreCandidates } from "../model/rotary.ts";
 import * as tf from "@tensorflow/tfjs";
-import { boltzmannTop5, sampleTopK, uniformAvailable } from "./policy.ts";
+import { boltzmannTop5, drawPick, sampleTopK, uniformAvailable } from "./policy.ts";
+import { deviceLockSteps, lockStepSpan } from "./lock-steps.ts";
 import { availTensor, scorePolicyTopKJoined, scoreSoftValue } from "./device-scoring.ts";
 import { disposeJoined, joinBlocks, newBlock, releaseRef, scoreLayout, targetsJoined, type CandidateRef, type JoinedBlocks } from "./device-candidates.ts";
 import { onDevice, withPhase, withPhaseAsync } from "../backend/device.ts";
@@ -293,69 +294,109 @@ export class ParallelEnvs {
     return { slot, state, positions: rotaryPositions(slot.episode), avail: slot.episode.available.slice() };
   }
 
-  /** The rollout's lock-steps: actions, rewards and the states whose values are pending. */
+  /**
+   * The rollout's lock-steps: actions, rewards and the states whose values are pending. On the
+   * device, runs of lock-steps no episode can end inside go to the device with one read
+   * (lock-steps.ts) and are replayed here; the others read their picks one step at a time.
+   */
   private async steps(nets: QNetworks, opts: CollectOptions, batch: RolloutBatch, pending: PendingValue[], retired: EnvSlot[]): Promise<void> {
     const device = onDevice();
     // on the CPU backends a rollout runs without awaiting anything: let a cancel in between steps
     const breathe = breather();
-    const { envs: E, stepsPerEnv: L, maxInMemory, sortByIndex, topk } = this.settings;
-    const D = nets.dim;
-    for (let t = 0; t < L; t++) {
+    const { stepsPerEnv: L, sortByIndex } = this.settings;
+    for (let t = 0; t < L; ) {
       await breathe();
       opts.signal?.throwIfAborted();
       const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
-      const dev = device && !opts.random ? await this.devicePolicy(nets, states) : null;
-      const sPolicy = device || opts.random ? null : embedStates(nets.policy, states, maxInMemory, true);
-      const ended: number[] = [];
-      for (let e = 0; e < E; e++) {
-        const slot = this.slots[e];
-        const ep = slot.episode;
-        const avail = ep.available;
-        const k = e * L + t;
-        pending[k] = this.pendingOf(slot, states[e]);
-        let action: number;
-        if (dev) {
-          const row = dev.data.subarray(e * 2 * dev.k, (e + 1) * 2 * dev.k);
-          const top: number[] = [];
-          const vals: number[] = [];
-          for (let i = 0; i < dev.k; i++) {
-            const j = row[i];
-            if (j < ep.numChunks && avail[j]) {
-              top.push(j);
-              vals.push(row[dev.k + i]);
-            }
+      const run = device && !opts.random ? await this.deviceRun(nets, opts, states, L - t) : null;
+      if (run) {
+        run.forEach((actions, i) => this.applyStep(nets, t + i, i === 0 ? states : this.slots.map((s) => s.episode.stateTexts(sortByIndex)), actions, i === run.length - 1, batch, pending, retired));
+        t += run.length;
+        continue;
+      }
+      this.applyStep(nets, t, states, await this.pickActions(nets, opts, states), true, batch, pending, retired);
+      t++;
+    }
+  }
+
+  /** Several lock-steps on the device with one read (lock-steps.ts), or null where they do not apply. */
+  private async deviceRun(nets: QNetworks, opts: CollectOptions, states: string[][], left: number): Promise<number[][] | null> {
+    const S = lockStepSpan(this.slots.map((s) => s.episode), left);
+    if (S < 2) return null;
+    const { maxInMemory, topk, sortByIndex } = this.settings;
+    this.joinedOnline ??= joinBlocks(this.slots.map((s) => s.cands!));
+    const envs = this.slots.map((s) => ({ episode: s.episode, ref: s.cands! }));
+    return deviceLockSteps(nets.policy, envs, this.joinedOnline, states, S, { maxInMemory, topk, sortByIndex, alpha: opts.alpha, eps: opts.exploreEps }, this.rng);
+  }
+
+  /** One lock-step's picks, one per environment: the policy's (its top-k read from the device, or scored here), or uniform in the random phase. */
+  private async pickActions(nets: QNetworks, opts: CollectOptions, states: string[][]): Promise<number[]> {
+    const device = onDevice();
+    const { maxInMemory, topk } = this.settings;
+    const D = nets.dim;
+    const dev = device && !opts.random ? await this.devicePolicy(nets, states) : null;
+    const sPolicy = device || opts.random ? null : embedStates(nets.policy, states, maxInMemory, true);
+    return this.slots.map((slot, e) => {
+      const ep = slot.episode;
+      const avail = ep.available;
+      if (dev) {
+        const row = dev.data.subarray(e * 2 * dev.k, (e + 1) * 2 * dev.k);
+        const top: number[] = [];
+        const vals: number[] = [];
+        for (let i = 0; i < dev.k; i++) {
+          const j = row[i];
+          if (j < ep.numChunks && avail[j]) {
+            top.push(j);
+            vals.push(row[dev.k + i]);
           }
-          action = sampleTopK(top, vals, opts.alpha, this.rng, opts.exploreEps);
-        } else if (sPolicy) {
-          scoreCandidates(sPolicy.subarray(e * D, (e + 1) * D), slot.online, rotaryPositions(ep), slot.q1, slot.q2);
-          const logits = slot.q1.map((v, j) => v + slot.q2[j]);
-          action = boltzmannTop5(logits, avail, opts.alpha, this.rng, topk, opts.exploreEps);
-        } else {
-          action = uniformAvailable(avail, this.rng);
         }
-        const rotPos = rotaryPositions(ep)[action];
-        const r = ep.step(action);
-        batch.states[k] = states[e];
-        batch.actionTexts[k] = r.item.text;
-        batch.actionPositions[k] = rotPos; // selection-time position (docs/method.md §3.5)
-        batch.reward[k] = r.reward;
-        batch.notDone[k] = r.done || (this.settings.absorbCompletion && r.completed) ? 0 : 1;
-        slot.ret += r.reward;
-        if (r.done) {
-          this.finished.push(slot.ret);
-          ended.push(e);
-        }
+        return sampleTopK(top, vals, opts.alpha, drawPick(this.rng, opts.exploreEps), opts.exploreEps);
       }
-      // reset finished envs; their new candidates are embedded together (one batch per encoder)
-      if (ended.length) {
-        const fresh = ended.map(() => this.newSlot());
-        this.embed(nets, fresh);
-        ended.forEach((e, i) => {
-          retired.push(this.slots[e]);
-          this.slots[e] = fresh[i];
-        });
-        this.dropJoined();
+      if (sPolicy) {
+        scoreCandidates(sPolicy.subarray(e * D, (e + 1) * D), slot.online, rotaryPositions(ep), slot.q1, slot.q2);
+        const logits = slot.q1.map((v, j) => v + slot.q2[j]);
+        return boltzmannTop5(logits, avail, opts.alpha, this.rng, topk, opts.exploreEps);
       }
+      return uniformAvailable(avail, this.rng);
+    });
+  }
+
+  /**
+   * Applies lock-step t's picks: the transitions into the batch, the states' pending values, and
+   * (when `last`, the end of a device run) fresh episodes for those that ended. An episode ending
+   * before its run's last step is a bug in lockStepSpan, and throws.
+   */
+  private applyStep(nets: QNetworks, t: number, states: string[][], actions: readonly number[], last: boolean, batch: RolloutBatch, pending: PendingValue[], retired: EnvSlot[]): void {
+    const L = this.settings.stepsPerEnv;
+    const ended: number[] = [];
+    this.slots.forEach((slot, e) => {
+      const ep = slot.episode;
+      const k = e * L + t;
+      pending[k] = this.pendingOf(slot, states[e]);
+      const action = actions[e];
+      const rotPos = rotaryPositions(ep)[action];
+      const r = ep.step(action);
+      batch.states[k] = states[e];
+      batch.actionTexts[k] = r.item.text;
+      batch.actionPositions[k] = rotPos; // selection-time position (docs/method.md §3.5)
+      batch.reward[k] = r.reward;
+      batch.notDone[k] = r.done || (this.settings.absorbCompletion && r.completed) ? 0 : 1;
+      slot.ret += r.reward;
+      if (r.done) {
+        if (!last) throw new Error(`rollout: an episode ended at lock-step ${t}, inside a device run`);
+        this.finished.push(slot.ret);
+        ended.push(e);
+      }
+    });
+    // reset finished envs; their new candidates are embedded together (one batch per encoder)
+    if (ended.length) {
+      const fresh = ended.map(() => this.newSlot());
+      this.embed(nets, fresh);
+      ended.forEach((e, i) => {
+        retired.push(this.slots[e]);
+        this.slots[e] = fresh[i];
+      });
+      this.dropJoined();
     }
   }
 }

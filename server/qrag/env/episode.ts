@@ -80,6 +80,18 @@ export class RetrievalEpisode {
     return this.finished;
   }
 
+  /**
+   * Steps this episode takes before it can end: the next `stepsBeforeEnd − 1` steps surely do not
+   * end it (truncation is that far off, and completion needs every missing support chunk, one a
+   * step), the one after may. What the rollout's device lock-steps run without the host.
+   */
+  get stepsBeforeEnd(): number {
+    const left = Math.min(this.maxSteps, this.available.length) - this.order.length;
+    const fb = this.feedback;
+    const completes = fb.config.neverTerminate || fb.completed ? Infinity : Math.max(1, fb.missing);
+    return Math.max(0, Math.min(left, completes));
+  }
+
   step(action: number): StepResult {
     if (this.finished) throw new Error("RetrievalEpisode.step called after the episode ended");
     if (!Number.isInteger(action) || action < 0 || action >= this.available.length || this.available[action] === 0) {

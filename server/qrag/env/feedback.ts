@@ -52,6 +52,11 @@ export class GroundTruthFeedback {
     return this.found.size;
   }
 
+  /** Support chunks not yet found: completion takes at least this many more steps. */
+  get missing(): number {
+    return this.support.size - this.found.size;
+  }
+
   /** Feedback for the state after a step; `predAll` = every chunk index retrieved so far. */
   step(predAll: readonly number[]): FeedbackResult {
     const pred = new Set(predAll);

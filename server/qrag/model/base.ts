@@ -3,7 +3,7 @@
  * (clone, hard copy, Polyak averaging, export/import), seeded initialisation, and token packing.
  */
 import * as tf from "@tensorflow/tfjs";
-import type { Encoder, EncoderConfig, SerializedTensor, TapedForward, TokenBatch } from "./encoder.ts";
+import type { DeviceStates, Encoder, EncoderConfig, SerializedTensor, TapedForward, TokenBatch } from "./encoder.ts";
 import { Rng } from "../util/rng.ts";
 import { nextPow2 } from "./ops.ts";
 import { lengthGroups, permuteRows } from "./length-groups.ts";
@@ -41,6 +41,8 @@ export interface QEncoder extends Encoder {
   tapedRows(len?: number): number;
   /** exportWeights with async reads (the only form the device path can read). */
   exportWeightsAsync(): Promise<SerializedTensor[]>;
+  /** Its states assembled on the device (encoder.ts DeviceStates), or null where it has no such path. */
+  deviceStates(): DeviceStates | null;
   /** Names of `variables`, same order. */
   readonly variableNames: readonly string[];
   /** Total number of weights. */
@@ -125,6 +127,9 @@ export abstract class BaseEncoder implements QEncoder {
   }
   tapedRows(_len?: number): number {
     return Infinity;
+  }
+  deviceStates(): DeviceStates | null {
+    return null;
   }
   /** A new instance of the same architecture whose variables share `this`'s values. */
   protected abstract cloneFrom(trainable: boolean): BaseEncoder;

@@ -59,6 +59,25 @@ export interface TapedForward {
   release(): void;
 }
 
+/**
+ * How an encoder packs a state, for states assembled on the device (agent/lock-steps.ts): `[cls]`,
+ * then each piece's ids (its first maxTokensPerPiece words) and `[sep]`, cut at maxLen.
+ */
+export interface DeviceStates {
+  cls: number;
+  sep: number;
+  maxLen: number;
+  /** The ids packStates writes for one piece into `out` at `at` (at most `maxTokens`); their count. */
+  pieceIds(text: string, maxTokens: number, out: Int32Array, at: number): number;
+  /** Whether forwardTokens takes B rows of T tokens (false: it would return null). */
+  fits(B: number, T: number, training: boolean): boolean;
+  /**
+   * The [B, dim] embeddings of the B rows of T tokens a program wrote into `tokens` [3·B·T] (the
+   * ids, then the mask's and the pooling weights' float bits), as forward(batch) of those rows.
+   */
+  forwardTokens(tokens: tf.Tensor, B: number, T: number, training: boolean): tf.Tensor2D | null;
+}
+
 export interface Encoder {
   readonly config: EncoderConfig;
   readonly dim: number;

@@ -30,16 +30,16 @@
  *   pooling is `segmentMean`.
  */
 import * as tf from "@tensorflow/tfjs";
-import type { EncoderConfig, TapedForward, TokenBatch } from "./encoder.ts";
+import type { DeviceStates, EncoderConfig, TapedForward, TokenBatch } from "./encoder.ts";
 import { BaseEncoder, checkBatch, type ParamSpec, type WeightSource } from "./base.ts";
 import { dropout, embedScatter, gelu, layerNorm, linear, residualDropout, segmentMean } from "./ops.ts";
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
 import { attentionQkvDevice, maskedMeanDevice } from "./device-ops.ts";
 import { gatherRows } from "./device-gather.ts";
-import { forwardRows, recordedEncoderForward } from "./webgpu/recorded-encoder.ts";
+import { forwardRows, recordedEncoderForward, recordedForwardOfTokens, tokensPlanFits } from "./webgpu/recorded-encoder.ts";
 import { recordedEncoderTrain, recordedTaped } from "./webgpu/recorded-train.ts";
 import { onDevice } from "../backend/device.ts";
-import { CLS, SEP } from "./tokenizer.ts";
+import { CLS, SEP, writeTextIds } from "./tokenizer.ts";
 import { RowPacker } from "./row-packer.ts";
 import { Rng } from "../util/rng.ts";
 
@@ -170,6 +170,20 @@ export class TransformerEncoder extends BaseEncoder {
     // Slice copies its whole input for every slice.
     x = this.layers(x, (hN, wqkv, bqkv) => attentionPerHead(...qkvSlices(hN, wqkv, bqkv), att), training);
     return segmentMean(x, lengths, 0.1); // masked mean pooling, ÷10
+  }
+
+  /** packStates's framing on the device (webgpu only: its recorded forward reads the device-written rows). */
+  override deviceStates(): DeviceStates | null {
+    if (!onDevice()) return null;
+    const c = this.config;
+    return {
+      cls: CLS,
+      sep: SEP,
+      maxLen: c.max_len,
+      pieceIds: (text, maxTokens, out, at) => writeTextIds(text, c.vocab_size, maxTokens, out, at),
+      fits: (B, T, training) => tokensPlanFits(c, B, T, training),
+      forwardTokens: (tokens, B, T, training) => recordedForwardOfTokens(this.variables, c, tokens, B, T, training, this.dropoutRng),
+    };
   }
 
   override tapedForward(batch: TokenBatch, training: boolean): TapedForward | null {

@@ -304,6 +304,41 @@ export function recordedEncoderForward(vars: readonly tf.Variable[], c: Recorded
   return submitForward(be, plan, vars, ids, mask, drawKeys(plan, rng));
 }
 
+/** The no-grad plan of B rows of T tokens when the recorder runs it (webgpu, the recorder on, within the device's limits), else null. */
+function tokensPlan(c: RecordedConfig, B: number, T: number, training: boolean): Plan | null {
+  if (!enabled || tf.getBackend() !== "webgpu" || B === 0 || T === 0) return null;
+  return planFor((webgpuBackend() as BackendLike).device as DeviceLike, c, B, T, training && c.dropout > 0, null);
+}
+
+/** Whether recordedForwardOfTokens takes B rows of T tokens (its plan made now, and kept). */
+export function tokensPlanFits(c: RecordedConfig, B: number, T: number, training: boolean): boolean {
+  return tokensPlan(c, B, T, training) !== null;
+}
+
+/**
+ * recordedEncoderForward of a batch a program wrote on the device (agent/lock-steps.ts): `tokens`
+ * [3·B·T] holds the ids, then the mask and the pooling weights as float bits, and is copied into
+ * the plan's inputs in tfjs's command encoder, after the program that wrote it. The ids come from
+ * the encoder's own packing of each piece, so they are inside the vocabulary. Null where no plan
+ * takes the batch.
+ */
+export function recordedForwardOfTokens(vars: readonly tf.Variable[], c: RecordedConfig, tokens: tf.Tensor, B: number, T: number, training: boolean, rng: Rng): tf.Tensor2D | null {
+  if (tokens.size !== 3 * B * T) throw new Error(`recordedForwardOfTokens: ${tokens.size} values for 3 × ${B} × ${T}`);
+  const plan = tokensPlan(c, B, T, training);
+  if (!plan) return null;
+  recorderStats.calls++;
+  const be = webgpuBackend() as BackendLike;
+  be.uploadToGPU(tokens.dataId);
+  const enc = tfjsEncoderFor(be, plan, "forward", vars);
+  const src = be.tensorMap.get(tokens.dataId).resource as BufferLike;
+  const n = B * T * 4;
+  enc.copyBufferToBuffer(src, 0, plan.ids, 0, n);
+  enc.copyBufferToBuffer(src, n, plan.mask, 0, n);
+  enc.copyBufferToBuffer(src, 2 * n, plan.poolW, 0, n);
+  be.commandQueueOwnedIds.add(tokens.dataId);
+  return recordSubmitted(be, enc, plan, vars, drawKeys(plan, rng));
+}
+
 /** This call's dropout keys (k0, k1 per draw), from the encoder's Rng in the tfjs path's order. */
 export function drawKeys(plan: Plan, rng: Rng): number[] {
   const keys: number[] = [];
@@ -421,10 +456,15 @@ export function submitForward(be: BackendLike, plan: Plan, vars: readonly tf.Var
   q.writeBuffer(plan.ids, 0, ids);
   q.writeBuffer(plan.mask, 0, mask);
   q.writeBuffer(plan.poolW, 0, maskedMeanWeights(mask, B, T, 0.1));
-  writeUniforms(device, plan, plan.steps, keys);
+  return recordSubmitted(be, enc, plan, vars, keys);
+}
+
+/** The forward of `plan` on the inputs already in its buffers, recorded into `enc`: the pooled [B, d]. */
+function recordSubmitted(be: BackendLike, enc: EncoderLike, plan: Plan, vars: readonly tf.Variable[], keys: readonly number[]): tf.Tensor2D {
+  writeUniforms(be.device as DeviceLike, plan, plan.steps, keys);
   recordSteps(be, enc, plan, plan.steps, vars);
   const d = vars[0].shape[1] as number;
-  const y = copyOut(be, enc, plan.pooled, [B, d]) as tf.Tensor2D;
+  const y = copyOut(be, enc, plan.pooled, [plan.B, d]) as tf.Tensor2D;
   recordedIntoTfjs(be, [y]);
   return y;
 }

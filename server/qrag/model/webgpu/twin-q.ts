@@ -27,13 +27,13 @@ function insertTopK(vals: string, inds: string, x: string): string {
 }
 
 /** −∞ comes in as a uniform: WGSL rejects a constant infinity. */
-const NEG_INF = "u.negInf";
+export const NEG_INF = "u.negInf";
 
-const SCORE_FIELDS = ["E: u32", "nMax: u32", "R: u32", "D: u32", "negInf: f32"];
-const scoreReads = (rotary: boolean): string[] => ["st", "cand", "padIdx:i32", ...(rotary ? ["rows:i32", "ct", "sn"] : [])];
+export const SCORE_FIELDS = ["E: u32", "nMax: u32", "R: u32", "D: u32", "negInf: f32"];
+export const scoreReads = (rotary: boolean): string[] => ["st", "cand", "padIdx:i32", ...(rotary ? ["rows:i32", "ct", "sn"] : [])];
 
 /** WGSL `fn scoreSlot(idx)`: slot idx's q1, q2 (state idx / nMax against its candidate row; −∞ at padding). */
-function scoreSlotFn(rotary: boolean): string {
+export function scoreSlotFn(rotary: boolean): string {
   const pair = rotary
     ? `let to = u32(rows[idx]) * u.D + c;
     let x0 = cand[co + c];
@@ -72,7 +72,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 
 /** A per-row program over the scores (one thread per row: the policy's top-k, the soft value) and what it declares and reads. */
-interface RowProgram {
+export interface RowProgram {
   /** Uniform fields past the scoring's (scoreThenRowCode). */
   fields?: string[];
   head: string;
@@ -214,7 +214,7 @@ function runScoreThenRow(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreL
  */
 export function scorePolicyTopKJoinedFused(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreLayout, avail: tf.Tensor2D, k: number): tf.Tensor2D {
   const kk = Math.min(k, layout.nMax);
-  return runScoreThenRow(states, cands, layout, avail, `topk_${kk}_joined`, policyTopKRow(kk, true), (n) => [n, 2 * kk]) as tf.Tensor2D;
+  return runScoreThenRow(states, cands, layout, avail, `topk_${kk}_joined`, policyTopKRow(kk, "joined"), (n) => [n, 2 * kk]) as tf.Tensor2D;
 }
 
 /** scoreRowsFused and softValueFused in one program (scoreThenRowCode): V(s) per state → [N], the same bits as the two programs. */
@@ -313,17 +313,26 @@ export function softValueFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tenso
 }
 
 /** The policy top-k's per-row program (`fn topkRow(e)`) and what it declares. */
-function policyTopKRow(k: number, joined: boolean): RowProgram {
-  const write = joined
-    ? `joined[e * 2u * K + i] = f32(ix[i]);
-    joined[e * 2u * K + K + i] = vs[i];`
-    : `vals[e * K + i] = vs[i];
-    inds[e * K + i] = i32(ix[i]);`;
+/**
+ * The policy's top-k of row e as a RowProgram, written as `out` says: "joined" [indices(k),
+ * values(k)] per row, "split" values and indices apart, "local" into the workgroup arrays `topV`,
+ * `topI` the caller declares (the lock-step program samples from them).
+ */
+export function policyTopKRow(k: number, out: "joined" | "split" | "local"): RowProgram {
+  const joined = out === "joined";
+  const write = {
+    joined: `joined[e * 2u * K + i] = f32(ix[i]);
+    joined[e * 2u * K + K + i] = vs[i];`,
+    split: `vals[e * K + i] = vs[i];
+    inds[e * K + i] = i32(ix[i]);`,
+    local: `topV[i] = vs[i];
+    topI[i] = ix[i];`,
+  }[out];
   return {
     head: `const K: u32 = ${k}u;
 fn finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }`,
     reads: ["avail"],
-    writes: joined ? ["joined"] : ["vals", "inds:i32"],
+    writes: { joined: ["joined"], split: ["vals", "inds:i32"], local: [] }[out],
     fn: `fn topkRow(e: u32) {
   let o = e * u.nMax;
   var mn = 3.0e38;
@@ -357,7 +366,7 @@ ${insertTopK("vs", "ix", "v")}
 }
 
 function policyTopKCode(k: number, joined: boolean): string {
-  return rowProgramCode(["E: u32", "nMax: u32"], policyTopKRow(k, joined));
+  return rowProgramCode(["E: u32", "nMax: u32"], policyTopKRow(k, joined ? "joined" : "split"));
 }
 
 /**

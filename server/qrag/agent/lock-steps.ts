@@ -1,0 +1,168 @@
+/**
+ * Several rollout lock-steps on the device with ONE read (model/webgpu/lock-step.ts): where no
+ * episode can end before the last of S steps (RetrievalEpisode.stepsBeforeEnd), nothing the host
+ * does between them depends on what happened, except the picks themselves; those are sampled on
+ * the device from numbers the host draws now, in the order the host path draws them, and the
+ * next state is packed there. The host then reads the environments' selected lists once and
+ * replays the S steps (rewards, texts, values) as the step-by-step path would have.
+ *
+ * Applies on webgpu to encoders that pack states on the device (encoder.ts DeviceStates: the
+ * built-in transformer), up to the fused top-k's 8,192 candidates; elsewhere null, and the rollout
+ * reads every step. Equal to the step-by-step path's picks wherever the float32 sampling lands on
+ * the same side of each boundary (its float64 one, on values read from the same device), and its
+ * states' embeddings bit for bit without dropout: a forward's rows may pad to a longer length
+ * (the bound below), which the masks make no difference to, but with dropout on the masks are
+ * drawn over the padded shape, so they differ from the step-by-step path's (an equally valid draw).
+ */
+import * as tf from "@tensorflow/tfjs";
+import type { RetrievalEpisode } from "../env/episode.ts";
+import type { QEncoder } from "../model/base.ts";
+import type { DeviceStates } from "../model/encoder.ts";
+import { chunkAt } from "../types.ts";
+import { nextPow2 } from "../model/ops.ts";
+import { defaultRotary } from "../model/rotary.ts";
+import { rotaryRows } from "../model/device-ops.ts";
+import { storageBufferLimit } from "../model/webgpu/raw-program.ts";
+import { ENV_HEADER, lockStep, type LockStepInputs, type LockStepShape } from "../model/webgpu/lock-step.ts";
+import { availTensor } from "./device-scoring.ts";
+import { scoreLayout, type CandidateRef, type JoinedBlocks } from "./device-candidates.ts";
+import { rotaryPositions } from "./rotary-positions.ts";
+import { embedStatesDevice } from "./networks.ts";
+import { drawPick, pickDraws } from "./policy.ts";
+import type { Rng } from "../util/rng.ts";
+
+/** The fused top-k's row bound (device-scoring.ts). */
+const MAX_CANDIDATES = 8192;
+/** Storage buffers the rotary lock-step program binds. */
+const BINDINGS = 15;
+
+export interface LockStepEnv {
+  episode: RetrievalEpisode;
+  ref: CandidateRef;
+}
+
+export interface LockStepSettings {
+  maxInMemory: number;
+  topk: number;
+  sortByIndex: boolean;
+  alpha: number;
+  eps: number;
+}
+
+/** How many lock-steps (at most `left`) can run on the device from here: 0 where none can end before the next. */
+export function lockStepSpan(episodes: readonly RetrievalEpisode[], left: number): number {
+  return Math.min(left, ...episodes.map((ep) => ep.stepsBeforeEnd));
+}
+
+/** An episode's pieces as the encoder packs them: the question's ids and each candidate's (cut at P). */
+interface Pieces {
+  q: Int32Array;
+  ids: Int32Array;
+  lens: Int32Array;
+}
+
+const piecesCache = new WeakMap<RetrievalEpisode, { P: number; ds: DeviceStates; pieces: Pieces }>();
+
+function piecesOf(ep: RetrievalEpisode, ds: DeviceStates, P: number): Pieces {
+  const hit = piecesCache.get(ep);
+  if (hit && hit.P === P && hit.ds.cls === ds.cls && hit.ds.maxLen === ds.maxLen) return hit.pieces;
+  const n = ep.numChunks;
+  const q = new Int32Array(P);
+  const qLen = ds.pieceIds(ep.sample.question, P, q, 0);
+  const ids = new Int32Array(n * P);
+  const lens = new Int32Array(n);
+  for (let j = 0; j < n; j++) lens[j] = ds.pieceIds(chunkAt(ep.sample.chunks, j), P, ids, j * P);
+  const pieces = { q: q.subarray(0, qLen), ids, lens };
+  piecesCache.set(ep, { P, ds, pieces });
+  return pieces;
+}
+
+/** A state's row length as packStates makes it (before maxLen): [cls], then each piece and [sep]. */
+function rowLength(p: Pieces, selected: readonly number[]): number {
+  let len = 2 + p.q.length;
+  for (const j of selected) len += p.lens[j] + 1;
+  return len;
+}
+
+/**
+ * Runs `S` lock-steps of `envs` on the device (the first on `first`, the states as the host packs
+ * them) and returns each step's picks [S][E], or null where this path does not apply (the caller
+ * then steps one read at a time; nothing was drawn from `rng`).
+ */
+export async function deviceLockSteps(enc: QEncoder, envs: readonly LockStepEnv[], joined: JoinedBlocks, first: readonly (readonly string[])[], S: number, st: LockStepSettings, rng: Rng): Promise<number[][] | null> {
+  const ds = enc.deviceStates();
+  const E = envs.length;
+  if (!ds || S < 2 || E === 0 || storageBufferLimit() < BINDINGS) return null;
+  const eps = envs.map((e) => e.episode);
+  const nMax = Math.max(1, ...eps.map((ep) => ep.numChunks));
+  if (nMax > MAX_CANDIDATES) return null;
+  const P = Math.max(0, st.maxInMemory);
+  const pieces = eps.map((ep) => piecesOf(ep, ds, P));
+  // each forward's padded length: its rows can be no longer than S more of the longest pieces
+  const Ts: number[] = [];
+  for (let s = 1; s < S; s++) {
+    const longest = Math.max(...eps.map((ep, e) => rowLength(pieces[e], ep.selected) + s * (1 + Math.max(0, ...pieces[e].lens))));
+    Ts.push(Math.min(ds.maxLen, nextPow2(longest)));
+  }
+  if (!Ts.every((T) => ds.fits(E, T, true))) return null;
+
+  const D = enc.dim;
+  const M = Math.max(1, ...eps.map((ep) => Math.min(ep.maxSteps, ep.numChunks)));
+  const H = ENV_HEADER + 2 * M;
+  const env = new Int32Array(E * H);
+  eps.forEach((ep, e) => {
+    const o = e * H;
+    env.set([ep.numSteps, ep.numChunks, pieces[e].q.length, 0], o);
+    env.set(ep.selected, o + ENV_HEADER);
+    env.set([...ep.selected].sort((a, b) => a - b), o + ENV_HEADER + M);
+  });
+  const nu = pickDraws(st.eps);
+  const sh: LockStepShape = {
+    E, nMax, M, Pq: P, P, nu, k: st.topk, alpha: st.alpha, eps: Math.fround(st.eps),
+    cOff: E * P, lOff: E * P + E * nMax * P, pOff: 0, uOff: 0,
+    relative: eps[0].mode === "relative", stepSize: eps[0].stepSize,
+    maxLen: ds.maxLen, cls: ds.cls, sep: ds.sep, sortByIndex: st.sortByIndex,
+  };
+  sh.pOff = sh.lOff + E * nMax;
+  sh.uOff = sh.pOff + ds.maxLen + 1;
+  const consts = new Uint32Array(sh.uOff + S * E * nu);
+  const f32 = new Float32Array(consts.buffer);
+  pieces.forEach((p, e) => {
+    consts.set(p.q, e * P);
+    for (let j = 0; j < p.lens.length; j++) {
+      consts.set(p.ids.subarray(j * P, j * P + p.lens[j]), sh.cOff + (e * nMax + j) * P);
+      consts[sh.lOff + e * nMax + j] = p.lens[j];
+    }
+  });
+  for (let len = 1; len <= ds.maxLen; len++) f32[sh.pOff + len] = 0.1 / len; // maskedMeanWeights's weight
+  // the picks' numbers, step by step and environment by environment, as the host path draws them
+  let at = sh.uOff;
+  for (let s = 0; s < S; s++) {
+    for (let e = 0; e < E; e++) for (const x of drawPick(rng, st.eps)) f32[at++] = x;
+  }
+  const layout = scoreLayout(envs.map((x) => ({ ref: x.ref, positions: rotaryPositions(x.episode) })), joined);
+  const rot = rotaryRows(D, layout.positions);
+  // the environments as each step leaves them, the next forward's states, and what stays put
+  const padIdx = tf.tensor1d(layout.padIdx, "int32");
+  const packed = tf.tensor1d(new Int32Array(consts.buffer), "int32");
+  let cur: (Pick<LockStepInputs, "avail" | "env"> & { rows: tf.Tensor | null }) | null = null;
+  let next: tf.Tensor | null = null;
+  try {
+    cur = { avail: availTensor(eps.map((ep) => ep.available), nMax), env: tf.tensor1d(env, "int32"), rows: rot ? tf.tensor1d(rot.rows, "int32") : null };
+    for (let s = 0; s < S; s++) {
+      const states = s === 0 ? embedStatesDevice(enc, first, st.maxInMemory, true) : ds.forwardTokens(next!, E, Ts[s - 1], true);
+      next?.dispose();
+      next = null;
+      if (!states) throw new Error(`lock-steps: no recorded forward of ${E} rows of ${Ts[s - 1]} tokens, which fits() took`);
+      const table = rot && cur.rows ? { rows: cur.rows, c: rot.c, s: rot.s, maxPos: defaultRotary(D).maxPositions } : null;
+      const out = lockStep({ states, cands: joined.cands, padIdx, rot: table, avail: cur.avail, env: cur.env, consts: packed }, sh, s, s + 1 < S ? Ts[s] : 0);
+      tf.dispose([states, cur.avail, cur.env, ...(cur.rows ? [cur.rows] : [])]);
+      cur = { avail: out.avail, env: out.env, rows: out.rows };
+      next = out.next;
+    }
+    const rows = (await cur.env.data()) as Int32Array;
+    return Array.from({ length: S }, (_, s) => eps.map((ep, e) => rows[e * H + ENV_HEADER + ep.numSteps + s]));
+  } finally {
+    tf.dispose([padIdx, packed, ...(next ? [next] : []), ...(cur ? [cur.avail, cur.env, ...(cur.rows ? [cur.rows] : [])] : [])]);
+  }
+}
