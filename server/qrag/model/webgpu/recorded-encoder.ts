@@ -26,9 +26,10 @@
  * (raw-program.ts's cache); each program's bind group is kept until a buffer it binds changes (the
  * weights' GPU buffers change when training assigns new values). Order with tfjs: the call is
  * recorded after tfjs's pending commands (which may write the weights or the inputs) and before
- * later ones; a pending call of the same plan is submitted first, since the queue writes this
- * call's inputs ahead of pending command buffers (tfjsEncoderFor). The result is copied into a
- * tfjs-owned buffer and returned as an ordinary tensor.
+ * later ones; a forward's inputs and uniforms reach the plan by copies in that order too
+ * (staging-ring.ts), while a backward's are written on the queue, ahead of pending command
+ * buffers, so a pending backward of the same plan is submitted first (tfjsEncoderFor). The result
+ * is copied into a tfjs-owned buffer and returned as an ordinary tensor.
  */
 import * as tf from "@tensorflow/tfjs";
 import { noteDispatch, onePassPerProgram } from "../../backend/device.ts";
@@ -43,6 +44,7 @@ import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { resLnFwd } from "./residual-layernorm.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { maskedMeanWeights } from "../device-ops.ts";
+import { ringRoom, stageAll, type Staged } from "./staging-ring.ts";
 import { actBytes, enableHalf, halfActive, halfKey, readAct, writeAct } from "./half-storage.ts";
 
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
@@ -329,14 +331,14 @@ export function recordedForwardOfTokens(vars: readonly tf.Variable[], c: Recorde
   recorderStats.calls++;
   const be = webgpuBackend() as BackendLike;
   be.uploadToGPU(tokens.dataId);
-  const enc = tfjsEncoderFor(be, plan, "forward", vars);
+  const enc = stagedForward(be, plan, vars, [], drawKeys(plan, rng));
   const src = be.tensorMap.get(tokens.dataId).resource as BufferLike;
   const n = B * T * 4;
   enc.copyBufferToBuffer(src, 0, plan.ids, 0, n);
   enc.copyBufferToBuffer(src, n, plan.mask, 0, n);
   enc.copyBufferToBuffer(src, 2 * n, plan.poolW, 0, n);
   be.commandQueueOwnedIds.add(tokens.dataId);
-  return recordSubmitted(be, enc, plan, vars, drawKeys(plan, rng));
+  return recordSubmitted(be, enc, plan, vars);
 }
 
 /** This call's dropout keys (k0, k1 per draw), from the encoder's Rng in the tfjs path's order. */
@@ -346,9 +348,8 @@ export function drawKeys(plan: Plan, rng: Rng): number[] {
   return keys;
 }
 
-/** Writes the uniform slots of `steps` (contiguous slots), with this call's dropout keys. */
-export function writeUniforms(device: DeviceLike, plan: Plan, steps: readonly Step[], keys: readonly number[]): void {
-  if (steps.length === 0) return;
+/** The uniform slots of `steps` (contiguous slots) with this call's dropout keys, as bytes for plan.uniform at `offset`. */
+function uniformSlots(plan: Plan, steps: readonly Step[], keys: readonly number[]): { offset: number; data: Uint32Array } {
   const first = steps[0].slot;
   const uni = new ArrayBuffer(steps.length * SLOT);
   const u32 = new Uint32Array(uni);
@@ -366,7 +367,29 @@ export function writeUniforms(device: DeviceLike, plan: Plan, steps: readonly St
       u32[o + 2 + at] = keys[2 * s.draw + 1];
     }
   }
-  device.queue.writeBuffer(plan.uniform, first * SLOT, u32);
+  return { offset: first * SLOT, data: u32 };
+}
+
+/** Writes the uniform slots of `steps` on the queue (the backward's; a forward's go through the staging ring). */
+export function writeUniforms(device: DeviceLike, plan: Plan, steps: readonly Step[], keys: readonly number[]): void {
+  if (steps.length === 0) return;
+  const u = uniformSlots(plan, steps, keys);
+  device.queue.writeBuffer(plan.uniform, u.offset, u.data);
+}
+
+/**
+ * tfjs's pending command encoder with this forward call's inputs and uniforms (`staged`, beside
+ * the plan's uniform slots) copied into the plan's buffers through the staging ring
+ * (staging-ring.ts), in order with the encoder's other commands: a call of a plan already pending
+ * in it needs no submit first.
+ */
+function stagedForward(be: BackendLike, plan: Plan, vars: readonly tf.Variable[], staged: Staged[], keys: readonly number[]): EncoderLike {
+  const u = uniformSlots(plan, plan.steps, keys);
+  const all = [...staged, { dst: plan.uniform, offset: u.offset, data: u.data }];
+  if (!ringRoom(be, all)) submitNow();
+  const enc = tfjsEncoderFor(be, plan, "forward", vars);
+  stageAll(be, enc, all);
+  return enc;
 }
 
 /**
@@ -379,7 +402,8 @@ export function writeUniforms(device: DeviceLike, plan: Plan, steps: readonly St
  */
 export function tfjsEncoderFor(be: BackendLike, plan: Plan, part: "forward" | "backward", vars: readonly tf.Variable[]): EncoderLike {
   for (const v of vars) be.uploadToGPU(v.dataId);
-  if (be.commandEncoder !== null && plan.pendingIn[part] === be.commandEncoder) {
+  // a forward's inputs come through the staging ring, in the encoder's order; a backward's on the queue
+  if (part === "backward" && be.commandEncoder !== null && plan.pendingIn[part] === be.commandEncoder) {
     be.endComputePassEncoder();
     be.submitQueue();
   }
@@ -449,19 +473,17 @@ export function copyOut(be: BackendLike, enc: EncoderLike, src: BufferLike, shap
 
 /** Writes the batch's inputs and records the forward into tfjs's command encoder; the pooled [B, d] as a tfjs tensor. */
 export function submitForward(be: BackendLike, plan: Plan, vars: readonly tf.Variable[], ids: Int32Array, mask: Float32Array, keys: readonly number[]): tf.Tensor2D {
-  const device = be.device as DeviceLike;
   const { B, T } = plan;
-  const enc = tfjsEncoderFor(be, plan, "forward", vars);
-  const q = device.queue;
-  q.writeBuffer(plan.ids, 0, ids);
-  q.writeBuffer(plan.mask, 0, mask);
-  q.writeBuffer(plan.poolW, 0, maskedMeanWeights(mask, B, T, 0.1));
-  return recordSubmitted(be, enc, plan, vars, keys);
+  const staged = [
+    { dst: plan.ids, offset: 0, data: ids },
+    { dst: plan.mask, offset: 0, data: mask },
+    { dst: plan.poolW, offset: 0, data: maskedMeanWeights(mask, B, T, 0.1) },
+  ];
+  return recordSubmitted(be, stagedForward(be, plan, vars, staged, keys), plan, vars);
 }
 
-/** The forward of `plan` on the inputs already in its buffers, recorded into `enc`: the pooled [B, d]. */
-function recordSubmitted(be: BackendLike, enc: EncoderLike, plan: Plan, vars: readonly tf.Variable[], keys: readonly number[]): tf.Tensor2D {
-  writeUniforms(be.device as DeviceLike, plan, plan.steps, keys);
+/** The forward of `plan` on the inputs its encoder's copies put in its buffers, recorded into `enc`: the pooled [B, d]. */
+function recordSubmitted(be: BackendLike, enc: EncoderLike, plan: Plan, vars: readonly tf.Variable[]): tf.Tensor2D {
   recordSteps(be, enc, plan, plan.steps, vars);
   const d = vars[0].shape[1] as number;
   const y = copyOut(be, enc, plan.pooled, [plan.B, d]) as tf.Tensor2D;

@@ -319,7 +319,6 @@ export function softValueFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tenso
  * `topI` the caller declares (the lock-step program samples from them).
  */
 export function policyTopKRow(k: number, out: "joined" | "split" | "local"): RowProgram {
-  const joined = out === "joined";
   const write = {
     joined: `joined[e * 2u * K + i] = f32(ix[i]);
     joined[e * 2u * K + K + i] = vs[i];`,
