@@ -126,6 +126,12 @@ async function pendingCase() {
   const batchSize = tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE");
   tf.env().set("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE", 100);
   const gotShapes = await withRecorder(true, () => readAll(shapes.map(run)));
+  // inputs past the staging ring inside one encoder (4 × 98 KiB of a 256 KiB ring: a submit
+  // between), then one larger than the ring (393 KiB: a larger ring)
+  const big = [...Array.from({ length: 4 }, (_, i) => batchOf(64, 128, 200 + i)), batchOf(128, 256, 300)];
+  const wantBig: Float32Array[] = [];
+  for (const x of big) wantBig.push(await alone(x));
+  const gotBig = await withRecorder(true, () => readAll(big.map(run)));
   tf.env().set("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE", batchSize);
   let deviceError: string | null = null;
   try {
@@ -140,6 +146,7 @@ async function pendingCase() {
     afterAssign: relDiff(gotScaled, wantScaled),
     assignChanged: relDiff(wantScaled, wantA),
     evicted: shapes.map((_, i) => relDiff(gotShapes[i], wantShapes[i])),
+    staged: big.map((_, i) => relDiff(gotBig[i], wantBig[i])),
     plansMade: recorderStats.plans - plans0,
   };
 }

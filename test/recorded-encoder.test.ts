@@ -53,8 +53,8 @@ test("recorded encoder forward follows assigned weights (new GPU buffers): equal
   assert.ok(r.newBindGroups > 0, "no bind group was made again");
 });
 
-test("recorded calls left pending in tfjs's command encoder: two of one shape, one after a weight assign, and more shapes than the plan cache keeps each equal the call read alone", { skip }, () => {
-  const r = runCase<{ deviceError: string | null; sameShape: number[]; distinct: number; afterAssign: number; assignChanged: number; evicted: number[]; plansMade: number }>("pending");
+test("recorded calls left pending in tfjs's command encoder: two of one shape, one after a weight assign, more shapes than the plan cache keeps, and inputs past the staging ring (a submit between; a larger ring) each equal the call read alone", { skip }, () => {
+  const r = runCase<{ deviceError: string | null; sameShape: number[]; distinct: number; afterAssign: number; assignChanged: number; evicted: number[]; staged: number[]; plansMade: number }>("pending");
   assert.equal(r.deviceError, null, "no WebGPU validation error (a plan's buffers destroyed under a pending call)");
   assert.ok(r.distinct > 1e-2, `the two batches differ (${r.distinct})`);
   r.sameShape.forEach((d, i) => assert.ok(d <= 1e-6, `same shape, call ${i + 1}: rel. diff ${d}`));
@@ -62,6 +62,8 @@ test("recorded calls left pending in tfjs's command encoder: two of one shape, o
   assert.ok(r.afterAssign <= 1e-6, `after the assign: rel. diff ${r.afterAssign}`);
   assert.equal(r.evicted.length, 18);
   r.evicted.forEach((d, i) => assert.ok(d <= 1e-6, `shape ${i + 1}×32 pending with evictions: rel. diff ${d}`));
+  assert.equal(r.staged.length, 5);
+  r.staged.forEach((d, i) => assert.ok(d <= 1e-6, `inputs through the staging ring, call ${i + 1}: rel. diff ${d}`));
   assert.ok(r.plansMade >= 2, `plans evicted and made again while calls were pending (${r.plansMade})`);
 });
 
