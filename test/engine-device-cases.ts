@@ -216,8 +216,23 @@ async function trainRunCase() {
   }
 }
 
+const BERT_TINY = path.resolve(import.meta.dirname, "fixtures/bert-tiny");
+
+/** A data root holding bert-tiny under models/bert-tiny (its config.json's dropout rates set to `dropout` when given); the caller removes it. */
+function bertTinyRoot(dropout?: number): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-hf-device-"));
+  const dir = path.join(root, "models/bert-tiny");
+  fs.mkdirSync(dir, { recursive: true });
+  for (const f of ["config.json", "model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json"]) fs.copyFileSync(path.join(BERT_TINY, f), path.join(dir, f));
+  if (dropout !== undefined) {
+    const cfg = JSON.parse(fs.readFileSync(path.join(dir, "config.json"), "utf8")) as Record<string, unknown>;
+    fs.writeFileSync(path.join(dir, "config.json"), JSON.stringify({ ...cfg, hidden_dropout_prob: dropout, attention_probs_dropout_prob: dropout }));
+  }
+  return root;
+}
+
 async function bertCase() {
-  const FIXTURE = path.resolve(import.meta.dirname, "fixtures/bert-tiny");
+  const FIXTURE = BERT_TINY;
   const REF = JSON.parse(fs.readFileSync(path.join(FIXTURE, "reference_outputs.json"), "utf8")) as {
     input_ids: number[][];
     attention_mask: number[][];
@@ -225,9 +240,7 @@ async function bertCase() {
     mean_pooled_div10: number[][];
     atol: number;
   };
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-hf-device-"));
-  fs.mkdirSync(path.join(root, "models/bert-tiny"), { recursive: true });
-  for (const f of ["config.json", "model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json"]) fs.copyFileSync(path.join(FIXTURE, f), path.join(root, "models/bert-tiny", f));
+  const root = bertTinyRoot();
   await onBackend("webgpu");
   const enc = HfBertEncoder.load({ type: "hf", path: "models/bert-tiny", dim: 32, vocab_size: 4096, hidden: 64, layers: 2, heads: 4, max_len: 256, dropout: 0.1, init_std: 0.02 }, new Rng(1), root);
   try {
@@ -255,14 +268,14 @@ async function bertCase() {
  * state and the bootstrap values, and on webgpu the reads per phase. `overrides` and `source`
  * change the default (the workload's uniform chunks, episodes that run to max_steps).
  */
-async function rolloutCase(overrides: string[] = ["envs.feedback.never_terminate=true"], source = () => workloadSource(30, 1), exploreEps = 0) {
+async function rolloutCase(overrides: string[] = ["envs.feedback.never_terminate=true"], source = () => workloadSource(30, 1), exploreEps = 0, dataRoot?: string) {
   const config = resolveConfig({
     preset: "tiny",
     overrides: ["envs_parallel=2", "batch_size=16", "algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=128", "algo.encoder.dropout=0", ...overrides],
   });
   const run = async (backend: "cpu" | "webgpu") => {
     await onBackend(backend);
-    const nets = new QNetworks(config.algo.encoder, new Rng(1));
+    const nets = new QNetworks(config.algo.encoder, new Rng(1), { dataRoot });
     // on webgpu the deferred values in batches of 7 states (30 candidates each): slices of the states
     const envs = new ParallelEnvs(source(), { ...rolloutSettings(config), valueSlotsPerBatch: 7 * 30 }, new Rng(2));
     const out = [];
@@ -325,6 +338,15 @@ const CASES: Record<string, () => Promise<unknown>> = {
   training: trainingCase,
   rollout: () => rolloutCase(),
   // episodes ending on completion, ε-exploration, retrieval-order states cut at the piece cap and at max_len
+  // bert-tiny (without dropout): its wordpiece framing packed on the device
+  "rollout-hf": async () => {
+    const root = bertTinyRoot(0);
+    try {
+      return await rolloutCase(["algo.encoder.type=hf", "algo.encoder.path=models/bert-tiny", "max_action_length_in_memory=12", "envs.feedback.never_terminate=true"], variedSource, 0.3, root);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  },
   "rollout-varied": () => rolloutCase(["envs.feedback.never_terminate=false", "envs.sort_by_index=false", "max_action_length_in_memory=8", "algo.encoder.max_len=32", "envs.max_steps=5"], variedSource, 0.3),
   "train-run": trainRunCase,
   bert: bertCase,

@@ -100,6 +100,12 @@ test("a rollout on webgpu picks what the cpu path picks, and V_target of every s
   assert.equal(policy.reads.rollout, Math.ceil(r.L / r.maxSteps), "Boltzmann: one read per run of lock-steps");
 });
 
+test("rollout lock-steps on the device for a Hugging Face BERT (bert-tiny, its wordpiece framing packed on the device, ε-exploration): the cpu path's picks and values, one read per episode", { skip }, () => {
+  const r = runCase<RolloutCase>("rollout-hf");
+  const policy = checkRollouts(r);
+  assert.equal(policy.reads.rollout, Math.ceil(r.L / r.maxSteps), "Boltzmann: one read per run of lock-steps");
+});
+
 test("rollout lock-steps on the device with episodes ending on completion, ε-exploration, states in retrieval order cut at the piece cap and at max_len: the cpu path's picks, fewer reads than lock-steps", { skip }, () => {
   const r = runCase<RolloutCase>("rollout-varied");
   const policy = checkRollouts(r);

@@ -7,8 +7,8 @@
  * replays the S steps (rewards, texts, values) as the step-by-step path would have.
  *
  * Applies on webgpu to encoders that pack states on the device (encoder.ts DeviceStates: the
- * built-in transformer), up to the fused top-k's 8,192 candidates; elsewhere null, and the rollout
- * reads every step. Equal to the step-by-step path's picks wherever the float32 sampling lands on
+ * built-in transformer and a Hugging Face BERT), up to the fused top-k's 8,192 candidates;
+ * elsewhere (the bag-of-words encoder, the cpu backends) null, and the rollout reads every step. Equal to the step-by-step path's picks wherever the float32 sampling lands on
  * the same side of each boundary (its float64 one, on values read from the same device), and its
  * states' embeddings bit for bit without dropout: a forward's rows may pad to a longer length
  * (the bound below), which the masks make no difference to, but with dropout on the masks are
@@ -98,12 +98,13 @@ export async function deviceLockSteps(enc: QEncoder, envs: readonly LockStepEnv[
   if (nMax > MAX_CANDIDATES) return null;
   const P = Math.max(0, st.maxInMemory);
   const pieces = eps.map((ep) => piecesOf(ep, ds, P));
-  // each forward's padded length: its rows can be no longer than S more of the longest pieces
-  const Ts: number[] = [];
-  for (let s = 1; s < S; s++) {
-    const longest = Math.max(...eps.map((ep, e) => rowLength(pieces[e], ep.selected) + s * (1 + Math.max(0, ...pieces[e].lens))));
-    Ts.push(Math.min(ds.maxLen, nextPow2(longest)));
-  }
+  // each forward's padded length: a row grows by at most the s longest pieces still available
+  const grows = eps.map((ep, e) => {
+    const lens = pieces[e].lens.filter((_, j) => ep.available[j]).sort((a, b) => b - a);
+    let len = rowLength(pieces[e], ep.selected);
+    return Array.from({ length: S }, (_, s) => (len += s < lens.length ? lens[s] + 1 : 0));
+  });
+  const Ts = Array.from({ length: S - 1 }, (_, s) => Math.min(ds.maxLen, nextPow2(Math.max(...grows.map((g) => g[s])))));
   if (!Ts.every((T) => ds.fits(E, T, true))) return null;
 
   const D = enc.dim;

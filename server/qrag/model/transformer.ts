@@ -36,7 +36,7 @@ import { dropout, embedScatter, gelu, layerNorm, linear, residualDropout, segmen
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
 import { attentionQkvDevice, maskedMeanDevice } from "./device-ops.ts";
 import { gatherRows } from "./device-gather.ts";
-import { forwardRows, recordedEncoderForward, recordedForwardOfTokens, tokensPlanFits } from "./webgpu/recorded-encoder.ts";
+import { forwardRows, noGradPlan, recordedEncoderForward, recordedForwardOfTokens } from "./webgpu/recorded-encoder.ts";
 import { recordedEncoderTrain, recordedTaped } from "./webgpu/recorded-train.ts";
 import { onDevice } from "../backend/device.ts";
 import { CLS, SEP, writeTextIds } from "./tokenizer.ts";
@@ -181,8 +181,11 @@ export class TransformerEncoder extends BaseEncoder {
       sep: SEP,
       maxLen: c.max_len,
       pieceIds: (text, maxTokens, out, at) => writeTextIds(text, c.vocab_size, maxTokens, out, at),
-      fits: (B, T, training) => tokensPlanFits(c, B, T, training),
-      forwardTokens: (tokens, B, T, training) => recordedForwardOfTokens(this.variables, c, tokens, B, T, training, this.dropoutRng),
+      fits: (B, T, training) => noGradPlan(c, B, T, training) !== null,
+      forwardTokens: (tokens, B, T, training) => {
+        const plan = noGradPlan(c, B, T, training);
+        return plan && recordedForwardOfTokens(plan, this.variables, tokens, this.dropoutRng);
+      },
     };
   }
 

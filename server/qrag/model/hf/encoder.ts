@@ -15,11 +15,12 @@
  */
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
-import type { EncoderConfig, SerializedTensor, TapedForward, TokenBatch } from "../encoder.ts";
+import type { DeviceStates, EncoderConfig, SerializedTensor, TapedForward, TokenBatch } from "../encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type WeightSource } from "../base.ts";
 import { segmentMean } from "../ops.ts";
 import { maskedMeanDevice } from "../device-ops.ts";
-import { bertForwardRows, recordedBertForward } from "../webgpu/recorded-bert.ts";
+import { bertForwardRows, bertNoGradPlan, recordedBertForward } from "../webgpu/recorded-bert.ts";
+import { recordedForwardOfTokens } from "../webgpu/recorded-encoder.ts";
 import { bertTapedRows, recordedBertTaped, recordedBertTrain } from "../webgpu/recorded-bert-train.ts";
 import { onDevice } from "../../backend/device.ts";
 import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertConfig, type BertConfig } from "./bert.ts";
@@ -108,6 +109,30 @@ export class HfBertEncoder extends BaseEncoder {
   packStates(states: readonly (readonly string[])[], maxTokensPerPiece: number): TokenBatch {
     const tok = this.model.tokenizer;
     return padRows(states.map((pieces) => tok.joined(pieces, maxTokensPerPiece)), this.model.maxLen);
+  }
+
+  /** packStates's framing on the device (webgpu only: its recorded forward reads the device-written rows). */
+  override deviceStates(): DeviceStates | null {
+    if (!onDevice()) return null;
+    const tok = this.model.tokenizer;
+    const c = this.model.bert;
+    return {
+      cls: tok.cls,
+      sep: tok.sep,
+      maxLen: this.model.maxLen,
+      pieceIds: (text, maxTokens, out, at) => {
+        // wordpiece.ts joined: each piece's ids cut to maxTokens − 2
+        const ids = tok.ids(text);
+        const n = Math.min(ids.length, Math.max(0, maxTokens - 2));
+        for (let i = 0; i < n; i++) out[at + i] = ids[i];
+        return n;
+      },
+      fits: (B, T, training) => bertNoGradPlan(c, B, T, training) !== null,
+      forwardTokens: (tokens, B, T, training) => {
+        const plan = bertNoGradPlan(c, B, T, training);
+        return plan && recordedForwardOfTokens(plan, this.variables, tokens, this.dropoutRng);
+      },
+    };
   }
 
   /** On the device a [rows, len] forward (recorded-bert.ts): padding costs, so lengths run apart. */

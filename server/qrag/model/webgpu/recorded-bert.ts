@@ -26,7 +26,7 @@ import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import {
-  admitPlan, cachedPlan, drawKeys, finishPlan, linearPartsStep, linearStep, planBound, poolFuses, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, rowsWithin, subLayerEnd, submitForward, USAGE,
+  admitPlan, cachedPlan, drawKeys, recorderOn, finishPlan, linearPartsStep, linearStep, planBound, poolFuses, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, rowsWithin, subLayerEnd, submitForward, USAGE,
   programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type ResLnArgs, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
@@ -77,6 +77,12 @@ export function recordedBertForward(vars: readonly tf.Variable[], c: BertConfig,
   if (!plan) return null;
   recorderStats.calls++;
   return submitForward(be, plan, vars, ids, mask, drawKeys(plan, rng));
+}
+
+/** The no-grad plan of B rows of T tokens (made on a miss, and kept), or null where none is recorded (recordedForwardOfTokens runs it). */
+export function bertNoGradPlan(c: BertConfig, B: number, T: number, training: boolean): Plan | null {
+  if (!recorderOn() || B === 0 || T === 0 || T > c.maxPositions) return null;
+  return bertPlanFor((webgpuBackend() as BackendLike).device as DeviceLike, c, B, T, training);
 }
 
 /** The cached plan of this architecture and shape (made on a miss), or null when it cannot be recorded. */

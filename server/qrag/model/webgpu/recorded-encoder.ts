@@ -287,7 +287,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 /** Whether the recorder takes this batch (on webgpu, ids inside the vocabulary). */
 export function recorderApplies(vocab: number, ids: Int32Array, B: number, T: number): boolean {
-  if (!enabled || tf.getBackend() !== "webgpu" || B === 0 || T === 0) return false;
+  if (!recorderOn() || B === 0 || T === 0) return false;
   for (let i = 0; i < ids.length; i++) if (ids[i] < 0 || ids[i] >= vocab) return false;
   return true;
 }
@@ -306,28 +306,27 @@ export function recordedEncoderForward(vars: readonly tf.Variable[], c: Recorded
   return submitForward(be, plan, vars, ids, mask, drawKeys(plan, rng));
 }
 
-/** The no-grad plan of B rows of T tokens when the recorder runs it (webgpu, the recorder on, within the device's limits), else null. */
-function tokensPlan(c: RecordedConfig, B: number, T: number, training: boolean): Plan | null {
-  if (!enabled || tf.getBackend() !== "webgpu" || B === 0 || T === 0) return null;
+/** Whether recorded programs run now: on webgpu with the recorder on. */
+export function recorderOn(): boolean {
+  return enabled && tf.getBackend() === "webgpu";
+}
+
+/** The transformer's no-grad plan of B rows of T tokens (made on a miss, and kept), or null where none is recorded. */
+export function noGradPlan(c: RecordedConfig, B: number, T: number, training: boolean): Plan | null {
+  if (!recorderOn() || B === 0 || T === 0) return null;
   return planFor((webgpuBackend() as BackendLike).device as DeviceLike, c, B, T, training && c.dropout > 0, null);
 }
 
-/** Whether recordedForwardOfTokens takes B rows of T tokens (its plan made now, and kept). */
-export function tokensPlanFits(c: RecordedConfig, B: number, T: number, training: boolean): boolean {
-  return tokensPlan(c, B, T, training) !== null;
-}
-
 /**
- * recordedEncoderForward of a batch a program wrote on the device (agent/lock-steps.ts): `tokens`
- * [3·B·T] holds the ids, then the mask and the pooling weights as float bits, and is copied into
- * the plan's inputs in tfjs's command encoder, after the program that wrote it. The ids come from
- * the encoder's own packing of each piece, so they are inside the vocabulary. Null where no plan
- * takes the batch.
+ * The no-grad forward of `plan` (either encoder's) on a batch a program wrote on the device
+ * (agent/lock-steps.ts): `tokens` [3·B·T] holds the ids, then the mask and the pooling weights as
+ * float bits, and is copied into the plan's inputs in tfjs's command encoder, after the program
+ * that wrote it. The ids come from the encoder's own packing of each piece, so they are inside
+ * the vocabulary.
  */
-export function recordedForwardOfTokens(vars: readonly tf.Variable[], c: RecordedConfig, tokens: tf.Tensor, B: number, T: number, training: boolean, rng: Rng): tf.Tensor2D | null {
+export function recordedForwardOfTokens(plan: Plan, vars: readonly tf.Variable[], tokens: tf.Tensor, rng: Rng): tf.Tensor2D {
+  const { B, T } = plan;
   if (tokens.size !== 3 * B * T) throw new Error(`recordedForwardOfTokens: ${tokens.size} values for 3 × ${B} × ${T}`);
-  const plan = tokensPlan(c, B, T, training);
-  if (!plan) return null;
   recorderStats.calls++;
   const be = webgpuBackend() as BackendLike;
   be.uploadToGPU(tokens.dataId);
