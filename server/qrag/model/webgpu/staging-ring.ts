@@ -12,7 +12,20 @@
  * (ringRoom); one larger than the ring replaces it with a larger one.
  */
 import { noteOutsideBytes } from "../../backend/gpu-memory.ts";
-import type { BackendLike, BufferLike, DeviceLike, EncoderLike } from "./recorded-encoder.ts";
+
+/** What the ring needs of the webgpu backend, its device and a command encoder (recorded-encoder.ts's types fit). */
+type BufferLike = object;
+interface DeviceLike {
+  createBuffer(d: { size: number; usage: number; label?: string }): BufferLike;
+  queue: { writeBuffer(b: BufferLike, offset: number, data: ArrayBufferView): void };
+}
+interface BackendLike {
+  device: object;
+  commandEncoder: unknown;
+}
+interface EncoderLike {
+  copyBufferToBuffer(src: BufferLike, so: number, dst: BufferLike, d0: number, size: number): void;
+}
 
 /** Bytes `data` goes to `dst` at `offset` with (each a multiple of 4). */
 export interface Staged {
