@@ -10,9 +10,11 @@ export const DISPATCH_BUDGET = { dispatches: 150, submits: 10, tfjsKernels: 0 };
 /**
  * What an iteration may cost today, until it meets the budget: the figures the recorded loop has
  * reached, so CI (test/hot-loop-ceiling.test.ts, on lavapipe) fails when a change adds dispatches,
- * submits or tfjs kernels to the hot loop. Lower it whenever the loop gets cheaper.
+ * submits or tfjs kernels to the hot loop. Lower it whenever the loop gets cheaper. Submits: a
+ * rollout reads once per run of lock-steps (agent/lock-steps.ts), 3 or 4 runs as its 17 steps fall
+ * on the episodes' ends, so an iteration submits 7 to 9 times, averaged over the iterations timed.
  */
-export const DISPATCH_CEILING = { dispatches: 387, submits: 8, tfjsKernels: 0 };
+export const DISPATCH_CEILING = { dispatches: 387, submits: 9, tfjsKernels: 0 };
 
 type Limits = typeof DISPATCH_BUDGET;
 

@@ -20,7 +20,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
-import { policyTopKRow, SCORE_FIELDS, scoreReads, scoreSlotFn } from "./twin-q.ts";
+import { policyTopKRow, SCORE_FIELDS, SCORE_WORKGROUP_MAIN, scoreReads, scoreSlotFn } from "./twin-q.ts";
 
 /** Header fields of an environment row before its two selected lists. */
 export const ENV_HEADER = 4;
@@ -126,12 +126,7 @@ ${topk.fn}
 ${PICK_FN}
 ${rotary ? ROW_FN : ""}
 ${TOKENS_FN}
-@compute @workgroup_size(${WG})
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let e = wid.y * nwg.x + wid.x;
-  if (e >= u.E) { return; }
-  for (var j = lid.x; j < u.nMax; j += ${WG}u) { scoreSlot(e * u.nMax + j); }
-  storageBarrier();
+${SCORE_WORKGROUP_MAIN}
   let eo = e * u.H;
   let so = eo + ${ENV_HEADER}u + u.M;
   if (lid.x == 0u) {

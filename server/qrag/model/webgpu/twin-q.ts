@@ -109,15 +109,22 @@ ${row.head}
 ${storageDecls([...scoreReads(rotary), ...row.reads], ["q1", "q2", ...row.writes])}
 ${scoreSlotFn(rotary)}
 ${row.fn}
-@compute @workgroup_size(${WG})
+${SCORE_WORKGROUP_MAIN}
+  if (lid.x == 0u) { ${row.call} }
+}`;
+}
+
+/**
+ * The opening of a program with a workgroup per state (row `e`): its nMax slots scored by all its
+ * threads, then a storage barrier; the caller's statements and the closing brace follow
+ * (scoreThenRowCode's, lock-step.ts's).
+ */
+export const SCORE_WORKGROUP_MAIN = `@compute @workgroup_size(${WG})
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let e = wid.y * nwg.x + wid.x;
   if (e >= u.E) { return; }
   for (var j = lid.x; j < u.nMax; j += ${WG}u) { scoreSlot(e * u.nMax + j); }
-  storageBarrier();
-  if (lid.x == 0u) { ${row.call} }
-}`;
-}
+  storageBarrier();`;
 
 /**
  * Which candidate row each state scores in each of its nMax slots, at which rotary position:
