@@ -26,10 +26,9 @@
  * (raw-program.ts's cache); each program's bind group is kept until a buffer it binds changes (the
  * weights' GPU buffers change when training assigns new values). Order with tfjs: the call is
  * recorded after tfjs's pending commands (which may write the weights or the inputs) and before
- * later ones; a forward's inputs and uniforms reach the plan by copies in that order too
- * (staging-ring.ts), while a backward's are written on the queue, ahead of pending command
- * buffers, so a pending backward of the same plan is submitted first (tfjsEncoderFor). The result
- * is copied into a tfjs-owned buffer and returned as an ordinary tensor.
+ * later ones; its inputs and uniforms reach the plan by copies in that order too (stagedCall,
+ * staging-ring.ts), so a call of a plan still pending in the encoder needs no submit first. The
+ * result is copied into a tfjs-owned buffer and returned as an ordinary tensor.
  */
 import * as tf from "@tensorflow/tfjs";
 import { noteDispatch, onePassPerProgram } from "../../backend/device.ts";
@@ -369,43 +368,35 @@ function uniformSlots(plan: Plan, steps: readonly Step[], keys: readonly number[
   return { offset: first * SLOT, data: u32 };
 }
 
-/** Writes the uniform slots of `steps` on the queue (the backward's; a forward's go through the staging ring). */
-export function writeUniforms(device: DeviceLike, plan: Plan, steps: readonly Step[], keys: readonly number[]): void {
-  if (steps.length === 0) return;
-  const u = uniformSlots(plan, steps, keys);
-  device.queue.writeBuffer(plan.uniform, u.offset, u.data);
-}
-
 /**
- * tfjs's pending command encoder with this forward call's inputs and uniforms (`staged`, beside
- * the plan's uniform slots) copied into the plan's buffers through the staging ring
- * (staging-ring.ts), in order with the encoder's other commands: a call of a plan already pending
- * in it needs no submit first.
+ * tfjs's pending command encoder with this call's inputs (`staged`) and the uniform slots of its
+ * `steps` copied into the plan's buffers through the staging ring (staging-ring.ts), in order with
+ * the encoder's other commands: a call of a plan already pending in it needs no submit first.
  */
-function stagedForward(be: BackendLike, plan: Plan, vars: readonly tf.Variable[], staged: Staged[], keys: readonly number[]): EncoderLike {
-  const u = uniformSlots(plan, plan.steps, keys);
-  const all = [...staged, { dst: plan.uniform, offset: u.offset, data: u.data }];
+export function stagedCall(be: BackendLike, plan: Plan, part: "forward" | "backward", vars: readonly tf.Variable[], staged: readonly Staged[], steps: readonly Step[], keys: readonly number[]): EncoderLike {
+  const all = staged.filter((s) => s.data.byteLength > 0);
+  if (steps.length > 0) {
+    const u = uniformSlots(plan, steps, keys);
+    all.push({ dst: plan.uniform, offset: u.offset, data: u.data });
+  }
   if (!ringRoom(be, all)) submitNow();
-  const enc = tfjsEncoderFor(be, plan, "forward", vars);
+  const enc = tfjsEncoderFor(be, plan, part, vars);
   stageAll(be, enc, all);
   return enc;
+}
+
+function stagedForward(be: BackendLike, plan: Plan, vars: readonly tf.Variable[], staged: Staged[], keys: readonly number[]): EncoderLike {
+  return stagedCall(be, plan, "forward", vars, staged, plan.steps, keys);
 }
 
 /**
  * tfjs's pending command encoder, ready for a recorded call of `plan` (its forward or its
  * backward): the call then goes out with tfjs's next submit (a read, or its batch size), in order
  * after tfjs's pending commands and before later ones, instead of in a command buffer of its own.
- * The call's inputs and uniforms are written on the queue, which runs them before every pending
- * command buffer: a call of the same part of the same plan still pending in this encoder would
- * read them, so it is submitted first.
+ * Its inputs and uniforms come in by copies in that order too (stagedCall).
  */
-export function tfjsEncoderFor(be: BackendLike, plan: Plan, part: "forward" | "backward", vars: readonly tf.Variable[]): EncoderLike {
+function tfjsEncoderFor(be: BackendLike, plan: Plan, part: "forward" | "backward", vars: readonly tf.Variable[]): EncoderLike {
   for (const v of vars) be.uploadToGPU(v.dataId);
-  // a forward's inputs come through the staging ring, in the encoder's order; a backward's on the queue
-  if (part === "backward" && be.commandEncoder !== null && plan.pendingIn[part] === be.commandEncoder) {
-    be.endComputePassEncoder();
-    be.submitQueue();
-  }
   be.ensureCommandEncoderReady();
   be.endComputePassEncoder();
   const enc = be.commandEncoder as unknown as EncoderLike;

@@ -15,7 +15,7 @@ import { tfjsKernelCount } from "../../backend/device.ts";
 import type { Rng } from "../../util/rng.ts";
 import type { TapedForward } from "../encoder.ts";
 import { webgpuBackend } from "./raw-program.ts";
-import { copyOut, drawKeys, planFor, recordedIntoTfjs, tfjsEncoderFor, recorderApplies, recorderStats, recordSteps, submitForward, writeUniforms, type BackendLike, type BufferLike, type DeviceLike, type Plan, type RecordedConfig } from "./recorded-encoder.ts";
+import { copyOut, drawKeys, planFor, recordedIntoTfjs, recorderApplies, recorderStats, recordSteps, stagedCall, submitForward, type BackendLike, type BufferLike, type DeviceLike, type Plan, type RecordedConfig } from "./recorded-encoder.ts";
 import { buildBackward, tokenCsr } from "./recorded-backward.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
@@ -89,15 +89,14 @@ function counted<T>(f: () => T): T {
 function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readonly tf.Variable[], dy: tf.Tensor, keys: readonly number[], csr: ReturnType<typeof tokenCsr>): tf.Tensor[] {
   if (plan.owner !== token || plan.dead || !plan.back) throw new Error("recorded encoder: the forward's activations were reused or freed before its backward ran");
   const back = plan.back;
-  const device = be.device as DeviceLike;
-  const enc = tfjsEncoderFor(be, plan, "backward", vars);
-  be.commandQueueOwnedIds.add(dy.dataId);
-  const q = device.queue;
-  q.writeBuffer(back.csr.distinct, 0, csr.distinct);
-  q.writeBuffer(back.csr.start, 0, csr.start);
-  q.writeBuffer(back.csr.pos, 0, csr.pos);
   back.csr.step.uniforms[0][1] = csr.distinct.length * (vars[0].shape[1] as number);
-  writeUniforms(device, plan, back.steps, keys);
+  const staged = [
+    { dst: back.csr.distinct, offset: 0, data: csr.distinct },
+    { dst: back.csr.start, offset: 0, data: csr.start },
+    { dst: back.csr.pos, offset: 0, data: csr.pos },
+  ];
+  const enc = stagedCall(be, plan, "backward", vars, staged, back.steps, keys);
+  be.commandQueueOwnedIds.add(dy.dataId);
   be.uploadToGPU(dy.dataId);
   enc.copyBufferToBuffer(be.tensorMap.get(dy.dataId).resource as BufferLike, 0, back.dy, 0, dy.size * 4);
   for (const b of back.clear) enc.clearBuffer(b);
