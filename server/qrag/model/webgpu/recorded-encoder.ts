@@ -494,13 +494,28 @@ function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, v
 }
 
 /** out [m, n] = a [m, k]·W + bias (then GELU with `gelu`, the value before it into `pre` when given), W and its bias variables w and w + 1 (our tiled matmul). */
-export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number, gelu = false, pre?: BufferLike, half = false): Omit<Step, "slot"> {
-  const tile = tileFor(m, n);
+/**
+ * What every matmul program of a plan shares: its tile (tileFor of the m × parts·n output unless
+ * given), whether its loads are aligned, its key's head, the grid over `parts` column groups of
+ * n, and the m, n, k uniforms its other fields follow.
+ */
+function tiled(m: number, n: number, k: number, parts = 1, tile = tileFor(m, parts * n)) {
   const aligned = isAligned(tile, m, n, k);
-  const epilogue = gelu && pre ? "keep" : gelu;
-  const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias${epilogue === "keep" ? "-gelu-keep" : epilogue ? "-gelu" : ""}${halfKey(half)}`;
   const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
-  return { key, code: matmulShader(tile, aligned, { bias: true, gelu: epilogue, half: { a: half, c: half } }), refs: [a, { weight: w }, { weight: w + 1 }, out, ...(pre ? [pre] : [])], uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]], grid: [Math.ceil(n / bn), Math.ceil(m / bm), 1], stride: 0 };
+  return {
+    tile,
+    aligned,
+    head: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}`,
+    grid: [parts * Math.ceil(n / bn), Math.ceil(m / bm), 1] as [number, number, number],
+    uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]] as UniformValues,
+  };
+}
+
+export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number, gelu = false, pre?: BufferLike, half = false): Omit<Step, "slot"> {
+  const t = tiled(m, n, k);
+  const epilogue = gelu && pre ? "keep" : gelu;
+  const key = `${t.head}-bias${epilogue === "keep" ? "-gelu-keep" : epilogue ? "-gelu" : ""}${halfKey(half)}`;
+  return { key, code: matmulShader(t.tile, t.aligned, { bias: true, gelu: epilogue, half: { a: half, c: half } }), refs: [a, { weight: w }, { weight: w + 1 }, out, ...(pre ? [pre] : [])], uniforms: t.uniforms, grid: t.grid, stride: 0 };
 }
 
 /**
@@ -558,15 +573,15 @@ export function poolFuses(d: number, T: number): boolean {
 export function linearResLnStep(r: ResLnArgs): Omit<Step, "slot"> {
   const tile = resLnTile(r.n);
   if (!tile) throw new Error(`linearResLnStep: rows of ${r.n} columns do not fit one tile`);
-  const aligned = isAligned(tile, r.m, r.n, r.k);
   if (r.pool && !poolFuses(r.n, r.pool.T)) throw new Error(`linearResLnStep: sequences of ${r.pool.T} rows do not fit a row block`);
+  const t = tiled(r.m, r.n, r.k, 1, tile);
   const p = r.pool;
   return {
-    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias-resln${p ? "-pool" : ""}${halfKey(r.half)}`,
-    code: matmulShader(tile, aligned, { bias: true, half: { a: r.half, c: r.half }, resLn: p ? "pool" : true }),
+    key: `${t.head}-bias-resln${p ? "-pool" : ""}${halfKey(r.half)}`,
+    code: matmulShader(tile, t.aligned, { bias: true, half: { a: r.half, c: r.half }, resLn: p ? "pool" : true }),
     refs: [r.a, { weight: r.w }, { weight: r.w + 1 }, r.xi, { weight: r.g }, { weight: r.g + 1 }, ...(p ? [p.poolW] : []), r.y, r.v, r.stats, ...(p ? [p.pooled] : [])],
-    uniforms: [["u", r.m], ["u", r.n], ["u", r.k], ["u", 0], ["u", 0], ["u", p?.T ?? 0], ["f", r.eps], ...r.mask.fields],
-    grid: [1, Math.ceil(r.m / (tile.tm * tile.wy)), 1],
+    uniforms: [...t.uniforms, ["u", p?.T ?? 0], ["f", r.eps], ...r.mask.fields],
+    grid: t.grid,
     stride: 0,
     draw: r.mask.draw,
   };
@@ -606,16 +621,14 @@ export interface Product {
 /** The program of a backward's product: out_p [m, n] = A·B_p (+ R), with B_p's column sums where asked. */
 export function productStep(p: Product): Omit<Step, "slot"> {
   const parts = p.b.length;
-  const tile = tileFor(p.m, parts * p.n);
-  const aligned = isAligned(tile, p.m, p.n, p.k);
+  const t = tiled(p.m, p.n, p.k, parts);
   const h = { a: Boolean(p.hA) };
-  const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
   return {
-    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${transName(p.trans)}${p.res ? "-res" : ""}${p.sums ? "-cs" : ""}${parts > 1 ? `-x${parts}` : ""}${halfName(h)}`,
-    code: matmulShader(tile, aligned, { trans: p.trans, res: Boolean(p.res), half: h, colSum: Boolean(p.sums), parts }),
+    key: `${t.head}${transName(p.trans)}${p.res ? "-res" : ""}${p.sums ? "-cs" : ""}${parts > 1 ? `-x${parts}` : ""}${halfName(h)}`,
+    code: matmulShader(t.tile, t.aligned, { trans: p.trans, res: Boolean(p.res), half: h, colSum: Boolean(p.sums), parts }),
     refs: [p.a, ...p.b, ...(p.res ? [p.res] : []), ...p.out, ...(p.sums ?? [])],
-    uniforms: [["u", p.m], ["u", p.n], ["u", p.k], ["u", 0], ["u", 0]],
-    grid: [parts * Math.ceil(p.n / bn), Math.ceil(p.m / bm), 1],
+    uniforms: t.uniforms,
+    grid: t.grid,
     stride: 0,
   };
 }
@@ -634,16 +647,13 @@ export function embedFuses(d: number): boolean {
  * variables tok 0, pos 1, layer 0's γ, β 2, 3 and its QKV weight and bias 4, 5 (transformer.ts order).
  */
 export function embedQkvStep(p: { ids: BufferLike; x: BufferLike; y: BufferLike; stats: BufferLike; qkv: BufferLike; m: number; d: number; T: number; mask: { fields: UniformValues; draw?: number }; half: boolean }): Omit<Step, "slot"> {
-  const n = 3 * p.d;
-  const tile = tileFor(p.m, n);
-  const aligned = isAligned(tile, p.m, n, p.d);
-  const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
+  const t = tiled(p.m, 3 * p.d, p.d);
   return {
-    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias-embed-ln${halfKey(p.half)}`,
-    code: matmulShader(tile, aligned, { bias: true, half: { c: p.half }, embedLn: true }),
+    key: `${t.head}-bias-embed-ln${halfKey(p.half)}`,
+    code: matmulShader(t.tile, t.aligned, { bias: true, half: { c: p.half }, embedLn: true }),
     refs: [p.ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, { weight: 3 }, { weight: 4 }, { weight: 5 }, p.qkv, p.x, p.y, p.stats],
-    uniforms: [["u", p.m], ["u", n], ["u", p.d], ["u", 0], ["u", 0], ["u", p.T], ["f", LN_EPS], ...p.mask.fields],
-    grid: [Math.ceil(n / bn), Math.ceil(p.m / bm), 1],
+    uniforms: [...t.uniforms, ["u", p.T], ["f", LN_EPS], ...p.mask.fields],
+    grid: t.grid,
     stride: 0,
     draw: p.mask.draw,
   };
@@ -654,15 +664,13 @@ export function embedQkvStep(p: { ids: BufferLike; x: BufferLike; y: BufferLike;
  * and ws[p] + 1) in one program (matmul.ts `parts`): BERT's Q, K and V from one layer input.
  */
 export function linearPartsStep(a: BufferLike, ws: readonly number[], outs: readonly BufferLike[], m: number, n: number, k: number, half = false): Omit<Step, "slot"> {
-  const tile = tileFor(m, ws.length * n);
-  const aligned = isAligned(tile, m, n, k);
-  const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
+  const t = tiled(m, n, k, ws.length);
   return {
-    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-bias-x${ws.length}${halfKey(half)}`,
-    code: matmulShader(tile, aligned, { bias: true, half: { a: half, c: half }, parts: ws.length }),
+    key: `${t.head}-bias-x${ws.length}${halfKey(half)}`,
+    code: matmulShader(t.tile, t.aligned, { bias: true, half: { a: half, c: half }, parts: ws.length }),
     refs: [a, ...ws.map((w) => ({ weight: w })), ...ws.map((w) => ({ weight: w + 1 })), ...outs],
-    uniforms: [["u", m], ["u", n], ["u", k], ["u", 0], ["u", 0]],
-    grid: [ws.length * Math.ceil(n / bn), Math.ceil(m / bm), 1],
+    uniforms: t.uniforms,
+    grid: t.grid,
     stride: 0,
   };
 }
