@@ -61,11 +61,12 @@ interface Pieces {
   lens: Int32Array;
 }
 
-const piecesCache = new WeakMap<RetrievalEpisode, { P: number; ds: DeviceStates; pieces: Pieces }>();
+/** Each episode's pieces, made at its first run (by this encoder, at this cap), for its later runs. */
+const piecesCache = new WeakMap<RetrievalEpisode, { enc: QEncoder; P: number; pieces: Pieces }>();
 
-function piecesOf(ep: RetrievalEpisode, ds: DeviceStates, P: number): Pieces {
+function piecesOf(ep: RetrievalEpisode, enc: QEncoder, ds: DeviceStates, P: number): Pieces {
   const hit = piecesCache.get(ep);
-  if (hit && hit.P === P && hit.ds.cls === ds.cls && hit.ds.maxLen === ds.maxLen) return hit.pieces;
+  if (hit && hit.enc === enc && hit.P === P) return hit.pieces;
   const n = ep.numChunks;
   const q = new Int32Array(P);
   const qLen = ds.pieceIds(ep.sample.question, P, q, 0);
@@ -73,7 +74,7 @@ function piecesOf(ep: RetrievalEpisode, ds: DeviceStates, P: number): Pieces {
   const lens = new Int32Array(n);
   for (let j = 0; j < n; j++) lens[j] = ds.pieceIds(chunkAt(ep.sample.chunks, j), P, ids, j * P);
   const pieces = { q: q.subarray(0, qLen), ids, lens };
-  piecesCache.set(ep, { P, ds, pieces });
+  piecesCache.set(ep, { enc, P, pieces });
   return pieces;
 }
 
@@ -97,7 +98,7 @@ export async function deviceLockSteps(enc: QEncoder, envs: readonly LockStepEnv[
   const nMax = Math.max(1, ...eps.map((ep) => ep.numChunks));
   if (nMax > MAX_CANDIDATES) return null;
   const P = Math.max(0, st.maxInMemory);
-  const pieces = eps.map((ep) => piecesOf(ep, ds, P));
+  const pieces = eps.map((ep) => piecesOf(ep, enc, ds, P));
   // each forward's padded length: a row grows by at most the s longest pieces still available
   const grows = eps.map((ep, e) => {
     const lens = pieces[e].lens.filter((_, j) => ep.available[j]).sort((a, b) => b - a);
