@@ -307,19 +307,23 @@ async function rolloutCase(overrides: string[] = ["envs.feedback.never_terminate
 }
 
 /**
- * Documents of 30 chunks of 1 to 14 random words, with 1 to 3 supporting chunks and a question
- * of 2 to 9 words: states of many lengths, pieces longer than the piece cap, rows past max_len.
+ * Documents of 20 to 30 chunks (environments of different widths side by side) of 1 to 14 random
+ * words, with 1 to 3 supporting chunks and a question of 2 to 9 words: states of many lengths,
+ * pieces longer than the piece cap, rows past max_len.
  */
 function variedSource(): SampleSource {
   const rng = new Rng(7);
   const words = (n: number) => Array.from({ length: n }, () => `v${rng.int(500)}`).join(" ");
-  const samples: Sample[] = Array.from({ length: 12 }, (_, i) => ({
-    id: `varied-${i}`,
-    question: words(2 + rng.int(8)),
-    answer: "",
-    chunks: Array.from({ length: 30 }, () => words(1 + rng.int(14))),
-    supportIdx: rng.sampleWithoutReplacement(30, 1 + rng.int(3)).sort((a, b) => a - b),
-  }));
+  const samples: Sample[] = Array.from({ length: 12 }, (_, i) => {
+    const n = 20 + rng.int(11);
+    return {
+      id: `varied-${i}`,
+      question: words(2 + rng.int(8)),
+      answer: "",
+      chunks: Array.from({ length: n }, () => words(1 + rng.int(14))),
+      supportIdx: rng.sampleWithoutReplacement(n, 1 + rng.int(3)).sort((a, b) => a - b),
+    };
+  });
   return listSource("varied", samples);
 }
 

@@ -106,7 +106,7 @@ test("rollout lock-steps on the device for a Hugging Face BERT (bert-tiny, its w
   assert.equal(policy.reads.rollout, Math.ceil(r.L / r.maxSteps), "Boltzmann: one read per run of lock-steps");
 });
 
-test("rollout lock-steps on the device with episodes ending on completion, ε-exploration, states in retrieval order cut at the piece cap and at max_len: the cpu path's picks, fewer reads than lock-steps", { skip }, () => {
+test("rollout lock-steps on the device with environments of different widths, episodes ending on completion, ε-exploration, states in retrieval order cut at the piece cap and at max_len: the cpu path's picks, fewer reads than lock-steps", { skip }, () => {
   const r = runCase<RolloutCase>("rollout-varied");
   const policy = checkRollouts(r);
   assert.ok(policy.reads.rollout < r.L && policy.reads.rollout > 0, `Boltzmann: ${policy.reads.rollout} reads for ${r.L} lock-steps`);
