@@ -8,8 +8,9 @@
  *
  * Applies on webgpu to encoders that pack states on the device (encoder.ts DeviceStates: the
  * built-in transformer and a Hugging Face BERT), up to the fused top-k's 8,192 candidates;
- * elsewhere (the bag-of-words encoder, the cpu backends) null, and the rollout reads every step. Equal to the step-by-step path's picks wherever the float32 sampling lands on
- * the same side of each boundary (its float64 one, on values read from the same device), and its
+ * elsewhere (the bag-of-words encoder, the cpu backends) null, and the rollout reads every step.
+ * Equal to the step-by-step path's picks wherever the float32 sampling lands on the same side of
+ * each boundary (its float64 one, on values read from the same device), and its
  * states' embeddings bit for bit without dropout: a forward's rows may pad to a longer length
  * (the bound below), which the masks make no difference to, but with dropout on the masks are
  * drawn over the padded shape, so they differ from the step-by-step path's (an equally valid draw).
@@ -21,6 +22,7 @@ import type { DeviceStates } from "../model/encoder.ts";
 import { chunkAt } from "../types.ts";
 import { nextPow2 } from "../model/ops.ts";
 import { defaultRotary } from "../model/rotary.ts";
+import { maxValueOf } from "../env/positions.ts";
 import { rotaryRows } from "../model/device-ops.ts";
 import { storageBufferLimit } from "../model/webgpu/raw-program.ts";
 import { ENV_HEADER, lockStep, type LockStepInputs, type LockStepShape } from "../model/webgpu/lock-step.ts";
@@ -49,7 +51,7 @@ export interface LockStepSettings {
   eps: number;
 }
 
-/** How many lock-steps (at most `left`) can run on the device from here: 0 where none can end before the next. */
+/** How many lock-steps (at most `left`) can run on the device from here: no episode ends before the last of them. */
 export function lockStepSpan(episodes: readonly RetrievalEpisode[], left: number): number {
   return Math.min(left, ...episodes.map((ep) => ep.stepsBeforeEnd));
 }
@@ -119,31 +121,35 @@ export async function deviceLockSteps(enc: QEncoder, envs: readonly LockStepEnv[
     env.set([...ep.selected].sort((a, b) => a - b), o + ENV_HEADER + M);
   });
   const nu = pickDraws(st.eps);
+  // consts' parts one after another (lock-step.ts): question ids, piece ids, their lengths, pooling weights, the picks' numbers
+  const cOff = E * P;
+  const lOff = cOff + E * nMax * P;
+  const pOff = lOff + E * nMax;
+  const uOff = pOff + ds.maxLen + 1;
+  const { mode, stepSize } = eps[0];
   const sh: LockStepShape = {
-    E, nMax, M, Pq: P, P, nu, k: st.topk, alpha: st.alpha, eps: Math.fround(st.eps),
-    cOff: E * P, lOff: E * P + E * nMax * P, pOff: 0, uOff: 0,
-    relative: eps[0].mode === "relative", stepSize: eps[0].stepSize,
+    E, nMax, M, Pq: P, P, nu, k: st.topk, alpha: st.alpha, eps: Math.fround(st.eps), cOff, lOff, pOff, uOff,
+    relative: mode === "relative", stepSize, maxValue: maxValueOf(stepSize),
     maxLen: ds.maxLen, cls: ds.cls, sep: ds.sep, sortByIndex: st.sortByIndex,
   };
-  sh.pOff = sh.lOff + E * nMax;
-  sh.uOff = sh.pOff + ds.maxLen + 1;
-  const consts = new Uint32Array(sh.uOff + S * E * nu);
+  const consts = new Uint32Array(uOff + S * E * nu);
   const f32 = new Float32Array(consts.buffer);
   pieces.forEach((p, e) => {
     consts.set(p.q, e * P);
     for (let j = 0; j < p.lens.length; j++) {
-      consts.set(p.ids.subarray(j * P, j * P + p.lens[j]), sh.cOff + (e * nMax + j) * P);
-      consts[sh.lOff + e * nMax + j] = p.lens[j];
+      consts.set(p.ids.subarray(j * P, j * P + p.lens[j]), cOff + (e * nMax + j) * P);
+      consts[lOff + e * nMax + j] = p.lens[j];
     }
   });
-  for (let len = 1; len <= ds.maxLen; len++) f32[sh.pOff + len] = 0.1 / len; // maskedMeanWeights's weight
+  for (let len = 1; len <= ds.maxLen; len++) f32[pOff + len] = 0.1 / len; // maskedMeanWeights's weight
   // the picks' numbers, step by step and environment by environment, as the host path draws them
-  let at = sh.uOff;
+  let at = uOff;
   for (let s = 0; s < S; s++) {
     for (let e = 0; e < E; e++) for (const x of drawPick(rng, st.eps)) f32[at++] = x;
   }
   const layout = scoreLayout(envs.map((x) => ({ ref: x.ref, positions: rotaryPositions(x.episode) })), joined);
   const rot = rotaryRows(D, layout.positions);
+  const maxPos = defaultRotary(D).maxPositions;
   // the environments as each step leaves them, the next forward's states, and what stays put
   const padIdx = tf.tensor1d(layout.padIdx, "int32");
   const packed = tf.tensor1d(new Int32Array(consts.buffer), "int32");
@@ -156,7 +162,7 @@ export async function deviceLockSteps(enc: QEncoder, envs: readonly LockStepEnv[
       next?.dispose();
       next = null;
       if (!states) throw new Error(`lock-steps: no recorded forward of ${E} rows of ${Ts[s - 1]} tokens, which fits() took`);
-      const table = rot && cur.rows ? { rows: cur.rows, c: rot.c, s: rot.s, maxPos: defaultRotary(D).maxPositions } : null;
+      const table = rot && cur.rows ? { rows: cur.rows, c: rot.c, s: rot.s, maxPos } : null;
       const out = lockStep({ states, cands: joined.cands, padIdx, rot: table, avail: cur.avail, env: cur.env, consts: packed }, sh, s, s + 1 < S ? Ts[s] : 0);
       tf.dispose([states, cur.avail, cur.env, ...(cur.rows ? [cur.rows] : [])]);
       cur = { avail: out.avail, env: out.env, rows: out.rows };

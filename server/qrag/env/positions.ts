@@ -6,7 +6,7 @@
 export type PositionsMode = "relative" | "none" | "absolute";
 
 /** The top value inside a gap: floor(0.9·stepSize) in integers, so no float rounding can shift it. */
-const maxValueOf = (stepSize: number) => Math.floor((9 * stepSize) / 10);
+export const maxValueOf = (stepSize: number) => Math.floor((9 * stepSize) / 10);
 
 /**
  * Relative positions ("which gap between selected chunks, and where inside it"): segment k

@@ -121,11 +121,9 @@ export class HfBertEncoder extends BaseEncoder {
       sep: tok.sep,
       maxLen: this.model.maxLen,
       pieceIds: (text, maxTokens, out, at) => {
-        // wordpiece.ts joined: each piece's ids cut to maxTokens − 2
-        const ids = tok.ids(text);
-        const n = Math.min(ids.length, Math.max(0, maxTokens - 2));
-        for (let i = 0; i < n; i++) out[at + i] = ids[i];
-        return n;
+        const ids = tok.piece(text, maxTokens);
+        out.set(ids, at);
+        return ids.length;
       },
       fits: (B, T, training) => bertNoGradPlan(c, B, T, training) !== null,
       forwardTokens: (tokens, B, T, training) => {

@@ -168,15 +168,16 @@ export class WordPieceTokenizer {
   /** `[CLS] p1 [SEP] p2 [SEP] …`, each piece cut as in `single` (the reference's stack_memory). */
   joined(pieces: readonly string[], maxTokensPerPiece: number): number[] {
     const row: number[] = [this.cls];
-    const keep = Math.max(0, maxTokensPerPiece - 2);
-    for (const p of pieces) {
-      const ids = this.ids(p);
-      const n = Math.min(ids.length, keep);
-      for (let i = 0; i < n; i++) row.push(ids[i]);
-      row.push(this.sep);
-    }
+    for (const p of pieces) row.push(...this.piece(p, maxTokensPerPiece), this.sep);
     if (pieces.length === 0) row.push(this.sep);
     return row;
+  }
+
+  /** One piece's ids as `joined` writes them: cut to maxTokensPerPiece − 2. */
+  piece(text: string, maxTokensPerPiece: number): number[] {
+    const ids = this.ids(text);
+    const keep = Math.max(0, maxTokensPerPiece - 2);
+    return ids.length > keep ? ids.slice(0, keep) : ids;
   }
 
   /** Like HF `tokenizer(texts, padding=True, truncation=True, max_length)`: right-padded to the longest. */

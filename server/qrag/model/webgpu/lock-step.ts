@@ -187,6 +187,8 @@ export interface LockStepShape {
   /** 1: relative positions recomputed after each pick; 0: the rows stay. */
   relative: boolean;
   stepSize: number;
+  /** env/positions.ts maxValueOf(stepSize): the top value inside a gap. */
+  maxValue: number;
   maxLen: number;
   cls: number;
   sep: number;
@@ -223,7 +225,7 @@ export function lockStep(x: LockStepInputs, sh: LockStepShape, s: number, Tn: nu
     uniforms: [
       u(E), u(nMax), u(R), u(D), f(-Infinity),
       u(ENV_HEADER + 2 * M), u(M), u(sh.Pq), u(sh.P), u(sh.cOff), u(sh.lOff), u(sh.pOff), u(sh.uOff), u(sh.nu), u(s),
-      f(sh.alpha), f(sh.eps), u(sh.stepSize), u(Math.floor((9 * sh.stepSize) / 10)), u(sh.relative ? 1 : 0), u(x.rot?.maxPos ?? 1),
+      f(sh.alpha), f(sh.eps), u(sh.stepSize), u(sh.maxValue), u(sh.relative ? 1 : 0), u(x.rot?.maxPos ?? 1),
       u(Tn), u(sh.maxLen), i(sh.cls), i(sh.sep), u(sh.sortByIndex ? 1 : 0),
     ],
     threads: E * WG,

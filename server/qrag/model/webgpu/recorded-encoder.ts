@@ -347,7 +347,7 @@ export function drawKeys(plan: Plan, rng: Rng): number[] {
 }
 
 /** The uniform slots of `steps` (contiguous slots) with this call's dropout keys, as bytes for plan.uniform at `offset`. */
-function uniformSlots(plan: Plan, steps: readonly Step[], keys: readonly number[]): { offset: number; data: Uint32Array } {
+function uniformSlots(steps: readonly Step[], keys: readonly number[]): { offset: number; data: Uint32Array } {
   const first = steps[0].slot;
   const uni = new ArrayBuffer(steps.length * SLOT);
   const u32 = new Uint32Array(uni);
@@ -376,7 +376,7 @@ function uniformSlots(plan: Plan, steps: readonly Step[], keys: readonly number[
 export function stagedCall(be: BackendLike, plan: Plan, part: "forward" | "backward", vars: readonly tf.Variable[], staged: readonly Staged[], steps: readonly Step[], keys: readonly number[]): EncoderLike {
   const all = staged.filter((s) => s.data.byteLength > 0);
   if (steps.length > 0) {
-    const u = uniformSlots(plan, steps, keys);
+    const u = uniformSlots(steps, keys);
     all.push({ dst: plan.uniform, offset: u.offset, data: u.data });
   }
   if (!ringRoom(be, all)) submitNow();
@@ -493,7 +493,6 @@ function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, v
   return (s.group = { pipeline, bound, bindGroup });
 }
 
-/** out [m, n] = a [m, k]·W + bias (then GELU with `gelu`, the value before it into `pre` when given), W and its bias variables w and w + 1 (our tiled matmul). */
 /**
  * What every matmul program of a plan shares: its tile (tileFor of the m × parts·n output unless
  * given), whether its loads are aligned, its key's head, the grid over `parts` column groups of
@@ -511,6 +510,7 @@ function tiled(m: number, n: number, k: number, parts = 1, tile = tileFor(m, par
   };
 }
 
+/** out [m, n] = a [m, k]·W + bias (then GELU with `gelu`, the value before it into `pre` when given), W and its bias variables w and w + 1 (our tiled matmul). */
 export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number, n: number, k: number, gelu = false, pre?: BufferLike, half = false): Omit<Step, "slot"> {
   const t = tiled(m, n, k);
   const epilogue = gelu && pre ? "keep" : gelu;

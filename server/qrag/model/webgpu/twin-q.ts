@@ -27,7 +27,7 @@ function insertTopK(vals: string, inds: string, x: string): string {
 }
 
 /** −∞ comes in as a uniform: WGSL rejects a constant infinity. */
-export const NEG_INF = "u.negInf";
+const NEG_INF = "u.negInf";
 
 export const SCORE_FIELDS = ["E: u32", "nMax: u32", "R: u32", "D: u32", "negInf: f32"];
 export const scoreReads = (rotary: boolean): string[] => ["st", "cand", "padIdx:i32", ...(rotary ? ["rows:i32", "ct", "sn"] : [])];
@@ -319,7 +319,6 @@ export function softValueFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tenso
   return tf.engine().makeTensorFromTensorInfo(info) as tf.Tensor1D;
 }
 
-/** The policy top-k's per-row program (`fn topkRow(e)`) and what it declares. */
 /**
  * The policy's top-k of row e as a RowProgram, written as `out` says: "joined" [indices(k),
  * values(k)] per row, "split" values and indices apart, "local" into the workgroup arrays `topV`,
