@@ -85,30 +85,56 @@ async function adamwCase() {
   };
 }
 
-/** Polyak tgt·(1 − τ) + online·τ of 7 pairs (more than one program's worth), fused vs cpu ops. */
+/**
+ * Polyak tgt·(1 − τ) + online·τ of 7 pairs (more than one program's worth), fused in place vs cpu
+ * ops. Before it: a clone of target 0 (which shares its buffer: copy on write must keep the clone's
+ * values), a read of target 1 (tfjs keeps the values it read: they must not be returned after the
+ * write), and target 2 made from online 2 (a shared buffer, the online side must keep its values).
+ */
 async function polyakCase() {
   const shapes = [[3], [64, 3], [1], [5, 5], [200], [2, 2, 2], [65]];
   const tau = 0.05;
   const run = async (backend: "cpu" | "webgpu") => {
     await onBackend(backend);
     const rng = new Rng(11);
-    const pairs = shapes.map((s) => {
+    const pairs = shapes.map((s, i) => {
       const n = s.reduce((a, b) => a * b, 1);
-      return { target: tf.tensor(normals(rng, n), s), online: tf.tensor(normals(rng, n), s) };
+      const t = normals(rng, n);
+      const online = tf.tensor(normals(rng, n), s);
+      return { target: i === 2 ? tf.variable(online, false) : tf.tidy(() => tf.variable(tf.tensor(t, s), false)), online };
     });
+    // on the GPU first (a read then leaves tfjs's host copy beside the buffer)
+    const buffers = backend === "webgpu" ? pairs.map((p) => bufferOf(p.target)) : [];
+    const clone0 = pairs[0].target.clone();
+    const before0 = Float32Array.from((await clone0.data()) as Float32Array);
+    await pairs[1].target.data();
+    const online2 = Float32Array.from((await pairs[2].online.data()) as Float32Array);
     resetCounters();
-    const out = withPhase("update", () =>
-      backend === "webgpu" ? polyakFused(pairs, tau) : pairs.map((p) => tf.add(tf.mul(p.target, 1 - tau), tf.mul(p.online, tau))),
+    withPhase("update", () =>
+      backend === "webgpu" ? polyakFused(pairs, tau) : pairs.forEach((p) => p.target.assign(tf.add(tf.mul(p.target, 1 - tau), tf.mul(p.online, tau)))),
     );
     const dispatches = counterSnapshot().update?.dispatches ?? 0;
     const values: Float32Array[] = [];
-    for (const t of out) values.push(Float32Array.from((await t.data()) as Float32Array));
-    tf.dispose([...out, ...pairs.flatMap((p) => [p.target, p.online])]);
-    return { values, dispatches, limit: backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0 };
+    for (const p of pairs) values.push(Float32Array.from((await p.target.data()) as Float32Array));
+    const kept = {
+      clone: relDiff((await clone0.data()) as Float32Array, before0),
+      online: relDiff((await pairs[2].online.data()) as Float32Array, online2),
+    };
+    // in place: the targets not shared before keep their buffers (0 and 2 were shared: each got one of its own)
+    const sameBuffers = backend === "webgpu" ? pairs.map((p, i) => bufferOf(p.target) === buffers[i]) : [];
+    tf.dispose([clone0, ...pairs.flatMap((p) => [p.target, p.online])]);
+    return { values, dispatches, kept, sameBuffers, limit: backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0 };
   };
   const cpu = await run("cpu");
   const gpu = await run("webgpu");
-  return { diffs: cpu.values.map((x, i) => relDiff(gpu.values[i], x)), dispatches: gpu.dispatches, limit: gpu.limit, pairs: shapes.length };
+  return { diffs: cpu.values.map((x, i) => relDiff(gpu.values[i], x)), dispatches: gpu.dispatches, limit: gpu.limit, pairs: shapes.length, kept: gpu.kept, sameBuffers: gpu.sameBuffers };
+}
+
+/** The GPU buffer a tensor's data is in on webgpu (tfjs-backend-webgpu's tensor map; uploaded first). */
+function bufferOf(t: tf.Tensor): unknown {
+  const be = webgpuBackend();
+  be.uploadToGPU(t.dataId);
+  return (be as unknown as { tensorMap: { get(id: object): { resource?: unknown } } }).tensorMap.get(t.dataId).resource;
 }
 
 /** Reads every tensor (async) and disposes it. */
@@ -234,6 +260,9 @@ async function learnerRun(backend: "cpu" | "webgpu") {
   const rng = new Rng(2);
   const words = (n: number) => Array.from({ length: n }, () => `w${rng.int(300)}`).join(" ");
   const gradNorms: number[] = [];
+  const encoders = () => [nets.state, nets.action, nets.stateTarget, nets.actionTarget, nets.policy].flatMap((e) => e.variables);
+  // each variable's buffer after the first update (the clones' shared buffers split by then), to compare after the last
+  let buffers: unknown[] | null = null;
   for (let k = 0; k < 6; k++) {
     const B = 4;
     const batch = {
@@ -244,13 +273,15 @@ async function learnerRun(backend: "cpu" | "webgpu") {
     };
     const r = await learner.microStep(batch, { maxActionLength: 16, maxInMemory: 16 });
     if (r.applied) gradNorms.push((await learner.lastStats()).gradNorm);
+    if (r.applied && !buffers && backend === "webgpu") buffers = encoders().map(bufferOf);
   }
+  const kept = buffers ? encoders().filter((v, i) => bufferOf(v) === buffers![i]).length : 0;
   const w = await nets.exportWeightsAsync();
   const policy = await nets.policy.exportWeightsAsync();
   const steps = (await learner.getStateAsync()).optimizer.steps;
   learner.dispose();
   nets.dispose();
-  return { w, policy, gradNorms, steps, updates: learner.updates };
+  return { w, policy, gradNorms, steps, updates: learner.updates, kept, variables: encoders().length };
 }
 
 async function learnerCase() {
@@ -262,7 +293,7 @@ async function learnerCase() {
   }
   diffs.policy = Math.max(...cpu.policy.map((t, i) => relDiff(gpu.policy[i].data, t.data)));
   const moved = Math.max(...cpu.w.state.map((t, i) => relDiff(t.data, cpu.w.stateTarget[i].data)));
-  return { diffs, moved, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates] };
+  return { diffs, moved, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates], keptBuffers: gpu.kept, variables: gpu.variables };
 }
 
 /**

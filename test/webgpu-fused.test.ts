@@ -13,7 +13,7 @@ import { runCaseFile } from "./device-case-runner.ts";
 /** Runs one case of webgpu-fused-cases.ts in a fresh process and returns its JSON. */
 const runCase = <T>(name: string): T => runCaseFile<T>("test/webgpu-fused-cases.ts", name);
 
-test("fused AdamW on webgpu: params and moments of 6 steps equal agent/adamw.ts's tfjs ops on cpu", { skip }, () => {
+test("fused AdamW on webgpu, in place: params and moments of 6 steps equal agent/adamw.ts's tfjs ops on cpu", { skip }, () => {
   const r = runCase<{ p: number[]; m: number[]; v: number[]; cpuSteps: number[]; gpuSteps: number[]; dispatchesPerStep: number; limit: number; variables: number; liveTensors: number[] }>("adamw");
   for (const [what, diffs] of [["p", r.p], ["m", r.m], ["v", r.v]] as const) {
     assert.equal(diffs.length, r.variables);
@@ -22,21 +22,26 @@ test("fused AdamW on webgpu: params and moments of 6 steps equal agent/adamw.ts'
   // variable 1 had no gradient in two steps: its own step count (bias correction) stayed behind
   assert.deepEqual(r.cpuSteps, [6, 4, 6, 6, 6]);
   assert.deepEqual(r.gpuSteps, r.cpuSteps);
-  // the fused path ran: one program per group of floor((limit − 1)/7) variables (scale included)
-  const perProgram = Math.max(1, Math.floor((r.limit - 1) / 7));
+  // the fused path ran in place: one program per group of floor((limit − 1)/4) variables (p, m, v read and written, g; the scale)
+  const perProgram = Math.max(1, Math.floor((r.limit - 1) / 4));
   assert.equal(r.dispatchesPerStep, Math.ceil(r.variables / perProgram), `dispatches per step with limit ${r.limit}`);
   assert.ok(r.liveTensors.every((n) => n === r.liveTensors[0]), `live tensors before each step: ${r.liveTensors}`);
 });
 
-test("fused Polyak averaging on webgpu equals tgt·(1 − τ) + online·τ on cpu, in few programs", { skip }, () => {
-  const r = runCase<{ diffs: number[]; dispatches: number; limit: number; pairs: number }>("polyak");
+test("fused Polyak averaging on webgpu, in place, equals tgt·(1 − τ) + online·τ on cpu, in few programs; what shared a target's buffer keeps its values, a read before does not return stale values", { skip }, () => {
+  const r = runCase<{ diffs: number[]; dispatches: number; limit: number; pairs: number; kept: { clone: number; online: number }; sameBuffers: boolean[] }>("polyak");
   assert.equal(r.diffs.length, r.pairs);
   r.diffs.forEach((d, i) => assert.ok(d <= 1e-6, `pair ${i}: rel. diff ${d}`));
-  assert.equal(r.dispatches, Math.ceil(r.pairs / Math.floor(r.limit / 3)));
+  assert.equal(r.dispatches, Math.ceil(r.pairs / Math.floor(r.limit / 2)));
+  assert.deepEqual(r.kept, { clone: 0, online: 0 });
+  // targets 0 and 2 shared their buffers (a clone, a variable made from its online tensor): copied on write; the others written in place
+  assert.deepEqual(r.sameBuffers, [false, true, false, true, true, true, true]);
 });
 
-test("the Learner on webgpu (fused clipping+AdamW, Polyak) trains like the cpu path: 3 updates, all weights within 1e-4", { skip }, () => {
-  const r = runCase<{ diffs: Record<string, number>; moved: number; gradNorms: { cpu: number[]; gpu: number[] }; steps: { cpu: number[]; gpu: number[] }; updates: number[] }>("learner");
+test("the Learner on webgpu (fused clipping+AdamW+Polyak, in place) trains like the cpu path: 3 updates, all weights within 1e-4, every variable in the buffer it had after the first", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; moved: number; gradNorms: { cpu: number[]; gpu: number[] }; steps: { cpu: number[]; gpu: number[] }; updates: number[]; keptBuffers: number; variables: number }>("learner");
+  // trained, target and policy variables alike: the recorded plans binding them keep their bind groups
+  assert.equal(r.keptBuffers, r.variables);
   assert.deepEqual(r.updates, [3, 3]);
   assert.deepEqual(r.steps.gpu, r.steps.cpu);
   assert.ok(r.moved > 1e-3, `the trainable weights left their targets (${r.moved})`);

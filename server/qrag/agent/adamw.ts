@@ -9,7 +9,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { onDevice } from "../backend/device.ts";
-import { adamwStepFused, clipNormFused } from "../model/webgpu/fused-adamw.ts";
+import { adamwStepFused, clipNormFused, polyakFused } from "../model/webgpu/fused-adamw.ts";
 import { optimizerSchema } from "../config/schema.ts";
 
 interface AdamWConfig {
@@ -34,6 +34,12 @@ export interface AdamWState {
   shapes: number[][];
   m: Float32Array[];
   v: Float32Array[];
+}
+
+/** Polyak targets averaged by a step (AdamW.step's `average`). */
+export interface PolyakTargets {
+  targets: readonly tf.Variable[];
+  tau: number;
 }
 
 /** Gradients aligned with the variables (null/undefined = no gradient), or keyed by variable name. */
@@ -61,13 +67,19 @@ export class AdamW {
 
   /**
    * One update at learning rate `lr`. Does not dispose the gradients (the caller owns them).
-   * `gradScale` (a scalar tensor, e.g. the clipping factor) multiplies every gradient first. On the
-   * device path (`onDevice()`) the update runs as fused WebGPU programs (model/webgpu/fused-adamw.ts,
-   * the same arithmetic); elsewhere as the tfjs ops below.
+   * `gradScale` (a scalar tensor, e.g. the clipping factor) multiplies every gradient first.
+   * `average`: then each variable's Polyak target (aligned with the variables) becomes
+   * target·(1 − τ) + p·τ, 0 < τ < 1 (base.ts polyakFrom's arithmetic), with the update's own
+   * program on the device. On the device path (`onDevice()`) the update runs as fused WebGPU
+   * programs in place (model/webgpu/fused-adamw.ts, the same arithmetic); elsewhere as the tfjs
+   * ops below.
    */
-  step(grads: Grads, lr: number, gradScale?: tf.Scalar): void {
+  step(grads: Grads, lr: number, gradScale?: tf.Scalar, average?: PolyakTargets): void {
     const list = alignGrads(this.variables, grads);
     const { beta1, beta2, eps, weightDecay } = this.config;
+    if (average && (average.targets.length !== this.variables.length || !(average.tau > 0 && average.tau < 1))) {
+      throw new RangeError(`AdamW: ${average.targets.length} Polyak targets for ${this.variables.length} variables, τ ${average.tau} (must be in (0, 1))`);
+    }
     const fused = onDevice();
     const slots: { i: number; g: tf.Tensor; stepSize: number; bc2Sqrt: number }[] = [];
     this.stepCount++;
@@ -97,10 +109,15 @@ export class AdamW {
         p.assign(decayed.sub(m.div(denom).mul(stepSize)));
       });
     }
-    if (slots.length > 0) this.stepFused(slots, lr, gradScale);
+    if (fused) this.stepFused(slots, lr, gradScale, average);
+    else if (average) {
+      tf.tidy(() => {
+        average.targets.forEach((tgt, i) => tgt.assign(tf.add(tf.mul(tgt, 1 - average.tau), tf.mul(this.variables[i], average.tau))));
+      });
+    }
   }
 
-  private stepFused(slots: { i: number; g: tf.Tensor; stepSize: number; bc2Sqrt: number }[], lr: number, gradScale?: tf.Scalar): void {
+  private stepFused(slots: { i: number; g: tf.Tensor; stepSize: number; bc2Sqrt: number }[], lr: number, gradScale: tf.Scalar | undefined, average: PolyakTargets | undefined): void {
     const { beta1, beta2, eps, weightDecay } = this.config;
     const decay = weightDecay !== 0 ? 1 - lr * weightDecay : 1;
     tf.tidy(() => {
@@ -109,16 +126,17 @@ export class AdamW {
         g: s.g.dtype === "float32" ? s.g : tf.cast(s.g, "float32"),
         m: this.m[s.i],
         v: this.v[s.i],
+        ...(average ? { target: average.targets[s.i] } : {}),
         stepSize: s.stepSize,
         bc2Sqrt: s.bc2Sqrt,
         decay,
       }));
-      const out = adamwStepFused(input, { beta1, beta2, eps }, gradScale);
-      slots.forEach((s, k) => {
-        this.m[s.i].assign(out[k].m);
-        this.v[s.i].assign(out[k].v);
-        this.variables[s.i].assign(out[k].p);
-      });
+      adamwStepFused(input, { beta1, beta2, eps, tau: average?.tau }, gradScale);
+      if (!average) return;
+      // the targets of variables without a gradient this step average what they hold
+      const stepped = new Set(slots.map((s) => s.i));
+      const rest = average.targets.flatMap((target, i) => (stepped.has(i) ? [] : [{ target, online: this.variables[i] }]));
+      if (rest.length > 0) polyakFused(rest, average.tau);
     });
   }
 

@@ -180,23 +180,26 @@ export class Learner {
     this.pending = null;
     const lr = this.lr;
     let norm = NaN;
+    // the targets' Polyak averaging rides on the update's programs where τ is a true average
+    const tau = this.algo.hyperparams.tau;
+    const average = tau > 0 && tau < 1 ? { targets: this.nets.targets, tau } : undefined;
     if (onDevice()) {
       // the clipping factor stays on the device and scales the gradients inside the fused AdamW
       const { coef, norm: n } = clipFactorDevice(pending, this.algo.hyperparams.max_grad_norm);
       this.setLast("gradNorm", n);
-      this.opt.step(pending, lr, coef);
+      this.opt.step(pending, lr, coef, average);
       coef.dispose();
     } else {
       const clipped = clipByGlobalNorm(pending, this.algo.hyperparams.max_grad_norm);
       norm = clipped.norm;
       this.setLast("gradNorm", norm);
-      this.opt.step(clipped.grads, lr);
+      this.opt.step(clipped.grads, lr, undefined, average);
       clipped.grads.forEach((g) => g.dispose());
     }
     pending.forEach((g) => g.dispose());
     this.updates++;
     this.alpha = this.algo.hyperparams.alpha * this.schedule(this.updates);
-    this.nets.afterOptimizerStep(this.algo.hyperparams.tau);
+    this.nets.afterOptimizerStep(tau, average !== undefined);
     return { gradNorm: norm, lr, alpha: this.alpha };
   }
 

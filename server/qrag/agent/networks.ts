@@ -53,10 +53,20 @@ export class QNetworks {
     return [...this.state.variables, ...this.action.variables];
   }
 
-  /** After an optimizer step: Polyak targets, hard policy copy (docs/method.md §3.5). */
-  afterOptimizerStep(tau: number): void {
-    this.stateTarget.polyakFrom(this.state, tau);
-    this.actionTarget.polyakFrom(this.action, tau);
+  /** The Polyak targets' variables, aligned with `trainable`. */
+  get targets(): tf.Variable[] {
+    return [...this.stateTarget.variables, ...this.actionTarget.variables];
+  }
+
+  /**
+   * After an optimizer step: Polyak targets (unless the step averaged them: AdamW.step's
+   * `average`), hard policy copy (docs/method.md §3.5).
+   */
+  afterOptimizerStep(tau: number, targetsAveraged = false): void {
+    if (!targetsAveraged) {
+      this.stateTarget.polyakFrom(this.state, tau);
+      this.actionTarget.polyakFrom(this.action, tau);
+    }
     this.policy.copyFrom(this.state);
   }
 

@@ -14,7 +14,7 @@ export const DISPATCH_BUDGET = { dispatches: 150, submits: 10, tfjsKernels: 0 };
  * rollout reads once per run of lock-steps (agent/lock-steps.ts), 3 or 4 runs as its 17 steps fall
  * on the episodes' ends, so an iteration submits 7 to 9 times, averaged over the iterations timed.
  */
-export const DISPATCH_CEILING = { dispatches: 387, submits: 9, tfjsKernels: 0 };
+export const DISPATCH_CEILING = { dispatches: 366, submits: 9, tfjsKernels: 0 };
 
 type Limits = typeof DISPATCH_BUDGET;
 
@@ -32,6 +32,11 @@ export interface DispatchSummary {
   ceiling: Limits;
   withinCeiling: boolean;
   perPhase: Record<string, PhaseCounters>;
+  /**
+   * Bind groups the recorded plans made per iteration (workload-bench.ts; absent elsewhere): 0 once
+   * the variables keep their buffers across updates (model/webgpu/in-place.ts).
+   */
+  bindGroupsPerIteration?: number;
 }
 
 /** Sums per-phase counts of one iteration into the part's figures. */

@@ -18,6 +18,7 @@ import { materialized, workloadSource } from "./workload.ts";
 import type { SampleSource } from "../types.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
 import { summarizeDispatch } from "./dispatch-summary.ts";
+import { recorderStats } from "../model/webgpu/recorded-encoder.ts";
 import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
 import { programTimes, topPrograms } from "./program-times.ts";
 import { hostProfile, hostProfileIterations, hostProfileLine } from "./host-profile.ts";
@@ -69,6 +70,7 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
   // GPU time per phase where the adapter has timestamp queries (read after the counts; its flush not counted)
   const gpuTimed = gpuTimingOn();
   resetCounters();
+  const bindGroups = recorderStats.bindGroups;
   const iters: { wall: number; update: number; rollout: number; transitions: number; clean: boolean }[] = [];
   while (iters.filter((i) => i.clean).length < want && iters.length < want * 2) {
     let res: Awaited<ReturnType<typeof iterate>> | undefined;
@@ -78,6 +80,8 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
     iters.push({ wall: rep.wall, update: res!.updateSeconds, rollout: res!.rolloutSeconds, transitions: res!.transitions, clean: rep.clean });
     log(`  ${label} iteration ${iters.length}: ${rep.wall.toFixed(2)} s (update ${res!.updateSeconds.toFixed(2)} s)${rep.clean ? "" : " [busy machine, discarded]"}`);
   }
+  // bind groups the recorded plans made again (a variable's buffer changed) or anew (a plan built)
+  const bindGroupsPerIteration = Math.round(((recorderStats.bindGroups - bindGroups) / iters.length) * 10) / 10;
   const { counts, timed } = await countsSince(iters.length, gpuTimed, log);
   const kernelNames = kernelNameCounts();
   // one more iteration, each program timed apart (null without timestamp queries)
@@ -100,7 +104,7 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
     /** Reads, kernels and GPU dispatches per phase, per iteration (mean over the timed iterations). */
     countsPerIteration: counts,
     /** The same counts summed, against the hot-loop budget (what `--parts dispatch` prints). */
-    hotLoop: summarizeDispatch(counts, wall.median * 1000, timed),
+    hotLoop: { ...summarizeDispatch(counts, wall.median * 1000, timed), bindGroupsPerIteration },
     /** Kernels by name over the timed iterations (device.ts kernelNameCounts). */
     kernelNames,
     /** GPU time per program over one extra iteration (program-times.ts). */

@@ -9,6 +9,7 @@ import { nextPow2 } from "./ops.ts";
 import { lengthGroups, permuteRows } from "./length-groups.ts";
 import { onDevice } from "../backend/device.ts";
 import { polyakFused } from "./webgpu/fused-adamw.ts";
+import { copyVariables } from "./webgpu/in-place.ts";
 import { submitNow } from "./webgpu/recorded-encoder.ts";
 
 /** Encoders built here: the `Encoder` contract plus a fast no-grad embedding path. */
@@ -292,6 +293,8 @@ export abstract class BaseEncoder implements QEncoder {
 
   copyFrom(src: Encoder): void {
     this.checkPeer(src, "copyFrom");
+    // on the device into the buffers this encoder holds, so the plans binding them keep their bind groups (in-place.ts)
+    if (onDevice()) return copyVariables(this.variables, src.variables);
     for (let i = 0; i < this.variables.length; i++) this.variables[i].assign(src.variables[i]);
   }
 
@@ -301,12 +304,8 @@ export abstract class BaseEncoder implements QEncoder {
     if (tau === 0) return;
     if (tau === 1) return this.copyFrom(src);
     if (onDevice()) {
-      // one fused program per group of variables (model/webgpu/fused-adamw.ts), same arithmetic
-      tf.tidy(() => {
-        const next = polyakFused(this.variables.map((v, i) => ({ target: v, online: src.variables[i] })), tau);
-        next.forEach((t, i) => this.variables[i].assign(t));
-      });
-      return;
+      // one fused program per group of variables, in place (model/webgpu/fused-adamw.ts), same arithmetic
+      return polyakFused(this.variables.map((v, i) => ({ target: v, online: src.variables[i] })), tau);
     }
     tf.tidy(() => {
       for (let i = 0; i < this.variables.length; i++) {

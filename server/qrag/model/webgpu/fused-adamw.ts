@@ -3,21 +3,25 @@
  *
  * Why: agent/adamw.ts updates each variable with ~14 tfjs ops and the Polyak target update takes
  * 3 more; on a GPU each op costs a dispatch whose overhead dwarfs the arithmetic (the transformer
- * update makes ~1000 dispatches per optimizer step). Here one program updates p, m and v of as
- * many variables as the device's storage-buffer limit allows (7 buffers per variable), with the
- * gradient-clipping factor applied on the way in, and one program averages as many target
- * variables as fit (3 buffers each). The arithmetic is agent/adamw.ts's, op for op in the same
- * order (torch AdamW: decoupled decay, then the bias-corrected Adam step), in float32.
+ * update makes ~1000 dispatches per optimizer step). Here one program updates p, m and v in place
+ * (in-place.ts) of as many variables as the device's storage-buffer limit allows (4 buffers per
+ * variable, 5 with its Polyak target averaged in the same program), with the gradient-clipping
+ * factor applied on the way in, and one program averages as many other target variables as fit
+ * (2 buffers each). The arithmetic is agent/adamw.ts's and base.ts polyakFrom's, op for op in the
+ * same order (torch AdamW: decoupled decay, then the bias-corrected Adam step), in float32.
  */
 import * as tf from "@tensorflow/tfjs";
+import { ownBuffer } from "./in-place.ts";
 import { concatenatedArraysShader, runRawProgram, storageBufferLimit, storageDecls, uniformStruct, webgpuBackend, WG, type Uniform, workgroupSum } from "./raw-program.ts";
 
-/** One variable's update: current p, m, v, its float32 gradient and its own step constants. */
+/** One variable's update: its p, m and v (written in place), its float32 gradient and its own step constants. */
 export interface AdamWSlot {
-  p: tf.Tensor;
+  p: tf.Variable;
   g: tf.Tensor;
-  m: tf.Tensor;
-  v: tf.Tensor;
+  m: tf.Variable;
+  v: tf.Variable;
+  /** The Polyak target averaged from the new p in the same program (AdamWConstants.tau). */
+  target?: tf.Variable;
   /** lr / (1 − β1^t) for this variable's step count t. */
   stepSize: number;
   /** √(1 − β2^t). */
@@ -30,103 +34,107 @@ export interface AdamWConstants {
   beta1: number;
   beta2: number;
   eps: number;
+  /** Polyak τ of the slots' targets (0 < τ < 1), where they have one. */
+  tau?: number;
 }
 
-function adamwCode(k: number, scaled: boolean): string {
-  const read: string[] = [];
-  const write: string[] = [];
-  for (let i = 0; i < k; i++) read.push(`p${i}`, `g${i}`, `m${i}`, `v${i}`);
+function adamwCode(k: number, scaled: boolean, averaged: boolean): string {
+  const read = Array.from({ length: k }, (_, i) => `g${i}`);
   if (scaled) read.push("scale");
-  for (let i = 0; i < k; i++) write.push(`po${i}`, `mo${i}`, `vo${i}`);
-  const fields = ["b1: f32", "c1: f32", "b2: f32", "c2: f32", "eps: f32"];
+  const write: string[] = [];
+  for (let i = 0; i < k; i++) write.push(`p${i}`, `m${i}`, `v${i}`, ...(averaged ? [`t${i}`] : []));
+  const fields = ["b1: f32", "c1: f32", "b2: f32", "c2: f32", "eps: f32", "keep: f32", "tau: f32"];
   for (let i = 0; i < k; i++) fields.push(`n${i}: u32`, `s${i}: f32`, `bc${i}: f32`, `d${i}: f32`);
   const bodies = Array.from(
     { length: k },
     (_, i) => `    let g = g${i}[j]${scaled ? " * scale[0]" : ""};
     let m = m${i}[j] * u.b1 + g * u.c1;
     let v = v${i}[j] * u.b2 + (g * g) * u.c2;
-    mo${i}[j] = m;
-    vo${i}[j] = v;
+    m${i}[j] = m;
+    v${i}[j] = v;
     let denom = sqrt(v) / u.bc${i} + u.eps;
-    po${i}[j] = p${i}[j] * u.d${i} - (m / denom) * u.s${i};`,
+    let p = p${i}[j] * u.d${i} - (m / denom) * u.s${i};
+    p${i}[j] = p;${averaged ? `\n    t${i}[j] = ${POLYAK_EXPR(`t${i}[j]`, "p")};` : ""}`,
   );
   return concatenatedArraysShader(fields, read, write, bodies);
 }
 
-/** How many variables one program takes: 7 storage buffers each, plus the scale. */
+/** Polyak averaging of one element (base.ts polyakFrom's arithmetic: tgt·(1 − τ) + online·τ). */
+const POLYAK_EXPR = (target: string, online: string): string => `${target} * u.keep + ${online} * u.tau`;
+
+/** How many variables one program takes: `buffersEach` storage buffers each, plus `shared`. */
 function perProgram(buffersEach: number, shared: number): number {
   return Math.max(1, Math.floor((storageBufferLimit() - shared) / buffersEach));
 }
 
 /**
- * One AdamW step of every slot, on the device: returns the new p, m, v per slot (new tensors, the
- * caller assigns and disposes them). `scale` (a scalar tensor, e.g. the clipping factor) multiplies
- * every gradient first.
+ * One AdamW step of every slot on the device, in place (in-place.ts): p, m and v, and where a
+ * slot has a target, its Polyak average with the new p. `scale` (a scalar tensor, e.g. the
+ * clipping factor) multiplies every gradient first. Programs take all slots with targets or none.
  */
-export function adamwStepFused(slots: readonly AdamWSlot[], c: AdamWConstants, scale?: tf.Scalar): { p: tf.Tensor; m: tf.Tensor; v: tf.Tensor }[] {
+export function adamwStepFused(slots: readonly AdamWSlot[], c: AdamWConstants, scale?: tf.Scalar): void {
   const be = webgpuBackend();
-  const engine = tf.engine();
-  const k = perProgram(7, scale ? 1 : 0);
-  const out: { p: tf.Tensor; m: tf.Tensor; v: tf.Tensor }[] = [];
+  const averaged = slots.some((s) => s.target);
+  if (averaged && !slots.every((s) => s.target)) throw new Error("adamwStepFused: targets for all slots or none");
+  const tau = c.tau ?? 0;
+  if (averaged && !(tau > 0 && tau < 1)) throw new Error(`adamwStepFused: Polyak τ must be in (0, 1), got ${tau}`);
+  const k = perProgram(averaged ? 5 : 4, scale ? 1 : 0);
   for (let at = 0; at < slots.length; at += k) {
     const group = slots.slice(at, at + k);
     for (const s of group) {
       if (s.g.dtype !== "float32" || s.p.dtype !== "float32") throw new Error("adamwStepFused: float32 tensors only");
     }
-    const inputs: tf.TensorInfo[] = group.flatMap((s) => [s.p, s.g, s.m, s.v]);
+    const written = group.flatMap((s) => [s.p, s.m, s.v, ...(s.target ? [s.target] : [])]);
+    for (const v of written) ownBuffer(v, be);
+    const inputs: tf.TensorInfo[] = group.map((s) => s.g);
     if (scale) inputs.push(scale);
-    const uniforms: Uniform[] = [c.beta1, 1 - c.beta1, c.beta2, 1 - c.beta2, c.eps].map((x) => ({ type: "float32", data: [x] }));
+    const uniforms: Uniform[] = [c.beta1, 1 - c.beta1, c.beta2, 1 - c.beta2, c.eps, 1 - tau, tau].map((x) => ({ type: "float32", data: [x] }));
     for (const s of group) {
       uniforms.push({ type: "uint32", data: [s.p.size] }, { type: "float32", data: [s.stepSize] }, { type: "float32", data: [s.bc2Sqrt] }, { type: "float32", data: [s.decay] });
     }
-    const infos = runRawProgram(be, {
-      key: `qrag_adamw_${group.length}_${scale ? "s" : "u"}`,
-      code: adamwCode(group.length, Boolean(scale)),
+    runRawProgram(be, {
+      key: `qrag_adamw_${group.length}_${scale ? "s" : "u"}${averaged ? "_t" : ""}`,
+      code: adamwCode(group.length, Boolean(scale), averaged),
       inputs,
-      outputs: group.flatMap((s) => [{ shape: s.p.shape }, { shape: s.p.shape }, { shape: s.p.shape }]),
+      outputs: [],
+      inPlace: written,
       uniforms,
       threads: group.reduce((a, s) => a + s.p.size, 0),
     });
-    const t = infos.map((i) => engine.makeTensorFromTensorInfo(i));
-    for (let i = 0; i < group.length; i++) out.push({ p: t[3 * i], m: t[3 * i + 1], v: t[3 * i + 2] });
   }
-  return out;
 }
 
 function polyakCode(k: number): string {
-  const read: string[] = [];
-  for (let i = 0; i < k; i++) read.push(`t${i}`, `o${i}`);
-  const write = Array.from({ length: k }, (_, i) => `r${i}`);
+  const read = Array.from({ length: k }, (_, i) => `o${i}`);
+  const write = Array.from({ length: k }, (_, i) => `t${i}`);
   const fields = ["keep: f32", "tau: f32", ...Array.from({ length: k }, (_, i) => `n${i}: u32`)];
-  const bodies = Array.from({ length: k }, (_, i) => `    r${i}[j] = t${i}[j] * u.keep + o${i}[j] * u.tau;`);
+  const bodies = Array.from({ length: k }, (_, i) => `    t${i}[j] = ${POLYAK_EXPR(`t${i}[j]`, `o${i}[j]`)};`);
   return concatenatedArraysShader(fields, read, write, bodies);
 }
 
 /**
- * Polyak averaging tgt·(1 − τ) + online·τ of each pair (base.ts polyakFrom's arithmetic), as few
- * programs as the storage-buffer limit allows. Returns new tensors aligned with `pairs`.
+ * Polyak averaging tgt ← tgt·(1 − τ) + online·τ of each pair (base.ts polyakFrom's arithmetic),
+ * in place (in-place.ts), as few programs as the storage-buffer limit allows.
  */
-export function polyakFused(pairs: readonly { target: tf.Tensor; online: tf.Tensor }[], tau: number): tf.Tensor[] {
+export function polyakFused(pairs: readonly { target: tf.Variable; online: tf.Tensor }[], tau: number): void {
   const be = webgpuBackend();
-  const engine = tf.engine();
-  const k = perProgram(3, 0);
-  const out: tf.Tensor[] = [];
+  const k = perProgram(2, 0);
   for (let at = 0; at < pairs.length; at += k) {
     const group = pairs.slice(at, at + k);
     for (const pr of group) {
       if (pr.target.size !== pr.online.size || pr.target.dtype !== "float32" || pr.online.dtype !== "float32") throw new Error("polyakFused: float32 pairs of one size only");
+      ownBuffer(pr.target, be);
     }
-    const infos = runRawProgram(be, {
+    runRawProgram(be, {
       key: `qrag_polyak_${group.length}`,
       code: polyakCode(group.length),
-      inputs: group.flatMap((pr) => [pr.target, pr.online]),
-      outputs: group.map((pr) => ({ shape: pr.target.shape })),
+      inputs: group.map((pr) => pr.online),
+      outputs: [],
+      inPlace: group.map((pr) => pr.target),
       uniforms: [{ type: "float32", data: [1 - tau] }, { type: "float32", data: [tau] }, ...group.map((pr): Uniform => ({ type: "uint32", data: [pr.target.size] }))],
       threads: group.reduce((a, pr) => a + pr.target.size, 0),
     });
-    for (const i of infos) out.push(engine.makeTensorFromTensorInfo(i));
   }
-  return out;
 }
 
 function sumSquaresCode(k: number): string {

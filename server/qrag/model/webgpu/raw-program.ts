@@ -6,7 +6,8 @@
  * the program the way tfjs does (same command encoder and compute pass, the same deferred-submit
  * batching, buffers owned by the queue until submitted), so it orders correctly with tfjs's own
  * kernels and its outputs are ordinary tfjs tensors. Bindings: inputs (read-only storage) 0…I−1,
- * outputs (read_write) I…I+O−1, then one uniform struct of 4-byte scalars. Each program counts
+ * outputs (read_write) I…I+O−1, the tensors written in place (read_write), then one uniform
+ * struct of 4-byte scalars. Each program counts
  * as one dispatch in device.ts's counters.
  */
 import * as tf from "@tensorflow/tfjs";
@@ -56,6 +57,8 @@ export interface RawProgram {
   code: string;
   inputs: tf.TensorInfo[];
   outputs: { shape: number[]; dtype?: tf.DataType }[];
+  /** Existing tensors the program reads and writes (read_write, bound after the outputs): in-place.ts's variables. */
+  inPlace?: tf.TensorInfo[];
   /** Uniform scalars, in the order of the WGSL `U` struct (after the `stride` field this adds). */
   uniforms: Uniform[];
   /** Threads to launch (one-dimensional; the helper folds it into x/y workgroups). */
@@ -154,9 +157,10 @@ ${branches.join("\n")}
 /** Records `prog` and returns its outputs (new tensor infos, owned by the caller). */
 export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.TensorInfo[] {
   const nIn = prog.inputs.length;
-  const nStorage = nIn + prog.outputs.length;
+  const inPlace = prog.inPlace ?? [];
+  const nStorage = nIn + prog.outputs.length + inPlace.length;
   if (nStorage > storageBufferLimit(be)) throw new Error(`${prog.key}: ${nStorage} storage buffers > device limit ${storageBufferLimit(be)}`);
-  for (const t of prog.inputs) be.uploadToGPU(t.dataId);
+  for (const t of [...prog.inputs, ...inPlace]) be.uploadToGPU(t.dataId);
   const outs = prog.outputs.map((o) => {
     const info = be.makeTensorInfo(o.shape, o.dtype ?? "float32");
     be.uploadToGPU(info.dataId);
@@ -169,7 +173,7 @@ export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.Tenso
 
   const pipeline = cachedPipeline(be.device, prog.key, prog.code);
   const uniforms = be.makeUniforms([{ type: "uint32", data: [prog.workgroups ? 0 : fold.stride] }, ...prog.uniforms]);
-  const all = [...prog.inputs, ...outs];
+  const all = [...prog.inputs, ...outs, ...inPlace];
   const entries = all.map((t, i) => ({ binding: i, resource: be.tensorToBinding(t) }));
   entries.push({ binding: nStorage, resource: uniforms });
   for (const t of all) be.commandQueueOwnedIds.add(t.dataId);
