@@ -11,7 +11,7 @@ import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { CONFIG, batchOf, rowsUnderBudget, lossAndGrads, readForward as forward, recordedCalls } from "./recorded-batches.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 import { countersOn, kernelNameCounts, resetCounters } from "../server/qrag/backend/device.ts";
-import { forwardBytes, forwardRows, recorderStats, residualFuses, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { forwardBytes, forwardRows, recorderStats, residualFuses, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 import { webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
@@ -92,7 +92,7 @@ async function assignCase() {
 /**
  * Calls left pending in tfjs's command encoder (no read between them): two of one shape (one
  * plan, whose inputs the second call writes), one after a weight assign, and more shapes than the
- * plan cache keeps (evicted plans with pending calls). Each result against the same call read alone.
+ * plan cache keeps under a small byte budget (evicted plans with pending calls). Each result against the same call read alone.
  */
 async function pendingCase() {
   await onBackend("webgpu");
@@ -120,12 +120,15 @@ async function pendingCase() {
   });
   const wantScaled = await alone(a);
   for (const v of enc.variables) tf.tidy(() => v.assign(tf.div(v, 1.5)));
+  // a no-grad budget of about 3 of the largest shape's plans: the 18 shapes evict one another
+  const bounds = setPlanBounds({ plain: 3 * forwardBytes(CONFIG, 18, 32) });
   const wantShapes: Float32Array[] = [];
   for (const x of shapes) wantShapes.push(await alone(x));
   // all 18 calls in one pending command encoder (tfjs would submit after 15)
   const batchSize = tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE");
   tf.env().set("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE", 100);
   const gotShapes = await withRecorder(true, () => readAll(shapes.map(run)));
+  setPlanBounds(bounds);
   // inputs past the staging ring inside one encoder (4 × 98 KiB of a 256 KiB ring: a submit
   // between), then one larger than the ring (393 KiB: a larger ring)
   const big = [...Array.from({ length: 4 }, (_, i) => batchOf(64, 128, 200 + i)), batchOf(128, 256, 300)];

@@ -37,6 +37,8 @@ export interface DispatchSummary {
    * the variables keep their buffers across updates (model/webgpu/in-place.ts).
    */
   bindGroupsPerIteration?: number;
+  /** Recorded plans built per iteration (workload-bench.ts): a plan evicted from the LRU and built again makes all its bind groups anew. */
+  plansPerIteration?: number;
 }
 
 /** Sums per-phase counts of one iteration into the part's figures. */

@@ -70,7 +70,7 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
   // GPU time per phase where the adapter has timestamp queries (read after the counts; its flush not counted)
   const gpuTimed = gpuTimingOn();
   resetCounters();
-  const bindGroups = recorderStats.bindGroups;
+  const [bindGroups, plans] = [recorderStats.bindGroups, recorderStats.plans];
   const iters: { wall: number; update: number; rollout: number; transitions: number; clean: boolean }[] = [];
   while (iters.filter((i) => i.clean).length < want && iters.length < want * 2) {
     let res: Awaited<ReturnType<typeof iterate>> | undefined;
@@ -81,7 +81,9 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
     log(`  ${label} iteration ${iters.length}: ${rep.wall.toFixed(2)} s (update ${res!.updateSeconds.toFixed(2)} s)${rep.clean ? "" : " [busy machine, discarded]"}`);
   }
   // bind groups the recorded plans made again (a variable's buffer changed) or anew (a plan built)
-  const bindGroupsPerIteration = Math.round(((recorderStats.bindGroups - bindGroups) / iters.length) * 10) / 10;
+  const perIteration = (n: number): number => Math.round((n / iters.length) * 10) / 10;
+  const bindGroupsPerIteration = perIteration(recorderStats.bindGroups - bindGroups);
+  const plansPerIteration = perIteration(recorderStats.plans - plans);
   const { counts, timed } = await countsSince(iters.length, gpuTimed, log);
   const kernelNames = kernelNameCounts();
   // one more iteration, each program timed apart (null without timestamp queries)
@@ -104,7 +106,7 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
     /** Reads, kernels and GPU dispatches per phase, per iteration (mean over the timed iterations). */
     countsPerIteration: counts,
     /** The same counts summed, against the hot-loop budget (what `--parts dispatch` prints). */
-    hotLoop: { ...summarizeDispatch(counts, wall.median * 1000, timed), bindGroupsPerIteration },
+    hotLoop: { ...summarizeDispatch(counts, wall.median * 1000, timed), bindGroupsPerIteration, plansPerIteration },
     /** Kernels by name over the timed iterations (device.ts kernelNameCounts). */
     kernelNames,
     /** GPU time per program over one extra iteration (program-times.ts). */

@@ -51,12 +51,15 @@ export const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0
 /** Uniform slot per program: minUniformBufferOffsetAlignment's default. */
 const SLOT = 256;
 /**
- * Plans kept (the oldest go first; their bytes are bounded per kind below). 16: one
- * iteration of the reference workload uses about 7 shapes (candidates, states of several padded
- * lengths, targets, the update's two); with 6 the cache churned, 18 plans and 636 buffers made
- * over a counts run instead of 7 and 228 (bench dispatch-counts at max_len 256).
+ * Plans kept (the oldest go first; their bytes are bounded per kind below, which binds first for
+ * large encoders). One iteration of the reference workload uses about 7 shapes (candidates, states
+ * of several padded lengths, targets, the update's two); with 6 the cache churned, 18 plans and
+ * 636 buffers made over a counts run instead of 7 and 228 (bench dispatch-counts at max_len 256).
+ * An hf encoder's length groups (length-groups.ts) make many more, rows of each padded length:
+ * with 16, bert-tiny's `dispatch-bert` iteration built 39.5 plans (757 bind groups), with 64 it
+ * builds 19 (325), the groups' new row counts.
  */
-const MAX_PLANS = 16;
+const MAX_PLANS = 64;
 /**
  * The bytes each kind of plan may hold together, each its own budget so that neither evicts the
  * other's: no-grad plans (the rollout's many shapes) and keep plans (the update's passes, which
