@@ -18,7 +18,7 @@
 import * as tf from "@tensorflow/tfjs";
 import type { RetrievalEpisode } from "../env/episode.ts";
 import type { QEncoder } from "../model/base.ts";
-import type { DeviceStates } from "../model/encoder.ts";
+import { POOL_SCALE, type DeviceStates } from "../model/encoder.ts";
 import { chunkAt } from "../types.ts";
 import { nextPow2 } from "../model/ops.ts";
 import { defaultRotary } from "../model/rotary.ts";
@@ -141,7 +141,7 @@ export async function deviceLockSteps(enc: QEncoder, envs: readonly LockStepEnv[
       consts[lOff + e * nMax + j] = p.lens[j];
     }
   });
-  for (let len = 1; len <= ds.maxLen; len++) f32[pOff + len] = 0.1 / len; // maskedMeanWeights's weight
+  for (let len = 1; len <= ds.maxLen; len++) f32[pOff + len] = POOL_SCALE / len; // maskedMeanWeights's weight
   // the picks' numbers, step by step and environment by environment, as the host path draws them
   let at = uOff;
   for (let s = 0; s < S; s++) {

@@ -13,7 +13,7 @@
  * when training. MLP weights start like torch.nn.Linear (U(±1/√fan_in)), biases at 0, LN (1, 0).
  */
 import * as tf from "@tensorflow/tfjs";
-import type { EncoderConfig, TokenBatch } from "./encoder.ts";
+import { POOL_SCALE, type EncoderConfig, type TokenBatch } from "./encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type ParamSpec, type WeightSource } from "./base.ts";
 import { bagIndex, dropout, embedBag, gelu, layerNorm, linear, mm } from "./ops.ts";
 import { textIdsFast, textIdsWithBigrams } from "./tokenizer.ts";
@@ -40,7 +40,7 @@ function bowSpecs(c: EncoderConfig): ParamSpec[] {
  * keep ÷10: the tiny test preset (D = 32) was tuned with it, and its loss stops falling without it.
  */
 export function bowOutputScale(dim: number): number {
-  return 0.1 * Math.sqrt(128 / Math.max(dim, 128));
+  return POOL_SCALE * Math.sqrt(128 / Math.max(dim, 128));
 }
 
 /** Rows per sub-batch of embedNoGrad (bounded memory for 400k-chunk calls). */

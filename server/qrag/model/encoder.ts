@@ -8,6 +8,9 @@
  */
 import type * as tf from "@tensorflow/tfjs";
 
+/** The factor on every encoder's masked-mean pooled output: ÷ 10 (docs/method.md §2.1). */
+export const POOL_SCALE = 0.1;
+
 /** Row-major token ids [batch, len] with a 0/1 mask of the same shape. */
 export interface TokenBatch {
   ids: Int32Array;

@@ -30,7 +30,7 @@
  *   pooling is `segmentMean`.
  */
 import * as tf from "@tensorflow/tfjs";
-import type { DeviceStates, EncoderConfig, TapedForward, TokenBatch } from "./encoder.ts";
+import { POOL_SCALE, type DeviceStates, type EncoderConfig, type TapedForward, type TokenBatch } from "./encoder.ts";
 import { BaseEncoder, checkBatch, type ParamSpec, type WeightSource } from "./base.ts";
 import { dropout, embedScatter, gelu, layerNorm, linear, residualDropout, segmentMean } from "./ops.ts";
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
@@ -169,7 +169,7 @@ export class TransformerEncoder extends BaseEncoder {
     // The fused [d, 3d] QKV weight is sliced (small) instead of its [rows, 3d] output: wasm's
     // Slice copies its whole input for every slice.
     x = this.layers(x, (hN, wqkv, bqkv) => attentionPerHead(...qkvSlices(hN, wqkv, bqkv), att), training);
-    return segmentMean(x, lengths, 0.1); // masked mean pooling, ÷10
+    return segmentMean(x, lengths, POOL_SCALE); // masked mean pooling, ÷10
   }
 
   /** packStates's framing on the device (webgpu only: its recorded forward reads the device-written rows). */
@@ -216,7 +216,7 @@ export class TransformerEncoder extends BaseEncoder {
     let x = tf.reshape(tf.add(tok, pos), [B * T, d]) as tf.Tensor2D;
     const args = { batch: B, len: T, heads: c.heads, mask: batch.mask, dropout: c.dropout, training, rng: this.dropoutRng };
     x = this.layers(x, (hN, wqkv, bqkv) => attentionQkvDevice(linear(hN, wqkv, bqkv), args), training);
-    return maskedMeanDevice(x, batch.mask, B, T, 0.1);
+    return maskedMeanDevice(x, batch.mask, B, T, POOL_SCALE);
   }
 
   /**

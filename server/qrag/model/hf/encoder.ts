@@ -15,7 +15,7 @@
  */
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
-import type { DeviceStates, EncoderConfig, SerializedTensor, TapedForward, TokenBatch } from "../encoder.ts";
+import { POOL_SCALE, type DeviceStates, type EncoderConfig, type SerializedTensor, type TapedForward, type TokenBatch } from "../encoder.ts";
 import { BaseEncoder, checkBatch, padRows, type WeightSource } from "../base.ts";
 import { segmentMean } from "../ops.ts";
 import { maskedMeanDevice } from "../device-ops.ts";
@@ -169,12 +169,12 @@ export class HfBertEncoder extends BaseEncoder {
       if (y) return y;
       // dense batch on the device: all sequences and heads in one attention, then the masked mean
       const h = bertDense(this.variables, this.model.bert, batch.ids, batch.mask, batch.batch, batch.len, { training, rng: this.dropoutRng });
-      return maskedMeanDevice(h, batch.mask, batch.batch, batch.len, 0.1);
+      return maskedMeanDevice(h, batch.mask, batch.batch, batch.len, POOL_SCALE);
     }
     const pb = packRows(batch.ids, batch.mask, batch.batch, batch.len);
     if (pb.ids.length === 0) return tf.zeros([batch.batch, this.dim]);
     const h = bertPacked(this.variables, this.model.bert, pb, { training, rng: this.dropoutRng });
-    return segmentMean(h, pb.lengths, 0.1); // masked mean pooling ÷ 10 (the reference's BertPredictor)
+    return segmentMean(h, pb.lengths, POOL_SCALE); // masked mean pooling ÷ 10 (the reference's BertPredictor)
   }
 
   /** Hugging Face's `last_hidden_state` ([batch, len, dim], PAD positions included), eval mode. */

@@ -43,6 +43,7 @@ import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { resLnFwd } from "./residual-layernorm.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { maskedMeanWeights } from "../device-ops.ts";
+import { POOL_SCALE } from "../encoder.ts";
 import { ringRoom, stageAll, type Staged } from "./staging-ring.ts";
 import { actBytes, enableHalf, halfActive, halfKey, readAct, writeAct } from "./half-storage.ts";
 
@@ -470,7 +471,7 @@ export function submitForward(be: BackendLike, plan: Plan, vars: readonly tf.Var
   const staged = [
     { dst: plan.ids, offset: 0, data: ids },
     { dst: plan.mask, offset: 0, data: mask },
-    { dst: plan.poolW, offset: 0, data: maskedMeanWeights(mask, B, T, 0.1) },
+    { dst: plan.poolW, offset: 0, data: maskedMeanWeights(mask, B, T, POOL_SCALE) },
   ];
   return recordSubmitted(be, stagedForward(be, plan, vars, staged, keys), plan, vars);
 }
