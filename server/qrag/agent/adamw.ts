@@ -9,7 +9,8 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { onDevice } from "../backend/device.ts";
-import { adamwStepFused, clipNormFused, polyakFused } from "../model/webgpu/fused-adamw.ts";
+import { adamwStepFused, clipNormFused } from "../model/webgpu/fused-adamw.ts";
+import { polyakAverage } from "../model/base.ts";
 import { optimizerSchema } from "../config/schema.ts";
 
 interface AdamWConfig {
@@ -69,7 +70,7 @@ export class AdamW {
    * One update at learning rate `lr`. Does not dispose the gradients (the caller owns them).
    * `gradScale` (a scalar tensor, e.g. the clipping factor) multiplies every gradient first.
    * `average`: then each variable's Polyak target (aligned with the variables) becomes
-   * target·(1 − τ) + p·τ, 0 < τ < 1 (base.ts polyakFrom's arithmetic), with the update's own
+   * target·(1 − τ) + p·τ, 0 < τ < 1 (base.ts polyakAverage's arithmetic), with the update's own
    * program on the device. On the device path (`onDevice()`) the update runs as fused WebGPU
    * programs in place (model/webgpu/fused-adamw.ts, the same arithmetic); elsewhere as the tfjs
    * ops below.
@@ -110,11 +111,7 @@ export class AdamW {
       });
     }
     if (fused) this.stepFused(slots, lr, gradScale, average);
-    else if (average) {
-      tf.tidy(() => {
-        average.targets.forEach((tgt, i) => tgt.assign(tf.add(tf.mul(tgt, 1 - average.tau), tf.mul(this.variables[i], average.tau))));
-      });
-    }
+    else if (average) polyakAverage(average.targets.map((target, i) => ({ target, online: this.variables[i] })), average.tau);
   }
 
   private stepFused(slots: { i: number; g: tf.Tensor; stepSize: number; bc2Sqrt: number }[], lr: number, gradScale: tf.Scalar | undefined, average: PolyakTargets | undefined): void {
@@ -136,7 +133,7 @@ export class AdamW {
       // the targets of variables without a gradient this step average what they hold
       const stepped = new Set(slots.map((s) => s.i));
       const rest = average.targets.flatMap((target, i) => (stepped.has(i) ? [] : [{ target, online: this.variables[i] }]));
-      if (rest.length > 0) polyakFused(rest, average.tau);
+      if (rest.length > 0) polyakAverage(rest, average.tau);
     });
   }
 

@@ -12,6 +12,18 @@ import { polyakFused } from "./webgpu/fused-adamw.ts";
 import { copyVariables } from "./webgpu/in-place.ts";
 import { submitNow } from "./webgpu/recorded-encoder.ts";
 
+/**
+ * Polyak averaging target ← target·(1 − τ) + online·τ of each pair: on the device one fused program
+ * per group of variables, in place (webgpu/fused-adamw.ts polyakFused), elsewhere tfjs ops, the
+ * same arithmetic. polyakFrom's, and AdamW.step's for its `average`.
+ */
+export function polyakAverage(pairs: readonly { target: tf.Variable; online: tf.Tensor }[], tau: number): void {
+  if (onDevice()) return polyakFused(pairs, tau);
+  tf.tidy(() => {
+    for (const { target, online } of pairs) target.assign(tf.add(tf.mul(target, 1 - tau), tf.mul(online, tau)));
+  });
+}
+
 /** Encoders built here: the `Encoder` contract plus a fast no-grad embedding path. */
 export interface QEncoder extends Encoder {
   /**
@@ -303,16 +315,7 @@ export abstract class BaseEncoder implements QEncoder {
     if (!(tau >= 0 && tau <= 1)) throw new RangeError(`polyakFrom: tau must be in [0, 1], got ${tau}`);
     if (tau === 0) return;
     if (tau === 1) return this.copyFrom(src);
-    if (onDevice()) {
-      // one fused program per group of variables, in place (model/webgpu/fused-adamw.ts), same arithmetic
-      return polyakFused(this.variables.map((v, i) => ({ target: v, online: src.variables[i] })), tau);
-    }
-    tf.tidy(() => {
-      for (let i = 0; i < this.variables.length; i++) {
-        const v = this.variables[i];
-        v.assign(tf.add(tf.mul(v, 1 - tau), tf.mul(src.variables[i], tau)));
-      }
-    });
+    polyakAverage(this.variables.map((v, i) => ({ target: v, online: src.variables[i] })), tau);
   }
 
   exportWeights(): SerializedTensor[] {

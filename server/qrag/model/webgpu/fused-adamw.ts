@@ -7,7 +7,7 @@
  * (in-place.ts) of as many variables as the device's storage-buffer limit allows (4 buffers per
  * variable, 5 with its Polyak target averaged in the same program), with the gradient-clipping
  * factor applied on the way in, and one program averages as many other target variables as fit
- * (2 buffers each). The arithmetic is agent/adamw.ts's and base.ts polyakFrom's, op for op in the
+ * (2 buffers each). The arithmetic is agent/adamw.ts's and base.ts polyakAverage's, op for op in the
  * same order (torch AdamW: decoupled decay, then the bias-corrected Adam step), in float32.
  */
 import * as tf from "@tensorflow/tfjs";
@@ -59,7 +59,7 @@ function adamwCode(k: number, scaled: boolean, averaged: boolean): string {
   return concatenatedArraysShader(fields, read, write, bodies);
 }
 
-/** Polyak averaging of one element (base.ts polyakFrom's arithmetic: tgt·(1 − τ) + online·τ). */
+/** Polyak averaging of one element (base.ts polyakAverage's arithmetic: tgt·(1 − τ) + online·τ). */
 const POLYAK_EXPR = (target: string, online: string): string => `${target} * u.keep + ${online} * u.tau`;
 
 /** How many variables one program takes: `buffersEach` storage buffers each, plus `shared`. */
@@ -113,7 +113,7 @@ function polyakCode(k: number): string {
 }
 
 /**
- * Polyak averaging tgt ← tgt·(1 − τ) + online·τ of each pair (base.ts polyakFrom's arithmetic),
+ * Polyak averaging tgt ← tgt·(1 − τ) + online·τ of each pair (base.ts polyakAverage's arithmetic),
  * in place (in-place.ts), as few programs as the storage-buffer limit allows.
  */
 export function polyakFused(pairs: readonly { target: tf.Variable; online: tf.Tensor }[], tau: number): void {

@@ -15,32 +15,33 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { webgpuBackend, type WebgpuBackendLike } from "./raw-program.ts";
+import type { BackendLike, BufferLike, EncoderLike } from "./recorded-encoder.ts";
 
-interface GpuBufferLike {
-  size: number;
-}
-
-/** The parts of tfjs-backend-webgpu 4.22's WebGPUBackend this uses beyond raw-program.ts's. */
-interface InPlaceBackend extends WebgpuBackendLike {
+/** The parts of tfjs-backend-webgpu 4.22's WebGPUBackend this uses beyond recorded-encoder.ts's. */
+interface InPlaceBackend extends BackendLike {
   tensorMap: { get(id: object): { resource?: unknown; values?: unknown } };
   refCount(id: object): number;
 }
 
-function bytesOf(t: tf.TensorInfo): number {
-  if (t.dtype !== "float32" && t.dtype !== "int32") throw new Error(`in-place: float32 or int32 tensors only, got ${t.dtype}`);
-  return t.shape.reduce((a, b) => a * b, 1) * 4;
-}
-
-/** Records a copy of `src`'s buffer into `dst`'s in tfjs's command encoder, in order with its kernels. */
-function recordCopy(be: InPlaceBackend, src: tf.TensorInfo, dst: tf.TensorInfo): void {
-  const bytes = bytesOf(src);
+/**
+ * Records a copy of tensor `src` (float32 or int32) into `dst` at byte `offset`, in tfjs's pending
+ * command encoder (in order with its kernels; no program). `src` is uploaded first and its buffer
+ * kept until the copy is submitted, even if the tensor is disposed before.
+ */
+export function recordTensorCopy(be: BackendLike, src: tf.TensorInfo, dst: BufferLike, offset = 0): void {
+  if (src.dtype !== "float32" && src.dtype !== "int32") throw new Error(`recordTensorCopy: float32 or int32 tensors only, got ${src.dtype}`);
+  const bytes = src.shape.reduce((a, b) => a * b, 1) * 4;
   if (bytes === 0) return;
+  be.uploadToGPU(src.dataId);
   be.ensureCommandEncoderReady();
   be.endComputePassEncoder();
-  const enc = be.commandEncoder as unknown as { copyBufferToBuffer(s: GpuBufferLike, so: number, d: GpuBufferLike, o: number, n: number): void };
-  enc.copyBufferToBuffer(be.tensorMap.get(src.dataId).resource as GpuBufferLike, 0, be.tensorMap.get(dst.dataId).resource as GpuBufferLike, 0, bytes);
-  // tfjs releases a disposed tensor's buffer only after the commands using it are submitted
   be.commandQueueOwnedIds.add(src.dataId);
+  (be.commandEncoder as unknown as EncoderLike).copyBufferToBuffer(be.tensorMap.get(src.dataId).resource as BufferLike, 0, dst, offset, bytes);
+}
+
+/** Records a copy of `src` into the buffer of `dst` (same size), which tfjs then keeps until it is submitted. */
+function recordCopy(be: InPlaceBackend, src: tf.TensorInfo, dst: tf.TensorInfo): void {
+  recordTensorCopy(be, src, be.tensorMap.get(dst.dataId).resource as BufferLike);
   be.commandQueueOwnedIds.add(dst.dataId);
 }
 
@@ -71,7 +72,6 @@ export function copyVariables(dst: readonly tf.Variable[], src: readonly tf.Vari
     if (d.dtype !== s.dtype || d.size !== s.size) throw new Error(`copyVariables: ${d.name} [${d.shape}] ${d.dtype} ≠ ${s.name} [${s.shape}] ${s.dtype}`);
     if (d.dataId === s.dataId) return;
     ownBuffer(d, be);
-    be.uploadToGPU(s.dataId);
     recordCopy(be, s, d);
   });
 }

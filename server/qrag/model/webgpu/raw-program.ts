@@ -7,8 +7,7 @@
  * batching, buffers owned by the queue until submitted), so it orders correctly with tfjs's own
  * kernels and its outputs are ordinary tfjs tensors. Bindings: inputs (read-only storage) 0…I−1,
  * outputs (read_write) I…I+O−1, the tensors written in place (read_write), then one uniform
- * struct of 4-byte scalars. Each program counts
- * as one dispatch in device.ts's counters.
+ * struct of 4-byte scalars. Each program counts as one dispatch in device.ts's counters.
  */
 import * as tf from "@tensorflow/tfjs";
 import { noteDispatch, onePassPerProgram } from "../../backend/device.ts";
