@@ -15,7 +15,8 @@ import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgp
 import { attentionDense } from "../server/qrag/model/device-ops.ts";
 import { twinLoss } from "../server/qrag/model/qfunction.ts";
 import { rotaryFused, rotaryPair } from "../server/qrag/model/webgpu/rotary.ts";
-import { joinRows } from "../server/qrag/model/webgpu/join-rows.ts";
+import { gatherRows, joinRows } from "../server/qrag/model/webgpu/join-rows.ts";
+import { accumulateFused } from "../server/qrag/model/webgpu/accumulate.ts";
 import { gpuTimingOff, gpuTimingOn, settleGpuTimes } from "../server/qrag/backend/gpu-timing.ts";
 import { rotateTf } from "../server/qrag/model/rotary.ts";
 import { twinLossDevice, twinLossGrads } from "../server/qrag/model/webgpu/twin-loss.ts";
@@ -605,16 +606,73 @@ async function joinRowsRun(backend: "cpu" | "webgpu") {
   const parts = [3, 0, 70, 1].map((r) => tf.tensor2d(normals(rng, r * 12), [r, 12]));
   const joined = backend === "webgpu" ? joinRows(parts) : tf.concat(parts, 0);
   tf.dispose(parts);
+  // rows out of order, repeated, the last one, none
+  const index = Int32Array.from({ length: 90 }, (_, i) => (i * 37 + 5) % 74);
+  index[89] = 73;
+  const gather = (ix: Int32Array) => (backend === "webgpu" ? gatherRows(joined, ix) : tf.gather(joined, tf.tensor1d(ix, "int32")));
+  resetCounters();
+  const gathered = withPhase("encode", () => gather(index));
+  const counts = counterSnapshot().encode;
+  const none = gather(new Int32Array(0));
+  const outside = backend === "webgpu" ? errorOf(() => gatherRows(joined, Int32Array.of(2, 74))) : "";
   const doubled = tf.mul(joined, 2);
-  const values = await readAll([joined, doubled]);
-  tf.dispose([joined, doubled]);
-  return values;
+  const values = await readAll([joined, doubled, gathered]);
+  return { values, noneShape: none.shape, outside, gatherKernels: (counts?.kernels ?? 0) - (counts?.fused ?? 0), gatherDispatches: counts?.dispatches ?? 0 };
+}
+
+function errorOf(f: () => unknown): string {
+  try {
+    f();
+    return "";
+  } catch (e) {
+    return (e as Error).message;
+  }
 }
 
 async function joinRowsCase() {
   const cpu = await joinRowsRun("cpu");
   const gpu = await joinRowsRun("webgpu");
-  return { rows: gpu[0].length / 12, joined: relDiff(gpu[0], cpu[0]), read: relDiff(gpu[1], cpu[1]) };
+  return {
+    rows: gpu.values[0].length / 12, joined: relDiff(gpu.values[0], cpu.values[0]), read: relDiff(gpu.values[1], cpu.values[1]),
+    gatheredRows: gpu.values[2].length / 12, gathered: relDiff(gpu.values[2], cpu.values[2]), noneShape: gpu.noneShape, outside: gpu.outside,
+    gatherKernels: gpu.gatherKernels, gatherDispatches: gpu.gatherDispatches,
+  };
+}
+
+/**
+ * accumulateFused against tfjs's Add on cpu: 19 tensors (a scalar, an empty one, odd sizes) in
+ * ⌈19 / ⌊limit/2⌋⌉ programs; tensor 0 shares its buffer with a clone (which must keep its values),
+ * tensor 1 was read before (tfjs keeps its values on the host: the sum must not read back stale).
+ */
+async function accumulateRun(backend: "cpu" | "webgpu") {
+  await onBackend(backend);
+  const rng = new Rng(43);
+  const shapes = [[7, 5], [33], [], [0], [130, 70], [3, 4, 2], [65], [1], [9, 9], [200], [2, 2], [17], [31, 3], [5], [64, 3], [1, 1], [300], [11], [4, 4, 4]];
+  const mk = () => shapes.map((sh) => tf.tensor(normals(rng, sh.reduce((a, b) => a * b, 1)), sh));
+  const acc = mk(), add = mk();
+  const clone0 = acc[0].clone();
+  const before0 = Float32Array.from((await clone0.data()) as Float32Array);
+  // on the GPU first (a read then leaves tfjs's host copy beside the buffer)
+  const buffers = backend === "webgpu" ? acc.map(bufferOf) : [];
+  await acc[1].data();
+  const live = tf.memory().numTensors;
+  resetCounters();
+  const sums = withPhase("update", () => (backend === "webgpu" ? accumulateFused(acc, add) : acc.map((a, i) => tf.add(a, add[i]))));
+  const counts = counterSnapshot().update;
+  if (backend === "cpu") tf.dispose([...acc, ...add]);
+  // the sums replace acc, add is released: 19 fewer tensors
+  const released = live - tf.memory().numTensors;
+  const sameBuffers = backend === "webgpu" ? sums.map((t, i) => bufferOf(t) === buffers[i]) : [];
+  const values = await readAll(sums);
+  const kept = relDiff((await clone0.data()) as Float32Array, before0);
+  clone0.dispose();
+  return { values, kept, released, sameBuffers, dispatches: counts?.dispatches ?? 0, kernels: (counts?.kernels ?? 0) - (counts?.fused ?? 0), limit: backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0 };
+}
+
+async function accumulateCase() {
+  const cpu = await accumulateRun("cpu");
+  const gpu = await accumulateRun("webgpu");
+  return { diffs: gpu.values.map((v, i) => (v.length ? relDiff(v, cpu.values[i]) : 0)), sizes: gpu.values.map((v) => v.length), kept: gpu.kept, released: gpu.released, sameBuffers: gpu.sameBuffers, dispatches: gpu.dispatches, kernels: gpu.kernels, limit: gpu.limit };
 }
 
 /**
@@ -860,6 +918,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
   rotary: rotaryCase,
   "twin-loss": twinLossCase,
   "join-rows": joinRowsCase,
+  accumulate: accumulateCase,
   "gpu-timing": gpuTimingCase,
   "gpu-timing-many": gpuTimingManyCase,
   "gpu-timing-programs": gpuTimingProgramsCase,

@@ -153,11 +153,30 @@ test("GPU time per program (timing byProgram): each program of ours in a pass of
   assert.deepEqual(together.told, apart.told);
 });
 
-test("joinRows on webgpu (buffer copies, no kernel) equals tf.concat on cpu: empty and one-row blocks, inputs disposed before the read, a program reading the result", { skip }, () => {
-  const r = runCase<{ rows: number; joined: number; read: number }>("join-rows");
+test("joinRows on webgpu (buffer copies, no kernel) equals tf.concat on cpu: empty and one-row blocks, inputs disposed before the read, a program reading the result; gatherRows (one program, no tfjs kernel) equals tf.gather: rows out of order, repeated, none; a row outside is refused", { skip }, () => {
+  const r = runCase<{ rows: number; joined: number; read: number; gatheredRows: number; gathered: number; noneShape: number[]; outside: string; gatherKernels: number; gatherDispatches: number }>("join-rows");
   assert.equal(r.rows, 74);
   assert.equal(r.joined, 0);
   assert.equal(r.read, 0);
+  assert.equal(r.gatheredRows, 90);
+  assert.equal(r.gathered, 0);
+  assert.deepEqual(r.noneShape, [0, 12]);
+  assert.equal(r.outside, "gatherRows: row 74 outside [0, 74)");
+  assert.deepEqual([r.gatherKernels, r.gatherDispatches], [0, 1]);
+});
+
+test("accumulateFused on webgpu (in place, no tfjs kernel) equals tfjs's Add on cpu: 19 tensors (a scalar, an empty one) in ⌈19 / ⌊limit/2⌋⌉ programs; a tensor sharing its buffer gets its own (its clone keeps its values), one read before returns the new sums; the added tensors are released", { skip }, () => {
+  const r = runCase<{ diffs: number[]; sizes: number[]; kept: number; released: number; sameBuffers: boolean[]; dispatches: number; kernels: number; limit: number }>("accumulate");
+  assert.equal(r.diffs.length, 19);
+  r.diffs.forEach((d, i) => assert.equal(d, 0, `tensor ${i}: rel. diff ${d}`));
+  assert.equal(r.sizes[3], 0);
+  assert.equal(r.kept, 0);
+  assert.equal(r.released, 19);
+  // tensor 0 shared its buffer with a clone: copied; the others summed where they were
+  assert.deepEqual(r.sameBuffers, [false, ...Array(18).fill(true)]);
+  assert.equal(r.kernels, 0);
+  // the empty tensor takes no slot
+  assert.equal(r.dispatches, Math.ceil(18 / Math.floor(r.limit / 2)));
 });
 
 test("tiled matMul on webgpu (every tile of MATMUL_TILES): aligned and ragged shapes, K of 1, broadcast batches, bias, Aᵀ and Bᵀ; linear takes it only without a gradient; all within 1e-5 of the cpu ops", { skip }, () => {

@@ -21,6 +21,7 @@ import { lrFactor } from "./schedule.ts";
 import type { QNetworks } from "./networks.ts";
 import type { TokenBatch } from "../model/encoder.ts";
 import { devicePass } from "./device-pass.ts";
+import { accumulateFused } from "../model/webgpu/accumulate.ts";
 import { rowLengths } from "../model/length-groups.ts";
 
 export interface LearnerState {
@@ -100,21 +101,20 @@ export class Learner {
       const pass = this.pass(
         { states: batch.states.slice(lo, hi), actionTexts: batch.actionTexts.slice(lo, hi), positions: batch.positions.subarray(lo, hi), targets: batch.targets.subarray(lo, hi) },
         lengths,
-        (hi - lo) / B,
+        // the reference's (loss / accumulate_grads).backward(): the gradients come out summable
+        (hi - lo) / (B * this.accumulate),
       );
       if (!grads || !value) {
         grads = pass.grads;
         value = pass.value;
         continue;
       }
-      const sum: tf.Tensor[] = grads.map((g, i) => tf.add(g, pass.grads[i]));
-      const v = tf.add(value, pass.value) as tf.Scalar;
-      tf.dispose([...grads, ...pass.grads, value, pass.value]);
+      const sum = accumulate([...grads, value], [...pass.grads, pass.value]);
+      value = sum.pop() as tf.Scalar;
       grads = sum;
-      value = v;
     }
     // The device path keeps the loss on the device: no read per update (lastStats reads it when logged).
-    const loss = onDevice() ? NaN : value!.dataSync()[0];
+    const loss = onDevice() ? NaN : value!.dataSync()[0] * this.accumulate;
     this.setLast("loss", onDevice() ? value! : loss);
     if (!onDevice()) value!.dispose();
     return this.accumulateGrads(grads!, loss);
@@ -159,17 +159,8 @@ export class Learner {
 
   /** Adds a micro-step's gradients to the pending sum; applies it every `accumulate` micro-steps. */
   private accumulateGrads(ordered: tf.Tensor[], loss: number): MicroStepResult {
-    // accumulate loss/accum gradients across micro-steps
-    const scaled = this.accumulate === 1 ? ordered : ordered.map((g) => tf.tidy(() => tf.div(g, this.accumulate)));
-    if (this.accumulate !== 1) ordered.forEach((g) => g.dispose());
-    if (this.pending) {
-      const sum = this.pending.map((p, i) => tf.add(p, scaled[i]));
-      this.pending.forEach((p) => p.dispose());
-      scaled.forEach((g) => g.dispose());
-      this.pending = sum;
-    } else {
-      this.pending = scaled;
-    }
+    // the gradients of loss/accumulate (the passes' weights) summed across micro-steps
+    this.pending = this.pending ? accumulate(this.pending, ordered) : ordered;
     this.microSteps++;
     if (this.microSteps % this.accumulate !== 0) return { loss };
     return { loss, applied: this.applyPending() };
@@ -216,7 +207,8 @@ export class Learner {
     const t = tf.tidy(() => tf.stack([typeof loss === "number" ? tf.scalar(loss) : loss, typeof gradNorm === "number" ? tf.scalar(gradNorm) : gradNorm]));
     const v = await t.data();
     t.dispose();
-    return { loss: v[0], gradNorm: v[1] };
+    // the device keeps loss/accumulate (microStep's pass weights)
+    return { loss: typeof loss === "number" ? loss : v[0] * this.accumulate, gradNorm: v[1] };
   }
 
   getState(): LearnerState {
@@ -256,4 +248,15 @@ function byStateLength<T extends { states: readonly (readonly string[])[]; actio
     positions: Int32Array.from(order, (i) => batch.positions[i]),
     targets: Float32Array.from(order, (i) => batch.targets[i]),
   };
+}
+
+/**
+ * acc[i] + add[i], consuming both lists: on the device in place into acc's buffers
+ * (webgpu/accumulate.ts: a program per 8 tensors, not a tfjs Add each), elsewhere tfjs's Add.
+ */
+function accumulate(acc: tf.Tensor[], add: tf.Tensor[]): tf.Tensor[] {
+  if (onDevice()) return accumulateFused(acc, add);
+  const sum = acc.map((a, i) => tf.add(a, add[i]));
+  tf.dispose([...acc, ...add]);
+  return sum;
 }

@@ -66,7 +66,9 @@ export async function benchBertIteration(log: (m: string) => void, size: BertSiz
         preset: { envs: config.envs_parallel, batch: config.batch_size, passBatch: config.pass_batch_size, maxActionLength: config.max_action_length, maxLength: config.algo.encoder.max_length },
         iterationSeconds: t.iterationSeconds, rolloutSeconds: t.rolloutSeconds, updateSeconds: t.updateSeconds,
         transitionsPerSecond: t.transitionsPerSecond,
-        ...s, countsPerIteration: t.countsPerIteration, gpuByProgram: t.gpuByProgram, hostByFunction: t.hostByFunction,
+        ...s, countsPerIteration: t.countsPerIteration,
+        kernelsByName: Object.fromEntries(t.kernelNames.map(([k, n]) => [k, Math.round((n / t.iterationSeconds.attempts) * 10) / 10])),
+        gpuByProgram: t.gpuByProgram, hostByFunction: t.hostByFunction,
       };
     } finally {
       nets.dispose();

@@ -10,6 +10,7 @@ import { lengthGroups, permuteRows } from "./length-groups.ts";
 import { onDevice } from "../backend/device.ts";
 import { polyakFused } from "./webgpu/fused-adamw.ts";
 import { copyVariables } from "./webgpu/in-place.ts";
+import { gatherRows, joinRows } from "./webgpu/join-rows.ts";
 import { submitNow } from "./webgpu/recorded-encoder.ts";
 
 /**
@@ -229,9 +230,20 @@ export abstract class BaseEncoder implements QEncoder {
     return step;
   }
 
-  /** The sub-batches' embeddings joined in order, each row taken from `index` when given (deduplicated rows); the parts are released. */
+  /**
+   * The sub-batches' embeddings joined in order, each row taken from `index` when given
+   * (deduplicated rows, length groups); the parts are released. On webgpu by buffer copies and a
+   * gather program of ours: no tfjs kernel in an update's or a rollout's encoding.
+   */
   private joinParts(parts: tf.Tensor2D[], index: Int32Array | null): tf.Tensor2D {
     if (parts.length === 0) return tf.zeros([0, this.dim]);
+    if (onDevice() && parts.every((p) => p.dtype === "float32")) {
+      const all = parts.length === 1 ? parts[0] : joinRows(parts);
+      const out = index ? gatherRows(all, index) : all;
+      if (out !== parts[0]) parts.forEach((p) => p.dispose());
+      if (all !== out && all !== parts[0]) all.dispose();
+      return out;
+    }
     return tf.tidy(() => {
       const all = parts.length === 1 ? parts[0] : (tf.concat(parts, 0) as tf.Tensor2D);
       const out = index ? (tf.gather(all, tf.tensor1d(index, "int32")) as tf.Tensor2D) : all;

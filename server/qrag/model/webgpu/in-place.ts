@@ -45,6 +45,14 @@ function recordCopy(be: InPlaceBackend, src: tf.TensorInfo, dst: tf.TensorInfo):
   be.commandQueueOwnedIds.add(dst.dataId);
 }
 
+/** A copy of `t` in a buffer of its own (recorded in order), as a new tensor info. */
+function ownCopy(be: InPlaceBackend, t: tf.TensorInfo): tf.TensorInfo {
+  const copy = be.makeTensorInfo([...t.shape], t.dtype);
+  be.uploadToGPU(copy.dataId);
+  recordCopy(be, t, copy);
+  return copy;
+}
+
 /**
  * Makes `v`'s GPU buffer its own, ready to be written in place: uploaded, not shared with another
  * tensor (else v first gets a copy), and its host copy of the values dropped.
@@ -53,14 +61,27 @@ export function ownBuffer(v: tf.Variable, on: WebgpuBackendLike = webgpuBackend(
   const be = on as InPlaceBackend;
   be.uploadToGPU(v.dataId);
   if (be.refCount(v.dataId) > 1) {
-    const copy = be.makeTensorInfo([...v.shape], v.dtype);
-    be.uploadToGPU(copy.dataId);
-    recordCopy(be, v, copy);
-    const t = tf.engine().makeTensorFromTensorInfo(copy);
+    const t = tf.engine().makeTensorFromTensorInfo(ownCopy(be, v));
     v.assign(t);
     t.dispose();
   }
   be.tensorMap.get(v.dataId).values = null;
+}
+
+/**
+ * `t` ready to be written in place, as ownBuffer readies a variable: `t` itself where its buffer
+ * is its own, else a copy of its own (and `t` is released). Its host copy of the values is dropped.
+ */
+export function ownTensor<T extends tf.Tensor>(t: T, on: WebgpuBackendLike = webgpuBackend()): T {
+  const be = on as InPlaceBackend;
+  be.uploadToGPU(t.dataId);
+  let own = t;
+  if (be.refCount(t.dataId) > 1) {
+    own = tf.engine().makeTensorFromTensorInfo(ownCopy(be, t)) as T;
+    t.dispose();
+  }
+  be.tensorMap.get(own.dataId).values = null;
+  return own;
 }
 
 /** dst[i] ← src[i] on the device, into dst's own buffers (a hard copy that keeps them). */

@@ -1,10 +1,11 @@
 /**
  * Row blocks joined by buffer copies recorded into tfjs's pending command encoder: no program and
  * no tfjs kernel (tfjs's concat is both). The rollout joins the candidate blocks of the episodes
- * it saw for the deferred values this way (agent/device-candidates.ts).
+ * it saw for the deferred values this way (agent/device-candidates.ts), and an encoder its
+ * sub-batches (base.ts embedDevice), whose rows `gatherRows` then puts back in order.
  */
 import * as tf from "@tensorflow/tfjs";
-import { webgpuBackend } from "./raw-program.ts";
+import { runToTensors, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import { recordedIntoTfjs, type BackendLike, type BufferLike } from "./recorded-encoder.ts";
 import { recordTensorCopy } from "./in-place.ts";
 
@@ -25,4 +26,31 @@ export function joinRows(parts: readonly tf.Tensor2D[]): tf.Tensor2D {
   const t = tf.engine().makeTensorFromTensorInfo(out) as tf.Tensor2D;
   recordedIntoTfjs(be, [t]);
   return t;
+}
+
+const GATHER_CODE = `${uniformStruct(["n: u32", "d: u32"])}
+${storageDecls(["src", "index:i32"], ["out"])}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let j = threadIndex(gid);
+  if (j >= u.n) { return; }
+  let r = j / u.d;
+  out[j] = src[u32(index[r]) * u.d + j % u.d];
+}`;
+
+/**
+ * tf.gather(src, index) of a float32 [n, d] tensor's rows on webgpu, as one program of ours
+ * (tfjs's GatherV2 is a kernel with its host overhead). Each index must lie in [0, n).
+ */
+export function gatherRows(src: tf.Tensor2D, index: Int32Array): tf.Tensor2D {
+  const [n, d] = src.shape;
+  if (src.dtype !== "float32") throw new Error(`gatherRows: float32 rows only, got ${src.dtype}`);
+  for (const r of index) if (!(r >= 0 && r < n)) throw new Error(`gatherRows: row ${r} outside [0, ${n})`);
+  const idx = tf.tensor1d(index, "int32");
+  try {
+    const size = index.length * d;
+    return runToTensors("qrag_gather_rows", GATHER_CODE, [src, idx], [[index.length, d]], [{ type: "uint32", data: [size] }, { type: "uint32", data: [d] }], size)[0] as tf.Tensor2D;
+  } finally {
+    idx.dispose();
+  }
 }
