@@ -24,7 +24,7 @@ import { Learner } from "../server/qrag/agent/learner.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
-import { countersOn, kernelNameCounts, resetCounters } from "../server/qrag/backend/device.ts";
+import { countersOn, kernelNameCounts, resetCounters, tfjsKernelCount } from "../server/qrag/backend/device.ts";
 
 const FIXTURE = path.resolve(import.meta.dirname, "fixtures/bert-tiny");
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-recorded-bert-"));
@@ -155,7 +155,12 @@ async function lengthGroupsCase() {
     return v;
   };
   const whole = await read(tf.tidy(() => forward(batch, false)));
-  const grouped = await read(enc.embedDevice(batch, false));
+  countersOn();
+  const k0 = tfjsKernelCount();
+  const groupedT = enc.embedDevice(batch, false);
+  // the groups' forwards, their join and the gather back into order: our programs and copies only
+  const groupKernels = tfjsKernelCount() - k0;
+  const grouped = await read(groupedT);
   const evalCalls = calls.splice(0);
   const trained = await read(enc.embedDevice(batch, true));
   const trainCalls = calls.splice(0);
@@ -168,7 +173,7 @@ async function lengthGroupsCase() {
   const rows = grouped.length / enc.dim;
   enc.dispose();
   throwIfDeviceError();
-  return { diff: relDiff(grouped, whole), rows, evalCalls, trainCalls, finite: trained.every(Number.isFinite), uniformCalls, fewerCalls };
+  return { diff: relDiff(grouped, whole), rows, groupKernels, evalCalls, trainCalls, finite: trained.every(Number.isFinite), uniformCalls, fewerCalls };
 }
 
 /**
@@ -408,6 +413,9 @@ function learnerConfig() {
 /** 4 micro-steps of B transitions (2 optimizer steps) in passes of `passSize` (0: whole batches); the weights after, and the taped forwards recorded. */
 async function learnerRun(config: ReturnType<typeof learnerConfig>, recorded: boolean, passSize: number, B = 5) {
   const train0 = recorderStats.trainCalls;
+  countersOn();
+  // tfjs kernels inside the micro-steps (the passes' and micro-steps' gradient sums among them)
+  let stepKernels = 0;
   const out = await withRecorder(recorded, async () => {
     const nets = new QNetworks(config.algo.encoder, new Rng(1), { dataRoot: root });
     const learner = new Learner(nets, config.algo, 10, 2, passSize);
@@ -420,7 +428,9 @@ async function learnerRun(config: ReturnType<typeof learnerConfig>, recorded: bo
         positions: Int32Array.from({ length: B }, () => rng.int(20)),
         targets: Float32Array.from({ length: B }, () => rng.normal()),
       };
+      const k0 = tfjsKernelCount();
       await learner.microStep(batch, { maxActionLength: 16, maxInMemory: 16 });
+      stepKernels += tfjsKernelCount() - k0;
     }
     const w = await nets.exportWeightsAsync();
     const updates = learner.updates;
@@ -429,7 +439,7 @@ async function learnerRun(config: ReturnType<typeof learnerConfig>, recorded: bo
     nets.dispose();
     return { w, updates, stateLen };
   });
-  return { ...out, trainCalls: recorderStats.trainCalls - train0 };
+  return { ...out, trainCalls: recorderStats.trainCalls - train0, stepKernels };
 }
 
 async function learnerCase() {
@@ -450,7 +460,7 @@ async function learnerCase() {
   }
   const moved = Math.max(...ref.w.state.map((t, i) => relDiff(t.data, ref.w.stateTarget[i].data)));
   throwIfDeviceError();
-  return { diffs, keyBiasDiffs, moved, trainCalls, updates: [rec.updates, ref.updates] };
+  return { diffs, keyBiasDiffs, moved, trainCalls, updates: [rec.updates, ref.updates], stepKernels: rec.stepKernels };
 }
 
 /**

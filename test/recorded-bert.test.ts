@@ -28,9 +28,10 @@ test("no-grad plans: their bytes are bertForwardBytes' (within 1 %, never above 
   assertPlanBudget(runCase<PlanBudgetResult>("forwardRows"), 6, 48);
 });
 
-test("embedDevice runs rows of different lengths apart (shortest first, each group padded to its own length) and puts them back: the same values as one forward of the padded batch", { skip }, () => {
-  const r = runCase<{ diff: number; rows: number; evalCalls: [number, number][]; trainCalls: [number, number][]; finite: boolean; uniformCalls: [number, number][]; fewerCalls: [number, number][] }>("lengthGroups");
+test("embedDevice runs rows of different lengths apart (shortest first, each group padded to its own length) and puts them back: the same values as one forward of the padded batch, and no tfjs kernel", { skip }, () => {
+  const r = runCase<{ diff: number; rows: number; groupKernels: number; evalCalls: [number, number][]; trainCalls: [number, number][]; finite: boolean; uniformCalls: [number, number][]; fewerCalls: [number, number][] }>("lengthGroups");
   assert.equal(r.rows, 120);
+  assert.equal(r.groupKernels, 0);
   assert.ok(r.diff <= 1e-6, `rel. diff ${r.diff} from the padded batch's forward`);
   // eval: the 60 short rows less 10 repeats at 16 tokens, the 60 long at 128; train: no deduplication
   assert.deepEqual(r.evalCalls, [[50, 16], [60, 128]]);
@@ -151,8 +152,9 @@ test("recorded BERT forward binds assigned weights, and a transformer of the sam
   assert.equal(r.plansMade, 3);
 });
 
-test("the Learner with hf BERT encoders (passes of 3, dropout on): every weight after 2 AdamW steps equals the tfjs path's within 1e-5 (the key biases, whose gradient is rounding noise, within 1e-4); every taped forward recorded", { skip }, () => {
-  const r = runCase<{ diffs: Record<string, number>; keyBiasDiffs: Record<string, number>; moved: number; trainCalls: number; updates: number[] }>("learner");
+test("the Learner with hf BERT encoders (passes of 3, 2 micro-steps an update, dropout on): every weight after 2 AdamW steps equals the tfjs path's within 1e-5 (the key biases, whose gradient is rounding noise, within 1e-4); every taped forward recorded; no tfjs kernel in a micro-step (the gradient sums our programs)", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; keyBiasDiffs: Record<string, number>; moved: number; trainCalls: number; updates: number[]; stepKernels: number }>("learner");
+  assert.equal(r.stepKernels, 0);
   assert.deepEqual(r.updates, [2, 2]);
   assert.ok(r.moved > 1e-3, `the trainable weights left their targets (${r.moved})`);
   for (const [k, d] of Object.entries(r.diffs)) assert.ok(d <= 1e-5, `${k}: rel. diff ${d}`);
