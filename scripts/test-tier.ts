@@ -41,6 +41,7 @@ export const TIERS = {
     "config",
     "curriculum",
     "data-root",
+    "dawn-poll",
     "encoders",
     "engine-settings",
     "env",

@@ -13,6 +13,7 @@ import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { pickBackend } from "../server/qrag/backend/pick.ts";
 import { installWebgpu } from "../server/qrag/backend/webgpu.ts";
+import { dawnPolls, SPIN_MS } from "../server/qrag/backend/dawn-poll.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { webgpuMissing, webgpuSkip } from "./webgpu-skip.ts";
 
@@ -30,6 +31,28 @@ function fresh(code: string, env: Record<string, string> = {}): unknown {
 }
 
 const skip = webgpuSkip;
+
+test("a read awaiting long GPU work does not spin a core: Dawn's poll is recognized and runs about once a millisecond after the first SPIN_MS", { skip }, async () => {
+  await pickBackend("webgpu");
+  const a = tf.randomNormal([512, 512]);
+  // ~4 GFLOP: on lavapipe a wait of a tenth of a second or more
+  const y = tf.tidy(() => {
+    let z: tf.Tensor = a;
+    for (let i = 0; i < 16; i++) z = tf.div(tf.matMul(z, a), 25);
+    return z;
+  });
+  const before = { ...dawnPolls };
+  const t0 = performance.now();
+  await y.data();
+  const ms = performance.now() - t0;
+  tf.dispose([a, y]);
+  const timed = dawnPolls.timed - before.timed;
+  const polls = timed + dawnPolls.immediate - before.immediate;
+  assert.ok(ms > 4 * SPIN_MS, `the wait took ${ms.toFixed(1)} ms: too short to tell`);
+  assert.ok(timed > 0, "no poll of Dawn's went on the timer: its callback was not recognized");
+  // spinning polls ~100–200 times a millisecond here
+  assert.ok(polls / ms < 10, `${polls} polls in ${ms.toFixed(1)} ms`);
+});
 
 test("webgpu forced: a software adapter is used, named, and its ops equal the cpu backend's", { skip }, async () => {
   assert.equal(webgpuMissing, "", "QRAG_REQUIRE_WEBGPU=1 but no adapter");

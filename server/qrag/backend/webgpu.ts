@@ -10,6 +10,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { errorText } from "../util/error-text.ts";
 import { recordDeviceError } from "./webgpu-errors.ts";
+import { installDawnPolling } from "./dawn-poll.ts";
 
 /** The adapter a webgpu backend runs on, as Dawn reports it. */
 export interface WebgpuAdapter {
@@ -87,6 +88,7 @@ export async function installWebgpu(allowFallback: boolean, o: { skipDeviceCheck
     throw new Error(`only a software WebGPU adapter (${info.description || info.device}); not used unless QRAG_BACKEND=webgpu`);
   }
   Object.assign(globalThis, dawn.globals);
+  installDawnPolling();
   // tfjs-backend-webgpu asks navigator.gpu for its adapter and device; pass ours, with the limits it
   // needs raised to what the adapter offers (the defaults allow only 8 storage buffers per stage)
   const requested = {
