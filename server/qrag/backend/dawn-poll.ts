@@ -9,16 +9,21 @@
  * cores, 10 rounds of ten 512² products ran in 5.3 s spinning and 2.6 s without.
  *
  * Here Dawn's callbacks (native, nameless, without parameters: what AsyncRunner passes) keep
- * `setImmediate` during the first SPIN_MS of a wait (a GPU's read round trip is ~0.25 ms: those
- * reads are as before), then poll once a millisecond with `setTimeout`. A wait starts where Dawn
- * schedules its poll from outside one (a `mapAsync` with nothing pending before). Every other callback is
- * scheduled as it was. Installed once, with Dawn (webgpu.ts).
+ * `setImmediate` during the first milliseconds of a wait, then poll once a millisecond with
+ * `setTimeout`: on a CPU adapter after SPIN_MS (every millisecond spun is taken from the GPU
+ * work), on a GPU after GPU_SPIN_MS (a read's round trip is ~0.25 ms and the training loop's reads
+ * wait a few milliseconds, which a timer would end up to a millisecond late; an encoding of 40,000
+ * chunks waits longer). A wait starts where Dawn schedules its poll from outside one (a `mapAsync`
+ * with nothing pending before). Every other callback is scheduled as it was. Installed once, with
+ * Dawn (webgpu.ts).
  */
 
-/** Milliseconds of a wait polled at once, before polling on a 1 ms timer. */
+/** Milliseconds of a wait polled at once on a CPU adapter (lavapipe), before polling on a 1 ms timer. */
 export const SPIN_MS = 2;
+/** The same on a GPU. */
+export const GPU_SPIN_MS = 50;
 
-/** Dawn's polls since installed: scheduled at once (a wait's first SPIN_MS) and on the timer. */
+/** Dawn's polls since installed: scheduled at once (a wait's first milliseconds) and on the timer. */
 export const dawnPolls = { immediate: 0, timed: 0 };
 
 let installed = false;
@@ -28,7 +33,8 @@ function isDawnPoll(fn: unknown): boolean {
   return typeof fn === "function" && fn.length === 0 && fn.name === "" && /\{\s*\[native code\]\s*\}$/.test(Function.prototype.toString.call(fn));
 }
 
-export function installDawnPolling(): void {
+/** Puts Dawn's polls of a wait longer than `spinMs` on a 1 ms timer (once per process: the first call's `spinMs` holds). */
+export function installDawnPolling(spinMs = SPIN_MS): void {
   if (installed) return;
   installed = true;
   const immediate = globalThis.setImmediate;
@@ -48,7 +54,7 @@ export function installDawnPolling(): void {
         inPoll = false;
       }
     };
-    if (now - waitStart < SPIN_MS) {
+    if (now - waitStart < spinMs) {
       dawnPolls.immediate++;
       return immediate(run);
     }
