@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { promisify } from "node:util";
-import { dawnPolls, installDawnPolling, SPIN_MS } from "../server/qrag/backend/dawn-poll.ts";
+import { dawnPolls, GPU_SPIN_MS, installDawnPolling, SPIN_MS, spinMsFor } from "../server/qrag/backend/dawn-poll.ts";
 
 installDawnPolling();
 
@@ -63,4 +63,10 @@ test("other callbacks are scheduled as before: in order, with their arguments; p
   assert.deepEqual(order.slice(0, 2), ["first", "second"]);
   assert.ok(order.includes("resolved"));
   assert.equal(await promisify(setImmediate)("value"), "value");
+});
+
+test("a CPU adapter (lavapipe) spins 2 ms of a wait, a GPU 50: the training loop's reads there keep polling at once", () => {
+  assert.equal(spinMsFor(true), SPIN_MS);
+  assert.equal(spinMsFor(false), GPU_SPIN_MS);
+  assert.ok(GPU_SPIN_MS >= 20 * SPIN_MS);
 });

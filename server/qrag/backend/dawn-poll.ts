@@ -23,6 +23,11 @@ export const SPIN_MS = 2;
 /** The same on a GPU. */
 export const GPU_SPIN_MS = 50;
 
+/** The spin of a wait on this adapter: short on a CPU adapter, whose GPU work needs the core. */
+export function spinMsFor(fallbackAdapter: boolean): number {
+  return fallbackAdapter ? SPIN_MS : GPU_SPIN_MS;
+}
+
 /** Dawn's polls since installed: scheduled at once (a wait's first milliseconds) and on the timer. */
 export const dawnPolls = { immediate: 0, timed: 0 };
 

@@ -10,7 +10,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { errorText } from "../util/error-text.ts";
 import { recordDeviceError } from "./webgpu-errors.ts";
-import { GPU_SPIN_MS, installDawnPolling, SPIN_MS } from "./dawn-poll.ts";
+import { installDawnPolling, spinMsFor } from "./dawn-poll.ts";
 
 /** The adapter a webgpu backend runs on, as Dawn reports it. */
 export interface WebgpuAdapter {
@@ -88,7 +88,7 @@ export async function installWebgpu(allowFallback: boolean, o: { skipDeviceCheck
     throw new Error(`only a software WebGPU adapter (${info.description || info.device}); not used unless QRAG_BACKEND=webgpu`);
   }
   // a read awaiting the GPU no longer spins a core: on a CPU adapter the GPU work needs it
-  installDawnPolling(fallback ? SPIN_MS : GPU_SPIN_MS);
+  installDawnPolling(spinMsFor(fallback));
   Object.assign(globalThis, dawn.globals);
   // tfjs-backend-webgpu asks navigator.gpu for its adapter and device; pass ours, with the limits it
   // needs raised to what the adapter offers (the defaults allow only 8 storage buffers per stage)
