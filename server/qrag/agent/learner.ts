@@ -5,7 +5,8 @@
  * targets and the hard policy copy.
  *
  * A micro-step's forward/backward may run in passes of at most `passSize` transitions whose
- * gradients are summed, each pass's loss weighted by its share of the batch: the same update in
+ * gradients are summed (in place on webgpu, webgpu/accumulate.ts), each pass's loss weighted by
+ * its share of the batch over `accumulate_grads` (the reference's loss / accumulate_grads): the same update in
  * a fraction of the activation memory (BERT-base at batch 64 and 512 tokens needs over 80 GB in
  * one pass on webgpu; in passes of 16 it trains in 29 GB). On webgpu a pass is also no larger than
  * the encoders' recorded update holds (passRows).
