@@ -617,6 +617,7 @@ async function joinRowsRun(backend: "cpu" | "webgpu") {
   const outside = backend === "webgpu" ? errorOf(() => gatherRows(joined, Int32Array.of(2, 74))) : "";
   const doubled = tf.mul(joined, 2);
   const values = await readAll([joined, doubled, gathered]);
+  none.dispose();
   return { values, noneShape: none.shape, outside, gatherKernels: (counts?.kernels ?? 0) - (counts?.fused ?? 0), gatherDispatches: counts?.dispatches ?? 0 };
 }
 
