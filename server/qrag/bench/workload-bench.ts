@@ -13,6 +13,7 @@ import { ParallelEnvs } from "../agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../agent/iteration.ts";
 import { disposeCandidates, embedSampleChunks, greedyEpisode, type CandidateEmbeddings } from "../agent/greedy.ts";
 import { countersOn, kernelNameCounts, resetCounters, type PhaseCounters } from "../backend/device.ts";
+import { dawnPolls } from "../backend/dawn-poll.ts";
 import { evalOptions } from "../training/train.ts";
 import { materialized, workloadSource } from "./workload.ts";
 import type { SampleSource } from "../types.ts";
@@ -71,6 +72,7 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
   const gpuTimed = gpuTimingOn();
   resetCounters();
   const [bindGroups, plans] = [recorderStats.bindGroups, recorderStats.plans];
+  const polls0 = { ...dawnPolls };
   const iters: { wall: number; update: number; rollout: number; transitions: number; clean: boolean }[] = [];
   while (iters.filter((i) => i.clean).length < want && iters.length < want * 2) {
     let res: Awaited<ReturnType<typeof iterate>> | undefined;
@@ -84,6 +86,8 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
   const perIteration = (n: number): number => Math.round((n / iters.length) * 10) / 10;
   const bindGroupsPerIteration = perIteration(recorderStats.bindGroups - bindGroups);
   const plansPerIteration = perIteration(recorderStats.plans - plans);
+  // Dawn's polls of the reads' waits (dawn-poll.ts): "timed" ones are waits past the spin (2 ms on a CPU adapter, 50 on a GPU)
+  const dawnPollsPerIteration = { immediate: perIteration(dawnPolls.immediate - polls0.immediate), timed: perIteration(dawnPolls.timed - polls0.timed) };
   const { counts, timed } = await countsSince(iters.length, gpuTimed, log);
   const kernelNames = kernelNameCounts();
   // one more iteration, each program timed apart (null without timestamp queries)
@@ -106,7 +110,7 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
     /** Reads, kernels and GPU dispatches per phase, per iteration (mean over the timed iterations). */
     countsPerIteration: counts,
     /** The same counts summed, against the hot-loop budget (what `--parts dispatch` prints). */
-    hotLoop: { ...summarizeDispatch(counts, wall.median * 1000, timed), bindGroupsPerIteration, plansPerIteration },
+    hotLoop: { ...summarizeDispatch(counts, wall.median * 1000, timed), bindGroupsPerIteration, plansPerIteration, dawnPollsPerIteration },
     /** Kernels by name over the timed iterations (device.ts kernelNameCounts). */
     kernelNames,
     /** GPU time per program over one extra iteration (program-times.ts). */
