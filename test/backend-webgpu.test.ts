@@ -32,7 +32,7 @@ function fresh(code: string, env: Record<string, string> = {}): unknown {
 
 const skip = webgpuSkip;
 
-test("a read awaiting long GPU work does not spin a core: Dawn's poll is recognized and runs about once a millisecond after the first SPIN_MS", { skip }, async () => {
+test("a read awaiting long GPU work does not spin a core: Dawn's poll is recognized and, after the first SPIN_MS, runs at most once a millisecond", { skip }, async () => {
   await pickBackend("webgpu");
   const a = tf.randomNormal([512, 512]);
   // ~4 GFLOP: on lavapipe a wait of a tenth of a second or more
@@ -47,11 +47,11 @@ test("a read awaiting long GPU work does not spin a core: Dawn's poll is recogni
   const ms = performance.now() - t0;
   tf.dispose([a, y]);
   const timed = dawnPolls.timed - before.timed;
-  const polls = timed + dawnPolls.immediate - before.immediate;
   assert.ok(ms > 4 * SPIN_MS, `the wait took ${ms.toFixed(1)} ms: too short to tell`);
+  // each poll schedules the next, so once on the timer the rest of the wait is too (spinning, a
+  // core polls ~100–200 times a millisecond); at most one a tick of the event loop's clock
   assert.ok(timed > 0, "no poll of Dawn's went on the timer: its callback was not recognized");
-  // spinning polls ~100–200 times a millisecond here
-  assert.ok(polls / ms < 10, `${polls} polls in ${ms.toFixed(1)} ms`);
+  assert.ok(timed <= ms + 2, `${timed} polls on the timer in ${ms.toFixed(1)} ms`);
 });
 
 test("webgpu forced: a software adapter is used, named, and its ops equal the cpu backend's", { skip }, async () => {
