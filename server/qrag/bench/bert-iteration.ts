@@ -67,7 +67,7 @@ export async function benchBertIteration(log: (m: string) => void, size: BertSiz
         iterationSeconds: t.iterationSeconds, rolloutSeconds: t.rolloutSeconds, updateSeconds: t.updateSeconds,
         transitionsPerSecond: t.transitionsPerSecond,
         ...s, countsPerIteration: t.countsPerIteration,
-        kernelsByName: Object.fromEntries(t.kernelNames.map(([k, n]) => [k, Math.round((n / t.iterationSeconds.attempts) * 10) / 10])),
+        kernelsByName: t.kernelsByName,
         gpuByProgram: t.gpuByProgram, hostByFunction: t.hostByFunction,
       };
     } finally {

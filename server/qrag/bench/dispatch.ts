@@ -43,9 +43,8 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2, sh
     const t = await benchTraining("transformer", nets, log, iterations, shape);
     // what the recorded encoder made over the warm-up, the timed and the profiled iterations (plans churn when shapes outnumber its cache)
     const recorder = { ...recorderStats };
-    // per iteration, most frequent first: which ops a recorded loop has to replace
-    const kernelsByName = Object.fromEntries(t.kernelNames.map(([k, n]) => [k, Math.round((n / t.iterationSeconds.attempts) * 10) / 10]));
-    const hot = { ...t.hotLoop, shape, readRoundTripMs: await readRoundTrip(), kernelsByName, recorder, gpuByProgram: t.gpuByProgram, hostByFunction: t.hostByFunction };
+    // kernelsByName: per iteration, most frequent first (which ops a recorded loop has to replace)
+    const hot = { ...t.hotLoop, shape, readRoundTripMs: await readRoundTrip(), kernelsByName: t.kernelsByName, recorder, gpuByProgram: t.gpuByProgram, hostByFunction: t.hostByFunction };
     log(`  dispatch: ${hot.dispatchesPerIteration} dispatches, ${hot.tfjsKernelsPerIteration} tfjs kernels, ${hot.submitsPerIteration} submits, host ${hot.hostMsPerIteration} ms, GPU ${hot.gpuMsPerIteration ?? "(untimed)"} ms per iteration; a read round trip ${hot.readRoundTripMs} ms`);
 
     // one greedy episode at N = 1,000 (its candidates' embedding included) and one eval encode of 1,024 chunks

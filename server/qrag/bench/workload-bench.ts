@@ -89,7 +89,7 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
   // Dawn's polls of the reads' waits (dawn-poll.ts): "timed" ones are waits past the spin (2 ms on a CPU adapter, 50 on a GPU)
   const dawnPollsPerIteration = { immediate: perIteration(dawnPolls.immediate - polls0.immediate), timed: perIteration(dawnPolls.timed - polls0.timed) };
   const { counts, timed } = await countsSince(iters.length, gpuTimed, log);
-  const kernelNames = kernelNameCounts();
+  const kernelsByName = Object.fromEntries(kernelNameCounts().map(([k, n]) => [k, perIteration(n)]));
   // one more iteration, each program timed apart (null without timestamp queries)
   const gpuByProgram = await programTimes(async () => void (await iterate()));
   log(`  ${label} iteration, GPU per program: ${topPrograms(gpuByProgram)}`);
@@ -111,8 +111,8 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
     countsPerIteration: counts,
     /** The same counts summed, against the hot-loop budget (what `--parts dispatch` prints). */
     hotLoop: { ...summarizeDispatch(counts, wall.median * 1000, timed), bindGroupsPerIteration, plansPerIteration, dawnPollsPerIteration },
-    /** Kernels by name over the timed iterations (device.ts kernelNameCounts). */
-    kernelNames,
+    /** Kernels by name per iteration (device.ts kernelNameCounts over the timed iterations). */
+    kernelsByName,
     /** GPU time per program over one extra iteration (program-times.ts). */
     gpuByProgram,
     /** The host's time by function over `--host-profile N` more iterations (host-profile.ts; null without the flag). */

@@ -1,5 +1,6 @@
 /**
- * Gradient sums on webgpu, written in place into the running sum's buffers (in-place.ts), as many
+ * Gradient sums on webgpu, written in place into the running sum's buffers (in-place.ts) by the
+ * blend program Polyak's average runs (fused-adamw.ts blendInPlace, weights 1 and 1), as many
  * tensors a program as the storage-buffer limit allows (2 buffers each).
  *
  * Why: the update's passes (`pass_batch_size`) and micro-steps (`accumulate_grads`) summed their
@@ -9,15 +10,8 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { ownTensor } from "./in-place.ts";
-import { concatenatedArraysShader, runRawProgram, storageBufferLimit, webgpuBackend } from "./raw-program.ts";
-
-function accumulateCode(k: number): string {
-  const read = Array.from({ length: k }, (_, i) => `b${i}`);
-  const write = Array.from({ length: k }, (_, i) => `a${i}`);
-  const fields = Array.from({ length: k }, (_, i) => `n${i}: u32`);
-  const bodies = Array.from({ length: k }, (_, i) => `    a${i}[j] = a${i}[j] + b${i}[j];`);
-  return concatenatedArraysShader(fields, read, write, bodies);
-}
+import { blendInPlace } from "./fused-adamw.ts";
+import { webgpuBackend } from "./raw-program.ts";
 
 /**
  * acc[i] + add[i] for every i, consuming both lists: the sums are acc's own tensors, written in
@@ -32,20 +26,7 @@ export function accumulateFused(acc: readonly tf.Tensor[], add: readonly tf.Tens
   });
   const be = webgpuBackend();
   const sums = acc.map((a) => ownTensor(a, be));
-  const k = Math.max(1, Math.floor(storageBufferLimit(be) / 2));
-  for (let at = 0; at < sums.length; at += k) {
-    const group = sums.slice(at, at + k).map((a, i) => ({ a, b: add[at + i] })).filter((p) => p.a.size > 0);
-    if (group.length === 0) continue;
-    runRawProgram(be, {
-      key: `qrag_accumulate_${group.length}`,
-      code: accumulateCode(group.length),
-      inputs: group.map((p) => p.b),
-      outputs: [],
-      inPlace: group.map((p) => p.a),
-      uniforms: group.map((p) => ({ type: "uint32", data: [p.a.size] })),
-      threads: group.reduce((n, p) => n + p.a.size, 0),
-    });
-  }
+  blendInPlace(sums.map((a, i) => ({ target: a, source: add[i] })), 1, 1);
   tf.dispose([...add]);
   return sums;
 }

@@ -104,7 +104,7 @@ export function adamwStepFused(slots: readonly AdamWSlot[], c: AdamWConstants, s
   }
 }
 
-function polyakCode(k: number): string {
+function blendCode(k: number): string {
   const read = Array.from({ length: k }, (_, i) => `o${i}`);
   const write = Array.from({ length: k }, (_, i) => `t${i}`);
   const fields = ["keep: f32", "tau: f32", ...Array.from({ length: k }, (_, i) => `n${i}: u32`)];
@@ -113,28 +113,40 @@ function polyakCode(k: number): string {
 }
 
 /**
- * Polyak averaging tgt ← tgt·(1 − τ) + online·τ of each pair (base.ts polyakAverage's arithmetic),
- * in place (in-place.ts), as few programs as the storage-buffer limit allows.
+ * target ← target·keep + source·scale of each pair (float32, one size), in place: the targets'
+ * buffers must be their own (in-place.ts ownBuffer, ownTensor). As few programs as the
+ * storage-buffer limit allows (2 buffers a pair; empty pairs take none). Polyak's average is
+ * (1 − τ, τ); accumulate.ts's sums are (1, 1), exactly target + source (x·1 is x in float32).
  */
-export function polyakFused(pairs: readonly { target: tf.Variable; online: tf.Tensor }[], tau: number): void {
+export function blendInPlace(pairs: readonly { target: tf.Tensor; source: tf.Tensor }[], keep: number, scale: number): void {
   const be = webgpuBackend();
   const k = perProgram(2, 0);
-  for (let at = 0; at < pairs.length; at += k) {
-    const group = pairs.slice(at, at + k);
-    for (const pr of group) {
-      if (pr.target.size !== pr.online.size || pr.target.dtype !== "float32" || pr.online.dtype !== "float32") throw new Error("polyakFused: float32 pairs of one size only");
-      ownBuffer(pr.target, be);
-    }
+  const live = pairs.filter((pr) => pr.target.size > 0);
+  for (let at = 0; at < live.length; at += k) {
+    const group = live.slice(at, at + k);
     runRawProgram(be, {
-      key: `qrag_polyak_${group.length}`,
-      code: polyakCode(group.length),
-      inputs: group.map((pr) => pr.online),
+      key: `qrag_blend_${group.length}`,
+      code: blendCode(group.length),
+      inputs: group.map((pr) => pr.source),
       outputs: [],
       inPlace: group.map((pr) => pr.target),
-      uniforms: [{ type: "float32", data: [1 - tau] }, { type: "float32", data: [tau] }, ...group.map((pr): Uniform => ({ type: "uint32", data: [pr.target.size] }))],
+      uniforms: [{ type: "float32", data: [keep] }, { type: "float32", data: [scale] }, ...group.map((pr): Uniform => ({ type: "uint32", data: [pr.target.size] }))],
       threads: group.reduce((a, pr) => a + pr.target.size, 0),
     });
   }
+}
+
+/**
+ * Polyak averaging tgt ← tgt·(1 − τ) + online·τ of each pair (base.ts polyakAverage's arithmetic),
+ * in place (in-place.ts).
+ */
+export function polyakFused(pairs: readonly { target: tf.Variable; online: tf.Tensor }[], tau: number): void {
+  const be = webgpuBackend();
+  for (const pr of pairs) {
+    if (pr.target.size !== pr.online.size || pr.target.dtype !== "float32" || pr.online.dtype !== "float32") throw new Error("polyakFused: float32 pairs of one size only");
+    ownBuffer(pr.target, be);
+  }
+  blendInPlace(pairs.map((pr) => ({ target: pr.target, source: pr.online })), 1 - tau, tau);
 }
 
 function sumSquaresCode(k: number): string {
