@@ -4,7 +4,7 @@ import { hostProfile, shortFile, summarizeProfile, type CpuProfile } from "../se
 
 const frame = (id: number, functionName: string, url: string, lineNumber = 0) => ({ id, callFrame: { functionName, url, lineNumber } });
 
-test("host profile summary: self time by function and by file, V8's pseudo-functions as categories, heaviest first", () => {
+test("host profile summary: self time by function and by file, V8's pseudo-functions as categories, heaviest first, the profiler's own calls left out", () => {
   const p: CpuProfile = {
     nodes: [
       frame(1, "(root)", ""), frame(2, "(idle)", ""), frame(3, "(garbage collector)", ""), frame(4, "(program)", ""),
@@ -12,10 +12,13 @@ test("host profile summary: self time by function and by file, V8's pseudo-funct
       frame(6, "packActions", "file:///repo/server/qrag/model/transformer.ts", 41),
       frame(7, "Engine.trackTensor", "file:///repo/node_modules/@tensorflow/tfjs-core/dist/tf-core.node.js", 4900),
       frame(8, "writeBuffer", ""),
+      // the profiler's own stop: node:inspector's post and the native dispatch under it
+      { ...frame(9, "post", "node:inspector", 110), children: [10] },
+      frame(10, "dispatch", ""),
     ],
-    //         idle  gc   prog  score score pack  tfjs  native
-    samples: [2, 3, 4, 5, 5, 6, 7, 8, 5],
-    timeDeltas: [4000, 3000, 1000, 2000, 2000, 1500, 500, 1000, -5],
+    //         idle  gc   prog  score score pack  tfjs  native profiler
+    samples: [2, 3, 4, 5, 5, 6, 7, 8, 5, 10, 9],
+    timeDeltas: [4000, 3000, 1000, 2000, 2000, 1500, 500, 1000, -5, 9000, 500],
   };
   const s = summarizeProfile(p, 4);
   assert.equal(s.sampledMs, 15);
