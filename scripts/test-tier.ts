@@ -58,6 +58,7 @@ export const TIERS = {
     "niah-margins",
     "niah",
     "noise-pool",
+    "token-csr",
     "partial-start",
     "precision-table",
     "process-lock",

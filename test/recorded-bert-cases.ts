@@ -248,7 +248,8 @@ async function fallbackCase() {
 
 /**
  * Recorded vs tfjs loss and every variable's gradient, eval and train mode: the random BERT (3×16,
- * 5×40, 2×100 (two blocks of queries and of key tiles), repeated ids 1–4, two taped forwards of
+ * 5×40, 2×100 (two blocks of queries and of key tiles), repeated ids 1–4 and 1–2 (each used more
+ * than TOK_SEG times: its token row summed in parts), two taped forwards of
  * one shape in one tape), its gelu_new and relu
  * variants, bert-tiny; and the Rngs after.
  */
@@ -260,7 +261,7 @@ async function gradsCase() {
   const gradNorm: Record<string, number> = {};
   const calls0 = recorderStats.trainCalls;
   const runs: [Model, [string, TokenBatch][]][] = [
-    [RANDOM, [["3x16", batchOf(3, 16, 1, RANDOM.vocab)], ["5x40", batchOf(5, 40, 2, RANDOM.vocab)], ["2x100", batchOf(2, 100, 3, RANDOM.vocab)], ["4x16 ids 1-4", batchOf(4, 16, 4, 5)], ["3x16 twice", batchOf(3, 16, 1, RANDOM.vocab)]]],
+    [RANDOM, [["3x16", batchOf(3, 16, 1, RANDOM.vocab)], ["5x40", batchOf(5, 40, 2, RANDOM.vocab)], ["2x100", batchOf(2, 100, 3, RANDOM.vocab)], ["4x16 ids 1-4", batchOf(4, 16, 4, 5)], ["4x64 ids 1-2", batchOf(4, 64, 6, 3)], ["3x16 twice", batchOf(3, 16, 1, RANDOM.vocab)]]],
     [TANH, [["4x20", batchOf(4, 20, 5, TANH.vocab)]]],
     [RELU, [["3x20", batchOf(3, 20, 6, RELU.vocab)]]],
     [TINY, [["6x24", batchOf(6, 24, 7, TINY.vocab)]]],

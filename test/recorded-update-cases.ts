@@ -12,7 +12,8 @@ import { recorderStats } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 
 /**
- * Recorded vs tfjs loss and gradients: shapes 3×16, 5×64, 2×256, a batch of repeated ids, and two
+ * Recorded vs tfjs loss and gradients: shapes 3×16, 5×64, 2×256, batches of repeated ids (ids 1–2:
+ * each used more than TOK_SEG times, its token row summed in parts), and two
  * taped forwards of one shape before their backward (two plans hold their activations), eval and
  * train mode.
  */
@@ -21,7 +22,7 @@ async function gradsCase() {
   const rec = new TransformerEncoder(CONFIG, new Rng(3));
   const ref = new TransformerEncoder(CONFIG, new Rng(3));
   const worst: Record<string, { loss: number; grad: number; at: string }> = {};
-  const batches: [string, TokenBatch][] = [["3x16", batchOf(3, 16, 1)], ["5x64", batchOf(5, 64, 2)], ["2x256", batchOf(2, 256, 3)], ["4x16 ids 1-4", batchOf(4, 16, 4, 5)], ["3x16 twice", batchOf(3, 16, 1)]];
+  const batches: [string, TokenBatch][] = [["3x16", batchOf(3, 16, 1)], ["5x64", batchOf(5, 64, 2)], ["2x256", batchOf(2, 256, 3)], ["4x16 ids 1-4", batchOf(4, 16, 4, 5)], ["4x64 ids 1-2", batchOf(4, 64, 6, 3)], ["3x16 twice", batchOf(3, 16, 1)]];
   const calls0 = recorderStats.trainCalls;
   let gradNorm = 0;
   for (const [name, batch] of batches) {

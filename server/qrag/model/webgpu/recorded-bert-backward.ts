@@ -21,7 +21,7 @@ import { geluBwd, geluTanhBwd, lnDgb as lnDgbShader, lnDx, reluBwd } from "./gel
 import { halfKey } from "./half-storage.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { ADD_DH, resLnDx } from "./residual-layernorm.ts";
-import { COL_SUM, POOL_BWD, POS_BWD, TOK_BWD } from "./recorded-backward.ts";
+import { COL_SUM, POOL_BWD, csrBuffers, tokenAndPositionSteps } from "./recorded-backward.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { productStep, USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
 import type { BertConfig } from "../hf/bert.ts";
@@ -47,7 +47,7 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const gA = b.buf(N * d), gB = b.buf(N * d), gC = b.buf(N * d), dH = b.buf(N * d), dCtx = b.buf(N * d);
   const dq = b.buf(N * d), dk = b.buf(N * d), dv = b.buf(N * d), dsum = b.buf(B * H * T);
   const dF1 = b.buf(N * F), dF2 = b.buf(N * F);
-  const distinct = b.buf(N), start = b.buf(N + 1), pos = b.buf(N);
+  const csr = csrBuffers(b, N, d);
 
   const maskOf = (p: number): UniformValues => [["u", dropThreshold(p)], ["f", p > 0 ? dropoutKeepScale(p) : 1], ["u", 0], ["u", 0]];
   /** A product (plus `res`); `hA`: A is an f16 activation (a weight's gradient Xᵀ·dY). */
@@ -114,8 +114,7 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   }
   b.step({ key: `qrag_ln_dx_${lanes}${hk}`, code: lnDx(d, half), refs: [acts.e, { weight: 3 }, acts.embSt, gE, gB], uniforms: rowDims, grid: rows, stride: 0 });
   lnDgb(acts.e, acts.embSt, gE, 3);
-  b.flat("qrag_rec_pos_bwd", POS_BWD, [gB, grads[1]], [["u", c.maxPositions * d], ["u", B], ["u", T], ["u", d]], c.maxPositions * d);
   b.flat("qrag_col_sum", COL_SUM, [gB, grads[2]], [["u", N], ["u", d]], d * WG); // type 0 everywhere: row 0
-  const tok = b.flat("qrag_rec_tok_bwd", TOK_BWD, [gB, distinct, start, pos, grads[0]], [["u", 0], ["u", d]], N * d);
-  return { steps: b.list, dy, grads, clear: [grads[0], grads[2]], csr: { distinct, start, pos, step: tok } };
+  const steps = tokenAndPositionSteps(b, csr, gB, grads[0], grads[1], c.maxPositions, B, T, d);
+  return { steps: b.list, dy, grads, clear: [grads[0], grads[2]], csr: { ...csr, ...steps } };
 }

@@ -165,8 +165,8 @@ export interface BackPlan {
   grads: BufferLike[];
   /** Cleared before the pass (the token table's gradient: only the batch's rows are written). */
   clear: BufferLike[];
-  /** The token rows' CSR (recorded-backward.ts tokenCsr) and the step whose uniforms take its size. */
-  csr: { distinct: BufferLike; start: BufferLike; pos: BufferLike; step: Step };
+  /** The token rows' CSR (recorded-backward.ts tokenCsr), its partial rows, and the two steps whose uniforms take its counts. */
+  csr: { dest: BufferLike; jobStart: BufferLike; pos: BufferLike; heavy: BufferLike; heavyStart: BufferLike; part: BufferLike; tok: Step; merge: Step };
 }
 
 export interface Plan {

@@ -16,7 +16,7 @@ import type { Rng } from "../../util/rng.ts";
 import type { TapedForward } from "../encoder.ts";
 import { webgpuBackend } from "./raw-program.ts";
 import { copyOut, drawKeys, planFor, recordedIntoTfjs, recorderApplies, recorderStats, recordSteps, stagedCall, submitForward, type BackendLike, type BufferLike, type DeviceLike, type Plan, type RecordedConfig } from "./recorded-encoder.ts";
-import { buildBackward, tokenCsr } from "./recorded-backward.ts";
+import { buildBackward, tokenCsr, type TokenCsr } from "./recorded-backward.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
@@ -86,14 +86,18 @@ function counted<T>(f: () => T): T {
 }
 
 /** Records the backward of the forward `token` ran on `plan` into one command buffer; the gradients in `vars`' order. */
-function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readonly tf.Variable[], dy: tf.Tensor, keys: readonly number[], csr: ReturnType<typeof tokenCsr>): tf.Tensor[] {
+function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readonly tf.Variable[], dy: tf.Tensor, keys: readonly number[], csr: TokenCsr): tf.Tensor[] {
   if (plan.owner !== token || plan.dead || !plan.back) throw new Error("recorded encoder: the forward's activations were reused or freed before its backward ran");
   const back = plan.back;
-  back.csr.step.uniforms[0][1] = csr.distinct.length * (vars[0].shape[1] as number);
+  const d = vars[0].shape[1] as number;
+  back.csr.tok.uniforms[0][1] = csr.dest.length * d;
+  back.csr.merge.uniforms[4][1] = csr.heavy.length * d;
   const staged = [
-    { dst: back.csr.distinct, offset: 0, data: csr.distinct },
-    { dst: back.csr.start, offset: 0, data: csr.start },
+    { dst: back.csr.dest, offset: 0, data: csr.dest },
+    { dst: back.csr.jobStart, offset: 0, data: csr.jobStart },
     { dst: back.csr.pos, offset: 0, data: csr.pos },
+    { dst: back.csr.heavy, offset: 0, data: csr.heavy },
+    { dst: back.csr.heavyStart, offset: 0, data: csr.heavyStart },
   ];
   const enc = stagedCall(be, plan, "backward", vars, staged, back.steps, keys);
   be.commandQueueOwnedIds.add(dy.dataId);
