@@ -30,6 +30,7 @@ export const TIERS = {
     "babi-oracle",
     "babi-parse",
     "sentences",
+    "split-k",
     "babi-real-source",
     "babilong-official",
     "babilong",

@@ -39,6 +39,20 @@ async function gradsCase() {
       worst[`${name} ${training ? "train" : "eval"}`] = w;
     }
   }
+  // width 64: every weight gradient aligned (vec4 loads) and split along K in 2
+  const wide = { ...CONFIG, dim: 64, hidden: 128 };
+  const [rec64, ref64] = [new TransformerEncoder(wide, new Rng(4)), new TransformerEncoder(wide, new Rng(4))];
+  for (const training of [false, true]) {
+    const batch = batchOf(6, 64, 8);
+    const a = await lossAndGrads(rec64, batch, training, true);
+    const b = await lossAndGrads(ref64, batch, training, false);
+    const w = { loss: Math.abs(a.loss - b.loss) / Math.max(1e-6, Math.abs(b.loss)), grad: 0, at: "" };
+    b.grads.forEach((g, i) => {
+      const d = relDiff(a.grads[i], g);
+      if (!(d <= w.grad)) Object.assign(w, { grad: d, at: rec64.variables[i].name });
+    });
+    worst[`d64 6x64 ${training ? "train" : "eval"}`] = w;
+  }
   const rngAfter = rec.dropoutRng.nextU32() === ref.dropoutRng.nextU32();
   return { worst, rngAfter, trainCalls: recorderStats.trainCalls - calls0, variables: rec.variables.length, gradNorm: Math.sqrt(gradNorm) };
 }

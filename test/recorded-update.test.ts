@@ -8,12 +8,14 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { webgpuSkip as skip } from "./webgpu-skip.ts";
 import { runCaseFile } from "./device-case-runner.ts";
+import { CONFIG } from "./recorded-batches.ts";
+import { kSplit } from "../server/qrag/model/webgpu/split-k.ts";
 
 const runCase = <T>(name: string): T => runCaseFile<T>("test/recorded-update-cases.ts", name);
 
-test("recorded encoder backward: loss and every variable's gradient equal the tfjs path within 1e-5 (eval and train mode, B×T 3×16, 5×64, 2×256, repeated ids (a real id in more than TOK_SEG rows: its token row summed in parts) and PAD, two forwards of one shape in one tape)", { skip }, () => {
+test("recorded encoder backward: loss and every variable's gradient equal the tfjs path within 1e-5 (eval and train mode, B×T 3×16, 5×64, 2×256, width 64 (aligned loads) at 6×64, weight gradients split along K, repeated ids (a real id in more than TOK_SEG rows: its token row summed in parts) and PAD, two forwards of one shape in one tape)", { skip }, () => {
   const r = runCase<{ worst: Record<string, { loss: number; grad: number; at: string }>; rngAfter: boolean; trainCalls: number; variables: number; gradNorm: number }>("grads");
-  assert.equal(Object.keys(r.worst).length, 12, Object.keys(r.worst).join(", "));
+  assert.equal(Object.keys(r.worst).length, 14, Object.keys(r.worst).join(", "));
   for (const [k, w] of Object.entries(r.worst)) {
     assert.ok(w.loss <= 1e-5, `${k}: loss rel. diff ${w.loss}`);
     assert.ok(w.grad <= 1e-5, `${k}: gradient of ${w.at} rel. diff ${w.grad}`);
@@ -21,7 +23,7 @@ test("recorded encoder backward: loss and every variable's gradient equal the tf
   assert.equal(r.variables, 28);
   assert.ok(r.gradNorm > 1, `the gradients are too small to compare (${r.gradNorm})`);
   assert.ok(r.rngAfter, "the dropout Rngs differ after the same calls");
-  assert.equal(r.trainCalls, 14, "the recorded path did not run for every call");
+  assert.equal(r.trainCalls, 16, "the recorded path did not run for every call");
 });
 
 test("recorded encoder forward+backward: one dispatch per program, 0 tfjs kernels inside, a second call creates no buffers, bind groups or pipelines", { skip }, () => {
@@ -31,8 +33,11 @@ test("recorded encoder forward+backward: one dispatch per program, 0 tfjs kernel
   // mask, proj with residual+LN, fc1 with GELU, fc2 with residual+LN: the last one is the final LN
   // and pools, its sequences fitting one row block);
   // backward: pooling, final LN dx (with the mask of the branch below) and dγβ, 15 per layer (2 per
-  // linear: dX, and dW with db's column sums; GELU, 2 per LN, 2 attention drawing their mask inline), positions, tokens
-  const programs = 5 * L + (5 + 15 * L);
+  // linear: dX, and dW with db's column sums; GELU, 2 per LN, 2 attention drawing their mask inline), positions, tokens;
+  // and a weight gradient split along K adds the program that sums its parts (6×64 rows: all four, 2 parts each)
+  const splits = [[CONFIG.dim, 3 * CONFIG.dim], [CONFIG.dim, CONFIG.dim], [CONFIG.dim, CONFIG.hidden], [CONFIG.hidden, CONFIG.dim]].filter(([m, n]) => kSplit(m, n, 6 * 64) > 1).length;
+  assert.equal(splits, 4);
+  const programs = 5 * L + (5 + (15 + splits) * L);
   for (const c of r.counts) {
     assert.equal(c.fused, programs);
     // the tfjs kernels of the loss around the op: the op itself, Sum and its gradient's kernels

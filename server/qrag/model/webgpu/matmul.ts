@@ -118,7 +118,7 @@ export interface ShaderOptions {
   /**
    * Also the column sums of B over K into S: a bias's gradient beside its weight's (dW = Xᵀ·dY and
    * db = dY's column sums from the B slices the product loads anyway), written by the first row
-   * block's workgroups. 2-D products only.
+   * block's workgroups; a batched product's z-th at z·N (a weight gradient split along K, split-k.ts).
    */
   colSum?: boolean;
   /**
@@ -218,11 +218,11 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
   // thread (x, y) owns rows (i4·WY + y)·4 + c and column vectors j·WX + x
   if (colSum) {
     const put = (i: string, v: string): string => (parts > 1 ? `writeS(${i}, ${v});` : `S[${i}] = ${v};`);
-    L.push(`  if (sums) {`);
+    L.push(`  if (sums) {`, `    let sOff = wid.z * u.N;`);
     for (let j = 0; j < tn4; j++) {
       const col = `col0 + (${j * wx}u + lid.x) * 4u`;
-      if (aligned) L.push(`    ${put(`(${col}) / 4u`, `cs${j}`)}`);
-      else for (let c = 0; c < 4; c++) L.push(`    if (${col} + ${c}u < u.N) { ${put(`${col} + ${c}u`, `cs${j}[${c}]`)} }`);
+      if (aligned) L.push(`    ${put(`(sOff + ${col}) / 4u`, `cs${j}`)}`);
+      else for (let c = 0; c < 4; c++) L.push(`    if (${col} + ${c}u < u.N) { ${put(`sOff + ${col} + ${c}u`, `cs${j}[${c}]`)} }`);
     }
     L.push(`  }`);
   }

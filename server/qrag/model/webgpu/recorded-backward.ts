@@ -18,6 +18,7 @@ import type { MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
 import { geluBwd, lnDgb as lnDgbShader, lnDxShader } from "./gelu-layernorm.ts";
 import { halfKey } from "./half-storage.ts";
+import { splitScratch, weightGradient, type GradShape } from "./split-k.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
@@ -188,6 +189,11 @@ function lnBackCode(n: number, acc: boolean, mask: boolean, half: boolean): stri
   });
 }
 
+/** The transformer layer's weight gradients: QKV, the projection, fc1, fc2. */
+function transformerGrads(d: number, F: number): GradShape[] {
+  return [{ m: d, n: 3 * d }, { m: d, n: d }, { m: d, n: F }, { m: F, n: d }];
+}
+
 /** Builds the backward's buffers and programs into a keep plan (planFor's `extend`). */
 export function buildBackward(b: PlanBuilder): BackPlan {
   const { c, B, T, acts, sites, dropping, half } = b;
@@ -203,6 +209,7 @@ export function buildBackward(b: PlanBuilder): BackPlan {
   const gA = b.buf(N * d), gB = b.buf(N * d), dH = b.buf(N * d), dHN = b.buf(N * d), dCtx = b.buf(N * d), dq = b.buf(N * d);
   const dsum = b.buf(B * H * T), dqkv = b.buf(N * 3 * d), dF1 = b.buf(N * F), dF2 = b.buf(N * F);
   const csr = csrBuffers(b, N, d);
+  const scratch = splitScratch(b, transformerGrads(d, F), N);
 
   const thr = dropThreshold(dropping ? c.dropout : 0), keep = dropping ? dropoutKeepScale(c.dropout) : 1;
   const maskFields: UniformValues = [["u", thr], ["f", keep], ["u", 0], ["u", 0]];
@@ -213,7 +220,7 @@ export function buildBackward(b: PlanBuilder): BackPlan {
   /** The gradients of x·W + b (W variable w, [n, k] in the forward) given dY = g [N, k]: dX, then dW and db in one product. */
   const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number): void => {
     matmul(g, { weight: w }, dx, N, n, k, { b: true });
-    matmul(x, g, grads[w], n, k, N, { a: true }, half, grads[w + 1]);
+    weightGradient(b, { a: x, b: [g], out: [grads[w]], m: n, n: k, k: N, trans: { a: true }, hA: half, sums: [grads[w + 1]] }, scratch);
   };
   const rows: UniformValues = [["u", N], ["u", d]];
   const dgbCode = lnDgbShader(half), geluBwdCode = geluBwd(half);

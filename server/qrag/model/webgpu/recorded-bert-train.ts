@@ -24,7 +24,9 @@ import { webgpuBackend } from "./raw-program.ts";
 import { admitPlan, cachedPlan, keepKey, planBound, recorderApplies, residualFuses, rowsWithin, type BackendLike, type DeviceLike, type Plan } from "./recorded-encoder.ts";
 import { recordedTrainOp, runTaped } from "./recorded-train.ts";
 import { bertFits, bertPlanKey, buildBertPlan } from "./recorded-bert.ts";
-import { buildBertBackward } from "./recorded-bert-backward.ts";
+import { bertGrads, buildBertBackward } from "./recorded-bert-backward.ts";
+import { TOK_SEG } from "./recorded-backward.ts";
+import { splitScratchFloats } from "./split-k.ts";
 import { halfActive, halfKey } from "./half-storage.ts";
 
 /**
@@ -77,7 +79,10 @@ export function bertTrainBytes(c: BertConfig, B: number, T: number, half = false
   // the activations (f16 with `half`): e, x per layer and the last, per layer q k v ctx v1 mid v2 f1 f2, h (not where the residual fuses)
   const acts = N * d + (L + 1) * N * d + L * (7 * N * d + 2 * N * F) + (residualFuses(d) ? 0 : N * d);
   const forward = 3 * N + 2 * N + L * (2 * B * H * T + 4 * N) + B * d;
-  const backward = params + B * d + 8 * N * d + B * H * T + 2 * N * F + 3 * N + 1;
+  // the token rows' CSR and its heavy ids' parts (recorded-backward.ts csrBuffers), the split weight gradients' partials (split-k.ts)
+  const csr = 3 * N + 1 + 2 * (N / TOK_SEG) + 1 + ((2 * N) / TOK_SEG) * d;
+  const split = splitScratchFloats(bertGrads(d, F), N);
+  const backward = params + B * d + 8 * N * d + B * H * T + 2 * N * F + csr + [...split.c, ...split.s].reduce((a, n) => a + n, 0);
   // uniform slots: per layer 8 forward programs (6 where the residual fuses) and 17 backward
   return (half ? 2 : 4) * acts + 4 * (forward + backward) + 256 * (10 + (residualFuses(d) ? 23 : 25) * L);
 }

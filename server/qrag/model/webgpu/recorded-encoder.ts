@@ -620,19 +620,28 @@ export interface Product {
   hA?: boolean;
   /** Each B's column sums into these too: the biases' gradients beside their weights'. */
   sums?: BufferLike[];
+  /**
+   * A weight gradient (Aᵀ·B) split along K into this many parts (split-k.ts): workgroup z sums rows
+   * z·K/split … into out [split, m, n] and sums [split, n] at offset z; K a multiple of split.
+   */
+  split?: number;
 }
 
 /** The program of a backward's product: out_p [m, n] = A·B_p (+ R), with B_p's column sums where asked. */
 export function productStep(p: Product): Omit<Step, "slot"> {
   const parts = p.b.length;
-  const t = tiled(p.m, p.n, p.k, parts);
+  const split = p.split ?? 1;
+  if (split > 1 && (!p.trans.a || p.trans.b || p.res || p.k % split)) throw new Error(`productStep: only a weight gradient Aᵀ·B with K (${p.k}) a multiple of the split (${split}) splits`);
+  const ks = p.k / split;
+  const t = tiled(p.m, p.n, ks, parts);
   const h = { a: Boolean(p.hA) };
   return {
     key: `${t.head}${transName(p.trans)}${p.res ? "-res" : ""}${p.sums ? "-cs" : ""}${parts > 1 ? `-x${parts}` : ""}${halfName(h)}`,
     code: matmulShader(t.tile, t.aligned, { trans: p.trans, res: Boolean(p.res), half: h, colSum: Boolean(p.sums), parts }),
     refs: [p.a, ...p.b, ...(p.res ? [p.res] : []), ...p.out, ...(p.sums ?? [])],
-    uniforms: t.uniforms,
-    grid: t.grid,
+    // split: z's A and B start ks rows further on (Aᵀ [K, m], B [K, n]); its C is z·m·n further on
+    uniforms: split > 1 ? [["u", p.m], ["u", p.n], ["u", ks], ["u", ks * p.m], ["u", ks * p.n]] : t.uniforms,
+    grid: [t.grid[0], t.grid[1], split],
     stride: 0,
   };
 }
@@ -825,15 +834,18 @@ export function forwardBytes(c: RecordedConfig, B: number, T: number, half = fal
 }
 
 /**
- * Rows of T tokens a plan holds on `device`: its bytes (`bytes(rows)`, affine in the rows) within
- * `bound`, and its widest buffer (`widest` floats a token) within the binding limit.
+ * Rows of T tokens a plan holds on `device`: its bytes (`bytes(rows)`, affine in the rows but for a
+ * few MB of split weight gradients' partials, split-k.ts) within `bound`, and its widest buffer
+ * (`widest` floats a token) within the binding limit.
  */
 export function rowsWithin(device: DeviceLike, bytes: (rows: number) => number, bound: number, widest: number, T: number): number {
   const fixed = bytes(0);
   const perRow = bytes(1) - fixed;
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   const byBinding = Math.floor(limit / (4 * T * widest));
-  return Math.max(1, Math.min(Math.floor((bound - fixed) / perRow), byBinding));
+  let rows = Math.max(1, Math.min(Math.floor((bound - fixed) / perRow), byBinding));
+  while (rows > 1 && bytes(rows) > bound) rows--;
+  return rows;
 }
 
 /** Rows of T tokens one no-grad plan holds: within the no-grad plans' budget and every buffer within the binding limit. */
