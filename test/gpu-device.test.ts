@@ -50,6 +50,8 @@ test("bench flags: --backend, --sizes, --lengths, --parts, --out, in = and space
   assert.throws(() => parseBenchArgs(["--gpu-storage=fp16"]), /--gpu-storage "fp16" is not "f32" or "f16"/);
   assert.deepEqual(parseBenchArgs(["--parts", "dispatch-bert", "--bert-size=tiny"]), { parts: ["dispatch-bert"], bertSize: "tiny" });
   assert.throws(() => parseBenchArgs(["--bert-size", "large"]), /--bert-size "large" is not "base" or "tiny"/);
+  assert.deepEqual(parseBenchArgs(["--split-k", "1"]), { splitK: 1 });
+  assert.throws(() => parseBenchArgs(["--split-k=0"]), /--split-k: item 1 \("0"\) is not a whole number from 1 to 64/);
   assert.throws(() => parseBenchArgs(["--pool-ratio=0.5"]), /--pool-ratio "0.5" is not a number from 1 to 1000 or "off"/);
   assert.throws(() => parseBenchArgs(["--lengths=2000001"]), /--lengths: item 1 \("2000001"\) is not a whole number from 1 to 2000000/);
   assert.deepEqual(defaultMatmulSizes("webgpu"), [512, 1024, 2048, 4096]);

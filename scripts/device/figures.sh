@@ -29,6 +29,9 @@ step 40 bash "$D/run.sh" torch-encode
 # forward/update, then BERT-base on the babilong-gpu preset through the platform (server, worker,
 # REST) for its update rate: one file each (the tool brings back 8 files)
 step 90 bash "$D/run.sh" bench --backend webgpu --parts dispatch,dispatch-hf --out "$OUT/dispatch.json" 2>> "$OUT/bench.log" > /dev/null
+# the weight gradients whole (--split-k 1) against split along K (split-k.ts, the default above), the
+# same lease: its figures in bench.log only (the 8 files are spoken for)
+step 60 bash "$D/run.sh" bench --backend webgpu --split-k 1 --lengths 40000 --parts dispatch,workload-transformer --out /tmp/qrag-split-1.json 2>> "$OUT/bench.log" > /dev/null
 # what is left of the call's 10 minutes (less a margin for the files' return), at most 150 s
 M=$(( 570 - SECONDS )); [ "$M" -gt 150 ] && M=150
 if [ "$M" -ge 60 ]; then

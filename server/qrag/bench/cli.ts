@@ -9,7 +9,8 @@
  * (the training parts: N more iterations under the CPU profiler, `training.hostByFunction`),
  * `--gpu-storage f32|f16` (every part's recorded no-grad forwards, as the run config's
  * gpu_storage; encode-stream times f16 besides either way), `--bert-size base|tiny` (the
- * dispatch-bert part's random BERT), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
+ * dispatch-bert part's random BERT), `--split-k N` (webgpu: a weight gradient split along K into at
+ * most N parts, 1 to 64, 1 = whole, default 16; split-k.ts timed against itself in one lease), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
 import { parseBackendPref } from "../backend/pick.ts";
 import { intList } from "../cli/flags.ts";
@@ -28,13 +29,14 @@ export interface BenchArgs {
   hostProfile?: number;
   gpuStorage?: "f32" | "f16";
   bertSize?: "base" | "tiny";
+  splitK?: number;
   outFile?: string;
 }
 
 /** The longest greedy episode `--lengths` takes, in chunks (400,000 is the workload's ≈ 10M tokens). */
 export const MAX_EPISODE_CHUNKS = 2_000_000;
 
-const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "gpu-storage", "bert-size", "out"] as const;
+const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "gpu-storage", "bert-size", "split-k", "out"] as const;
 
 /** Matmul sizes when none are given: one small size on CPU backends, up to 4096³ on a GPU. */
 export function defaultMatmulSizes(backend: string): number[] {
@@ -47,7 +49,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     const a = argv[i];
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
     const name = m?.[1] as (typeof FLAGS)[number] | undefined;
-    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --gpu-storage, --bert-size, --out)`);
+    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --gpu-storage, --bert-size, --split-k, --out)`);
     let value = m[2];
     if (value === undefined) {
       value = argv[++i];
@@ -78,6 +80,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     } else if (name === "bert-size") {
       if (value !== "base" && value !== "tiny") throw new Error(`bench: --bert-size "${value.slice(0, 40)}" is not "base" or "tiny"`);
       out.bertSize = value;
+    } else if (name === "split-k") {
+      out.splitK = intList("bench: --split-k", value, 1, 64)[0];
     } else out.outFile = value;
   }
   return out;

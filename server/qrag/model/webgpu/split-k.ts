@@ -14,6 +14,11 @@ import { productStep, type BufferLike, type Product, type Ref, type Step, type U
 /** Workgroups a split aims at (about two per SM of a 132-SM GPU), the fewest rows a part sums, the most parts. */
 export const SPLIT_TARGET = { workgroups: 256, minRows: 128, maxParts: 16 };
 
+/** The bench's `--split-k N`: at most N parts from now on (1: every product whole), for plans built after. */
+export function setMaxSplit(parts: number): void {
+  SPLIT_TARGET.maxParts = parts;
+}
+
 /** The parts to split a weight gradient's K rows into: a power of two, 1 where the product has tiles enough or K is short or does not divide. */
 export function kSplit(m: number, n: number, k: number, parts = 1): number {
   const t = tileFor(m, parts * n);
