@@ -197,11 +197,13 @@ test("figures.sh (one device call, stub run.sh): every step once, 8 files back (
     const files = fs.readdirSync(path.join(root, "out")).sort();
     assert.deepEqual(files, ["bench.json", "bench.log", "dispatch.json", "info.txt", "mission.json", "torch-encode.json", "torch-matmul.json", "torch.json"]);
     const log = fs.readFileSync(calls, "utf8").trim().split("\n");
-    assert.deepEqual(log.map((l) => l.split(" ")[0]), ["info", "bench", "torch", "torch-matmul", "torch-encode", "bench", "mission"]);
+    assert.deepEqual(log.map((l) => l.split(" ")[0]), ["info", "bench", "torch", "torch-matmul", "torch-encode", "bench", "bench", "mission"]);
     assert.match(log[1], /--parts \S*workload-transformer\S*encode-stream/);
     assert.match(log[5], /--parts dispatch,dispatch-hf/);
+    // the weight gradients whole, against the split default just before: outside $OUT (its figures in bench.log)
+    assert.match(log[6], /--split-k 1 .*--parts dispatch,workload-transformer --out \/tmp\//);
     // the steps took no time here: the mission gets its full 150 s box (100 s of training, deadline 145)
-    assert.match(log[6], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
+    assert.match(log[7], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

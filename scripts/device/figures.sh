@@ -4,7 +4,8 @@
 # bench and the PyTorch-CUDA anchors in the same lease (with the GPU time per program and the
 # host's time by function: where to work next; encode-stream also with f16 activations,
 # gpu_storage f16), then the recorded loop's counts and GPU time per
-# phase, hf BERT's recorded forward and update, and BERT-base trained through the platform (the
+# phase, hf BERT's recorded forward and update, the loop again with its weight gradients whole
+# (--split-k 1, split-k.ts against itself), and BERT-base trained through the platform (the
 # mission's base phase). At most 8 files in $OUT (the device tool's limit):
 # info.txt, bench.json, bench.log (every step's log), torch.json, torch-matmul.json,
 # torch-encode.json, dispatch.json, mission.json. (64 programs per command buffer instead of
