@@ -16,7 +16,7 @@ import { productsPerRepeat } from "../server/qrag/bench/matmul.ts";
 import { DISPATCH_BUDGET, summarizeDispatch } from "../server/qrag/bench/dispatch-summary.ts";
 import { gpuTable, type OursFile, type TorchFile } from "../server/qrag/bench/gpu-table.ts";
 import { MATMUL_TILES, tileFor } from "../server/qrag/model/webgpu/matmul.ts";
-import { attentionGrid, attentionTile } from "../server/qrag/model/webgpu/attention.ts";
+import { attentionGrid, attentionLanes, attentionTile, forwardCode } from "../server/qrag/model/webgpu/attention.ts";
 import { rowLanes, rowWorkgroups } from "../server/qrag/model/webgpu/row-reduce.ts";
 import { CARRIED, DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, appBundles, bundle, runScript, sizeCheck, type BundleImports } from "../scripts/device/pack.ts";
 import { resolveConfig } from "../server/qrag/config/config.ts";
@@ -83,7 +83,7 @@ test("tiled matMul's tile: 64×128 once a product has ≥ 128 blocks of 128×128
   assert.equal(tileFor(896, 2048), MATMUL_TILES["64x64-k16"]);
 });
 
-test("fused attention's tiles fit the workgroup memory: 32 rows at d_head 64 in WebGPU's default 16 KiB, 64 at most; LayerNorm's threads per row grow with the width", () => {
+test("fused attention's tiles fit the workgroup memory: 32 rows at d_head 64 in WebGPU's default 16 KiB, 64 at most; key lanes only on small grids with room to combine; LayerNorm's threads per row grow with the width", () => {
   assert.equal(attentionTile(64, 16384), 32);
   assert.equal(attentionTile(64, 32768), 64);
   assert.equal(attentionTile(32, 65536), 64);
@@ -91,6 +91,13 @@ test("fused attention's tiles fit the workgroup memory: 32 rows at d_head 64 in 
   assert.throws(() => attentionTile(4096, 16384), /d_head 4096 does not fit 16384 bytes/);
   assert.deepEqual(attentionGrid(16, 12, 512), [8, 192, 1]);
   assert.deepEqual(attentionGrid(70000, 1, 1), [1, 65535, 2]);
+  // key lanes where the grid is small: a rollout's 4 sequences of 172 tokens (48 workgroups → 176), not an update's 64
+  assert.equal(attentionLanes(4, 4, 172, 32, 64), 4);
+  assert.deepEqual(attentionGrid(4, 4, 172, 4), [11, 16, 1]);
+  assert.equal(attentionLanes(64, 4, 172, 32, 64), 1);
+  assert.equal(attentionLanes(4, 4, 172, 64, 32), 1, "a tile under 64 rows has no room to combine the lanes");
+  assert.equal(attentionLanes(4, 1, 64, 1, 64), 1, "d_head 1: no room for m and l");
+  assert.throws(() => forwardCode(64, "packed", false, 32, false, 4), /key lanes need a tile of 64 rows/);
   assert.deepEqual([8, 24, 128, 768].map(rowLanes), [8, 8, 32, 64]);
   assert.deepEqual(rowWorkgroups(37, 24), [5, 1, 1]);
   assert.deepEqual(rowWorkgroups(200000, 768), [65535, 4, 1]);

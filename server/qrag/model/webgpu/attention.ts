@@ -79,8 +79,11 @@ const BLOCK = `fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(wo
   let tc = min(t, u.T - 1u);
   let idx = bh * u.T + tc;`;
 
-/** Loop over the sequence's tiles of TILE rows; `load` fills the tiles' element e = row·DH + c (row j0 + e / DH). */
-function tiled(load: string, body: string): string {
+/**
+ * Loop over the sequence's tiles of TILE rows; `load` fills the tiles' element e = row·DH + c (row
+ * j0 + e / DH). With `lanes`, a thread takes every lanes-th row of a tile from its `lane`.
+ */
+function tiled(load: string, body: string, lanes = 1): string {
   return `for (var j0 = 0u; j0 < u.T; j0 += TILE) {
     let n = min(TILE, u.T - j0);
     for (var e = lid.x; e < n * DH; e += ${WG}u) {
@@ -90,7 +93,7 @@ function tiled(load: string, body: string): string {
     }
     workgroupBarrier();
     if (valid) {
-      for (var j = 0u; j < n; j++) {
+      for (var j = ${lanes > 1 ? "lane" : "0u"}; j < n; j += ${lanes}u) {
         let jt = j0 + j;
         let jo = j * DH;
         ${body}
@@ -118,11 +121,12 @@ const INLINE_DROP_FIELDS = [...FIELDS, "thr: u32", "keep: f32", "k0: u32", "k1: 
  * mask: the recorded no-grad forwards, which have no backward to read a stored mask. `half`: f16
  * inputs and ctx (half-storage.ts).
  */
-export function forwardCode(dh: number, layout: Layout, drop: boolean | "inline", tile: number, half = false): string {
+export function forwardCode(dh: number, layout: Layout, drop: boolean | "inline", tile: number, half = false, lanes = 1): string {
   const inline = drop === "inline";
   const at = inline ? "maskAt(idx * u.T + jt)" : "drop[idx * u.T + jt]";
+  if (lanes > 1 && !lanesFit(dh, tile)) throw new Error(`attention: ${lanes} key lanes need a tile of ${WG} rows and d_head ≥ 2 (tile ${tile}, d_head ${dh})`);
   return `${header(dh, tile, layout, ["mask", ...(drop === true ? ["drop"] : [])], ["ctx", "stats"], ["kt", "vt"], inline ? INLINE_DROP_FIELDS : FIELDS, inline ? MASK_AT_WGSL : "", half)}
-${BLOCK}
+${lanes > 1 ? laneBlock(lanes) : BLOCK}
   ${Q_REGS}
   var m = -3.0e38;
   var l = 0.0;
@@ -137,13 +141,60 @@ ${BLOCK}
         l = l * corr + p;
         let w = p${drop ? ` * ${at}` : ""};
         for (var c = 0u; c < DH; c++) { acc[c] = acc[c] * corr + w * vt[jo + c]; }
-        m = mn;`)}
+        m = mn;`, lanes)}
+  ${lanes > 1 ? combineLanes(lanes) : ""}
   if (!valid) { return; }
   let oq = oo(b, t, h);
   for (var c = 0u; c < DH; c++) { ctx[oq + c] = ${writeAct(half, "acc[c] / l")}; }
   stats[2u * idx] = m;
   stats[2u * idx + 1u] = l;
 }`;
+}
+
+/** BLOCK with `lanes` threads per query: WG / lanes queries a workgroup, thread → (query, lane). */
+function laneBlock(lanes: number): string {
+  const out = BLOCK.replace(`let t = wid.x * ${WG}u + lid.x;`, `let t = wid.x * ${WG / lanes}u + lid.x / ${lanes}u;\n  let lane = lid.x % ${lanes}u;`);
+  if (out === BLOCK) throw new Error("attention: BLOCK's query index changed; laneBlock no longer matches it");
+  return out;
+}
+
+/**
+ * The lanes' online softmax states (m, l, acc) combined into lane 0's, in the K/V tiles' memory
+ * (free after the loop's last barrier): acc in kt [WG·DH], m and l in vt [2·WG].
+ */
+function combineLanes(lanes: number): string {
+  return `vt[lid.x] = m;
+  vt[${WG}u + lid.x] = l;
+  for (var c = 0u; c < DH; c++) { kt[lid.x * DH + c] = acc[c]; }
+  workgroupBarrier();
+  if (lane != 0u) { return; }
+  var mx = m;
+  for (var i = 1u; i < ${lanes}u; i++) { mx = max(mx, vt[lid.x + i]); }
+  l = 0.0;
+  for (var c = 0u; c < DH; c++) { acc[c] = 0.0; }
+  for (var i = 0u; i < ${lanes}u; i++) {
+    let f = exp(vt[lid.x + i] - mx);
+    l += vt[${WG}u + lid.x + i] * f;
+    for (var c = 0u; c < DH; c++) { acc[c] += kt[(lid.x + i) * DH + c] * f; }
+  }
+  m = mx;`;
+}
+
+/** Whether key lanes fit: the combine needs a K/V tile of WG rows (acc) and WG·DH ≥ 2·WG (m, l). */
+function lanesFit(dh: number, tile: number): boolean {
+  return tile >= WG && dh >= 2;
+}
+
+/** Workgroups under which a forward splits each query's keys among lanes: about two per SM of a 132-SM GPU. */
+export const LANES_BELOW = 256;
+
+/**
+ * Threads per query of a forward (its keys split among them, the lanes' softmax states combined
+ * after): 4 where the (sequence, head, block of 64 queries) grid has fewer than LANES_BELOW
+ * workgroups (a rollout's 4 sequences: 16–48, each thread walking all keys alone), else 1.
+ */
+export function attentionLanes(B: number, H: number, T: number, dh: number, tile: number): number {
+  return lanesFit(dh, tile) && B * H * Math.ceil(T / WG) < LANES_BELOW ? 4 : 1;
 }
 
 /**
@@ -238,10 +289,10 @@ export function attentionTile(dh: number, storageBytes: number): number {
   return rows;
 }
 
-/** Workgroups: blocks of WG positions × (b, h) pairs (folded into z past 65535). */
-export function attentionGrid(B: number, H: number, T: number): [number, number, number] {
+/** Workgroups: blocks of WG positions (WG / lanes queries with key lanes) × (b, h) pairs (folded into z past 65535). */
+export function attentionGrid(B: number, H: number, T: number, lanes = 1): [number, number, number] {
   const bh = B * H;
-  return [Math.ceil(T / WG), Math.min(bh, MAX_GROUPS), Math.ceil(bh / MAX_GROUPS)];
+  return [Math.ceil(T / (WG / lanes)), Math.min(bh, MAX_GROUPS), Math.ceil(bh / MAX_GROUPS)];
 }
 
 /**
@@ -279,16 +330,16 @@ function attentionOp(layout: Layout, d: number, a: BatchedArgs): (...xs: tf.Tens
   const threads = B * H * T;
   const be = webgpuBackend();
   const tile = attentionTile(dh, be.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
-  const workgroups = attentionGrid(B, H, T);
+  const lanes = attentionLanes(B, H, T, dh, tile);
   const key = `${layout}_${dh}_${tile}_${drop ? "drop" : "nodrop"}`;
-  const run = (name: string, code: string, inputs: tf.Tensor[], outputs: number[][]): tf.Tensor[] =>
-    runRawProgram(be, { key: `qrag_attn_${name}_${key}`, code, inputs, outputs: outputs.map((shape) => ({ shape })), uniforms, threads, workgroups }).map((i) => tf.engine().makeTensorFromTensorInfo(i));
+  const run = (name: string, code: string, inputs: tf.Tensor[], outputs: number[][], keyLanes = 1): tf.Tensor[] =>
+    runRawProgram(be, { key: `qrag_attn_${name}_${key}${keyLanes > 1 ? `_l${keyLanes}` : ""}`, code, inputs, outputs: outputs.map((shape) => ({ shape })), uniforms, threads, workgroups: attentionGrid(B, H, T, keyLanes) }).map((i) => tf.engine().makeTensorFromTensorInfo(i));
   const extra = dropT ? [dropT] : [];
   const nIn = layout === "packed" ? 1 : 3;
   return tf.customGrad(((...args: unknown[]) => {
     const xs = args.slice(0, nIn) as tf.Tensor[];
     const save = args[nIn] as tf.GradSaveFunc;
-    const [ctx, stats] = run("fwd", forwardCode(dh, layout, drop, tile), [...xs, maskT, ...extra], [[N, d], [threads, 2]]);
+    const [ctx, stats] = run("fwd", forwardCode(dh, layout, drop, tile, false, lanes), [...xs, maskT, ...extra], [[N, d], [threads, 2]], lanes);
     save([ctx, stats, maskT, ...extra, ...xs]);
     return {
       value: ctx,

@@ -29,7 +29,7 @@ import {
   admitPlan, cachedPlan, drawKeys, recorderOn, finishPlan, linearPartsStep, linearStep, planBound, poolFuses, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, rowsWithin, subLayerEnd, submitForward, USAGE,
   programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type ResLnArgs, type UniformValues,
 } from "./recorded-encoder.ts";
-import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
+import { attentionGrid, attentionLanes, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
 import { geluFwd, geluTanhFwd, lnFwd, lnFwdShader, reluFwd } from "./gelu-layernorm.ts";
 import { enableHalf, halfActive, halfKey, readAct, writeAct } from "./half-storage.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
@@ -242,8 +242,9 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the attention draws its dropout mask itself (a backward draws it again from the same key)
-  const attKey = `qrag_attn_fwd_separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}${halfKey(half)}`;
-  const attCode = attentionForwardCode(dh, "separate", ap > 0 ? "inline" : false, tile, half);
+  const keyLanes = attentionLanes(B, H, T, dh, tile);
+  const attKey = `qrag_attn_fwd_separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}${keyLanes > 1 ? `_l${keyLanes}` : ""}${halfKey(half)}`;
+  const attCode = attentionForwardCode(dh, "separate", ap > 0 ? "inline" : false, tile, half, keyLanes);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   /** h = a·W + b (variables w, w + 1), y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m and the row stats (subLayerEnd). */
   const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, g: number, y: BufferLike, v: BufferLike, st: BufferLike, pool?: ResLnArgs["pool"]): number | undefined => {
@@ -262,7 +263,7 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
     b.step(linearPartsStep(x, [o, o + 2, o + 4], [acts.q[l], acts.k[l], acts.v[l]], N, d, d, half));
     const m = maskFields(ap);
     sites.att.push(m.draw);
-    b.step({ key: attKey, code: attCode, refs: [acts.q[l], acts.k[l], acts.v[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: ap > 0 ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T), stride: 0, draw: m.draw });
+    b.step({ key: attKey, code: attCode, refs: [acts.q[l], acts.k[l], acts.v[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: ap > 0 ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T, keyLanes), stride: 0, draw: m.draw });
     sites.res1.push(residualLn(acts.ctx[l], o + 6, d, x, o + 8, acts.mid[l], acts.v1[l], acts.st1[l]));
     if (!keep && c.act === "gelu") linear(acts.mid[l], o + 10, acts.f2[l], F, d, true); // GELU in fc1's epilogue
     else {

@@ -37,7 +37,7 @@ import type { Rng } from "../../util/rng.ts";
 import { dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
 import { cachedPipeline, foldThreads, storageDecls, uniformStruct, webgpuBackend, WG, type GpuDeviceLike, type PipelineLike, type WebgpuBackendLike } from "./raw-program.ts";
 import { halfName, isAligned, matmulShader, resLnTile, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
-import { attentionGrid, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
+import { attentionGrid, attentionLanes, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
 import { lnFwdShader } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { resLnFwd } from "./residual-layernorm.ts";
@@ -915,8 +915,9 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the attention draws its dropout mask itself (no mask program; a backward draws it again from the same key)
-  const attKey = `packed_${dh}_${tile}_${dropping ? "inline" : "nodrop"}${halfKey(half)}`;
-  const attCode = attentionForwardCode(dh, "packed", dropping ? "inline" : false, tile, half);
+  const keyLanes = attentionLanes(B, H, T, dh, tile);
+  const attKey = `packed_${dh}_${tile}_${dropping ? "inline" : "nodrop"}${keyLanes > 1 ? `_l${keyLanes}` : ""}${halfKey(half)}`;
+  const attCode = attentionForwardCode(dh, "packed", dropping ? "inline" : false, tile, half, keyLanes);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   /** A sub-layer's end (subLayerEnd), the sum into `v` (kept for a backward, which reads v, y and stats). */
   const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, v: BufferLike, g: number, y: BufferLike, stats: BufferLike, pool?: ResLnArgs["pool"]): number | undefined => {
@@ -930,7 +931,7 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     if (l > 0 || !embedInQkv) linear(hN1[l], o + 2, acts.qkv[l], N, 3 * d, d);
     const m = dropping ? maskFields() : null;
     sites.att.push(m?.draw);
-    b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: m ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T), stride: 0, draw: m?.draw });
+    b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: m ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T, keyLanes), stride: 0, draw: m?.draw });
     sites.res1.push(residualLn(acts.ctx[l], o + 4, d, x[l], mid[l], o + 6, acts.hN2[l], acts.st2[l]));
     // GELU in fc1's epilogue (the value before it kept for a backward's GELU)
     b.step(linearStep(acts.hN2[l], o + 8, acts.f2[l], N, F, d, true, keep ? acts.f1[l] : undefined, half));
