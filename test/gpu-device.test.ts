@@ -16,7 +16,7 @@ import { productsPerRepeat } from "../server/qrag/bench/matmul.ts";
 import { DISPATCH_BUDGET, summarizeDispatch } from "../server/qrag/bench/dispatch-summary.ts";
 import { gpuTable, type OursFile, type TorchFile } from "../server/qrag/bench/gpu-table.ts";
 import { MATMUL_TILES, tileFor } from "../server/qrag/model/webgpu/matmul.ts";
-import { attentionGrid, attentionLanes, attentionTile, forwardCode } from "../server/qrag/model/webgpu/attention.ts";
+import { attentionGrid, attentionLanes, attentionTile, forwardCode, setKeyLanes } from "../server/qrag/model/webgpu/attention.ts";
 import { rowLanes, rowWorkgroups } from "../server/qrag/model/webgpu/row-reduce.ts";
 import { CARRIED, DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, appBundles, bundle, runScript, sizeCheck, type BundleImports } from "../scripts/device/pack.ts";
 import { resolveConfig } from "../server/qrag/config/config.ts";
@@ -52,6 +52,8 @@ test("bench flags: --backend, --sizes, --lengths, --parts, --out, in = and space
   assert.throws(() => parseBenchArgs(["--bert-size", "large"]), /--bert-size "large" is not "base" or "tiny"/);
   assert.deepEqual(parseBenchArgs(["--split-k", "1"]), { splitK: 1 });
   assert.throws(() => parseBenchArgs(["--split-k=0"]), /--split-k: item 1 \("0"\) is not a whole number from 1 to 64/);
+  assert.deepEqual(parseBenchArgs(["--key-lanes", "1"]), { keyLanes: 1 });
+  assert.throws(() => parseBenchArgs(["--key-lanes=3"]), /--key-lanes "3" is not 1, 2, 4, 8 or 16/);
   assert.throws(() => parseBenchArgs(["--pool-ratio=0.5"]), /--pool-ratio "0.5" is not a number from 1 to 1000 or "off"/);
   assert.throws(() => parseBenchArgs(["--lengths=2000001"]), /--lengths: item 1 \("2000001"\) is not a whole number from 1 to 2000000/);
   assert.deepEqual(defaultMatmulSizes("webgpu"), [512, 1024, 2048, 4096]);
@@ -98,6 +100,14 @@ test("fused attention's tiles fit the workgroup memory: 32 rows at d_head 64 in 
   assert.equal(attentionLanes(4, 4, 172, 64, 32), 1, "a tile under 64 rows has no room to combine the lanes");
   assert.equal(attentionLanes(4, 1, 64, 1, 64), 1, "d_head 1: no room for m and l");
   assert.throws(() => forwardCode(64, "packed", false, 32, false, 4), /key lanes need a tile of 64 rows/);
+  // the bench's --key-lanes 1: one thread per query everywhere (the A/B figures.sh times)
+  setKeyLanes(1);
+  try {
+    assert.equal(attentionLanes(4, 4, 172, 32, 64), 1);
+  } finally {
+    setKeyLanes(4);
+  }
+  assert.throws(() => setKeyLanes(3), /key lanes 3 is not 1, 2, 4, 8 or 16/);
   assert.deepEqual([8, 24, 128, 768].map(rowLanes), [8, 8, 32, 64]);
   assert.deepEqual(rowWorkgroups(37, 24), [5, 1, 1]);
   assert.deepEqual(rowWorkgroups(200000, 768), [65535, 4, 1]);
@@ -207,8 +217,8 @@ test("figures.sh (one device call, stub run.sh): every step once, 8 files back (
     assert.deepEqual(log.map((l) => l.split(" ")[0]), ["info", "bench", "torch", "torch-matmul", "torch-encode", "bench", "bench", "mission"]);
     assert.match(log[1], /--parts \S*workload-transformer\S*encode-stream/);
     assert.match(log[5], /--parts dispatch,dispatch-hf/);
-    // the weight gradients whole, against the split default just before: outside $OUT (its figures in bench.log)
-    assert.match(log[6], /--split-k 1 .*--parts dispatch,workload-transformer --out \/tmp\//);
+    // the weight gradients whole and attention's one thread per query, against the defaults just before: outside $OUT (its figures in bench.log)
+    assert.match(log[6], /--split-k 1 --key-lanes 1 .*--parts dispatch,workload-transformer --out \/tmp\//);
     // the steps took no time here: the mission gets its full 150 s box (100 s of training, deadline 145)
     assert.match(log[7], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
   } finally {

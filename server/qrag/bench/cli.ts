@@ -10,7 +10,9 @@
  * `--gpu-storage f32|f16` (every part's recorded no-grad forwards, as the run config's
  * gpu_storage; encode-stream times f16 besides either way), `--bert-size base|tiny` (the
  * dispatch-bert part's random BERT), `--split-k N` (webgpu: a weight gradient split along K into at
- * most N parts, 1 to 64, 1 = whole, default 16; split-k.ts timed against itself in one lease), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
+ * most N parts, 1 to 64, 1 = whole, default 16; split-k.ts timed against itself in one lease),
+ * `--key-lanes N` (webgpu: threads per query of an attention forward on a small grid, 1, 2, 4, 8 or
+ * 16, default 4; attention.ts's lanes against one thread per query), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
 import { parseBackendPref } from "../backend/pick.ts";
 import { intList } from "../cli/flags.ts";
@@ -30,13 +32,14 @@ export interface BenchArgs {
   gpuStorage?: "f32" | "f16";
   bertSize?: "base" | "tiny";
   splitK?: number;
+  keyLanes?: number;
   outFile?: string;
 }
 
 /** The longest greedy episode `--lengths` takes, in chunks (400,000 is the workload's ≈ 10M tokens). */
 export const MAX_EPISODE_CHUNKS = 2_000_000;
 
-const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "gpu-storage", "bert-size", "split-k", "out"] as const;
+const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "gpu-storage", "bert-size", "split-k", "key-lanes", "out"] as const;
 
 /** Matmul sizes when none are given: one small size on CPU backends, up to 4096³ on a GPU. */
 export function defaultMatmulSizes(backend: string): number[] {
@@ -49,7 +52,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     const a = argv[i];
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
     const name = m?.[1] as (typeof FLAGS)[number] | undefined;
-    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --gpu-storage, --bert-size, --split-k, --out)`);
+    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --gpu-storage, --bert-size, --split-k, --key-lanes, --out)`);
     let value = m[2];
     if (value === undefined) {
       value = argv[++i];
@@ -82,6 +85,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       out.bertSize = value;
     } else if (name === "split-k") {
       out.splitK = intList("bench: --split-k", value, 1, 64)[0];
+    } else if (name === "key-lanes") {
+      const n = Number(value);
+      if (![1, 2, 4, 8, 16].includes(n)) throw new Error(`bench: --key-lanes "${value.slice(0, 40)}" is not 1, 2, 4, 8 or 16`);
+      out.keyLanes = n;
     } else out.outFile = value;
   }
   return out;

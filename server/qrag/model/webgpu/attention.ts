@@ -188,13 +188,27 @@ function lanesFit(dh: number, tile: number): boolean {
 /** Workgroups under which a forward splits each query's keys among lanes: about two per SM of a 132-SM GPU. */
 export const LANES_BELOW = 256;
 
+/** Lanes a query's keys are split among where the grid is small (the bench's `--key-lanes`; 1: one thread per query). */
+let keyLanes = 4;
+
+/** The bench's `--key-lanes N` (a power of two up to 16), for plans built after. */
+export function setKeyLanes(n: number): void {
+  if (!(n >= 1 && n <= 16 && Number.isInteger(Math.log2(n)))) throw new Error(`attention: key lanes ${n} is not 1, 2, 4, 8 or 16`);
+  keyLanes = n;
+}
+
+/** The lanes a small grid's forward takes now (the bench's record). */
+export function currentKeyLanes(): number {
+  return keyLanes;
+}
+
 /**
  * Threads per query of a forward (its keys split among them, the lanes' softmax states combined
  * after): 4 where the (sequence, head, block of 64 queries) grid has fewer than LANES_BELOW
  * workgroups (a rollout's 4 sequences: 16–48, each thread walking all keys alone), else 1.
  */
 export function attentionLanes(B: number, H: number, T: number, dh: number, tile: number): number {
-  return lanesFit(dh, tile) && B * H * Math.ceil(T / WG) < LANES_BELOW ? 4 : 1;
+  return lanesFit(dh, tile) && B * H * Math.ceil(T / WG) < LANES_BELOW ? keyLanes : 1;
 }
 
 /**
