@@ -36,19 +36,25 @@ export async function readForward(enc: { forward(b: TokenBatch, training: boolea
 /**
  * loss = Σ forward(batch)·R and its gradients for every variable, recorded or through the tfjs
  * ops under tfjs autograd; `twice`: plus Σ forward(batch)·R/2 of a second forward under the same
- * tape (its own masks, a second plan).
+ * tape (its own masks, a second plan). `scale`: the first forward's Σ |forward·R|, what a
+ * difference of losses is measured on: the sum cancels (at 5×64, 0.033 from terms whose sizes add
+ * up to 5.5), so the terms' float32 rounding is ~170× larger relative to the loss itself.
  */
-export async function lossAndGrads(enc: { dim: number; variables: readonly tf.Variable[]; forward(b: TokenBatch, training: boolean): tf.Tensor }, batch: TokenBatch, training: boolean, recorded: boolean, twice = false): Promise<{ loss: number; grads: Float32Array[] }> {
+export async function lossAndGrads(enc: { dim: number; variables: readonly tf.Variable[]; forward(b: TokenBatch, training: boolean): tf.Tensor }, batch: TokenBatch, training: boolean, recorded: boolean, twice = false): Promise<{ loss: number; scale: number; grads: Float32Array[] }> {
   return withRecorder(recorded, async () => {
     const R = tf.tensor2d(Float32Array.from({ length: batch.batch * enc.dim }, (_, i) => Math.sin(i * 0.7) + 0.3), [batch.batch, enc.dim]);
+    let scaleT: tf.Tensor | null = null;
     const { value, grads } = tf.variableGrads(() => {
-      const l = tf.sum(tf.mul(enc.forward(batch, training), R));
+      const terms = tf.mul(enc.forward(batch, training), R);
+      scaleT = tf.keep(tf.sum(tf.abs(terms)));
+      const l = tf.sum(terms);
       return (twice ? tf.add(l, tf.mul(tf.sum(tf.mul(enc.forward(batch, training), R)), 0.5)) : l) as tf.Scalar;
     }, enc.variables as tf.Variable[]);
     const loss = (await value.data())[0];
+    const scale = (await scaleT!.data())[0];
     const out = await Promise.all(enc.variables.map(async (v) => (await grads[v.name].data()) as Float32Array));
-    tf.dispose([R, value, ...Object.values(grads)]);
-    return { loss, grads: out };
+    tf.dispose([R, value, scaleT!, ...Object.values(grads)]);
+    return { loss, scale, grads: out };
   });
 }
 

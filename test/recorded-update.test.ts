@@ -13,11 +13,11 @@ import { kSplit } from "../server/qrag/model/webgpu/split-k.ts";
 
 const runCase = <T>(name: string): T => runCaseFile<T>("test/recorded-update-cases.ts", name);
 
-test("recorded encoder backward: loss and every variable's gradient equal the tfjs path within 1e-5 (eval and train mode, B×T 3×16, 5×64, 2×256, width 64 (aligned loads) at 6×64, weight gradients split along K, repeated ids (a real id in more than TOK_SEG rows: its token row summed in parts) and PAD, two forwards of one shape in one tape)", { skip }, () => {
+test("recorded encoder backward: the loss within 1e-6 of its terms' size (Σ|y·R|: the loss cancels) and every variable's gradient within 1e-5 of the tfjs path (eval and train mode, B×T 3×16, 5×64, 2×256, width 64 (aligned loads) at 6×64, weight gradients split along K, repeated ids (a real id in more than TOK_SEG rows: its token row summed in parts) and PAD, two forwards of one shape in one tape)", { skip }, () => {
   const r = runCase<{ worst: Record<string, { loss: number; grad: number; at: string }>; rngAfter: boolean; trainCalls: number; variables: number; gradNorm: number }>("grads");
   assert.equal(Object.keys(r.worst).length, 14, Object.keys(r.worst).join(", "));
   for (const [k, w] of Object.entries(r.worst)) {
-    assert.ok(w.loss <= 1e-5, `${k}: loss rel. diff ${w.loss}`);
+    assert.ok(w.loss <= 1e-6, `${k}: loss diff ${w.loss} of the terms' Σ|y·R|`);
     assert.ok(w.grad <= 1e-5, `${k}: gradient of ${w.at} rel. diff ${w.grad}`);
   }
   assert.equal(r.variables, 28);

@@ -14,7 +14,6 @@
  * before it, which writes the stream's gradient and the branch's (and the embedding's) both.
  */
 import { storageDecls, uniformStruct, WG, workgroupSum } from "./raw-program.ts";
-import type { MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
 import { geluBwd, lnDgb as lnDgbShader, lnDxShader } from "./gelu-layernorm.ts";
 import { halfKey } from "./half-storage.ts";
@@ -22,7 +21,7 @@ import { splitScratch, weightGradient, type GradShape } from "./split-k.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
-import { productStep, USAGE, type BackPlan, type BufferLike, type PlanBuilder, type Ref, type UniformValues } from "./recorded-encoder.ts";
+import { productStep, USAGE, type BackPlan, type BufferLike, type PlanBuilder, type UniformValues } from "./recorded-encoder.ts";
 
 /** Masked-mean backward: g[r, c] = dy[r / T, c]·w[r], one thread per element. */
 export const POOL_BWD = `${uniformStruct(["n: u32", "T: u32", "d: u32"])}
@@ -213,13 +212,12 @@ export function buildBackward(b: PlanBuilder): BackPlan {
 
   const thr = dropThreshold(dropping ? c.dropout : 0), keep = dropping ? dropoutKeepScale(c.dropout) : 1;
   const maskFields: UniformValues = [["u", thr], ["f", keep], ["u", 0], ["u", 0]];
-  /** A product; `hA`: A is an f16 activation (a weight's gradient Xᵀ·dY); `sum`: B's column sums into it too (the bias's gradient beside the weight's). */
-  const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans, hA = false, sum?: BufferLike): void => {
-    b.step(productStep({ a, b: [w], out: [out], m, n, k, trans, hA, sums: sum ? [sum] : undefined }));
-  };
-  /** The gradients of x·W + b (W variable w, [n, k] in the forward) given dY = g [N, k]: dX, then dW and db in one product. */
+  /**
+   * The gradients of x·W + b (W variable w, [n, k] in the forward) given dY = g [N, k]: dX, then
+   * dW and db in one product (split along K where it has few tiles; `half`: x is an f16 activation).
+   */
   const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number): void => {
-    matmul(g, { weight: w }, dx, N, n, k, { b: true });
+    b.step(productStep({ a: g, b: [{ weight: w }], out: [dx], m: N, n, k, trans: { b: true } }));
     weightGradient(b, { a: x, b: [g], out: [grads[w]], m: n, n: k, k: N, trans: { a: true }, hA: half, sums: [grads[w + 1]] }, scratch);
   };
   const rows: UniformValues = [["u", N], ["u", d]];
