@@ -27,34 +27,35 @@ async function gradsCase() {
   let gradNorm = 0;
   for (const [name, batch] of batches) {
     for (const training of [false, true]) {
-      const twice = name.endsWith("twice");
-      const a = await lossAndGrads(rec, batch, training, true, twice);
-      const b = await lossAndGrads(ref, batch, training, false, twice);
-      const w = { loss: Math.abs(a.loss - b.loss) / b.scale, grad: 0, at: "" };
-      b.grads.forEach((g, i) => {
-        const d = relDiff(a.grads[i], g);
-        if (!(d <= w.grad)) Object.assign(w, { grad: d, at: rec.variables[i].name });
-        for (const x of g) gradNorm += x * x;
-      });
-      worst[`${name} ${training ? "train" : "eval"}`] = w;
+      const c = await compare(rec, ref, batch, training, name.endsWith("twice"));
+      worst[`${name} ${training ? "train" : "eval"}`] = c.worst;
+      gradNorm += c.sumSq;
     }
   }
   // width 64: every weight gradient aligned (vec4 loads) and split along K in 2
   const wide = { ...CONFIG, dim: 64, hidden: 128 };
   const [rec64, ref64] = [new TransformerEncoder(wide, new Rng(4)), new TransformerEncoder(wide, new Rng(4))];
-  for (const training of [false, true]) {
-    const batch = batchOf(6, 64, 8);
-    const a = await lossAndGrads(rec64, batch, training, true);
-    const b = await lossAndGrads(ref64, batch, training, false);
-    const w = { loss: Math.abs(a.loss - b.loss) / b.scale, grad: 0, at: "" };
-    b.grads.forEach((g, i) => {
-      const d = relDiff(a.grads[i], g);
-      if (!(d <= w.grad)) Object.assign(w, { grad: d, at: rec64.variables[i].name });
-    });
-    worst[`d64 6x64 ${training ? "train" : "eval"}`] = w;
-  }
+  for (const training of [false, true]) worst[`d64 6x64 ${training ? "train" : "eval"}`] = (await compare(rec64, ref64, batchOf(6, 64, 8), training)).worst;
   const rngAfter = rec.dropoutRng.nextU32() === ref.dropoutRng.nextU32();
   return { worst, rngAfter, trainCalls: recorderStats.trainCalls - calls0, variables: rec.variables.length, gradNorm: Math.sqrt(gradNorm) };
+}
+
+/**
+ * One call recorded (`rec`) against the tfjs path (`ref`, the same weights): the loss's difference
+ * on its terms' size and the worst gradient's relative difference (which variable), and Σ g² of
+ * the tfjs gradients.
+ */
+async function compare(rec: TransformerEncoder, ref: TransformerEncoder, batch: TokenBatch, training: boolean, twice = false): Promise<{ worst: { loss: number; grad: number; at: string }; sumSq: number }> {
+  const a = await lossAndGrads(rec, batch, training, true, twice);
+  const b = await lossAndGrads(ref, batch, training, false, twice);
+  const worst = { loss: Math.abs(a.loss - b.loss) / b.scale, grad: 0, at: "" };
+  let sumSq = 0;
+  b.grads.forEach((g, i) => {
+    const d = relDiff(a.grads[i], g);
+    if (!(d <= worst.grad)) Object.assign(worst, { grad: d, at: rec.variables[i].name });
+    for (const x of g) sumSq += x * x;
+  });
+  return { worst, sumSq };
 }
 
 /** Repeated update-shaped calls: what each creates, and what one forward + backward counts. */

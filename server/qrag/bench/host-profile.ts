@@ -50,7 +50,7 @@ export function shortFile(url: string): string {
 /** Self time by function and by file from a V8 CPU profile (`top` of each), the profiler's own calls left out. */
 export function summarizeProfile(p: CpuProfile, top = 25): HostProfile {
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const profiler = profilerNodes(p.nodes);
+  const profiler = profilerNodes(p.nodes, byId);
   const fns = new Map<string, { fn: string; at: string; us: number }>();
   const files = new Map<string, number>();
   const categories = { idle: 0, gc: 0, program: 0, js: 0 };
@@ -90,9 +90,8 @@ export function summarizeProfile(p: CpuProfile, top = 25): HostProfile {
  * in Profiler.start's `dispatch` and carries the time since the profile began: 56 ms of a
  * 3-iteration profile on lavapipe, 108 ms on the H200 (run 6), more than any function of the run.
  */
-function profilerNodes(nodes: ProfileNode[]): Set<number> {
+function profilerNodes(nodes: ProfileNode[], byId: ReadonlyMap<number, ProfileNode>): Set<number> {
   const out = new Set<number>();
-  const byId = new Map(nodes.map((n) => [n.id, n]));
   const mark = (id: number): void => {
     if (out.has(id)) return;
     out.add(id);
