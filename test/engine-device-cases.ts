@@ -266,9 +266,10 @@ async function bertCase() {
  * One Boltzmann rollout and one random rollout (episodes ending mid-rollout, bootstrap values, the
  * values in several batches) on cpu and on webgpu with the same seeds: picks, V_target of every
  * state and the bootstrap values, and on webgpu the reads per phase. `overrides` and `source`
- * change the default (the workload's uniform chunks, episodes that run to max_steps).
+ * change the default (the workload's uniform chunks, episodes that run to max_steps: two runs of
+ * 4 lock-steps and a lone one in a rollout of 9).
  */
-async function rolloutCase(overrides: string[] = ["envs.feedback.never_terminate=true"], source = () => workloadSource(30, 1), exploreEps = 0, dataRoot?: string) {
+async function rolloutCase(overrides: string[] = ["envs.feedback.never_terminate=true", "envs.max_steps=4"], source = () => workloadSource(30, 1), exploreEps = 0, dataRoot?: string) {
   const config = resolveConfig({
     preset: "tiny",
     overrides: ["envs_parallel=2", "batch_size=16", "algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=128", "algo.encoder.dropout=0", ...overrides],
@@ -346,7 +347,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
   "rollout-hf": async () => {
     const root = bertTinyRoot(0);
     try {
-      return await rolloutCase(["algo.encoder.type=hf", "algo.encoder.path=models/bert-tiny", "max_action_length_in_memory=12", "envs.feedback.never_terminate=true"], variedSource, 0.3, root);
+      return await rolloutCase(["algo.encoder.type=hf", "algo.encoder.path=models/bert-tiny", "max_action_length_in_memory=12", "envs.feedback.never_terminate=true", "envs.max_steps=4"], variedSource, 0.3, root);
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
     }

@@ -15,7 +15,7 @@ import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgp
 import { attentionDense } from "../server/qrag/model/device-ops.ts";
 import { twinLoss } from "../server/qrag/model/qfunction.ts";
 import { rotaryFused, rotaryPair } from "../server/qrag/model/webgpu/rotary.ts";
-import { gatherRows, joinRows } from "../server/qrag/model/webgpu/join-rows.ts";
+import { gatherRows, joinFlat, joinRows } from "../server/qrag/model/webgpu/join-rows.ts";
 import { accumulateFused } from "../server/qrag/model/webgpu/accumulate.ts";
 import { gpuTimingOff, gpuTimingOn, settleGpuTimes } from "../server/qrag/backend/gpu-timing.ts";
 import { rotateTf } from "../server/qrag/model/rotary.ts";
@@ -618,7 +618,14 @@ async function joinRowsRun(backend: "cpu" | "webgpu") {
   const doubled = tf.mul(joined, 2);
   const values = await readAll([joined, doubled, gathered]);
   none.dispose();
-  return { values, noneShape: none.shape, outside, gatherKernels: (counts?.kernels ?? 0) - (counts?.fused ?? 0), gatherDispatches: counts?.dispatches ?? 0 };
+  // joinFlat: int32 tensors of several shapes end to end (the rollout's lock-step runs, read at once), disposed before the read
+  const ints = [[2, 3], [0], [5]].map((shape, k) => tf.tensor(Int32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => (i + 1) * (k + 7) - 40), shape, "int32"));
+  const flat = backend === "webgpu" ? joinFlat(ints) : tf.concat(ints.map((t) => t.flatten()), 0);
+  tf.dispose(ints);
+  const mixed = backend === "webgpu" ? errorOf(() => joinFlat([flat, tf.zeros([2])])) : "";
+  const flatValues = Array.from(await flat.data());
+  flat.dispose();
+  return { values, noneShape: none.shape, outside, gatherKernels: (counts?.kernels ?? 0) - (counts?.fused ?? 0), gatherDispatches: counts?.dispatches ?? 0, flatValues, mixed };
 }
 
 function errorOf(f: () => unknown): string {
@@ -637,6 +644,7 @@ async function joinRowsCase() {
     rows: gpu.values[0].length / 12, joined: relDiff(gpu.values[0], cpu.values[0]), read: relDiff(gpu.values[1], cpu.values[1]),
     gatheredRows: gpu.values[2].length / 12, gathered: relDiff(gpu.values[2], cpu.values[2]), noneShape: gpu.noneShape, outside: gpu.outside,
     gatherKernels: gpu.gatherKernels, gatherDispatches: gpu.gatherDispatches,
+    flat: gpu.flatValues, flatCpu: cpu.flatValues, mixed: gpu.mixed,
   };
 }
 

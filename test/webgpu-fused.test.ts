@@ -153,8 +153,11 @@ test("GPU time per program (timing byProgram): each program of ours in a pass of
   assert.deepEqual(together.told, apart.told);
 });
 
-test("joinRows on webgpu (buffer copies, no kernel) equals tf.concat on cpu: empty and one-row blocks, inputs disposed before the read, a program reading the result; gatherRows (one program, no tfjs kernel) equals tf.gather: rows out of order, repeated, none; a row outside is refused", { skip }, () => {
-  const r = runCase<{ rows: number; joined: number; read: number; gatheredRows: number; gathered: number; noneShape: number[]; outside: string; gatherKernels: number; gatherDispatches: number }>("join-rows");
+test("joinRows on webgpu (buffer copies, no kernel) equals tf.concat on cpu: empty and one-row blocks, inputs disposed before the read, a program reading the result; joinFlat joins int32 tensors of any shape end to end and refuses mixed dtypes; gatherRows (one program, no tfjs kernel) equals tf.gather: rows out of order, repeated, none; a row outside is refused", { skip }, () => {
+  const r = runCase<{ rows: number; joined: number; read: number; gatheredRows: number; gathered: number; noneShape: number[]; outside: string; gatherKernels: number; gatherDispatches: number; flat: number[]; flatCpu: number[]; mixed: string }>("join-rows");
+  assert.equal(r.flat.length, 11);
+  assert.deepEqual(r.flat, r.flatCpu);
+  assert.equal(r.mixed, "joinFlat: float32 among int32");
   assert.equal(r.rows, 74);
   assert.equal(r.joined, 0);
   assert.equal(r.read, 0);

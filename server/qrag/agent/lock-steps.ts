@@ -4,7 +4,9 @@
  * does between them depends on what happened, except the picks themselves; those are sampled on
  * the device from numbers the host draws now, in the order the host path draws them, and the
  * next state is packed there. The host then reads the environments' selected lists once and
- * replays the S steps (rewards, texts, values) as the step-by-step path would have.
+ * replays the S steps (rewards, texts, values) as the step-by-step path would have. Runs can be
+ * queued back to back before that read where every episode surely ends with a run (rollout.ts
+ * deviceRuns): their rows are read together (readLockStepRuns).
  *
  * Applies on webgpu to encoders that pack states on the device (encoder.ts DeviceStates: the
  * built-in transformer and a Hugging Face BERT), up to the fused top-k's 8,192 candidates;
@@ -27,6 +29,7 @@ import { rotaryRows } from "../model/device-ops.ts";
 import { storageBufferLimit } from "../model/webgpu/raw-program.ts";
 import { ENV_HEADER, lockStep, type LockStepInputs, type LockStepShape } from "../model/webgpu/lock-step.ts";
 import { availTensor } from "./device-scoring.ts";
+import { joinFlat } from "../model/webgpu/join-rows.ts";
 import { scoreLayout, type CandidateRef, type JoinedBlocks } from "./device-candidates.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
 import { embedStatesDevice } from "./networks.ts";
@@ -88,14 +91,48 @@ function rowLength(p: Pieces, selected: readonly number[]): number {
 }
 
 /**
- * Runs `S` lock-steps of `envs` on the device (the first on `first`, the states as the host packs
- * them) and returns each step's picks [S][E], or null where this path does not apply (the caller
- * then steps one read at a time; nothing was drawn from `rng`).
+ * `S` lock-steps of `envs` queued on the device and not read: the environments' rows after the
+ * last step (`env`, int32; each row's selected list holds the run's picks), to read once the
+ * caller has nothing left to queue (readLockStepRuns). `numSteps`: each episode's steps before the run.
  */
-export async function deviceLockSteps(enc: QEncoder, envs: readonly LockStepEnv[], joined: JoinedBlocks, first: readonly (readonly string[])[], S: number, st: LockStepSettings, rng: Rng): Promise<number[][] | null> {
+export interface LockStepRun {
+  env: tf.Tensor;
+  S: number;
+  /** Ints per environment row (ENV_HEADER + 2·M). */
+  H: number;
+  numSteps: number[];
+}
+
+/** A run's picks [S][E] from its environment rows, read at `offset` of `rows` (several runs read together). */
+function lockStepPicks(run: LockStepRun, rows: Int32Array, offset: number): number[][] {
+  return Array.from({ length: run.S }, (_, s) => run.numSteps.map((n, e) => rows[offset + e * run.H + ENV_HEADER + n + s]));
+}
+
+/** The picks [S][E] of queued runs, in their order, with one read (their rows joined by buffer copies). */
+export async function readLockStepRuns(runs: readonly LockStepRun[]): Promise<number[][][]> {
+  const all = runs.length === 1 ? runs[0].env : joinFlat(runs.map((r) => r.env));
+  try {
+    const rows = (await all.data()) as Int32Array;
+    let offset = 0;
+    return runs.map((r) => {
+      const picks = lockStepPicks(r, rows, offset);
+      offset += r.env.size;
+      return picks;
+    });
+  } finally {
+    if (all !== runs[0].env) all.dispose();
+  }
+}
+
+/**
+ * Queues `S` ≥ 1 lock-steps of `envs` on the device (the first on `first`, the states as the host
+ * packs them; the picks' numbers drawn from `rng` now), or returns null where this path does not
+ * apply (the caller then steps one read at a time; nothing was drawn).
+ */
+export function queueLockSteps(enc: QEncoder, envs: readonly LockStepEnv[], joined: JoinedBlocks, first: readonly (readonly string[])[], S: number, st: LockStepSettings, rng: Rng): LockStepRun | null {
   const ds = enc.deviceStates();
   const E = envs.length;
-  if (!ds || S < 2 || E === 0 || storageBufferLimit() < BINDINGS) return null;
+  if (!ds || S < 1 || E === 0 || storageBufferLimit() < BINDINGS) return null;
   const eps = envs.map((e) => e.episode);
   const nMax = Math.max(1, ...eps.map((ep) => ep.numChunks));
   if (nMax > MAX_CANDIDATES) return null;
@@ -154,6 +191,8 @@ export async function deviceLockSteps(enc: QEncoder, envs: readonly LockStepEnv[
   const padIdx = tf.tensor1d(layout.padIdx, "int32");
   const packed = tf.tensor1d(new Int32Array(consts.buffer), "int32");
   let cur: (Pick<LockStepInputs, "avail" | "env"> & { rows: tf.Tensor | null }) | null = null;
+  // the last step's environment rows, handed to the caller
+  let out: LockStepRun | null = null;
   let next: tf.Tensor | null = null;
   try {
     cur = { avail: availTensor(eps.map((ep) => ep.available), nMax), env: tf.tensor1d(env, "int32"), rows: rot ? tf.tensor1d(rot.rows, "int32") : null };
@@ -163,14 +202,14 @@ export async function deviceLockSteps(enc: QEncoder, envs: readonly LockStepEnv[
       next = null;
       if (!states) throw new Error(`lock-steps: no recorded forward of ${E} rows of ${Ts[s - 1]} tokens, which fits() took`);
       const table = rot && cur.rows ? { rows: cur.rows, c: rot.c, s: rot.s, maxPos } : null;
-      const out = lockStep({ states, cands: joined.cands, padIdx, rot: table, avail: cur.avail, env: cur.env, consts: packed }, sh, s, s + 1 < S ? Ts[s] : 0);
+      const step = lockStep({ states, cands: joined.cands, padIdx, rot: table, avail: cur.avail, env: cur.env, consts: packed }, sh, s, s + 1 < S ? Ts[s] : 0);
       tf.dispose([states, cur.avail, cur.env, ...(cur.rows ? [cur.rows] : [])]);
-      cur = { avail: out.avail, env: out.env, rows: out.rows };
-      next = out.next;
+      cur = { avail: step.avail, env: step.env, rows: step.rows };
+      next = step.next;
     }
-    const rows = (await cur.env.data()) as Int32Array;
-    return Array.from({ length: S }, (_, s) => eps.map((ep, e) => rows[e * H + ENV_HEADER + ep.numSteps + s]));
+    out = { env: cur.env, S, H, numSteps: eps.map((ep) => ep.numSteps) };
+    return out;
   } finally {
-    tf.dispose([padIdx, packed, ...(next ? [next] : []), ...(cur ? [cur.avail, cur.env, ...(cur.rows ? [cur.rows] : [])] : [])]);
+    tf.dispose([padIdx, packed, ...(next ? [next] : []), ...(cur ? [cur.avail, ...(cur.env === out?.env ? [] : [cur.env]), ...(cur.rows ? [cur.rows] : [])] : [])]);
   }
 }

@@ -14,7 +14,7 @@ import { applyPartialStart, type PartialStartConfig } from "../env/partial-start
 import { scoreCandidates } from "../model/rotary.ts";
 import * as tf from "@tensorflow/tfjs";
 import { boltzmannTop5, drawPick, sampleTopK, uniformAvailable } from "./policy.ts";
-import { deviceLockSteps, lockStepSpan } from "./lock-steps.ts";
+import { lockStepSpan, queueLockSteps, readLockStepRuns, type LockStepRun } from "./lock-steps.ts";
 import { availTensor, scorePolicyTopKJoined, scoreSoftValue } from "./device-scoring.ts";
 import { disposeJoined, joinBlocks, newBlock, releaseRef, scoreLayout, targetsJoined, type CandidateRef, type JoinedBlocks } from "./device-candidates.ts";
 import { onDevice, withPhase, withPhaseAsync } from "../backend/device.ts";
@@ -296,8 +296,8 @@ export class ParallelEnvs {
 
   /**
    * The rollout's lock-steps: actions, rewards and the states whose values are pending. On the
-   * device, runs of lock-steps no episode can end inside go to the device with one read
-   * (lock-steps.ts) and are replayed here; the others read their picks one step at a time.
+   * device, runs of lock-steps no episode can end inside go to the device (lock-steps.ts) and are
+   * replayed here (deviceRuns); the others read their picks one step at a time.
    */
   private async steps(nets: QNetworks, opts: CollectOptions, batch: RolloutBatch, pending: PendingValue[], retired: EnvSlot[]): Promise<void> {
     const device = onDevice();
@@ -307,26 +307,60 @@ export class ParallelEnvs {
     for (let t = 0; t < L; ) {
       await breathe();
       opts.signal?.throwIfAborted();
-      const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
-      const run = device && !opts.random ? await this.deviceRun(nets, opts, states, L - t) : null;
-      if (run) {
-        run.forEach((actions, i) => this.applyStep(nets, t + i, i === 0 ? states : this.slots.map((s) => s.episode.stateTexts(sortByIndex)), actions, i === run.length - 1, batch, pending, retired));
-        t += run.length;
+      const ran = device && !opts.random ? await this.deviceRuns(nets, opts, t, batch, pending, retired) : 0;
+      if (ran > 0) {
+        t += ran;
         continue;
       }
-      this.applyStep(nets, t, states, await this.pickActions(nets, opts, states), true, batch, pending, retired);
+      const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
+      this.applyStep(nets, t, [...this.slots], states, await this.pickActions(nets, opts, states), true, batch, pending, retired);
       t++;
     }
   }
 
-  /** Several lock-steps on the device with one read (lock-steps.ts), or null where they do not apply. */
-  private async deviceRun(nets: QNetworks, opts: CollectOptions, states: string[][], left: number): Promise<number[][] | null> {
-    const S = lockStepSpan(this.slots.map((s) => s.episode), left);
-    if (S < 2) return null;
-    const { maxInMemory, topk, sortByIndex } = this.settings;
-    this.joinedOnline ??= joinBlocks(this.slots.map((s) => s.cands!));
-    const envs = this.slots.map((s) => ({ episode: s.episode, ref: s.cands! }));
-    return deviceLockSteps(nets.policy, envs, this.joinedOnline, states, S, { maxInMemory, topk, sortByIndex, alpha: opts.alpha, eps: opts.exploreEps }, this.rng);
+  /**
+   * Runs of lock-steps from step t0 queued on the device one after another, and read once. A run
+   * ends where an episode may end; where every episode surely ends there (truncation at max_steps,
+   * whatever was picked), the next episodes do not depend on the picks, so they are drawn and
+   * embedded here and the next run is queued behind it: a rollout with one environment and
+   * never_terminate (the paper's recipe) reads once instead of once an episode, and the GPU does
+   * not wait on the host between episodes. The picks are then replayed in order, as if read run by
+   * run (the rng's numbers are drawn in the same order). Returns the lock-steps run: 0 where the
+   * device path does not apply (nothing drawn) or a lone step, which devicePolicy reads as cheaply.
+   */
+  private async deviceRuns(nets: QNetworks, opts: CollectOptions, t0: number, batch: RolloutBatch, pending: PendingValue[], retired: EnvSlot[]): Promise<number> {
+    const { stepsPerEnv: L, maxInMemory, topk, sortByIndex } = this.settings;
+    const runs: { slots: EnvSlot[]; states: string[][]; t: number; run: LockStepRun; renewed: boolean }[] = [];
+    try {
+      for (let t = t0; t < L; ) {
+        const slots = [...this.slots];
+        const S = lockStepSpan(slots.map((s) => s.episode), L - t);
+        const renew = t + S < L && slots.every((s) => s.episode.stepsToTruncation === S);
+        if (S < 1 || (S < 2 && !renew && !runs.length)) break;
+        if (runs.length) opts.signal?.throwIfAborted();
+        this.joinedOnline ??= joinBlocks(slots.map((s) => s.cands!));
+        const states = slots.map((s) => s.episode.stateTexts(sortByIndex));
+        const envs = slots.map((s) => ({ episode: s.episode, ref: s.cands! }));
+        const run = queueLockSteps(nets.policy, envs, this.joinedOnline, states, S, { maxInMemory, topk, sortByIndex, alpha: opts.alpha, eps: opts.exploreEps }, this.rng);
+        if (!run) break;
+        runs.push({ slots, states, t, run, renewed: renew });
+        t += S;
+        if (!renew) break;
+        // as applyStep does after a run's last step, in the same order
+        this.renew(nets, slots.map((_, e) => e), retired);
+      }
+      if (!runs.length) return 0;
+      const picks = await readLockStepRuns(runs.map((r) => r.run));
+      runs.forEach((r, k) =>
+        picks[k].forEach((actions, i) => {
+          const states = i === 0 ? r.states : r.slots.map((s) => s.episode.stateTexts(sortByIndex));
+          this.applyStep(nets, r.t + i, r.slots, states, actions, i === r.run.S - 1, batch, pending, retired, r.renewed);
+        }),
+      );
+      return runs.reduce((n, r) => n + r.run.S, 0);
+    } finally {
+      for (const r of runs) r.run.env.dispose();
+    }
   }
 
   /** One lock-step's picks, one per environment: the policy's (its top-k read from the device, or scored here), or uniform in the random phase. */
@@ -362,14 +396,15 @@ export class ParallelEnvs {
   }
 
   /**
-   * Applies lock-step t's picks: the transitions into the batch, the states' pending values, and
-   * (when `last`, the end of a device run) fresh episodes for those that ended. An episode ending
-   * before its run's last step is a bug in lockStepSpan, and throws.
+   * Applies lock-step t's picks to `slots` (the environments as the step found them): the
+   * transitions into the batch, the states' pending values, and (when `last`, the end of a device
+   * run) fresh episodes for those that ended, unless deviceRuns `renewed` them all already. An
+   * episode ending before its run's last step is a bug in lockStepSpan, and throws.
    */
-  private applyStep(nets: QNetworks, t: number, states: string[][], actions: readonly number[], last: boolean, batch: RolloutBatch, pending: PendingValue[], retired: EnvSlot[]): void {
+  private applyStep(nets: QNetworks, t: number, slots: readonly EnvSlot[], states: string[][], actions: readonly number[], last: boolean, batch: RolloutBatch, pending: PendingValue[], retired: EnvSlot[], renewed = false): void {
     const L = this.settings.stepsPerEnv;
     const ended: number[] = [];
-    this.slots.forEach((slot, e) => {
+    slots.forEach((slot, e) => {
       const ep = slot.episode;
       const k = e * L + t;
       pending[k] = this.pendingOf(slot, states[e]);
@@ -388,15 +423,21 @@ export class ParallelEnvs {
         ended.push(e);
       }
     });
-    // reset finished envs; their new candidates are embedded together (one batch per encoder)
-    if (ended.length) {
-      const fresh = ended.map(() => this.newSlot());
-      this.embed(nets, fresh);
-      ended.forEach((e, i) => {
-        retired.push(this.slots[e]);
-        this.slots[e] = fresh[i];
-      });
-      this.dropJoined();
+    if (renewed) {
+      if (last && ended.length !== slots.length) throw new Error(`rollout: ${slots.length - ended.length} episode(s) ran on past lock-step ${t}, where truncation had to end them`);
+    } else if (ended.length) {
+      this.renew(nets, ended, retired);
     }
+  }
+
+  /** Fresh episodes in place of the slots `ended` (in that order); their new candidates are embedded together (one batch per encoder). */
+  private renew(nets: QNetworks, ended: readonly number[], retired: EnvSlot[]): void {
+    const fresh = ended.map(() => this.newSlot());
+    this.embed(nets, fresh);
+    ended.forEach((e, i) => {
+      retired.push(this.slots[e]);
+      this.slots[e] = fresh[i];
+    });
+    this.dropJoined();
   }
 }

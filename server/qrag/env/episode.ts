@@ -80,13 +80,18 @@ export class RetrievalEpisode {
     return this.finished;
   }
 
+  /** Steps until truncation (max_steps, or every chunk taken) ends this episode, whatever it picks. */
+  get stepsToTruncation(): number {
+    return Math.min(this.maxSteps, this.available.length) - this.order.length;
+  }
+
   /**
    * Steps this episode takes before it can end: the next `stepsBeforeEnd − 1` steps surely do not
    * end it (truncation is that far off, and completion needs every missing support chunk, one a
    * step), the one after may. What the rollout's device lock-steps run without the host.
    */
   get stepsBeforeEnd(): number {
-    const left = Math.min(this.maxSteps, this.available.length) - this.order.length;
+    const left = this.stepsToTruncation;
     const fb = this.feedback;
     const completes = fb.config.neverTerminate || fb.completed ? Infinity : Math.max(1, fb.missing);
     return Math.max(0, Math.min(left, completes));

@@ -13,9 +13,20 @@ import { recordTensorCopy } from "./in-place.ts";
 export function joinRows(parts: readonly tf.Tensor2D[]): tf.Tensor2D {
   const d = parts[0].shape[1];
   for (const p of parts) if (p.shape[1] !== d || p.dtype !== "float32") throw new Error(`joinRows: [${p.shape}] ${p.dtype} among float32 [*, ${d}]`);
+  return joined(parts, [parts.reduce((n, p) => n + p.shape[0], 0), d]) as tf.Tensor2D;
+}
+
+/** Tensors of one dtype (float32 or int32) end to end, as one 1-D tensor: several results read with one read. */
+export function joinFlat(parts: readonly tf.Tensor[]): tf.Tensor1D {
+  const dtype = parts[0].dtype;
+  for (const p of parts) if (p.dtype !== dtype) throw new Error(`joinFlat: ${p.dtype} among ${dtype}`);
+  return joined(parts, [parts.reduce((n, p) => n + p.size, 0)]) as tf.Tensor1D;
+}
+
+/** The parts' buffers copied one after another into a new tensor of `shape` (recordTensorCopy checks the dtype). */
+function joined(parts: readonly tf.Tensor[], shape: number[]): tf.Tensor {
   const be = webgpuBackend() as BackendLike;
-  const rows = parts.reduce((n, p) => n + p.shape[0], 0);
-  const out = be.makeTensorInfo([rows, d], "float32");
+  const out = be.makeTensorInfo(shape, parts[0].dtype);
   be.uploadToGPU(out.dataId);
   const dst = be.tensorMap.get(out.dataId).resource as BufferLike;
   let offset = 0;
@@ -23,7 +34,7 @@ export function joinRows(parts: readonly tf.Tensor2D[]): tf.Tensor2D {
     recordTensorCopy(be, p, dst, offset);
     offset += p.size * 4;
   }
-  const t = tf.engine().makeTensorFromTensorInfo(out) as tf.Tensor2D;
+  const t = tf.engine().makeTensorFromTensorInfo(out);
   recordedIntoTfjs(be, [t]);
   return t;
 }
