@@ -21,6 +21,8 @@ interface HotLoop {
   dispatchesPerIteration: number;
   tfjsKernelsPerIteration: number;
   submitsPerIteration: number;
+  /** Absent in files from before 2026-11-29. */
+  readsPerIteration?: number;
   hostMsPerIteration: number;
   readWaitMsPerIteration: number;
   /** Absent in files from before timestamp queries; null where the adapter had none. */
@@ -121,7 +123,7 @@ export function gpuTable(ours: OursFile, torch: TorchFile, tm: TorchMatmul, te: 
   if (h) {
     lines.push(
       `\nPer training iteration (transformer): ${n0(h.dispatchesPerIteration)} GPU dispatches, ${n0(h.tfjsKernelsPerIteration)} tfjs kernels, ` +
-        `${n0(h.submitsPerIteration)} command buffers submitted; ${n0(h.hostMsPerIteration)} ms of host time and ${n0(h.readWaitMsPerIteration)} ms awaiting reads ` +
+        `${n0(h.submitsPerIteration)} command buffers submitted${h.readsPerIteration === undefined ? "" : `, ${n0(h.readsPerIteration)} reads`}; ${n0(h.hostMsPerIteration)} ms of host time and ${n0(h.readWaitMsPerIteration)} ms awaiting reads ` +
         `(of ${n0(w!.training.iterationSeconds.median * 1000)} ms).`,
     );
     if (typeof h.gpuMsPerIteration === "number") {

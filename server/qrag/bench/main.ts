@@ -140,7 +140,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
       const counts = await (await import("./dispatch.ts")).benchDispatch(log, 1, "counts");
       result.dispatchCounts = counts;
       if (!counts.withinCeiling) {
-        const over = (["dispatches", "submits", "tfjsKernels"] as const).filter((k) => counts[`${k}PerIteration`] > counts.ceiling[k]);
+        const over = (["dispatches", "submits", "tfjsKernels", "reads"] as const).filter((k) => counts[`${k}PerIteration`] > (counts.ceiling[k] ?? Infinity));
         throw new Error(`the hot loop is over its ceiling (bench/dispatch-summary.ts DISPATCH_CEILING): ${over.map((k) => `${k} ${counts[`${k}PerIteration`]} > ${counts.ceiling[k]}`).join(", ")}`);
       }
     }
