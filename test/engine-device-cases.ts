@@ -11,7 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff } from "./device-case-runner.ts";
-import { passesAgainstOnePass } from "./learner-passes-helpers.ts";
+import { passesAgainstOnePass, tensorTargetsAgainstHost } from "./learner-passes-helpers.ts";
 import { counterSnapshot, resetCounters, withPhaseAsync } from "../server/qrag/backend/device.ts";
 import { createEncoder } from "../server/qrag/model/factory.ts";
 import type { EncoderConfig, TokenBatch } from "../server/qrag/model/encoder.ts";
@@ -30,6 +30,8 @@ import type { Sample, SampleSource } from "../server/qrag/types.ts";
 import { listSource } from "../server/qrag/data/json-records.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
+import { lambdaTargetsFused } from "../server/qrag/model/webgpu/lambda-returns.ts";
+import { lambdaTargets } from "../server/qrag/agent/lambda-returns.ts";
 
 function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
   if (a.length !== b.length) return Infinity;
@@ -330,10 +332,41 @@ function variedSource(): SampleSource {
 
 async function passesCase() {
   await onBackend("webgpu");
-  return passesAgainstOnePass(3);
+  return { ...(await passesAgainstOnePass(3)), tensorTargets: { onePass: await tensorTargetsAgainstHost(0), passes: await tensorTargetsAgainstHost(3) } };
+}
+
+/**
+ * lambdaTargetsFused against the host's lambdaTargets on rows of 3 environments: random rewards and
+ * values, not-done 0 at a few steps (episodes ending inside the rows), with the bootstrap column
+ * (as iteration.ts widens them) and without, in both modes.
+ */
+async function lambdaTargetsCase() {
+  await onBackend("webgpu");
+  const rng = new Rng(17);
+  const E = 3, L = 7, gamma = 0.99, lambda = 0.8;
+  const reward = Float32Array.from({ length: E * L }, () => (rng.int(4) === 0 ? 1 : 0));
+  const notDone = Float32Array.from({ length: E * L }, (_, i) => (i % L === 2 || i === 12 ? 0 : 1));
+  const values = Float32Array.from({ length: E * L + E }, () => rng.next() * 2 - 0.5);
+  const cases = [];
+  for (const mode of ["intended", "reference"] as const) {
+    for (const bootstrap of [false, true]) {
+      const V = tf.tensor1d(bootstrap ? values : values.subarray(0, E * L));
+      const t = lambdaTargetsFused({ values: V, reward, notDone, E, L, bootstrap }, gamma, lambda, mode);
+      const got = (await t.data()) as Float32Array;
+      tf.dispose([V, t]);
+      // iteration.ts's host path: the rows widened by the bootstrap column
+      const Lw = bootstrap ? L + 1 : L;
+      const widen = (a: Float32Array, last: (e: number) => number) => Float32Array.from({ length: E * Lw }, (_, i) => (i % Lw < L ? a[Math.floor(i / Lw) * L + (i % Lw)] : last(Math.floor(i / Lw))));
+      const rows = bootstrap ? { reward: widen(reward, () => 0), notDone: widen(notDone, () => 1), value: widen(values, (e) => values[E * L + e]) } : { reward, notDone, value: values.subarray(0, E * L) };
+      const want = lambdaTargets(rows, E, Lw, gamma, lambda, mode);
+      cases.push({ name: `${mode}${bootstrap ? ", bootstrap" : ""}`, n: got.length === want.length ? got.length : 0, diff: maxAbs(got, want), scale: Math.max(1, ...Array.from(want, Math.abs)) });
+    }
+  }
+  return { cases };
 }
 
 const CASES: Record<string, () => Promise<unknown>> = {
+  "lambda-targets": lambdaTargetsCase,
   "half-training": () => halfTrainingCase(),
   "storage-label": storageLabelCase,
   passes: passesCase,

@@ -29,11 +29,21 @@ for (const kind of ["transformer", "bow"] as const) {
   });
 }
 
-test("the update in passes (pass_batch_size 3) equals the one-pass update on webgpu", { skip }, () => {
-  const r = runCase<{ lossDiff: number; weightDiff: number; moved: number }>("passes");
+test("the update in passes (pass_batch_size 3) equals the one-pass update on webgpu; targets given as a tensor (the iteration's, never read) train as the same numbers given from the host, in one pass and gathered by state length in passes", { skip }, () => {
+  const r = runCase<{ lossDiff: number; weightDiff: number; moved: number; tensorTargets: { onePass: number; passes: number } }>("passes");
   assert.ok(r.lossDiff <= 1e-5, `loss differs by ${r.lossDiff} (relative)`);
   assert.ok(r.weightDiff <= 1e-5, `largest weight difference ${r.weightDiff}`);
   assert.ok(r.moved > 1e-3, `the updates moved the weights by ${r.moved}`);
+  assert.deepEqual(r.tensorTargets, { onePass: 0, passes: 0 }, "weights apart with the targets as a tensor");
+});
+
+test("λ-return targets on webgpu (one thread per environment, float32) equal the host's (float64 sums) within 1e-6: both modes, with and without the bootstrap column, episodes ending inside the rows", { skip }, () => {
+  const r = runCase<{ cases: { name: string; n: number; diff: number; scale: number }[] }>("lambda-targets");
+  assert.equal(r.cases.length, 4);
+  for (const c of r.cases) {
+    assert.ok(c.n > 0, `${c.name}: no targets`);
+    assert.ok(c.diff <= 1e-6 * c.scale, `${c.name}: max |Δ| ${c.diff} (targets up to ${c.scale})`);
+  }
 });
 
 interface GreedyRun {
@@ -57,15 +67,17 @@ test("greedy episodes on webgpu pick what the cpu path picks, with one read per 
   assert.equal(ev.reads, gpu.pred.length, `one read per step: ${JSON.stringify(gpu.counts)}`);
 });
 
-test("training iterations on webgpu: no synchronous read, fewer reads than policy lock-steps and one per rollout for the values, none in the update", { skip }, () => {
+test("training iterations on webgpu: no synchronous read, fewer reads than policy lock-steps, none for the values (the λ-returns taken on the device) nor in the update", { skip }, () => {
   const r = runCase<{ counts: Counts; iterations: number; policyIterations: number; stepsPerEnv: number; applied: boolean[]; loss: number; gradNorm: number; moved: boolean }>("training");
   for (const [p, c] of Object.entries(r.counts)) assert.equal(c?.syncReads, 0, `${p}: synchronous reads`);
   assert.ok(r.policyIterations > 0 && r.policyIterations < r.iterations, `random and Boltzmann rollouts (${r.policyIterations} of ${r.iterations})`);
   // the policy's picks: lock-steps run on the device, at least one read per rollout and fewer than one per lock-step; random picks need none
   const reads = r.counts.rollout?.reads ?? 0;
   assert.ok(reads >= r.policyIterations && reads < r.policyIterations * r.stepsPerEnv, `${reads} reads: ${JSON.stringify(r.counts)}`);
-  // V_target of every state and the bootstrap values: one batch, one read per rollout
-  assert.equal(r.counts.target?.reads ?? 0, r.iterations, JSON.stringify(r.counts));
+  // V_target of every state and the bootstrap values stay on the device: the λ-returns are taken there, no read
+  assert.equal(r.counts.target?.reads ?? 0, 0, JSON.stringify(r.counts));
+  assert.ok((r.counts.target?.dispatches ?? 0) > 0, "the values and the λ-returns ran in the target phase");
+  assert.equal(r.counts.other?.reads ?? 0, 0, JSON.stringify(r.counts));
   assert.equal(r.counts.update?.reads ?? 0, 0, "no read in the update");
   assert.equal(r.counts.encode?.reads ?? 0, 0, "no read while embedding candidates");
   assert.ok(r.applied.every(Boolean), "an optimizer step per iteration");

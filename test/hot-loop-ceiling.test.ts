@@ -48,7 +48,7 @@ test("one training iteration on webgpu stays within the hot loop's ceiling (the 
     assert.ok(c.dispatchesPerIteration <= DISPATCH_CEILING.dispatches, `dispatches ${c.dispatchesPerIteration} > ${DISPATCH_CEILING.dispatches}`);
     assert.ok(c.submitsPerIteration <= DISPATCH_CEILING.submits, `submits ${c.submitsPerIteration} > ${DISPATCH_CEILING.submits}`);
     assert.ok(c.tfjsKernelsPerIteration <= DISPATCH_CEILING.tfjsKernels, `tfjs kernels ${c.tfjsKernelsPerIteration} > ${DISPATCH_CEILING.tfjsKernels}`);
-    // the rollout's runs of lock-steps read together, then the values: each read drains the GPU
+    // the rollout's runs of lock-steps read together, the values never (λ-returns on the device): each read drains the GPU
     assert.ok(c.readsPerIteration <= DISPATCH_CEILING.reads!, `reads ${c.readsPerIteration} > ${DISPATCH_CEILING.reads}: ${JSON.stringify(c.perPhase)}`);
     assert.equal(c.withinCeiling, true);
     // the optimizer writes the variables in place: the recorded plans bind the same buffers every iteration, none made again

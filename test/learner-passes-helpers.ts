@@ -1,4 +1,5 @@
 /** Shared by learner-passes.test.ts (cpu) and engine-device-cases.ts (webgpu): the update in passes against one pass. */
+import * as tf from "@tensorflow/tfjs";
 import { Learner } from "../server/qrag/agent/learner.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
 import { resolveConfig } from "../server/qrag/config/config.ts";
@@ -31,15 +32,24 @@ export function learnerWith(passSize: number, dropout = 0): { nets: QNetworks; l
   return { nets, learner: new Learner(nets, { ...config.algo, optimizer: { ...config.algo.optimizer, lr: 1e-2 } }, 10, 1, passSize) };
 }
 
-/** Three updates with the given pass size (the first at the warm-up’s lr 0) on fresh, identically seeded networks: losses and final weights. */
-export async function threeUpdates(passSize: number, dropout = 0): Promise<{ losses: number[]; weights: number[]; init: number[] }> {
+/**
+ * Three updates with the given pass size (the first at the warm-up’s lr 0) on fresh, identically
+ * seeded networks: losses and final weights. `tensorTargets`: the targets as a tensor, as the
+ * device path's iteration hands them over (its values never read).
+ */
+export async function threeUpdates(passSize: number, dropout = 0, tensorTargets = false): Promise<{ losses: number[]; weights: number[]; init: number[] }> {
   const { nets, learner } = learnerWith(passSize, dropout);
   const flat = async () => (await nets.state.exportWeightsAsync()).flatMap((w) => Array.from(w.data));
   try {
     const init = await flat();
     const losses: number[] = [];
     for (let i = 0; i < 3; i++) {
-      await learner.microStep(batch, lengths);
+      const targets = tensorTargets ? tf.tensor1d(batch.targets) : batch.targets;
+      try {
+        await learner.microStep({ ...batch, targets }, lengths);
+      } finally {
+        if (targets instanceof tf.Tensor) targets.dispose();
+      }
       losses.push((await learner.lastStats()).loss); // the device path keeps the loss on the device
     }
     return { losses, weights: await flat(), init };
@@ -61,4 +71,17 @@ export async function passesAgainstOnePass(passSize: number): Promise<{ lossDiff
     moved = Math.max(moved, Math.abs(one.weights[i] - one.init[i]));
   }
   return { lossDiff, weightDiff, moved, losses: one.losses };
+}
+
+/**
+ * The largest weight difference between updates given host targets and the same targets as a
+ * tensor (the device path's: the caller's tensor in one pass, its rows gathered by state length in
+ * passes): the same numbers, so the same weights.
+ */
+export async function tensorTargetsAgainstHost(passSize: number): Promise<number> {
+  const host = await threeUpdates(passSize);
+  const tensor = await threeUpdates(passSize, 0, true);
+  let diff = host.weights.length === tensor.weights.length ? 0 : Infinity;
+  for (let i = 0; i < host.weights.length; i++) diff = Math.max(diff, Math.abs(host.weights[i] - tensor.weights[i]));
+  return diff;
 }

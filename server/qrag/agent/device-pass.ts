@@ -20,7 +20,7 @@ import type { QNetworks } from "./networks.ts";
  * recorded taped path (the caller runs tfjs's tape; nothing was drawn, or, if only the action
  * encoder lacks one, the state forward's activations are released and its masks are redrawn).
  */
-export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBatch, positions: Int32Array, targets: Float32Array, weight: number): { value: tf.Scalar; grads: tf.Tensor[] } | null {
+export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBatch, positions: Int32Array, G: tf.Tensor1D, weight: number): { value: tf.Scalar; grads: tf.Tensor[] } | null {
   if (!onDevice()) return null;
   const s = nets.state.tapedForward(states, true);
   if (!s) return null;
@@ -31,11 +31,10 @@ export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBa
     return null;
   }
   const rot = rotaryPair(a.y, positions);
-  const G = tf.tensor1d(targets);
   const { loss, ds, da } = twinLossGrads(s.y, rot ? rot.y : a.y, G, weight);
   const daRaw = rot ? rot.backward(da) : da;
   const grads = [...s.backward(ds), ...a.backward(daRaw)];
-  tf.dispose([s.y, a.y, G, ds, da, daRaw, ...(rot ? [rot.y] : [])]);
+  tf.dispose([s.y, a.y, ds, da, daRaw, ...(rot ? [rot.y] : [])]);
   rot?.dispose();
   return { value: loss, grads };
 }

@@ -3,10 +3,12 @@
  * Shared by `train()` and the benchmarks, so the benchmark times exactly the code users train with.
  */
 import type { RunConfig } from "../config/config.ts";
-import { withPhaseAsync } from "../backend/device.ts";
+import { withPhase, withPhaseAsync } from "../backend/device.ts";
 import { episodeConfig } from "../data/sources.ts";
 import { trimWebgpuPool } from "../backend/webgpu-pool.ts";
+import type * as tf from "@tensorflow/tfjs";
 import { lambdaTargets } from "./lambda-returns.ts";
+import { lambdaTargetsFused } from "../model/webgpu/lambda-returns.ts";
 import type { Learner, MicroStepResult } from "./learner.ts";
 import type { QNetworks } from "./networks.ts";
 import type { ParallelEnvs, RolloutBatch, RolloutSettings } from "./rollout.ts";
@@ -60,23 +62,32 @@ export function trainIteration(envs: ParallelEnvs, learner: Learner, nets: QNetw
 async function iterate(envs: ParallelEnvs, learner: Learner, nets: QNetworks, config: RunConfig, random: boolean, signal?: AbortSignal): Promise<IterationResult> {
   const t0 = performance.now();
   const bootstrap = !config.algo.hyperparams.drop_last_transition;
+  // on the device the values stay there and the λ-returns are taken there: no read before the update
   const batch = await withPhaseAsync("rollout", () =>
-    envs.collect(nets, { random, alpha: learner.alpha, exploreEps: exploreEpsAt(config, learner.updates), bootstrap, signal }),
+    envs.collect(nets, { random, alpha: learner.alpha, exploreEps: exploreEpsAt(config, learner.updates), bootstrap, valuesOnDevice: true, signal }),
   );
-  await new Promise((r) => setImmediate(r)); // a cancel that came during the rollout's last step
-  signal?.throwIfAborted();
-  const { targets, keep } = buildTargets(batch, batch.bootstrap, config);
-  const t1 = performance.now();
-  const res = await withPhaseAsync("update", () =>
-    learner.microStep(
-      { states: keep.map((k) => batch.states[k]), actionTexts: keep.map((k) => batch.actionTexts[k]), positions: Int32Array.from(keep, (k) => batch.actionPositions[k]), targets },
-      { maxActionLength: config.max_action_length, maxInMemory: config.max_action_length_in_memory },
-      signal,
-    ),
-  );
-  trimWebgpuPool(); // the pooled buffers this iteration freed (webgpu-pool.ts); timed with the update
-  const t2 = performance.now();
-  return { ...res, transitions: batch.E * batch.L, rolloutSeconds: (t1 - t0) / 1000, updateSeconds: (t2 - t1) / 1000 };
+  let targets: Float32Array | tf.Tensor1D | null = null;
+  try {
+    await new Promise((r) => setImmediate(r)); // a cancel that came during the rollout's last step
+    signal?.throwIfAborted();
+    const built = withPhase("target", () => buildTargets(batch, config));
+    targets = built.targets;
+    const keep = built.keep;
+    const t1 = performance.now();
+    const res = await withPhaseAsync("update", () =>
+      learner.microStep(
+        { states: keep.map((k) => batch.states[k]), actionTexts: keep.map((k) => batch.actionTexts[k]), positions: Int32Array.from(keep, (k) => batch.actionPositions[k]), targets: targets! },
+        { maxActionLength: config.max_action_length, maxInMemory: config.max_action_length_in_memory },
+        signal,
+      ),
+    );
+    trimWebgpuPool(); // the pooled buffers this iteration freed (webgpu-pool.ts); timed with the update
+    const t2 = performance.now();
+    return { ...res, transitions: batch.E * batch.L, rolloutSeconds: (t1 - t0) / 1000, updateSeconds: (t2 - t1) / 1000 };
+  } finally {
+    batch.deviceValues?.dispose();
+    if (targets && !(targets instanceof Float32Array)) targets.dispose();
+  }
 }
 
 /**
@@ -84,14 +95,17 @@ async function iterate(envs: ParallelEnvs, learner: Learner, nets: QNetworks, co
  * reference) the last column only bootstraps; otherwise every collected transition is trained and
  * bootstrapped from V_target of the state after the rollout (the qrag_update_fix intent).
  */
-function buildTargets(batch: Pick<RolloutBatch, "E" | "L" | "reward" | "notDone" | "value">, boot: Float32Array | null, config: RunConfig): { targets: Float32Array; keep: number[] } {
-  const { E, L } = batch;
+function buildTargets(batch: RolloutBatch, config: RunConfig): { targets: Float32Array | tf.Tensor1D; keep: number[] } {
+  const { E, L, bootstrap: boot } = batch;
   const h = config.algo.hyperparams;
+  if (batch.deviceValues) {
+    const bootstrap = !h.drop_last_transition;
+    const targets = lambdaTargetsFused({ values: batch.deviceValues, reward: batch.reward, notDone: batch.notDone, E, L, bootstrap }, h.gamma, h.lambda, h.lambda_mode);
+    return { targets, keep: keptCells(E, L, bootstrap) };
+  }
   if (!boot) {
     const targets = lambdaTargets({ reward: batch.reward, notDone: batch.notDone, value: batch.value }, E, L, h.gamma, h.lambda, h.lambda_mode);
-    const keep: number[] = [];
-    for (let e = 0; e < E; e++) for (let t = 0; t < L - 1; t++) keep.push(e * L + t);
-    return { targets, keep };
+    return { targets, keep: keptCells(E, L, false) };
   }
   const L1 = L + 1;
   const widen = (src: Float32Array, last: (e: number) => number) => {
@@ -106,5 +120,13 @@ function buildTargets(batch: Pick<RolloutBatch, "E" | "L" | "reward" | "notDone"
     { reward: widen(batch.reward, () => 0), notDone: widen(batch.notDone, () => 1), value: widen(batch.value, (e) => boot[e]) },
     E, L1, h.gamma, h.lambda, h.lambda_mode,
   );
-  return { targets, keep: Array.from({ length: E * L }, (_, k) => k) };
+  return { targets, keep: keptCells(E, L, true) };
+}
+
+/** The rollout cells trained on, env-major (the targets' order): all of them with a bootstrap, else all but each row's last. */
+function keptCells(E: number, L: number, bootstrap: boolean): number[] {
+  if (bootstrap) return Array.from({ length: E * L }, (_, k) => k);
+  const keep: number[] = [];
+  for (let e = 0; e < E; e++) for (let t = 0; t < L - 1; t++) keep.push(e * L + t);
+  return keep;
 }

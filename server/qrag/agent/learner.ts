@@ -24,6 +24,7 @@ import type { TokenBatch } from "../model/encoder.ts";
 import { devicePass } from "./device-pass.ts";
 import { accumulateFused } from "../model/webgpu/accumulate.ts";
 import { rowLengths } from "../model/length-groups.ts";
+import { gatherRows } from "../model/webgpu/join-rows.ts";
 
 export interface LearnerState {
   /** Optimizer steps taken. */
@@ -32,6 +33,17 @@ export interface LearnerState {
   microSteps: number;
   alpha: number;
   optimizer: AdamWState;
+}
+
+/** λ-return targets: host numbers, or on the device a tensor (iteration.ts: the values were never read). */
+export type Targets = Float32Array | tf.Tensor1D;
+
+/** A micro-step's transitions: states (as pieces), action texts, selection-time rotary positions, targets G. */
+export interface MicroBatch {
+  states: readonly (readonly string[])[];
+  actionTexts: readonly string[];
+  positions: Int32Array;
+  targets: Targets;
 }
 
 export interface MicroStepResult {
@@ -80,14 +92,16 @@ export class Learner {
    * between passes and an abort there throws before anything changed (no gradient kept, no step):
    * a cancel waits for one pass, not the whole update.
    */
-  async microStep(batch: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }, signal?: AbortSignal): Promise<MicroStepResult> {
-    const B = batch.targets.length;
+  async microStep(batch: MicroBatch, lengths: { maxActionLength: number; maxInMemory: number }, signal?: AbortSignal): Promise<MicroStepResult> {
+    const B = batch.positions.length;
+    if (targetCount(batch.targets) !== B) throw new Error(`microStep: ${targetCount(batch.targets)} targets for ${B} transitions`);
     // all the batch's states packed (its longest, its row lengths), once, where something needs it
     const states = batch.states;
     let packed: TokenBatch | undefined;
     const statesPacked = () => (packed ??= this.nets.state.packStates(states, lengths.maxInMemory));
-    const size = this.passRows(batch, lengths, statesPacked);
-    if (size < B) batch = byStateLength(batch, rowLengths(statesPacked()));
+    const size = this.passRows(B, batch.actionTexts, lengths, statesPacked);
+    const order = size < B ? stateOrder(rowLengths(statesPacked())) : null;
+    if (order) batch = reordered(batch, order);
     let grads: tf.Tensor[] | null = null;
     let value: tf.Scalar | null = null;
     for (let lo = 0; lo < B; lo += size) {
@@ -99,12 +113,19 @@ export class Learner {
         }
       }
       const hi = Math.min(B, lo + size);
-      const pass = this.pass(
-        { states: batch.states.slice(lo, hi), actionTexts: batch.actionTexts.slice(lo, hi), positions: batch.positions.subarray(lo, hi), targets: batch.targets.subarray(lo, hi) },
-        lengths,
-        // the reference's (loss / accumulate_grads).backward(): the gradients come out summable
-        (hi - lo) / (B * this.accumulate),
-      );
+      const G = passTargets(batch.targets, order, lo, hi);
+      let pass: { value: tf.Scalar; grads: tf.Tensor[] };
+      try {
+        pass = this.pass(
+          { states: batch.states.slice(lo, hi), actionTexts: batch.actionTexts.slice(lo, hi), positions: batch.positions.subarray(lo, hi) },
+          G,
+          lengths,
+          // the reference's (loss / accumulate_grads).backward(): the gradients come out summable
+          (hi - lo) / (B * this.accumulate),
+        );
+      } finally {
+        if (G !== batch.targets) G.dispose();
+      }
       if (!grads || !value) {
         grads = pass.grads;
         value = pass.value;
@@ -127,25 +148,23 @@ export class Learner {
    * batch too large for one recorded pass is split rather than run whole through tfjs's tape
    * (which ran BERT-base's batch of 64 × 512 out of an H100's memory).
    */
-  private passRows(batch: { actionTexts: readonly string[]; targets: Float32Array }, lengths: { maxActionLength: number }, statesPacked: () => TokenBatch): number {
-    const B = batch.targets.length;
+  private passRows(B: number, actionTexts: readonly string[], lengths: { maxActionLength: number }, statesPacked: () => TokenBatch): number {
     let size = this.passSize > 0 ? Math.min(this.passSize, B) : B;
     if (!onDevice()) return size;
     const { state, action } = this.nets;
     // at the longest length each packs first; the batch's own only when that does not fit
     if (state.tapedRows() < size) size = Math.min(size, state.tapedRows(statesPacked().len));
-    if (action.tapedRows() < size) size = Math.min(size, action.tapedRows(action.packActions(batch.actionTexts, lengths.maxActionLength).len));
+    if (action.tapedRows() < size) size = Math.min(size, action.tapedRows(action.packActions(actionTexts, lengths.maxActionLength).len));
     return size;
   }
 
   /** One forward/backward pass over part of the batch: its mean loss times `weight` and the gradients of that. */
-  private pass(part: { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }, lengths: { maxActionLength: number; maxInMemory: number }, weight: number): { value: tf.Scalar; grads: tf.Tensor[] } {
+  private pass(part: Omit<MicroBatch, "targets">, G: tf.Tensor1D, lengths: { maxActionLength: number; maxInMemory: number }, weight: number): { value: tf.Scalar; grads: tf.Tensor[] } {
     const { nets } = this;
     const sPacked = nets.state.packStates(part.states, lengths.maxInMemory);
     const aPacked = nets.action.packActions(part.actionTexts, lengths.maxActionLength);
-    const recorded = devicePass(nets, sPacked, aPacked, part.positions, part.targets, weight);
+    const recorded = devicePass(nets, sPacked, aPacked, part.positions, G, weight);
     if (recorded) return recorded;
-    const G = tf.tensor1d(part.targets);
     const vars = nets.trainable;
     const { value, grads } = tf.variableGrads(() => {
       const s = nets.state.forward(sPacked, true);
@@ -154,7 +173,6 @@ export class Learner {
       const l = twinLoss(s, a, G);
       return weight === 1 ? l : (tf.mul(l, weight) as tf.Scalar);
     }, vars);
-    G.dispose();
     return { value, grads: vars.map((v) => grads[v.name]) };
   }
 
@@ -240,15 +258,32 @@ export class Learner {
  * each pass then pads its states only to its own longest (BERT-base's passes of 16 ran at 256–512
  * tokens each; the gradients' sum is the same, up to rounding).
  */
-function byStateLength<T extends { states: readonly (readonly string[])[]; actionTexts: readonly string[]; positions: Int32Array; targets: Float32Array }>(batch: T, n: Int32Array): T {
-  const order = Array.from({ length: batch.targets.length }, (_, i) => i).sort((x, y) => n[x] - n[y] || x - y);
+function stateOrder(n: Int32Array): Int32Array {
+  return Int32Array.from(Array.from(n.keys()).sort((x, y) => n[x] - n[y] || x - y));
+}
+
+/** The batch in `order`; targets on the device stay as they are (passTargets takes each pass's rows there). */
+function reordered(batch: MicroBatch, order: Int32Array): MicroBatch {
+  const t = batch.targets;
   return {
-    ...batch,
-    states: order.map((i) => batch.states[i]),
-    actionTexts: order.map((i) => batch.actionTexts[i]),
+    states: Array.from(order, (i) => batch.states[i]),
+    actionTexts: Array.from(order, (i) => batch.actionTexts[i]),
     positions: Int32Array.from(order, (i) => batch.positions[i]),
-    targets: Float32Array.from(order, (i) => batch.targets[i]),
+    targets: t instanceof Float32Array ? Float32Array.from(order, (i) => t[i]) : t,
   };
+}
+
+const targetCount = (t: Targets): number => (t instanceof Float32Array ? t.length : t.shape[0]);
+
+/**
+ * The targets G of transitions lo…hi of the (reordered) batch: host numbers uploaded, or on the
+ * device the caller's tensor where it is the whole batch in order, else its rows gathered (one
+ * program). The caller disposes what is not its own.
+ */
+function passTargets(t: Targets, order: Int32Array | null, lo: number, hi: number): tf.Tensor1D {
+  if (t instanceof Float32Array) return tf.tensor1d(t.subarray(lo, hi));
+  if (!order && lo === 0 && hi === t.shape[0]) return t;
+  return gatherRows(t, order ? order.slice(lo, hi) : Int32Array.from({ length: hi - lo }, (_, i) => lo + i));
 }
 
 /**

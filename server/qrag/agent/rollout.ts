@@ -16,6 +16,7 @@ import * as tf from "@tensorflow/tfjs";
 import { boltzmannTop5, drawPick, sampleTopK, uniformAvailable } from "./policy.ts";
 import { lockStepSpan, queueLockSteps, readLockStepRuns, type LockStepRun } from "./lock-steps.ts";
 import { availTensor, scorePolicyTopKJoined, scoreSoftValue } from "./device-scoring.ts";
+import { joinFlat } from "../model/webgpu/join-rows.ts";
 import { disposeJoined, joinBlocks, newBlock, releaseRef, scoreLayout, targetsJoined, type CandidateRef, type JoinedBlocks } from "./device-candidates.ts";
 import { onDevice, withPhase, withPhaseAsync } from "../backend/device.ts";
 import { softValue, type SoftValueHeads } from "./soft-value.ts";
@@ -59,6 +60,11 @@ export interface RolloutBatch {
   value: Float32Array;
   /** V_target of each environment's state after the rollout [E] (when `bootstrap` was asked for). */
   bootstrap: Float32Array | null;
+  /**
+   * With `valuesOnDevice` on the device path: V_target of the E·L states, then the E bootstrap
+   * states, left on the device (`value` is then empty and `bootstrap` null). The caller disposes it.
+   */
+  deviceValues?: tf.Tensor1D;
 }
 
 /** What one rollout runs with (ParallelEnvs.collect). */
@@ -68,6 +74,11 @@ export interface CollectOptions {
   exploreEps: number;
   /** Also V_target of the states after the rollout (batch.bootstrap). */
   bootstrap?: boolean;
+  /**
+   * The device path leaves the values where they were computed (batch.deviceValues) instead of
+   * reading them: the λ-returns are then taken there (iteration.ts), with no read in between.
+   */
+  valuesOnDevice?: boolean;
   signal?: AbortSignal;
 }
 
@@ -201,8 +212,11 @@ export class ParallelEnvs {
     this.joinedOnline = null;
   }
 
-  /** V_target of the deferred states, in their order: one batched target forward for all of them. */
-  private async targetValues(nets: QNetworks, pending: readonly PendingValue[], alpha: number): Promise<Float32Array> {
+  /**
+   * V_target of the deferred states, in their order: one batched target forward for all of them;
+   * with `keep` on the device path, left there as one tensor (no read).
+   */
+  private async targetValues(nets: QNetworks, pending: readonly PendingValue[], alpha: number, keep: boolean): Promise<Float32Array | tf.Tensor1D> {
     const { maxInMemory, topk, softValueHeads } = this.settings;
     const states = pending.map((p) => p.state);
     if (!onDevice()) {
@@ -220,6 +234,7 @@ export class ParallelEnvs {
     const nMax = Math.max(1, ...pending.map((p) => p.avail.length));
     const per = Math.max(1, Math.floor((this.settings.valueSlotsPerBatch ?? VALUE_SLOTS_PER_BATCH) / nMax));
     const out = new Float32Array(pending.length);
+    const kept: tf.Tensor1D[] = [];
     const sTarget = embedStatesDevice(nets.stateTarget, states, maxInMemory, true);
     try {
       for (let i0 = 0; i0 < pending.length; i0 += per) {
@@ -229,10 +244,16 @@ export class ParallelEnvs {
           const s = rows.length === pending.length ? sTarget : tf.slice(sTarget, [i0, 0], [rows.length, -1]);
           return scoreSoftValue(s, joined.cands, layout, availTensor(rows.map((p) => p.avail), layout.nMax), alpha, topk, softValueHeads);
         });
+        if (keep) {
+          kept.push(v as tf.Tensor1D);
+          continue;
+        }
         out.set((await v.data()) as Float32Array, i0);
         v.dispose();
       }
+      if (keep) return kept.length === 1 ? kept.pop()! : joinFlat(kept);
     } finally {
+      tf.dispose(kept);
       sTarget.dispose();
       disposeJoined(joined);
     }
@@ -280,9 +301,14 @@ export class ParallelEnvs {
       if (opts.bootstrap) {
         for (const slot of this.slots) pending.push(this.pendingOf(slot, slot.episode.stateTexts(this.settings.sortByIndex)));
       }
-      const v = await withPhaseAsync("target", () => this.targetValues(nets, pending, opts.alpha));
-      batch.value.set(v.subarray(0, E * L));
-      if (opts.bootstrap) batch.bootstrap = v.slice(E * L);
+      const v = await withPhaseAsync("target", () => this.targetValues(nets, pending, opts.alpha, opts.valuesOnDevice ?? false));
+      if (v instanceof Float32Array) {
+        batch.value.set(v.subarray(0, E * L));
+        if (opts.bootstrap) batch.bootstrap = v.slice(E * L);
+      } else {
+        batch.value = new Float32Array(0);
+        batch.deviceValues = v;
+      }
     } finally {
       retired.forEach(disposeSlot);
     }

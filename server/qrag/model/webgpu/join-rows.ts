@@ -50,17 +50,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }`;
 
 /**
- * tf.gather(src, index) of a float32 [n, d] tensor's rows on webgpu, as one program of ours
- * (tfjs's GatherV2 is a kernel with its host overhead). Each index must lie in [0, n).
+ * tf.gather(src, index) of a float32 [n, d] tensor's rows (or a [n] tensor's values) on webgpu, as
+ * one program of ours (tfjs's GatherV2 is a kernel with its host overhead). Each index must lie in [0, n).
  */
-export function gatherRows(src: tf.Tensor2D, index: Int32Array): tf.Tensor2D {
-  const [n, d] = src.shape;
+export function gatherRows<T extends tf.Tensor1D | tf.Tensor2D>(src: T, index: Int32Array): T {
+  const [n, d = 1] = src.shape;
   if (src.dtype !== "float32") throw new Error(`gatherRows: float32 rows only, got ${src.dtype}`);
   for (const r of index) if (!(r >= 0 && r < n)) throw new Error(`gatherRows: row ${r} outside [0, ${n})`);
   const idx = tf.tensor1d(index, "int32");
   try {
     const size = index.length * d;
-    return runToTensors("qrag_gather_rows", GATHER_CODE, [src, idx], [[index.length, d]], [{ type: "uint32", data: [size] }, { type: "uint32", data: [d] }], size)[0] as tf.Tensor2D;
+    const shape = src.rank === 1 ? [index.length] : [index.length, d];
+    return runToTensors("qrag_gather_rows", GATHER_CODE, [src, idx], [shape], [{ type: "uint32", data: [size] }, { type: "uint32", data: [d] }], size)[0] as T;
   } finally {
     idx.dispose();
   }
