@@ -218,7 +218,7 @@ test("figures.sh (one device call, stub run.sh): every step once, 8 files back (
     assert.match(log[1], /--parts \S*workload-transformer\S*encode-stream/);
     assert.match(log[5], /--parts dispatch,dispatch-hf,dispatch-bert --out \S*\/out\/dispatch.json/);
     // the weight gradients whole and attention's one thread per query, against the defaults just before: outside $OUT (its figures in bench.log)
-    assert.match(log[6], /--split-k 1 --key-lanes 1 .*--parts dispatch,workload-transformer --out \/tmp\//);
+    assert.match(log[6], /--split-k 1 --key-lanes 1 .*--parts dispatch,workload-transformer,dispatch-bert --out \/tmp\//);
     // the steps took no time here: the mission gets its full 150 s box (100 s of training, deadline 145)
     assert.match(log[7], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
   } finally {
