@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as tf from "@tensorflow/tfjs";
-import { batch, learnerWith, lengths, passesAgainstOnePass, threeUpdates } from "./learner-passes-helpers.ts";
+import { batch, learnerWith, lengths, passesAgainstOnePass, tensorTargetsAgainstHost, threeUpdates } from "./learner-passes-helpers.ts";
 
 test("pass_batch_size: the update in passes of 3 (3 + 3 + 1 transitions) equals the one-pass update: losses and weights after three updates", async () => {
   const r = await passesAgainstOnePass(3);
@@ -9,6 +9,11 @@ test("pass_batch_size: the update in passes of 3 (3 + 3 + 1 transitions) equals 
   assert.ok(r.weightDiff <= 1e-5, `largest weight difference ${r.weightDiff}`);
   // the comparison has teeth: three updates moved the weights far beyond the tolerance
   assert.ok(r.moved > 1e-3, `the updates moved the weights by ${r.moved}`);
+});
+
+test("targets given as a tensor train to the weights the same numbers from the host give: in one pass, and gathered by state length in passes of 3", async () => {
+  assert.equal(await tensorTargetsAgainstHost(0), 0);
+  assert.equal(await tensorTargetsAgainstHost(3), 0);
 });
 
 test("pass_batch_size: with dropout the passes still train (finite losses that change), a pass of 1 included", async () => {

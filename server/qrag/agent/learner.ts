@@ -276,14 +276,16 @@ function reordered(batch: MicroBatch, order: Int32Array): MicroBatch {
 const targetCount = (t: Targets): number => (t instanceof Float32Array ? t.length : t.shape[0]);
 
 /**
- * The targets G of transitions lo…hi of the (reordered) batch: host numbers uploaded, or on the
- * device the caller's tensor where it is the whole batch in order, else its rows gathered (one
- * program). The caller disposes what is not its own.
+ * The targets G of transitions lo…hi of the (reordered) batch: host numbers uploaded, or the
+ * caller's tensor where it is the whole batch in order, else its rows gathered (on the device one
+ * program of ours, elsewhere tfjs's gather). The caller disposes what is not its own.
  */
 function passTargets(t: Targets, order: Int32Array | null, lo: number, hi: number): tf.Tensor1D {
   if (t instanceof Float32Array) return tf.tensor1d(t.subarray(lo, hi));
   if (!order && lo === 0 && hi === t.shape[0]) return t;
-  return gatherRows(t, order ? order.slice(lo, hi) : Int32Array.from({ length: hi - lo }, (_, i) => lo + i));
+  const rows = order ? order.slice(lo, hi) : Int32Array.from({ length: hi - lo }, (_, i) => lo + i);
+  if (onDevice()) return gatherRows(t, rows);
+  return tf.tidy(() => tf.gather(t, tf.tensor1d(rows, "int32")));
 }
 
 /**
