@@ -20,7 +20,7 @@ import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
 import { embedSampleChunks, greedyEpisode, disposeCandidates } from "../server/qrag/agent/greedy.ts";
 import { Learner } from "../server/qrag/agent/learner.ts";
-import { ParallelEnvs } from "../server/qrag/agent/rollout.ts";
+import { ParallelEnvs, setDeferredReads } from "../server/qrag/agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../server/qrag/agent/iteration.ts";
 import { resolveConfig } from "../server/qrag/config/config.ts";
 import { evalOptions, train } from "../server/qrag/training/train.ts";
@@ -365,7 +365,62 @@ async function lambdaTargetsCase() {
   return { cases };
 }
 
+/**
+ * The device path's deferred reads against reading each run and the values (setDeferredReads),
+ * with dropout on, so the masks' draws must come in the same order: a Boltzmann rollout of two
+ * environments whose episodes end together (runs of 4, 4 and a lone step), and three training
+ * iterations (two random, then the policy; the λ-returns on the device or the host).
+ */
+async function deferredReadsCase() {
+  await onBackend("webgpu");
+  const config = resolveConfig({
+    preset: "tiny",
+    overrides: ["envs_parallel=2", "batch_size=16", "learning_start=2", "algo.hyperparams.drop_last_transition=false", "algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=128", "algo.encoder.dropout=0.1", "envs.feedback.never_terminate=true", "envs.max_steps=4"],
+  });
+  const rollout = async (deferred: boolean) => {
+    setDeferredReads(deferred);
+    const nets = new QNetworks(config.algo.encoder, new Rng(1));
+    const envs = new ParallelEnvs(workloadSource(30, 1), rolloutSettings(config), new Rng(2));
+    try {
+      resetCounters();
+      const b = await withPhaseAsync("rollout", () => envs.collect(nets, { random: false, alpha: 0.05, exploreEps: 0.3, bootstrap: true }));
+      return { actions: b.actionTexts, value: Array.from(b.value), bootstrap: Array.from(b.bootstrap!), reads: counterSnapshot().rollout?.reads ?? 0 };
+    } finally {
+      envs.dispose();
+      nets.dispose();
+    }
+  };
+  const training = async (deferred: boolean) => {
+    setDeferredReads(deferred);
+    const nets = new QNetworks(config.algo.encoder, new Rng(1));
+    const learner = new Learner(nets, config.algo, 10, 1);
+    const envs = new ParallelEnvs(workloadSource(30, 1), rolloutSettings(config), new Rng(2));
+    try {
+      resetCounters();
+      let step = 0;
+      for (let i = 0; i < 3; i++) step += (await trainIteration(envs, learner, nets, config, step < 2 * config.learning_start)).transitions;
+      const c = counterSnapshot();
+      return { weights: (await nets.state.exportWeightsAsync()).flatMap((w) => Array.from(w.data)), loss: (await learner.lastStats()).loss, reads: { rollout: c.rollout?.reads ?? 0, target: c.target?.reads ?? 0 } };
+    } finally {
+      envs.dispose();
+      learner.dispose();
+      nets.dispose();
+    }
+  };
+  try {
+    const [on, off] = [await rollout(true), await rollout(false)];
+    const [tOn, tOff] = [await training(true), await training(false)];
+    return {
+      rollout: { sameActions: JSON.stringify(on.actions) === JSON.stringify(off.actions), actions: on.actions.length, value: maxAbs(on.value, off.value), bootstrap: maxAbs(on.bootstrap, off.bootstrap), reads: { on: on.reads, off: off.reads } },
+      training: { weights: maxAbs(tOn.weights, tOff.weights), loss: Math.abs(tOn.loss - tOff.loss), reads: { on: tOn.reads, off: tOff.reads } },
+    };
+  } finally {
+    setDeferredReads(true);
+  }
+}
+
 const CASES: Record<string, () => Promise<unknown>> = {
+  "deferred-reads": deferredReadsCase,
   "lambda-targets": lambdaTargetsCase,
   "half-training": () => halfTrainingCase(),
   "storage-label": storageLabelCase,

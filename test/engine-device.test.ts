@@ -121,6 +121,20 @@ test("rollout lock-steps on the device for a Hugging Face BERT (bert-tiny, its w
   assert.equal(policy.reads.rollout, 1, "Boltzmann: one read for the rollout's runs of lock-steps");
 });
 
+test("deferred reads (the rollout's runs back to back, the values left on the device) against a read each run and the values read, with dropout on: the same picks and values bit for bit, the same weights after three training iterations within 1e-6, and fewer reads", { skip }, () => {
+  type Reads = { rollout: number; target: number };
+  const r = runCase<{ rollout: { sameActions: boolean; actions: number; value: number; bootstrap: number; reads: { on: number; off: number } }; training: { weights: number; loss: number; reads: { on: Reads; off: Reads } } }>("deferred-reads");
+  assert.ok(r.rollout.sameActions && r.rollout.actions === 16, "the same picks");
+  // the masks' draws in the same order: the same numbers, not merely close ones
+  assert.equal(r.rollout.value, 0);
+  assert.equal(r.rollout.bootstrap, 0);
+  assert.deepEqual(r.rollout.reads, { on: 1, off: 2 });
+  // the λ-returns in float32 on the device, in float64 on the host
+  assert.ok(r.training.weights <= 1e-6, `weights apart by ${r.training.weights}`);
+  assert.ok(r.training.loss <= 1e-6, `losses apart by ${r.training.loss}`);
+  assert.deepEqual(r.training.reads, { on: { rollout: 2, target: 0 }, off: { rollout: 4, target: 3 } });
+});
+
 test("rollout lock-steps on the device with environments of different widths, episodes ending on completion, ε-exploration, states in retrieval order cut at the piece cap and at max_len: the cpu path's picks, fewer reads than lock-steps", { skip }, () => {
   const r = runCase<RolloutCase>("rollout-varied");
   const policy = checkRollouts(r);

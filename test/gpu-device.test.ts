@@ -51,6 +51,9 @@ test("bench flags: --backend, --sizes, --lengths, --parts, --out, in = and space
   assert.deepEqual(parseBenchArgs(["--parts", "dispatch-bert", "--bert-size=tiny"]), { parts: ["dispatch-bert"], bertSize: "tiny" });
   assert.throws(() => parseBenchArgs(["--bert-size", "large"]), /--bert-size "large" is not "base" or "tiny"/);
   assert.deepEqual(parseBenchArgs(["--split-k", "1"]), { splitK: 1 });
+  assert.deepEqual(parseBenchArgs(["--deferred-reads", "0"]), { deferredReads: false });
+  assert.deepEqual(parseBenchArgs(["--deferred-reads=1"]), { deferredReads: true });
+  assert.throws(() => parseBenchArgs(["--deferred-reads", "yes"]), /--deferred-reads "yes" is not 0 or 1/);
   assert.throws(() => parseBenchArgs(["--split-k=0"]), /--split-k: item 1 \("0"\) is not a whole number from 1 to 64/);
   assert.deepEqual(parseBenchArgs(["--key-lanes", "1"]), { keyLanes: 1 });
   assert.throws(() => parseBenchArgs(["--key-lanes=3"]), /--key-lanes "3" is not 1, 2, 4, 8 or 16/);
@@ -214,13 +217,15 @@ test("figures.sh (one device call, stub run.sh): every step once, 8 files back (
     const files = fs.readdirSync(path.join(root, "out")).sort();
     assert.deepEqual(files, ["bench.json", "bench.log", "dispatch.json", "info.txt", "mission.json", "torch-encode.json", "torch-matmul.json", "torch.json"]);
     const log = fs.readFileSync(calls, "utf8").trim().split("\n");
-    assert.deepEqual(log.map((l) => l.split(" ")[0]), ["info", "bench", "torch", "torch-matmul", "torch-encode", "bench", "bench", "mission"]);
+    assert.deepEqual(log.map((l) => l.split(" ")[0]), ["info", "bench", "torch", "torch-matmul", "torch-encode", "bench", "bench", "bench", "mission"]);
     assert.match(log[1], /--parts \S*workload-transformer\S*encode-stream/);
     assert.match(log[5], /--parts dispatch,dispatch-hf,dispatch-bert --out \S*\/out\/dispatch.json/);
     // the weight gradients whole and attention's one thread per query, against the defaults just before: outside $OUT (its figures in bench.log)
-    assert.match(log[6], /--split-k 1 --key-lanes 1 .*--parts dispatch,workload-transformer,dispatch-bert --out \/tmp\//);
+    assert.match(log[6], /--split-k 1 --key-lanes 1 --parts dispatch,dispatch-bert --out \/tmp\//);
+    // a read per run of lock-steps and the values read, against the defaults: outside $OUT too
+    assert.match(log[7], /--deferred-reads 0 --parts dispatch,dispatch-bert --out \/tmp\//);
     // the steps took no time here: the mission gets its full 150 s box (100 s of training, deadline 145)
-    assert.match(log[7], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
+    assert.match(log[8], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

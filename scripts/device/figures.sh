@@ -4,9 +4,10 @@
 # bench and the PyTorch-CUDA anchors in the same lease (with the GPU time per program and the
 # host's time by function: where to work next; encode-stream also with f16 activations,
 # gpu_storage f16), then the recorded loop's counts and GPU time per phase, hf BERT's recorded
-# forward and update, a BERT-base training iteration by phase and program, the loop again with
-# its weight gradients whole and one thread per query in attention (--split-k 1 --key-lanes 1:
-# against the defaults), and BERT-base trained through the platform (the mission's base phase). At most 8 files in $OUT (the device tool's limit):
+# forward and update, a BERT-base training iteration by phase and program, both again with the
+# weight gradients whole and one thread per query in attention (--split-k 1 --key-lanes 1) and
+# with a read per run and the values read (--deferred-reads 0), against the defaults, and
+# BERT-base trained through the platform (the mission's base phase). At most 8 files in $OUT (the device tool's limit):
 # info.txt, bench.json, bench.log (every step's log), torch.json, torch-matmul.json,
 # torch-encode.json, dispatch.json, mission.json. (64 programs per command buffer instead of
 # tfjs's 15 was slower on the H200: 401 vs 344 ms an iteration.)
@@ -32,10 +33,13 @@ step 40 bash "$D/run.sh" torch-encode
 # preset through the platform (server, worker, REST) for its update rate: one file each (the tool
 # brings back 8 files)
 step 150 bash "$D/run.sh" bench --backend webgpu --parts dispatch,dispatch-hf,dispatch-bert --out "$OUT/dispatch.json" 2>> "$OUT/bench.log" > /dev/null
-# the weight gradients whole (--split-k 1) and one thread per query in attention (--key-lanes 1)
-# against the defaults above (split-k.ts, attention.ts's lanes), the same lease, the reference
-# workload and BERT-base's iteration: its figures in bench.log only (the 8 files are spoken for)
-step 120 bash "$D/run.sh" bench --backend webgpu --split-k 1 --key-lanes 1 --lengths 40000 --parts dispatch,workload-transformer,dispatch-bert --out /tmp/qrag-split-1.json 2>> "$OUT/bench.log" > /dev/null
+# against the defaults above, in the same lease (the reference workload's iteration and
+# BERT-base's; their figures in bench.log only, the 8 files are spoken for): the weight gradients
+# whole (--split-k 1) and one thread per query in attention (--key-lanes 1: split-k.ts,
+# attention.ts's lanes), then a read at each run of lock-steps' end and the values read
+# (--deferred-reads 0: rollout.ts deviceRuns, lambda-returns.ts)
+step 90 bash "$D/run.sh" bench --backend webgpu --split-k 1 --key-lanes 1 --parts dispatch,dispatch-bert --out /tmp/qrag-split-1.json 2>> "$OUT/bench.log" > /dev/null
+step 90 bash "$D/run.sh" bench --backend webgpu --deferred-reads 0 --parts dispatch,dispatch-bert --out /tmp/qrag-reads-0.json 2>> "$OUT/bench.log" > /dev/null
 # what is left of the call's 10 minutes (less a margin for the files' return), at most 150 s
 M=$(( 570 - SECONDS )); [ "$M" -gt 150 ] && M=150
 if [ "$M" -ge 60 ]; then

@@ -11,7 +11,7 @@ import { lambdaTargets } from "./lambda-returns.ts";
 import { lambdaTargetsFused } from "../model/webgpu/lambda-returns.ts";
 import type { Learner, MicroStepResult } from "./learner.ts";
 import type { QNetworks } from "./networks.ts";
-import type { ParallelEnvs, RolloutBatch, RolloutSettings } from "./rollout.ts";
+import { deferredReads, type ParallelEnvs, type RolloutBatch, type RolloutSettings } from "./rollout.ts";
 import { deviceErrorsFirst } from "../backend/webgpu-errors.ts";
 
 export function rolloutSettings(config: RunConfig): RolloutSettings {
@@ -64,7 +64,7 @@ async function iterate(envs: ParallelEnvs, learner: Learner, nets: QNetworks, co
   const bootstrap = !config.algo.hyperparams.drop_last_transition;
   // on the device the values stay there and the λ-returns are taken there: no read before the update
   const batch = await withPhaseAsync("rollout", () =>
-    envs.collect(nets, { random, alpha: learner.alpha, exploreEps: exploreEpsAt(config, learner.updates), bootstrap, valuesOnDevice: true, signal }),
+    envs.collect(nets, { random, alpha: learner.alpha, exploreEps: exploreEpsAt(config, learner.updates), bootstrap, valuesOnDevice: deferredReads(), signal }),
   );
   let targets: Float32Array | tf.Tensor1D | null = null;
   try {

@@ -90,6 +90,20 @@ interface PendingValue {
   avail: Uint8Array;
 }
 
+/**
+ * Whether the device path defers its reads (the default): a rollout's runs of lock-steps queued
+ * back to back and read at once (deviceRuns), and a training iteration's values left on the
+ * device (iteration.ts). Off, a run reads at its end and the values are read, as before
+ * 2026-11-29: the bench's `--deferred-reads 0`, so one lease times both.
+ */
+let readsDeferred = true;
+
+export function setDeferredReads(on: boolean): void {
+  readsDeferred = on;
+}
+
+export const deferredReads = (): boolean => readsDeferred;
+
 /** Padded score slots (states × candidates) per batch of deferred values: bounds its q1/q2/avail. */
 const VALUE_SLOTS_PER_BATCH = 1 << 22;
 
@@ -361,7 +375,7 @@ export class ParallelEnvs {
       for (let t = t0; t < L; ) {
         const slots = [...this.slots];
         const S = lockStepSpan(slots.map((s) => s.episode), L - t);
-        const renew = t + S < L && slots.every((s) => s.episode.stepsToTruncation === S);
+        const renew = readsDeferred && t + S < L && slots.every((s) => s.episode.stepsToTruncation === S);
         if (S < 1 || (S < 2 && !renew && !runs.length)) break;
         if (runs.length) opts.signal?.throwIfAborted();
         this.joinedOnline ??= joinBlocks(slots.map((s) => s.cands!));

@@ -12,7 +12,9 @@
  * dispatch-bert part's random BERT), `--split-k N` (webgpu: a weight gradient split along K into at
  * most N parts, 1 to 64, 1 = whole, default 16; split-k.ts timed against itself in one lease),
  * `--key-lanes N` (webgpu: threads per query of an attention forward on a small grid, 1, 2, 4, 8 or
- * 16, default 4; attention.ts's lanes against one thread per query), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
+ * 16, default 4; attention.ts's lanes against one thread per query), `--deferred-reads 0|1`
+ * (webgpu: 0 reads each run of lock-steps and the values, as before 2026-11-29; default 1),
+ * `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
 import { parseBackendPref } from "../backend/pick.ts";
 import { intList } from "../cli/flags.ts";
@@ -33,13 +35,14 @@ export interface BenchArgs {
   bertSize?: "base" | "tiny";
   splitK?: number;
   keyLanes?: number;
+  deferredReads?: boolean;
   outFile?: string;
 }
 
 /** The longest greedy episode `--lengths` takes, in chunks (400,000 is the workload's ≈ 10M tokens). */
 export const MAX_EPISODE_CHUNKS = 2_000_000;
 
-const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "gpu-storage", "bert-size", "split-k", "key-lanes", "out"] as const;
+const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "gpu-storage", "bert-size", "split-k", "key-lanes", "deferred-reads", "out"] as const;
 
 /** Matmul sizes when none are given: one small size on CPU backends, up to 4096³ on a GPU. */
 export function defaultMatmulSizes(backend: string): number[] {
@@ -52,7 +55,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     const a = argv[i];
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
     const name = m?.[1] as (typeof FLAGS)[number] | undefined;
-    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --gpu-storage, --bert-size, --split-k, --key-lanes, --out)`);
+    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --gpu-storage, --bert-size, --split-k, --key-lanes, --deferred-reads, --out)`);
     let value = m[2];
     if (value === undefined) {
       value = argv[++i];
@@ -89,6 +92,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       const n = Number(value);
       if (![1, 2, 4, 8, 16].includes(n)) throw new Error(`bench: --key-lanes "${value.slice(0, 40)}" is not 1, 2, 4, 8 or 16`);
       out.keyLanes = n;
+    } else if (name === "deferred-reads") {
+      if (value !== "0" && value !== "1") throw new Error(`bench: --deferred-reads "${value.slice(0, 40)}" is not 0 or 1`);
+      out.deferredReads = value === "1";
     } else out.outFile = value;
   }
   return out;

@@ -42,6 +42,7 @@ import { gpuMemoryMiB } from "../backend/gpu-memory.ts";
 import { POOL_RATIO, setPoolRatio, trimWebgpuPool } from "../backend/webgpu-pool.ts";
 import { setMaxSplit, SPLIT_TARGET } from "../model/webgpu/split-k.ts";
 import { currentKeyLanes, setKeyLanes } from "../model/webgpu/attention.ts";
+import { deferredReads, setDeferredReads } from "../agent/rollout.ts";
 import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
 import { useGpuStorage } from "../model/webgpu/half-storage.ts";
 import { setHostProfileIterations } from "./host-profile.ts";
@@ -91,6 +92,8 @@ interface BenchOptions {
   splitK?: number;
   /** webgpu: threads per query of an attention forward on a small grid (attention.ts; 1: one). */
   keyLanes?: number;
+  /** The device path's reads deferred (rollout.ts setDeferredReads; default on). */
+  deferredReads?: boolean;
   log?: (m: string) => void;
 }
 
@@ -105,6 +108,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
   if (opts.poolRatio !== undefined) setPoolRatio(opts.poolRatio);
   if (opts.splitK !== undefined) setMaxSplit(opts.splitK);
   if (opts.keyLanes !== undefined) setKeyLanes(opts.keyLanes);
+  if (opts.deferredReads !== undefined) setDeferredReads(opts.deferredReads);
   setHostProfileIterations(opts.hostProfile ?? 0);
   const gpuStorage = useGpuStorage(opts.gpuStorage ?? "f32");
   if (opts.gpuStorage === "f16" && gpuStorage !== "f16") throw new Error(`bench: --gpu-storage f16 needs webgpu with shader-f16 (active: ${device})`);
@@ -113,7 +117,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     date: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
     backend, device, gpuStorage,
-    ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE"), poolRatio: String(opts.poolRatio ?? POOL_RATIO), splitK: SPLIT_TARGET.maxParts, keyLanes: currentKeyLanes() } : {}),
+    ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE"), poolRatio: String(opts.poolRatio ?? POOL_RATIO), splitK: SPLIT_TARGET.maxParts, keyLanes: currentKeyLanes(), deferredReads: deferredReads() } : {}),
     ...(adapter ? { adapter } : {}),
   };
   // --tag: the learning / niah runs of this variant go to their own folder
