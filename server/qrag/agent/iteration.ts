@@ -6,10 +6,9 @@ import type { RunConfig } from "../config/config.ts";
 import { withPhase, withPhaseAsync } from "../backend/device.ts";
 import { episodeConfig } from "../data/sources.ts";
 import { trimWebgpuPool } from "../backend/webgpu-pool.ts";
-import type * as tf from "@tensorflow/tfjs";
 import { lambdaTargets } from "./lambda-returns.ts";
 import { lambdaTargetsFused } from "../model/webgpu/lambda-returns.ts";
-import type { Learner, MicroStepResult } from "./learner.ts";
+import type { Learner, MicroStepResult, Targets } from "./learner.ts";
 import type { QNetworks } from "./networks.ts";
 import { deferredReads, type ParallelEnvs, type RolloutBatch, type RolloutSettings } from "./rollout.ts";
 import { deviceErrorsFirst } from "../backend/webgpu-errors.ts";
@@ -66,7 +65,7 @@ async function iterate(envs: ParallelEnvs, learner: Learner, nets: QNetworks, co
   const batch = await withPhaseAsync("rollout", () =>
     envs.collect(nets, { random, alpha: learner.alpha, exploreEps: exploreEpsAt(config, learner.updates), bootstrap, valuesOnDevice: deferredReads(), signal }),
   );
-  let targets: Float32Array | tf.Tensor1D | null = null;
+  let targets: Targets | null = null;
   try {
     await new Promise((r) => setImmediate(r)); // a cancel that came during the rollout's last step
     signal?.throwIfAborted();
@@ -95,7 +94,7 @@ async function iterate(envs: ParallelEnvs, learner: Learner, nets: QNetworks, co
  * reference) the last column only bootstraps; otherwise every collected transition is trained and
  * bootstrapped from V_target of the state after the rollout (the qrag_update_fix intent).
  */
-function buildTargets(batch: RolloutBatch, config: RunConfig): { targets: Float32Array | tf.Tensor1D; keep: number[] } {
+function buildTargets(batch: RolloutBatch, config: RunConfig): { targets: Targets; keep: number[] } {
   const { E, L, bootstrap: boot } = batch;
   const h = config.algo.hyperparams;
   if (batch.deviceValues) {
