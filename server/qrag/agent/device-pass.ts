@@ -16,9 +16,10 @@ import { onDevice } from "../backend/device.ts";
 import type { QNetworks } from "./networks.ts";
 
 /**
- * The loss (times `weight`) and the gradients of `nets.trainable`, or null where an encoder has no
- * recorded taped path (the caller runs tfjs's tape; nothing was drawn, or, if only the action
- * encoder lacks one, the state forward's activations are released and its masks are redrawn).
+ * The loss (times `weight`) against targets G (the caller's, kept) and the gradients of
+ * `nets.trainable`, or null where an encoder has no recorded taped path (the caller runs tfjs's
+ * tape; nothing was drawn, or, if only the action encoder lacks one, the state forward's
+ * activations are released and its masks are redrawn).
  */
 export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBatch, positions: Int32Array, G: tf.Tensor1D, weight: number): { value: tf.Scalar; grads: tf.Tensor[] } | null {
   if (!onDevice()) return null;

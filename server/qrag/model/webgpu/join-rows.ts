@@ -2,7 +2,9 @@
  * Row blocks joined by buffer copies recorded into tfjs's pending command encoder: no program and
  * no tfjs kernel (tfjs's concat is both). The rollout joins the candidate blocks of the episodes
  * it saw for the deferred values this way (agent/device-candidates.ts), and an encoder its
- * sub-batches (base.ts embedDevice), whose rows `gatherRows` then puts back in order.
+ * sub-batches (base.ts embedDevice), whose rows `gatherRows` then puts back in order; the
+ * rollout's runs of lock-steps and batches of values are joined flat (`joinFlat`), to be read, or
+ * kept, as one.
  */
 import * as tf from "@tensorflow/tfjs";
 import { runToTensors, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
