@@ -353,7 +353,7 @@ export class ParallelEnvs {
         continue;
       }
       const states = this.slots.map((s) => s.episode.stateTexts(sortByIndex));
-      this.applyStep(nets, t, [...this.slots], states, await this.pickActions(nets, opts, states), true, batch, pending, retired);
+      this.applyStep(nets, t, this.slots, states, await this.pickActions(nets, opts, states), true, batch, pending, retired);
       t++;
     }
   }

@@ -160,14 +160,22 @@ export function tokenCsr(ids: Int32Array, seg = TOK_SEG): TokenCsr {
   return { dest: Int32Array.from(dest), jobStart: Int32Array.from(jobStart), pos, heavy: Int32Array.from(heavy), heavyStart: Int32Array.from(heavyStart) };
 }
 
-/** A plan's buffers for tokenCsr's arrays (sized by tokenCsrCaps) and TOK_BWD's partial rows. */
-export function csrBuffers(b: Pick<PlanBuilder, "buf">, N: number, d: number): Omit<BackPlan["csr"], "tok" | "merge"> {
+type CsrBuffers = Omit<BackPlan["csr"], "tok" | "merge">;
+
+/** The floats of each csrBuffers buffer for N rows of width d (tokenCsr's arrays by tokenCsrCaps, TOK_BWD's partial rows): what a plan allocates and its estimate counts. */
+export function csrFloats(N: number, d: number): Record<keyof CsrBuffers, number> {
   const cap = tokenCsrCaps(N);
-  return { dest: b.buf(N), jobStart: b.buf(N + 1), pos: b.buf(N), heavy: b.buf(cap.heavy), heavyStart: b.buf(cap.heavy + 1), part: b.buf(cap.parts * d) };
+  return { dest: N, jobStart: N + 1, pos: N, heavy: cap.heavy, heavyStart: cap.heavy + 1, part: cap.parts * d };
+}
+
+/** A plan's buffers for tokenCsr's arrays and TOK_BWD's partial rows (csrFloats). */
+export function csrBuffers(b: Pick<PlanBuilder, "buf">, N: number, d: number): CsrBuffers {
+  const f = csrFloats(N, d);
+  return { dest: b.buf(f.dest), jobStart: b.buf(f.jobStart), pos: b.buf(f.pos), heavy: b.buf(f.heavy), heavyStart: b.buf(f.heavyStart), part: b.buf(f.part) };
 }
 
 /** The token table's gradient (TOK_BWD) and the position table's with the heavy ids' parts added (POS_TOK_BWD): the steps whose uniforms take a call's counts. */
-export function tokenAndPositionSteps(b: Pick<PlanBuilder, "flat">, csr: ReturnType<typeof csrBuffers>, g: BufferLike, dtok: BufferLike, dpos: BufferLike, positions: number, B: number, T: number, d: number): Pick<BackPlan["csr"], "tok" | "merge"> {
+export function tokenAndPositionSteps(b: Pick<PlanBuilder, "flat">, csr: CsrBuffers, g: BufferLike, dtok: BufferLike, dpos: BufferLike, positions: number, B: number, T: number, d: number): Pick<BackPlan["csr"], "tok" | "merge"> {
   const N = B * T;
   const tok = b.flat("qrag_rec_tok_bwd", TOK_BWD, [g, csr.dest, csr.jobStart, csr.pos, dtok, csr.part], [["u", 0], ["u", d]], N * d);
   const merge = b.flat("qrag_rec_pos_tok_bwd", POS_TOK_BWD, [g, csr.part, csr.heavy, csr.heavyStart, dpos, dtok], [["u", positions * d], ["u", B], ["u", T], ["u", d], ["u", 0]], Math.max(positions, tokenCsrCaps(N).heavy) * d);

@@ -25,7 +25,7 @@ import { admitPlan, cachedPlan, keepKey, planBound, recorderApplies, residualFus
 import { recordedTrainOp, runTaped } from "./recorded-train.ts";
 import { bertFits, bertPlanKey, buildBertPlan } from "./recorded-bert.ts";
 import { bertGrads, buildBertBackward } from "./recorded-bert-backward.ts";
-import { tokenCsrCaps } from "./recorded-backward.ts";
+import { csrFloats } from "./recorded-backward.ts";
 import { splitScratchFloats } from "./split-k.ts";
 import { halfActive, halfKey } from "./half-storage.ts";
 
@@ -80,8 +80,7 @@ export function bertTrainBytes(c: BertConfig, B: number, T: number, half = false
   const acts = N * d + (L + 1) * N * d + L * (7 * N * d + 2 * N * F) + (residualFuses(d) ? 0 : N * d);
   const forward = 3 * N + 2 * N + L * (2 * B * H * T + 4 * N) + B * d;
   // the token rows' CSR and its heavy ids' parts (recorded-backward.ts csrBuffers), the split weight gradients' partials (split-k.ts)
-  const cap = tokenCsrCaps(N);
-  const csr = 3 * N + 1 + 2 * cap.heavy + 1 + cap.parts * d;
+  const csr = Object.values(csrFloats(N, d)).reduce((a, n) => a + n, 0);
   const split = splitScratchFloats(bertGrads(d, F), N);
   const backward = params + B * d + 8 * N * d + B * H * T + 2 * N * F + csr + [...split.c, ...split.s].reduce((a, n) => a + n, 0);
   // uniform slots: per layer 8 forward programs (6 where the residual fuses) and 17 backward
