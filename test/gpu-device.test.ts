@@ -15,7 +15,7 @@ import { defaultMatmulSizes, parseBenchArgs } from "../server/qrag/bench/cli.ts"
 import { productsPerRepeat } from "../server/qrag/bench/matmul.ts";
 import { DISPATCH_BUDGET, summarizeDispatch } from "../server/qrag/bench/dispatch-summary.ts";
 import { gpuTable, type OursFile, type TorchFile } from "../server/qrag/bench/gpu-table.ts";
-import { MATMUL_TILES, tileFor } from "../server/qrag/model/webgpu/matmul.ts";
+import { MATMUL_TILES, setTinyTiles, tileFor } from "../server/qrag/model/webgpu/matmul.ts";
 import { attentionGrid, attentionLanes, attentionTile, forwardCode, setKeyLanes } from "../server/qrag/model/webgpu/attention.ts";
 import { rowLanes, rowWorkgroups } from "../server/qrag/model/webgpu/row-reduce.ts";
 import { CARRIED, DEBS, DEVICE_TREE_LIMIT, WEBGPU_SHIM, appBundles, bundle, runScript, sizeCheck, type BundleImports } from "../scripts/device/pack.ts";
@@ -51,6 +51,9 @@ test("bench flags: --backend, --sizes, --lengths, --parts, --out, in = and space
   assert.deepEqual(parseBenchArgs(["--parts", "dispatch-bert", "--bert-size=tiny"]), { parts: ["dispatch-bert"], bertSize: "tiny" });
   assert.throws(() => parseBenchArgs(["--bert-size", "large"]), /--bert-size "large" is not "base" or "tiny"/);
   assert.deepEqual(parseBenchArgs(["--split-k", "1"]), { splitK: 1 });
+  assert.deepEqual(parseBenchArgs(["--tiny-tiles", "0"]), { tinyTiles: false });
+  assert.deepEqual(parseBenchArgs(["--tiny-tiles=1"]), { tinyTiles: true });
+  assert.throws(() => parseBenchArgs(["--tiny-tiles", "32"]), /--tiny-tiles "32" is not 0 or 1/);
   assert.deepEqual(parseBenchArgs(["--deferred-reads", "0"]), { deferredReads: false });
   assert.deepEqual(parseBenchArgs(["--deferred-reads=1"]), { deferredReads: true });
   assert.throws(() => parseBenchArgs(["--deferred-reads", "yes"]), /--deferred-reads "yes" is not 0 or 1/);
@@ -80,12 +83,23 @@ test("hot-loop figures: phases summed, tfjs kernels are kernels less our fused p
   assert.deepEqual(DISPATCH_BUDGET, { dispatches: 150, submits: 10, tfjsKernels: 0 });
 });
 
-test("tiled matMul's tile: 64×128 once a product has ≥ 128 blocks of 128×128 (BERT-base's 32,768×768, 2048²), else 64×64", () => {
+test("tiled matMul's tile: 64×128 once a product has ≥ 128 blocks of 128×128 (BERT-base's 32,768×768, 2048²), else 64×64, and 32×32 under 128 blocks of 64×64 (a rollout step's) unless told not to", () => {
   assert.equal(tileFor(32768, 768), MATMUL_TILES["64x128-k8"]);
   assert.equal(tileFor(2048, 2048), MATMUL_TILES["64x128-k8"]);
   assert.equal(tileFor(1024, 1024), MATMUL_TILES["64x64-k16"]);
   assert.equal(tileFor(1024, 2048), MATMUL_TILES["64x128-k8"]);
   assert.equal(tileFor(896, 2048), MATMUL_TILES["64x64-k16"]);
+  assert.equal(tileFor(704, 768), MATMUL_TILES["64x64-k16"], "11 × 12 = 132 blocks of 64×64");
+  assert.equal(tileFor(640, 768), MATMUL_TILES["32x32-k16"], "10 × 12 = 120 blocks of 64×64");
+  assert.equal(tileFor(128, 768), MATMUL_TILES["32x32-k16"], "one BERT-base state of 128 tokens: 24 blocks of 64×64 → 96 of 32×32");
+  assert.equal(tileFor(128, 768, false), MATMUL_TILES["64x64-k16"], "a weight gradient's choice (split along K instead)");
+  // the bench's --tiny-tiles 0: the 64×64 tile as before (the A/B figures.sh times)
+  setTinyTiles(false);
+  try {
+    assert.equal(tileFor(128, 768), MATMUL_TILES["64x64-k16"]);
+  } finally {
+    setTinyTiles(true);
+  }
 });
 
 test("fused attention's tiles fit the workgroup memory: 32 rows at d_head 64 in WebGPU's default 16 KiB, 64 at most; key lanes only on small grids with room to combine; LayerNorm's threads per row grow with the width", () => {
@@ -121,6 +135,7 @@ test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates a
     device: "webgpu: test", date: "2026-11-26T00:00:00Z",
     matmul: [{ shape: "1024x1024x1024", gflops: 10_000 }],
     matmulTiled: { a: [{ shape: "1024x1024x1024", gflops: 30_000 }], b: [{ shape: "1024x1024x1024", gflops: 20_000 }] },
+    matmulChains: { a: [{ shape: "128x768x3072", usPerProduct: 60, gpuUsPerProduct: 40 }, { shape: "256x128x512", usPerProduct: 30, gpuUsPerProduct: null }], b: [{ shape: "128x768x3072", usPerProduct: 50, gpuUsPerProduct: 20 }] },
     workloadTransformer: {
       training: {
         transitionsPerSecond: 200, updateSeconds: { median: 0.02 }, iterationSeconds: { median: 0.34 },
@@ -137,6 +152,7 @@ test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates a
   const md = gpuTable(ours, torch, { matmul: [{ shape: "1024x1024x1024", gflops: 40_000 }] }, { encode: [] });
   assert.match(md, /\| matMul 1024³ GFLOP\/s, tfjs \| 10,000 \| 40,000 \| 0\.250× \|/);
   assert.match(md, /\| matMul 1024³ GFLOP\/s, ours \(tile a\) \| 30,000 \| 40,000 \| 0\.750× \|/);
+  assert.match(md, /each reading the one before .*fastest first: 128x768x3072: b 20\.0 \(50\.0\), a 40\.0 \(60\.0\); 256x128x512: a 30\.0 \(30\.0\)\./, "GPU µs first, the fastest tile first; wall time where untimed");
   assert.match(md, /\| training transitions\/s[^|]*\| 200 \| 400 \| 0\.500× \|/);
   assert.match(md, /\| update [^|]*\| 0\.020 \| 0\.040 \| 2\.00× \|/, "a shorter time is a ratio above 1");
   assert.match(md, /\| greedy episode, N = 400,000 [^|]*\| — \| 1\.00 \| — \|/, "an estimated figure is not shown as measured");
@@ -221,7 +237,7 @@ test("figures.sh (one device call, stub run.sh): every step once, 8 files back (
     assert.match(log[1], /--parts \S*workload-transformer\S*encode-stream/);
     assert.match(log[5], /--parts dispatch,dispatch-hf,dispatch-bert --out \S*\/out\/dispatch.json/);
     // the weight gradients whole and attention's one thread per query, against the defaults just before: outside $OUT (its figures in bench.log)
-    assert.match(log[6], /--split-k 1 --key-lanes 1 --parts dispatch,dispatch-bert --out \/tmp\//);
+    assert.match(log[6], /--split-k 1 --key-lanes 1 --tiny-tiles 0 --parts dispatch,dispatch-bert --out \/tmp\//);
     // a read per run of lock-steps and the values read, against the defaults: outside $OUT too
     assert.match(log[7], /--deferred-reads 0 --parts dispatch,dispatch-bert --out \/tmp\//);
     // the steps took no time here: the mission gets its full 150 s box (100 s of training, deadline 145)

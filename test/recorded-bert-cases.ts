@@ -25,6 +25,7 @@ import { Rng } from "../server/qrag/util/rng.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 import { countersOn, kernelNameCounts, resetCounters, tfjsKernelCount } from "../server/qrag/backend/device.ts";
+import { setTinyTiles } from "../server/qrag/model/webgpu/matmul.ts";
 
 const FIXTURE = path.resolve(import.meta.dirname, "fixtures/bert-tiny");
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-recorded-bert-"));
@@ -95,6 +96,8 @@ async function equalCase() {
   resetCounters();
   countersOn();
   for (const [m, shapes] of runs) {
+    // d 192 with the 64×64 tile (the bench's --tiny-tiles 0), the others' few blocks on 32×32 tiles
+    setTinyTiles(m !== WIDE);
     const [rec, ref] = encoders(m);
     for (const [B, T] of shapes) {
       for (const training of [false, true]) {
@@ -110,6 +113,7 @@ async function equalCase() {
     rec.dispose();
     ref.dispose();
   }
+  setTinyTiles(true);
   throwIfDeviceError();
   // the fused programs taken: Q, K and V in one (aligned loads for d 192 on 4×16 rows), the residual + LayerNorm epilogue (d ≤ 128), with the pooling (T 16, 64)
   const fusedKeys = kernelNameCounts().map(([k]) => k).filter((k) => /-x3|-resln/.test(k)).sort();

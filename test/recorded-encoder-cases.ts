@@ -13,6 +13,7 @@ import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 import { countersOn, kernelNameCounts, resetCounters } from "../server/qrag/backend/device.ts";
 import { forwardBytes, forwardRows, recorderStats, residualFuses, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
+import { setTinyTiles } from "../server/qrag/model/webgpu/matmul.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 import { webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 
@@ -38,6 +39,8 @@ async function equalCase() {
   // dim 320: the embedding and its LayerNorm as a program of their own (past embedFuses)
   for (const dim of [128, 192, 320]) {
     const cfg = { ...CONFIG, dim };
+    // dim 192's QKV with the 64×64 tile (the bench's --tiny-tiles 0), dim 128's on 32×32 (few blocks)
+    setTinyTiles(dim !== 192);
     const [wRec, wRef] = [new TransformerEncoder(cfg, new Rng(4)), new TransformerEncoder(cfg, new Rng(4))];
     resetCounters();
     countersOn();
@@ -48,6 +51,7 @@ async function equalCase() {
     keys[dim] = kernelNameCounts().map(([k]) => k).filter((k) => /res_?ln/.test(k));
     embeds[dim] = kernelNameCounts().map(([k]) => k).filter((k) => /embed/.test(k));
   }
+  setTinyTiles(true);
   const fuses = { [CONFIG.dim]: residualFuses(CONFIG.dim), 128: residualFuses(128), 192: residualFuses(192), 320: residualFuses(320) };
   // train mode vs eval mode on the same batch differ: the dropout masks were applied
   const batch = batchOf(4, 16, 9);

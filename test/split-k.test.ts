@@ -4,7 +4,7 @@ import { kSplit, SPLIT_TARGET, splitScratchFloats } from "../server/qrag/model/w
 import { tileFor } from "../server/qrag/model/webgpu/matmul.ts";
 
 const tilesOf = (m: number, n: number, parts = 1) => {
-  const t = tileFor(m, parts * n);
+  const t = tileFor(m, parts * n, false);
   return parts * Math.ceil(n / (t.tn * t.wx)) * Math.ceil(m / (t.tm * t.wy));
 };
 
@@ -13,7 +13,7 @@ test("K splits: a power of two, within the workgroup target, each part at least 
   for (const [m, n, parts] of [[128, 384, 1], [128, 128, 1], [128, 512, 1], [512, 128, 1], [32, 96, 1], [128, 128, 3], [768, 768, 3], [768, 3072, 1], [3072, 768, 1]]) {
     for (const k of [48, 320, 384, 512, 1000, 2048, 4096, 4100, 32768]) {
       const s = kSplit(m, n, k, parts);
-      const tiles = tilesOf(m, n, parts), bk = tileFor(m, parts * n).bk;
+      const tiles = tilesOf(m, n, parts), bk = tileFor(m, parts * n, false).bk;
       const fits = (x: number) => x <= maxParts && x * tiles <= workgroups && k % (x * bk) === 0 && k / x >= minRows;
       assert.ok(Number.isInteger(Math.log2(s)), `${m}×${n}×${parts}, K ${k}: ${s} is no power of two`);
       assert.ok(s === 1 || fits(s), `${m}×${n}×${parts}, K ${k}: split ${s} breaks a bound`);

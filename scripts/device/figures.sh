@@ -5,7 +5,8 @@
 # host's time by function: where to work next; encode-stream also with f16 activations,
 # gpu_storage f16), then the recorded loop's counts and GPU time per phase, hf BERT's recorded
 # forward and update, a BERT-base training iteration by phase and program, both again with the
-# weight gradients whole and one thread per query in attention (--split-k 1 --key-lanes 1) and
+# weight gradients whole, one thread per query in attention and 64×64 tiles for products of few
+# blocks (--split-k 1 --key-lanes 1 --tiny-tiles 0: the small grids' workgroups as before) and
 # with a read per run and the values read (--deferred-reads 0), against the defaults, and
 # BERT-base trained through the platform (the mission's base phase). At most 8 files in $OUT (the device tool's limit):
 # info.txt, bench.json, bench.log (every step's log), torch.json, torch-matmul.json,
@@ -35,10 +36,11 @@ step 40 bash "$D/run.sh" torch-encode
 step 150 bash "$D/run.sh" bench --backend webgpu --parts dispatch,dispatch-hf,dispatch-bert --out "$OUT/dispatch.json" 2>> "$OUT/bench.log" > /dev/null
 # against the defaults above, in the same lease (the reference workload's iteration and
 # BERT-base's; their figures in bench.log only, the 8 files are spoken for): the weight gradients
-# whole (--split-k 1) and one thread per query in attention (--key-lanes 1: split-k.ts,
-# attention.ts's lanes), then a read at each run of lock-steps' end and the values read
+# whole (--split-k 1), one thread per query in attention (--key-lanes 1) and 64×64 tiles where
+# a product has few blocks (--tiny-tiles 0: split-k.ts, attention.ts's lanes, matmul.ts tileFor;
+# matmul-tiled above times each tile on a rollout step's products alone), then a read at each run of lock-steps' end and the values read
 # (--deferred-reads 0: rollout.ts deviceRuns, lambda-returns.ts)
-step 90 bash "$D/run.sh" bench --backend webgpu --split-k 1 --key-lanes 1 --parts dispatch,dispatch-bert --out /tmp/qrag-split-1.json 2>> "$OUT/bench.log" > /dev/null
+step 90 bash "$D/run.sh" bench --backend webgpu --split-k 1 --key-lanes 1 --tiny-tiles 0 --parts dispatch,dispatch-bert --out /tmp/qrag-split-1.json 2>> "$OUT/bench.log" > /dev/null
 step 90 bash "$D/run.sh" bench --backend webgpu --deferred-reads 0 --parts dispatch,dispatch-bert --out /tmp/qrag-reads-0.json 2>> "$OUT/bench.log" > /dev/null
 # what is left of the call's 10 minutes (less a margin for the files' return), at most 150 s
 M=$(( 570 - SECONDS )); [ "$M" -gt 150 ] && M=150

@@ -14,7 +14,8 @@
  * `--key-lanes N` (webgpu: threads per query of an attention forward on a small grid, 1, 2, 4, 8 or
  * 16, default 4; attention.ts's lanes against one thread per query), `--deferred-reads 0|1`
  * (webgpu: 0 reads each run of lock-steps and the values, as before 2026-11-29; default 1),
- * `--out FILE`. Unknown flags are an error, so a typo is not ignored.
+ * `--tiny-tiles 0|1` (webgpu: 0 keeps products of few 64×64 blocks on 64×64 tiles, as before
+ * 2026-11-29's fourth session; default 1, matmul.ts tileFor), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
 import { parseBackendPref } from "../backend/pick.ts";
 import { intList } from "../cli/flags.ts";
@@ -36,13 +37,14 @@ export interface BenchArgs {
   splitK?: number;
   keyLanes?: number;
   deferredReads?: boolean;
+  tinyTiles?: boolean;
   outFile?: string;
 }
 
 /** The longest greedy episode `--lengths` takes, in chunks (400,000 is the workload's ≈ 10M tokens). */
 export const MAX_EPISODE_CHUNKS = 2_000_000;
 
-const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "gpu-storage", "bert-size", "split-k", "key-lanes", "deferred-reads", "out"] as const;
+const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "gpu-storage", "bert-size", "split-k", "key-lanes", "deferred-reads", "tiny-tiles", "out"] as const;
 
 /** Matmul sizes when none are given: one small size on CPU backends, up to 4096³ on a GPU. */
 export function defaultMatmulSizes(backend: string): number[] {
@@ -55,7 +57,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     const a = argv[i];
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
     const name = m?.[1] as (typeof FLAGS)[number] | undefined;
-    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --gpu-storage, --bert-size, --split-k, --key-lanes, --deferred-reads, --out)`);
+    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --gpu-storage, --bert-size, --split-k, --key-lanes, --deferred-reads, --tiny-tiles, --out)`);
     let value = m[2];
     if (value === undefined) {
       value = argv[++i];
@@ -95,6 +97,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     } else if (name === "deferred-reads") {
       if (value !== "0" && value !== "1") throw new Error(`bench: --deferred-reads "${value.slice(0, 40)}" is not 0 or 1`);
       out.deferredReads = value === "1";
+    } else if (name === "tiny-tiles") {
+      if (value !== "0" && value !== "1") throw new Error(`bench: --tiny-tiles "${value.slice(0, 40)}" is not 0 or 1`);
+      out.tinyTiles = value === "1";
     } else out.outFile = value;
   }
   return out;

@@ -51,6 +51,8 @@ export interface OursFile {
   date: string;
   matmul?: MatmulRow[];
   matmulTiled?: Record<string, MatmulRow[]>;
+  /** bench/matmul.ts benchChains per tile (absent before 2026-11-29's fourth session). */
+  matmulChains?: Record<string, { shape: string; usPerProduct: number; gpuUsPerProduct: number | null }[]>;
   workloadTransformer?: Workload;
   workloadBow?: Workload;
   encodeHf?: { model: string; chunksPerS: number }[];
@@ -119,7 +121,7 @@ export function gpuTable(ours: OursFile, torch: TorchFile, tm: TorchMatmul, te: 
     if (e400) row("greedy episode, N = 400,000, bag-of-words (ours only), s", median(e400.episodeSeconds), undefined, s3, false);
   }
   const h = w?.training.hotLoop;
-  const lines = [rows.join("\n")];
+  const lines = [rows.join("\n"), ...chainLines(ours.matmulChains)];
   if (h) {
     lines.push(
       `\nPer training iteration (transformer): ${n0(h.dispatchesPerIteration)} GPU dispatches, ${n0(h.tfjsKernelsPerIteration)} tfjs kernels, ` +
@@ -136,6 +138,21 @@ export function gpuTable(ours: OursFile, torch: TorchFile, tm: TorchMatmul, te: 
   if (ours.gpuMemory) lines.push(`GPU memory held at the end: ${n0(ours.gpuMemory.allocatedMiB)} MiB allocated, ${n0(ours.gpuMemory.usedMiB)} MiB in live tensors.`);
   lines.push(`Device: ${ours.device}; PyTorch ${torch.meta.torch} on ${torch.meta.gpu} (exact fp32, no TF32); ${ours.date.slice(0, 10)}.`);
   return lines.join("\n");
+}
+
+/** Products of a rollout step's size in a dependent chain: µs per product by tile, GPU time (wall time where untimed), the fastest first. */
+export function chainLines(c: OursFile["matmulChains"]): string[] {
+  if (!c) return [];
+  const shapes = [...new Set(Object.values(c).flatMap((rs) => rs.map((r) => r.shape)))];
+  const per = shapes.map((shape) => {
+    const byTile = Object.entries(c)
+      .map(([tile, rs]) => ({ tile, r: rs.find((x) => x.shape === shape) }))
+      .filter((x): x is { tile: string; r: NonNullable<typeof x.r> } => x.r !== undefined)
+      .map(({ tile, r }) => ({ tile, us: r.gpuUsPerProduct ?? r.usPerProduct, wall: r.usPerProduct }))
+      .sort((a, b) => a.us - b.us);
+    return `${shape}: ${byTile.map((x) => `${x.tile} ${s3(x.us)} (${s3(x.wall)})`).join(", ")}`;
+  });
+  return [`\nProducts of a rollout step's size, each reading the one before (m×k×n: [m, k]·[k, n], then ·[n, k]), µs per product on the GPU (wall), by tile, fastest first: ${per.join("; ")}.`];
 }
 
 /** Where the GPU's time goes: the programs taking 90 % of it (at most 8), one line. */

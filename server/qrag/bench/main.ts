@@ -37,11 +37,13 @@ import * as tf from "@tensorflow/tfjs";
 import path from "node:path";
 import os from "node:os";
 import { pickBackend } from "../backend/pick.ts";
-import { benchMatmul } from "./matmul.ts";
+import { benchChains, benchMatmul } from "./matmul.ts";
+import { programTimes } from "./program-times.ts";
 import { gpuMemoryMiB } from "../backend/gpu-memory.ts";
 import { POOL_RATIO, setPoolRatio, trimWebgpuPool } from "../backend/webgpu-pool.ts";
 import { setMaxSplit, SPLIT_TARGET } from "../model/webgpu/split-k.ts";
 import { currentKeyLanes, setKeyLanes } from "../model/webgpu/attention.ts";
+import { setTinyTiles, tinyTilesOn } from "../model/webgpu/matmul.ts";
 import { deferredReads, setDeferredReads } from "../agent/rollout.ts";
 import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
 import { useGpuStorage } from "../model/webgpu/half-storage.ts";
@@ -94,6 +96,8 @@ interface BenchOptions {
   keyLanes?: number;
   /** The device path's reads deferred (rollout.ts setDeferredReads; default on). */
   deferredReads?: boolean;
+  /** webgpu: 32×32 tiles for products of few 64×64 blocks (matmul.ts tileFor; default on). */
+  tinyTiles?: boolean;
   log?: (m: string) => void;
 }
 
@@ -109,6 +113,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
   if (opts.splitK !== undefined) setMaxSplit(opts.splitK);
   if (opts.keyLanes !== undefined) setKeyLanes(opts.keyLanes);
   if (opts.deferredReads !== undefined) setDeferredReads(opts.deferredReads);
+  if (opts.tinyTiles !== undefined) setTinyTiles(opts.tinyTiles);
   setHostProfileIterations(opts.hostProfile ?? 0);
   const gpuStorage = useGpuStorage(opts.gpuStorage ?? "f32");
   if (opts.gpuStorage === "f16" && gpuStorage !== "f16") throw new Error(`bench: --gpu-storage f16 needs webgpu with shader-f16 (active: ${device})`);
@@ -117,7 +122,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     date: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
     backend, device, gpuStorage,
-    ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE"), poolRatio: String(opts.poolRatio ?? POOL_RATIO), splitK: SPLIT_TARGET.maxParts, keyLanes: currentKeyLanes(), deferredReads: deferredReads() } : {}),
+    ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE"), poolRatio: String(opts.poolRatio ?? POOL_RATIO), splitK: SPLIT_TARGET.maxParts, keyLanes: currentKeyLanes(), deferredReads: deferredReads(), tinyTiles: tinyTilesOn() } : {}),
     ...(adapter ? { adapter } : {}),
   };
   // --tag: the learning / niah runs of this variant go to their own folder
@@ -135,6 +140,15 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
         log(`  matmul-tiled ${name}: ${(tiled[name] as { gflops: number }[]).map((r) => r.gflops.toFixed(0)).join(" / ")} GFLOP/s`);
       }
       result.matmulTiled = tiled;
+      // products of a rollout step's size, each reading the one before: where the tile for few workgroups matters
+      const gpuMs = async (fn: () => Promise<void>) => (await programTimes(fn))?.totalMs ?? null;
+      const chains: Record<string, unknown> = {};
+      for (const [name, tile] of Object.entries(MATMUL_TILES)) {
+        const rs = await benchChains((a, b) => matmulTiled(a, b, tile), gpuMs);
+        chains[name] = rs;
+        log(`  matmul-chains ${name}: ${rs.map((r) => `${r.shape} ${r.usPerProduct.toFixed(0)} µs (GPU ${r.gpuUsPerProduct?.toFixed(0) ?? "—"})`).join(" / ")}`);
+      }
+      result.matmulChains = chains;
     } else if (part === "webgpu-check") result.webgpuCheck = await (await import("./webgpu-check.ts")).benchWebgpuCheck();
     else if (part === "encode-hf") result.encodeHf = await (await import("./webgpu-encode.ts")).benchEncodeHf(log);
     else if (part === "encode-stream") result.encodeStream = await (await import("./encode-stream.ts")).benchEncodeStream(log, opts.lengths?.[0]);

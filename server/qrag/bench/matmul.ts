@@ -50,3 +50,55 @@ export async function benchMatmul(sizes: number[], flopPerRepeat = 2e9, repeats 
   }
   return out;
 }
+
+/**
+ * Products the size of a rollout step's (one state's rows by the encoder's width), timed as a
+ * forward runs them: each reads the one before (x·W1 [m, n], then ·W2 back to [m, k]), so the GPU
+ * cannot overlap them and a product of few workgroups shows what it costs. Cubic sizes hide this:
+ * independent products fill the GPU together.
+ */
+export const CHAIN_SHAPES: readonly (readonly [number, number, number])[] = [
+  [128, 768, 3072], // BERT-base fc1 then fc2, a state of 128 tokens
+  [128, 768, 768], // BERT-base's attention output, twice
+  [256, 768, 3072],
+  [256, 128, 512], // the reference workload's fc1 and fc2, 4 states of 64 tokens
+];
+
+export interface ChainResult {
+  /** m×k×n: A [m, k]·W1 [k, n], then ·W2 [n, k]. */
+  shape: string;
+  products: number;
+  /** Wall time per product (host recording and GPU together) and the GFLOP/s it makes. */
+  usPerProduct: number;
+  gflops: number;
+  /** GPU time per product inside its pass (timestamp queries; null without them). */
+  gpuUsPerProduct: number | null;
+}
+
+/** Each shape of `shapes` as `pairs` dependent pairs of products, `repeats` times (plus a warm-up and a GPU-timed run). */
+export async function benchChains(product: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor, gpuMs: (fn: () => Promise<void>) => Promise<number | null>, shapes = CHAIN_SHAPES, pairs = 16, repeats = 5): Promise<ChainResult[]> {
+  const out: ChainResult[] = [];
+  for (const [m, k, n] of shapes) {
+    const x0 = tf.randomNormal([m, k]), w1 = tf.randomNormal([k, n], 0, 1 / Math.sqrt(k)), w2 = tf.randomNormal([n, k], 0, 1 / Math.sqrt(n));
+    const run = async () => {
+      let x = x0;
+      for (let i = 0; i < pairs; i++) {
+        const y = product(x, w1);
+        if (x !== x0) x.dispose();
+        x = product(y, w2);
+        y.dispose();
+      }
+      const corner = tf.slice(x, [0, 0], [1, 1]);
+      await corner.data();
+      tf.dispose([corner, x]);
+    };
+    await run(); // warm-up: shader compile, buffer pools
+    const t = await measure(run, repeats);
+    const gpu = await gpuMs(run);
+    tf.dispose([x0, w1, w2]);
+    const products = 2 * pairs;
+    const s = t.stats.median;
+    out.push({ shape: `${m}x${k}x${n}`, products, usPerProduct: (s / products) * 1e6, gflops: (2 * m * k * n * products) / s / 1e9, gpuUsPerProduct: gpu === null ? null : (gpu / products) * 1000 });
+  }
+  return out;
+}

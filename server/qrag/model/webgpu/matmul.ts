@@ -43,18 +43,36 @@ export const MATMUL_TILES: Record<string, MatmulTile> = {
   "128x64-k16": { wx: 16, wy: 16, tm: 8, tn: 4, bk: 16 },
   "64x64-t8x8-k16": { wx: 8, wy: 8, tm: 8, tn: 8, bk: 16 },
   "64x128-k8": { wx: 16, wy: 8, tm: 8, tn: 8, bk: 8 },
+  "32x32-k16": { wx: 8, wy: 8, tm: 4, tn: 4, bk: 16 },
 };
 
-/** The default tile (large products), and the one for products of few tiles. */
+/** The default tile (large products), the one for products of few tiles, and the one for products of fewer still. */
 export const DEFAULT_TILE = MATMUL_TILES["64x128-k8"];
 const SMALL_TILE = MATMUL_TILES["64x64-k16"];
+const TINY_TILE = MATMUL_TILES["32x32-k16"];
+
+/** Workgroups that spread a product over a big GPU: about one per SM (an H100/H200 has 132). */
+const SPREAD = 128;
+
+const blocks = (m: number, n: number, side: number): number => Math.ceil(m / side) * Math.ceil(n / side);
+
+let tinyTiles = true;
+/** The bench's `--small-tiles 0|1`: whether products of few 64×64 blocks take 32×32 tiles, for plans built after. */
+export function setTinyTiles(on: boolean): void {
+  tinyTiles = on;
+}
+export const tinyTilesOn = (): boolean => tinyTiles;
 
 /**
  * The tile for an m×n product: 64×128 once there are about as many 128×128 blocks as a big GPU
- * has SMs (128; an H100/H200 has 132), else 64×64 (more workgroups for small products).
+ * has SMs, else 64×64; with `tiny`, 32×32 where even 64×64 blocks are fewer than that. A rollout
+ * step's products (one state of 128 tokens by BERT-base's 768 columns: 24 blocks of 64×64) each
+ * ran on a few SMs walking all of K (~0.1 ms each on the H200, run 6); 32×32 gives 4× the
+ * workgroups, each a quarter of the work. A weight gradient splits along K instead (split-k.ts).
  */
-export function tileFor(m: number, n: number): MatmulTile {
-  return Math.ceil(m / 128) * Math.ceil(n / 128) >= 128 ? DEFAULT_TILE : SMALL_TILE;
+export function tileFor(m: number, n: number, tiny = tinyTiles): MatmulTile {
+  if (blocks(m, n, 128) >= SPREAD) return DEFAULT_TILE;
+  return !tiny || blocks(m, n, 64) >= SPREAD ? SMALL_TILE : TINY_TILE;
 }
 
 export const tileName = (t: MatmulTile) => `${t.tm * t.wy}x${t.tn * t.wx}-k${t.bk}-t${t.wx}x${t.wy}`;

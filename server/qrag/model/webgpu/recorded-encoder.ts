@@ -633,7 +633,8 @@ export function productStep(p: Product): Omit<Step, "slot"> {
   const split = p.split ?? 1;
   if (split > 1 && (!p.trans.a || p.trans.b || p.res || p.k % split)) throw new Error(`productStep: only a weight gradient Aᵀ·B with K (${p.k}) a multiple of the split (${split}) splits`);
   const ks = p.k / split;
-  const t = tiled(p.m, p.n, ks, parts);
+  // a weight gradient takes at least 64×64 tiles and splits along K where it has few (split-k.ts)
+  const t = tiled(p.m, p.n, ks, parts, tileFor(p.m, parts * p.n, !p.trans.a));
   const h = { a: Boolean(p.hA) };
   return {
     key: `${t.head}${transName(p.trans)}${p.res ? "-res" : ""}${p.sums ? "-cs" : ""}${parts > 1 ? `-x${parts}` : ""}${halfName(h)}`,

@@ -21,7 +21,7 @@ export function setMaxSplit(parts: number): void {
 
 /** The parts to split a weight gradient's K rows into: a power of two, 1 where the product has tiles enough or K is short or does not divide. */
 export function kSplit(m: number, n: number, k: number, parts = 1): number {
-  const t = tileFor(m, parts * n);
+  const t = tileFor(m, parts * n, false);
   const tiles = parts * Math.ceil(n / (t.tn * t.wx)) * Math.ceil(m / (t.tm * t.wy));
   let s = 1;
   const { workgroups, minRows, maxParts } = SPLIT_TARGET;
