@@ -31,6 +31,7 @@ export const TIERS = {
     "babi-parse",
     "sentences",
     "split-k",
+    "shader-cache",
     "babi-real-source",
     "babilong-official",
     "babilong",

@@ -94,7 +94,7 @@ export function adamwStepFused(slots: readonly AdamWSlot[], c: AdamWConstants, s
     }
     runRawProgram(be, {
       key: `qrag_adamw_${group.length}_${scale ? "s" : "u"}${averaged ? "_t" : ""}`,
-      code: adamwCode(group.length, Boolean(scale), averaged),
+      code: () => adamwCode(group.length, Boolean(scale), averaged),
       inputs,
       outputs: [],
       inPlace: written,
@@ -126,7 +126,7 @@ export function blendInPlace(pairs: readonly { target: tf.Tensor; source: tf.Ten
     const group = live.slice(at, at + k);
     runRawProgram(be, {
       key: `qrag_blend_${group.length}`,
-      code: blendCode(group.length),
+      code: () => blendCode(group.length),
       inputs: group.map((pr) => pr.source),
       outputs: [],
       inPlace: group.map((pr) => pr.target),

@@ -147,8 +147,22 @@ export interface ShaderOptions {
   parts?: number;
 }
 
+/**
+ * Generated WGSL by tile and options: generating it costs more than recording the dispatch, and a
+ * plan built again for a new batch shape (an episode's candidates, a pass's states) asks for the
+ * same programs again.
+ */
+const shaders = new Map<string, string>();
+
 /** WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks), computing what `o` asks besides A·B. */
 export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions = {}): string {
+  const key = `${tileName(t)}|${aligned}|${JSON.stringify(o)}`;
+  let code = shaders.get(key);
+  if (!code) shaders.set(key, (code = generateMatmul(t, aligned, o)));
+  return code;
+}
+
+function generateMatmul(t: MatmulTile, aligned: boolean, o: ShaderOptions): string {
   const { bias = false, trans = {}, gelu = false, res = false, half = {}, resLn = false, parts = 1, colSum = false, embedLn = false } = o;
   if (embedLn && (trans.a || parts > 1 || resLn || colSum || gelu || res)) throw new Error("matmulShader: the embedding prologue takes a plain product (with a bias)");
   if (parts > 1 && (gelu === "keep" || res || resLn)) throw new Error("matmulShader: parts take a bias or GELU epilogue only");
@@ -417,9 +431,6 @@ function resLnEpilogue(t: MatmulTile, half: boolean): string[] {
   return L;
 }
 
-/** Generated WGSL by program key: generating it costs more than recording the dispatch. */
-const shaders = new Map<string, string>();
-
 /** Whether a product of these sizes takes the aligned (vec4, unchecked) program of tile `t`. */
 export function isAligned(t: MatmulTile, m: number, n: number, k: number): boolean {
   const { bm, bn } = tileOf(t);
@@ -447,11 +458,9 @@ export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAU
   const outShape = a.rank === 2 && b.rank === 2 ? [m, n] : [batch, m, n];
   if (m === 0 || n === 0 || batch === 0) return tf.zeros(outShape);
   const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${bias ? "-bias" : ""}${transName(trans)}`;
-  let code = shaders.get(key);
-  if (!code) shaders.set(key, (code = matmulShader(tile, aligned, { bias: Boolean(bias), trans })));
   const [out] = runRawProgram(be, {
     key,
-    code,
+    code: matmulShader(tile, aligned, { bias: Boolean(bias), trans }),
     inputs: bias ? [a, b, bias] : [a, b],
     outputs: [{ shape: outShape }],
     uniforms: [m, n, k, ba === 1 ? 0 : m * k, bb === 1 ? 0 : k * n].map((x) => ({ type: "uint32", data: [x] })),

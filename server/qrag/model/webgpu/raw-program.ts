@@ -53,7 +53,7 @@ export interface RawProgram {
   /** Cache key of the compiled pipeline: must change whenever `code` does. */
   key: string;
   /** The WGSL source; `main` must take `@builtin(global_invocation_id)` and use `threadIndex`. */
-  code: string;
+  code: ShaderSource;
   inputs: tf.TensorInfo[];
   outputs: { shape: number[]; dtype?: tf.DataType }[];
   /** Existing tensors the program reads and writes (read_write, bound after the outputs): in-place.ts's variables. */
@@ -100,13 +100,19 @@ export function foldThreads(key: string, threads: number): { grid: [number, numb
   return { grid: [gx, gy, 1], stride: gx * WG };
 }
 
+/**
+ * WGSL, or what generates it: a program run each update (the optimizer's) or built into each new
+ * plan passes the generator, called only when its key is not compiled yet.
+ */
+export type ShaderSource = string | (() => string);
+
 /** The compute pipeline of `code` under `key` on this device, compiled once (all raw programs share the cache). */
-export function cachedPipeline(device: GpuDeviceLike, key: string, code: string): PipelineLike {
+export function cachedPipeline(device: GpuDeviceLike, key: string, code: ShaderSource): PipelineLike {
   let cache = pipelines.get(device);
   if (!cache) pipelines.set(device, (cache = new Map()));
   let pipeline = cache.get(key);
   if (!pipeline) {
-    const module = device.createShaderModule({ code, label: key });
+    const module = device.createShaderModule({ code: typeof code === "string" ? code : code(), label: key });
     pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" }, label: key });
     cache.set(key, pipeline);
   }

@@ -1,0 +1,38 @@
+/** Generated WGSL is made once: a pipeline's source only on its key's first compile, matmul.ts's programs once per tile and options. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { cachedPipeline, pipelineCount, type GpuDeviceLike } from "../server/qrag/model/webgpu/raw-program.ts";
+import { MATMUL_TILES, matmulShader } from "../server/qrag/model/webgpu/matmul.ts";
+
+/** A device that records what it compiles. */
+function fakeDevice(): GpuDeviceLike & { modules: string[] } {
+  const modules: string[] = [];
+  return {
+    modules,
+    createShaderModule: (d: { code: string }) => (modules.push(d.code), { code: d.code }),
+    createComputePipeline: (d: object) => ({ ...d, getBindGroupLayout: () => ({}) }),
+  } as unknown as GpuDeviceLike & { modules: string[] };
+}
+
+test("a pipeline's generated source is asked for only when its key is first compiled; a string source compiles as given", () => {
+  const device = fakeDevice();
+  let generated = 0;
+  const source = () => (generated++, "@compute @workgroup_size(1) fn main() {}");
+  const a = cachedPipeline(device, "k1", source);
+  const b = cachedPipeline(device, "k1", source);
+  assert.equal(a, b);
+  assert.equal(generated, 1, "the generator ran again for a compiled key");
+  cachedPipeline(device, "k2", "// plain");
+  assert.deepEqual(device.modules, ["@compute @workgroup_size(1) fn main() {}", "// plain"]);
+  assert.equal(pipelineCount(device), 2);
+});
+
+test("matmulShader: the same program for the same tile and options; options that differ only inside a nested field, or the tile, give another", () => {
+  const t = MATMUL_TILES["32x32-k16"];
+  const base = matmulShader(t, true, { bias: true, trans: { a: true } });
+  assert.equal(matmulShader(t, true, { bias: true, trans: { a: true } }), base);
+  assert.notEqual(matmulShader(t, true, { bias: true, trans: { b: true } }), base);
+  assert.notEqual(matmulShader(t, false, { bias: true, trans: { a: true } }), base);
+  assert.notEqual(matmulShader(MATMUL_TILES["64x64-k16"], true, { bias: true, trans: { a: true } }), base);
+  assert.match(base, /@workgroup_size\(8, 8, 1\)/, "the 32×32 tile: 8×8 threads of 4×4");
+});
