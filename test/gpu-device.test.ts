@@ -97,6 +97,7 @@ test("tiled matMul's tile: 64×128 once a product has ≥ 128 blocks of 128×128
   setTinyTiles(false);
   try {
     assert.equal(tileFor(128, 768), MATMUL_TILES["64x64-k16"]);
+    assert.equal(tileFor(128, 768, true), MATMUL_TILES["64x64-k16"], "a product that may take 32×32 tiles");
   } finally {
     setTinyTiles(true);
   }

@@ -65,14 +65,15 @@ export const tinyTilesOn = (): boolean => tinyTiles;
 
 /**
  * The tile for an m×n product: 64×128 once there are about as many 128×128 blocks as a big GPU
- * has SMs, else 64×64; with `tiny`, 32×32 where even 64×64 blocks are fewer than that. A rollout
- * step's products (one state of 128 tokens by BERT-base's 768 columns: 24 blocks of 64×64) each
- * ran on a few SMs walking all of K (~0.1 ms each on the H200, run 6); 32×32 gives 4× the
- * workgroups, each a quarter of the work. A weight gradient splits along K instead (split-k.ts).
+ * has SMs, else 64×64, else (unless `tiny` is false, or the bench's --tiny-tiles 0) 32×32 where
+ * even 64×64 blocks are fewer than that. A rollout step's products (one state of 128 tokens by
+ * BERT-base's 768 columns: 24 blocks of 64×64) each ran on a few SMs walking all of K (~0.1 ms
+ * each on the H200, run 6); 32×32 gives 4× the workgroups, each a quarter of the work. A weight
+ * gradient (`tiny` false) splits along K instead (split-k.ts).
  */
-export function tileFor(m: number, n: number, tiny = tinyTiles): MatmulTile {
+export function tileFor(m: number, n: number, tiny = true): MatmulTile {
   if (blocks(m, n, 128) >= SPREAD) return DEFAULT_TILE;
-  return !tiny || blocks(m, n, 64) >= SPREAD ? SMALL_TILE : TINY_TILE;
+  return !(tiny && tinyTiles) || blocks(m, n, 64) >= SPREAD ? SMALL_TILE : TINY_TILE;
 }
 
 export const tileName = (t: MatmulTile) => `${t.tm * t.wy}x${t.tn * t.wx}-k${t.bk}-t${t.wx}x${t.wy}`;
