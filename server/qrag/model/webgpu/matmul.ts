@@ -30,6 +30,11 @@ export interface MatmulTile {
   tn: number;
   /** Depth of the K slice staged in workgroup memory per step (a multiple of 4). */
   bk: number;
+  /**
+   * Aligned programs load the next K slice into registers while computing on this one (stored to
+   * workgroup memory after the barrier): the global loads' latency hidden behind the FMAs.
+   */
+  prefetch?: boolean;
 }
 
 /**
@@ -44,6 +49,10 @@ export const MATMUL_TILES: Record<string, MatmulTile> = {
   "64x64-t8x8-k16": { wx: 8, wy: 8, tm: 8, tn: 8, bk: 16 },
   "64x128-k8": { wx: 16, wy: 8, tm: 8, tn: 8, bk: 8 },
   "32x32-k16": { wx: 8, wy: 8, tm: 4, tn: 4, bk: 16 },
+  // the next slice prefetched into registers: untimed on a GPU yet, so no product takes them by default
+  "64x128-k8-pf": { wx: 16, wy: 8, tm: 8, tn: 8, bk: 8, prefetch: true },
+  "64x64-t8x8-k16-pf": { wx: 8, wy: 8, tm: 8, tn: 8, bk: 16, prefetch: true },
+  "64x64-k16-pf": { wx: 16, wy: 16, tm: 4, tn: 4, bk: 16, prefetch: true },
 };
 
 /** The default tile (large products), the one for products of few tiles, and the one for products of fewer still. */
@@ -76,7 +85,7 @@ export function tileFor(m: number, n: number, tiny = true): MatmulTile {
   return !(tiny && tinyTiles) || blocks(m, n, 64) >= SPREAD ? SMALL_TILE : TINY_TILE;
 }
 
-export const tileName = (t: MatmulTile) => `${t.tm * t.wy}x${t.tn * t.wx}-k${t.bk}-t${t.wx}x${t.wy}`;
+export const tileName = (t: MatmulTile) => `${t.tm * t.wy}x${t.tn * t.wx}-k${t.bk}-t${t.wx}x${t.wy}${t.prefetch ? "-pf" : ""}`;
 
 /** The tile's C block and the checks that its loads divide evenly among the threads. */
 function tileOf(t: MatmulTile) {
@@ -199,7 +208,10 @@ function generateMatmul(t: MatmulTile, aligned: boolean, o: ShaderOptions): stri
   for (let i = 0; i < tm; i++) for (let j = 0; j < tn4; j++) L.push(`  var c${i}_${j} = vec4<f32>(0.0);`);
   // the column sums: only the threads that write them add (the first row block's first row of threads), so the other warps pay nothing
   if (colSum) L.push(`  let sums = wid.y == 0u && lid.y == 0u;`, ...Array.from({ length: tn4 }, (_, j) => `  var cs${j} = vec4<f32>(0.0);`));
-  L.push(`  for (var k0 = 0u; k0 < u.K; k0 = k0 + ${bk}u) {`);
+  // prefetch: registers hold the next slice (aligned loads only; embedLn computes A as it loads)
+  const prefetch = Boolean(t.prefetch) && aligned && !embedLn;
+  if (prefetch) L.push(...prefetchedSlices(t, trans, ld));
+  else L.push(`  for (var k0 = 0u; k0 < u.K; k0 = k0 + ${bk}u) {`);
   // A slice → As[k][m], B slice → Bs[k][n]. An operand stored with k inner (A, or Bᵀ) is read
   // along k and scattered; one stored with k outer (Aᵀ, or B) is read along m / n in place.
   const kInner = (tile: string, src: string, rows: number, rowVar: string, at: string): void => {
@@ -234,11 +246,13 @@ function generateMatmul(t: MatmulTile, aligned: boolean, o: ShaderOptions): stri
       }
     }
   };
-  if (trans.a) kOuter("As", "A", bm, "m", "aOff + (k0 + kk) * u.M + row0");
-  else kInner("As", "A", bm, "m", "aOff + (row0 + m) * u.K + k0");
-  if (trans.b) kInner("Bs", "B", bn, "n", "bOff + (col0 + n) * u.K + k0");
-  else kOuter("Bs", "B", bn, "n", "bOff + (k0 + kk) * u.N + col0");
-  L.push(`    workgroupBarrier();`);
+  if (!prefetch) {
+    if (trans.a) kOuter("As", "A", bm, "m", "aOff + (k0 + kk) * u.M + row0");
+    else kInner("As", "A", bm, "m", "aOff + (row0 + m) * u.K + k0");
+    if (trans.b) kInner("Bs", "B", bn, "n", "bOff + (col0 + n) * u.K + k0");
+    else kOuter("Bs", "B", bn, "n", "bOff + (k0 + kk) * u.N + col0");
+    L.push(`    workgroupBarrier();`);
+  }
   for (let kk = 0; kk < bk; kk++) {
     for (let i = 0; i < tm4; i++) L.push(`    let a${kk}_${i} = As[${(kk * bm) / 4 + i * wy}u + lid.y];`);
     for (let j = 0; j < tn4; j++) L.push(`    let b${kk}_${j} = Bs[${(kk * bn) / 4 + j * wx}u + lid.x];`);
@@ -313,6 +327,46 @@ ${geluFns}${L.join("\n")}`;
   return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
 ${storageDecls([`A:${aty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${cty}`, ...(gelu === "keep" ? [`P:${cty}`] : []), ...(colSum ? [`S:${ty}`] : [])])}
 ${geluFns}${L.join("\n")}`;
+}
+
+/**
+ * The K loop's head for a prefetching tile (aligned loads): slice 0 into registers before the
+ * loop; each step stores the registers to workgroup memory, and after the barrier loads the next
+ * slice into them, so those loads are in flight while the FMAs after them run. A thread's loads
+ * are the ones the unprefetched program makes (same elements, same places in the tiles).
+ */
+function prefetchedSlices(t: MatmulTile, trans: MatmulTrans, ld: (src: string, i: string, vec?: boolean) => string): string[] {
+  const { threads, bm, bn } = tileOf(t);
+  const bk = t.bk;
+  const regs: string[] = [], store: string[] = [];
+  const load = (k: string): string[] => out.map((o) => o(k));
+  const out: ((k: string) => string)[] = [];
+  /** One operand's slice: `count` vec4 loads a thread; `index` its element's coordinates, `at` its vec4 index at K offset k, `put` where it goes. */
+  const slice = (name: string, count: number, index: string, at: (k: string) => string, put: (r: string) => string): void => {
+    for (let l = 0; l < count; l++) {
+      const r = `p${name}${l}`;
+      const head = `let e = ${l * threads}u + tid; ${index}`;
+      regs.push(`  var ${r} = vec4<f32>(0.0);`);
+      out.push((k) => `    { ${head} ${r} = ${ld(name, at(k), true)}; }`);
+      store.push(`    { ${head} ${put(r)} }`);
+    }
+  };
+  // A [M, K] (k inner: scattered into As[k][m]) or Aᵀ [K, M] (k outer: in place)
+  if (trans.a) slice("A", (bk * bm) / 4 / threads, `let kk = e / ${bm / 4}u; let m4 = e % ${bm / 4}u;`, (k) => `(aOff + (${k} + kk) * u.M + row0) / 4u + m4`, (r) => `As[kk * ${bm / 4}u + m4] = ${r};`);
+  else slice("A", (bm * bk) / 4 / threads, `let m = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`, (k) => `(aOff + (row0 + m) * u.K + ${k}) / 4u + k4`, (r) => [0, 1, 2, 3].map((c) => `As[(k4 * 4u + ${c}u) * ${bm / 4}u + m / 4u][m % 4u] = ${r}[${c}];`).join(" "));
+  // B [K, N] (k outer) or Bᵀ [N, K] (k inner)
+  if (trans.b) slice("B", (bn * bk) / 4 / threads, `let n = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`, (k) => `(bOff + (col0 + n) * u.K + ${k}) / 4u + k4`, (r) => [0, 1, 2, 3].map((c) => `Bs[(k4 * 4u + ${c}u) * ${bn / 4}u + n / 4u][n % 4u] = ${r}[${c}];`).join(" "));
+  else slice("B", (bk * bn) / 4 / threads, `let kk = e / ${bn / 4}u; let n4 = e % ${bn / 4}u;`, (k) => `(bOff + (${k} + kk) * u.N + col0) / 4u + n4`, (r) => `Bs[kk * ${bn / 4}u + n4] = ${r};`);
+  return [
+    ...regs,
+    ...load("0u"),
+    `  for (var k0 = 0u; k0 < u.K; k0 = k0 + ${bk}u) {`,
+    ...store,
+    `    workgroupBarrier();`,
+    `    if (k0 + ${bk}u < u.K) {`,
+    ...load(`k0 + ${bk}u`).map((x) => `  ${x}`),
+    `    }`,
+  ];
 }
 
 /**
