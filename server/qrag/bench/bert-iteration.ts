@@ -60,7 +60,7 @@ export async function benchBertIteration(log: (m: string) => void, size: BertSiz
     try {
       const t = await benchTrainingOf(`bert-${size}`, config, train, nets, log, iterations);
       const s = t.hotLoop;
-      log(`  dispatch-bert (${size}): ${t.iterationSeconds.median.toFixed(2)} s an iteration (rollout ${t.rolloutSeconds.median.toFixed(2)}, update ${t.updateSeconds.median.toFixed(2)}); ${s.dispatchesPerIteration} dispatches, ${s.submitsPerIteration} submits, ${s.readsPerIteration} reads, GPU ${s.gpuMsPerIteration ?? "(untimed)"} ms`);
+      log(`  dispatch-bert (${size}): ${t.iterationSeconds.median.toFixed(2)} s an iteration (rollout ${t.rolloutSeconds.median.toFixed(2)}, update ${t.updateSeconds.median.toFixed(2)}); ${s.dispatchesPerIteration} dispatches, ${s.submitsPerIteration} submits, ${s.readsPerIteration} reads, GPU ${s.gpuMsPerIteration ?? "(untimed)"} ms; plans built ${s.plansPerIteration} (${s.planMiBPerIteration} MiB of buffers)`);
       return {
         size, bert: BERT_SIZES[size], vocab: vocab.length,
         preset: { envs: config.envs_parallel, batch: config.batch_size, passBatch: config.pass_batch_size, maxActionLength: config.max_action_length, maxLength: config.algo.encoder.max_length },

@@ -51,6 +51,8 @@ export interface DispatchSummary {
   bindGroupsPerIteration?: number;
   /** Recorded plans built per iteration (workload-bench.ts): a plan evicted from the LRU and built again makes all its bind groups anew. */
   plansPerIteration?: number;
+  /** MiB of buffers those plans made per iteration: a plan on a cached one's buffers (recorded-encoder.ts roomyPlan) makes its uniform buffer alone. */
+  planMiBPerIteration?: number;
 }
 
 /** Sums per-phase counts of one iteration into the part's figures. */

@@ -71,7 +71,7 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
   // GPU time per phase where the adapter has timestamp queries (read after the counts; its flush not counted)
   const gpuTimed = gpuTimingOn();
   resetCounters();
-  const [bindGroups, plans] = [recorderStats.bindGroups, recorderStats.plans];
+  const [bindGroups, plans, planBytes] = [recorderStats.bindGroups, recorderStats.plans, recorderStats.bytes];
   const polls0 = { ...dawnPolls };
   const iters: { wall: number; update: number; rollout: number; transitions: number; clean: boolean }[] = [];
   while (iters.filter((i) => i.clean).length < want && iters.length < want * 2) {
@@ -86,6 +86,7 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
   const perIteration = (n: number): number => Math.round((n / iters.length) * 10) / 10;
   const bindGroupsPerIteration = perIteration(recorderStats.bindGroups - bindGroups);
   const plansPerIteration = perIteration(recorderStats.plans - plans);
+  const planMiBPerIteration = perIteration((recorderStats.bytes - planBytes) / 2 ** 20);
   // Dawn's polls of the reads' waits (dawn-poll.ts): "timed" ones are waits past the spin (2 ms on a CPU adapter, 50 on a GPU)
   const dawnPollsPerIteration = { immediate: perIteration(dawnPolls.immediate - polls0.immediate), timed: perIteration(dawnPolls.timed - polls0.timed) };
   const { counts, timed } = await countsSince(iters.length, gpuTimed, log);
@@ -110,7 +111,7 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
     /** Reads, kernels and GPU dispatches per phase, per iteration (mean over the timed iterations). */
     countsPerIteration: counts,
     /** The same counts summed, against the hot-loop budget (what `--parts dispatch` prints). */
-    hotLoop: { ...summarizeDispatch(counts, wall.median * 1000, timed), bindGroupsPerIteration, plansPerIteration, dawnPollsPerIteration },
+    hotLoop: { ...summarizeDispatch(counts, wall.median * 1000, timed), bindGroupsPerIteration, plansPerIteration, planMiBPerIteration, dawnPollsPerIteration },
     /** Kernels by name per iteration (device.ts kernelNameCounts over the timed iterations). */
     kernelsByName,
     /** GPU time per program over one extra iteration (program-times.ts). */
