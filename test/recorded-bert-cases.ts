@@ -126,6 +126,21 @@ async function equalCase() {
  * forward of the whole padded batch; the forwards it ran (rows × padded length); train mode's
  * groups too; a batch of one padded length runs as one forward, in its own order.
  */
+/** Fewer rows of one padded length (a length group's): on a cached plan's buffers, against the tfjs path. */
+async function roomCase() {
+  await onBackend("webgpu");
+  const [rec, ref] = encoders(RANDOM);
+  const calls: { B: number; buffers: number; plans: number; diff: number }[] = [];
+  for (const B of [6, 4, 5, 4]) {
+    const before = { buffers: recorderStats.buffers, plans: recorderStats.plans };
+    const batch = batchOf(B, 16, B * 13, RANDOM.vocab);
+    const diff = relDiff(await forward(rec, batch, false, true), await forward(ref, batch, false, false));
+    calls.push({ B, buffers: recorderStats.buffers - before.buffers, plans: recorderStats.plans - before.plans, diff });
+  }
+  throwIfDeviceError();
+  return calls;
+}
+
 async function lengthGroupsCase() {
   await onBackend("webgpu");
   const [enc] = encoders(RANDOM);
@@ -523,7 +538,7 @@ async function halfCase() {
   return { diffs, taped, keepBytes };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { forwardRows: forwardRowsCase, lengthGroups: lengthGroupsCase, half: halfCase, equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase, autoPasses: autoPassesCase };
+const CASES: Record<string, () => Promise<unknown>> = { forwardRows: forwardRowsCase, room: roomCase, lengthGroups: lengthGroupsCase, half: halfCase, equal: equalCase, cache: cacheCase, fallback: fallbackCase, shared: sharedCase, grads: gradsCase, trainCache: trainCacheCase, learner: learnerCase, bounds: boundsCase, autoPasses: autoPassesCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

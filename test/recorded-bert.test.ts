@@ -25,6 +25,14 @@ test("recorded BERT forward equals the tfjs path within 1e-5: eval and train mod
   assert.equal(r.recordedCalls, 28);
 });
 
+test("BERT: fewer rows of one padded length run on a cached plan's buffers (a uniform buffer of their own), within 1e-5 of the tfjs path", { skip }, () => {
+  const r = runCase<{ B: number; buffers: number; plans: number; diff: number }[]>("room");
+  const own = r[0].buffers;
+  assert.ok(own > 1, `a plan of its own made ${own} buffers`);
+  assert.deepEqual(r.map((c) => `${c.B}:${c.buffers}/${c.plans}`), [`6:${own}/1`, "4:1/1", "5:1/1", "4:0/0"]);
+  for (const c of r) assert.ok(c.diff <= 1e-5, `${c.B} rows: rel. diff ${c.diff}`);
+});
+
 test("no-grad plans: their bytes are bertForwardBytes' (within 1 %, never above it), and embedDevice's sub-batches hold no more rows than one plan's budget takes, so each is recorded (100 rows under a budget of 40: 40 + 40 + 20)", { skip }, () => {
   assertPlanBudget(runCase<PlanBudgetResult>("forwardRows"), 6, 48);
 });

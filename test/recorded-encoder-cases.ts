@@ -70,6 +70,38 @@ async function cacheCase() {
   return { created, counts, layers: CONFIG.layers, fuses: residualFuses(CONFIG.dim) };
 }
 
+/**
+ * Row counts of one padded length (a length group's): fewer rows than a cached plan's run on its
+ * buffers (a plan with a uniform buffer of its own), in eval and train mode, against the tfjs
+ * path; then that roomy plan evicted (a byte bound only it and its plans fit under, and a plan of
+ * another length): its plans go with it, and a call of theirs builds anew.
+ */
+async function roomCase() {
+  await onBackend("webgpu");
+  const rec = new TransformerEncoder(CONFIG, new Rng(6));
+  const ref = new TransformerEncoder(CONFIG, new Rng(6));
+  const T = 16;
+  const calls: { B: number; training: boolean; buffers: number; plans: number; diff: number }[] = [];
+  const call = async (B: number, training: boolean, len = T) => {
+    const before = { buffers: recorderStats.buffers, plans: recorderStats.plans };
+    const batch = batchOf(B, len, B * 7 + len);
+    const diff = relDiff(await forward(rec, batch, training, true), await forward(ref, batch, training, false));
+    calls.push({ B, training, buffers: recorderStats.buffers - before.buffers, plans: recorderStats.plans - before.plans, diff });
+  };
+  for (const [B, training] of [[6, false], [4, false], [5, true], [6, false], [4, false], [3, true]] as const) await call(B, training);
+  // a bound the plan of another length fits under alone: admitting it evicts the older plans, the roomy ones with theirs
+  const prev = setPlanBounds({ plain: forwardBytes(CONFIG, 6, 64) * 1.1 });
+  try {
+    await call(6, false, 64);
+    await call(4, false);
+  } finally {
+    setPlanBounds(prev);
+  }
+  const rngAfter = rec.dropoutRng.nextU32() === ref.dropoutRng.nextU32();
+  throwIfDeviceError();
+  return { calls, rngAfter };
+}
+
 /** After weights are assigned (as training does), the recorded forward uses the new values. */
 async function assignCase() {
   await onBackend("webgpu");
@@ -264,7 +296,7 @@ async function forwardRowsCase() {
   return { made, ...budget };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { forwardRows: forwardRowsCase, equal: equalCase, cache: cacheCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };
+const CASES: Record<string, () => Promise<unknown>> = { forwardRows: forwardRowsCase, equal: equalCase, cache: cacheCase, room: roomCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

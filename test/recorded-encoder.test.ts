@@ -34,6 +34,18 @@ test("recorded encoder forward equals the tfjs path within 1e-5: eval and train 
   assert.equal(r.recordedCalls, 16);
 });
 
+test("fewer rows of one padded length run on a cached plan's buffers (a uniform buffer of their own), eval and train mode, within 1e-5 of the tfjs path; evicting that plan takes the plans on its buffers along, and their shape then builds anew", { skip }, () => {
+  const r = runCase<{ calls: { B: number; training: boolean; buffers: number; plans: number; diff: number }[]; rngAfter: boolean }>("room");
+  const own = r.calls[0].buffers;
+  assert.ok(own > 1, `a plan of its own made ${own} buffers`);
+  const made = r.calls.map((c) => `${c.B}${c.training ? "t" : "e"}:${c.buffers === own ? "own" : c.buffers}/${c.plans}`);
+  // 6 rows; 4 on its buffers; 5 in train mode (another family) its own; both again cached; 3 in
+  // train mode on 5's; a plan of 64 tokens evicting the others; 4 rows of 16 again: its own
+  assert.deepEqual(made, ["6e:own/1", "4e:1/1", "5t:own/1", "6e:0/0", "4e:0/0", "3t:1/1", "6e:own/1", "4e:own/1"]);
+  for (const c of r.calls) assert.ok(c.diff <= 1e-5, `${c.B} rows (${c.training ? "train" : "eval"}): rel. diff ${c.diff}`);
+  assert.ok(r.rngAfter, "the dropout Rngs differ after the same calls");
+});
+
 test("recorded encoder forward: one submit with its read, one dispatch per program, 0 tfjs kernels; a second call of a shape creates no buffers, bind groups or pipelines", { skip }, () => {
   const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { kernels: number; fused: number; dispatches: number; submits: number }[]; layers: number; fuses: boolean }>("cache");
   // per layer 5 programs (QKV, layer 0's with the embedding and its LayerNorm as its prologue;

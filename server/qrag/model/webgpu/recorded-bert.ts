@@ -26,8 +26,8 @@ import type { BertConfig } from "../hf/bert.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
 import {
-  admitPlan, cachedPlan, drawKeys, recorderOn, finishPlan, linearPartsStep, linearStep, planBound, poolFuses, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, rowsWithin, subLayerEnd, submitForward, USAGE,
-  programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type ProgramList, type ResLnArgs, type UniformValues,
+  admitPlan, cachedPlan, drawKeys, recorderOn, finishPlan, linearPartsStep, linearStep, planBound, poolFuses, planBuffers, recorderApplies, recorderBinds, recorderStats, residualFuses, roomyPlan, rowsWithin, subLayerEnd, submitForward, USAGE,
+  programList, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type Plan, type PlanHome, type ProgramList, type ResLnArgs, type UniformValues,
 } from "./recorded-encoder.ts";
 import { attentionGrid, attentionLanes, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
 import { geluFwd, geluTanhFwd, lnFwd, lnFwdShader, reluFwd } from "./gelu-layernorm.ts";
@@ -87,18 +87,21 @@ export function bertNoGradPlan(c: BertConfig, B: number, T: number, training: bo
 
 /** The cached plan of this architecture and shape (made on a miss), or null when it cannot be recorded. */
 function bertPlanFor(device: DeviceLike, c: BertConfig, B: number, T: number, training: boolean): Plan | null {
-  const { key: base, hp, ap } = bertPlanKey(c, B, T, training);
-  const key = `${base}${halfKey(halfActive(device))}`;
+  const { key: base, family: rowless, hp, ap } = bertPlanKey(c, B, T, training);
+  const half = halfKey(halfActive(device));
+  const key = `${base}${half}`;
   const hit = cachedPlan(device, key);
   if (hit) return hit;
   if (!bertFits(device, c, B, T)) return null;
-  return admitPlan(device, buildBertPlan(device, c, key, B, T, hp, ap, null));
+  const family = `${rowless}${half}`;
+  return admitPlan(device, buildBertPlan(device, c, key, B, T, hp, ap, null, { family, room: roomyPlan(device, family, B) }));
 }
 
-/** The plan key of this architecture, shape and mode (dropout rates), and the rates. */
-export function bertPlanKey(c: BertConfig, B: number, T: number, training: boolean): { key: string; hp: number; ap: number } {
+/** The plan key of this architecture, shape and mode (dropout rates), the key without the rows (its family: roomyPlan), and the rates. */
+export function bertPlanKey(c: BertConfig, B: number, T: number, training: boolean): { key: string; family: string; hp: number; ap: number } {
   const hp = training ? c.hiddenDropout : 0, ap = training ? c.attnDropout : 0;
-  return { key: `bert:${c.vocab}-${c.maxPositions}-${c.typeVocab}-${c.hidden}-${c.intermediate}-${c.heads}-${c.layers}-${c.act}-${c.eps}-${B}x${T}-${hp}-${ap}`, hp, ap };
+  const arch = `bert:${c.vocab}-${c.maxPositions}-${c.typeVocab}-${c.hidden}-${c.intermediate}-${c.heads}-${c.layers}-${c.act}-${c.eps}`;
+  return { key: `${arch}-${B}x${T}-${hp}-${ap}`, family: `${arch}-*x${T}-${hp}-${ap}`, hp, ap };
 }
 
 /** Whether this BERT and shape can be recorded: heads dividing the width, the programs' bindings granted, every buffer within the binding limit, a head within workgroup memory. */
@@ -194,12 +197,12 @@ export interface BertBuilder extends ProgramList {
  * alternate with the mid-layer stream, x → mid → x; e holds the embedding sum and then the fused
  * sub-layer ends' x + h·m) and erf GELU is fc1's matmul epilogue.
  */
-export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number, T: number, hp: number, ap: number, extend: ((b: BertBuilder) => BackPlan) | null): Plan {
+export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B: number, T: number, hp: number, ap: number, extend: ((b: BertBuilder) => BackPlan) | null, home?: PlanHome): Plan {
   const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T, L = c.layers;
   const keep = extend !== null;
   // activations stored as f16 (half-storage.ts), a taped forward's kept ones too
   const half = halfActive(device);
-  const pb = planBuffers(device);
+  const pb = planBuffers(device, home?.room);
   const buf = pb.buf;
   const act = (n: number): BufferLike => pb.act(n, half);
   const ids = buf(N), mask = buf(N), poolW = buf(N);
@@ -272,5 +275,5 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
     }
     sites.res2.push(residualLn(acts.f2[l], o + 12, F, acts.mid[l], o + 14, acts.x[l + 1], acts.v2[l], acts.st2[l], l + 1 === L && pools ? { T, poolW, pooled } : undefined));
   }
-  return finishPlan(b, pb, extend, { key, training: hp > 0 || ap > 0, ids, mask, poolW, pooled, last: acts.x[L], d, draws, half, pooledAlready: pools });
+  return finishPlan(b, pb, extend, { key, training: hp > 0 || ap > 0, ids, mask, poolW, pooled, last: acts.x[L], d, draws, half, pooledAlready: pools, home });
 }

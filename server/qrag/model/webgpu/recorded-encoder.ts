@@ -62,6 +62,11 @@ const SLOT = 256;
  */
 const MAX_PLANS = 64;
 /**
+ * Plans on another's buffers (roomyPlan), beside MAX_PLANS: each holds its programs, bind groups
+ * and a uniform buffer, so an encoder's every row count of a length group can stay.
+ */
+const MAX_VARIANTS = 1024;
+/**
  * The bytes each kind of plan may hold together, each its own budget so that neither evicts the
  * other's: no-grad plans (the rollout's many shapes) and keep plans (the update's passes, which
  * hold their activations for the backward: ~0.6 MB a token for BERT-base, 5.4 GiB for a pass of
@@ -193,6 +198,10 @@ export interface Plan {
   dead: boolean;
   /** The tfjs command encoder its last forward / backward was recorded into (tfjsEncoderFor). */
   pendingIn: { forward: object | null; backward: object | null };
+  /** Its key without the rows: no-grad plans of one family differ only in B (roomyPlan). */
+  family?: string;
+  /** A no-grad plan built on the buffers of this one, which has room for more rows (its own: the uniform buffer alone). */
+  base?: Plan;
 }
 
 /**
@@ -697,7 +706,9 @@ export function linearPartsStep(a: BufferLike, ws: readonly number[], outs: read
  */
 export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan | null {
   // the architecture too: two encoders of one shape and different sizes (two runs in one worker) share no plan
-  const base = `tf:${c.vocab_size}-${c.max_len}-${c.dim}-${c.hidden}-${c.heads}-${c.layers}-${B}x${T}${dropping ? `-drop${c.dropout}` : ""}${halfKey(halfActive(device))}`;
+  const rest = `${dropping ? `-drop${c.dropout}` : ""}${halfKey(halfActive(device))}`;
+  const arch = `tf:${c.vocab_size}-${c.max_len}-${c.dim}-${c.hidden}-${c.heads}-${c.layers}`;
+  const base = `${arch}-${B}x${T}${rest}`;
   const key = extend ? keepKey(device, base) : base;
   const hit = cachedPlan(device, key);
   if (hit) return hit;
@@ -706,7 +717,25 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
   const sizes = [N * 3 * d, N * F, extend ? c.vocab_size * d : 0].map((n) => n * 4);
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return null;
-  return admitPlan(device, buildPlan(device, c, key, B, T, dropping, extend));
+  const family = `${arch}-*x${T}${rest}`;
+  return admitPlan(device, buildPlan(device, c, key, B, T, dropping, extend, extend ? undefined : { family, room: roomyPlan(device, family, B) }));
+}
+
+/** Where a no-grad plan goes: its family, and the cached plan of that family whose buffers it takes (roomyPlan), if any. */
+export interface PlanHome {
+  family: string;
+  room: Plan | undefined;
+}
+
+/**
+ * The cached no-grad plan of `family` with the fewest rows of at least B, on whose buffers a plan
+ * of B rows is built (now the most recently used): a length group's new row count then makes
+ * programs, bind groups and a uniform buffer, not another set of activation buffers.
+ */
+export function roomyPlan(device: DeviceLike, family: string, B: number): Plan | undefined {
+  let best: Plan | undefined;
+  for (const p of planCache(device).values()) if (p.family === family && !p.base && p.B >= B && (!best || p.B < best.B)) best = p;
+  return best && cachedPlan(device, best.key);
 }
 
 /**
@@ -731,8 +760,11 @@ export function cachedPlan(device: DeviceLike, key: string): Plan | undefined {
   const cache = planCache(device);
   const hit = cache.get(key);
   if (hit) {
-    cache.delete(key);
-    cache.set(key, hit);
+    // a plan on another's buffers keeps that one as recent as itself
+    for (const p of hit.base ? [hit.base, hit] : [hit]) {
+      cache.delete(p.key);
+      cache.set(p.key, p);
+    }
   }
   return hit;
 }
@@ -767,20 +799,32 @@ export function admitPlan(device: DeviceLike, plan: Plan): Plan | null {
   noteOutsideBytes(plan.bytes);
   cache.set(plan.key, plan);
   const total = { plain: 0, keep: 0 };
-  for (const p of cache.values()) total[kindOf(p)] += p.bytes;
-  for (const [k, p] of cache) {
-    if (p === plan) break;
-    const kind = kindOf(p);
-    if (p.owner !== null || (cache.size <= MAX_PLANS && total[kind] <= planBounds[kind])) continue;
-    cache.delete(k);
-    total[kind] -= p.bytes;
+  const count = { plans: 0, variants: 0 };
+  for (const p of cache.values()) {
+    total[kindOf(p)] += p.bytes;
+    count[p.base ? "variants" : "plans"]++;
+  }
+  const evict = (p: Plan): void => {
+    cache.delete(p.key);
+    total[kindOf(p)] -= p.bytes;
+    count[p.base ? "variants" : "plans"]--;
     destroyPlan(p);
     noteOutsideBytes(-p.bytes);
+  };
+  for (const p of cache.values()) {
+    if (p === plan) break;
+    if (p.owner !== null || p === plan.base || p.dead) continue;
+    const kind = kindOf(p);
+    const over = p.base ? count.variants > MAX_VARIANTS : count.plans > MAX_PLANS || total[kind] > planBounds[kind];
+    if (!over) continue;
+    // the plans on its buffers go with it (their calls already recorded are submitted first)
+    if (!p.base) for (const v of cache.values()) if (v.base === p) evict(v);
+    evict(p);
   }
   return plan;
 }
 
-/** Destroys a plan's buffers (the GPU frees them once the work already submitted is done). */
+/** Destroys a plan's buffers (the GPU frees them once the work already submitted is done); a plan on another's buffers destroys only its own. */
 function destroyPlan(p: Plan): void {
   submitPending(p);
   p.dead = true;
@@ -799,8 +843,17 @@ export interface PlanBuffers {
   uniform(slots: number): BufferLike;
 }
 
-export function planBuffers(device: DeviceLike): PlanBuffers {
+export function planBuffers(device: DeviceLike, room?: Plan): PlanBuffers {
+  // on `room`'s buffers: its storage buffers in the order it made them (a builder makes a family's
+  // in one order, each no smaller for more rows); the uniform buffer its own
+  const theirs = room?.buffers.filter((b) => b !== room.uniform) ?? [];
+  let next = 0;
   const add = (size: number, usage: number): BufferLike => {
+    if (room && !(usage & USAGE.UNIFORM)) {
+      const b = theirs[next++];
+      if (!b || b.size < size) throw new Error(`planBuffers: buffer ${next} of ${room.key} does not hold ${size} bytes`);
+      return b;
+    }
     const b = device.createBuffer({ size, usage });
     out.buffers.push(b);
     out.bytes += size;
@@ -856,12 +909,12 @@ export function forwardRows(c: RecordedConfig, T: number): number {
   return rowsWithin(device, (B) => forwardBytes(c, B, T, half), planBounds.plain, Math.max(c.hidden, 3 * c.dim), T);
 }
 
-function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null): Plan {
+function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null, home?: PlanHome): Plan {
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T, L = c.layers;
   const keep = extend !== null;
   // activations stored as f16 (half-storage.ts), a taped forward's kept ones too
   const half = halfActive(device);
-  const pb = planBuffers(device);
+  const pb = planBuffers(device, home?.room);
   const buf = pb.buf;
   const act = (n: number): BufferLike => pb.act(n, half);
   const ids = buf(N), mask = buf(N), poolW = buf(N);
@@ -940,7 +993,7 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     const [g, y, st] = l + 1 < L ? [o + 12, hN1[l + 1], st1[l + 1]] : [2 + L * 12, hNf, acts.lnfSt];
     sites.res2.push(residualLn(acts.f2[l], o + 10, F, mid[l], x[l + 1], g, y, st, l + 1 === L && pools ? { T, poolW, pooled } : undefined));
   }
-  return finishPlan(b, pb, extend, { key, training: dropping, ids, mask, poolW, pooled, last: hNf, d, draws, half, pooledAlready: pools });
+  return finishPlan(b, pb, extend, { key, training: dropping, ids, mask, poolW, pooled, last: hNf, d, draws, half, pooledAlready: pools, home });
 }
 
 /**
@@ -950,7 +1003,7 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
  */
 export function finishPlan<Bld extends ProgramList & { B: number; T: number }>(
   b: Bld, pb: PlanBuffers, extend: ((b: Bld) => BackPlan) | null,
-  p: { key: string; training: boolean; ids: BufferLike; mask: BufferLike; poolW: BufferLike; pooled: BufferLike; last: BufferLike; d: number; draws: number; half: boolean; pooledAlready?: boolean },
+  p: { key: string; training: boolean; ids: BufferLike; mask: BufferLike; poolW: BufferLike; pooled: BufferLike; last: BufferLike; d: number; draws: number; half: boolean; pooledAlready?: boolean; home?: PlanHome },
 ): Plan {
   const { B, T } = b;
   // its own program unless the last residual + LayerNorm pooled (poolFuses)
@@ -964,5 +1017,5 @@ export function finishPlan<Bld extends ProgramList & { B: number; T: number }>(
   const uniform = pb.uniform(b.slots());
   recorderStats.plans++;
   const { key, training, ids, mask, poolW, pooled, draws, half } = p;
-  return { key, B, T, training, half, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null } };
+  return { key, B, T, training, half, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null }, family: p.home?.family, base: p.home?.room };
 }
