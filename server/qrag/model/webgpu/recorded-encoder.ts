@@ -62,8 +62,8 @@ const SLOT = 256;
  */
 const MAX_PLANS = 64;
 /**
- * Plans on another's buffers (roomyPlan), beside MAX_PLANS: each holds its programs, bind groups
- * and a uniform buffer, so an encoder's every row count of a length group can stay.
+ * Variants (plans on another's buffers: roomyPlan) kept beside MAX_PLANS: each holds its programs,
+ * bind groups and a uniform buffer, so an encoder's every row count of a length group can stay.
  */
 const MAX_VARIANTS = 1024;
 /**
@@ -200,7 +200,10 @@ export interface Plan {
   pendingIn: { forward: object | null; backward: object | null };
   /** Its key without the rows: no-grad plans of one family differ only in B (roomyPlan). */
   family?: string;
-  /** A no-grad plan built on the buffers of this one, which has room for more rows (its own: the uniform buffer alone). */
+  /**
+   * Set on a variant: the cached plan of its family with room for more rows whose buffers it runs
+   * on (roomyPlan); a variant's own buffers are its uniform buffer alone.
+   */
   base?: Plan;
 }
 
@@ -728,9 +731,10 @@ export interface PlanHome {
 }
 
 /**
- * The cached no-grad plan of `family` with the fewest rows of at least B, on whose buffers a plan
- * of B rows is built (now the most recently used): a length group's new row count then makes
- * programs, bind groups and a uniform buffer, not another set of activation buffers.
+ * The cached no-grad plan of `family` with the fewest rows of at least B (not itself a variant),
+ * on whose buffers a plan of B rows is built, a variant (the base now the most recently used): a
+ * length group's new row count then makes programs, bind groups and a uniform buffer, not another
+ * set of activation buffers.
  */
 export function roomyPlan(device: DeviceLike, family: string, B: number): Plan | undefined {
   let best: Plan | undefined;
