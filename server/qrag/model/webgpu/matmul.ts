@@ -66,7 +66,7 @@ const SPREAD = 128;
 const blocks = (m: number, n: number, side: number): number => Math.ceil(m / side) * Math.ceil(n / side);
 
 let tinyTiles = true;
-/** The bench's `--small-tiles 0|1`: whether products of few 64×64 blocks take 32×32 tiles, for plans built after. */
+/** The bench's `--tiny-tiles 0|1`: whether products of few 64×64 blocks take 32×32 tiles, for plans built after. */
 export function setTinyTiles(on: boolean): void {
   tinyTiles = on;
 }
@@ -339,15 +339,16 @@ function prefetchedSlices(t: MatmulTile, trans: MatmulTrans, ld: (src: string, i
   const { threads, bm, bn } = tileOf(t);
   const bk = t.bk;
   const regs: string[] = [], store: string[] = [];
-  const load = (k: string): string[] => out.map((o) => o(k));
-  const out: ((k: string) => string)[] = [];
+  /** Per register, its load at K offset k. */
+  const loads: ((k: string) => string)[] = [];
+  const load = (k: string): string[] => loads.map((f) => f(k));
   /** One operand's slice: `count` vec4 loads a thread; `index` its element's coordinates, `at` its vec4 index at K offset k, `put` where it goes. */
   const slice = (name: string, count: number, index: string, at: (k: string) => string, put: (r: string) => string): void => {
     for (let l = 0; l < count; l++) {
       const r = `p${name}${l}`;
       const head = `let e = ${l * threads}u + tid; ${index}`;
       regs.push(`  var ${r} = vec4<f32>(0.0);`);
-      out.push((k) => `    { ${head} ${r} = ${ld(name, at(k), true)}; }`);
+      loads.push((k) => `    { ${head} ${r} = ${ld(name, at(k), true)}; }`);
       store.push(`    { ${head} ${put(r)} }`);
     }
   };
