@@ -58,7 +58,8 @@ const SLOT = 256;
  * 636 buffers made over a counts run instead of 7 and 228 (bench dispatch-counts at max_len 256).
  * An hf encoder's length groups (length-groups.ts) make many more, rows of each padded length:
  * with 16, bert-tiny's `dispatch-bert` iteration built 39.5 plans (757 bind groups), with 64 it
- * builds 19 (325), the groups' new row counts.
+ * built 19 (325), the groups' new row counts, each with buffers of its own (417 MiB an iteration);
+ * as variants on a cached plan's buffers (roomyPlan) they make 4.7 MiB.
  */
 const MAX_PLANS = 64;
 /**
