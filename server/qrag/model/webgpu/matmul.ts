@@ -53,6 +53,7 @@ export const MATMUL_TILES: Record<string, MatmulTile> = {
   "64x128-k8-pf": { wx: 16, wy: 8, tm: 8, tn: 8, bk: 8, prefetch: true },
   "64x64-t8x8-k16-pf": { wx: 8, wy: 8, tm: 8, tn: 8, bk: 16, prefetch: true },
   "64x64-k16-pf": { wx: 16, wy: 16, tm: 4, tn: 4, bk: 16, prefetch: true },
+  "32x32-k16-pf": { wx: 8, wy: 8, tm: 4, tn: 4, bk: 16, prefetch: true },
 };
 
 /** The default tile (large products), the one for products of few tiles, and the one for products of fewer still. */
