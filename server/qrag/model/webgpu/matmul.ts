@@ -209,49 +209,41 @@ function generateMatmul(t: MatmulTile, aligned: boolean, o: ShaderOptions): stri
   for (let i = 0; i < tm; i++) for (let j = 0; j < tn4; j++) L.push(`  var c${i}_${j} = vec4<f32>(0.0);`);
   // the column sums: only the threads that write them add (the first row block's first row of threads), so the other warps pay nothing
   if (colSum) L.push(`  let sums = wid.y == 0u && lid.y == 0u;`, ...Array.from({ length: tn4 }, (_, j) => `  var cs${j} = vec4<f32>(0.0);`));
-  // prefetch: registers hold the next slice (aligned loads only; embedLn computes A as it loads)
+  // A slice → As[k][m], B slice → Bs[k][n]: vec4 loads where aligned (alignedSlices; embedLn
+  // computes A's elements, lnA with the row's stats the prologue's, one at a time with checks)
+  const vec = aligned ? alignedSlices(t, trans) : null;
+  const vecLoads = vec ? [...(embedLn ? [] : vec.a), ...vec.b] : [];
+  // prefetch: registers hold the next slice (aligned loads only)
   const prefetch = Boolean(t.prefetch) && aligned && !embedLn;
-  if (prefetch) L.push(...prefetchedSlices(t, trans, ld));
-  else L.push(`  for (var k0 = 0u; k0 < u.K; k0 = k0 + ${bk}u) {`);
-  // A slice → As[k][m], B slice → Bs[k][n]. An operand stored with k inner (A, or Bᵀ) is read
-  // along k and scattered; one stored with k outer (Aᵀ, or B) is read along m / n in place.
-  const kInner = (tile: string, src: string, rows: number, rowVar: string, at: string): void => {
-    // embedLn: A's elements computed (lnA, the row's stats the prologue's), one at a time with checks
-    const computed = embedLn && src === "A";
-    if (aligned && !computed) {
-      for (let l = 0; l < (rows * bk) / 4 / threads; l++) {
-        L.push(`    { let e = ${l * threads}u + tid; let ${rowVar} = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`);
-        L.push(`      let v = ${ld(src, `(${at}) / 4u + k4`, true)};`);
-        for (let c = 0; c < 4; c++) L.push(`      ${tile}[(k4 * 4u + ${c}u) * ${rows / 4}u + ${rowVar} / 4u][${rowVar} % 4u] = v[${c}];`);
-        L.push(`    }`);
-      }
-    } else {
+  if (prefetch) L.push(...prefetchedSlices(vecLoads, bk, ld));
+  else {
+    L.push(`  for (var k0 = 0u; k0 < u.K; k0 = k0 + ${bk}u) {`);
+    for (const s of vecLoads) L.push(`    { ${s.head} let v = ${ld(s.src, s.at("k0"), true)}; ${s.put("v")} }`);
+    // the checked loads: an operand stored with k inner (A, or Bᵀ) is read along k and
+    // scattered; one stored with k outer (Aᵀ, or B) is read along m / n in place
+    const kInner = (tile: string, src: string, rows: number, rowVar: string, at: string): void => {
+      const computed = embedLn && src === "A";
       for (let l = 0; l < (rows * bk) / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let ${rowVar} = e / ${bk}u; let kk = e % ${bk}u; var v = 0.0;`);
         L.push(`      if (${rowVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"} && k0 + kk < u.K) { v = ${computed ? "lnA(row0 + m, m, k0 + kk)" : ld(src, `${at} + kk`)}; }`);
         L.push(`      ${tile}[kk * ${rows / 4}u + ${rowVar} / 4u][${rowVar} % 4u] = v; }`);
       }
-    }
-  };
-  const kOuter = (tile: string, src: string, cols: number, colVar: string, at: string): void => {
-    if (aligned) {
-      for (let l = 0; l < (bk * cols) / 4 / threads; l++) {
-        L.push(`    { let e = ${l * threads}u + tid; let kk = e / ${cols / 4}u; let ${colVar}4 = e % ${cols / 4}u;`);
-        L.push(`      ${tile}[kk * ${cols / 4}u + ${colVar}4] = ${ld(src, `(${at}) / 4u + ${colVar}4`, true)}; }`);
-      }
-    } else {
+    };
+    const kOuter = (tile: string, src: string, cols: number, colVar: string, at: string): void => {
       for (let l = 0; l < (bk * cols) / threads; l++) {
         L.push(`    { let e = ${l * threads}u + tid; let kk = e / ${cols}u; let ${colVar} = e % ${cols}u; var v = 0.0;`);
         L.push(`      if (k0 + kk < u.K && ${colVar === "m" ? "row0 + m < u.M" : "col0 + n < u.N"}) { v = ${ld(src, `${at} + ${colVar}`)}; }`);
         L.push(`      ${tile}[kk * ${cols / 4}u + ${colVar} / 4u][${colVar} % 4u] = v; }`);
       }
+    };
+    if (!vec || embedLn) {
+      if (trans.a) kOuter("As", "A", bm, "m", "aOff + (k0 + kk) * u.M + row0");
+      else kInner("As", "A", bm, "m", "aOff + (row0 + m) * u.K + k0");
     }
-  };
-  if (!prefetch) {
-    if (trans.a) kOuter("As", "A", bm, "m", "aOff + (k0 + kk) * u.M + row0");
-    else kInner("As", "A", bm, "m", "aOff + (row0 + m) * u.K + k0");
-    if (trans.b) kInner("Bs", "B", bn, "n", "bOff + (col0 + n) * u.K + k0");
-    else kOuter("Bs", "B", bn, "n", "bOff + (k0 + kk) * u.N + col0");
+    if (!vec) {
+      if (trans.b) kInner("Bs", "B", bn, "n", "bOff + (col0 + n) * u.K + k0");
+      else kOuter("Bs", "B", bn, "n", "bOff + (k0 + kk) * u.N + col0");
+    }
     L.push(`    workgroupBarrier();`);
   }
   for (let kk = 0; kk < bk; kk++) {
@@ -330,43 +322,53 @@ ${storageDecls([`A:${aty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res 
 ${geluFns}${L.join("\n")}`;
 }
 
+/** One vec4 load a thread makes of an operand's K slice: its index math, its vec4 index at K offset k, where it goes in workgroup memory. */
+interface SliceLoad {
+  src: "A" | "B";
+  head: string;
+  at: (k: string) => string;
+  put: (v: string) => string;
+}
+
+/**
+ * The loads of an aligned program's K slices, per operand: A [M, K] (k inner: scattered into
+ * As[k][m]) or Aᵀ [K, M] (k outer: in place), B [K, N] (k outer) or Bᵀ [N, K] (k inner).
+ */
+function alignedSlices(t: MatmulTile, trans: MatmulTrans): { a: SliceLoad[]; b: SliceLoad[] } {
+  const { threads, bm, bn } = tileOf(t);
+  const bk = t.bk;
+  const loads = (src: "A" | "B", count: number, index: string, at: (k: string) => string, put: (v: string) => string): SliceLoad[] =>
+    Array.from({ length: count }, (_, l) => ({ src, head: `let e = ${l * threads}u + tid; ${index}`, at, put }));
+  /** A vec4 along k scattered into the tile's rows (As[k][m] or Bs[k][n]). */
+  const scatter = (tile: string, rows: number, r: string) => (v: string): string =>
+    [0, 1, 2, 3].map((c) => `${tile}[(k4 * 4u + ${c}u) * ${rows / 4}u + ${r} / 4u][${r} % 4u] = ${v}[${c}];`).join(" ");
+  return {
+    a: trans.a
+      ? loads("A", (bk * bm) / 4 / threads, `let kk = e / ${bm / 4}u; let m4 = e % ${bm / 4}u;`, (k) => `(aOff + (${k} + kk) * u.M + row0) / 4u + m4`, (v) => `As[kk * ${bm / 4}u + m4] = ${v};`)
+      : loads("A", (bm * bk) / 4 / threads, `let m = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`, (k) => `(aOff + (row0 + m) * u.K + ${k}) / 4u + k4`, scatter("As", bm, "m")),
+    b: trans.b
+      ? loads("B", (bn * bk) / 4 / threads, `let n = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`, (k) => `(bOff + (col0 + n) * u.K + ${k}) / 4u + k4`, scatter("Bs", bn, "n"))
+      : loads("B", (bk * bn) / 4 / threads, `let kk = e / ${bn / 4}u; let n4 = e % ${bn / 4}u;`, (k) => `(bOff + (${k} + kk) * u.N + col0) / 4u + n4`, (v) => `Bs[kk * ${bn / 4}u + n4] = ${v};`),
+  };
+}
+
 /**
  * The K loop's head for a prefetching tile (aligned loads): slice 0 into registers before the
  * loop; each step stores the registers to workgroup memory, and after the barrier loads the next
  * slice into them, so those loads are in flight while the FMAs after them run. A thread's loads
- * are the ones the unprefetched program makes (same elements, same places in the tiles).
+ * are the ones the unprefetched program makes (alignedSlices: same elements, same places).
  */
-function prefetchedSlices(t: MatmulTile, trans: MatmulTrans, ld: (src: string, i: string, vec?: boolean) => string): string[] {
-  const { threads, bm, bn } = tileOf(t);
-  const bk = t.bk;
-  const regs: string[] = [], store: string[] = [];
-  /** Per register, its load at K offset k. */
-  const loads: ((k: string) => string)[] = [];
-  const load = (k: string): string[] => loads.map((f) => f(k));
-  /** One operand's slice: `count` vec4 loads a thread; `index` its element's coordinates, `at` its vec4 index at K offset k, `put` where it goes. */
-  const slice = (name: string, count: number, index: string, at: (k: string) => string, put: (r: string) => string): void => {
-    for (let l = 0; l < count; l++) {
-      const r = `p${name}${l}`;
-      const head = `let e = ${l * threads}u + tid; ${index}`;
-      regs.push(`  var ${r} = vec4<f32>(0.0);`);
-      loads.push((k) => `    { ${head} ${r} = ${ld(name, at(k), true)}; }`);
-      store.push(`    { ${head} ${put(r)} }`);
-    }
-  };
-  // A [M, K] (k inner: scattered into As[k][m]) or Aᵀ [K, M] (k outer: in place)
-  if (trans.a) slice("A", (bk * bm) / 4 / threads, `let kk = e / ${bm / 4}u; let m4 = e % ${bm / 4}u;`, (k) => `(aOff + (${k} + kk) * u.M + row0) / 4u + m4`, (r) => `As[kk * ${bm / 4}u + m4] = ${r};`);
-  else slice("A", (bm * bk) / 4 / threads, `let m = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`, (k) => `(aOff + (row0 + m) * u.K + ${k}) / 4u + k4`, (r) => [0, 1, 2, 3].map((c) => `As[(k4 * 4u + ${c}u) * ${bm / 4}u + m / 4u][m % 4u] = ${r}[${c}];`).join(" "));
-  // B [K, N] (k outer) or Bᵀ [N, K] (k inner)
-  if (trans.b) slice("B", (bn * bk) / 4 / threads, `let n = e / ${bk / 4}u; let k4 = e % ${bk / 4}u;`, (k) => `(bOff + (col0 + n) * u.K + ${k}) / 4u + k4`, (r) => [0, 1, 2, 3].map((c) => `Bs[(k4 * 4u + ${c}u) * ${bn / 4}u + n / 4u][n % 4u] = ${r}[${c}];`).join(" "));
-  else slice("B", (bk * bn) / 4 / threads, `let kk = e / ${bn / 4}u; let n4 = e % ${bn / 4}u;`, (k) => `(bOff + (${k} + kk) * u.N + col0) / 4u + n4`, (r) => `Bs[kk * ${bn / 4}u + n4] = ${r};`);
+function prefetchedSlices(slices: readonly SliceLoad[], bk: number, ld: (src: string, i: string, vec?: boolean) => string): string[] {
+  const reg = (s: SliceLoad, i: number): string => `p${s.src}${i}`;
+  const load = (k: string, pad = ""): string[] => slices.map((s, i) => `${pad}    { ${s.head} ${reg(s, i)} = ${ld(s.src, s.at(k), true)}; }`);
   return [
-    ...regs,
+    ...slices.map((s, i) => `  var ${reg(s, i)} = vec4<f32>(0.0);`),
     ...load("0u"),
     `  for (var k0 = 0u; k0 < u.K; k0 = k0 + ${bk}u) {`,
-    ...store,
+    ...slices.map((s, i) => `    { ${s.head} ${s.put(reg(s, i))} }`),
     `    workgroupBarrier();`,
     `    if (k0 + ${bk}u < u.K) {`,
-    ...load(`k0 + ${bk}u`).map((x) => `  ${x}`),
+    ...load(`k0 + ${bk}u`, "  "),
     `    }`,
   ];
 }
