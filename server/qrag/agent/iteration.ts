@@ -69,7 +69,7 @@ async function iterate(envs: ParallelEnvs, learner: Learner, nets: QNetworks, co
   try {
     await new Promise((r) => setImmediate(r)); // a cancel that came during the rollout's last step
     signal?.throwIfAborted();
-    const built = withPhase("target", () => buildTargets(batch, config));
+    const built = withPhase("target", () => buildTargets(batch, bootstrap, config));
     targets = built.targets;
     const keep = built.keep;
     const t1 = performance.now();
@@ -94,11 +94,10 @@ async function iterate(envs: ParallelEnvs, learner: Learner, nets: QNetworks, co
  * reference) the last column only bootstraps; otherwise every collected transition is trained and
  * bootstrapped from V_target of the state after the rollout (the qrag_update_fix intent).
  */
-function buildTargets(batch: RolloutBatch, config: RunConfig): { targets: Targets; keep: number[] } {
+function buildTargets(batch: RolloutBatch, bootstrap: boolean, config: RunConfig): { targets: Targets; keep: number[] } {
   const { E, L, bootstrap: boot } = batch;
   const h = config.algo.hyperparams;
   if (batch.deviceValues) {
-    const bootstrap = !h.drop_last_transition;
     const targets = lambdaTargetsFused({ values: batch.deviceValues, reward: batch.reward, notDone: batch.notDone, E, L, bootstrap }, h.gamma, h.lambda, h.lambda_mode);
     return { targets, keep: keptCells(E, L, bootstrap) };
   }

@@ -51,6 +51,12 @@ export function defaultMatmulSizes(backend: string): number[] {
   return backend === "webgpu" || backend === "tensorflow" ? [512, 1024, 2048, 4096] : [512];
 }
 
+/** A switch's 0 or 1 (the A/B flags). */
+function onOff(flag: string, value: string): boolean {
+  if (value !== "0" && value !== "1") throw new Error(`bench: --${flag} "${value.slice(0, 40)}" is not 0 or 1`);
+  return value === "1";
+}
+
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   const out: BenchArgs = {};
   for (let i = 0; i < argv.length; i++) {
@@ -94,13 +100,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       const n = Number(value);
       if (![1, 2, 4, 8, 16].includes(n)) throw new Error(`bench: --key-lanes "${value.slice(0, 40)}" is not 1, 2, 4, 8 or 16`);
       out.keyLanes = n;
-    } else if (name === "deferred-reads") {
-      if (value !== "0" && value !== "1") throw new Error(`bench: --deferred-reads "${value.slice(0, 40)}" is not 0 or 1`);
-      out.deferredReads = value === "1";
-    } else if (name === "tiny-tiles") {
-      if (value !== "0" && value !== "1") throw new Error(`bench: --tiny-tiles "${value.slice(0, 40)}" is not 0 or 1`);
-      out.tinyTiles = value === "1";
-    } else out.outFile = value;
+    } else if (name === "deferred-reads") out.deferredReads = onOff(name, value);
+    else if (name === "tiny-tiles") out.tinyTiles = onOff(name, value);
+    else out.outFile = value;
   }
   return out;
 }
