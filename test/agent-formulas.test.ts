@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import * as tf from "@tensorflow/tfjs";
 import { softValue, softValueHead } from "../server/qrag/agent/soft-value.ts";
 import { boltzmannTop5, greedyAction, uniformAvailable } from "../server/qrag/agent/policy.ts";
-import { lambdaTargets } from "../server/qrag/agent/lambda-returns.ts";
+import { lambdaTargets, withBootstrapColumn } from "../server/qrag/agent/lambda-returns.ts";
 import { exploreEpsAt } from "../server/qrag/agent/iteration.ts";
 import { lrFactor } from "../server/qrag/agent/schedule.ts";
 import { AdamW, clipByGlobalNorm } from "../server/qrag/agent/adamw.ts";
@@ -192,6 +192,13 @@ const rows = {
   notDone: f32([1, 1, 1, 1, 1, 0, 1, 1]),
   value: f32([0.2, 0.4, 0.6, 0.8, 0.5, 0.7, 0.1, 0.3]),
 };
+
+test("λ-returns' bootstrap column: each row gains reward 0, not done, its bootstrap value", () => {
+  const w = withBootstrapColumn(rows, f32([9, 8]), 2, 4);
+  assert.deepEqual(Array.from(w.reward), Array.from(f32([0, 0, 1, 0.3, 0, 0, 1, 0, 0, 0])));
+  assert.deepEqual(Array.from(w.notDone), [1, 1, 1, 1, 1, 1, 0, 1, 1, 1]);
+  assert.deepEqual(Array.from(w.value), Array.from(f32([0.2, 0.4, 0.6, 0.8, 9, 0.5, 0.7, 0.1, 0.3, 8])));
+});
 
 test("λ-returns: intended and reference forms by hand (E = 2, L = 4)", () => {
   closeAll(lambdaTargets(rows, 2, 4, 0.9, 0.5, "intended"), [0.6498, 1.044, 1.72, 0.765, 1, 0.27]);

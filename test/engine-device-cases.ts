@@ -31,7 +31,7 @@ import { listSource } from "../server/qrag/data/json-records.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 import { lambdaTargetsFused } from "../server/qrag/model/webgpu/lambda-returns.ts";
-import { lambdaTargets } from "../server/qrag/agent/lambda-returns.ts";
+import { lambdaTargets, withBootstrapColumn } from "../server/qrag/agent/lambda-returns.ts";
 
 function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
   if (a.length !== b.length) return Infinity;
@@ -355,10 +355,8 @@ async function lambdaTargetsCase() {
       const got = (await t.data()) as Float32Array;
       tf.dispose([V, t]);
       // iteration.ts's host path: the rows widened by the bootstrap column
-      const Lw = bootstrap ? L + 1 : L;
-      const widen = (a: Float32Array, last: (e: number) => number) => Float32Array.from({ length: E * Lw }, (_, i) => (i % Lw < L ? a[Math.floor(i / Lw) * L + (i % Lw)] : last(Math.floor(i / Lw))));
-      const rows = bootstrap ? { reward: widen(reward, () => 0), notDone: widen(notDone, () => 1), value: widen(values, (e) => values[E * L + e]) } : { reward, notDone, value: values.subarray(0, E * L) };
-      const want = lambdaTargets(rows, E, Lw, gamma, lambda, mode);
+      const rows = { reward, notDone, value: values.subarray(0, E * L) };
+      const want = bootstrap ? lambdaTargets(withBootstrapColumn(rows, values.subarray(E * L), E, L), E, L + 1, gamma, lambda, mode) : lambdaTargets(rows, E, L, gamma, lambda, mode);
       cases.push({ name: `${mode}${bootstrap ? ", bootstrap" : ""}`, n: got.length === want.length ? got.length : 0, diff: maxAbs(got, want), scale: Math.max(1, ...Array.from(want, Math.abs)) });
     }
   }

@@ -6,7 +6,7 @@ import type { RunConfig } from "../config/config.ts";
 import { withPhase, withPhaseAsync } from "../backend/device.ts";
 import { episodeConfig } from "../data/sources.ts";
 import { trimWebgpuPool } from "../backend/webgpu-pool.ts";
-import { lambdaTargets } from "./lambda-returns.ts";
+import { lambdaTargets, withBootstrapColumn } from "./lambda-returns.ts";
 import { lambdaTargetsFused } from "../model/webgpu/lambda-returns.ts";
 import type { Learner, MicroStepResult, Targets } from "./learner.ts";
 import type { QNetworks } from "./networks.ts";
@@ -101,24 +101,9 @@ function buildTargets(batch: RolloutBatch, bootstrap: boolean, config: RunConfig
     const targets = lambdaTargetsFused({ values: batch.deviceValues, reward: batch.reward, notDone: batch.notDone, E, L, bootstrap }, h.gamma, h.lambda, h.lambda_mode);
     return { targets, keep: keptCells(E, L, bootstrap) };
   }
-  if (!boot) {
-    const targets = lambdaTargets({ reward: batch.reward, notDone: batch.notDone, value: batch.value }, E, L, h.gamma, h.lambda, h.lambda_mode);
-    return { targets, keep: keptCells(E, L, false) };
-  }
-  const L1 = L + 1;
-  const widen = (src: Float32Array, last: (e: number) => number) => {
-    const out = new Float32Array(E * L1);
-    for (let e = 0; e < E; e++) {
-      out.set(src.subarray(e * L, (e + 1) * L), e * L1);
-      out[e * L1 + L] = last(e);
-    }
-    return out;
-  };
-  const targets = lambdaTargets(
-    { reward: widen(batch.reward, () => 0), notDone: widen(batch.notDone, () => 1), value: widen(batch.value, (e) => boot[e]) },
-    E, L1, h.gamma, h.lambda, h.lambda_mode,
-  );
-  return { targets, keep: keptCells(E, L, true) };
+  const rows = { reward: batch.reward, notDone: batch.notDone, value: batch.value };
+  if (!boot) return { targets: lambdaTargets(rows, E, L, h.gamma, h.lambda, h.lambda_mode), keep: keptCells(E, L, false) };
+  return { targets: lambdaTargets(withBootstrapColumn(rows, boot, E, L), E, L + 1, h.gamma, h.lambda, h.lambda_mode), keep: keptCells(E, L, true) };
 }
 
 /** The rollout cells trained on, env-major (the targets' order): all of them with a bootstrap, else all but each row's last. */

@@ -16,6 +16,24 @@ interface RolloutRows {
   value: Float32Array;
 }
 
+/**
+ * The rows widened by a last column that only bootstraps: reward 0, not done, V the value of each
+ * environment's state after the rollout (`boot` [E]): every collected transition then gets a
+ * target (the qrag_update_fix intent; iteration.ts).
+ */
+export function withBootstrapColumn(rows: RolloutRows, boot: Float32Array, E: number, L: number): RolloutRows {
+  const L1 = L + 1;
+  const widen = (src: Float32Array, last: (e: number) => number) => {
+    const out = new Float32Array(E * L1);
+    for (let e = 0; e < E; e++) {
+      out.set(src.subarray(e * L, (e + 1) * L), e * L1);
+      out[e * L1 + L] = last(e);
+    }
+    return out;
+  };
+  return { reward: widen(rows.reward, () => 0), notDone: widen(rows.notDone, () => 1), value: widen(rows.value, (e) => boot[e]) };
+}
+
 export function lambdaTargets(
   rows: RolloutRows,
   E: number,
