@@ -236,7 +236,7 @@ test("figures.sh (one device call, stub run.sh): every step once, 8 files back (
     const log = fs.readFileSync(calls, "utf8").trim().split("\n");
     assert.deepEqual(log.map((l) => l.split(" ")[0]), ["info", "bench", "torch", "torch-matmul", "torch-encode", "bench", "bench", "bench", "mission"]);
     assert.match(log[1], /--parts \S*workload-transformer\S*encode-stream/);
-    assert.match(log[5], /--parts dispatch,dispatch-hf,dispatch-bert --out \S*\/out\/dispatch.json/);
+    assert.match(log[5], /--host-profile 1 --parts dispatch,dispatch-hf,dispatch-bert --out \S*\/out\/dispatch.json/);
     // the weight gradients whole and attention's one thread per query, against the defaults just before: outside $OUT (its figures in bench.log)
     assert.match(log[6], /--split-k 1 --key-lanes 1 --tiny-tiles 0 --parts dispatch,dispatch-bert --out \/tmp\//);
     // a read per run of lock-steps and the values read, against the defaults: outside $OUT too

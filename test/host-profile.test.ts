@@ -32,6 +32,35 @@ test("host profile summary: self time by function and by file, V8's pseudo-funct
   assert.deepEqual(s.files.map((f) => f.file), ["server/qrag/agent/device-candidates.ts", "server/qrag/model/transformer.ts"], "the top ⌈4/2⌉ files");
 });
 
+test("host profile summary, total time: a function's samples and its callees', each function once per sample (recursion), V8's pseudo-frames and the profiler's calls left out", () => {
+  const rollout = "file:///repo/server/qrag/agent/rollout.ts";
+  const p: CpuProfile = {
+    nodes: [
+      { ...frame(1, "(root)", ""), children: [2, 8, 9] },
+      { ...frame(2, "steps", rollout, 9), children: [3, 5] },
+      { ...frame(3, "lockStep", "file:///repo/server/qrag/model/webgpu/lock-step.ts", 99), children: [4] },
+      frame(4, "createBindGroup", ""),
+      { ...frame(5, "steps", rollout, 9), children: [6] }, // steps calling itself
+      { ...frame(6, "embed", rollout, 30), children: [7] },
+      frame(7, "createBindGroup", ""),
+      frame(8, "(garbage collector)", ""),
+      { ...frame(9, "post", "node:inspector", 110), children: [10] },
+      frame(10, "dispatch", ""),
+    ],
+    samples: [4, 4, 3, 7, 6, 8, 10],
+    timeDeltas: [1000, 1000, 500, 2000, 500, 3000, 9000],
+  };
+  const s = summarizeProfile(p, 4);
+  assert.deepEqual(s.inclusive, [
+    { fn: "steps", at: "server/qrag/agent/rollout.ts:10", ms: 5, share: 0.625 },
+    { fn: "createBindGroup", at: "(native):1", ms: 4, share: 0.5 },
+    { fn: "lockStep", at: "server/qrag/model/webgpu/lock-step.ts:100", ms: 2.5, share: 0.313 },
+    { fn: "embed", at: "server/qrag/agent/rollout.ts:31", ms: 2.5, share: 0.313 },
+  ]);
+  // self time alone puts Dawn's call first
+  assert.deepEqual(s.functions.map((f) => [f.fn, f.ms]), [["createBindGroup", 4], ["lockStep", 0.5], ["embed", 0.5]]);
+});
+
 test("short file names: ours from server/, packages by name, Node's own as node:…", () => {
   assert.equal(shortFile("file:///w/main/server/qrag/model/base.ts"), "server/qrag/model/base.ts");
   assert.equal(shortFile("file:///w/main/node_modules/webgpu/index.js"), "webgpu");

@@ -30,10 +30,11 @@ step 30 bash "$D/run.sh" torch-matmul
 step 40 bash "$D/run.sh" torch-encode
 # the recorded hot loop's split (dispatches, submits, reads, host vs GPU ms per phase), hf BERT's
 # recorded forward/update, one babilong-gpu iteration with BERT-base split by phase and program
-# (dispatch-bert: where the paper's recipe spends its time), then BERT-base on the babilong-gpu
+# (dispatch-bert: where the paper's recipe spends its time; one more iteration of each under the
+# host's CPU profiler, BERT-base's host time by function), then BERT-base on the babilong-gpu
 # preset through the platform (server, worker, REST) for its update rate: one file each (the tool
 # brings back 8 files)
-step 150 bash "$D/run.sh" bench --backend webgpu --parts dispatch,dispatch-hf,dispatch-bert --out "$OUT/dispatch.json" 2>> "$OUT/bench.log" > /dev/null
+step 150 bash "$D/run.sh" bench --backend webgpu --host-profile 1 --parts dispatch,dispatch-hf,dispatch-bert --out "$OUT/dispatch.json" 2>> "$OUT/bench.log" > /dev/null
 # against the defaults above, in the same lease (the reference workload's iteration and
 # BERT-base's; their figures in bench.log only, the 8 files are spoken for): the weight gradients
 # whole (--split-k 1), one thread per query in attention (--key-lanes 1) and 64×64 tiles where

@@ -56,7 +56,7 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2, sh
       await greedyEpisode(nets, episode, gOpts, emb);
       disposeCandidates(emb);
     });
-    const chunks = workloadSource(1024, 9).sample(0);
+    const chunks = materialized(workloadSource(1024, 9).sample(0));
     const encode = await countCall(async () => settled(await embedSampleChunks(nets, chunks, maxTokens, 1024)));
     for (const [what, c] of [["greedy episode N=1000", greedy], ["eval encode 1024 chunks", encode]] as const) {
       log(`  dispatch: ${what}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, host ${c.hostMs} ms, GPU ${c.gpuMs ?? "(untimed)"} ms; per program ${topPrograms(c.gpuByProgram)}`);

@@ -26,6 +26,12 @@ export interface HostProfile {
   categories: { idle: number; gc: number; program: number; js: number };
   /** Heaviest functions by self time: name, where (file:line, 1-based), ms, share of sampledMs. */
   functions: { fn: string; at: string; ms: number; share: number }[];
+  /**
+   * Heaviest functions by total time, what they call included (a recursive one counted once per
+   * sample): which caller a phase's time is under, where self time scatters over leaves such as
+   * Dawn's calls. Absent from summaries written before 2026-11-29's fifth session.
+   */
+  inclusive?: { fn: string; at: string; ms: number; share: number }[];
   /** Heaviest files (our modules by path from server/, packages by name) by self time. */
   files: { file: string; ms: number; share: number }[];
 }
@@ -50,8 +56,11 @@ export function shortFile(url: string): string {
 /** Self time by function and by file from a V8 CPU profile (`top` of each), the profiler's own calls left out. */
 export function summarizeProfile(p: CpuProfile, top = 25): HostProfile {
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const profiler = profilerNodes(p.nodes, byId);
   const fns = new Map<string, { fn: string; at: string; us: number }>();
+  const totals = new Map<string, { fn: string; at: string; us: number }>();
   const files = new Map<string, number>();
   const categories = { idle: 0, gc: 0, program: 0, js: 0 };
   let total = 0;
@@ -68,21 +77,42 @@ export function summarizeProfile(p: CpuProfile, top = 25): HostProfile {
     }
     categories.js += us;
     const file = shortFile(cf.url);
-    const at = `${file}:${cf.lineNumber + 1}`;
-    const key = `${cf.functionName}@${at}`;
-    const f = fns.get(key) ?? { fn: cf.functionName || "(anonymous)", at, us: 0 };
-    f.us += us;
-    fns.set(key, f);
+    add(fns, cf, us);
     files.set(file, (files.get(file) ?? 0) + us);
+    const seen = new Set<string>();
+    for (let n: ProfileNode | undefined = byId.get(id); n; n = byId.get(parent.get(n.id) ?? -1)) {
+      if (PSEUDO[n.callFrame.functionName] && !n.callFrame.url) continue;
+      const key = frameKey(n.callFrame);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      add(totals, n.callFrame, us);
+    }
   });
   const ms = (us: number) => Math.round(us / 100) / 10;
   const share = (us: number) => Math.round((us / Math.max(total, 1)) * 1000) / 1000;
+  const heaviest = (m: Map<string, { fn: string; at: string; us: number }>) =>
+    [...m.values()].sort((a, b) => b.us - a.us).slice(0, top).map((f) => ({ fn: f.fn, at: f.at, ms: ms(f.us), share: share(f.us) }));
   return {
     sampledMs: ms(total),
     categories: { idle: ms(categories.idle), gc: ms(categories.gc), program: ms(categories.program), js: ms(categories.js) },
-    functions: [...fns.values()].sort((a, b) => b.us - a.us).slice(0, top).map((f) => ({ fn: f.fn, at: f.at, ms: ms(f.us), share: share(f.us) })),
+    functions: heaviest(fns),
+    inclusive: heaviest(totals),
     files: [...files].sort((a, b) => b[1] - a[1]).slice(0, Math.ceil(top / 2)).map(([file, us]) => ({ file, ms: ms(us), share: share(us) })),
   };
+}
+
+type CallFrame = ProfileNode["callFrame"];
+
+function frameKey(cf: CallFrame): string {
+  return `${cf.functionName}@${shortFile(cf.url)}:${cf.lineNumber + 1}`;
+}
+
+/** Adds `us` to the function of `cf` in `m` (by name and place). */
+function add(m: Map<string, { fn: string; at: string; us: number }>, cf: CallFrame, us: number): void {
+  const key = frameKey(cf);
+  const f = m.get(key) ?? { fn: cf.functionName || "(anonymous)", at: `${shortFile(cf.url)}:${cf.lineNumber + 1}`, us: 0 };
+  f.us += us;
+  m.set(key, f);
 }
 
 /**

@@ -15,7 +15,7 @@ import { disposeCandidates, embedSampleChunks, greedyEpisode, type CandidateEmbe
 import { countersOn, kernelNameCounts, resetCounters, type PhaseCounters } from "../backend/device.ts";
 import { dawnPolls } from "../backend/dawn-poll.ts";
 import { evalOptions } from "../training/train.ts";
-import { materialized, workloadSource } from "./workload.ts";
+import { materialized, materializedSource, workloadSource } from "./workload.ts";
 import type { SampleSource } from "../types.ts";
 import { measure, stats, timeRepeat } from "./harness.ts";
 import { summarizeDispatch } from "./dispatch-summary.ts";
@@ -50,7 +50,7 @@ export function workloadConfig(encoder: "bow" | "transformer", shape: WorkloadSh
 
 /** Training iterations of the reference workload, timed after the warm-up, with per-phase counts. */
 export function benchTraining(encoder: "bow" | "transformer", nets: QNetworks, log: (m: string) => void, want = 6, shape: WorkloadShape = "reference") {
-  return benchTrainingOf(encoder, workloadConfig(encoder, shape), workloadSource(100, 1), nets, log, want);
+  return benchTrainingOf(encoder, workloadConfig(encoder, shape), materializedSource(workloadSource(100, 1)), nets, log, want);
 }
 
 /** Training iterations of `config` on `source` (`label` names them in the log), timed after the warm-up, with per-phase counts. */

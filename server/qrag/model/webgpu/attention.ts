@@ -19,7 +19,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { dropoutMaskDevice, MASK_AT_WGSL } from "./dropout.ts";
-import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
+import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG, type ShaderSource } from "./raw-program.ts";
 import type { BatchedArgs } from "../attention-args.ts";
 import { enableHalf, readAct, writeAct } from "./half-storage.ts";
 
@@ -346,14 +346,14 @@ function attentionOp(layout: Layout, d: number, a: BatchedArgs): (...xs: tf.Tens
   const tile = attentionTile(dh, be.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   const lanes = attentionLanes(B, H, T, dh, tile);
   const key = `${layout}_${dh}_${tile}_${drop ? "drop" : "nodrop"}`;
-  const run = (name: string, code: string, inputs: tf.Tensor[], outputs: number[][], keyLanes = 1): tf.Tensor[] =>
+  const run = (name: string, code: ShaderSource, inputs: tf.Tensor[], outputs: number[][], keyLanes = 1): tf.Tensor[] =>
     runRawProgram(be, { key: `qrag_attn_${name}_${key}${keyLanes > 1 ? `_l${keyLanes}` : ""}`, code, inputs, outputs: outputs.map((shape) => ({ shape })), uniforms, threads, workgroups: attentionGrid(B, H, T, keyLanes) }).map((i) => tf.engine().makeTensorFromTensorInfo(i));
   const extra = dropT ? [dropT] : [];
   const nIn = layout === "packed" ? 1 : 3;
   return tf.customGrad(((...args: unknown[]) => {
     const xs = args.slice(0, nIn) as tf.Tensor[];
     const save = args[nIn] as tf.GradSaveFunc;
-    const [ctx, stats] = run("fwd", forwardCode(dh, layout, drop, tile, false, lanes), [...xs, maskT, ...extra], [[N, d], [threads, 2]], lanes);
+    const [ctx, stats] = run("fwd", () => forwardCode(dh, layout, drop, tile, false, lanes), [...xs, maskT, ...extra], [[N, d], [threads, 2]], lanes);
     save([ctx, stats, maskT, ...extra, ...xs]);
     return {
       value: ctx,
@@ -361,13 +361,13 @@ function attentionOp(layout: Layout, d: number, a: BatchedArgs): (...xs: tf.Tens
         const [ctxS, st, m] = saved;
         const dr = drop ? [saved[3]] : [];
         const ins = saved.slice(3 + dr.length);
-        const [dq, dsum] = run("bwdq", backwardQCode(dh, layout, drop, tile), [...ins, m, ...dr, st, dy, ctxS], [[N, d], [threads]]);
+        const [dq, dsum] = run("bwdq", () => backwardQCode(dh, layout, drop, tile), [...ins, m, ...dr, st, dy, ctxS], [[N, d], [threads]]);
         if (layout === "packed") {
-          const [dqkv] = run("bwdkv", backwardKVCode(dh, layout, drop, tile), [...ins, m, ...dr, st, dy, dsum, dq], [[N, 3 * d]]);
+          const [dqkv] = run("bwdkv", () => backwardKVCode(dh, layout, drop, tile), [...ins, m, ...dr, st, dy, dsum, dq], [[N, 3 * d]]);
           tf.dispose([dq, dsum]);
           return [dqkv];
         }
-        const [dk, dv] = run("bwdkv", backwardKVCode(dh, layout, drop, tile), [...ins, m, ...dr, st, dy, dsum], [[N, d], [N, d]]);
+        const [dk, dv] = run("bwdkv", () => backwardKVCode(dh, layout, drop, tile), [...ins, m, ...dr, st, dy, dsum], [[N, d], [N, d]]);
         dsum.dispose();
         return [dq, dk, dv];
       },

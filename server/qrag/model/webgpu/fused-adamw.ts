@@ -192,7 +192,7 @@ ${store}
 function sumPartials(parts: readonly tf.Tensor[], maxNorm: number, finish: boolean): tf.Tensor[] {
   const infos = runRawProgram(webgpuBackend(), {
     key: `qrag_${finish ? "clip_finish" : "sum_partials"}_${parts.length}`,
-    code: partialsCode(parts.length, finish),
+    code: () => partialsCode(parts.length, finish),
     inputs: [...parts],
     outputs: finish ? [{ shape: [] }, { shape: [] }] : [{ shape: [1] }],
     uniforms: [{ type: "float32", data: [maxNorm] }, ...parts.map((x): Uniform => ({ type: "uint32", data: [x.size] }))],
@@ -220,7 +220,7 @@ export function clipNormFused(xs: readonly tf.Tensor[], maxNorm: number): { norm
       const groups = Math.max(1, Math.min(256, Math.ceil(total / (WG * 16))));
       const [info] = runRawProgram(be, {
         key: `qrag_sumsq_${group.length}`,
-        code: sumSquaresCode(group.length),
+        code: () => sumSquaresCode(group.length),
         inputs: group,
         outputs: [{ shape: [groups] }],
         uniforms: [{ type: "uint32", data: [groups] }, ...group.map((x): Uniform => ({ type: "uint32", data: [x.size] }))],

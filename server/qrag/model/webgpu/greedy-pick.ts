@@ -188,7 +188,7 @@ export function greedyPickFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tens
   const key = `${spec.K}_${spec.value ? `${spec.value.k}_${spec.value.heads}` : "none"}`;
   const [part] = runRawProgram(be, {
     key: `qrag_pick_part_${key}`,
-    code: partCode(spec),
+    code: () => partCode(spec),
     inputs: [q1, q2, avail],
     outputs: [{ shape: [threads * width] }],
     uniforms: [{ type: "uint32", data: [n] }, { type: "uint32", data: [threads] }, { type: "float32", data: [-Infinity] }],
@@ -198,7 +198,7 @@ export function greedyPickFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tens
   const soft = (spec.value?.alpha ?? 0) > 0;
   const [mid, out] = runRawProgram(be, {
     key: `qrag_pick_merge_${key}_${soft ? "soft" : "max"}`,
-    code: mergeCode(spec),
+    code: () => mergeCode(spec),
     inputs: [partT, q1, q2, avail],
     outputs: [{ shape: [WG * width] }, { shape: [4 * spec.K + 1] }],
     uniforms: [{ type: "uint32", data: [threads] }, { type: "float32", data: [soft ? spec.value!.alpha : 1] }, { type: "float32", data: [-Infinity] }],

@@ -214,7 +214,7 @@ export function lockStep(x: LockStepInputs, sh: LockStepShape, s: number, Tn: nu
   const i = (v: number) => ({ type: "int32" as const, data: [v] });
   const infos = runRawProgram(webgpuBackend(), {
     key: `qrag_lock_step_${rotary ? "rot" : "plain"}_${k}`,
-    code: lockStepCode(rotary, k),
+    code: () => lockStepCode(rotary, k),
     inputs: [x.states, x.cands, x.padIdx, ...(x.rot ? [x.rot.rows, x.rot.c, x.rot.s] : []), x.avail, x.env, x.consts],
     outputs: [
       { shape: [E, nMax] }, { shape: [E, nMax] }, { shape: [E, nMax] },

@@ -519,7 +519,7 @@ export function matmulTiled(a: tf.Tensor, b: tf.Tensor, tile: MatmulTile = DEFAU
   const key = `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}${bias ? "-bias" : ""}${transName(trans)}`;
   const [out] = runRawProgram(be, {
     key,
-    code: matmulShader(tile, aligned, { bias: Boolean(bias), trans }),
+    code: () => matmulShader(tile, aligned, { bias: Boolean(bias), trans }),
     inputs: bias ? [a, b, bias] : [a, b],
     outputs: [{ shape: outShape }],
     uniforms: [m, n, k, ba === 1 ? 0 : m * k, bb === 1 ? 0 : k * n].map((x) => ({ type: "uint32", data: [x] })),

@@ -200,7 +200,7 @@ export function runRawProgram(be: WebgpuBackendLike, prog: RawProgram): tf.Tenso
 }
 
 /** Runs a raw program with float32 outputs of these shapes, each wrapped as a tensor (`workgroups`: RawProgram's). */
-export function runToTensors(key: string, code: string, inputs: tf.Tensor[], outputs: number[][], uniforms: Uniform[], threads: number, workgroups?: [number, number, number]): tf.Tensor[] {
+export function runToTensors(key: string, code: ShaderSource, inputs: tf.Tensor[], outputs: number[][], uniforms: Uniform[], threads: number, workgroups?: [number, number, number]): tf.Tensor[] {
   const infos = runRawProgram(webgpuBackend(), { key, code, inputs, outputs: outputs.map((shape) => ({ shape })), uniforms, threads, workgroups });
   return infos.map((i) => tf.engine().makeTensorFromTensorInfo(i));
 }

@@ -229,7 +229,7 @@ export function buildBackward(b: PlanBuilder): BackPlan {
     weightGradient(b, { a: x, b: [g], out: [grads[w]], m: n, n: k, k: N, trans: { a: true }, hA: half, sums: [grads[w + 1]] }, scratch);
   };
   const rows: UniformValues = [["u", N], ["u", d]];
-  const dgbCode = lnDgbShader(half), geluBwdCode = geluBwd(half);
+  const dgbCode = () => lnDgbShader(half), geluBwdCode = () => geluBwd(half);
   const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number): void => {
     b.flat(`qrag_ln_dgb${hk}`, dgbCode, [x, stats, g, grads[gamma], grads[gamma + 1]], rows, d * WG);
   };
@@ -242,7 +242,7 @@ export function buildBackward(b: PlanBuilder): BackPlan {
   const lnBack = (x: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, res: BufferLike | null, out: BufferLike, site: number | undefined): BufferLike => {
     const masking = site !== undefined;
     const key = `qrag_ln_dx${res ? "_acc" : ""}${masking ? "_mask" : ""}_${lanes}${hk}`;
-    b.step({ key, code: lnBackCode(d, res !== null, masking, half), refs: [x, { weight: gamma }, stats, g, ...(res ? [res] : []), out, ...(masking ? [dH] : [])], uniforms: masking ? [...rows, ...maskFields] : rows, grid: rowWorkgroups(N, d), stride: 0, draw: site });
+    b.step({ key, code: () => lnBackCode(d, res !== null, masking, half), refs: [x, { weight: gamma }, stats, g, ...(res ? [res] : []), out, ...(masking ? [dH] : [])], uniforms: masking ? [...rows, ...maskFields] : rows, grid: rowWorkgroups(N, d), stride: 0, draw: site });
     lnDgb(x, stats, g, gamma);
     return masking ? dH : out;
   };
@@ -269,8 +269,8 @@ export function buildBackward(b: PlanBuilder): BackPlan {
     linearBack(g, acts.ctx[l], o + 4, dCtx, d, d);
     const grid = attentionGrid(B, H, T);
     const draw = sites.att[l];
-    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "packed", attDrop, tile, half), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms: attUniforms, grid, stride: 0, draw });
-    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "packed", attDrop, tile, half), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, dsum, dq, dqkv], uniforms: attUniforms, grid, stride: 0, draw });
+    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: () => backwardQCode(dh, "packed", attDrop, tile, half), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms: attUniforms, grid, stride: 0, draw });
+    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: () => backwardKVCode(dh, "packed", attDrop, tile, half), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, dsum, dq, dqkv], uniforms: attUniforms, grid, stride: 0, draw });
     linearBack(dqkv, acts.hN1[l], o + 2, dHN, d, 3 * d);
     // the next branch down: the layer below's res2, or the embedding's dropout
     g = lnBack(acts.x[l], acts.st1[l], o, dHN, cur, other, l > 0 ? sites.res2[l - 1] : sites.emb);

@@ -72,8 +72,8 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number): void => {
     b.flat(`qrag_ln_dgb${hk}`, dgbCode, [x, stats, g, grads[gamma], grads[gamma + 1]], rowDims, d * WG);
   };
-  const dgbCode = lnDgbShader(half);
-  const resLnDxCode = resLnDx(d, half);
+  const dgbCode = () => lnDgbShader(half);
+  const resLnDxCode = () => resLnDx(d, half);
   /** y = LN(x + h·m)'s backward given g = dL/dy: dx into `dx`, dx·m into dH; dγ, dβ. */
   const resLnBack = (v: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, dx: BufferLike, draw: number | undefined): void => {
     b.step({ key: `qrag_res_ln_dx_${lanes}${hk}`, code: resLnDxCode, refs: [v, { weight: gamma }, stats, g, dx, dH], uniforms: [...rowDims, ["f", c.eps], ...maskOf(draw === undefined ? 0 : hp)], grid: rows, stride: 0, draw });
@@ -88,7 +88,7 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const attKey = `separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}${hk}`;
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   const [actName, actShader] = ACT_BWD[c.act];
-  const actKey = `${actName}${hk}`, actCode = actShader(half);
+  const actKey = `${actName}${hk}`, actCode = () => actShader(half);
   // the residual stream's gradient is in gA at each layer's end
   for (let l = L - 1; l >= 0; l--) {
     const o = N_EMB + l * PER_LAYER;
@@ -104,8 +104,8 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
     const grid = attentionGrid(B, H, T);
     const uniforms: UniformValues = ap > 0 ? [...attUniforms, ...maskOf(ap)] : attUniforms;
     const draw = sites.att[l];
-    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: backwardQCode(dh, "separate", attDrop, tile, half), refs: [...qkv, b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms, grid, stride: 0, draw });
-    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: backwardKVCode(dh, "separate", attDrop, tile, half), refs: [...qkv, b.mask, acts.attSt[l], dCtx, dsum, dk, dv], uniforms, grid, stride: 0, draw });
+    b.step({ key: `qrag_attn_bwdq_${attKey}`, code: () => backwardQCode(dh, "separate", attDrop, tile, half), refs: [...qkv, b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms, grid, stride: 0, draw });
+    b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: () => backwardKVCode(dh, "separate", attDrop, tile, half), refs: [...qkv, b.mask, acts.attSt[l], dCtx, dsum, dk, dv], uniforms, grid, stride: 0, draw });
     // dX = dQ·Wqᵀ + dK·Wkᵀ + dV·Wvᵀ + the residual's, three chained products
     matmul(dq, { weight: o }, gA, N, d, d, { b: true }, gC);
     matmul(dk, { weight: o + 2 }, gB, N, d, d, { b: true }, gA);
@@ -119,7 +119,7 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
     b.flat("qrag_res_drop_dh", ADD_DH, [gA, dH], [["u", N * d], ...maskOf(hp)], N * d, sites.emb);
     gE = dH;
   }
-  b.step({ key: `qrag_ln_dx_${lanes}${hk}`, code: lnDx(d, half), refs: [acts.e, { weight: 3 }, acts.embSt, gE, gB], uniforms: rowDims, grid: rows, stride: 0 });
+  b.step({ key: `qrag_ln_dx_${lanes}${hk}`, code: () => lnDx(d, half), refs: [acts.e, { weight: 3 }, acts.embSt, gE, gB], uniforms: rowDims, grid: rows, stride: 0 });
   lnDgb(acts.e, acts.embSt, gE, 3);
   b.flat("qrag_col_sum", COL_SUM, [gB, grads[2]], [["u", N], ["u", d]], d * WG); // type 0 everywhere: row 0
   const steps = tokenAndPositionSteps(b, csr, gB, grads[0], grads[1], c.maxPositions, B, T, d);

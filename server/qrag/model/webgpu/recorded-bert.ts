@@ -236,18 +236,18 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
   const rows = rowWorkgroups(N, d);
   const lnDims: UniformValues = [["u", N], ["u", d], ["f", c.eps]];
 
-  b.flat(`qrag_bert_embed${halfKey(half)}`, embedShader(half), [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, e], [["u", N * d], ["u", T], ["u", d]], N * d);
+  b.flat(`qrag_bert_embed${halfKey(half)}`, () => embedShader(half), [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, e], [["u", N * d], ["u", T], ["u", d]], N * d);
   const em = maskFields(hp);
   sites.emb = em.draw;
-  if (hp > 0) b.step({ key: `qrag_ln_drop_fwd_${lanes}${halfKey(half)}`, code: lnDropFwd(d, half), refs: [e, { weight: 3 }, { weight: 4 }, acts.x[0], acts.embSt], uniforms: [...lnDims, ...em.fields], grid: rows, stride: 0, draw: em.draw });
-  else b.step({ key: `qrag_ln_fwd_${lanes}${halfKey(half)}`, code: lnFwd(d, half), refs: [e, { weight: 3 }, { weight: 4 }, acts.x[0], acts.embSt], uniforms: lnDims, grid: rows, stride: 0 });
+  if (hp > 0) b.step({ key: `qrag_ln_drop_fwd_${lanes}${halfKey(half)}`, code: () => lnDropFwd(d, half), refs: [e, { weight: 3 }, { weight: 4 }, acts.x[0], acts.embSt], uniforms: [...lnDims, ...em.fields], grid: rows, stride: 0, draw: em.draw });
+  else b.step({ key: `qrag_ln_fwd_${lanes}${halfKey(half)}`, code: () => lnFwd(d, half), refs: [e, { weight: 3 }, { weight: 4 }, acts.x[0], acts.embSt], uniforms: lnDims, grid: rows, stride: 0 });
 
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the attention draws its dropout mask itself (a backward draws it again from the same key)
   const keyLanes = attentionLanes(B, H, T, dh, tile);
   const attKey = `qrag_attn_fwd_separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}${keyLanes > 1 ? `_l${keyLanes}` : ""}${halfKey(half)}`;
-  const attCode = attentionForwardCode(dh, "separate", ap > 0 ? "inline" : false, tile, half, keyLanes);
+  const attCode = () => attentionForwardCode(dh, "separate", ap > 0 ? "inline" : false, tile, half, keyLanes);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   /** h = a·W + b (variables w, w + 1), y = LN(xi + h·m) with γ, β variables g, g + 1; v = xi + h·m and the row stats (subLayerEnd). */
   const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, g: number, y: BufferLike, v: BufferLike, st: BufferLike, pool?: ResLnArgs["pool"]): number | undefined => {
@@ -256,7 +256,7 @@ export function buildBertPlan(device: DeviceLike, c: BertConfig, key: string, B:
     return m.draw;
   };
   const [actName, actShader] = ACT[c.act];
-  const actKey = `${actName}${halfKey(half)}`, actCode = actShader(half);
+  const actKey = `${actName}${halfKey(half)}`, actCode = () => actShader(half);
   const linear = (a: BufferLike, w: number, out: BufferLike, n: number, k: number, gelu = false): void => {
     b.step(linearStep(a, w, out, N, n, k, gelu, undefined, half));
   };

@@ -35,7 +35,7 @@ import { noteDispatch, onePassPerProgram } from "../../backend/device.ts";
 import { noteOutsideBytes } from "../../backend/gpu-memory.ts";
 import type { Rng } from "../../util/rng.ts";
 import { dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
-import { cachedPipeline, foldThreads, storageDecls, uniformStruct, webgpuBackend, WG, type GpuDeviceLike, type PipelineLike, type WebgpuBackendLike } from "./raw-program.ts";
+import { cachedPipeline, foldThreads, storageDecls, uniformStruct, webgpuBackend, WG, type GpuDeviceLike, type PipelineLike, type ShaderSource, type WebgpuBackendLike } from "./raw-program.ts";
 import { halfName, isAligned, matmulShader, resLnTile, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionLanes, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
 import { lnFwdShader } from "./gelu-layernorm.ts";
@@ -122,7 +122,7 @@ export type UniformValues = ["u" | "f", number][];
 
 export interface Step {
   key: string;
-  code: string;
+  code: ShaderSource;
   refs: Ref[];
   /** Uniform values after `stride`: [type, value]; mask keys are filled per call. */
   uniforms: UniformValues;
@@ -217,7 +217,7 @@ export interface Plan {
 export interface ProgramList {
   list: Step[];
   step(s: Omit<Step, "slot">): Step;
-  flat(key: string, code: string, refs: Ref[], uniforms: UniformValues, threads: number, draw?: number): Step;
+  flat(key: string, code: ShaderSource, refs: Ref[], uniforms: UniformValues, threads: number, draw?: number): Step;
   slots(): number;
 }
 
@@ -532,7 +532,7 @@ export function linearStep(a: BufferLike, w: number, out: BufferLike, m: number,
   const t = tiled(m, n, k);
   const epilogue = gelu && pre ? "keep" : gelu;
   const key = `${t.head}-bias${epilogue === "keep" ? "-gelu-keep" : epilogue ? "-gelu" : ""}${halfKey(half)}`;
-  return { key, code: matmulShader(t.tile, t.aligned, { bias: true, gelu: epilogue, half: { a: half, c: half } }), refs: [a, { weight: w }, { weight: w + 1 }, out, ...(pre ? [pre] : [])], uniforms: t.uniforms, grid: t.grid, stride: 0 };
+  return { key, code: () => matmulShader(t.tile, t.aligned, { bias: true, gelu: epilogue, half: { a: half, c: half } }), refs: [a, { weight: w }, { weight: w + 1 }, out, ...(pre ? [pre] : [])], uniforms: t.uniforms, grid: t.grid, stride: 0 };
 }
 
 /**
@@ -595,7 +595,7 @@ export function linearResLnStep(r: ResLnArgs): Omit<Step, "slot"> {
   const p = r.pool;
   return {
     key: `${t.head}-bias-resln${p ? "-pool" : ""}${halfKey(r.half)}`,
-    code: matmulShader(tile, t.aligned, { bias: true, half: { a: r.half, c: r.half }, resLn: p ? "pool" : true }),
+    code: () => matmulShader(tile, t.aligned, { bias: true, half: { a: r.half, c: r.half }, resLn: p ? "pool" : true }),
     refs: [r.a, { weight: r.w }, { weight: r.w + 1 }, r.xi, { weight: r.g }, { weight: r.g + 1 }, ...(p ? [p.poolW] : []), r.y, r.v, r.stats, ...(p ? [p.pooled] : [])],
     uniforms: [...t.uniforms, ["u", p?.T ?? 0], ["f", r.eps], ...r.mask.fields],
     grid: t.grid,
@@ -613,7 +613,7 @@ export function subLayerEnd(r: ResLnArgs, h: BufferLike | null): Omit<Step, "slo
   if (!h) return [linearResLnStep(r)];
   return [
     linearStep(r.a, r.w, h, r.m, r.n, r.k, false, undefined, r.half),
-    { key: `qrag_res_ln_fwd_${rowLanes(r.n)}${halfKey(r.half)}`, code: resLnFwd(r.n, r.half), refs: [r.xi, h, { weight: r.g }, { weight: r.g + 1 }, r.y, r.v, r.stats], uniforms: [["u", r.m], ["u", r.n], ["f", r.eps], ...r.mask.fields], grid: rowWorkgroups(r.m, r.n), stride: 0, draw: r.mask.draw },
+    { key: `qrag_res_ln_fwd_${rowLanes(r.n)}${halfKey(r.half)}`, code: () => resLnFwd(r.n, r.half), refs: [r.xi, h, { weight: r.g }, { weight: r.g + 1 }, r.y, r.v, r.stats], uniforms: [["u", r.m], ["u", r.n], ["f", r.eps], ...r.mask.fields], grid: rowWorkgroups(r.m, r.n), stride: 0, draw: r.mask.draw },
   ];
 }
 
@@ -651,7 +651,7 @@ export function productStep(p: Product): Omit<Step, "slot"> {
   const h = { a: Boolean(p.hA) };
   return {
     key: `${t.head}${transName(p.trans)}${p.res ? "-res" : ""}${p.sums ? "-cs" : ""}${parts > 1 ? `-x${parts}` : ""}${halfName(h)}`,
-    code: matmulShader(t.tile, t.aligned, { trans: p.trans, res: Boolean(p.res), half: h, colSum: Boolean(p.sums), parts }),
+    code: () => matmulShader(t.tile, t.aligned, { trans: p.trans, res: Boolean(p.res), half: h, colSum: Boolean(p.sums), parts }),
     refs: [p.a, ...p.b, ...(p.res ? [p.res] : []), ...p.out, ...(p.sums ?? [])],
     // split: z's A and B start ks rows further on (Aᵀ [K, m], B [K, n]); its C is z·m·n further on
     uniforms: split > 1 ? [["u", p.m], ["u", p.n], ["u", ks], ["u", ks * p.m], ["u", ks * p.n]] : t.uniforms,
@@ -677,7 +677,7 @@ export function embedQkvStep(p: { ids: BufferLike; x: BufferLike; y: BufferLike;
   const t = tiled(p.m, 3 * p.d, p.d);
   return {
     key: `${t.head}-bias-embed-ln${halfKey(p.half)}`,
-    code: matmulShader(t.tile, t.aligned, { bias: true, half: { c: p.half }, embedLn: true }),
+    code: () => matmulShader(t.tile, t.aligned, { bias: true, half: { c: p.half }, embedLn: true }),
     refs: [p.ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, { weight: 3 }, { weight: 4 }, { weight: 5 }, p.qkv, p.x, p.y, p.stats],
     uniforms: [...t.uniforms, ["u", p.T], ["f", LN_EPS], ...p.mask.fields],
     grid: t.grid,
@@ -694,7 +694,7 @@ export function linearPartsStep(a: BufferLike, ws: readonly number[], outs: read
   const t = tiled(m, n, k, ws.length);
   return {
     key: `${t.head}-bias-x${ws.length}${halfKey(half)}`,
-    code: matmulShader(t.tile, t.aligned, { bias: true, half: { a: half, c: half }, parts: ws.length }),
+    code: () => matmulShader(t.tile, t.aligned, { bias: true, half: { a: half, c: half }, parts: ws.length }),
     refs: [a, ...ws.map((w) => ({ weight: w })), ...ws.map((w) => ({ weight: w + 1 })), ...outs],
     uniforms: t.uniforms,
     grid: t.grid,
@@ -970,13 +970,13 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   // the embedding and layer 0's LayerNorm: the prologue of layer 0's QKV product (matmul.ts embedLn), or a program of their own
   const embedInQkv = embedFuses(d);
   if (embedInQkv) b.step(embedQkvStep({ ids, x: x[0], y: hN1[0], stats: st1[0], qkv: acts.qkv[0], m: N, d, T, mask: em, half }));
-  else b.step({ key: `qrag_embed_ln_fwd_${rowLanes(d)}${halfKey(half)}`, code: embedLnFwd(d, half), refs: [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, { weight: 3 }, hN1[0], x[0], st1[0]], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ["u", T], ...em.fields], grid: rowWorkgroups(N, d), stride: 0, draw: em.draw });
+  else b.step({ key: `qrag_embed_ln_fwd_${rowLanes(d)}${halfKey(half)}`, code: () => embedLnFwd(d, half), refs: [ids, { weight: 0 }, { weight: 1 }, { weight: 2 }, { weight: 3 }, hN1[0], x[0], st1[0]], uniforms: [["u", N], ["u", d], ["f", LN_EPS], ["u", T], ...em.fields], grid: rowWorkgroups(N, d), stride: 0, draw: em.draw });
   const dh = d / H;
   const tile = attentionTile(dh, device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the attention draws its dropout mask itself (no mask program; a backward draws it again from the same key)
   const keyLanes = attentionLanes(B, H, T, dh, tile);
   const attKey = `packed_${dh}_${tile}_${dropping ? "inline" : "nodrop"}${keyLanes > 1 ? `_l${keyLanes}` : ""}${halfKey(half)}`;
-  const attCode = attentionForwardCode(dh, "packed", dropping ? "inline" : false, tile, half, keyLanes);
+  const attCode = () => attentionForwardCode(dh, "packed", dropping ? "inline" : false, tile, half, keyLanes);
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   /** A sub-layer's end (subLayerEnd), the sum into `v` (kept for a backward, which reads v, y and stats). */
   const residualLn = (a: BufferLike, w: number, k: number, xi: BufferLike, v: BufferLike, g: number, y: BufferLike, stats: BufferLike, pool?: ResLnArgs["pool"]): number | undefined => {
@@ -1012,7 +1012,7 @@ export function finishPlan<Bld extends ProgramList & { B: number; T: number }>(
 ): Plan {
   const { B, T } = b;
   // its own program unless the last residual + LayerNorm pooled (poolFuses)
-  if (!p.pooledAlready) b.flat(`qrag_rec_pool${halfKey(p.half)}`, poolShader(p.half), [p.last, p.poolW, p.pooled], [["u", B], ["u", T], ["u", p.d]], B * p.d);
+  if (!p.pooledAlready) b.flat(`qrag_rec_pool${halfKey(p.half)}`, () => poolShader(p.half), [p.last, p.poolW, p.pooled], [["u", B], ["u", T], ["u", p.d]], B * p.d);
   const steps = b.list;
   let back: BackPlan | undefined;
   if (extend) {

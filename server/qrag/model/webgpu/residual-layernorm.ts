@@ -80,13 +80,13 @@ export function residualLayerNormDevice<T extends tf.Tensor>(x: T, h: T, gamma: 
     { type: "uint32" as const, data: [mask.k1] },
   ];
   const f = tf.customGrad(((xi: tf.Tensor, hi: tf.Tensor, g: tf.Tensor, b: tf.Tensor, save: tf.GradSaveFunc) => {
-    const [y, v, stats] = runToTensors(`qrag_res_ln_fwd_${lanes}`, resLnFwd(n), [xi, hi, g, b], [xi.shape, xi.shape, [rows, 2]], uniforms, rows, grid);
+    const [y, v, stats] = runToTensors(`qrag_res_ln_fwd_${lanes}`, () => resLnFwd(n), [xi, hi, g, b], [xi.shape, xi.shape, [rows, 2]], uniforms, rows, grid);
     save([v, g, stats]);
     return {
       value: y,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const [vs, gs, st] = saved;
-        const [dx, dh] = runToTensors(`qrag_res_ln_dx_${lanes}`, resLnDx(n), [vs, gs, st, dy], [vs.shape, vs.shape], uniforms, rows, grid);
+        const [dx, dh] = runToTensors(`qrag_res_ln_dx_${lanes}`, () => resLnDx(n), [vs, gs, st, dy], [vs.shape, vs.shape], uniforms, rows, grid);
         const [dgamma, dbeta] = runToTensors("qrag_ln_dgb", LN_DGB, [vs, st, dy], [[n], [n]], uniforms.slice(0, 2), n * WG);
         return [dx, dh, dgamma, dbeta];
       },

@@ -66,7 +66,7 @@ function rotation(x: tf.Tensor2D, positions: Int32Array | null): { rowsT: tf.Ten
   return {
     rowsT: tf.tensor1d(t.rows, "int32"),
     run: (backward, v, rows) => {
-      const [info] = runRawProgram(webgpuBackend(), { key: `qrag_rotary_${backward ? "bwd" : "fwd"}`, code: code(backward), inputs: [v, rows, t.c, t.s], outputs: [{ shape: [n, D] }], uniforms, threads: (n * D) / 2 });
+      const [info] = runRawProgram(webgpuBackend(), { key: `qrag_rotary_${backward ? "bwd" : "fwd"}`, code: () => code(backward), inputs: [v, rows, t.c, t.s], outputs: [{ shape: [n, D] }], uniforms, threads: (n * D) / 2 });
       return tf.engine().makeTensorFromTensorInfo(info);
     },
   };

@@ -7,7 +7,7 @@
  * partials in a fixed order, so the result does not depend on scheduling (WGSL has no float
  * atomics). Wide products (BERT-base: 432 tiles and more) stay whole.
  */
-import { storageDecls, uniformStruct, WG } from "./raw-program.ts";
+import { storageDecls, uniformStruct, WG, type ShaderSource } from "./raw-program.ts";
 import { tileFor } from "./matmul.ts";
 import { productStep, type BufferLike, type Product, type Ref, type Step, type UniformValues } from "./recorded-encoder.ts";
 
@@ -84,7 +84,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 /** What records a weight gradient's programs: a plan builder's step and flat. */
 interface Steps {
   step(s: Omit<Step, "slot">): Step;
-  flat(key: string, code: string, refs: Ref[], uniforms: UniformValues, threads: number): Step;
+  flat(key: string, code: ShaderSource, refs: Ref[], uniforms: UniformValues, threads: number): Step;
 }
 
 /**

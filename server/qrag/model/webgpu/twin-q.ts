@@ -182,7 +182,7 @@ export function scoreRowsFused(states: tf.Tensor2D, cands: tf.Tensor2D, layout: 
   const sc = scoreInputs(states, cands, layout, "scoreRowsFused");
   const infos = runRawProgram(webgpuBackend(), {
     key: `qrag_score_${sc.rotary ? "rot" : "plain"}`,
-    code: scoreCode(sc.rotary),
+    code: () => scoreCode(sc.rotary),
     inputs: sc.inputs,
     outputs: [{ shape: [sc.N, sc.nMax] }, { shape: [sc.N, sc.nMax] }],
     uniforms: sc.uniforms,
@@ -201,7 +201,7 @@ function runScoreThenRow(states: tf.Tensor2D, cands: tf.Tensor2D, layout: ScoreL
   const sc = scoreInputs(states, cands, layout, `scoring with ${name}`);
   const infos = runRawProgram(webgpuBackend(), {
     key: `qrag_score_${sc.rotary ? "rot" : "plain"}_${name}`,
-    code: scoreThenRowCode(sc.rotary, row),
+    code: () => scoreThenRowCode(sc.rotary, row),
     inputs: [...sc.inputs, avail],
     outputs: [{ shape: [sc.N, sc.nMax] }, { shape: [sc.N, sc.nMax] }, { shape: rowShape(sc.N) }],
     uniforms: [...sc.uniforms, ...extra],
@@ -305,7 +305,7 @@ export function softValueFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tenso
   const soft = alpha > 0;
   const [info] = runRawProgram(webgpuBackend(), {
     key: `qrag_softv_${kk}_${soft ? "soft" : "max"}`,
-    code: softValueCode(kk, soft),
+    code: () => softValueCode(kk, soft),
     inputs: [q1, q2, avail],
     outputs: [{ shape: [E] }],
     uniforms: [
@@ -399,7 +399,7 @@ function runPolicyTopK(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, k: 
   const kk = Math.min(k, nMax);
   return runRawProgram(webgpuBackend(), {
     key: `qrag_policy_topk_${kk}${joined ? "_joined" : ""}`,
-    code: policyTopKCode(kk, joined),
+    code: () => policyTopKCode(kk, joined),
     inputs: [q1, q2, avail],
     outputs: joined ? [{ shape: [E, 2 * kk] }] : [{ shape: [E, kk] }, { shape: [E, kk], dtype: "int32" }],
     uniforms: [
