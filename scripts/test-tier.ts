@@ -32,6 +32,7 @@ export const TIERS = {
     "sentences",
     "split-k",
     "shader-cache",
+    "eval-groups",
     "babi-real-source",
     "babilong-official",
     "babilong",

@@ -19,6 +19,7 @@ import type { QEncoder } from "../server/qrag/model/base.ts";
 import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
 import { embedSampleChunks, greedyEpisode, disposeCandidates } from "../server/qrag/agent/greedy.ts";
+import { greedyEpisodes } from "../server/qrag/agent/greedy-batch.ts";
 import { Learner } from "../server/qrag/agent/learner.ts";
 import { ParallelEnvs, setDeferredReads } from "../server/qrag/agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../server/qrag/agent/iteration.ts";
@@ -94,6 +95,28 @@ async function greedyCase() {
     return { pred: rec.pred_idx, q: rec.steps.map((s) => s.q), v: rec.steps.map((s) => s.v ?? NaN), topk: rec.steps.map((s) => s.topk.map((c) => c.index)), counts };
   };
   return { cpu: await run("cpu"), gpu: await run("webgpu") };
+}
+
+/**
+ * Greedy episodes of six samples of 7–60 chunks, ending on completion (different lengths): one at a
+ * time (greedy.ts) and side by side (greedy-batch.ts), both on webgpu, with the reads each made.
+ */
+async function greedyBatchCase() {
+  const config = resolveConfig({ preset: "tiny" });
+  const samples = [60, 12, 45, 7, 30, 60].map((n, i) => workloadSource(n, 20 + i).sample(i));
+  const opts = { ...evalOptions(config, { neverTerminate: false }), alpha: 0.05 };
+  await onBackend("webgpu");
+  const nets = new QNetworks({ ...config.algo.encoder, type: "transformer", layers: 1, heads: 2, dim: 16, hidden: 32, max_len: 64 }, new Rng(8));
+  const view = (rec: EpisodeRecord) => ({ pred: rec.pred_idx, q: rec.steps.map((s) => s.q), v: rec.steps.map((s) => s.v ?? NaN), topk: rec.steps.map((s) => s.topk.map((c) => c.index)), ret: rec.return, oracleStop: rec.oracle_stop, id: rec.id });
+  resetCounters();
+  const one: EpisodeRecord[] = [];
+  for (const sample of samples) one.push(await greedyEpisode(nets, sample, opts));
+  const oneReads = counterSnapshot().eval?.reads ?? 0;
+  resetCounters();
+  const batch = await greedyEpisodes(nets, samples, opts);
+  const counts = counterSnapshot();
+  nets.dispose();
+  return { one: one.map(view), batch: batch.map(view), oneReads, batchReads: counts.eval?.reads ?? 0, syncReads: counts.eval?.syncReads ?? 0 };
 }
 
 async function trainingCase() {
@@ -426,6 +449,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
   "encoder-transformer": () => encoderCase("transformer"),
   "encoder-bow": () => encoderCase("bow"),
   greedy: greedyCase,
+  "greedy-batch": greedyBatchCase,
   training: trainingCase,
   rollout: () => rolloutCase(),
   // episodes ending on completion, ε-exploration, retrieval-order states cut at the piece cap and at max_len

@@ -67,6 +67,26 @@ test("greedy episodes on webgpu pick what the cpu path picks, with one read per 
   assert.equal(ev.reads, gpu.pred.length, `one read per step: ${JSON.stringify(gpu.counts)}`);
 });
 
+test("greedy episodes side by side on webgpu (greedy-batch.ts) record what one at a time records, with one read per step for them all", { skip }, () => {
+  const r = runCase<{ one: (Omit<GreedyRun, "counts"> & { ret: number; oracleStop: boolean; id: string })[]; batch: (Omit<GreedyRun, "counts"> & { ret: number; oracleStop: boolean; id: string })[]; oneReads: number; batchReads: number; syncReads: number }>("greedy-batch");
+  assert.equal(r.batch.length, r.one.length);
+  const lengths = new Set(r.one.map((e) => e.pred.length));
+  assert.ok(lengths.size > 1, `episodes of different lengths: ${[...lengths]}`);
+  r.one.forEach((e, i) => {
+    const b = r.batch[i];
+    assert.equal(b.id, e.id, "in the samples' order");
+    assert.deepEqual(b.pred, e.pred, `${e.id}: same picks`);
+    assert.deepEqual(b.topk, e.topk, `${e.id}: logged top-k`);
+    e.q.forEach((q, k) => assert.ok(Math.abs(b.q[k] - q) < 1e-5, `${e.id} step ${k}: Q ${b.q[k]} vs ${q}`));
+    e.v.forEach((v, k) => assert.ok(Math.abs(b.v[k] - v) < 1e-5, `${e.id} step ${k}: V ${b.v[k]} vs ${v}`));
+    assert.equal(b.ret, e.ret);
+    assert.equal(b.oracleStop, e.oracleStop);
+  });
+  assert.equal(r.oneReads, r.one.reduce((a, e) => a + e.pred.length, 0), "one at a time: a read per episode-step");
+  assert.equal(r.batchReads, Math.max(...lengths), "side by side: a read per step of the longest episode");
+  assert.equal(r.syncReads, 0);
+});
+
 test("training iterations on webgpu: no synchronous read, fewer reads than policy lock-steps, none for the values (the λ-returns taken on the device) nor in the update", { skip }, () => {
   const r = runCase<{ counts: Counts; iterations: number; policyIterations: number; stepsPerEnv: number; applied: boolean[]; loss: number; gradNorm: number; moved: boolean }>("training");
   for (const [p, c] of Object.entries(r.counts)) assert.equal(c?.syncReads, 0, `${p}: synchronous reads`);

@@ -863,7 +863,8 @@ async function dropoutCase() {
  * greedyPick on one row: on cpu device-scoring.ts's tfjs ops, on webgpu the two fused programs.
  * Rows of 7 (2 available), 100 (coarse values: ties), 9,000 (ties to the row's maximum spread over
  * the first program's threads, one unavailable) and 300,000 (every thread of the first program
- * busy, 256 lists per merging thread); K 5 and 32, V per head (α 0.05 and 0) and joint, and none.
+ * busy, 256 lists per merging thread); K 5 and 32, V per head (α 0.05 and 0) and joint, and none;
+ * then three rows at once (an episode each, one padded).
  */
 async function greedyPickRun(backend: "cpu" | "webgpu") {
   await onBackend(backend);
@@ -890,6 +891,28 @@ async function greedyPickRun(backend: "cpu" | "webgpu") {
       const dispatches = counterSnapshot().eval?.dispatches ?? 0;
       out.push({ name: `n ${n} K ${spec.K} ${spec.value ? `${spec.value.heads} k ${spec.value.k} α ${spec.value.alpha}` : "no V"}`, row: (await row.data()) as Float32Array, dispatches });
       row.dispose();
+    }
+    tf.dispose([q1, q2, avail]);
+  }
+  // several rows at once (batched evaluation: an episode a row): 3 rows of 1,000 and of 50,000, the
+  // second row's last 40 % padding (−∞, unavailable) as scoreRows pads a shorter episode
+  for (const n of [1000, 50_000]) {
+    const E = 3;
+    const a = normals(rng, E * n);
+    const b = normals(rng, E * n);
+    const av = Array.from({ length: E }, (_, e) => Uint8Array.from({ length: n }, (_, j) => (e === 1 && j >= 0.6 * n ? 0 : (j + e) % 4 === 0 ? 0 : 1)));
+    for (let j = Math.floor(0.6 * n); j < n; j++) [a[n + j], b[n + j]] = [-Infinity, -Infinity];
+    const q1 = tf.tensor2d(a, [E, n]);
+    const q2 = tf.tensor2d(b, [E, n]);
+    const avail = availTensor(av, n);
+    for (const spec of specs) {
+      resetCounters();
+      const rows = withPhase("eval", () => tf.tidy(() => greedyPick(q1, q2, avail, spec)));
+      const dispatches = counterSnapshot().eval?.dispatches ?? 0;
+      const flat = (await rows.data()) as Float32Array;
+      const w = flat.length / E;
+      for (let e = 0; e < E; e++) out.push({ name: `${E} rows of ${n}, row ${e}, K ${spec.K} ${spec.value ? `${spec.value.heads} k ${spec.value.k} α ${spec.value.alpha}` : "no V"}`, row: flat.slice(e * w, (e + 1) * w), dispatches });
+      rows.dispose();
     }
     tf.dispose([q1, q2, avail]);
   }

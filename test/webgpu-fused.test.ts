@@ -212,9 +212,9 @@ test("dropout masks drawn on webgpu equal ops.ts dropoutMask's host masks value 
   for (const k of ["100001 at 0.1", "327683 at 0.3"]) assert.ok(Math.abs(r[k].dropped / r[k].size - Number(k.split(" at ")[1])) < 0.01, `${k}: dropped ${r[k].dropped}`);
 });
 
-test("fused greedy pick on webgpu (two programs, any row length) equals device-scoring.ts's tfjs ops on cpu: top-K indices with ties, q, q1, q2 and V", { skip }, () => {
+test("fused greedy pick on webgpu (two programs, any row length, several rows at once) equals device-scoring.ts's tfjs ops on cpu: top-K indices with ties, q, q1, q2 and V", { skip }, () => {
   const r = runCase<{ name: string; picks: number; sameIndices: boolean; diff: number; vDiff: number; v: number; dispatches: number }[]>("greedy-pick");
-  assert.equal(r.length, 16);
+  assert.equal(r.length, 16 + 2 * 4 * 3);
   for (const x of r) {
     assert.ok(x.sameIndices, `${x.name}: top-K indices differ`);
     assert.ok(x.diff <= 1e-6, `${x.name}: q/q1/q2 rel. diff ${x.diff}`);
@@ -224,4 +224,7 @@ test("fused greedy pick on webgpu (two programs, any row length) equals device-s
   // the row of 7 has 2 available candidates: K 5 logs those two
   assert.equal(r.find((x) => x.name.startsWith("n 7 K 5 per_head"))?.picks, 2);
   assert.ok(r.filter((x) => x.name.startsWith("n 300000")).every((x) => x.picks === Math.min(32, Number(x.name.split(" ")[3]))), "a full top-K at 300,000");
+  // each row of a batch its own: the padded row's picks all from its first 60 %, V finite in every row
+  const rows = r.filter((x) => x.name.startsWith("3 rows"));
+  assert.ok(rows.every((x) => x.picks > 0 && (x.name.includes("no V") || Number.isFinite(x.v))), JSON.stringify(rows.map((x) => [x.name, x.picks, x.v])));
 });

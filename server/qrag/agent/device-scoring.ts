@@ -121,18 +121,19 @@ export function softValueDevice(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tens
 }
 
 /**
- * A greedy step's pick on one row [1, n] as one float row: [indices(K), q(K), q1(K), q2(K), V] with
- * q = q1 + q2 over available candidates, top-K descending (ties to the lower index; past the
- * available ones q is −∞), and V the soft value (0 without `spec.value`).
+ * A greedy step's pick on each row of [E, n] (an episode each) as one float row per episode:
+ * [indices(K), q(K), q1(K), q2(K), V] with q = q1 + q2 over available candidates, top-K
+ * descending (ties to the lower index; past the available ones q is −∞), and V the soft value (0
+ * without `spec.value`) → [E, 4K + 1].
  */
-export function greedyPick(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, spec: PickSpec): tf.Tensor1D {
+export function greedyPick(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, spec: PickSpec): tf.Tensor2D {
   if (onDevice() && pickFits(spec)) return greedyPickFused(q1, q2, avail, spec); // two fused programs (greedy-pick.ts)
-  const n = q1.shape[1];
-  const q = tf.where(tf.greater(avail, 0), tf.add(q1, q2), tf.fill([1, n], -Infinity));
+  const E = q1.shape[0];
+  const q = tf.where(tf.greater(avail, 0), tf.add(q1, q2), tf.fill(q1.shape, -Infinity));
   const { values, indices } = tf.topk(q, spec.K);
-  const v = spec.value ? softValueDevice(q1, q2, avail, spec.value.alpha, spec.value.k, spec.value.heads) : tf.zeros([1]);
-  const cols = [tf.cast(indices, "float32"), values, tf.gather(q1, indices, 1, 1), tf.gather(q2, indices, 1, 1), tf.reshape(v, [1, 1])];
-  return tf.reshape(tf.concat(cols, 1), [-1]);
+  const v = spec.value ? softValueDevice(q1, q2, avail, spec.value.alpha, spec.value.k, spec.value.heads) : tf.zeros([E]);
+  const cols = [tf.cast(indices, "float32"), values, tf.gather(q1, indices, 1, 1), tf.gather(q2, indices, 1, 1), tf.reshape(v, [E, 1])];
+  return tf.concat(cols, 1) as tf.Tensor2D;
 }
 
 /** Availability [E, nMax] as a 0/1 float tensor (padding 0). */

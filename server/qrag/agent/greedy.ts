@@ -16,6 +16,7 @@ import type { EpisodeRecord, EpisodeStep } from "../events.ts";
 import * as tf from "@tensorflow/tfjs";
 import { embedStates, embedActions, embedActionsDevice, embedStatesDevice, type QNetworks } from "./networks.ts";
 import { availTensor, greedyPick, scorePadded } from "./device-scoring.ts";
+import type { PickSpec } from "../model/webgpu/greedy-pick.ts";
 import { onDevice, withPhase, withPhaseAsync } from "../backend/device.ts";
 import { trimWebgpuPool } from "../backend/webgpu-pool.ts";
 import { deviceErrorsFirst } from "../backend/webgpu-errors.ts";
@@ -55,7 +56,7 @@ function embedSampleChunksHost(nets: QNetworks, sample: Sample, maxActionLength:
   return out;
 }
 
-interface StepPick {
+export interface StepPick {
   best: number;
   q1: number;
   q2: number;
@@ -85,21 +86,34 @@ export async function greedyEpisode(nets: QNetworks, sample: Sample, opts: Greed
 async function devicePick(nets: QNetworks, ep: RetrievalEpisode, opts: GreedyOptions, emb: tf.Tensor2D): Promise<StepPick | null> {
   const n = ep.numChunks;
   const avail = ep.available;
-  const K = Math.max(1, Math.min(opts.logTopK, n));
-  const withV = opts.alpha !== undefined;
-  const value = withV ? { k: opts.softValueTopK ?? 5, alpha: opts.alpha as number, heads: opts.softValueHeads ?? "per_head" } : null;
+  const spec = pickSpec(opts, n);
   const joined = tf.tidy(() => {
     const s = embedStatesDevice(nets.state, [ep.stateTexts(opts.sortByIndex)], opts.maxInMemory, false);
     const { q1, q2 } = scorePadded(s, emb, rotaryPositions(ep), [n]);
-    return greedyPick(q1, q2, availTensor([avail], n), { K, value });
+    return greedyPick(q1, q2, availTensor([avail], n), spec);
   });
   const r = (await joined.data()) as Float32Array;
   joined.dispose();
-  const best = r[0];
-  if (!(r[K] > -Infinity) || !avail[best]) return null;
+  return pickOfRow(r, 0, spec.K, ep, opts.logTopK, spec.value !== null);
+}
+
+/** greedyPick's spec for rows of `n` candidates: the logged top-K, and V where `opts.alpha` is set. */
+export function pickSpec(opts: GreedyOptions, n: number): PickSpec {
+  const value = opts.alpha === undefined ? null : { k: opts.softValueTopK ?? 5, alpha: opts.alpha, heads: opts.softValueHeads ?? "per_head" };
+  return { K: Math.max(1, Math.min(opts.logTopK, n)), value };
+}
+
+/**
+ * The step's pick from greedyPick's row at `o` of `r` ([index(K), q(K), q1(K), q2(K), V], K ≥
+ * min(logTopK, n)); null when no candidate is available.
+ */
+export function pickOfRow(r: Float32Array, o: number, K: number, ep: RetrievalEpisode, logTopK: number, withV: boolean): StepPick | null {
+  const avail = ep.available;
+  const best = r[o];
+  if (!(r[o + K] > -Infinity) || !avail[best]) return null;
   const top: { index: number; q: number }[] = [];
-  for (let i = 0; i < Math.min(opts.logTopK, n); i++) if (avail[r[i]] && r[K + i] > -Infinity) top.push({ index: r[i], q: r[K + i] });
-  return { best, q1: r[2 * K], q2: r[3 * K], top, ...(withV ? { v: r[4 * K] } : {}) };
+  for (let i = 0; i < Math.min(logTopK, ep.numChunks); i++) if (avail[r[o + i]] && r[o + K + i] > -Infinity) top.push({ index: r[o + i], q: r[o + K + i] });
+  return { best, q1: r[o + 2 * K], q2: r[o + 3 * K], top, ...(withV ? { v: r[o + 4 * K] } : {}) };
 }
 
 async function greedyDevice(nets: QNetworks, sample: Sample, opts: GreedyOptions, emb: tf.Tensor2D): Promise<EpisodeRecord> {
@@ -152,7 +166,7 @@ function greedyHost(nets: QNetworks, sample: Sample, opts: GreedyOptions, emb: F
   return episodeRecord(sample, n, steps, ret, oracleStop, opts.threshold);
 }
 
-function stepRecord(p: StepPick, r: ReturnType<RetrievalEpisode["step"]>, gold: Set<number>, alpha: number | undefined): EpisodeStep {
+export function stepRecord(p: StepPick, r: ReturnType<RetrievalEpisode["step"]>, gold: Set<number>, alpha: number | undefined): EpisodeStep {
   return {
     index: p.best,
     text: r.item.text,
@@ -168,7 +182,7 @@ function stepRecord(p: StepPick, r: ReturnType<RetrievalEpisode["step"]>, gold: 
   };
 }
 
-function episodeRecord(sample: Sample, n: number, steps: EpisodeStep[], ret: number, oracleStop: boolean, threshold: number): EpisodeRecord {
+export function episodeRecord(sample: Sample, n: number, steps: EpisodeStep[], ret: number, oracleStop: boolean, threshold: number): EpisodeRecord {
   const pred = steps.map((s) => s.index);
   const qValues = steps.map((s) => s.q);
   const kept = qThresholdFilter(qValues, threshold);

@@ -4,7 +4,8 @@
  * up to 512) with a random-weight BERT (`--bert-size base`, the default: 12 layers, D 768; `tiny`:
  * bert-tiny's sizes, for a CPU adapter), split by phase: dispatches, submits, reads and the time
  * awaiting them, GPU time per phase and per program. What the mission's BERT-base phase measures
- * as one rate (0.21 updates/s on the H200: ~4.7 s an iteration), taken apart.
+ * as one rate (0.21 updates/s on the H200: ~4.7 s an iteration), taken apart. Then the preset's
+ * evaluation: 32 greedy episodes of its test source one at a time and side by side (eval-groups.ts).
  *
  * The vocabulary is every word and character of the first training samples, so a sentence
  * tokenizes to about as many pieces as under BERT's own vocabulary (whole words, punctuation apart).
@@ -19,6 +20,7 @@ import { writeRandomBert, type BertSize } from "../model/hf/random-bert.ts";
 import type { SampleSource } from "../types.ts";
 import { Rng } from "../util/rng.ts";
 import { benchTrainingOf } from "./workload-bench.ts";
+import { benchEvalGroups } from "./eval-groups.ts";
 
 export const BERT_SIZES = {
   base: { hidden: 768, layers: 12, heads: 12, intermediate: 3072 },
@@ -53,13 +55,14 @@ export async function benchBertIteration(log: (m: string) => void, size: BertSiz
       // one random iteration (learning_start 1: the first 2 transitions), the rest Boltzmann
       overrides: ["algo.encoder.path=models/bert", "learning_start=1"],
     });
-    const { train } = buildSources(config, root);
+    const { train, test } = buildSources(config, root);
     const vocab = sampleVocab(train);
     writeRandomBert(path.join(root, "models", "bert"), BERT_SIZES[size], { words: vocab, positions: 512, seed: 7 });
     const nets = new QNetworks(config.algo.encoder, new Rng(1), { dataRoot: root });
     try {
       const t = await benchTrainingOf(`bert-${size}`, config, train, nets, log, iterations);
       const s = t.hotLoop;
+      const evaluation = await benchEvalGroups(nets, config, test, log);
       log(`  dispatch-bert (${size}): ${t.iterationSeconds.median.toFixed(2)} s an iteration (rollout ${t.rolloutSeconds.median.toFixed(2)}, update ${t.updateSeconds.median.toFixed(2)}); ${s.dispatchesPerIteration} dispatches, ${s.submitsPerIteration} submits, ${s.readsPerIteration} reads, GPU ${s.gpuMsPerIteration ?? "(untimed)"} ms; plans built ${s.plansPerIteration} (${s.planMiBPerIteration} MiB of buffers)`);
       return {
         size, bert: BERT_SIZES[size], vocab: vocab.length,
@@ -69,6 +72,7 @@ export async function benchBertIteration(log: (m: string) => void, size: BertSiz
         ...s, countsPerIteration: t.countsPerIteration,
         kernelsByName: t.kernelsByName,
         gpuByProgram: t.gpuByProgram, hostByFunction: t.hostByFunction,
+        evaluation,
       };
     } finally {
       nets.dispose();

@@ -12,7 +12,8 @@ import { resetCounters, type PhaseCounters } from "../backend/device.ts";
 import { disposeCandidates, embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
 import { evalOptions } from "../training/train.ts";
 import { benchTraining, settled, workloadConfig, type WorkloadShape } from "./workload-bench.ts";
-import { materialized, workloadSource } from "./workload.ts";
+import { materialized, materializedSource, workloadSource } from "./workload.ts";
+import { benchEvalGroups, type EvalGroupsFigures } from "./eval-groups.ts";
 import { summarizeDispatch, type DispatchSummary } from "./dispatch-summary.ts";
 import { recorderStats } from "../model/webgpu/recorded-encoder.ts";
 import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
@@ -36,7 +37,7 @@ export interface CallCounts {
  * The hot-loop figures (with `gpuByProgram`: GPU time per program over one more iteration), plus `readRoundTripMs` (one GPU sum and its `await data()` on an idle
  * queue: the floor under each of a rollout's reads) and the kernels per iteration by name.
  */
-export async function benchDispatch(log: (m: string) => void, iterations = 2, shape: WorkloadShape = "reference"): Promise<DispatchSummary & { shape: WorkloadShape; readRoundTripMs: number; kernelsByName: Record<string, number>; recorder: typeof recorderStats; gpuByProgram: ProgramTimes | null; hostByFunction: (HostProfile & { iterations: number }) | null; greedyEpisode: CallCounts; evalEncode: CallCounts }> {
+export async function benchDispatch(log: (m: string) => void, iterations = 2, shape: WorkloadShape = "reference"): Promise<DispatchSummary & { shape: WorkloadShape; readRoundTripMs: number; kernelsByName: Record<string, number>; recorder: typeof recorderStats; gpuByProgram: ProgramTimes | null; hostByFunction: (HostProfile & { iterations: number }) | null; greedyEpisode: CallCounts; evalEncode: CallCounts; evaluation: EvalGroupsFigures | null }> {
   const config = workloadConfig("transformer", shape);
   const nets = new QNetworks(config.algo.encoder, new Rng(1));
   try {
@@ -61,7 +62,9 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2, sh
     for (const [what, c] of [["greedy episode N=1000", greedy], ["eval encode 1024 chunks", encode]] as const) {
       log(`  dispatch: ${what}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, host ${c.hostMs} ms, GPU ${c.gpuMs ?? "(untimed)"} ms; per program ${topPrograms(c.gpuByProgram)}`);
     }
-    return { ...hot, greedyEpisode: greedy, evalEncode: encode };
+    // a run's evaluation both ways (eval-groups.ts); the reference shape only: CI's counting run (`counts`) needs none
+    const evaluation = shape === "reference" ? await benchEvalGroups(nets, config, materializedSource(workloadSource(100, 5)), log) : null;
+    return { ...hot, greedyEpisode: greedy, evalEncode: encode, evaluation };
   } finally {
     nets.dispose();
   }

@@ -9,7 +9,8 @@
  *   encode-stream          (webgpu only) the workload's eval encode of 40,000 chunks, packed first vs streamed
  *                          (a slice tokenized while the GPU runs the last; encode-stream.ts), and the packing alone
  *   dispatch               one training iteration of the reference workload (transformer): dispatches,
- *                          tfjs kernels, submits and host ms per iteration against the hot-loop budget
+ *                          tfjs kernels, submits and host ms per iteration against the hot-loop budget;
+ *                          then 32 evaluation episodes one at a time and side by side (eval-groups.ts)
  *   dispatch-counts        the same counts on the same loop at a sliver of its compute (workload-bench.ts
  *                          `counts`), one iteration; fails (exit 1) over DISPATCH_CEILING — what CI runs
  *   dispatch-update        one update of that workload (no rollouts): dispatches, tfjs kernels, submits with
@@ -18,7 +19,8 @@
  *                          forward + backward: dispatches, tfjs kernels, submits, host ms with the recorded
  *                          forward / update off and on (hf-counts.ts)
  *   dispatch-bert          one training iteration of the babilong-gpu preset with a random BERT-base
- *                          (`--bert-size tiny` for a CPU adapter), split by phase and program (bert-iteration.ts)
+ *                          (`--bert-size tiny` for a CPU adapter), split by phase and program (bert-iteration.ts),
+ *                          and its evaluation as `dispatch` times it
  *   workload-transformer   the reference workload (docs/workload.md), transformer encoder
  *   workload-bow           the same workload with the default CPU (bag-of-words) encoder
  *   learning               (long) CPU presets trained on qa1–qa5 (per seed), then swept — see learning.ts

@@ -8,10 +8,11 @@ import type { EngineEvent, EpisodeRecord, EventSink } from "../events.ts";
 import { pickBackend } from "../backend/pick.ts";
 import { loadCheckpoint } from "../training/checkpoint.ts";
 import { QNetworks } from "../agent/networks.ts";
-import { greedyEpisode } from "../agent/greedy.ts";
+import { evalGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
 import { buildSource } from "../data/sources.ts";
 import { aggregate } from "./metrics.ts";
 import { evalOptions, summarize, type EvalSummary, type TrainCheckpoint } from "../training/train.ts";
+import { samplesOf } from "../training/eval.ts";
 import { Rng } from "../util/rng.ts";
 import type { RunConfig } from "../config/config.ts";
 import { breather } from "../util/breathe.ts";
@@ -72,16 +73,20 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
     const records: EpisodeRecord[] = [];
     const t0 = performance.now();
     const breathe = breather();
-    for (let i = 0; i < n; i++) {
+    // side by side on the device (greedy-batch.ts; one at a time with leave-one-out or on the host)
+    const indices = Array.from({ length: n }, (_, i) => i);
+    for (const group of evalGroups(samplesOf(source, indices), groupEpisodes(gOpts))) {
       await breathe();
       if (opts.signal?.aborted) break;
-      const r = await greedyEpisode(nets, source.sample(i), gOpts);
-      records.push(r);
-      if (out !== undefined) fs.writeSync(out, JSON.stringify(r) + "\n");
-      const ev: EngineEvent = { type: "episode", phase: "eval", step: 0, update: 0, record: r };
-      emit(ev);
-      const secs = (performance.now() - t0) / 1000;
-      emit({ type: "progress", phase: "eval", done: i + 1, total: n, etaSeconds: (secs / (i + 1)) * (n - i - 1) });
+      for (const r of await greedyEpisodes(nets, group, gOpts)) {
+        records.push(r);
+        if (out !== undefined) fs.writeSync(out, JSON.stringify(r) + "\n");
+        const ev: EngineEvent = { type: "episode", phase: "eval", step: 0, update: 0, record: r };
+        emit(ev);
+        const done = records.length;
+        const secs = (performance.now() - t0) / 1000;
+        emit({ type: "progress", phase: "eval", done, total: n, etaSeconds: (secs / done) * (n - done) });
+      }
     }
     if (out !== undefined) fs.closeSync(out);
     // a stopping rule re-scores the same picks; the records keep the Q-threshold filter

@@ -7,11 +7,12 @@ import type { RunConfig } from "../config/config.ts";
 import type { EngineEvent, EpisodeRecord, EventSink, MetricKey } from "../events.ts";
 import type { QNetworks } from "../agent/networks.ts";
 import type { Learner } from "../agent/learner.ts";
-import { greedyEpisode, type GreedyOptions } from "../agent/greedy.ts";
+import type { GreedyOptions } from "../agent/greedy.ts";
+import { evalGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
 import { aggregate } from "../evaluation/metrics.ts";
 import { episodeConfig } from "../data/sources.ts";
 import { breather } from "../util/breathe.ts";
-import type { SampleSource } from "../types.ts";
+import type { Sample, SampleSource } from "../types.ts";
 import type { RunCounters } from "./checkpointing.ts";
 
 export interface EvalSummary {
@@ -65,6 +66,11 @@ export function fixedEvalSet(source: SampleSource, n: number): number[] {
   return Array.from({ length: size }, (_, i) => i);
 }
 
+/** The samples of `indices`, each drawn when taken. */
+export function* samplesOf(source: SampleSource, indices: readonly number[]): Generator<Sample> {
+  for (const i of indices) yield source.sample(i);
+}
+
 export interface EvaluatorDeps {
   config: RunConfig;
   nets: QNetworks;
@@ -95,10 +101,11 @@ export function evaluator(d: EvaluatorDeps): Evaluator {
   const breathe = breather();
   const run = async (): Promise<boolean> => {
     const records: EpisodeRecord[] = [];
-    for (const i of evalSet) {
+    // side by side on the device (greedy-batch.ts), in groups: a cancel waits for one group at most
+    for (const group of evalGroups(samplesOf(testSource, evalSet), groupEpisodes(gOpts))) {
       await breathe();
       if (d.signal?.aborted) return false;
-      records.push(await greedyEpisode(nets, testSource.sample(i), { ...gOpts, alpha: learner.alpha }));
+      records.push(...(await greedyEpisodes(nets, group, { ...gOpts, alpha: learner.alpha })));
     }
     const s = summarize(records, learner.updates, counters.step);
     lastEval = s;

@@ -1,14 +1,15 @@
 /**
- * A greedy step's pick as two fused programs over one row of candidates (any length): the top-K
- * of q1 + q2 over available candidates with their q1 and q2, and the soft value V(s), written as
- * the one row the step reads, [index(K), q(K), q1(K), q2(K), V].
+ * A greedy step's pick as two fused programs over rows of candidates (any length; one row per
+ * episode, batched evaluation's several): per row the top-K of q1 + q2 over available candidates
+ * with their q1 and q2, and the soft value V(s), written as the row the step reads,
+ * [index(K), q(K), q1(K), q2(K), V].
  *
  * Why: agent/greedy.ts built it from ~17 tfjs ops a step (masking, tfjs's topk, gathers, the soft
  * value's per-head top-k past twin-q.ts's one-thread-per-row bound, the casts and concat of the
  * joined read), several dispatches each for top-k over 40,000+ candidates.
  *
  * Top-k in two stages: every thread of the first program keeps its own top lists over a strided
- * share of the row; the second program (one workgroup) merges them, its threads first a share of
+ * share of its row (workgroups along y: the rows); the second program (one workgroup per row) merges them, its threads first a share of
  * the lists each, then thread 0 all of theirs. Order: value descending, ties to the lower index
  * (tfjs's topk), so the result does not depend on how the row was split.
  */
@@ -77,20 +78,22 @@ ${storageDecls(["q1", "q2", "avail"], ["part"])}
 ${commonCode(spec)}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let t = threadIndex(gid);
+  let t = gid.x;
+  let row = gid.y;
   if (t >= u.threads) { return; }
+  let base = row * u.n;
   var av: array<f32, K>; var ai: array<u32, K>; var an = 0u;
   var bv: array<f32, KV>; var bi: array<u32, KV>; var bn = 0u;
   var cv: array<f32, KV>; var ci: array<u32, KV>; var cn = 0u;
   for (var j = t; j < u.n; j += u.threads) {
-    let a = q1[j];
-    let b = q2[j];
+    let a = q1[base + j];
+    let b = q2[base + j];
     let s = a + b;
-    if (avail[j] > 0.0) { insK(&av, &ai, &an, s, j); }
+    if (avail[base + j] > 0.0) { insK(&av, &ai, &an, s, j); }
     ${scanB}
     ${scanC}
   }
-  let o = t * ${width}u;
+  let o = (row * u.threads + t) * ${width}u;
   ${storeList("part", "o", "av", "ai", "an", "K")}
   ${lists > 0 ? storeList("part", `o + ${2 * spec.K}u`, "bv", "bi", "bn", "KV") : ""}
   ${lists > 1 ? storeList("part", `o + ${2 * (spec.K + (spec.value?.k ?? 0))}u`, "cv", "ci", "cn", "KV") : ""}
@@ -111,14 +114,14 @@ function headValue(v: string, ix: string, n: string, soft: boolean): string {
   const body = soft
     ? `var s = 0.0;
       for (var i = 0u; i < ${n}; i++) {
-        let w = avail[${ix}[i]];
+        let w = avail[base + ${ix}[i]];
         if (w > 0.0) { s += w * exp((${v}[i] - m) / u.alpha); }
       }
       h = m + log(max(s, 1e-10)) * u.alpha;`
     : `var best = m;
       var found = false;
       for (var i = 0u; i < ${n}; i++) {
-        if (avail[${ix}[i]] > 0.0 && (!found || ${v}[i] > best)) { best = ${v}[i]; found = true; }
+        if (avail[base + ${ix}[i]] > 0.0 && (!found || ${v}[i] > best)) { best = ${v}[i]; found = true; }
       }
       h = best;`;
   return `{
@@ -137,18 +140,20 @@ function mergeCode(spec: PickSpec): string {
   const lists3 = (src: string, o: string) => `${mergeList(src, o, "K", "insK", "av", "ai", "an")}
     ${lists > 0 ? mergeList(src, `${o} + ${2 * spec.K}u`, "KV", "insV", "bv", "bi", "bn") : ""}
     ${lists > 1 ? mergeList(src, `${o} + ${2 * (spec.K + kv)}u`, "KV", "insV", "cv", "ci", "cn") : ""}`;
-  return `${uniformStruct(["threads: u32", "alpha: f32", "negInf: f32"])}
+  return `${uniformStruct(["n: u32", "threads: u32", "alpha: f32", "negInf: f32"])}
 ${storageDecls(["part", "q1", "q2", "avail"], ["mid", "out"])}
 ${commonCode(spec)}
 @compute @workgroup_size(${WG})
-fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let row = wid.y;
+  let base = row * u.n;
   var av: array<f32, K>; var ai: array<u32, K>; var an = 0u;
   var bv: array<f32, KV>; var bi: array<u32, KV>; var bn = 0u;
   var cv: array<f32, KV>; var ci: array<u32, KV>; var cn = 0u;
   for (var t = lid.x; t < u.threads; t += ${WG}u) {
-    ${lists3("part", `t * ${width}u`)}
+    ${lists3("part", `(row * u.threads + t) * ${width}u`)}
   }
-  let o = lid.x * ${width}u;
+  let o = (row * ${WG}u + lid.x) * ${width}u;
   ${storeList("mid", "o", "av", "ai", "an", "K")}
   ${lists > 0 ? storeList("mid", `o + ${2 * spec.K}u`, "bv", "bi", "bn", "KV") : ""}
   ${lists > 1 ? storeList("mid", `o + ${2 * (spec.K + kv)}u`, "cv", "ci", "cn", "KV") : ""}
@@ -157,30 +162,31 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
   if (lid.x != 0u) { return; }
   an = 0u; bn = 0u; cn = 0u;
   for (var t = 0u; t < ${WG}u; t++) {
-    ${lists3("mid", `t * ${width}u`)}
+    ${lists3("mid", `(row * ${WG}u + t) * ${width}u`)}
   }
+  let ro = row * (4u * K + 1u);
   for (var i = 0u; i < K; i++) {
     let j = select(0u, ai[i], i < an);
-    out[i] = f32(j);
-    out[K + i] = select(u.negInf, av[i], i < an);
-    out[2u * K + i] = q1[j];
-    out[3u * K + i] = q2[j];
+    out[ro + i] = f32(j);
+    out[ro + K + i] = select(u.negInf, av[i], i < an);
+    out[ro + 2u * K + i] = q1[base + j];
+    out[ro + 3u * K + i] = q2[base + j];
   }
   var vsum = 0.0;
   ${lists > 0 ? headValue("bv", "bi", "bn", soft) : ""}
   ${lists > 1 ? headValue("cv", "ci", "cn", soft) : ""}
   // avail is read (statically) even without V: an unused binding would invalidate the bind group
-  out[4u * K] = select(vsum, 0.0, avail[0] > 2.0);
+  out[ro + 4u * K] = select(vsum, 0.0, avail[0] > 2.0);
 }`;
 }
 
 /**
- * The greedy step's joined row for q1, q2 and avail of one row [1, n] (avail 0/1): indices, q1 + q2,
- * q1 and q2 of the top-K available candidates (past the available ones: index 0 and q −∞), then V
- * (0 without spec.value; −∞ when a head has no candidate).
+ * The greedy step's joined rows for q1, q2 and avail [E, n] (avail 0/1), one per row of the input:
+ * indices, q1 + q2, q1 and q2 of the top-K available candidates (past the available ones: index 0
+ * and q −∞), then V (0 without spec.value; −∞ when a head has no candidate) → [E, 4K + 1].
  */
-export function greedyPickFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, spec: PickSpec): tf.Tensor1D {
-  const n = q1.shape[1];
+export function greedyPickFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tensor2D, spec: PickSpec): tf.Tensor2D {
+  const [E, n] = q1.shape;
   if (!pickFits(spec)) throw new Error(`greedyPickFused: K ${spec.K} / k ${spec.value?.k} outside 1..${PICK_MAX_K}`);
   const { width } = layout(spec);
   const threads = Math.max(1, Math.min(PART_THREADS, Math.ceil(n / 16)));
@@ -190,9 +196,10 @@ export function greedyPickFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tens
     key: `qrag_pick_part_${key}`,
     code: () => partCode(spec),
     inputs: [q1, q2, avail],
-    outputs: [{ shape: [threads * width] }],
+    outputs: [{ shape: [E * threads * width] }],
     uniforms: [{ type: "uint32", data: [n] }, { type: "uint32", data: [threads] }, { type: "float32", data: [-Infinity] }],
     threads,
+    workgroups: [Math.ceil(threads / WG), E, 1],
   });
   const partT = tf.engine().makeTensorFromTensorInfo(part);
   const soft = (spec.value?.alpha ?? 0) > 0;
@@ -200,12 +207,12 @@ export function greedyPickFused(q1: tf.Tensor2D, q2: tf.Tensor2D, avail: tf.Tens
     key: `qrag_pick_merge_${key}_${soft ? "soft" : "max"}`,
     code: () => mergeCode(spec),
     inputs: [partT, q1, q2, avail],
-    outputs: [{ shape: [WG * width] }, { shape: [4 * spec.K + 1] }],
-    uniforms: [{ type: "uint32", data: [threads] }, { type: "float32", data: [soft ? spec.value!.alpha : 1] }, { type: "float32", data: [-Infinity] }],
+    outputs: [{ shape: [E * WG * width] }, { shape: [E, 4 * spec.K + 1] }],
+    uniforms: [{ type: "uint32", data: [n] }, { type: "uint32", data: [threads] }, { type: "float32", data: [soft ? spec.value!.alpha : 1] }, { type: "float32", data: [-Infinity] }],
     threads: WG,
-    workgroups: [1, 1, 1],
+    workgroups: [1, E, 1],
   });
   partT.dispose();
   tf.engine().makeTensorFromTensorInfo(mid).dispose();
-  return tf.engine().makeTensorFromTensorInfo(out) as tf.Tensor1D;
+  return tf.engine().makeTensorFromTensorInfo(out) as tf.Tensor2D;
 }

@@ -140,18 +140,29 @@ export interface ScoreLayout {
 
 /** The layout of scorePadded: environment e scores its own counts[e] rows, one after another. */
 export function paddedLayout(positions: Int32Array, counts: readonly number[], R: number): ScoreLayout {
-  const nMax = Math.max(1, ...counts);
-  const padIdx = new Int32Array(counts.length * nMax).fill(R);
-  const slotPos = new Int32Array(counts.length * nMax);
   if (positions.length !== R) throw new Error(`scorePadded: ${positions.length} positions for ${R} rows`);
-  let r = 0;
-  for (let e = 0; e < counts.length; e++) {
-    for (let j = 0; j < counts[e]; j++, r++) {
-      padIdx[e * nMax + j] = r;
-      slotPos[e * nMax + j] = positions[r];
+  let start = 0;
+  const blocks = counts.map((count) => ({ start, positions: positions.subarray(start, (start += count)) }));
+  if (start !== R) throw new Error(`scorePadded: counts sum to ${start}, candidates have ${R} rows`);
+  return blocksLayout(blocks, R);
+}
+
+/**
+ * State i scores the candidate rows start … start + positions.length − 1 of its block (anywhere
+ * among the R rows, e.g. the episodes of a batched evaluation still running), rotated by its
+ * positions.
+ */
+export function blocksLayout(blocks: readonly { start: number; positions: Int32Array }[], R: number): ScoreLayout {
+  const nMax = Math.max(1, ...blocks.map((b) => b.positions.length));
+  const padIdx = new Int32Array(blocks.length * nMax).fill(R);
+  const slotPos = new Int32Array(blocks.length * nMax);
+  blocks.forEach((b, i) => {
+    if (b.start < 0 || b.start + b.positions.length > R) throw new Error(`blocksLayout: rows ${b.start}…${b.start + b.positions.length - 1} outside the ${R} candidates`);
+    for (let j = 0; j < b.positions.length; j++) {
+      padIdx[i * nMax + j] = b.start + j;
+      slotPos[i * nMax + j] = b.positions[j];
     }
-  }
-  if (r !== R) throw new Error(`scorePadded: counts sum to ${r}, candidates have ${R} rows`);
+  });
   return { nMax, padIdx, positions: slotPos };
 }
 
