@@ -6,6 +6,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { materialized, workloadSource } from "../server/qrag/bench/workload.ts";
+import { workloadConfig } from "../server/qrag/bench/workload-bench.ts";
 import { chunkAt } from "../server/qrag/types.ts";
 
 test("workload documents: N distinct 24-word chunks, 2 supports, a 12-word question drawn from them", () => {
@@ -43,4 +44,13 @@ test("a materialized workload sample holds the lazy sample's chunk texts as an a
   assert.equal(m.chunks.length, 300);
   for (let i = 0; i < 300; i++) assert.equal(chunkAt(m.chunks, i), chunkAt(lazy.chunks, i), `chunk ${i}`);
   assert.deepEqual([m.question, m.supportIdx], [lazy.question, lazy.supportIdx]);
+});
+
+test("the counting shape (CI's hot-loop ceiling) packs states as the reference workload does: the same max_len, so the same padded lengths and programs", () => {
+  const ref = workloadConfig("transformer", "reference");
+  const counts = workloadConfig("transformer", "counts");
+  assert.equal(counts.algo.encoder.max_len, ref.algo.encoder.max_len);
+  assert.equal(counts.max_action_length_in_memory, ref.max_action_length_in_memory);
+  assert.equal(counts.envs.max_steps, ref.envs.max_steps);
+  assert.ok(counts.algo.encoder.dim < ref.algo.encoder.dim, "a sliver of the compute");
 });
