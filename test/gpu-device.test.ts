@@ -14,7 +14,7 @@ import * as tf from "@tensorflow/tfjs";
 import { defaultMatmulSizes, parseBenchArgs } from "../server/qrag/bench/cli.ts";
 import { productsPerRepeat } from "../server/qrag/bench/matmul.ts";
 import { DISPATCH_BUDGET, summarizeDispatch } from "../server/qrag/bench/dispatch-summary.ts";
-import { gpuTable, type OursFile, type TorchFile } from "../server/qrag/bench/gpu-table.ts";
+import { dispatchLines, gpuTable, type OursFile, type TorchFile } from "../server/qrag/bench/gpu-table.ts";
 import { MATMUL_TILES, setTinyTiles, tileFor } from "../server/qrag/model/webgpu/matmul.ts";
 import { attentionGrid, attentionLanes, attentionTile, forwardCode, setKeyLanes } from "../server/qrag/model/webgpu/attention.ts";
 import { rowLanes, rowWorkgroups } from "../server/qrag/model/webgpu/row-reduce.ts";
@@ -164,6 +164,29 @@ test("GPU table: ours beside PyTorch, ratios > 1 where we are faster for rates a
   assert.match(md, /GPU time per program, one training iteration \(each program timed in a pass of its own\): 125\.0 ms; mm 80 % \(40×\), attn 12 % \(4×\)\./, "the programs up to 90 % of the time");
   assert.doesNotMatch(md, /streamed encode \(each/, "no line without its figures");
   assert.match(md, /Host time per training iteration \(2 more under the CPU profiler\), ms: JS 15\.0, native 10\.0, GC 5\.00, idle 15\.0; heaviest: scoreLayout \(bench\.mjs:9\) 6\.00\./);
+});
+
+test("GPU table's dispatch lines: the loop's split, BERT's iteration by phase, host time by total time (named functions, not Node's), the evaluation both ways", () => {
+  const loop = { dispatchesPerIteration: 393, tfjsKernelsPerIteration: 0, submitsPerIteration: 6, readsPerIteration: 1, hostMsPerIteration: 20.4, readWaitMsPerIteration: 15, gpuMsPerIteration: 30.6 };
+  const host = {
+    iterations: 2, sampledMs: 100, categories: { idle: 40, gc: 10, program: 10, js: 40 }, functions: [],
+    inclusive: [
+      { fn: "(anonymous)", at: "bench.mjs:1", ms: 90, share: 0.9 },
+      { fn: "processTimers", at: "node:internal/timers:504", ms: 60, share: 0.6 },
+      { fn: "deviceRuns", at: "bench.mjs:40", ms: 40, share: 0.4 },
+      { fn: "recordSteps", at: "bench.mjs:90", ms: 10, share: 0.1 },
+    ],
+  };
+  const evaluation = { episodes: 32, steps: 192, oneAtATime: { seconds: 6, dispatches: 2912, reads: 192 }, sideBySide: { seconds: 1.5, dispatches: 101, reads: 6 }, differentPicks: 0 };
+  const lines = dispatchLines({
+    dispatch: { ...loop, evaluation },
+    dispatchBert: { ...loop, size: "base", iterationSeconds: { median: 3.1 }, rolloutSeconds: { median: 2.5 }, updateSeconds: { median: 0.52 }, perPhase: { encode: { gpuMs: 436 }, rollout: { gpuMs: 478 }, update: { gpuMs: 513 } }, hostByFunction: host },
+  });
+  assert.equal(lines[0], "Reference iteration (`dispatch`): 393 dispatches, 6 submits, 1 reads; host 20 ms, awaiting reads 15 ms, GPU 31 ms.");
+  assert.equal(lines[1], "  its evaluation, 32 episodes (192 steps): one at a time 6.00 s (2,912 dispatches, 192 reads), side by side 1.50 s (101, 6): 4.00×; picks differing 0.");
+  assert.match(lines[2], /^BERT-base iteration \(`dispatch-bert`\): 3\.10 s \(rollout 2\.50, update 0\.520\); 393 dispatches.*GPU ms encode · rollout · target · update 436 · 478 · \? · 513\.$/);
+  assert.equal(lines[3], "  host by total time, ms per iteration: deviceRuns 20.0, recordSteps 5.00.");
+  assert.equal(lines.length, 4, "no evaluation line without its figures");
 });
 
 test("matmul repeats: about the FLOP asked for, 1 to 200 products", () => {

@@ -3,7 +3,9 @@
  *   npx tsx server/qrag/bench/gpu-table.ts PREFIX
  * reads PREFIX-bench.json (ours, webgpu), PREFIX-torch.json (the PyTorch-CUDA workload anchor),
  * PREFIX-torch-matmul.json and PREFIX-torch-encode.json, and prints markdown: each figure, ours
- * beside PyTorch-CUDA's from the same lease, and the ratio;
+ * beside PyTorch-CUDA's from the same lease, and the ratio; then, where PREFIX-dispatch.json is
+ * there, the recorded loop's split, BERT-base's iteration and host profile, and the evaluation
+ * both ways (`dispatchLines`);
  *   npx tsx server/qrag/bench/gpu-table.ts --history "LABEL=FILE" …
  * prints one row per bench JSON (ours only): how the engine's GPU figures moved, change by change.
  */
@@ -40,6 +42,26 @@ interface HostProfileLike {
   sampledMs: number;
   categories: { idle: number; gc: number; program: number; js: number };
   functions: { fn: string; at: string; ms: number; share: number }[];
+  /** By total time (absent before 2026-11-29's fifth session). */
+  inclusive?: { fn: string; at: string; ms: number; share: number }[];
+}
+/** bench/eval-groups.ts's figures. */
+interface EvalWayLike {
+  seconds: number;
+  dispatches: number;
+  reads: number;
+}
+interface EvaluationLike {
+  episodes: number;
+  steps: number;
+  oneAtATime: EvalWayLike;
+  sideBySide: EvalWayLike;
+  differentPicks: number;
+}
+/** figures.sh's dispatch.json: `--parts dispatch,dispatch-hf,dispatch-bert`. */
+export interface DispatchFile {
+  dispatch?: HotLoop & { evaluation?: EvaluationLike | null; hostByFunction?: HostProfileLike | null };
+  dispatchBert?: HotLoop & { size: string; iterationSeconds: Med; rolloutSeconds: Med; updateSeconds: Med; evaluation?: EvaluationLike; hostByFunction?: HostProfileLike | null };
 }
 interface Workload {
   training: { transitionsPerSecond: number; updateSeconds: Med; iterationSeconds: Med; hotLoop?: HotLoop; gpuByProgram?: ProgramTimesLike | null; hostByFunction?: HostProfileLike | null };
@@ -177,6 +199,29 @@ function hostLine(h: HostProfileLike | null | undefined): string[] {
   return [`Host time per training iteration (${h.iterations} more under the CPU profiler), ms: JS ${per(c.js)}, native ${per(c.program)}, GC ${per(c.gc)}, idle ${per(c.idle)}; heaviest: ${fns}.`];
 }
 
+/** The recorded loop's split, BERT's iteration, their host profiles by total time and the evaluation both ways, from figures.sh's dispatch.json. */
+export function dispatchLines(d: DispatchFile): string[] {
+  const lines: string[] = [];
+  const loop = (h: HotLoop) =>
+    `${n0(h.dispatchesPerIteration)} dispatches, ${h.submitsPerIteration} submits, ${h.readsPerIteration ?? "?"} reads; host ${n0(h.hostMsPerIteration)} ms, awaiting reads ${n0(h.readWaitMsPerIteration)} ms, GPU ${h.gpuMsPerIteration == null ? "untimed" : `${n0(h.gpuMsPerIteration)} ms`}`;
+  const evaluation = (e: EvaluationLike | null | undefined) =>
+    e
+      ? [`  its evaluation, ${e.episodes} episodes (${n0(e.steps)} steps): one at a time ${s3(e.oneAtATime.seconds)} s (${n0(e.oneAtATime.dispatches)} dispatches, ${n0(e.oneAtATime.reads)} reads), side by side ${s3(e.sideBySide.seconds)} s (${n0(e.sideBySide.dispatches)}, ${n0(e.sideBySide.reads)}): ${s3(e.oneAtATime.seconds / e.sideBySide.seconds)}×; picks differing ${e.differentPicks}.`]
+      : [];
+  const heaviest = (h: HostProfileLike | null | undefined) => {
+    // named functions outside Node's own (in the device pack all of ours are bench.mjs's)
+    const ours = (h?.inclusive ?? []).filter((f) => f.fn !== "(anonymous)" && !f.at.startsWith("node:")).slice(0, 8);
+    return h && ours.length ? [`  host by total time, ms per iteration: ${ours.map((f) => `${f.fn} ${s3(f.ms / h.iterations)}`).join(", ")}.`] : [];
+  };
+  if (d.dispatch) lines.push(`Reference iteration (\`dispatch\`): ${loop(d.dispatch)}.`, ...heaviest(d.dispatch.hostByFunction), ...evaluation(d.dispatch.evaluation));
+  const b = d.dispatchBert;
+  if (b) {
+    const phases = ["encode", "rollout", "target", "update"].map((p) => (b.perPhase?.[p]?.gpuMs === undefined ? "?" : n0(b.perPhase[p].gpuMs!))).join(" · ");
+    lines.push(`BERT-${b.size} iteration (\`dispatch-bert\`): ${s3(b.iterationSeconds.median)} s (rollout ${s3(b.rolloutSeconds.median)}, update ${s3(b.updateSeconds.median)}); ${loop(b)}; GPU ms encode · rollout · target · update ${phases}.`, ...heaviest(b.hostByFunction), ...evaluation(b.evaluation));
+  }
+  return lines;
+}
+
 /** One row per labelled bench file: training, update, encode, episodes, dispatches per iteration. */
 export function gpuHistory(runs: { label: string; ours: OursFile }[]): string {
   const rows = [
@@ -215,4 +260,5 @@ if (isMainModule(import.meta.url) && process.argv[2] === "--history") {
   }
   const read = <T>(suffix: string): T => JSON.parse(fs.readFileSync(`${prefix}-${suffix}.json`, "utf8")) as T;
   console.log(gpuTable(read<OursFile>("bench"), read<TorchFile>("torch"), read<TorchMatmul>("torch-matmul"), read<TorchEncode>("torch-encode")));
+  if (fs.existsSync(`${prefix}-dispatch.json`)) console.log(`\n${dispatchLines(read<DispatchFile>("dispatch")).join("\n")}`);
 }
