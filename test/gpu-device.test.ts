@@ -57,6 +57,8 @@ test("bench flags: --backend, --sizes, --lengths, --parts, --out, in = and space
   assert.deepEqual(parseBenchArgs(["--deferred-reads", "0"]), { deferredReads: false });
   assert.deepEqual(parseBenchArgs(["--deferred-reads=1"]), { deferredReads: true });
   assert.throws(() => parseBenchArgs(["--deferred-reads", "yes"]), /--deferred-reads "yes" is not 0 or 1/);
+  assert.deepEqual(parseBenchArgs(["--eval", "0"]), { evalGroups: false });
+  assert.throws(() => parseBenchArgs(["--eval", "2"]), /--eval "2" is not 0 or 1/);
   assert.throws(() => parseBenchArgs(["--split-k=0"]), /--split-k: item 1 \("0"\) is not a whole number from 1 to 64/);
   assert.deepEqual(parseBenchArgs(["--key-lanes", "1"]), { keyLanes: 1 });
   assert.throws(() => parseBenchArgs(["--key-lanes=3"]), /--key-lanes "3" is not 1, 2, 4, 8 or 16/);
@@ -261,9 +263,10 @@ test("figures.sh (one device call, stub run.sh): every step once, 8 files back (
     assert.match(log[1], /--parts \S*workload-transformer\S*encode-stream/);
     assert.match(log[5], /--host-profile 1 --parts dispatch,dispatch-hf,dispatch-bert --out \S*\/out\/dispatch.json/);
     // the weight gradients whole and attention's one thread per query, against the defaults just before: outside $OUT (its figures in bench.log)
-    assert.match(log[6], /--split-k 1 --key-lanes 1 --tiny-tiles 0 --parts dispatch,dispatch-bert --out \/tmp\//);
+    assert.match(log[6], /--eval 0 --split-k 1 --key-lanes 1 --tiny-tiles 0 --parts dispatch,dispatch-bert --out \/tmp\//);
     // a read per run of lock-steps and the values read, against the defaults: outside $OUT too
-    assert.match(log[7], /--deferred-reads 0 --parts dispatch,dispatch-bert --out \/tmp\//);
+    assert.match(log[7], /--eval 0 --deferred-reads 0 --parts dispatch,dispatch-bert --out \/tmp\//);
+    assert.doesNotMatch(log[5], /--eval 0/, "the defaults' step times the evaluation");
     // the steps took no time here: the mission gets its full 150 s box (100 s of training, deadline 145)
     assert.match(log[8], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
   } finally {

@@ -20,7 +20,7 @@ import { writeRandomBert, type BertSize } from "../model/hf/random-bert.ts";
 import type { SampleSource } from "../types.ts";
 import { Rng } from "../util/rng.ts";
 import { benchTrainingOf } from "./workload-bench.ts";
-import { benchEvalGroups } from "./eval-groups.ts";
+import { benchEvalGroups, evalBenchOn } from "./eval-groups.ts";
 
 export const BERT_SIZES = {
   base: { hidden: 768, layers: 12, heads: 12, intermediate: 3072 },
@@ -62,7 +62,7 @@ export async function benchBertIteration(log: (m: string) => void, size: BertSiz
     try {
       const t = await benchTrainingOf(`bert-${size}`, config, train, nets, log, iterations);
       const s = t.hotLoop;
-      const evaluation = await benchEvalGroups(nets, config, test, log);
+      const evaluation = evalBenchOn() ? await benchEvalGroups(nets, config, test, log) : null;
       log(`  dispatch-bert (${size}): ${t.iterationSeconds.median.toFixed(2)} s an iteration (rollout ${t.rolloutSeconds.median.toFixed(2)}, update ${t.updateSeconds.median.toFixed(2)}); ${s.dispatchesPerIteration} dispatches, ${s.submitsPerIteration} submits, ${s.readsPerIteration} reads, GPU ${s.gpuMsPerIteration ?? "(untimed)"} ms; plans built ${s.plansPerIteration} (${s.planMiBPerIteration} MiB of buffers)`);
       return {
         size, bert: BERT_SIZES[size], vocab: vocab.length,

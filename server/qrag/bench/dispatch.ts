@@ -13,7 +13,7 @@ import { disposeCandidates, embedSampleChunks, greedyEpisode } from "../agent/gr
 import { evalOptions } from "../training/train.ts";
 import { benchTraining, settled, workloadConfig, type WorkloadShape } from "./workload-bench.ts";
 import { materialized, materializedSource, workloadSource } from "./workload.ts";
-import { benchEvalGroups, type EvalGroupsFigures } from "./eval-groups.ts";
+import { benchEvalGroups, evalBenchOn, type EvalGroupsFigures } from "./eval-groups.ts";
 import { summarizeDispatch, type DispatchSummary } from "./dispatch-summary.ts";
 import { recorderStats } from "../model/webgpu/recorded-encoder.ts";
 import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
@@ -63,7 +63,7 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2, sh
       log(`  dispatch: ${what}: ${c.dispatches} dispatches, ${c.tfjsKernels} tfjs kernels, ${c.submits} submits, host ${c.hostMs} ms, GPU ${c.gpuMs ?? "(untimed)"} ms; per program ${topPrograms(c.gpuByProgram)}`);
     }
     // a run's evaluation both ways (eval-groups.ts); the reference shape only: CI's counting run (`counts`) needs none
-    const evaluation = shape === "reference" ? await benchEvalGroups(nets, config, materializedSource(workloadSource(100, 5)), log) : null;
+    const evaluation = shape === "reference" && evalBenchOn() ? await benchEvalGroups(nets, config, materializedSource(workloadSource(100, 5)), log) : null;
     return { ...hot, greedyEpisode: greedy, evalEncode: encode, evaluation };
   } finally {
     nets.dispose();

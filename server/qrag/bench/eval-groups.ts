@@ -14,6 +14,17 @@ import type { EpisodeRecord } from "../events.ts";
 import type { Sample, SampleSource } from "../types.ts";
 import { materialized } from "./workload.ts";
 
+/** `--eval 0|1` of the bench: whether dispatch and dispatch-bert time their evaluation (the A/B runs of figures.sh need it once). */
+let evalBench = true;
+
+export function setEvalBench(on: boolean): void {
+  evalBench = on;
+}
+
+export function evalBenchOn(): boolean {
+  return evalBench;
+}
+
 export interface EvalWay {
   seconds: number;
   episodesPerSecond: number;

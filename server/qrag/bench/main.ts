@@ -50,6 +50,7 @@ import { deferredReads, setDeferredReads } from "../agent/rollout.ts";
 import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
 import { useGpuStorage } from "../model/webgpu/half-storage.ts";
 import { setHostProfileIterations } from "./host-profile.ts";
+import { setEvalBench } from "./eval-groups.ts";
 import { benchWorkload } from "./workload-bench.ts";
 import { ENGINE_VERSION } from "../version.ts";
 import { isMainModule } from "../util/main-module.ts";
@@ -100,6 +101,8 @@ interface BenchOptions {
   deferredReads?: boolean;
   /** webgpu: 32×32 tiles for products of few 64×64 blocks (matmul.ts tileFor; default on). */
   tinyTiles?: boolean;
+  /** dispatch and dispatch-bert: their evaluation both ways (eval-groups.ts; default on). */
+  evalGroups?: boolean;
   log?: (m: string) => void;
 }
 
@@ -117,6 +120,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
   if (opts.deferredReads !== undefined) setDeferredReads(opts.deferredReads);
   if (opts.tinyTiles !== undefined) setTinyTiles(opts.tinyTiles);
   setHostProfileIterations(opts.hostProfile ?? 0);
+  setEvalBench(opts.evalGroups ?? true);
   const gpuStorage = useGpuStorage(opts.gpuStorage ?? "f32");
   if (opts.gpuStorage === "f16" && gpuStorage !== "f16") throw new Error(`bench: --gpu-storage f16 needs webgpu with shader-f16 (active: ${device})`);
   const result: Record<string, unknown> = {
