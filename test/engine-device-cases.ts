@@ -19,12 +19,17 @@ import type { QEncoder } from "../server/qrag/model/base.ts";
 import { HfBertEncoder } from "../server/qrag/model/hf/encoder.ts";
 import { QNetworks } from "../server/qrag/agent/networks.ts";
 import { embedSampleChunks, greedyEpisode, disposeCandidates } from "../server/qrag/agent/greedy.ts";
-import { greedyEpisodes } from "../server/qrag/agent/greedy-batch.ts";
+import { embedGroupChunks, greedyEpisodes } from "../server/qrag/agent/greedy-batch.ts";
 import { Learner } from "../server/qrag/agent/learner.ts";
 import { ParallelEnvs, setDeferredReads } from "../server/qrag/agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../server/qrag/agent/iteration.ts";
 import { resolveConfig } from "../server/qrag/config/config.ts";
 import { evalOptions, train } from "../server/qrag/training/train.ts";
+import { sweep } from "../server/qrag/evaluation/sweep.ts";
+import { loadAgent } from "../server/qrag/evaluation/evaluate.ts";
+import { buildSource } from "../server/qrag/data/sources.ts";
+import { denseSingleStep } from "../server/qrag/baselines/dense.ts";
+import { aggregate, retrievalMetrics } from "../server/qrag/evaluation/metrics.ts";
 import { workloadSource } from "../server/qrag/bench/workload.ts";
 import type { EpisodeRecord } from "../server/qrag/events.ts";
 import type { Sample, SampleSource } from "../server/qrag/types.ts";
@@ -115,8 +120,16 @@ async function greedyBatchCase() {
   resetCounters();
   const batch = await greedyEpisodes(nets, samples, opts);
   const counts = counterSnapshot();
+  // leave-one-out Q (qrag eval --never-terminate, sweeps): each episode's prefixes against its own block
+  const looOpts = { ...evalOptions(config, { neverTerminate: true, leaveOneOut: true }), alpha: 0.05 };
+  const looOne: number[][][] = [];
+  for (const sample of samples.slice(0, 3)) looOne.push((await greedyEpisode(nets, sample, looOpts)).loo ?? []);
+  // the group's candidates embedded first, as a sweep does (it also reads them for its dense baseline)
+  const cands = await embedGroupChunks(nets, samples.slice(0, 3), looOpts.maxActionLength);
+  const looBatch = (await greedyEpisodes(nets, samples.slice(0, 3), looOpts, cands)).map((r) => r.loo ?? []);
+  disposeCandidates(cands);
   nets.dispose();
-  return { one: one.map(view), batch: batch.map(view), oneReads, batchReads: counts.eval?.reads ?? 0, syncReads: counts.eval?.syncReads ?? 0 };
+  return { one: one.map(view), batch: batch.map(view), oneReads, batchReads: counts.eval?.reads ?? 0, syncReads: counts.eval?.syncReads ?? 0, looOne, looBatch };
 }
 
 async function trainingCase() {
@@ -236,6 +249,48 @@ async function trainRunCase() {
       allHaveSteps: episodes.every((r) => r.steps.length > 0),
       checkpoint: fs.existsSync(path.join(res.runDir, "checkpoints", "last")),
     };
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A sweep on webgpu (its short haystacks' samples side by side, greedy-batch.ts) against each
+ * sample's episode one at a time with the sweep's options, on the same checkpoint and samples.
+ */
+async function sweepCase() {
+  await onBackend("webgpu");
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "qrag-device-sweep-"));
+  const config = resolveConfig({ preset: "tiny", overrides: ["steps_count=2", "eval_interval=100", "eval_episodes=1", "envs_parallel=2", "batch_size=8", "learning_start=2"] });
+  try {
+    const res = await train(config, { runDir: path.join(tmp, "run") });
+    const epFile = path.join(tmp, "episodes.jsonl");
+    let backend = "";
+    const lengths = [20, 60];
+    const points = await sweep({ checkpoint: res.runDir, lengths, samples: 6, threshold: 0.2, episodesFile: epFile, onEvent: (e) => void (e.type === "run_start" && (backend = e.meta.backend)) });
+    const swept = fs.readFileSync(epFile, "utf8").trim().split("\n").map((l) => JSON.parse(l) as EpisodeRecord & { numChunks: number });
+    const { nets, config: cfg, alpha } = await loadAgent(res.runDir);
+    const gOpts = evalOptions(cfg, { neverTerminate: true, threshold: 0.2, alpha, leaveOneOut: true });
+    const alone: { numChunks: number; pred: number[]; q: number[]; loo: number[][] }[] = [];
+    const denseAlone: number[] = [];
+    for (const n of lengths) {
+      const source = buildSource(cfg, "test", n);
+      const dense = [];
+      for (let i = 0; i < 6; i++) {
+        const sample = source.sample(i);
+        const rec = await greedyEpisode(nets, sample, gOpts);
+        alone.push({ numChunks: n, pred: rec.pred_idx, q: rec.q_values, loo: rec.loo ?? [] });
+        // the single-step dense baseline on this sample's own candidates, read on their own
+        const emb = await embedSampleChunks(nets, sample, cfg.max_action_length);
+        const host = emb instanceof Float32Array ? emb : ((await emb.data()) as Float32Array);
+        disposeCandidates(emb);
+        const picks = await denseSingleStep(nets, sample.question, host, sample.chunks.length, cfg.envs.max_steps, { maxInMemory: cfg.max_action_length_in_memory, positions: cfg.envs.positions_processor, stepSize: cfg.envs.step_size });
+        dense.push(retrievalMetrics(picks, sample.supportIdx));
+      }
+      denseAlone.push(aggregate(dense).f1);
+    }
+    nets.dispose();
+    return { backend, points: points.map((p) => ({ numChunks: p.numChunks, samples: p.samples, pruned: p.qragPruned !== undefined, dense: p.dense?.f1 })), swept: swept.map((r) => ({ numChunks: r.numChunks, pred: r.pred_idx, q: r.q_values, loo: r.loo ?? [] })), alone, denseAlone };
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
@@ -464,6 +519,7 @@ const CASES: Record<string, () => Promise<unknown>> = {
   },
   "rollout-varied": () => rolloutCase(["envs.feedback.never_terminate=false", "envs.sort_by_index=false", "max_action_length_in_memory=8", "algo.encoder.max_len=32", "envs.max_steps=5"], variedSource, 0.3),
   "train-run": trainRunCase,
+  sweep: sweepCase,
   bert: bertCase,
 };
 

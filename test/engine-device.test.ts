@@ -68,7 +68,8 @@ test("greedy episodes on webgpu pick what the cpu path picks, with one read per 
 });
 
 test("greedy episodes side by side on webgpu (greedy-batch.ts) record what one at a time records, with one read per step for them all", { skip }, () => {
-  const r = runCase<{ one: (Omit<GreedyRun, "counts"> & { ret: number; oracleStop: boolean; id: string })[]; batch: (Omit<GreedyRun, "counts"> & { ret: number; oracleStop: boolean; id: string })[]; oneReads: number; batchReads: number; syncReads: number }>("greedy-batch");
+  type Rec = Omit<GreedyRun, "counts"> & { ret: number; oracleStop: boolean; id: string };
+  const r = runCase<{ one: Rec[]; batch: Rec[]; oneReads: number; batchReads: number; syncReads: number; looOne: number[][][]; looBatch: number[][][] }>("greedy-batch");
   assert.equal(r.batch.length, r.one.length);
   const lengths = new Set(r.one.map((e) => e.pred.length));
   assert.ok(lengths.size > 1, `episodes of different lengths: ${[...lengths]}`);
@@ -85,6 +86,13 @@ test("greedy episodes side by side on webgpu (greedy-batch.ts) record what one a
   assert.equal(r.oneReads, r.one.reduce((a, e) => a + e.pred.length, 0), "one at a time: a read per episode-step");
   assert.equal(r.batchReads, Math.max(...lengths), "side by side: a read per step of the longest episode");
   assert.equal(r.syncReads, 0);
+  // leave-one-out Q of every prefix, side by side as one at a time
+  assert.equal(r.looBatch.length, 3);
+  r.looOne.forEach((rows, i) => {
+    assert.ok(rows.length >= 3, `episode ${i}: ${rows.length} prefixes`);
+    assert.equal(r.looBatch[i].length, rows.length);
+    rows.forEach((row, k) => row.forEach((q, j) => assert.ok(Math.abs(r.looBatch[i][k][j] - q) < 1e-5, `episode ${i} prefix ${k + 1} pick ${j}: ${r.looBatch[i][k][j]} vs ${q}`)));
+  });
 });
 
 test("training iterations on webgpu: no synchronous read, fewer reads than policy lock-steps, none for the values (the λ-returns taken on the device) nor in the update", { skip }, () => {
@@ -189,6 +197,22 @@ test("a tiny train() run end to end on webgpu (bow): updates, greedy evals, chec
   assert.equal(r.backend, "webgpu");
   assert.ok(r.episodes > 0 && r.allHaveSteps, `eval episodes: ${r.episodes}`);
   assert.ok(r.checkpoint, "checkpoint written");
+});
+
+test("a sweep on webgpu runs its short haystacks' samples side by side: each episode as one at a time records it (picks, Q, leave-one-out Q), the dense baseline on each sample's own candidates", { skip }, () => {
+  const r = runCase<{ backend: string; points: { numChunks: number; samples: number; pruned: boolean; dense: number }[]; swept: { numChunks: number; pred: number[]; q: number[]; loo: number[][] }[]; alone: { numChunks: number; pred: number[]; q: number[]; loo: number[][] }[]; denseAlone: number[] }>("sweep");
+  assert.equal(r.backend, "webgpu");
+  assert.deepEqual(r.points.map((p) => [p.numChunks, p.samples, p.pruned]), [[20, 6, true], [60, 6, true]]);
+  assert.equal(r.swept.length, r.alone.length);
+  r.alone.forEach((a, i) => {
+    const b = r.swept[i];
+    assert.equal(b.numChunks, a.numChunks, "in the samples' order");
+    assert.deepEqual(b.pred, a.pred, `episode ${i}: same picks`);
+    a.q.forEach((q, k) => assert.ok(Math.abs(b.q[k] - q) < 1e-5, `episode ${i} step ${k}: Q ${b.q[k]} vs ${q}`));
+    assert.ok(a.loo.length > 0 && b.loo.length === a.loo.length, `episode ${i}: leave-one-out rows ${b.loo.length} vs ${a.loo.length}`);
+    a.loo.forEach((row, k) => row.forEach((q, j) => assert.ok(Math.abs(b.loo[k][j] - q) < 1e-5, `episode ${i} prefix ${k + 1} pick ${j}`)));
+  });
+  r.points.forEach((p, i) => assert.ok(Math.abs(p.dense - r.denseAlone[i]) < 1e-9, `${p.numChunks} chunks: dense F1 ${p.dense} vs ${r.denseAlone[i]}`));
 });
 
 test("bert-tiny on webgpu: last hidden states and the ÷10 mean pool within atol of Hugging Face", { skip }, () => {

@@ -7,7 +7,8 @@
  * episodes every 500 updates) ran each episode's steps as forwards of one state, each with its
  * read, ahead of the first update too.
  *
- * The host path and the leave-one-out pass keep greedy.ts's episodes one at a time.
+ * The host path keeps greedy.ts's episodes one at a time; with leave-one-out, each episode's
+ * prefixes are scored after the group's steps (leave-one-out.ts, one batch an episode).
  */
 import * as tf from "@tensorflow/tfjs";
 import type { Sample } from "../types.ts";
@@ -21,7 +22,8 @@ import { blocksLayout } from "../model/webgpu/twin-q.ts";
 import { embedActionsDevice, embedStatesDevice, type QNetworks } from "./networks.ts";
 import { availTensor, greedyPick, scoreRows } from "./device-scoring.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
-import { episodeRecord, greedyEpisode, pickOfRow, pickSpec, stepRecord, type GreedyOptions } from "./greedy.ts";
+import { disposeCandidates, embedSampleChunks, episodeRecord, greedyEpisode, pickOfRow, pickSpec, stepRecord, type CandidateEmbeddings, type GreedyOptions } from "./greedy.ts";
+import { leaveOneOutQ } from "./leave-one-out.ts";
 
 /** Episodes of one group at most: a step's forward takes this many states. */
 export const GROUP_EPISODES = 32;
@@ -29,11 +31,11 @@ export const GROUP_EPISODES = 32;
 export const GROUP_CANDIDATES = 16_384;
 
 /**
- * Episodes a group takes with these options: GROUP_EPISODES on the device; one elsewhere and with
- * leave-one-out, which run one at a time anyway, so a caller checks for a cancel between episodes.
+ * Episodes a group takes: GROUP_EPISODES on the device; one elsewhere, where episodes run one at a
+ * time anyway, so a caller checks for a cancel between episodes.
  */
-export function groupEpisodes(opts: { leaveOneOut?: boolean }): number {
-  return onDevice() && !opts.leaveOneOut ? GROUP_EPISODES : 1;
+export function groupEpisodes(): number {
+  return onDevice() ? GROUP_EPISODES : 1;
 }
 
 /**
@@ -55,14 +57,62 @@ export function* evalGroups<T extends { chunks: { length: number } }>(samples: I
   if (group.length > 0) yield group;
 }
 
-/** The greedy episodes of `samples`, in their order: side by side on the device, one at a time elsewhere or with leave-one-out. */
-export async function greedyEpisodes(nets: QNetworks, samples: readonly Sample[], opts: GreedyOptions): Promise<EpisodeRecord[]> {
-  if (!onDevice() || opts.leaveOneOut || samples.length < 2) {
+/**
+ * The candidates of a group's samples, one sample's rows after another's (greedyEpisodes's
+ * `candidates`): one encode on the device, each sample's as embedSampleChunks gives it elsewhere.
+ */
+export async function embedGroupChunks(nets: QNetworks, samples: readonly Sample[], maxActionLength: number): Promise<CandidateEmbeddings> {
+  if (samples.length === 1) return embedSampleChunks(nets, samples[0], maxActionLength);
+  if (onDevice()) {
+    const emb = withPhase("encode", () => embedActionsDevice(nets.action, groupTexts(samples), maxActionLength, false));
+    trimWebgpuPool(); // the encoder's intermediates (webgpu-pool.ts)
+    return emb;
+  }
+  const parts = [];
+  for (const s of samples) parts.push((await embedSampleChunks(nets, s, maxActionLength)) as Float32Array);
+  const out = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/** Every chunk text of the samples, one sample's after another's. */
+function groupTexts(samples: readonly Sample[]): string[] {
+  const texts: string[] = [];
+  for (const s of samples) for (let j = 0; j < s.chunks.length; j++) texts.push(chunkAt(s.chunks, j));
+  return texts;
+}
+
+/** Rows start … start + n − 1 of a group's candidates (a view on the host, a slice to dispose on the device). */
+function rowsOf(c: CandidateEmbeddings, start: number, n: number, D: number): CandidateEmbeddings {
+  return c instanceof tf.Tensor ? tf.slice(c, [start, 0], [n, D]) : c.subarray(start * D, (start + n) * D);
+}
+
+/**
+ * The greedy episodes of `samples`, in their order: side by side on the device, one at a time
+ * elsewhere. `candidates`: the group's, from embedGroupChunks (the caller's to dispose); without
+ * them the group's are embedded here.
+ */
+export async function greedyEpisodes(nets: QNetworks, samples: readonly Sample[], opts: GreedyOptions, candidates?: CandidateEmbeddings): Promise<EpisodeRecord[]> {
+  if (!onDevice() || samples.length < 2 || !(candidates === undefined || candidates instanceof tf.Tensor)) {
     const out: EpisodeRecord[] = [];
-    for (const s of samples) out.push(await greedyEpisode(nets, s, opts));
+    let start = 0;
+    for (const s of samples) {
+      const n = s.chunks.length;
+      const own = candidates && (samples.length === 1 ? candidates : rowsOf(candidates, start, n, nets.dim));
+      try {
+        out.push(await greedyEpisode(nets, s, opts, own));
+      } finally {
+        if (own !== candidates) disposeCandidates(own);
+      }
+      start += n;
+    }
     return out;
   }
-  return withPhaseAsync("eval", () => deviceErrorsFirst(() => sideBySide(nets, samples, opts)));
+  return withPhaseAsync("eval", () => deviceErrorsFirst(() => sideBySide(nets, samples, opts, candidates)));
 }
 
 interface Running {
@@ -76,14 +126,15 @@ interface Running {
   over: boolean;
 }
 
-async function sideBySide(nets: QNetworks, samples: readonly Sample[], opts: GreedyOptions): Promise<EpisodeRecord[]> {
-  const texts: string[] = [];
+async function sideBySide(nets: QNetworks, samples: readonly Sample[], opts: GreedyOptions, candidates?: tf.Tensor2D): Promise<EpisodeRecord[]> {
+  let R = 0;
   const runs: Running[] = samples.map((sample) => {
-    const start = texts.length;
-    for (let j = 0; j < sample.chunks.length; j++) texts.push(chunkAt(sample.chunks, j));
+    const start = R;
+    R += sample.chunks.length;
     return { ep: new RetrievalEpisode(sample, opts.episode), start, steps: [], gold: new Set(sample.supportIdx), ret: 0, oracleStop: false, over: false };
   });
-  const emb = withPhase("encode", () => embedActionsDevice(nets.action, texts, opts.maxActionLength, false));
+  const emb = candidates ?? withPhase("encode", () => embedActionsDevice(nets.action, groupTexts(samples), opts.maxActionLength, false));
+  if (emb.shape[0] !== R) throw new Error(`greedyEpisodes: ${emb.shape[0]} candidate rows for samples of ${R} chunks`);
   try {
     for (;;) {
       const active = runs.filter((r) => !r.over && !r.ep.done);
@@ -91,7 +142,7 @@ async function sideBySide(nets: QNetworks, samples: readonly Sample[], opts: Gre
       const spec = pickSpec(opts, Math.max(...active.map((r) => r.ep.numChunks)));
       const joined = tf.tidy(() => {
         const s = embedStatesDevice(nets.state, active.map((r) => r.ep.stateTexts(opts.sortByIndex)), opts.maxInMemory, false);
-        const layout = blocksLayout(active.map((r) => ({ start: r.start, positions: rotaryPositions(r.ep) })), texts.length);
+        const layout = blocksLayout(active.map((r) => ({ start: r.start, positions: rotaryPositions(r.ep) })), R);
         const { q1, q2 } = scoreRows(s, emb, layout);
         return greedyPick(q1, q2, availTensor(active.map((r) => r.ep.available), layout.nMax), spec);
       });
@@ -110,9 +161,22 @@ async function sideBySide(nets: QNetworks, samples: readonly Sample[], opts: Gre
         r.steps.push(stepRecord(p, step, r.gold, opts.alpha));
       });
     }
-    return runs.map((r, i) => episodeRecord(samples[i], r.ep.numChunks, r.steps, r.ret, r.oracleStop, opts.threshold));
+    const records = runs.map((r, i) => episodeRecord(samples[i], r.ep.numChunks, r.steps, r.ret, r.oracleStop, opts.threshold));
+    if (opts.leaveOneOut) {
+      // each episode's prefixes against its own block of the candidates, as greedy.ts does for one
+      for (const [i, rec] of records.entries()) {
+        if (rec.steps.length === 0) continue;
+        const block = rowsOf(emb, runs[i].start, runs[i].ep.numChunks, nets.dim);
+        try {
+          rec.loo = await leaveOneOutQ(nets, samples[i], opts, rec.pred_idx, rec.steps[0].q, block);
+        } finally {
+          disposeCandidates(block);
+        }
+      }
+    }
+    return records;
   } finally {
-    emb.dispose();
+    if (emb !== candidates) emb.dispose();
     trimWebgpuPool(); // what the group freed (webgpu-pool.ts)
   }
 }

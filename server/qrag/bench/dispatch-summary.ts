@@ -13,15 +13,17 @@ export const DISPATCH_BUDGET: Limits = { dispatches: 150, submits: 10, tfjsKerne
  * submits, reads or tfjs kernels to the hot loop. Lower it whenever the loop gets cheaper.
  * Reads: 1, the rollout's runs of lock-steps queued back to back and read at once (agent/rollout.ts
  * deviceRuns: the workload's episodes all end at max_steps); the values stay on the device for the
- * λ-returns (model/webgpu/lambda-returns.ts). Submits: 7 in the counts shape at the reference's
- * max_len (5 to 5.5 at max_len 64; the reference's timed iterations averaged 6), 7 allowed.
- * Dispatches: 366, plus the 16 programs that add up the weight gradients split along K
- * (model/webgpu/split-k.ts: dispatches traded for workgroups, ~12 → ~200 a product on a GPU), plus the λ-returns' program in place of a read: 383. Then 393 (2026-11-29): the counts
- * shape had packed states to at most 64 tokens, where the pooling always rides on the last
- * layer's program; at the reference's 128 and 256 it runs apart (recorded-encoder.ts poolFuses),
- * 10 programs an iteration the count had missed. The loop did not change; its count did.
+ * λ-returns (model/webgpu/lambda-returns.ts). Dispatches: 366, plus the 16 programs that add up
+ * the weight gradients split along K (model/webgpu/split-k.ts: dispatches traded for workgroups,
+ * ~12 → ~200 a product on a GPU), plus the λ-returns' program in place of a read: 383, with 5
+ * submits, as the counts shape saw them while it cut states at 64 tokens. There every forward's
+ * pooling rode on its last program; at the reference's state lengths of 128 and 256 it runs apart
+ * (recorded-encoder.ts poolFuses), and since 2026-11-29 the counts shape packs as the reference
+ * does. An iteration's count then follows the episodes' phase at its start, in a cycle of six
+ * iterations: 393, 393, 394, 394, 394, 383 dispatches and 8, 7, 7, 7, 7, 5 submits (seen on
+ * lavapipe, 24 iterations). The ceiling is the cycle's most. The loop did not change; its count did.
  */
-export const DISPATCH_CEILING: Limits = { dispatches: 393, submits: 7, tfjsKernels: 0, reads: 1 };
+export const DISPATCH_CEILING: Limits = { dispatches: 394, submits: 8, tfjsKernels: 0, reads: 1 };
 
 interface Limits {
   dispatches: number;

@@ -52,7 +52,7 @@ export async function benchEvalGroups(nets: QNetworks, config: RunConfig, source
   };
   const sideBySide = async () => {
     const out: EpisodeRecord[] = [];
-    for (const g of evalGroups(samples, groupEpisodes(opts))) out.push(...(await greedyEpisodes(nets, g, opts)));
+    for (const g of evalGroups(samples, groupEpisodes())) out.push(...(await greedyEpisodes(nets, g, opts)));
     return out;
   };
   const timed = async (fn: () => Promise<EpisodeRecord[]>): Promise<{ way: EvalWay; records: EpisodeRecord[] }> => {

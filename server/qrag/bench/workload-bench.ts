@@ -32,7 +32,7 @@ import { hostProfile, hostProfileIterations, hostProfileLine } from "./host-prof
  * seconds instead of minutes on a CPU adapter, which is what lets CI hold the hot-loop ceiling.
  * Its max_len stays the reference's 256: states pad to the same lengths, and whether a forward's
  * pooling rides on its last program depends on that length (recorded-encoder.ts poolFuses; with
- * max_len 64 it always did, 10 dispatches fewer than the reference).
+ * max_len 64 it always did, up to 11 dispatches fewer than the reference).
  */
 export type WorkloadShape = "reference" | "counts";
 

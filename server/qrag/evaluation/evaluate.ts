@@ -73,9 +73,9 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
     const records: EpisodeRecord[] = [];
     const t0 = performance.now();
     const breathe = breather();
-    // side by side on the device (greedy-batch.ts; one at a time with leave-one-out or on the host)
+    // side by side on the device (greedy-batch.ts; one at a time on the host)
     const indices = Array.from({ length: n }, (_, i) => i);
-    for (const group of evalGroups(samplesOf(source, indices), groupEpisodes(gOpts))) {
+    for (const group of evalGroups(samplesOf(source, indices), groupEpisodes())) {
       await breathe();
       if (opts.signal?.aborted) break;
       for (const r of await greedyEpisodes(nets, group, gOpts)) {

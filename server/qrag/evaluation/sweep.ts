@@ -6,11 +6,13 @@
  * the noise pool and candidates are embedded in batches, so the text is never held twice.
  */
 import fs from "node:fs";
-import type { EventSink, SweepPoint } from "../events.ts";
+import type { EpisodeRecord, EventSink, SweepPoint } from "../events.ts";
 import { loadAgent } from "./evaluate.ts";
 import { evalOptions } from "../training/train.ts";
 import { buildSource } from "../data/sources.ts";
-import { disposeCandidates, embedSampleChunks, greedyEpisode } from "../agent/greedy.ts";
+import { disposeCandidates } from "../agent/greedy.ts";
+import { embedGroupChunks, evalGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
+import { samplesOf } from "../training/eval.ts";
 import { Bm25Index } from "../baselines/bm25.ts";
 import { denseSingleStep } from "../baselines/dense.ts";
 import { aggregate, retrievalMetrics } from "./metrics.ts";
@@ -107,43 +109,57 @@ async function sweepWith(opts: SweepOptions, reader: Reader | undefined): Promis
       const q = [], qf = [], qp = [], bm = [], de = [];
       let kept = 0, keptPruned = 0, episodeSecs = 0, encodeSecs = 0;
       const pipeline = new ReaderPipeline(window, opts.signal), tally = new ReaderTally();
-      for (let i = 0; i < m; i++) {
+      // side by side on the device (greedy-batch.ts: the short haystacks' samples in groups, a long one alone)
+      let i = 0;
+      for (const group of evalGroups(samplesOf(source, Array.from({ length: m }, (_, j) => j)), groupEpisodes())) {
         await breathe();
         if (opts.signal?.aborted) break;
-        const sample = source.sample(i);
-        const n = sample.chunks.length;
         const t0 = performance.now();
-        const emb = await embedSampleChunks(nets, sample, config.max_action_length);
+        const groupEmb = await embedGroupChunks(nets, group, config.max_action_length);
         const t1 = performance.now();
-        const rec = { ...(await greedyEpisode(nets, sample, gOpts, emb)), text_len: tokens };
+        let records: EpisodeRecord[];
+        try {
+          records = await greedyEpisodes(nets, group, gOpts, groupEmb);
+        } catch (e) {
+          disposeCandidates(groupEmb);
+          throw e;
+        }
         const t2 = performance.now();
         encodeSecs += (t1 - t0) / 1000;
         episodeSecs += (t2 - t0) / 1000;
-        q.push(rec.metrics);
-        qf.push(rec.filtered);
-        kept += rec.filtered.kept;
-        if (rec.loo) {
-          // the same threshold, then leave-one-out pruning at it (stop-rules.ts "prune")
-          const pr = applyStop(rec, { kind: "prune", threshold: gOpts.threshold, tau: gOpts.threshold });
-          qp.push(pr);
-          keptPruned += pr.kept;
+        // the dense baseline scores on the host: one read of the group's candidates on the device path
+        const hostEmb = !baselines ? null : groupEmb instanceof Float32Array ? groupEmb : ((await groupEmb.data()) as Float32Array);
+        disposeCandidates(groupEmb);
+        let row = 0;
+        for (const [g, sample] of group.entries()) {
+          const n = sample.chunks.length;
+          const emb = hostEmb?.subarray(row * nets.dim, (row + n) * nets.dim);
+          row += n;
+          i++;
+          const rec = { ...records[g], text_len: tokens };
+          q.push(rec.metrics);
+          qf.push(rec.filtered);
+          kept += rec.filtered.kept;
+          if (rec.loo) {
+            // the same threshold, then leave-one-out pruning at it (stop-rules.ts "prune")
+            const pr = applyStop(rec, { kind: "prune", threshold: gOpts.threshold, tau: gOpts.threshold });
+            qp.push(pr);
+            keptPruned += pr.kept;
+          }
+          if (emb) {
+            bm.push(retrievalMetrics(Bm25Index.build(sample.chunks).topK(sample.question, k).map((h) => h.index), sample.supportIdx));
+            de.push(retrievalMetrics(await denseSingleStep(nets, sample.question, emb, n, k, { maxInMemory: config.max_action_length_in_memory, positions: env.positions_processor, stepSize: env.step_size }), sample.supportIdx));
+          }
+          const call = reader && (() => readEpisode(reader, dataset, sample.question, keptChunks(sample, rec.pred_idx, rec.filtered.kept), sample.answer, opts.signal));
+          await pipeline.submit(call, (r) => {
+            const full = r ? { ...rec, reader: r } : rec;
+            if (r) tally.add(r);
+            if (epOut !== undefined) fs.writeSync(epOut, JSON.stringify({ numChunks, ...full }) + "\n");
+            if (opts.emitEpisodes) emit({ type: "episode", phase: "sweep", step: 0, update: 0, record: full });
+          });
+          done++;
+          emit({ type: "progress", phase: "sweep", done, total: totalEpisodes, message: `${numChunks} chunks: ${i}/${m}` });
         }
-        if (baselines) {
-          bm.push(retrievalMetrics(Bm25Index.build(sample.chunks).topK(sample.question, k).map((h) => h.index), sample.supportIdx));
-          // the dense baseline scores on the host: one read of the candidates on the device path
-          const hostEmb = emb instanceof Float32Array ? emb : ((await emb.data()) as Float32Array);
-          de.push(retrievalMetrics(await denseSingleStep(nets, sample.question, hostEmb, n, k, { maxInMemory: config.max_action_length_in_memory, positions: env.positions_processor, stepSize: env.step_size }), sample.supportIdx));
-        }
-        disposeCandidates(emb);
-        const call = reader && (() => readEpisode(reader, dataset, sample.question, keptChunks(sample, rec.pred_idx, rec.filtered.kept), sample.answer, opts.signal));
-        await pipeline.submit(call, (r) => {
-          const full = r ? { ...rec, reader: r } : rec;
-          if (r) tally.add(r);
-          if (epOut !== undefined) fs.writeSync(epOut, JSON.stringify({ numChunks, ...full }) + "\n");
-          if (opts.emitEpisodes) emit({ type: "episode", phase: "sweep", step: 0, update: 0, record: full });
-        });
-        done++;
-        emit({ type: "progress", phase: "sweep", done, total: totalEpisodes, message: `${numChunks} chunks: ${i + 1}/${m}` });
       }
       // a length cut short by cancel is not a point: a resumed sweep measures it again
       if (opts.signal?.aborted) {

@@ -102,7 +102,7 @@ export function evaluator(d: EvaluatorDeps): Evaluator {
   const run = async (): Promise<boolean> => {
     const records: EpisodeRecord[] = [];
     // side by side on the device (greedy-batch.ts), in groups: a cancel waits for one group at most
-    for (const group of evalGroups(samplesOf(testSource, evalSet), groupEpisodes(gOpts))) {
+    for (const group of evalGroups(samplesOf(testSource, evalSet), groupEpisodes())) {
       await breathe();
       if (d.signal?.aborted) return false;
       records.push(...(await greedyEpisodes(nets, group, { ...gOpts, alpha: learner.alpha })));
