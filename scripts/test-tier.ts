@@ -32,7 +32,7 @@ export const TIERS = {
     "sentences",
     "split-k",
     "shader-cache",
-    "eval-groups",
+    "episode-groups",
     "babi-real-source",
     "babilong-official",
     "babilong",

@@ -42,7 +42,7 @@ export function groupEpisodes(): number {
  * Consecutive samples cut into groups of at most `episodes` episodes and `candidates` candidate
  * rows, drawn as the groups are taken (a long-context evaluation set is not held at once).
  */
-export function* evalGroups<T extends { chunks: { length: number } }>(samples: Iterable<T>, episodes: number, candidates = GROUP_CANDIDATES): Generator<T[]> {
+export function* episodeGroups<T extends { chunks: { length: number } }>(samples: Iterable<T>, episodes: number, candidates = GROUP_CANDIDATES): Generator<T[]> {
   let group: T[] = [];
   let rows = 0;
   for (const s of samples) {

@@ -7,7 +7,7 @@
 import type { RunConfig } from "../config/config.ts";
 import type { QNetworks } from "../agent/networks.ts";
 import { greedyEpisode } from "../agent/greedy.ts";
-import { evalGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
+import { episodeGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
 import { evalOptions } from "../training/train.ts";
 import { counterSnapshot, countersOn, resetCounters } from "../backend/device.ts";
 import type { EpisodeRecord } from "../events.ts";
@@ -52,7 +52,7 @@ export async function benchEvalGroups(nets: QNetworks, config: RunConfig, source
   };
   const sideBySide = async () => {
     const out: EpisodeRecord[] = [];
-    for (const g of evalGroups(samples, groupEpisodes())) out.push(...(await greedyEpisodes(nets, g, opts)));
+    for (const g of episodeGroups(samples, groupEpisodes())) out.push(...(await greedyEpisodes(nets, g, opts)));
     return out;
   };
   const timed = async (fn: () => Promise<EpisodeRecord[]>): Promise<{ way: EvalWay; records: EpisodeRecord[] }> => {

@@ -8,7 +8,7 @@ import type { EngineEvent, EpisodeRecord, EventSink } from "../events.ts";
 import { pickBackend } from "../backend/pick.ts";
 import { loadCheckpoint } from "../training/checkpoint.ts";
 import { QNetworks } from "../agent/networks.ts";
-import { evalGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
+import { episodeGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
 import { buildSource } from "../data/sources.ts";
 import { aggregate } from "./metrics.ts";
 import { evalOptions, summarize, type EvalSummary, type TrainCheckpoint } from "../training/train.ts";
@@ -75,7 +75,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
     const breathe = breather();
     // side by side on the device (greedy-batch.ts; one at a time on the host)
     const indices = Array.from({ length: n }, (_, i) => i);
-    for (const group of evalGroups(samplesOf(source, indices), groupEpisodes())) {
+    for (const group of episodeGroups(samplesOf(source, indices), groupEpisodes())) {
       await breathe();
       if (opts.signal?.aborted) break;
       for (const r of await greedyEpisodes(nets, group, gOpts)) {

@@ -11,7 +11,7 @@ import { engineSettings } from "../settings.ts";
 import { dataPathOrThrow } from "../data-root.ts";
 import { loadAgent } from "./evaluate.ts";
 import { evalOptions } from "../training/train.ts";
-import { greedyEpisode } from "../agent/greedy.ts";
+import { episodeGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
 import { aggregate } from "./metrics.ts";
 import { chunkAt } from "../types.ts";
 import { InputError } from "../errors.ts";
@@ -127,21 +127,25 @@ async function evalGroups(opts: EvalOfficialOptions, groups: Groups, reader: Rea
       const all = [], kept = [];
       let keptCount = 0, chunks = 0, readerOk = 0, readerAllOk = 0;
       const pipeline = new ReaderPipeline(window, opts.signal), tally = new ReaderTally();
-      for (const s of todo) {
+      // side by side on the device (greedy-batch.ts), one at a time on the host
+      for (const group of episodeGroups(todo, groupEpisodes())) {
         await breathe();
         if (opts.signal?.aborted) break;
-        const rec = await greedyEpisode(nets, s, gOpts);
-        all.push(rec.metrics);
-        kept.push(rec.filtered);
-        keptCount += rec.filtered.kept;
-        chunks += s.chunks.length;
-        const retrieved = (idx: number[]) => idx.map((index) => ({ index, text: chunkAt(s.chunks, index) }));
-        if (readerCorrect(ruleBasedReader(s.task, s.question, retrieved(rec.pred_idx.slice(0, rec.filtered.kept))), s.answer)) readerOk++;
-        if (readerCorrect(ruleBasedReader(s.task, s.question, retrieved(rec.pred_idx)), s.answer)) readerAllOk++;
-        const call = reader && (() => readEpisode(reader, { name: "babilong", task: s.task }, s.question, keptChunks(s, rec.pred_idx, rec.filtered.kept), s.answer, opts.signal));
-        await pipeline.submit(call, (r) => r && tally.add(r));
-        done++;
-        emit({ type: "progress", phase: "eval", done, total, message: `${length}: ${all.length}/${todo.length}` });
+        const records = await greedyEpisodes(nets, group, gOpts);
+        for (const [i, s] of group.entries()) {
+          const rec = records[i];
+          all.push(rec.metrics);
+          kept.push(rec.filtered);
+          keptCount += rec.filtered.kept;
+          chunks += s.chunks.length;
+          const retrieved = (idx: number[]) => idx.map((index) => ({ index, text: chunkAt(s.chunks, index) }));
+          if (readerCorrect(ruleBasedReader(s.task, s.question, retrieved(rec.pred_idx.slice(0, rec.filtered.kept))), s.answer)) readerOk++;
+          if (readerCorrect(ruleBasedReader(s.task, s.question, retrieved(rec.pred_idx)), s.answer)) readerAllOk++;
+          const call = reader && (() => readEpisode(reader, { name: "babilong", task: s.task }, s.question, keptChunks(s, rec.pred_idx, rec.filtered.kept), s.answer, opts.signal));
+          await pipeline.submit(call, (r) => r && tally.add(r));
+          done++;
+          emit({ type: "progress", phase: "eval", done, total, message: `${length}: ${all.length}/${todo.length}` });
+        }
       }
       if (opts.signal?.aborted) break;
       await pipeline.drain();

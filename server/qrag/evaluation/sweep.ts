@@ -11,7 +11,7 @@ import { loadAgent } from "./evaluate.ts";
 import { evalOptions } from "../training/train.ts";
 import { buildSource } from "../data/sources.ts";
 import { disposeCandidates } from "../agent/greedy.ts";
-import { embedGroupChunks, evalGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
+import { embedGroupChunks, episodeGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
 import { samplesOf } from "../training/eval.ts";
 import { Bm25Index } from "../baselines/bm25.ts";
 import { denseSingleStep } from "../baselines/dense.ts";
@@ -111,7 +111,7 @@ async function sweepWith(opts: SweepOptions, reader: Reader | undefined): Promis
       const pipeline = new ReaderPipeline(window, opts.signal), tally = new ReaderTally();
       // side by side on the device (greedy-batch.ts: the short haystacks' samples in groups, a long one alone)
       let i = 0;
-      for (const group of evalGroups(samplesOf(source, Array.from({ length: m }, (_, j) => j)), groupEpisodes())) {
+      for (const group of episodeGroups(samplesOf(source, Array.from({ length: m }, (_, j) => j)), groupEpisodes())) {
         await breathe();
         if (opts.signal?.aborted) break;
         const t0 = performance.now();

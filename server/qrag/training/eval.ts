@@ -8,7 +8,7 @@ import type { EngineEvent, EpisodeRecord, EventSink, MetricKey } from "../events
 import type { QNetworks } from "../agent/networks.ts";
 import type { Learner } from "../agent/learner.ts";
 import type { GreedyOptions } from "../agent/greedy.ts";
-import { evalGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
+import { episodeGroups, greedyEpisodes, groupEpisodes } from "../agent/greedy-batch.ts";
 import { aggregate } from "../evaluation/metrics.ts";
 import { episodeConfig } from "../data/sources.ts";
 import { breather } from "../util/breathe.ts";
@@ -102,7 +102,7 @@ export function evaluator(d: EvaluatorDeps): Evaluator {
   const run = async (): Promise<boolean> => {
     const records: EpisodeRecord[] = [];
     // side by side on the device (greedy-batch.ts), in groups: a cancel waits for one group at most
-    for (const group of evalGroups(samplesOf(testSource, evalSet), groupEpisodes())) {
+    for (const group of episodeGroups(samplesOf(testSource, evalSet), groupEpisodes())) {
       await breathe();
       if (d.signal?.aborted) return false;
       records.push(...(await greedyEpisodes(nets, group, { ...gOpts, alpha: learner.alpha })));
