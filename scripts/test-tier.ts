@@ -33,6 +33,7 @@ export const TIERS = {
     "split-k",
     "shader-cache",
     "episode-groups",
+    "lock-step-lengths",
     "babi-real-source",
     "babilong-official",
     "babilong",

@@ -392,7 +392,7 @@ async function rolloutCase(overrides: string[] = ["envs.feedback.never_terminate
  * words, with 1 to 3 supporting chunks and a question of 2 to 9 words: states of many lengths,
  * pieces longer than the piece cap, rows past max_len.
  */
-function variedSource(): SampleSource {
+function variedSource(chunkWords = 14): SampleSource {
   const rng = new Rng(7);
   const words = (n: number) => Array.from({ length: n }, () => `v${rng.int(500)}`).join(" ");
   const samples: Sample[] = Array.from({ length: 12 }, (_, i) => {
@@ -401,7 +401,7 @@ function variedSource(): SampleSource {
       id: `varied-${i}`,
       question: words(2 + rng.int(8)),
       answer: "",
-      chunks: Array.from({ length: n }, () => words(1 + rng.int(14))),
+      chunks: Array.from({ length: n }, () => words(1 + rng.int(chunkWords))),
       supportIdx: rng.sampleWithoutReplacement(n, 1 + rng.int(3)).sort((a, b) => a - b),
     };
   });
@@ -517,6 +517,8 @@ const CASES: Record<string, () => Promise<unknown>> = {
       fs.rmSync(root, { recursive: true, force: true });
     }
   },
+  // pieces up to 40 tokens: a queued step's bounded length passes 128 (lock-steps.ts boundLength: 192, not a power of two)
+  "rollout-long": () => rolloutCase(["max_action_length_in_memory=40", "algo.encoder.max_len=256", "envs.feedback.never_terminate=true", "envs.max_steps=5"], () => variedSource(40), 0.3),
   "rollout-varied": () => rolloutCase(["envs.feedback.never_terminate=false", "envs.sort_by_index=false", "max_action_length_in_memory=8", "algo.encoder.max_len=32", "envs.max_steps=5"], variedSource, 0.3),
   "train-run": trainRunCase,
   sweep: sweepCase,

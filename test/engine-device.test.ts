@@ -149,6 +149,12 @@ test("rollout lock-steps on the device for a Hugging Face BERT (bert-tiny, its w
   assert.equal(policy.reads.rollout, 1, "Boltzmann: one read for the rollout's runs of lock-steps");
 });
 
+test("rollout lock-steps with pieces up to 40 tokens, so queued steps pad to bounded lengths past 128 that are multiples of 64, not powers of two: the cpu path's picks and values", { skip }, () => {
+  const r = runCase<RolloutCase>("rollout-long");
+  const policy = checkRollouts(r);
+  assert.equal(policy.reads.rollout, 1, "Boltzmann: one read for the rollout's runs of lock-steps");
+});
+
 test("deferred reads (the rollout's runs back to back, the values left on the device) against a read each run and the values read, with dropout on: the same picks and values bit for bit, the same weights after three training iterations within 1e-6, and fewer reads", { skip }, () => {
   type Reads = { rollout: number; target: number };
   const r = runCase<{ rollout: { sameActions: boolean; actions: number; value: number; bootstrap: number; reads: { on: number; off: number } }; training: { weights: number; loss: number; reads: { on: Reads; off: Reads } } }>("deferred-reads");

@@ -103,6 +103,19 @@ export interface LockStepRun {
   numSteps: number[];
 }
 
+/**
+ * The padded length of a queued forward whose rows are only bounded, not known (the picks are
+ * drawn on the device): the next power of two up to 64 tokens, then the next multiple of 64, at
+ * most `maxLen`. The bound adds the longest still-available pieces, any of which could be picked,
+ * so it runs well past the rows' real lengths (`babilong-gpu`: pieces up to 64 tokens); its power
+ * of two was up to twice the multiple of 64, and every padded row and attention key is computed
+ * and masked. Padding is masked, so the values do not depend on it.
+ */
+export function boundLength(bound: number, maxLen: number): number {
+  const n = Math.max(1, bound);
+  return Math.min(maxLen, n <= 64 ? nextPow2(n) : Math.ceil(n / 64) * 64);
+}
+
 /** A run's picks [S][E] from its environment rows, read at `offset` of `rows` (several runs read together). */
 function lockStepPicks(run: LockStepRun, rows: Int32Array, offset: number): number[][] {
   return Array.from({ length: run.S }, (_, s) => run.numSteps.map((n, e) => rows[offset + e * run.H + ENV_HEADER + n + s]));
@@ -144,7 +157,7 @@ export function queueLockSteps(enc: QEncoder, envs: readonly LockStepEnv[], join
     let len = rowLength(pieces[e], ep.selected);
     return Array.from({ length: S }, (_, s) => (len += s < lens.length ? lens[s] + 1 : 0));
   });
-  const Ts = Array.from({ length: S - 1 }, (_, s) => Math.min(ds.maxLen, nextPow2(Math.max(...grows.map((g) => g[s])))));
+  const Ts = Array.from({ length: S - 1 }, (_, s) => boundLength(Math.max(...grows.map((g) => g[s])), ds.maxLen));
   if (!Ts.every((T) => ds.fits(E, T, true))) return null;
 
   const D = enc.dim;
