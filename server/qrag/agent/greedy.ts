@@ -15,7 +15,8 @@ import { retrievalMetrics, qThresholdFilter } from "../evaluation/metrics.ts";
 import type { EpisodeRecord, EpisodeStep } from "../events.ts";
 import * as tf from "@tensorflow/tfjs";
 import { embedStates, embedActions, embedActionsDevice, embedStatesDevice, type QNetworks } from "./networks.ts";
-import { availTensor, greedyPick, scorePadded } from "./device-scoring.ts";
+import { availTensor, greedyPick, scoreRows } from "./device-scoring.ts";
+import { blocksLayout } from "../model/webgpu/twin-q.ts";
 import type { PickSpec } from "../model/webgpu/greedy-pick.ts";
 import { onDevice, withPhase, withPhaseAsync } from "../backend/device.ts";
 import { trimWebgpuPool } from "../backend/webgpu-pool.ts";
@@ -56,7 +57,7 @@ function embedSampleChunksHost(nets: QNetworks, sample: Sample, maxActionLength:
   return out;
 }
 
-export interface StepPick {
+interface StepPick {
   best: number;
   q1: number;
   q2: number;
@@ -69,7 +70,7 @@ export async function greedyEpisode(nets: QNetworks, sample: Sample, opts: Greed
   return withPhaseAsync("eval", () => deviceErrorsFirst(async () => {
     const emb = candidates ?? (await embedSampleChunks(nets, sample, opts.maxActionLength, opts.embedBatch));
     try {
-      const rec = emb instanceof tf.Tensor ? await greedyDevice(nets, sample, opts, emb) : greedyHost(nets, sample, opts, emb);
+      const rec = emb instanceof tf.Tensor ? (await greedyDeviceEpisodes(nets, [sample], opts, emb))[0] : greedyHost(nets, sample, opts, emb);
       if (opts.leaveOneOut && rec.steps.length > 0) rec.loo = await leaveOneOutQ(nets, sample, opts, rec.pred_idx, rec.steps[0].q, emb);
       return rec;
     } finally {
@@ -80,25 +81,51 @@ export async function greedyEpisode(nets: QNetworks, sample: Sample, opts: Greed
 }
 
 /**
- * Device path of one greedy step: scores, masking, top-k and V(s) on the device; one read of
- * [topIdx(K), topQ(K), q1(K), q2(K), V].
+ * Greedy episodes of `samples` side by side on the device, their candidates `emb` one sample's
+ * rows after another's: per step one state forward for the episodes still running, each scored
+ * against its own block of rows (twin-q.ts blocksLayout), picked (greedyPick: a row each of
+ * [index(K), q(K), q1(K), q2(K), V]) and ONE read for them all. One episode is a group of one.
+ * Rows do not see each other (padding is masked), so an episode's record does not depend on its
+ * group.
  */
-async function devicePick(nets: QNetworks, ep: RetrievalEpisode, opts: GreedyOptions, emb: tf.Tensor2D): Promise<StepPick | null> {
-  const n = ep.numChunks;
-  const avail = ep.available;
-  const spec = pickSpec(opts, n);
-  const joined = tf.tidy(() => {
-    const s = embedStatesDevice(nets.state, [ep.stateTexts(opts.sortByIndex)], opts.maxInMemory, false);
-    const { q1, q2 } = scorePadded(s, emb, rotaryPositions(ep), [n]);
-    return greedyPick(q1, q2, availTensor([avail], n), spec);
+export async function greedyDeviceEpisodes(nets: QNetworks, samples: readonly Sample[], opts: GreedyOptions, emb: tf.Tensor2D): Promise<EpisodeRecord[]> {
+  let R = 0;
+  const runs = samples.map((sample) => {
+    const start = R;
+    R += sample.chunks.length;
+    return { ep: new RetrievalEpisode(sample, opts.episode), start, steps: [] as EpisodeStep[], gold: new Set(sample.supportIdx), ret: 0, oracleStop: false, over: false };
   });
-  const r = (await joined.data()) as Float32Array;
-  joined.dispose();
-  return pickOfRow(r, 0, spec.K, ep, opts.logTopK, spec.value !== null);
+  if (emb.shape[0] !== R) throw new Error(`greedy episodes: ${emb.shape[0]} candidate rows for samples of ${R} chunks`);
+  for (;;) {
+    const active = runs.filter((r) => !r.over && !r.ep.done);
+    if (active.length === 0) break;
+    const spec = pickSpec(opts, Math.max(...active.map((r) => r.ep.numChunks)));
+    const joined = tf.tidy(() => {
+      const s = embedStatesDevice(nets.state, active.map((r) => r.ep.stateTexts(opts.sortByIndex)), opts.maxInMemory, false);
+      const layout = blocksLayout(active.map((r) => ({ start: r.start, positions: rotaryPositions(r.ep) })), R);
+      const { q1, q2 } = scoreRows(s, emb, layout);
+      return greedyPick(q1, q2, availTensor(active.map((r) => r.ep.available), layout.nMax), spec);
+    });
+    const rows = (await joined.data()) as Float32Array;
+    joined.dispose();
+    const width = rows.length / active.length;
+    active.forEach((r, i) => {
+      const p = pickOfRow(rows, i * width, spec.K, r.ep, opts.logTopK, spec.value !== null);
+      if (!p) {
+        r.over = true;
+        return;
+      }
+      const step = r.ep.step(p.best);
+      r.ret += step.reward;
+      r.oracleStop = step.terminated;
+      r.steps.push(stepRecord(p, step, r.gold, opts.alpha));
+    });
+  }
+  return runs.map((r, i) => episodeRecord(samples[i], r.ep.numChunks, r.steps, r.ret, r.oracleStop, opts.threshold));
 }
 
 /** greedyPick's spec for rows of `n` candidates: the logged top-K, and V where `opts.alpha` is set. */
-export function pickSpec(opts: GreedyOptions, n: number): PickSpec {
+function pickSpec(opts: GreedyOptions, n: number): PickSpec {
   const value = opts.alpha === undefined ? null : { k: opts.softValueTopK ?? 5, alpha: opts.alpha, heads: opts.softValueHeads ?? "per_head" };
   return { K: Math.max(1, Math.min(opts.logTopK, n)), value };
 }
@@ -107,30 +134,13 @@ export function pickSpec(opts: GreedyOptions, n: number): PickSpec {
  * The step's pick from greedyPick's row at `o` of `r` ([index(K), q(K), q1(K), q2(K), V], K ≥
  * min(logTopK, n)); null when no candidate is available.
  */
-export function pickOfRow(r: Float32Array, o: number, K: number, ep: RetrievalEpisode, logTopK: number, withV: boolean): StepPick | null {
+function pickOfRow(r: Float32Array, o: number, K: number, ep: RetrievalEpisode, logTopK: number, withV: boolean): StepPick | null {
   const avail = ep.available;
   const best = r[o];
   if (!(r[o + K] > -Infinity) || !avail[best]) return null;
   const top: { index: number; q: number }[] = [];
   for (let i = 0; i < Math.min(logTopK, ep.numChunks); i++) if (avail[r[o + i]] && r[o + K + i] > -Infinity) top.push({ index: r[o + i], q: r[o + K + i] });
   return { best, q1: r[o + 2 * K], q2: r[o + 3 * K], top, ...(withV ? { v: r[o + 4 * K] } : {}) };
-}
-
-async function greedyDevice(nets: QNetworks, sample: Sample, opts: GreedyOptions, emb: tf.Tensor2D): Promise<EpisodeRecord> {
-  const ep = new RetrievalEpisode(sample, opts.episode);
-  const steps: EpisodeStep[] = [];
-  const gold = new Set(sample.supportIdx);
-  let ret = 0;
-  let oracleStop = false;
-  while (!ep.done) {
-    const p = await devicePick(nets, ep, opts, emb);
-    if (!p) break;
-    const r = ep.step(p.best);
-    ret += r.reward;
-    oracleStop = r.terminated;
-    steps.push(stepRecord(p, r, gold, opts.alpha));
-  }
-  return episodeRecord(sample, ep.numChunks, steps, ret, oracleStop, opts.threshold);
 }
 
 function greedyHost(nets: QNetworks, sample: Sample, opts: GreedyOptions, emb: Float32Array): EpisodeRecord {
@@ -166,7 +176,7 @@ function greedyHost(nets: QNetworks, sample: Sample, opts: GreedyOptions, emb: F
   return episodeRecord(sample, n, steps, ret, oracleStop, opts.threshold);
 }
 
-export function stepRecord(p: StepPick, r: ReturnType<RetrievalEpisode["step"]>, gold: Set<number>, alpha: number | undefined): EpisodeStep {
+function stepRecord(p: StepPick, r: ReturnType<RetrievalEpisode["step"]>, gold: Set<number>, alpha: number | undefined): EpisodeStep {
   return {
     index: p.best,
     text: r.item.text,
@@ -182,7 +192,7 @@ export function stepRecord(p: StepPick, r: ReturnType<RetrievalEpisode["step"]>,
   };
 }
 
-export function episodeRecord(sample: Sample, n: number, steps: EpisodeStep[], ret: number, oracleStop: boolean, threshold: number): EpisodeRecord {
+function episodeRecord(sample: Sample, n: number, steps: EpisodeStep[], ret: number, oracleStop: boolean, threshold: number): EpisodeRecord {
   const pred = steps.map((s) => s.index);
   const qValues = steps.map((s) => s.q);
   const kept = qThresholdFilter(qValues, threshold);
