@@ -1,4 +1,4 @@
-/** Generated WGSL is made once: a pipeline's source only on its key's first compile, matmul.ts's programs once per tile and options, no program's source at its call. */
+/** Generated WGSL is made once: a pipeline's source only on its key's first compile (matmul.ts's among them), no program's source at its call. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";

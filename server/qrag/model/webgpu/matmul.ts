@@ -159,21 +159,11 @@ export interface ShaderOptions {
 }
 
 /**
- * Generated WGSL by tile and options: generating it costs more than recording the dispatch, and a
- * plan built again for a new batch shape (an episode's candidates, a pass's states) asks for the
- * same programs again.
+ * WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks), computing
+ * what `o` asks besides A·B. Its callers pass it as a generator (raw-program.ts ShaderSource), so
+ * it runs once per compiled program key, not at each plan built for a new batch shape.
  */
-const shaders = new Map<string, string>();
-
-/** WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks), computing what `o` asks besides A·B. */
 export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions = {}): string {
-  const key = `${tileName(t)}|${aligned}|${JSON.stringify(o)}`;
-  let code = shaders.get(key);
-  if (!code) shaders.set(key, (code = generateMatmul(t, aligned, o)));
-  return code;
-}
-
-function generateMatmul(t: MatmulTile, aligned: boolean, o: ShaderOptions): string {
   const { bias = false, trans = {}, gelu = false, res = false, half = {}, resLn = false, parts = 1, colSum = false, embedLn = false } = o;
   if (embedLn && (trans.a || parts > 1 || resLn || colSum || gelu || res)) throw new Error("matmulShader: the embedding prologue takes a plain product (with a bias)");
   if (parts > 1 && (gelu === "keep" || res || resLn)) throw new Error("matmulShader: parts take a bias or GELU epilogue only");
