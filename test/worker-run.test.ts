@@ -393,27 +393,31 @@ test("worker: kill -9 mid-run takes its engine child with it, and no checkpoint 
   }
 });
 
-test("worker: SIGTERM to the worker and its engine at once while the engine still loads (scancel, pre-emption) → an interrupted run_end, queued again, not failed", { skip: process.platform !== "linux" ? "reads /proc" : false }, async () => {
-  const dash = new Dashboard();
-  await dash.start();
-  // no spare engine: the run's engine is forked at the assignment and still loads when signalled
-  const w = spawnWorker(dash.url, newDataDir(), { sources: true, env: { QRAG_WORKER_SPARE_ENGINE_MS: "0" } });
-  try {
-    await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
-    assert.deepEqual(await dash.assign(assignment("run-t", ["steps_count=2000", "eval_interval=1000", "eval_episodes=8"])), { ok: true });
-    // as Slurm ends a job: every process of it signalled together, the engine before it installed its handler
-    const child = await waitFor("the engine child", () => engineChildren(w.proc.pid!)[0] || null, 10_000, 10);
-    process.kill(child, "SIGTERM");
-    w.proc.kill("SIGTERM");
-    assert.equal(await exitCode(w, 30_000), 0, w.stderr());
-    const end = dash.end("run-t");
-    assert.ok(end, "run_end delivered before exit");
-    assert.equal(end.status, "interrupted", end.error ?? "");
-  } finally {
-    w.proc.kill("SIGKILL");
-    await dash.stop();
-  }
-});
+// As Slurm ends a job: every process of it signalled together, the engine before it installed its
+// handler. Either may be handled first: the engine's exit can reach the worker before its own signal.
+for (const order of ["at once", "the engine reaped first"] as const) {
+  test(`worker: SIGTERM to the worker and its engine (${order}) while the engine still loads (scancel, pre-emption) → an interrupted run_end, queued again, not failed`, { skip: process.platform !== "linux" ? "reads /proc" : false }, async () => {
+    const dash = new Dashboard();
+    await dash.start();
+    // no spare engine: the run's engine is forked at the assignment and still loads when signalled
+    const w = spawnWorker(dash.url, newDataDir(), { sources: true, env: { QRAG_WORKER_SPARE_ENGINE_MS: "0" } });
+    try {
+      await until(() => dash.hellos.length === 1, 30_000, "the worker's hello", w);
+      assert.deepEqual(await dash.assign(assignment("run-t", ["steps_count=2000", "eval_interval=1000", "eval_episodes=8"])), { ok: true });
+      const child = await waitFor("the engine child", () => engineChildren(w.proc.pid!)[0] || null, 10_000, 10);
+      process.kill(child, "SIGTERM");
+      if (order === "the engine reaped first") await until(() => !fs.existsSync(`/proc/${child}`), 10_000, "the worker to reap its engine", w);
+      w.proc.kill("SIGTERM");
+      assert.equal(await exitCode(w, 30_000), 0, w.stderr());
+      const end = dash.end("run-t");
+      assert.ok(end, "run_end delivered before exit");
+      assert.equal(end.status, "interrupted", end.error ?? "");
+    } finally {
+      w.proc.kill("SIGKILL");
+      await dash.stop();
+    }
+  });
+}
 
 test("worker: a newer attempt of a run it still holds replaces it: the old attempt is stopped and its undelivered events dropped", async () => {
   const dash = new Dashboard();

@@ -70,6 +70,13 @@ const CANCEL_GRACE_MS = 1_500;
 export const USER_CANCEL_GRACE_MS = 500;
 /** How long a checkpoint waits for the dashboard to acknowledge the events before it; then it is skipped. */
 const BARRIER_TIMEOUT_MS = 10_000;
+/**
+ * A batch scheduler signals every process of a job together, and the engine's exit can reach the
+ * worker before the worker's own signal does. An engine killed by one of these signals is
+ * therefore given this long for the worker's shutdown to arrive before the run is failed.
+ */
+const JOB_SIGNALS: ReadonlySet<NodeJS.Signals> = new Set(["SIGTERM", "SIGINT", "SIGHUP"]);
+const JOB_SIGNAL_WAIT_MS = 2_000;
 
 /** engine-process.ts beside this file; engine-process.mjs in the device pack's bundles (scripts/device/pack.ts). */
 const ENGINE_ENTRY = fileURLToPath(new URL(`./engine-process${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url));
@@ -187,6 +194,7 @@ export class RunExecution {
   private endNote: string | null = null;
   /** Set by interrupt(): the engine's cancelled run_end goes out as `interrupted` (queued again). */
   private interrupted = false;
+  private onInterrupt: (() => void) | null = null;
   private lastLogged = "";
   private step = 0;
   private update = 0;
@@ -243,7 +251,20 @@ export class RunExecution {
   interrupt(reason: string, note: string): void {
     if (this.cancelRequested || this.endEvent) return;
     this.interrupted = true;
+    this.onInterrupt?.();
     this.cancel(reason, note);
+  }
+
+  /** Resolves once interrupt() is called, or after `ms`. */
+  private interruptWithin(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.onInterrupt = done;
+    }).finally(() => (this.onInterrupt = null));
   }
 
   private sendCancel(engine: EngineProcess): void {
@@ -411,6 +432,7 @@ export class RunExecution {
       const note = this.endNote ?? `cancelled; the engine was busy and was stopped without a new checkpoint (resume starts from the previous one)`;
       return this.emit({ type: "run_end", status: "cancelled", step: this.step, update: this.update, error: note });
     }
+    if (signal && !error && !this.cancelRequested && JOB_SIGNALS.has(signal)) await this.interruptWithin(JOB_SIGNAL_WAIT_MS);
     if (this.interrupted && signal && !error) {
       // the worker shuts down and its engine died of a signal before it could save: a batch
       // scheduler's scancel, pre-emption or time limit signals every process of the job, and an
