@@ -178,6 +178,7 @@ test("GPU table's dispatch lines: the loop's split, BERT's iteration by phase, h
       { fn: "deviceRuns", at: "bench.mjs:40", ms: 40, share: 0.4 },
       { fn: "recordSteps", at: "bench.mjs:90", ms: 10, share: 0.1 },
     ],
+    allocations: { mib: 50, functions: [{ fn: "listOnTimeout", at: "node:internal/timers:524", mib: 30 }, { fn: "word", at: "bench.mjs:120", mib: 12 }, { fn: "ids", at: "bench.mjs:100", mib: 6 }] },
   };
   const evaluation = { episodes: 32, steps: 192, oneAtATime: { seconds: 6, dispatches: 2912, reads: 192 }, sideBySide: { seconds: 1.5, dispatches: 101, reads: 6 }, differentPicks: 0 };
   const lines = dispatchLines({
@@ -188,7 +189,8 @@ test("GPU table's dispatch lines: the loop's split, BERT's iteration by phase, h
   assert.equal(lines[1], "  its evaluation, 32 episodes (192 steps): one at a time 6.00 s (2,912 dispatches, 192 reads), side by side 1.50 s (101, 6): 4.00×; picks differing 0.");
   assert.match(lines[2], /^BERT-base iteration \(`dispatch-bert`\): 3\.10 s \(rollout 2\.50, update 0\.520\); 393 dispatches.*GPU ms encode · rollout · target · update 436 · 478 · \? · 513\.$/);
   assert.equal(lines[3], "  host by total time, ms per iteration: deviceRuns 20.0, recordSteps 5.00.");
-  assert.equal(lines.length, 4, "no evaluation line without its figures");
+  assert.equal(lines[4], "  allocated per iteration (what the GC collects): 25.0 MiB; by function: word 6.00, ids 3.00.");
+  assert.equal(lines.length, 5, "no evaluation line without its figures");
 });
 
 test("matmul repeats: about the FLOP asked for, 1 to 200 products", () => {

@@ -93,3 +93,19 @@ test("host profile of a real run: the busy function is the heaviest, the wait sh
   assert.equal(again.files[0].file, "test/host-profile.test.ts", `a profile after a failed one: ${JSON.stringify(again.files)}`);
   assert.ok(again.files[0].ms >= 60, `${again.files[0].ms} ms`);
 });
+
+test("host profile allocations: MiB allocated in all, collected objects included, by the allocating function", async () => {
+  function churn(): number {
+    const kept: { i: number }[] = [];
+    for (let i = 0; i < 200_000; i++) kept.push({ i });
+    return kept.length;
+  }
+  const s = await hostProfile(async () => {
+    for (let k = 0; k < 20; k++) churn(); // ≥ 3 MiB each, all garbage by the end
+  });
+  const a = s.allocations!;
+  assert.ok(a.mib >= 40, `the collected objects counted (${a.mib} MiB)`);
+  assert.equal(a.functions[0].fn, "churn", JSON.stringify(a.functions.slice(0, 3)));
+  assert.match(a.functions[0].at, /^test\/host-profile\.test\.ts:\d+$/);
+  assert.ok(a.functions[0].share > 0.8, `its share (${a.functions[0].share})`);
+});

@@ -70,3 +70,17 @@ test("the fast path answers ASCII text only, without special-token strings, and 
   assert.equal(AsciiWordPiece.from({ ...json, pre_tokenizer: { type: "Whitespace" } }), null);
   assert.equal(AsciiWordPiece.from({ ...json, normalizer: { type: "BertNormalizer", clean_text: false } }), null);
 });
+
+test("a text's ids are kept for its next call: the library's ids again, texts over 4,096 characters not kept, the cache bounded", () => {
+  const tok = tokenizer(true);
+  const all = texts();
+  const long = "Mary went to the kitchen. ".repeat(200); // 5,200 characters
+  for (const t of [...all, long]) tok.ids(t);
+  const kept = tok.cachedTexts;
+  assert.equal(kept, new Set(all).size, "each distinct text kept once, the long one not");
+  for (const t of [...all, long]) assert.deepEqual(tok.ids(t), tok.libraryIds(t), `ids of ${JSON.stringify(t.slice(0, 120))} from the cache`);
+  assert.equal(tok.cachedTexts, kept, "the second pass hits the cache");
+  for (let i = 0; i < 70_000; i++) tok.ids(`mary ${i}`);
+  assert.ok(tok.cachedTexts <= 65_536, `bounded (${tok.cachedTexts})`);
+  assert.deepEqual(tok.ids("mary 69999"), tok.libraryIds("mary 69999"));
+});

@@ -44,6 +44,8 @@ interface HostProfileLike {
   functions: { fn: string; at: string; ms: number; share: number }[];
   /** By total time (absent before 2026-11-29's fifth session). */
   inclusive?: { fn: string; at: string; ms: number; share: number }[];
+  /** MiB allocated, in all and by function (absent before 2026-11-29's sixth session). */
+  allocations?: { mib: number; functions: { fn: string; at: string; mib: number }[] };
 }
 /** bench/eval-groups.ts's figures. */
 interface EvalWayLike {
@@ -211,7 +213,12 @@ export function dispatchLines(d: DispatchFile): string[] {
   const heaviest = (h: HostProfileLike | null | undefined) => {
     // named functions outside Node's own (in the device pack all of ours are bench.mjs's)
     const ours = (h?.inclusive ?? []).filter((f) => f.fn !== "(anonymous)" && !f.at.startsWith("node:")).slice(0, 8);
-    return h && ours.length ? [`  host by total time, ms per iteration: ${ours.map((f) => `${f.fn} ${s3(f.ms / h.iterations)}`).join(", ")}.`] : [];
+    const a = h?.allocations;
+    const allocating = a?.functions.filter((f) => !f.at.startsWith("node:")).slice(0, 5) ?? [];
+    return [
+      ...(h && ours.length ? [`  host by total time, ms per iteration: ${ours.map((f) => `${f.fn} ${s3(f.ms / h.iterations)}`).join(", ")}.`] : []),
+      ...(h && a ? [`  allocated per iteration (what the GC collects): ${s3(a.mib / h.iterations)} MiB; by function: ${allocating.map((f) => `${f.fn} ${s3(f.mib / h.iterations)}`).join(", ")}.`] : []),
+    ];
   };
   if (d.dispatch) lines.push(`Reference iteration (\`dispatch\`): ${loop(d.dispatch)}.`, ...heaviest(d.dispatch.hostByFunction), ...evaluation(d.dispatch.evaluation));
   const b = d.dispatchBert;

@@ -34,6 +34,23 @@ export interface HostProfile {
   inclusive?: { fn: string; at: string; ms: number; share: number }[];
   /** Heaviest files (our modules by path from server/, packages by name) by self time. */
   files: { file: string; ms: number; share: number }[];
+  /**
+   * What the GC has to collect: MiB allocated (V8's sampling heap profiler, collected objects
+   * included) in all and by the allocating function. Absent from summaries written before
+   * 2026-11-29's sixth session.
+   */
+  allocations?: AllocationSummary;
+}
+
+export interface AllocationSummary {
+  mib: number;
+  functions: { fn: string; at: string; mib: number; share: number }[];
+}
+
+interface AllocationNode {
+  callFrame: CallFrame;
+  selfSize: number;
+  children?: AllocationNode[];
 }
 
 const PSEUDO: Record<string, keyof HostProfile["categories"]> = { "(idle)": "idle", "(garbage collector)": "gc", "(program)": "program", "(root)": "program" };
@@ -115,6 +132,23 @@ function add(m: Map<string, { fn: string; at: string; us: number }>, cf: CallFra
   m.set(key, f);
 }
 
+/** MiB allocated in all and by function (`top` of them) from a V8 sampling heap profile. */
+export function summarizeAllocations(head: AllocationNode, top = 15): AllocationSummary {
+  const fns = new Map<string, { fn: string; at: string; us: number }>();
+  let total = 0;
+  const walk = (n: AllocationNode): void => {
+    if (n.selfSize > 0) {
+      total += n.selfSize;
+      add(fns, n.callFrame, n.selfSize);
+    }
+    for (const c of n.children ?? []) walk(c);
+  };
+  walk(head);
+  const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
+  const functions = [...fns.values()].sort((a, b) => b.us - a.us).slice(0, top).map((f) => ({ fn: f.fn, at: f.at, mib: mib(f.us), share: Math.round((f.us / Math.max(total, 1)) * 1000) / 1000 }));
+  return { mib: mib(total), functions };
+}
+
 /**
  * The nodes under a call of node:inspector's session: the profiler's own. V8's first sample falls
  * in Profiler.start's `dispatch` and carries the time since the profile began: 56 ms of a
@@ -138,11 +172,15 @@ export async function hostProfile(fn: () => Promise<void>, intervalUs = 200): Pr
   try {
     await session.post("Profiler.enable");
     await session.post("Profiler.setSamplingInterval", { interval: intervalUs });
+    await session.post("HeapProfiler.enable");
+    // every 64 KiB allocated, kept or not: what the GC's share of the host's time is spent on
+    await session.post("HeapProfiler.startSampling", { samplingInterval: 65_536, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
     await session.post("Profiler.start");
     const run = await fn().then(() => ({ ok: true as const }), (error: unknown) => ({ ok: false as const, error }));
     const { profile } = await session.post("Profiler.stop");
+    const heap = await session.post("HeapProfiler.stopSampling");
     if (!run.ok) throw run.error;
-    return summarizeProfile(profile as unknown as CpuProfile);
+    return { ...summarizeProfile(profile as unknown as CpuProfile), allocations: summarizeAllocations(heap.profile.head as unknown as AllocationNode) };
   } finally {
     session.disconnect();
   }
@@ -162,5 +200,7 @@ export function hostProfileIterations(): number {
 /** One log line: the categories and the heaviest files. */
 export function hostProfileLine(p: HostProfile): string {
   const c = p.categories;
-  return `${p.sampledMs} ms sampled: JS ${c.js}, native ${c.program}, GC ${c.gc}, idle ${c.idle}; ` + p.files.slice(0, 5).map((f) => `${f.file} ${Math.round(f.share * 100)}%`).join(", ");
+  const a = p.allocations;
+  const allocated = a ? `; ${a.mib} MiB allocated: ` + a.functions.slice(0, 4).map((f) => `${f.fn} ${f.mib}`).join(", ") : "";
+  return `${p.sampledMs} ms sampled: JS ${c.js}, native ${c.program}, GC ${c.gc}, idle ${c.idle}; ` + p.files.slice(0, 5).map((f) => `${f.file} ${Math.round(f.share * 100)}%`).join(", ") + allocated;
 }

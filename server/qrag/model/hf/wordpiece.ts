@@ -18,6 +18,16 @@ import { AsciiWordPiece } from "./wordpiece-ascii.ts";
 
 type Json = Record<string, unknown>;
 
+/**
+ * Texts whose ids are kept: a run tokenizes the same chunks and questions again at every step (a
+ * state repeats its pieces), which took about a sixth of bert-tiny's host time an iteration. A
+ * string keeps its hash, so a hit is one lookup. Cleared when full (a 1M-token haystack's 40,000
+ * sentences fit); longer texts are not kept (V8 hashes a string over 16,383 characters by its
+ * length alone, and they are rare).
+ */
+const TEXT_CACHE_MAX = 65_536;
+const TEXT_CACHE_CHARS = 4_096;
+
 export class HfTokenizerError extends Error {
   constructor(message: string) {
     super(message);
@@ -102,6 +112,7 @@ export class WordPieceTokenizer {
   private readonly tok: Tokenizer;
   /** The same ids for ASCII text under the standard BERT pipeline, ~20× faster (null: another pipeline). */
   private readonly fast: AsciiWordPiece | null;
+  private readonly texts = new Map<string, readonly number[]>();
 
   constructor(tokenizerJson: Json, config: Json, label: string) {
     try {
@@ -144,9 +155,21 @@ export class WordPieceTokenizer {
     throw new HfTokenizerError(`${label}: no tokenizer.json or vocab.txt`);
   }
 
-  /** WordPiece ids of a text, no special tokens. */
-  ids(text: string): number[] {
-    return this.fast?.ids(text) ?? this.libraryIds(text);
+  /** WordPiece ids of a text, no special tokens (kept for the next call: do not change them). */
+  ids(text: string): readonly number[] {
+    const hit = this.texts.get(text);
+    if (hit) return hit;
+    const ids = this.fast?.ids(text) ?? this.libraryIds(text);
+    if (text.length <= TEXT_CACHE_CHARS) {
+      if (this.texts.size >= TEXT_CACHE_MAX) this.texts.clear();
+      this.texts.set(text, ids);
+    }
+    return ids;
+  }
+
+  /** How many texts' ids are kept (tests). */
+  get cachedTexts(): number {
+    return this.texts.size;
   }
 
   /** The library's ids, whatever the text (the reference the fast path is tested against). */
@@ -174,7 +197,7 @@ export class WordPieceTokenizer {
   }
 
   /** One piece's ids as `joined` writes them: cut to maxTokensPerPiece − 2. */
-  piece(text: string, maxTokensPerPiece: number): number[] {
+  piece(text: string, maxTokensPerPiece: number): readonly number[] {
     const ids = this.ids(text);
     const keep = Math.max(0, maxTokensPerPiece - 2);
     return ids.length > keep ? ids.slice(0, keep) : ids;
