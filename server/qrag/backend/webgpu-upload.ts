@@ -36,8 +36,10 @@ export function patchWebgpuUpload(): void {
   const usage = g.GPUBufferUsage.STORAGE | g.GPUBufferUsage.COPY_SRC | g.GPUBufferUsage.COPY_DST;
   be.uploadToGPU = (dataId: object) => {
     const t = be.tensorMap.get(dataId);
+    // already on the GPU, as tfjs's own first check (every recorded call asks for each of its weights)
+    if (t && t.resource != null) return;
     // complex64 and the rest keep tfjs's own path
-    if (!t || t.resource != null || !t.values || !(t.dtype === "float32" || t.dtype === "int32" || t.dtype === "bool")) return original(dataId);
+    if (!t || !t.values || !(t.dtype === "float32" || t.dtype === "int32" || t.dtype === "bool")) return original(dataId);
     const n = t.shape.reduce((a, b) => a * b, 1);
     const buffer = be.bufferManager.acquireBuffer(4 * n, usage);
     if (n > 0) {
