@@ -76,8 +76,8 @@ export function summarizeProfile(p: CpuProfile, top = 25): HostProfile {
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const profiler = profilerNodes(p.nodes, byId);
-  const fns = new Map<string, { fn: string; at: string; us: number }>();
-  const totals = new Map<string, { fn: string; at: string; us: number }>();
+  const fns = new Map<string, Tally>();
+  const totals = new Map<string, Tally>();
   const files = new Map<string, number>();
   const categories = { idle: 0, gc: 0, program: 0, js: 0 };
   let total = 0;
@@ -107,8 +107,8 @@ export function summarizeProfile(p: CpuProfile, top = 25): HostProfile {
   });
   const ms = (us: number) => Math.round(us / 100) / 10;
   const share = (us: number) => Math.round((us / Math.max(total, 1)) * 1000) / 1000;
-  const heaviest = (m: Map<string, { fn: string; at: string; us: number }>) =>
-    [...m.values()].sort((a, b) => b.us - a.us).slice(0, top).map((f) => ({ fn: f.fn, at: f.at, ms: ms(f.us), share: share(f.us) }));
+  const heaviest = (m: Map<string, Tally>) =>
+    [...m.values()].sort((a, b) => b.sum - a.sum).slice(0, top).map((f) => ({ fn: f.fn, at: f.at, ms: ms(f.sum), share: share(f.sum) }));
   return {
     sampledMs: ms(total),
     categories: { idle: ms(categories.idle), gc: ms(categories.gc), program: ms(categories.program), js: ms(categories.js) },
@@ -119,22 +119,28 @@ export function summarizeProfile(p: CpuProfile, top = 25): HostProfile {
 }
 
 type CallFrame = ProfileNode["callFrame"];
+/** A function's microseconds (CPU profile) or bytes (heap profile). */
+interface Tally {
+  fn: string;
+  at: string;
+  sum: number;
+}
 
 function frameKey(cf: CallFrame): string {
   return `${cf.functionName}@${shortFile(cf.url)}:${cf.lineNumber + 1}`;
 }
 
-/** Adds `us` to the function of `cf` in `m` (by name and place). */
-function add(m: Map<string, { fn: string; at: string; us: number }>, cf: CallFrame, us: number): void {
+/** Adds `amount` to the function of `cf` in `m` (by name and place). */
+function add(m: Map<string, Tally>, cf: CallFrame, amount: number): void {
   const key = frameKey(cf);
-  const f = m.get(key) ?? { fn: cf.functionName || "(anonymous)", at: `${shortFile(cf.url)}:${cf.lineNumber + 1}`, us: 0 };
-  f.us += us;
+  const f = m.get(key) ?? { fn: cf.functionName || "(anonymous)", at: `${shortFile(cf.url)}:${cf.lineNumber + 1}`, sum: 0 };
+  f.sum += amount;
   m.set(key, f);
 }
 
 /** MiB allocated in all and by function (`top` of them) from a V8 sampling heap profile. */
 export function summarizeAllocations(head: AllocationNode, top = 15): AllocationSummary {
-  const fns = new Map<string, { fn: string; at: string; us: number }>();
+  const fns = new Map<string, Tally>();
   let total = 0;
   const walk = (n: AllocationNode): void => {
     if (n.selfSize > 0) {
@@ -145,7 +151,7 @@ export function summarizeAllocations(head: AllocationNode, top = 15): Allocation
   };
   walk(head);
   const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
-  const functions = [...fns.values()].sort((a, b) => b.us - a.us).slice(0, top).map((f) => ({ fn: f.fn, at: f.at, mib: mib(f.us), share: Math.round((f.us / Math.max(total, 1)) * 1000) / 1000 }));
+  const functions = [...fns.values()].sort((a, b) => b.sum - a.sum).slice(0, top).map((f) => ({ fn: f.fn, at: f.at, mib: mib(f.sum), share: Math.round((f.sum / Math.max(total, 1)) * 1000) / 1000 }));
   return { mib: mib(total), functions };
 }
 
