@@ -31,6 +31,7 @@ export const TIERS = {
     "babi-parse",
     "sentences",
     "split-k",
+    "layer-tail",
     "shader-cache",
     "episode-groups",
     "lock-step-lengths",

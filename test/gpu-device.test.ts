@@ -54,6 +54,8 @@ test("bench flags: --backend, --sizes, --lengths, --parts, --out, in = and space
   assert.deepEqual(parseBenchArgs(["--tiny-tiles", "0"]), { tinyTiles: false });
   assert.deepEqual(parseBenchArgs(["--tiny-tiles=1"]), { tinyTiles: true });
   assert.throws(() => parseBenchArgs(["--tiny-tiles", "32"]), /--tiny-tiles "32" is not 0 or 1/);
+  assert.deepEqual(parseBenchArgs(["--layer-tail", "0"]), { layerTail: false });
+  assert.throws(() => parseBenchArgs(["--layer-tail", "2"]), /--layer-tail "2" is not 0 or 1/);
   assert.deepEqual(parseBenchArgs(["--deferred-reads", "0"]), { deferredReads: false });
   assert.deepEqual(parseBenchArgs(["--deferred-reads=1"]), { deferredReads: true });
   assert.throws(() => parseBenchArgs(["--deferred-reads", "yes"]), /--deferred-reads "yes" is not 0 or 1/);

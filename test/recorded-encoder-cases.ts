@@ -11,15 +11,18 @@ import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { CONFIG, batchOf, rowsUnderBudget, lossAndGrads, readForward as forward, recordedCalls } from "./recorded-batches.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
 import { countersOn, kernelNameCounts, resetCounters } from "../server/qrag/backend/device.ts";
-import { forwardBytes, forwardRows, recorderStats, residualFuses, setPlanBounds, withRecorder } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { forwardBytes, forwardRows, recorderStats, residualFuses, setPlanBounds, tailApplies, withRecorder, type DeviceLike } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { setTinyTiles } from "../server/qrag/model/webgpu/matmul.ts";
+import { setLayerTail, TAIL_MAX_ROWS } from "../server/qrag/model/webgpu/layer-tail.ts";
 import { throwIfDeviceError } from "../server/qrag/backend/webgpu-errors.ts";
 import { webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
 
 /** Recorded vs tfjs forwards over several shapes, eval and train (dropout) mode, and the Rngs after. */
 async function equalCase() {
   await onBackend("webgpu");
+  // the separate programs (what forwards past TAIL_MAX_ROWS run; tailCase has the layer tail)
+  setLayerTail(false);
   const rec = new TransformerEncoder(CONFIG, new Rng(3));
   const ref = new TransformerEncoder(CONFIG, new Rng(3));
   const diffs: Record<string, number> = {};
@@ -59,6 +62,45 @@ async function equalCase() {
   await forward(ref, batch, true, false);
   const rngAfter = rec.dropoutRng.nextU32() === ref.dropoutRng.nextU32();
   return { diffs, fuses, keys, embeds, rngAfter, trainVsEval, recordedCalls: recorderStats.calls - callsBefore };
+}
+
+/**
+ * The layer tail (layer-tail.ts) against the separate programs it replaces and the tfjs path: dims
+ * 4 (the counts shape's: most of the workgroup's threads sit out), 32, 64, 128 (hidden 4×), eval and train mode with the same Rngs, rows in whole and partial
+ * blocks of 16 (up to the reference rollout's 4 × 256); the programs each forward ran; the row
+ * bound past which it runs the separate programs.
+ */
+async function tailCase() {
+  await onBackend("webgpu");
+  const out: { dim: number; shape: string; training: boolean; vsSeparate: number; vsTfjs: number; programs: string[] }[] = [];
+  const programsOf = async (f: () => Promise<Float32Array>): Promise<[Float32Array, string[]]> => {
+    resetCounters();
+    countersOn();
+    const y = await f();
+    return [y, kernelNameCounts().map(([k, n]) => `${k.replace(/^fused /, "")}×${n}`)];
+  };
+  for (const dim of [4, 32, 64, 128]) {
+    const cfg = { ...CONFIG, dim, hidden: 4 * dim };
+    const [tail, separate, ref] = [0, 1, 2].map(() => new TransformerEncoder(cfg, new Rng(21)));
+    for (const [B, T] of [[3, 16], [7, 16], [1, 200], [5, 64], [4, 256]]) {
+      for (const training of [false, true]) {
+        const batch = batchOf(B, T, B * 31 + T, cfg.vocab_size);
+        setLayerTail(true);
+        const [a, programs] = await programsOf(() => forward(tail, batch, training, true));
+        setLayerTail(false);
+        const b = await forward(separate, batch, training, true);
+        const c = await forward(ref, batch, training, false);
+        out.push({ dim, shape: `${B}x${T}`, training, vsSeparate: relDiff(a, b, 0), vsTfjs: relDiff(a, c), programs });
+      }
+    }
+  }
+  // past TAIL_MAX_ROWS the separate programs
+  setLayerTail(true);
+  const wide = new TransformerEncoder({ ...CONFIG, dim: 64, hidden: 256 }, new Rng(22));
+  const rows = TAIL_MAX_ROWS / 128 + 1;
+  const [, widePrograms] = await programsOf(() => forward(wide, batchOf(rows, 128, 5, CONFIG.vocab_size), false, true));
+  throwIfDeviceError();
+  return { out, wide: { rows: rows * 128, programs: widePrograms } };
 }
 
 /** A second call of one shape: new buffers, bind groups, pipelines; and what one call counts. */
@@ -285,18 +327,22 @@ async function forwardRowsCase() {
   await onBackend("webgpu");
   const enc = new TransformerEncoder(CONFIG, new Rng(21));
   const made: Record<string, [number, number]> = {};
+  const tails: boolean[] = [];
   for (const [B, T] of [[3, 16], [5, 64], [9, 128]]) {
     const before = recorderStats.bytes;
     await forward(enc, batchOf(B, T, B + T), false, true);
-    made[`${B}x${T}`] = [recorderStats.bytes - before, forwardBytes(CONFIG, B, T)];
+    // these few rows take the layer tail: fewer programs, fewer uniform slots
+    const tail = tailApplies(webgpuBackend().device as DeviceLike, CONFIG, B * T);
+    tails.push(tail);
+    made[`${B}x${T}`] = [recorderStats.bytes - before, forwardBytes(CONFIG, B, T, false, tail)];
   }
   const budget = await rowsUnderBudget(enc, (B, T) => forwardBytes(CONFIG, B, T), (T) => forwardRows(CONFIG, T), CONFIG.vocab_size);
   enc.dispose();
   throwIfDeviceError();
-  return { made, ...budget };
+  return { made, tails, ...budget };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { forwardRows: forwardRowsCase, equal: equalCase, cache: cacheCase, room: roomCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };
+const CASES: Record<string, () => Promise<unknown>> = { forwardRows: forwardRowsCase, equal: equalCase, tail: tailCase, cache: cacheCase, room: roomCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

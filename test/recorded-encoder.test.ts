@@ -13,7 +13,9 @@ import { assertPlanBudget, type PlanBudgetResult } from "./plan-budget.ts";
 const runCase = <T>(name: string): T => runCaseFile<T>("test/recorded-encoder-cases.ts", name);
 
 test("no-grad plans: their bytes are forwardBytes' (within 1 %, never above it), and embedDevice's sub-batches hold no more rows than one plan's budget takes, so each is recorded (100 rows under a budget of 40: 40 + 40 + 20)", { skip }, () => {
-  assertPlanBudget(runCase<PlanBudgetResult>("forwardRows"), 3, 32);
+  const r = runCase<PlanBudgetResult & { tails: boolean[] }>("forwardRows");
+  assert.deepEqual(r.tails, [true, true, true], "few rows: the layer tail's plans");
+  assertPlanBudget(r, 3, 32);
 });
 
 test("recorded encoder forward equals the tfjs path within 1e-5: eval and train mode (same dropout masks), T 16/64/256, odd B; the residual + LayerNorm fused into the product before it (dim 32; dim 128, aligned), the pooling with the last one (T ≤ 64), and apart (dim 192, T 256); the embedding in layer 0's QKV (to dim 256) and apart (dim 320)", { skip }, () => {
@@ -34,6 +36,24 @@ test("recorded encoder forward equals the tfjs path within 1e-5: eval and train 
   assert.equal(r.recordedCalls, 16);
 });
 
+test("the layer tail (one program a layer after the attention, for few rows) gives the separate programs' bits, eval and train mode, dims 4/32/64/128, whole and partial row blocks, and is within 1e-5 of the tfjs path; a forward of 2 layers runs 6 programs; past TAIL_MAX_ROWS the separate ones", { skip }, () => {
+  const r = runCase<{ out: { dim: number; shape: string; training: boolean; vsSeparate: number; vsTfjs: number; programs: string[] }[]; wide: { rows: number; programs: string[] } }>("tail");
+  assert.equal(r.out.length, 40);
+  for (const c of r.out) {
+    const at = `dim ${c.dim} ${c.shape} ${c.training ? "train" : "eval"}`;
+    assert.equal(c.vsSeparate, 0, `${at}: the tail differs from the separate programs (rel. ${c.vsSeparate})`);
+    assert.ok(c.vsTfjs <= 1e-5, `${at}: rel. diff ${c.vsTfjs} from the tfjs path`);
+    const tails = c.programs.filter((p) => p.startsWith("qrag_layer_tail_"));
+    assert.deepEqual(tails, [`qrag_layer_tail_${c.dim}_${4 * c.dim}×1`, `qrag_layer_tail_${c.dim}_${4 * c.dim}_last×1`], at);
+    const total = c.programs.reduce((a, p) => a + Number(p.split("×").at(-1)), 0);
+    assert.equal(total, 6, `${at}: ${c.programs.join(", ")}`);
+  }
+  // train mode ran the dropout masks (the tail took them: its bits equal the separate programs')
+  assert.ok(r.out.some((c) => c.training && c.programs.some((p) => p.includes("inline"))));
+  assert.ok(r.wide.rows > 2048);
+  assert.ok(!r.wide.programs.some((p) => p.includes("layer_tail")) && r.wide.programs.some((p) => p.includes("resln")), r.wide.programs.join(", "));
+});
+
 test("fewer rows of one padded length run on a cached plan's buffers (a uniform buffer of their own), eval and train mode, within 1e-5 of the tfjs path; evicting that plan takes the plans on its buffers along, and their shape then builds anew", { skip }, () => {
   const r = runCase<{ calls: { B: number; training: boolean; buffers: number; plans: number; diff: number }[]; rngAfter: boolean }>("room");
   const own = r.calls[0].buffers;
@@ -48,11 +68,11 @@ test("fewer rows of one padded length run on a cached plan's buffers (a uniform 
 
 test("recorded encoder forward: one submit with its read, one dispatch per program, 0 tfjs kernels; a second call of a shape creates no buffers, bind groups or pipelines", { skip }, () => {
   const r = runCase<{ created: { plans: number; buffers: number; bindGroups: number; pipelines: number }[]; counts: { kernels: number; fused: number; dispatches: number; submits: number }[]; layers: number; fuses: boolean }>("cache");
-  // per layer 5 programs (QKV, layer 0's with the embedding and its LayerNorm as its prologue;
-  // attention drawing its own dropout mask, projection + residual + LayerNorm, fc1 + GELU, fc2 +
-  // residual + the next LayerNorm; the last one pools too: 64 rows, one row block)
+  // 384 rows, few enough for the layer tail: layer 0's QKV with the embedding and its LayerNorm
+  // as its prologue, then per layer the attention (drawing its own dropout mask) and the tail
+  // (the next layer's QKV in it), then the pooling
   assert.ok(r.fuses, "dim 32: the residual + LayerNorm is the product's epilogue");
-  const programs = 5 * r.layers;
+  const programs = 2 * r.layers + 2;
   for (const c of r.counts) assert.deepEqual(c, { kernels: programs, fused: programs, dispatches: programs, submits: 1 });
   assert.equal(r.created[0].plans, 1);
   assert.equal(r.created[0].bindGroups, programs);

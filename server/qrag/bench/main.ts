@@ -46,6 +46,7 @@ import { POOL_RATIO, setPoolRatio, trimWebgpuPool } from "../backend/webgpu-pool
 import { setMaxSplit, SPLIT_TARGET } from "../model/webgpu/split-k.ts";
 import { currentKeyLanes, setKeyLanes } from "../model/webgpu/attention.ts";
 import { setTinyTiles, tinyTilesOn } from "../model/webgpu/matmul.ts";
+import { layerTailOn, setLayerTail } from "../model/webgpu/layer-tail.ts";
 import { deferredReads, setDeferredReads } from "../agent/rollout.ts";
 import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
 import { useGpuStorage } from "../model/webgpu/half-storage.ts";
@@ -101,6 +102,8 @@ interface BenchOptions {
   deferredReads?: boolean;
   /** webgpu: 32×32 tiles for products of few 64×64 blocks (matmul.ts tileFor; default on). */
   tinyTiles?: boolean;
+  /** webgpu: a no-grad forward of few rows with each layer after its attention as one program (layer-tail.ts; default on). */
+  layerTail?: boolean;
   /** dispatch and dispatch-bert: their evaluation both ways (eval-groups.ts; default on). */
   evalGroups?: boolean;
   log?: (m: string) => void;
@@ -119,6 +122,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
   if (opts.keyLanes !== undefined) setKeyLanes(opts.keyLanes);
   if (opts.deferredReads !== undefined) setDeferredReads(opts.deferredReads);
   if (opts.tinyTiles !== undefined) setTinyTiles(opts.tinyTiles);
+  if (opts.layerTail !== undefined) setLayerTail(opts.layerTail);
   setHostProfileIterations(opts.hostProfile ?? 0);
   setEvalBench(opts.evalGroups ?? true);
   const gpuStorage = useGpuStorage(opts.gpuStorage ?? "f32");
@@ -128,7 +132,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     date: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
     backend, device, gpuStorage,
-    ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE"), poolRatio: String(opts.poolRatio ?? POOL_RATIO), splitK: SPLIT_TARGET.maxParts, keyLanes: currentKeyLanes(), deferredReads: deferredReads(), tinyTiles: tinyTilesOn() } : {}),
+    ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE"), poolRatio: String(opts.poolRatio ?? POOL_RATIO), splitK: SPLIT_TARGET.maxParts, keyLanes: currentKeyLanes(), deferredReads: deferredReads(), tinyTiles: tinyTilesOn(), layerTail: layerTailOn() } : {}),
     ...(adapter ? { adapter } : {}),
   };
   // --tag: the learning / niah runs of this variant go to their own folder

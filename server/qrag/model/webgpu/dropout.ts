@@ -14,13 +14,15 @@ import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from ".
 /**
  * `maskAt(i)`: mask value i (0 or the keep scale) from the uniforms `thr`, `keep`, `k0`, `k1`;
  * shared with the fused programs that apply a mask without storing it (residual-layernorm.ts).
+ * `maskKeyed(k0, k1, i)`: the same under another key (a program with two dropout sites: layer-tail.ts).
  */
 export const MASK_AT_WGSL = `${MASK_HASH_WGSL}
-fn maskAt(i: u32) -> f32 {
-  let bits = maskBits(u.k0, u.k1, i >> 1u);
+fn maskKeyed(k0: u32, k1: u32, i: u32) -> f32 {
+  let bits = maskBits(k0, k1, i >> 1u);
   let half = select(bits & 0xffffu, bits >> 16u, (i & 1u) == 1u);
   return select(u.keep, 0.0, half < u.thr);
-}`;
+}
+fn maskAt(i: u32) -> f32 { return maskKeyed(u.k0, u.k1, i); }`;
 
 /** The mask program: m[i] = maskAt(i), fields n, thr, keep, k0, k1. */
 export const DROPOUT_MASK_WGSL = `${uniformStruct(["n: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"])}

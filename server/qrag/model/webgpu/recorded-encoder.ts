@@ -46,6 +46,7 @@ import { maskedMeanWeights } from "../device-ops.ts";
 import { POOL_SCALE } from "../encoder.ts";
 import { ringRoom, stageAll, type Staged } from "./staging-ring.ts";
 import { actBytes, enableHalf, halfActive, halfKey, readAct, writeAct } from "./half-storage.ts";
+import { layerTailFits, layerTailShader, TAIL_ROWS } from "./layer-tail.ts";
 
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
 export const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
@@ -126,8 +127,10 @@ export interface Step {
   refs: Ref[];
   /** Uniform values after `stride`: [type, value]; mask keys are filled per call. */
   uniforms: UniformValues;
-  /** Indices into `uniforms` of k0, k1 taking dropout draw `draw` (per call), when it drops. */
+  /** The dropout draw (per call) whose k0, k1 are the last two of `uniforms`, when it drops. */
   draw?: number;
+  /** A second site's draw, its k0, k1 the two fields before those (layer-tail.ts: two sites in one program). */
+  earlierDraw?: number;
   grid: [number, number, number];
   stride: number;
   /** Its 256-byte slot of the plan's uniform buffer. */
@@ -376,10 +379,11 @@ function uniformSlots(steps: readonly Step[], keys: readonly number[]): { offset
       if (ty === "f") f32[o + 1 + j] = v;
       else u32[o + 1 + j] = v;
     });
-    if (s.draw !== undefined) {
-      const at = s.uniforms.length - 2; // k0, k1 are the last two fields
-      u32[o + 1 + at] = keys[2 * s.draw];
-      u32[o + 2 + at] = keys[2 * s.draw + 1];
+    // k0, k1 are the last two fields; an earlier site's the two before them
+    for (const [draw, at] of [[s.draw, s.uniforms.length - 2], [s.earlierDraw, s.uniforms.length - 4]] as const) {
+      if (draw === undefined) continue;
+      u32[o + 1 + at] = keys[2 * draw];
+      u32[o + 2 + at] = keys[2 * draw + 1];
     }
   }
   return { offset: first * SLOT, data: u32 };
@@ -712,7 +716,8 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
   // the architecture too: two encoders of one shape and different sizes (two runs in one worker) share no plan
   const rest = `${dropping ? `-drop${c.dropout}` : ""}${halfKey(halfActive(device))}`;
   const arch = `tf:${c.vocab_size}-${c.max_len}-${c.dim}-${c.hidden}-${c.heads}-${c.layers}`;
-  const base = `${arch}-${B}x${T}${rest}`;
+  // the layer tail (layer-tail.ts) is the bench's to switch: a plan built with it is not one without
+  const base = `${arch}-${B}x${T}${rest}${!extend && tailApplies(device, c, B * T) ? "-tail" : ""}`;
   const key = extend ? keepKey(device, base) : base;
   const hit = cachedPlan(device, key);
   if (hit) return hit;
@@ -881,15 +886,17 @@ export function planBuffers(device: DeviceLike, room?: Plan): PlanBuffers {
  * the uniform slots' bound); `half`: its activations f16. About (8·dim + hidden)·4 bytes a token:
  * 37 KB at dim 768, so a sub-batch of 65,536 tokens there is over the no-grad plans' budget.
  */
-export function forwardBytes(c: RecordedConfig, B: number, T: number, half = false): number {
+export function forwardBytes(c: RecordedConfig, B: number, T: number, half = false, tail = false): number {
   const d = c.dim, F = c.hidden, H = c.heads, L = c.layers, N = B * T;
   // the layer stream, mid, hN1, qkv (3), ctx, h (not where the residual fuses); fc2's input (GELU in fc1's epilogue)
   const fused = residualFuses(d);
   const acts = (fused ? 7 : 8) * N * d + N * F;
   // ids, mask, pooling weights, row stats, the attention's row stats, the pooled output
   const f32 = 3 * N + 2 * N + 2 * B * H * T + B * d;
-  // uniform slots: embedding, per layer 7 programs (5 where the residual fuses), pooling (unless the last of them pools)
-  return (half ? 2 : 4) * acts + 4 * f32 + SLOT * (1 + (fused ? 5 : 7) * L + (poolFuses(d, T) ? 0 : 1));
+  // uniform slots: embedding, per layer 7 programs (5 where the residual fuses), pooling (unless the
+  // last of them pools); with the layer tail (`tail`: tailApplies) layer 0's QKV, per layer 2, pooling
+  const slots = tail ? 2 + 2 * L : 1 + (fused ? 5 : 7) * L + (poolFuses(d, T) ? 0 : 1);
+  return (half ? 2 : 4) * acts + 4 * f32 + SLOT * slots;
 }
 
 /**
@@ -948,8 +955,10 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   // a sub-layer's output before its residual, where the residual + LayerNorm is a program of its own
   const fuses = residualFuses(d);
   const h = fuses ? null : act(N * d);
+  // few rows without a backward: each layer's programs after its attention as one (layer-tail.ts)
+  const tail = !keep && tailApplies(device, c, N);
   // the pooling in the last residual + LayerNorm program (poolFuses implies residualFuses)
-  const pools = poolFuses(d, T);
+  const pools = poolFuses(d, T) && !tail;
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
 
   const rate = dropping ? c.dropout : 0;
@@ -986,11 +995,19 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   };
   for (let l = 0; l < L; l++) {
     const o = 2 + l * 12; // ln1 γ β, qkv w b, proj w b, ln2 γ β, fc1 w b, fc2 w b
-    // its LayerNorm came with the embedding (l = 0) or the residual before it
-    if (l > 0 || !embedInQkv) linear(hN1[l], o + 2, acts.qkv[l], N, 3 * d, d);
+    // its LayerNorm came with the embedding (l = 0) or the residual before it; with the tail, its QKV too (l > 0)
+    if (l > 0 ? !tail : !embedInQkv) linear(hN1[l], o + 2, acts.qkv[l], N, 3 * d, d);
     const m = dropping ? maskFields() : null;
     sites.att.push(m?.draw);
     b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: m ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T, keyLanes), stride: 0, draw: m?.draw });
+    if (tail) {
+      // the residual stream alternates between xa and mid (a program may not read and write one buffer)
+      const [xi, xo] = l % 2 === 0 ? [xa, mid[0]] : [mid[0], xa];
+      const last = l + 1 === L;
+      const [m1, m2] = [maskFields(), maskFields()];
+      b.step(layerTailStep({ ctx: acts.ctx[l], xi, out: last ? [hNf] : [xo, acts.qkv[l + 1]], o, gn: last ? 2 + L * 12 : o + 12, m: N, d, F, last, dropout: m1.fields.slice(0, 2), draws: [m1.draw, m2.draw] }));
+      continue;
+    }
     sites.res1.push(residualLn(acts.ctx[l], o + 4, d, x[l], mid[l], o + 6, acts.hN2[l], acts.st2[l]));
     // GELU in fc1's epilogue (the value before it kept for a backward's GELU)
     b.step(linearStep(acts.hN2[l], o + 8, acts.f2[l], N, F, d, true, keep ? acts.f1[l] : undefined, half));
@@ -999,6 +1016,32 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     sites.res2.push(residualLn(acts.f2[l], o + 10, F, mid[l], x[l + 1], g, y, st, l + 1 === L && pools ? { T, poolW, pooled } : undefined));
   }
   return finishPlan(b, pb, extend, { key, training: dropping, ids, mask, poolW, pooled, last: hNf, d, draws, half, pooledAlready: pools, home });
+}
+
+/** Whether a no-grad forward of `rows` rows of this transformer takes the layer tail (layer-tail.ts; f32 activations only). */
+export function tailApplies(device: DeviceLike, c: RecordedConfig, rows: number): boolean {
+  return !halfActive(device) && layerTailFits(device.limits, c.dim, c.hidden, rows);
+}
+
+/**
+ * The layer tail's program (layer-tail.ts) for layer l (its variables from o: proj o + 4, 5, LN
+ * γ β o + 6, 7, fc1 o + 8, 9, fc2 o + 10, 11; the next LayerNorm's γ β gn, gn + 1; the next
+ * QKV o + 14, 15): out [xo, qkv], or [y] after the last layer. `dropout`: thr and keep; `draws`
+ * the two sites' draws (the residual after proj, then after fc2).
+ */
+function layerTailStep(p: { ctx: BufferLike; xi: BufferLike; out: BufferLike[]; o: number; gn: number; m: number; d: number; F: number; last: boolean; dropout: UniformValues; draws: (number | undefined)[] }): Omit<Step, "slot"> {
+  const w = (i: number): Ref => ({ weight: i });
+  const { o, d, F, last } = p;
+  return {
+    key: `qrag_layer_tail_${d}_${F}${last ? "_last" : ""}`,
+    code: () => layerTailShader(d, F, last),
+    refs: [p.ctx, p.xi, ...[4, 5, 6, 7, 8, 9, 10, 11].map((k) => w(o + k)), w(p.gn), w(p.gn + 1), ...(last ? [] : [w(o + 14), w(o + 15)]), ...p.out],
+    uniforms: [["u", p.m], ["f", LN_EPS], ...p.dropout, ["u", 0], ["u", 0], ["u", 0], ["u", 0]],
+    grid: [Math.ceil(p.m / TAIL_ROWS), 1, 1],
+    stride: 0,
+    earlierDraw: p.draws[0],
+    draw: p.draws[1],
+  };
 }
 
 /**

@@ -1,0 +1,199 @@
+/**
+ * The row-local part of a transformer layer as one program, for the no-grad forwards of few rows
+ * (a rollout step's states, a greedy episode's): everything after the attention — the output
+ * product with its residual, dropout and LayerNorm, fc1 with GELU, fc2 with its residual, dropout
+ * and LayerNorm, then the next layer's QKV product (or, after the last layer, the final
+ * LayerNorm's rows for the pooling). recorded-encoder.ts runs it in place of four programs a layer
+ * (proj + res-LN, fc1 + GELU, fc2 + res-LN, the next QKV): a rollout step of the reference
+ * workload then takes 6 dispatches instead of 11–12.
+ *
+ * Why only for few rows: each workgroup reads every weight of the layer (0.8 MB at d 128) for its
+ * 16 rows, where a tiled product shares a weight tile among all its rows; past ~2,048 rows the
+ * separate tiled products cost less GPU time than the dispatches they take (TAIL_MAX_ROWS).
+ *
+ * Its values are the separate programs' bits: each product sums k in order with fma (as the
+ * tiled matmul does) and adds its bias after; each LayerNorm sums a row in the partial sums and
+ * order of matmul.ts's residual + LayerNorm epilogue (16 lanes a row, a lane's columns as that
+ * tile's thread holds them); the dropout masks are dropout.ts's at the same indices and keys.
+ *
+ * A workgroup of 256 threads holds 16 rows: thread (column c, group g) owns column c of rows
+ * g, g + G, … (G = 256 / d); the hidden layer goes through workgroup memory 64 columns at a time.
+ */
+import { MASK_AT_WGSL } from "./dropout.ts";
+import { ERF_WGSL, geluExpr } from "./gelu-layernorm.ts";
+import { resLnTile } from "./matmul.ts";
+import { storageDecls } from "./raw-program.ts";
+
+/** Rows per workgroup. */
+export const TAIL_ROWS = 16;
+const THREADS = 256;
+/** Hidden columns per step of the MLP (through workgroup memory), or all of them where fewer. */
+const chunkOf = (F: number): number => Math.min(F, 64);
+/** Lanes summing a row's statistics: the residual + LayerNorm epilogue's threads per row (its tile's wx). */
+const LANES = 16;
+/** Storage buffers the program binds (the QKV variant): ctx, x, 10 weights, the next QKV's two; x out, qkv. */
+export const TAIL_BINDINGS = 16;
+/**
+ * Rows up to which a no-grad forward takes the layer tail: a rollout step of the reference
+ * workload has 4 states of up to 256 tokens (1,024 rows), a greedy episode's state 1 × 256.
+ * Untimed on a GPU yet: the bench's --layer-tail 0 runs the separate programs to compare.
+ */
+export const TAIL_MAX_ROWS = 2048;
+
+let tailOn = true;
+/** The bench's `--layer-tail 0|1`: whether plans built after take the layer tail where it fits. */
+export function setLayerTail(on: boolean): void {
+  tailOn = on;
+}
+export const layerTailOn = (): boolean => tailOn;
+
+/** The limits the program needs (GPUSupportedLimits' names). */
+interface Limits {
+  maxStorageBuffersPerShaderStage?: number;
+  maxComputeWorkgroupStorageSize?: number;
+  maxComputeInvocationsPerWorkgroup?: number;
+}
+
+/** Workgroup memory of the program at width d: the rows, a hidden chunk, the lanes' sums and the row stats. */
+const sharedBytes = (d: number, F: number): number => 4 * (TAIL_ROWS * d + TAIL_ROWS * chunkOf(F) + THREADS + 2 * TAIL_ROWS);
+
+/** The widths the program's thread layout takes: d and the hidden chunk divide 256, d up to the epilogue's 128 columns, a chunk of at least 16 columns. */
+const widthsFit = (d: number, F: number): boolean => {
+  const ch = chunkOf(F);
+  return d >= 4 && d <= 128 && THREADS % d === 0 && ch >= 16 && THREADS % ch === 0 && F % ch === 0;
+};
+
+/**
+ * Whether a no-grad forward of `rows` rows at width d, hidden F takes the layer tail: on, few
+ * rows, widths the layout takes (widthsFit: the reference's 128 and 512, the counts shape's 4
+ * and 16), and a device that binds 16 storage buffers and holds the workgroup memory.
+ */
+export function layerTailFits(limits: Limits, d: number, F: number, rows: number): boolean {
+  return tailOn && rows <= TAIL_MAX_ROWS && widthsFit(d, F)
+    && (limits.maxStorageBuffersPerShaderStage ?? 8) >= TAIL_BINDINGS
+    && (limits.maxComputeWorkgroupStorageSize ?? 16384) >= sharedBytes(d, F)
+    && (limits.maxComputeInvocationsPerWorkgroup ?? 256) >= THREADS;
+}
+
+/** Uniform fields after `stride`: rows, eps, the dropout's thr and keep, the first site's key, the second's (k0, k1: recorded-encoder.ts fills the last two from `draw`, the two before from `earlierDraw`). */
+export const TAIL_FIELDS = ["M: u32", "eps: f32", "thr: u32", "keep: f32", "k0a: u32", "k1a: u32", "k0: u32", "k1: u32"];
+
+const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+
+/**
+ * WGSL of the tail at width d, hidden F; `last`: the final LayerNorm's rows into y (no QKV, no
+ * residual out), else the residual stream into xo and the next layer's QKV into qkv.
+ * Reads: ctx, xi, Wo, bo, γ₁, β₁, W1, b1, W2, b2, γₙ, βₙ (+ Wqkv, bqkv).
+ */
+export function layerTailShader(d: number, F: number, last: boolean): string {
+  const tile = resLnTile(d);
+  if (!tile || tile.wx !== LANES || !widthsFit(d, F)) throw new Error(`layerTailShader: width ${d}, hidden ${F} do not fit`);
+  const CHUNK = chunkOf(F);
+  // under 16 columns the rows' threads are fewer than 256: groups past the 16th sit out (`mine`)
+  const G = Math.min(THREADS / d, TAIL_ROWS), PER = TAIL_ROWS / G;
+  const idle = THREADS / d > TAIL_ROWS;
+  const mine = (stmt: string): string => (idle ? `if (g < ${TAIL_ROWS}u) { ${stmt} }` : stmt);
+  const HG = THREADS / CHUNK, HPER = TAIL_ROWS / HG;
+  const own = range(PER), hid = range(HPER);
+  const L: string[] = [];
+  const put = (lr: string, col: string, v: string, width = d, mem = "sa"): string => `{ let e = (${lr}) * ${width}u + ${col}; ${mem}[e / 4u][e % 4u] = ${v}; }`;
+  /** a[k..k+3] of row lr (vec4 along k) of a row block in workgroup memory. */
+  const rowVec = (lr: string, k: string, width = d, mem = "sa"): string => `${mem}[((${lr}) * ${width}u + ${k}) / 4u]`;
+  const at = (lr: string, col: string): string => `sa[((${lr}) * ${d}u + ${col}) / 4u][(${col}) % 4u]`;
+  /** acc_i += Σ_k rows·W[k, col] over K, k in order with fma, 4 k at a time (the rows' vec4 from workgroup memory). */
+  const product = (accs: string[], lrs: string[], K: number, width: number, mem: string, w: (k: string) => string): void => {
+    L.push(`  for (var k = 0u; k < ${K}u; k += 4u) {`);
+    for (let q = 0; q < 4; q++) L.push(`    let wk${q} = ${w(`k + ${q}u`)};`);
+    accs.forEach((a, i) => {
+      L.push(`    { let x = ${rowVec(lrs[i], "k", width, mem)}; ${range(4).map((q) => `${a} = fma(x[${q}], wk${q}, ${a});`).join(" ")} }`);
+    });
+    L.push(`  }`);
+  };
+  /**
+   * The row stats of the rows in `sa` into st (mean at lr, 1/√(var + eps) at R + lr): 16 lanes a
+   * row, lane x summing columns (j·16 + x)·4 + q as the epilogue's thread x holds them, the lanes'
+   * sums then added in order; two passes (the variance around the mean).
+   */
+  const stats = (): void => {
+    const cols = range(tile.tn / 4).flatMap((j) => range(4).map((q) => `(${j * LANES}u + lane) * 4u + ${q}u`));
+    const pass = (term: (v: string) => string, finish: string): void => {
+      L.push(`  { var s = 0.0;`);
+      for (const col of cols) L.push(`    { let n = ${col}; if (n < ${d}u) { ${term(at("slr", "n"))} } }`);
+      L.push(`    red[tid] = s; }`, `  workgroupBarrier();`);
+      L.push(`  if (tid < ${TAIL_ROWS}u) { var t = 0.0; for (var w = 0u; w < ${LANES}u; w++) { t += red[tid * ${LANES}u + w]; } ${finish} }`, `  workgroupBarrier();`);
+    };
+    pass((v) => `s += ${v};`, "st[tid] = t / nf;");
+    pass((v) => `let e = ${v} - st[slr]; s += e * e;`, `st[${TAIL_ROWS}u + tid] = inverseSqrt(t / nf + u.eps);`);
+  };
+  const lr = (i: number): string => `g + ${i * G}u`;
+  const row = (i: number): string => `row0 + g + ${i * G}u`;
+  const inRows = (i: number): string => `${idle ? `g < ${TAIL_ROWS}u && ` : ""}${row(i)} < u.M`;
+  /** A product over the thread's own rows (product), skipped by the groups that sit out. */
+  const ownProduct = (...args: Parameters<typeof product>): void => {
+    if (idle) L.push(`  if (g < ${TAIL_ROWS}u) {`);
+    product(...args);
+    if (idle) L.push(`  }`);
+  };
+
+  L.push(`@compute @workgroup_size(${THREADS})`);
+  L.push(`fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {`);
+  L.push(`  let tid = lid.x;`, `  let row0 = wid.x * ${TAIL_ROWS}u;`, `  let c = tid % ${d}u;`, `  let g = tid / ${d}u;`);
+  L.push(`  let slr = tid / ${LANES}u;`, `  let lane = tid % ${LANES}u;`, `  let nf = f32(${d});`);
+  // the attention's rows into sa (rows past M as zeros)
+  L.push(`  for (var e = tid; e < ${TAIL_ROWS * d}u; e += ${THREADS}u) { var v = 0.0; if (row0 + e / ${d}u < u.M) { v = ctx[row0 * ${d}u + e]; } sa[e / 4u][e % 4u] = v; }`);
+  L.push(`  workgroupBarrier();`);
+  // the output product, then v = x + (a + bo)·m (the first dropout site)
+  for (const i of own) L.push(`  var a${i} = 0.0;`);
+  ownProduct(own.map((i) => `a${i}`), own.map(lr), d, d, "sa", (k) => `wo[(${k}) * ${d}u + c]`);
+  for (const i of own) L.push(`  var v${i} = 0.0;`, `  if (${inRows(i)}) { let o = (${row(i)}) * ${d}u + c; v${i} = xi[o] + (a${i} + bo[c]) * maskKeyed(u.k0a, u.k1a, o); }`);
+  L.push(`  workgroupBarrier();`);
+  for (const i of own) L.push(`  ${mine(put(lr(i), "c", `v${i}`))}`);
+  L.push(`  workgroupBarrier();`);
+  stats();
+  // LayerNorm 2 into sa, the MLP's input
+  for (const i of own) L.push(`  ${mine(put(lr(i), "c", `((v${i} - st[${lr(i)}]) * st[${TAIL_ROWS}u + ${lr(i)}]) * g1[c] + be1[c]`))}`);
+  L.push(`  workgroupBarrier();`);
+  // fc1 + GELU a chunk of hidden columns at a time into sh, then fc2's sums over it
+  for (const i of own) L.push(`  var f${i} = 0.0;`);
+  L.push(`  let hc = tid % ${CHUNK}u;`, `  let hg = tid / ${CHUNK}u;`);
+  L.push(`  for (var j0 = 0u; j0 < ${F}u; j0 += ${CHUNK}u) {`);
+  for (const i of hid) L.push(`  var h${i} = 0.0;`);
+  product(hid.map((i) => `h${i}`), hid.map((i) => `hg + ${i * HG}u`), d, d, "sa", (k) => `w1[(${k}) * ${F}u + j0 + hc]`);
+  L.push(`  workgroupBarrier();`);
+  for (const i of hid) L.push(`  ${put(`hg + ${i * HG}u`, "hc", `gelu1(h${i} + b1[j0 + hc])`, CHUNK, "sh")}`);
+  L.push(`  workgroupBarrier();`);
+  ownProduct(own.map((i) => `f${i}`), own.map(lr), CHUNK, CHUNK, "sh", (k) => `w2[(j0 + ${k}) * ${d}u + c]`);
+  L.push(`  }`);
+  // v2 = v + (f + b2)·m (the second dropout site), then the next LayerNorm
+  for (const i of own) L.push(`  var y${i} = 0.0;`, `  if (${inRows(i)}) { let o = (${row(i)}) * ${d}u + c; y${i} = v${i} + (f${i} + b2[c]) * maskKeyed(u.k0, u.k1, o); }`);
+  L.push(`  workgroupBarrier();`);
+  for (const i of own) L.push(`  ${mine(put(lr(i), "c", `y${i}`))}`);
+  L.push(`  workgroupBarrier();`);
+  stats();
+  const normed = (i: number): string => `((y${i} - st[${lr(i)}]) * st[${TAIL_ROWS}u + ${lr(i)}]) * gn[c] + bn[c]`;
+  if (last) {
+    for (const i of own) L.push(`  if (${inRows(i)}) { y[(${row(i)}) * ${d}u + c] = ${normed(i)}; }`);
+  } else {
+    // the residual stream out; the next layer's LayerNorm into sa, and its QKV product
+    for (const i of own) L.push(`  if (${inRows(i)}) { xo[(${row(i)}) * ${d}u + c] = y${i}; }`);
+    for (const i of own) L.push(`  ${mine(put(lr(i), "c", normed(i)))}`);
+    L.push(`  workgroupBarrier();`);
+    for (let p = 0; p < 3; p++) {
+      for (const i of own) L.push(`  var q${p}_${i} = 0.0;`);
+      ownProduct(own.map((i) => `q${p}_${i}`), own.map(lr), d, d, "sa", (k) => `wq[(${k}) * ${3 * d}u + ${p * d}u + c]`);
+      for (const i of own) L.push(`  if (${inRows(i)}) { qkv[(${row(i)}) * ${3 * d}u + ${p * d}u + c] = q${p}_${i} + bq[${p * d}u + c]; }`);
+    }
+  }
+  L.push(`}`);
+  const reads = ["ctx", "xi", "wo", "bo", "g1", "be1", "w1", "b1", "w2", "b2", "gn", "bn", ...(last ? [] : ["wq", "bq"])];
+  return `struct U { stride: u32, ${TAIL_FIELDS.join(", ")} };
+${storageDecls(reads, last ? ["y"] : ["xo", "qkv"])}
+${MASK_AT_WGSL}
+${ERF_WGSL}
+fn gelu1(x: f32) -> f32 { return ${geluExpr("x")}; }
+var<workgroup> sa: array<vec4<f32>, ${(TAIL_ROWS * d) / 4}>;
+var<workgroup> sh: array<vec4<f32>, ${(TAIL_ROWS * CHUNK) / 4}>;
+var<workgroup> red: array<f32, ${THREADS}>;
+var<workgroup> st: array<f32, ${2 * TAIL_ROWS}>;
+${L.join("\n")}`;
+}
