@@ -28,7 +28,8 @@ import { hostProfile, hostProfileIterations, hostProfileLine } from "./host-prof
  * `reference`: docs/workload.md's sizes. `counts`: the same loop at a sliver of its compute (the
  * encoder at d 4, a shorter random phase) for counting what an iteration dispatches, submits and
  * runs through tfjs: the same programs in the same order, so the same counts (checked on lavapipe:
- * 1,452 dispatches, 637 tfjs kernels, 97 submits in both; 393 dispatches both on 2026-11-29), in
+ * 1,452 dispatches, 637 tfjs kernels, 97 submits in both; 393 dispatches both on 2026-11-29, 317
+ * both with the layer tail, which takes d 4 as it takes d 128: layer-tail.ts), in
  * seconds instead of minutes on a CPU adapter, which is what lets CI hold the hot-loop ceiling.
  * Its max_len stays the reference's 256: states pad to the same lengths, and whether a forward's
  * pooling rides on its last program depends on that length (recorded-encoder.ts poolFuses; with
