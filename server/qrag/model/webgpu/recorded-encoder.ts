@@ -16,7 +16,9 @@
  * (the next layer's or the final one) in its epilogue; masked mean ÷10 (in the last epilogue where
  * a sequence fits one row block, poolFuses): 5 per layer programs at d 128 and T ≤ 64 (3 + 11 per
  * layer as separate ops). The residual epilogue needs a row within one tile (d ≤ 128,
- * residualFuses); wider, the product and the residual + LN are two programs (2 + 7 per layer). A taped forward (a backward follows) runs the same programs, the values its
+ * residualFuses); wider, the product and the residual + LN are two programs (2 + 7 per layer). A
+ * no-grad forward of few rows (a rollout step's) runs everything after each layer's attention as one
+ * program instead (layer-tail.ts: 2 per layer, the same bits). A taped forward (a backward follows) runs the same programs, the values its
  * backward reads written too (each residual's sum, fc1's value before GELU). The dropout keys are
  * drawn from the encoder's Rng in the order the tfjs path draws them, so the masks are the same.
  *
