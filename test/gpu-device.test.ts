@@ -14,7 +14,7 @@ import * as tf from "@tensorflow/tfjs";
 import { defaultMatmulSizes, parseBenchArgs } from "../server/qrag/bench/cli.ts";
 import { productsPerRepeat } from "../server/qrag/bench/matmul.ts";
 import { DISPATCH_BUDGET, summarizeDispatch } from "../server/qrag/bench/dispatch-summary.ts";
-import { dispatchLines, gpuTable, type OursFile, type TorchFile } from "../server/qrag/bench/gpu-table.ts";
+import { dispatchLines, gpuTable, tailLines, type OursFile, type TorchFile } from "../server/qrag/bench/gpu-table.ts";
 import { MATMUL_TILES, setTinyTiles, tileFor } from "../server/qrag/model/webgpu/matmul.ts";
 import { attentionGrid, attentionLanes, attentionTile, forwardCode, setKeyLanes } from "../server/qrag/model/webgpu/attention.ts";
 import { rowLanes, rowWorkgroups } from "../server/qrag/model/webgpu/row-reduce.ts";
@@ -195,6 +195,17 @@ test("GPU table's dispatch lines: the loop's split, BERT's iteration by phase, h
   assert.equal(lines.length, 5, "no evaluation line without its figures");
 });
 
+test("gpu-table prints the layer tail's A/B by rows: GPU µs per forward (wall where untimed), dispatches; nothing without the part", () => {
+  const timing = (us: number, gpu: number | null, dispatches: number) => ({ usPerForward: us, gpuUsPerForward: gpu, dispatches });
+  const lines = tailLines([
+    { rows: 64, shape: "4x16", tail: timing(120, 40.5, 6), separate: timing(150, 52, 10) },
+    { rows: 1024, shape: "4x256", tail: timing(900, null, 6), separate: timing(800, null, 11) },
+  ]);
+  assert.equal(lines.length, 1);
+  assert.match(lines[0], /4x16 \(64 rows\): 40\.5 \(120\.0\) against 52\.0 \(150\.0\), 6 against 10 dispatches; 4x256 \(1,024 rows\): 900\.0 \(900\.0\) against 800\.0 \(800\.0\), 6 against 11 dispatches\.$/);
+  assert.deepEqual(tailLines(undefined), []);
+});
+
 test("matmul repeats: about the FLOP asked for, 1 to 200 products", () => {
   assert.equal(productsPerRepeat(512, 2e9), 8);
   assert.equal(productsPerRepeat(4096, 5e10), 1);
@@ -263,16 +274,18 @@ test("figures.sh (one device call, stub run.sh): every step once, 8 files back (
     const files = fs.readdirSync(path.join(root, "out")).sort();
     assert.deepEqual(files, ["bench.json", "bench.log", "dispatch.json", "info.txt", "mission.json", "torch-encode.json", "torch-matmul.json", "torch.json"]);
     const log = fs.readFileSync(calls, "utf8").trim().split("\n");
-    assert.deepEqual(log.map((l) => l.split(" ")[0]), ["info", "bench", "torch", "torch-matmul", "torch-encode", "bench", "bench", "bench", "mission"]);
-    assert.match(log[1], /--parts \S*workload-transformer\S*encode-stream/);
+    assert.deepEqual(log.map((l) => l.split(" ")[0]), ["info", "bench", "torch", "torch-matmul", "torch-encode", "bench", "bench", "bench", "bench", "mission"]);
+    assert.match(log[1], /--parts \S*workload-transformer\S*encode-stream\S*,layer-tail$/);
     assert.match(log[5], /--host-profile 1 --parts dispatch,dispatch-hf,dispatch-bert --out \S*\/out\/dispatch.json/);
     // the weight gradients whole and attention's one thread per query, against the defaults just before: outside $OUT (its figures in bench.log)
     assert.match(log[6], /--eval 0 --split-k 1 --key-lanes 1 --tiny-tiles 0 --parts dispatch,dispatch-bert --out \/tmp\//);
     // a read per run of lock-steps and the values read, against the defaults: outside $OUT too
     assert.match(log[7], /--eval 0 --deferred-reads 0 --parts dispatch,dispatch-bert --out \/tmp\//);
+    // the layers' programs after the attention apart, the reference iteration only: outside $OUT too
+    assert.match(log[8], /--eval 0 --layer-tail 0 --parts dispatch --out \/tmp\//);
     assert.doesNotMatch(log[5], /--eval 0/, "the defaults' step times the evaluation");
     // the steps took no time here: the mission gets its full 150 s box (100 s of training, deadline 145)
-    assert.match(log[8], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
+    assert.match(log[9], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

@@ -21,9 +21,10 @@ OUT=${OUT:-/tmp/qrag-out}; export OUT; mkdir -p "$OUT"
 step() { local t=$1; shift; local s=$SECONDS; timeout "$t" "$@"; echo "figures: $* → rc $? in $((SECONDS - s)) s" >&2; }
 
 step 20 bash "$D/run.sh" info
-# ours first (a part cut off by its timeout keeps the parts before it)
+# ours first (a part cut off by its timeout keeps the parts before it); layer-tail last: a rollout
+# step's forward with the layer tail and without, by rows (bench/layer-tail.ts: TAIL_MAX_ROWS's figures)
 step 200 bash "$D/run.sh" bench --backend webgpu --lengths 40000,400000 --host-profile 3 \
-  --parts matmul,matmul-tiled,workload-transformer,encode-stream,encode-hf,workload-bow 2> "$OUT/bench.log"
+  --parts matmul,matmul-tiled,workload-transformer,encode-stream,encode-hf,workload-bow,layer-tail 2> "$OUT/bench.log"
 step 110 bash "$D/run.sh" torch --parts selftest,matmul,train,encode,eval40k,eval400k --deadline 95 \
   --train-budget 25 --encode-budget 15 --eval-budget 20 --eval400k-budget 20
 cat "$OUT/torch.log" >> "$OUT/bench.log" 2>/dev/null; rm -f "$OUT/torch.log"

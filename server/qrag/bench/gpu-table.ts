@@ -77,6 +77,8 @@ export interface OursFile {
   matmulTiled?: Record<string, MatmulRow[]>;
   /** bench/matmul.ts benchChains per tile (absent before 2026-11-29's fourth session). */
   matmulChains?: Record<string, { shape: string; usPerProduct: number; gpuUsPerProduct: number | null }[]>;
+  /** bench/layer-tail.ts (absent before 2026-11-29's seventh session). */
+  layerTailTimes?: TailRowLike[];
   workloadTransformer?: Workload;
   workloadBow?: Workload;
   encodeHf?: { model: string; chunksPerS: number }[];
@@ -145,7 +147,7 @@ export function gpuTable(ours: OursFile, torch: TorchFile, tm: TorchMatmul, te: 
     if (e400) row("greedy episode, N = 400,000, bag-of-words (ours only), s", median(e400.episodeSeconds), undefined, s3, false);
   }
   const h = w?.training.hotLoop;
-  const lines = [rows.join("\n"), ...chainLines(ours.matmulChains)];
+  const lines = [rows.join("\n"), ...chainLines(ours.matmulChains), ...tailLines(ours.layerTailTimes)];
   if (h) {
     lines.push(
       `\nPer training iteration (transformer): ${n0(h.dispatchesPerIteration)} GPU dispatches, ${n0(h.tfjsKernelsPerIteration)} tfjs kernels, ` +
@@ -177,6 +179,26 @@ export function chainLines(c: OursFile["matmulChains"]): string[] {
     return `${shape}: ${byTile.map((x) => `${x.tile} ${s3(x.us)} (${s3(x.wall)})`).join(", ")}`;
   });
   return [`\nProducts of a rollout step's size, each reading the one before (m×k×n: [m, k]·[k, n], then ·[n, k]), µs per product on the GPU (wall), by tile, fastest first: ${per.join("; ")}.`];
+}
+
+interface TailTimingLike {
+  dispatches: number;
+  usPerForward: number;
+  gpuUsPerForward: number | null;
+}
+interface TailRowLike {
+  rows: number;
+  shape: string;
+  tail: TailTimingLike;
+  separate: TailTimingLike;
+}
+
+/** A rollout step's forward with the layer tail and with the separate programs, by rows: µs per forward on the GPU (wall), one line. */
+export function tailLines(t: TailRowLike[] | undefined): string[] {
+  if (!t?.length) return [];
+  const us = (x: TailTimingLike): string => `${s3(x.gpuUsPerForward ?? x.usPerForward)} (${s3(x.usPerForward)})`;
+  const per = t.map((r) => `${r.shape} (${n0(r.rows)} rows): ${us(r.tail)} against ${us(r.separate)}, ${n0(r.tail.dispatches)} against ${n0(r.separate.dispatches)} dispatches`);
+  return [`\nThe reference encoder's train-mode forward, layer tail against the separate programs (\`layer-tail\`), µs per forward on the GPU (wall): ${per.join("; ")}.`];
 }
 
 /** Where the GPU's time goes: the programs taking 90 % of it (at most 8), one line. */

@@ -164,6 +164,10 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     else if (part === "encode-stream") result.encodeStream = await (await import("./encode-stream.ts")).benchEncodeStream(log, opts.lengths?.[0]);
     else if (part === "kernels") result.kernels = await (await import("./kernels.ts")).benchKernels(log, { shapes: opts.kernelShapes });
     else if (part === "dispatch") result.dispatch = await (await import("./dispatch.ts")).benchDispatch(log);
+    else if (part === "layer-tail") {
+      if (backend !== "webgpu") throw new Error(`bench part layer-tail needs the webgpu backend (active: ${backend})`);
+      result.layerTailTimes = await (await import("./layer-tail.ts")).benchLayerTail(log);
+    }
     else if (part === "dispatch-counts") {
       const counts = await (await import("./dispatch.ts")).benchDispatch(log, 1, "counts");
       result.dispatchCounts = counts;
@@ -207,7 +211,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
         outFile: path.resolve("bench-results", opts.tag ? `niah-${opts.tag}.json` : "niah.json"),
         ...tagRuns,
       });
-    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, kernels, dispatch, dispatch-counts, dispatch-update, dispatch-hf, dispatch-bert, webgpu-check, encode-hf, encode-stream, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
+    } else throw new Error(`unknown bench part "${part}" (known: matmul, matmul-tiled, kernels, dispatch, dispatch-counts, layer-tail, dispatch-update, dispatch-hf, dispatch-bert, webgpu-check, encode-hf, encode-stream, workload-bow, workload-transformer, gpt2-count, checkpoint-io, learning, precision, niah)`);
     log(`bench: ${part} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     trimWebgpuPool(); // what a part pooled is not the next part's (no-op off webgpu)
     // a part that fails or a run cut off (a device lease's time limit) keeps the parts before it
