@@ -16,8 +16,10 @@
  * order of matmul.ts's residual + LayerNorm epilogue (16 lanes a row, a lane's columns as that
  * tile's thread holds them); the dropout masks are dropout.ts's at the same indices and keys.
  *
- * A workgroup of 256 threads holds 16 rows: thread (column c, group g) owns column c of rows
- * g, g + G, … (G = 256 / d); the hidden layer goes through workgroup memory 64 columns at a time.
+ * A workgroup of 256 threads holds 16 rows: a thread owns a column quad (4 columns, one vec4
+ * load of each weight row) of 1–2 rows (`quads`); the hidden layer goes through workgroup memory
+ * 64 columns at a time. On lavapipe it is 14–40 % slower per forward than the programs it
+ * replaces (bench/layer-tail.ts, whose GPU figures decide the default: untimed on a GPU yet).
  */
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { ERF_WGSL, geluExpr } from "./gelu-layernorm.ts";
@@ -57,10 +59,10 @@ interface Limits {
 /** Workgroup memory of the program at width d: the rows, a hidden chunk, the lanes' sums and the row stats. */
 const sharedBytes = (d: number, F: number): number => 4 * (TAIL_ROWS * d + TAIL_ROWS * chunkOf(F) + THREADS + 2 * TAIL_ROWS);
 
-/** The widths the program's thread layout takes: d and the hidden chunk divide 256, d up to the epilogue's 128 columns, a chunk of at least 16 columns. */
+/** The widths the program's thread layout takes: column quads of d and of the hidden chunk that divide 256 threads, d up to the epilogue's 128 columns, a chunk of at least 16. */
 const widthsFit = (d: number, F: number): boolean => {
   const ch = chunkOf(F);
-  return d >= 4 && d <= 128 && THREADS % d === 0 && ch >= 16 && THREADS % ch === 0 && F % ch === 0;
+  return d >= 4 && d <= 128 && d % 4 === 0 && THREADS % (d / 4) === 0 && ch >= 16 && ch % 4 === 0 && THREADS % (ch / 4) === 0 && F % ch === 0;
 };
 
 /**
@@ -81,34 +83,53 @@ export const TAIL_FIELDS = ["M: u32", "eps: f32", "thr: u32", "keep: f32", "k0a:
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
 
 /**
+ * A thread layout over a block of 16 rows × `width` columns: thread t owns column quad t mod
+ * width/4 (4 columns as a vec4) of rows g, g + G, … (g = t div width/4; G groups, `per` rows
+ * each); where 256 threads are more than 16 groups, groups past the 16th sit out (`idle`).
+ */
+function quads(width: number, qv: string, gv: string) {
+  const Q = width / 4;
+  const G = Math.min(THREADS / Q, TAIL_ROWS);
+  const idle = THREADS / Q > TAIL_ROWS;
+  return {
+    Q, idle, own: range(TAIL_ROWS / G), qv, gv,
+    /** Row i of the thread's, in the block. */
+    lr: (i: number): string => `${gv} + ${i * G}u`,
+    /** A statement only the groups that own rows run. */
+    mine: (stmt: string): string => (idle ? `if (${gv} < ${TAIL_ROWS}u) { ${stmt} }` : stmt),
+  };
+}
+
+/**
  * WGSL of the tail at width d, hidden F; `last`: the final LayerNorm's rows into y (no QKV, no
  * residual out), else the residual stream into xo and the next layer's QKV into qkv.
- * Reads: ctx, xi, Wo, bo, γ₁, β₁, W1, b1, W2, b2, γₙ, βₙ (+ Wqkv, bqkv).
+ * Reads: ctx, xi, Wo, bo, γ₁, β₁, W1, b1, W2, b2, γₙ, βₙ (+ Wqkv, bqkv), all as vec4 arrays.
  */
 export function layerTailShader(d: number, F: number, last: boolean): string {
   const tile = resLnTile(d);
   if (!tile || tile.wx !== LANES || !widthsFit(d, F)) throw new Error(`layerTailShader: width ${d}, hidden ${F} do not fit`);
   const CHUNK = chunkOf(F);
-  // under 16 columns the rows' threads are fewer than 256: groups past the 16th sit out (`mine`)
-  const G = Math.min(THREADS / d, TAIL_ROWS), PER = TAIL_ROWS / G;
-  const idle = THREADS / d > TAIL_ROWS;
-  const mine = (stmt: string): string => (idle ? `if (g < ${TAIL_ROWS}u) { ${stmt} }` : stmt);
-  const HG = THREADS / CHUNK, HPER = TAIL_ROWS / HG;
-  const own = range(PER), hid = range(HPER);
+  const o4 = quads(d, "cq", "g");
+  const h4 = quads(CHUNK, "hq", "hg");
+  const Q = o4.Q, HQ = h4.Q, FQ = F / 4;
   const L: string[] = [];
-  const put = (lr: string, col: string, v: string, width = d, mem = "sa"): string => `{ let e = (${lr}) * ${width}u + ${col}; ${mem}[e / 4u][e % 4u] = ${v}; }`;
-  /** a[k..k+3] of row lr (vec4 along k) of a row block in workgroup memory. */
-  const rowVec = (lr: string, k: string, width = d, mem = "sa"): string => `${mem}[((${lr}) * ${width}u + ${k}) / 4u]`;
-  const at = (lr: string, col: string): string => `sa[((${lr}) * ${d}u + ${col}) / 4u][(${col}) % 4u]`;
-  /** acc_i += Σ_k rows·W[k, col] over K, k in order with fma, 4 k at a time (the rows' vec4 from workgroup memory). */
-  const product = (accs: string[], lrs: string[], K: number, width: number, mem: string, w: (k: string) => string): void => {
+  const row = (i: number): string => `row0 + ${o4.lr(i)}`;
+  const inRows = (i: number): string => `${o4.idle ? `g < ${TAIL_ROWS}u && ` : ""}${row(i)} < u.M`;
+  /**
+   * acc_i (vec4: the thread's column quad) += Σ_k a[row_i, k]·W[k, quad] over K, k in order with
+   * fma, 4 k at a time (the rows' vec4 along k from workgroup memory `mem` of `width` columns).
+   */
+  const product = (l: ReturnType<typeof quads>, accs: string[], K: number, mem: string, width: number, w: (k: string) => string): void => {
+    if (l.idle) L.push(`  if (${l.gv} < ${TAIL_ROWS}u) {`);
     L.push(`  for (var k = 0u; k < ${K}u; k += 4u) {`);
     for (let q = 0; q < 4; q++) L.push(`    let wk${q} = ${w(`k + ${q}u`)};`);
     accs.forEach((a, i) => {
-      L.push(`    { let x = ${rowVec(lrs[i], "k", width, mem)}; ${range(4).map((q) => `${a} = fma(x[${q}], wk${q}, ${a});`).join(" ")} }`);
+      L.push(`    { let x = ${mem}[(${l.lr(i)}) * ${width / 4}u + k / 4u]; ${range(4).map((q) => `${a} = fma(vec4<f32>(x[${q}]), wk${q}, ${a});`).join(" ")} }`);
     });
     L.push(`  }`);
+    if (l.idle) L.push(`  }`);
   };
+  const at = (lr: string, col: string): string => `sa[((${lr}) * ${d}u + ${col}) / 4u][(${col}) % 4u]`;
   /**
    * The row stats of the rows in `sa` into st (mean at lr, 1/√(var + eps) at R + lr): 16 lanes a
    * row, lane x summing columns (j·16 + x)·4 + q as the epilogue's thread x holds them, the lanes'
@@ -125,72 +146,68 @@ export function layerTailShader(d: number, F: number, last: boolean): string {
     pass((v) => `s += ${v};`, "st[tid] = t / nf;");
     pass((v) => `let e = ${v} - st[slr]; s += e * e;`, `st[${TAIL_ROWS}u + tid] = inverseSqrt(t / nf + u.eps);`);
   };
-  const lr = (i: number): string => `g + ${i * G}u`;
-  const row = (i: number): string => `row0 + g + ${i * G}u`;
-  const inRows = (i: number): string => `${idle ? `g < ${TAIL_ROWS}u && ` : ""}${row(i)} < u.M`;
-  /** A product over the thread's own rows (product), skipped by the groups that sit out. */
-  const ownProduct = (...args: Parameters<typeof product>): void => {
-    if (idle) L.push(`  if (g < ${TAIL_ROWS}u) {`);
-    product(...args);
-    if (idle) L.push(`  }`);
-  };
+  /** The thread's quad of row i in sa. */
+  const saAt = (i: number): string => `sa[(${o4.lr(i)}) * ${Q}u + cq]`;
+  const normed = (v: string, i: number, g: string, b: string): string => `((${v} - vec4<f32>(st[${o4.lr(i)}])) * vec4<f32>(st[${TAIL_ROWS}u + ${o4.lr(i)}])) * ${g}[cq] + ${b}[cq]`;
+  const own = o4.own;
 
   L.push(`@compute @workgroup_size(${THREADS})`);
   L.push(`fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {`);
-  L.push(`  let tid = lid.x;`, `  let row0 = wid.x * ${TAIL_ROWS}u;`, `  let c = tid % ${d}u;`, `  let g = tid / ${d}u;`);
+  L.push(`  let tid = lid.x;`, `  let row0 = wid.x * ${TAIL_ROWS}u;`, `  let cq = tid % ${Q}u;`, `  let g = tid / ${Q}u;`, `  let hq = tid % ${HQ}u;`, `  let hg = tid / ${HQ}u;`);
   L.push(`  let slr = tid / ${LANES}u;`, `  let lane = tid % ${LANES}u;`, `  let nf = f32(${d});`);
   // the attention's rows into sa (rows past M as zeros)
-  L.push(`  for (var e = tid; e < ${TAIL_ROWS * d}u; e += ${THREADS}u) { var v = 0.0; if (row0 + e / ${d}u < u.M) { v = ctx[row0 * ${d}u + e]; } sa[e / 4u][e % 4u] = v; }`);
+  L.push(`  for (var e = tid; e < ${TAIL_ROWS * Q}u; e += ${THREADS}u) { var v = vec4<f32>(0.0); if (row0 + e / ${Q}u < u.M) { v = ctx[row0 * ${Q}u + e]; } sa[e] = v; }`);
   L.push(`  workgroupBarrier();`);
   // the output product, then v = x + (a + bo)·m (the first dropout site)
-  for (const i of own) L.push(`  var a${i} = 0.0;`);
-  ownProduct(own.map((i) => `a${i}`), own.map(lr), d, d, "sa", (k) => `wo[(${k}) * ${d}u + c]`);
-  for (const i of own) L.push(`  var v${i} = 0.0;`, `  if (${inRows(i)}) { let o = (${row(i)}) * ${d}u + c; v${i} = xi[o] + (a${i} + bo[c]) * maskKeyed(u.k0a, u.k1a, o); }`);
+  for (const i of own) L.push(`  var a${i} = vec4<f32>(0.0);`);
+  product(o4, own.map((i) => `a${i}`), d, "sa", d, (k) => `wo[(${k}) * ${Q}u + cq]`);
+  for (const i of own) L.push(`  var v${i} = vec4<f32>(0.0);`, `  if (${inRows(i)}) { let o = (${row(i)}) * ${d}u + cq * 4u; v${i} = xi[(${row(i)}) * ${Q}u + cq] + (a${i} + bo[cq]) * maskQuad(u.k0a, u.k1a, o); }`);
   L.push(`  workgroupBarrier();`);
-  for (const i of own) L.push(`  ${mine(put(lr(i), "c", `v${i}`))}`);
+  for (const i of own) L.push(`  ${o4.mine(`${saAt(i)} = v${i};`)}`);
   L.push(`  workgroupBarrier();`);
   stats();
   // LayerNorm 2 into sa, the MLP's input
-  for (const i of own) L.push(`  ${mine(put(lr(i), "c", `((v${i} - st[${lr(i)}]) * st[${TAIL_ROWS}u + ${lr(i)}]) * g1[c] + be1[c]`))}`);
+  for (const i of own) L.push(`  ${o4.mine(`${saAt(i)} = ${normed(`v${i}`, i, "g1", "be1")};`)}`);
   L.push(`  workgroupBarrier();`);
   // fc1 + GELU a chunk of hidden columns at a time into sh, then fc2's sums over it
-  for (const i of own) L.push(`  var f${i} = 0.0;`);
-  L.push(`  let hc = tid % ${CHUNK}u;`, `  let hg = tid / ${CHUNK}u;`);
+  for (const i of own) L.push(`  var f${i} = vec4<f32>(0.0);`);
   L.push(`  for (var j0 = 0u; j0 < ${F}u; j0 += ${CHUNK}u) {`);
-  for (const i of hid) L.push(`  var h${i} = 0.0;`);
-  product(hid.map((i) => `h${i}`), hid.map((i) => `hg + ${i * HG}u`), d, d, "sa", (k) => `w1[(${k}) * ${F}u + j0 + hc]`);
+  for (const i of h4.own) L.push(`  var h${i} = vec4<f32>(0.0);`);
+  product(h4, h4.own.map((i) => `h${i}`), d, "sa", d, (k) => `w1[(${k}) * ${FQ}u + j0 / 4u + hq]`);
   L.push(`  workgroupBarrier();`);
-  for (const i of hid) L.push(`  ${put(`hg + ${i * HG}u`, "hc", `gelu1(h${i} + b1[j0 + hc])`, CHUNK, "sh")}`);
+  for (const i of h4.own) L.push(`  ${h4.mine(`sh[(${h4.lr(i)}) * ${HQ}u + hq] = gelu4(h${i} + b1[j0 / 4u + hq]);`)}`);
   L.push(`  workgroupBarrier();`);
-  ownProduct(own.map((i) => `f${i}`), own.map(lr), CHUNK, CHUNK, "sh", (k) => `w2[(j0 + ${k}) * ${d}u + c]`);
+  product(o4, own.map((i) => `f${i}`), CHUNK, "sh", CHUNK, (k) => `w2[(j0 + ${k}) * ${Q}u + cq]`);
   L.push(`  }`);
   // v2 = v + (f + b2)·m (the second dropout site), then the next LayerNorm
-  for (const i of own) L.push(`  var y${i} = 0.0;`, `  if (${inRows(i)}) { let o = (${row(i)}) * ${d}u + c; y${i} = v${i} + (f${i} + b2[c]) * maskKeyed(u.k0, u.k1, o); }`);
+  for (const i of own) L.push(`  var y${i} = vec4<f32>(0.0);`, `  if (${inRows(i)}) { let o = (${row(i)}) * ${d}u + cq * 4u; y${i} = v${i} + (f${i} + b2[cq]) * maskQuad(u.k0, u.k1, o); }`);
   L.push(`  workgroupBarrier();`);
-  for (const i of own) L.push(`  ${mine(put(lr(i), "c", `y${i}`))}`);
+  for (const i of own) L.push(`  ${o4.mine(`${saAt(i)} = y${i};`)}`);
   L.push(`  workgroupBarrier();`);
   stats();
-  const normed = (i: number): string => `((y${i} - st[${lr(i)}]) * st[${TAIL_ROWS}u + ${lr(i)}]) * gn[c] + bn[c]`;
   if (last) {
-    for (const i of own) L.push(`  if (${inRows(i)}) { y[(${row(i)}) * ${d}u + c] = ${normed(i)}; }`);
+    for (const i of own) L.push(`  if (${inRows(i)}) { y[(${row(i)}) * ${Q}u + cq] = ${normed(`y${i}`, i, "gn", "bn")}; }`);
   } else {
     // the residual stream out; the next layer's LayerNorm into sa, and its QKV product
-    for (const i of own) L.push(`  if (${inRows(i)}) { xo[(${row(i)}) * ${d}u + c] = y${i}; }`);
-    for (const i of own) L.push(`  ${mine(put(lr(i), "c", normed(i)))}`);
+    for (const i of own) L.push(`  if (${inRows(i)}) { xo[(${row(i)}) * ${Q}u + cq] = y${i}; }`);
+    for (const i of own) L.push(`  ${o4.mine(`${saAt(i)} = ${normed(`y${i}`, i, "gn", "bn")};`)}`);
     L.push(`  workgroupBarrier();`);
     for (let p = 0; p < 3; p++) {
-      for (const i of own) L.push(`  var q${p}_${i} = 0.0;`);
-      ownProduct(own.map((i) => `q${p}_${i}`), own.map(lr), d, d, "sa", (k) => `wq[(${k}) * ${3 * d}u + ${p * d}u + c]`);
-      for (const i of own) L.push(`  if (${inRows(i)}) { qkv[(${row(i)}) * ${3 * d}u + ${p * d}u + c] = q${p}_${i} + bq[${p * d}u + c]; }`);
+      for (const i of own) L.push(`  var q${p}_${i} = vec4<f32>(0.0);`);
+      product(o4, own.map((i) => `q${p}_${i}`), d, "sa", d, (k) => `wq[(${k}) * ${3 * Q}u + ${p * Q}u + cq]`);
+      for (const i of own) L.push(`  if (${inRows(i)}) { qkv[(${row(i)}) * ${3 * Q}u + ${p * Q}u + cq] = q${p}_${i} + bq[${p * Q}u + cq]; }`);
     }
   }
   L.push(`}`);
   const reads = ["ctx", "xi", "wo", "bo", "g1", "be1", "w1", "b1", "w2", "b2", "gn", "bn", ...(last ? [] : ["wq", "bq"])];
+  const v4 = (names: string[]) => names.map((n) => `${n}:vec4<f32>`);
   return `struct U { stride: u32, ${TAIL_FIELDS.join(", ")} };
-${storageDecls(reads, last ? ["y"] : ["xo", "qkv"])}
+${storageDecls(v4(reads), v4(last ? ["y"] : ["xo", "qkv"]))}
 ${MASK_AT_WGSL}
+fn maskQuad(k0: u32, k1: u32, o: u32) -> vec4<f32> { return vec4<f32>(maskKeyed(k0, k1, o), maskKeyed(k0, k1, o + 1u), maskKeyed(k0, k1, o + 2u), maskKeyed(k0, k1, o + 3u)); }
 ${ERF_WGSL}
 fn gelu1(x: f32) -> f32 { return ${geluExpr("x")}; }
+fn gelu4(v: vec4<f32>) -> vec4<f32> { return vec4<f32>(gelu1(v.x), gelu1(v.y), gelu1(v.z), gelu1(v.w)); }
 var<workgroup> sa: array<vec4<f32>, ${(TAIL_ROWS * d) / 4}>;
 var<workgroup> sh: array<vec4<f32>, ${(TAIL_ROWS * CHUNK) / 4}>;
 var<workgroup> red: array<f32, ${THREADS}>;
