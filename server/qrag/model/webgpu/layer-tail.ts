@@ -4,12 +4,13 @@
  * product with its residual, dropout and LayerNorm, fc1 with GELU, fc2 with its residual, dropout
  * and LayerNorm, then the next layer's QKV product (or, after the last layer, the final
  * LayerNorm's rows for the pooling). recorded-encoder.ts runs it in place of four programs a layer
- * (proj + res-LN, fc1 + GELU, fc2 + res-LN, the next QKV): a rollout step of the reference
- * workload then takes 6 dispatches instead of 11–12.
+ * (proj + res-LN, fc1 + GELU, fc2 + res-LN, the next QKV): a rollout step's forward of the
+ * reference workload then takes 6 programs instead of 10–11 (7 with its lock-step, not 11–12).
  *
  * Why only for few rows: each workgroup reads every weight of the layer (0.8 MB at d 128) for its
- * 16 rows, where a tiled product shares a weight tile among all its rows; past ~2,048 rows the
- * separate tiled products cost less GPU time than the dispatches they take (TAIL_MAX_ROWS).
+ * 16 rows, where a tiled product shares a weight tile among all its rows; for many rows the
+ * separate tiled products should cost less GPU time than the dispatches they take (the bound,
+ * TAIL_MAX_ROWS, is a guess until a GPU times bench/layer-tail.ts).
  *
  * Its values are the separate programs' bits: each product sums k in order with fma (as the
  * tiled matmul does) and adds its bias after; each LayerNorm sums a row in the partial sums and
