@@ -78,8 +78,22 @@ export function layerTailFits(limits: Limits, d: number, F: number, rows: number
     && (limits.maxComputeInvocationsPerWorkgroup ?? 256) >= THREADS;
 }
 
-/** Uniform fields after `stride`: rows, eps, the dropout's thr and keep, the first site's key, the second's (k0, k1: recorded-encoder.ts fills the last two from `draw`, the two before from `earlierDraw`). */
-export const TAIL_FIELDS = ["M: u32", "eps: f32", "thr: u32", "keep: f32", "k0a: u32", "k1a: u32", "k0: u32", "k1: u32"];
+/**
+ * Uniform fields after `stride`: rows; d, F and the hidden chunk as the loops' bounds; eps; the
+ * dropout's thr and keep, the first site's key, the second's (k0, k1: recorded-encoder.ts fills
+ * the last two from `draw`, the two before from `earlierDraw`).
+ */
+const TAIL_FIELDS = ["M: u32", "D: u32", "F: u32", "CH: u32", "eps: f32", "thr: u32", "keep: f32", "k0a: u32", "k1a: u32", "k0: u32", "k1: u32"];
+
+/**
+ * The uniform values (after `stride`) of a tail over `rows` rows at width d, hidden F: the loops'
+ * bounds come in as uniforms, not constants, because LLVM (lavapipe) unrolled the short constant
+ * loops at d 32 into a program that took 50 s to compile; the keys (k0a, k1a, k0, k1) are zeros
+ * for the caller to fill.
+ */
+export function tailUniforms(rows: number, d: number, F: number, eps: number, thr: number, keep: number): ["u" | "f", number][] {
+  return [["u", rows], ["u", d], ["u", F], ["u", chunkOf(F)], ["f", eps], ["u", thr], ["f", keep], ["u", 0], ["u", 0], ["u", 0], ["u", 0]];
+}
 
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
 
@@ -120,9 +134,9 @@ export function layerTailShader(d: number, F: number, last: boolean): string {
    * acc_i (vec4: the thread's column quad) += Σ_k a[row_i, k]·W[k, quad] over K, k in order with
    * fma, 4 k at a time (the rows' vec4 along k from workgroup memory `mem` of `width` columns).
    */
-  const product = (l: ReturnType<typeof quads>, accs: string[], K: number, mem: string, width: number, w: (k: string) => string): void => {
+  const product = (l: ReturnType<typeof quads>, accs: string[], K: string, mem: string, width: number, w: (k: string) => string): void => {
     if (l.idle) L.push(`  if (${l.gv} < ${TAIL_ROWS}u) {`);
-    L.push(`  for (var k = 0u; k < ${K}u; k += 4u) {`);
+    L.push(`  for (var k = 0u; k < ${K}; k += 4u) {`);
     for (let q = 0; q < 4; q++) L.push(`    let wk${q} = ${w(`k + ${q}u`)};`);
     accs.forEach((a, i) => {
       L.push(`    { let x = ${mem}[(${l.lr(i)}) * ${width / 4}u + k / 4u]; ${range(4).map((q) => `${a} = fma(vec4<f32>(x[${q}]), wk${q}, ${a});`).join(" ")} }`);
@@ -161,7 +175,7 @@ export function layerTailShader(d: number, F: number, last: boolean): string {
   L.push(`  workgroupBarrier();`);
   // the output product, then v = x + (a + bo)·m (the first dropout site)
   for (const i of own) L.push(`  var a${i} = vec4<f32>(0.0);`);
-  product(o4, own.map((i) => `a${i}`), d, "sa", d, (k) => `wo[(${k}) * ${Q}u + cq]`);
+  product(o4, own.map((i) => `a${i}`), "u.D", "sa", d, (k) => `wo[(${k}) * ${Q}u + cq]`);
   for (const i of own) L.push(`  var v${i} = vec4<f32>(0.0);`, `  if (${inRows(i)}) { let o = (${row(i)}) * ${d}u + cq * 4u; v${i} = xi[(${row(i)}) * ${Q}u + cq] + (a${i} + bo[cq]) * maskQuad(u.k0a, u.k1a, o); }`);
   L.push(`  workgroupBarrier();`);
   for (const i of own) L.push(`  ${o4.mine(`${saAt(i)} = v${i};`)}`);
@@ -172,13 +186,13 @@ export function layerTailShader(d: number, F: number, last: boolean): string {
   L.push(`  workgroupBarrier();`);
   // fc1 + GELU a chunk of hidden columns at a time into sh, then fc2's sums over it
   for (const i of own) L.push(`  var f${i} = vec4<f32>(0.0);`);
-  L.push(`  for (var j0 = 0u; j0 < ${F}u; j0 += ${CHUNK}u) {`);
+  L.push(`  for (var j0 = 0u; j0 < u.F; j0 += u.CH) {`);
   for (const i of h4.own) L.push(`  var h${i} = vec4<f32>(0.0);`);
-  product(h4, h4.own.map((i) => `h${i}`), d, "sa", d, (k) => `w1[(${k}) * ${FQ}u + j0 / 4u + hq]`);
+  product(h4, h4.own.map((i) => `h${i}`), "u.D", "sa", d, (k) => `w1[(${k}) * ${FQ}u + j0 / 4u + hq]`);
   L.push(`  workgroupBarrier();`);
   for (const i of h4.own) L.push(`  ${h4.mine(`sh[(${h4.lr(i)}) * ${HQ}u + hq] = gelu4(h${i} + b1[j0 / 4u + hq]);`)}`);
   L.push(`  workgroupBarrier();`);
-  product(o4, own.map((i) => `f${i}`), CHUNK, "sh", CHUNK, (k) => `w2[(j0 + ${k}) * ${Q}u + cq]`);
+  product(o4, own.map((i) => `f${i}`), "u.CH", "sh", CHUNK, (k) => `w2[(j0 + ${k}) * ${Q}u + cq]`);
   L.push(`  }`);
   // v2 = v + (f + b2)·m (the second dropout site), then the next LayerNorm
   for (const i of own) L.push(`  var y${i} = vec4<f32>(0.0);`, `  if (${inRows(i)}) { let o = (${row(i)}) * ${d}u + cq * 4u; y${i} = v${i} + (f${i} + b2[cq]) * maskQuad(u.k0, u.k1, o); }`);
@@ -195,7 +209,7 @@ export function layerTailShader(d: number, F: number, last: boolean): string {
     L.push(`  workgroupBarrier();`);
     for (let p = 0; p < 3; p++) {
       for (const i of own) L.push(`  var q${p}_${i} = vec4<f32>(0.0);`);
-      product(o4, own.map((i) => `q${p}_${i}`), d, "sa", d, (k) => `wq[(${k}) * ${3 * Q}u + ${p * Q}u + cq]`);
+      product(o4, own.map((i) => `q${p}_${i}`), "u.D", "sa", d, (k) => `wq[(${k}) * ${3 * Q}u + ${p * Q}u + cq]`);
       for (const i of own) L.push(`  if (${inRows(i)}) { qkv[(${row(i)}) * ${3 * Q}u + ${p * Q}u + cq] = q${p}_${i} + bq[${p * Q}u + cq]; }`);
     }
   }

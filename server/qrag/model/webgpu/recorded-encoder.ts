@@ -48,7 +48,7 @@ import { maskedMeanWeights } from "../device-ops.ts";
 import { POOL_SCALE } from "../encoder.ts";
 import { ringRoom, stageAll, type Staged } from "./staging-ring.ts";
 import { actBytes, enableHalf, halfActive, halfKey, readAct, writeAct } from "./half-storage.ts";
-import { layerTailFits, layerTailShader, TAIL_ROWS } from "./layer-tail.ts";
+import { layerTailFits, layerTailShader, tailUniforms, TAIL_ROWS } from "./layer-tail.ts";
 
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
 export const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
@@ -1007,7 +1007,7 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
       const [xi, xo] = l % 2 === 0 ? [xa, mid[0]] : [mid[0], xa];
       const last = l + 1 === L;
       const [m1, m2] = [maskFields(), maskFields()];
-      b.step(layerTailStep({ ctx: acts.ctx[l], xi, out: last ? [hNf] : [xo, acts.qkv[l + 1]], o, gn: last ? 2 + L * 12 : o + 12, m: N, d, F, last, dropout: m1.fields.slice(0, 2), draws: [m1.draw, m2.draw] }));
+      b.step(layerTailStep({ ctx: acts.ctx[l], xi, out: last ? [hNf] : [xo, acts.qkv[l + 1]], o, gn: last ? 2 + L * 12 : o + 12, m: N, d, F, last, dropout: { thr, keep: keepScale }, draws: [m1.draw, m2.draw] }));
       continue;
     }
     sites.res1.push(residualLn(acts.ctx[l], o + 4, d, x[l], mid[l], o + 6, acts.hN2[l], acts.st2[l]));
@@ -1028,17 +1028,17 @@ export function tailApplies(device: DeviceLike, c: RecordedConfig, rows: number)
 /**
  * The layer tail's program (layer-tail.ts) for layer l (its variables from o: proj o + 4, 5, LN
  * γ β o + 6, 7, fc1 o + 8, 9, fc2 o + 10, 11; the next LayerNorm's γ β gn, gn + 1; the next
- * QKV o + 14, 15): out [xo, qkv], or [y] after the last layer. `dropout`: thr and keep; `draws`
+ * QKV o + 14, 15): out [xo, qkv], or [y] after the last layer. `dropout`: thr and keep (0 and 1 when not dropping); `draws`
  * the two sites' draws (the residual after proj, then after fc2).
  */
-function layerTailStep(p: { ctx: BufferLike; xi: BufferLike; out: BufferLike[]; o: number; gn: number; m: number; d: number; F: number; last: boolean; dropout: UniformValues; draws: (number | undefined)[] }): Omit<Step, "slot"> {
+function layerTailStep(p: { ctx: BufferLike; xi: BufferLike; out: BufferLike[]; o: number; gn: number; m: number; d: number; F: number; last: boolean; dropout: { thr: number; keep: number }; draws: (number | undefined)[] }): Omit<Step, "slot"> {
   const w = (i: number): Ref => ({ weight: i });
   const { o, d, F, last } = p;
   return {
     key: `qrag_layer_tail_${d}_${F}${last ? "_last" : ""}`,
     code: () => layerTailShader(d, F, last),
     refs: [p.ctx, p.xi, ...[4, 5, 6, 7, 8, 9, 10, 11].map((k) => w(o + k)), w(p.gn), w(p.gn + 1), ...(last ? [] : [w(o + 14), w(o + 15)]), ...p.out],
-    uniforms: [["u", p.m], ["f", LN_EPS], ...p.dropout, ["u", 0], ["u", 0], ["u", 0], ["u", 0]],
+    uniforms: tailUniforms(p.m, d, F, LN_EPS, p.dropout.thr, p.dropout.keep),
     grid: [Math.ceil(p.m / TAIL_ROWS), 1, 1],
     stride: 0,
     earlierDraw: p.draws[0],
