@@ -19,7 +19,7 @@
  *
  * A workgroup of 256 threads holds 16 rows: a thread owns a column quad (4 columns, one vec4
  * load of each weight row) of 1–2 rows (`quads`); the hidden layer goes through workgroup memory
- * 64 columns at a time. On lavapipe it is 14–40 % slower per forward than the programs it
+ * 64 columns at a time. On lavapipe it is up to 27 % slower per forward than the programs it
  * replaces (bench/layer-tail.ts, whose GPU figures decide the default: untimed on a GPU yet).
  */
 import { MASK_AT_WGSL } from "./dropout.ts";
