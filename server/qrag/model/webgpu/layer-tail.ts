@@ -99,15 +99,16 @@ const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
 
 /**
  * A thread layout over a block of 16 rows × `width` columns: thread t owns column quad t mod
- * width/4 (4 columns as a vec4) of rows g, g + G, … (g = t div width/4; G groups, `per` rows
- * each); where 256 threads are more than 16 groups, groups past the 16th sit out (`idle`).
+ * width/4 (4 columns as a vec4) of rows g, g + G, … (g = t div width/4, named `gv` in the WGSL;
+ * G groups; `own` indexes a thread's rows); where 256 threads are more than 16 groups, groups past
+ * the 16th sit out (`idle`).
  */
-function quads(width: number, qv: string, gv: string) {
+function quads(width: number, gv: string) {
   const Q = width / 4;
   const G = Math.min(THREADS / Q, TAIL_ROWS);
   const idle = THREADS / Q > TAIL_ROWS;
   return {
-    Q, idle, own: range(TAIL_ROWS / G), qv, gv,
+    Q, idle, own: range(TAIL_ROWS / G), gv,
     /** Row i of the thread's, in the block. */
     lr: (i: number): string => `${gv} + ${i * G}u`,
     /** A statement only the groups that own rows run. */
@@ -124,8 +125,8 @@ export function layerTailShader(d: number, F: number, last: boolean): string {
   const tile = resLnTile(d);
   if (!tile || tile.wx !== LANES || !widthsFit(d, F)) throw new Error(`layerTailShader: width ${d}, hidden ${F} do not fit`);
   const CHUNK = chunkOf(F);
-  const o4 = quads(d, "cq", "g");
-  const h4 = quads(CHUNK, "hq", "hg");
+  const o4 = quads(d, "g");
+  const h4 = quads(CHUNK, "hg");
   const Q = o4.Q, HQ = h4.Q, FQ = F / 4;
   const L: string[] = [];
   const row = (i: number): string => `row0 + ${o4.lr(i)}`;
