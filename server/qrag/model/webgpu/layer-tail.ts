@@ -101,18 +101,18 @@ const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
  * A thread layout over a block of 16 rows × `width` columns: thread t owns column quad t mod
  * width/4 (4 columns as a vec4) of rows g, g + G, … (g = t div width/4, named `gv` in the WGSL;
  * G groups; `own` indexes a thread's rows); where 256 threads are more than 16 groups, groups past
- * the 16th sit out (`idle`).
+ * the 16th sit out (`owns`: the condition that a group owns rows, null where all do).
  */
 function quads(width: number, gv: string) {
   const Q = width / 4;
   const G = Math.min(THREADS / Q, TAIL_ROWS);
-  const idle = THREADS / Q > TAIL_ROWS;
+  const owns = THREADS / Q > TAIL_ROWS ? `${gv} < ${TAIL_ROWS}u` : null;
   return {
-    Q, idle, own: range(TAIL_ROWS / G), gv,
+    Q, own: range(TAIL_ROWS / G), owns,
     /** Row i of the thread's, in the block. */
     lr: (i: number): string => `${gv} + ${i * G}u`,
     /** A statement only the groups that own rows run. */
-    mine: (stmt: string): string => (idle ? `if (${gv} < ${TAIL_ROWS}u) { ${stmt} }` : stmt),
+    mine: (stmt: string): string => (owns ? `if (${owns}) { ${stmt} }` : stmt),
   };
 }
 
@@ -130,20 +130,20 @@ export function layerTailShader(d: number, F: number, last: boolean): string {
   const Q = o4.Q, HQ = h4.Q, FQ = F / 4;
   const L: string[] = [];
   const row = (i: number): string => `row0 + ${o4.lr(i)}`;
-  const inRows = (i: number): string => `${o4.idle ? `g < ${TAIL_ROWS}u && ` : ""}${row(i)} < u.M`;
+  const inRows = (i: number): string => `${o4.owns ? `${o4.owns} && ` : ""}${row(i)} < u.M`;
   /**
    * acc_i (vec4: the thread's column quad) += Σ_k a[row_i, k]·W[k, quad] over K, k in order with
    * fma, 4 k at a time (the rows' vec4 along k from workgroup memory `mem` of `width` columns).
    */
   const product = (l: ReturnType<typeof quads>, accs: string[], K: string, mem: string, width: number, w: (k: string) => string): void => {
-    if (l.idle) L.push(`  if (${l.gv} < ${TAIL_ROWS}u) {`);
+    if (l.owns) L.push(`  if (${l.owns}) {`);
     L.push(`  for (var k = 0u; k < ${K}; k += 4u) {`);
     for (let q = 0; q < 4; q++) L.push(`    let wk${q} = ${w(`k + ${q}u`)};`);
     accs.forEach((a, i) => {
       L.push(`    { let x = ${mem}[(${l.lr(i)}) * ${width / 4}u + k / 4u]; ${range(4).map((q) => `${a} = fma(vec4<f32>(x[${q}]), wk${q}, ${a});`).join(" ")} }`);
     });
     L.push(`  }`);
-    if (l.idle) L.push(`  }`);
+    if (l.owns) L.push(`  }`);
   };
   const at = (lr: string, col: string): string => `sa[((${lr}) * ${d}u + ${col}) / 4u][(${col}) % 4u]`;
   /**

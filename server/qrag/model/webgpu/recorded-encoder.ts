@@ -719,7 +719,8 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
   const rest = `${dropping ? `-drop${c.dropout}` : ""}${halfKey(halfActive(device))}`;
   const arch = `tf:${c.vocab_size}-${c.max_len}-${c.dim}-${c.hidden}-${c.heads}-${c.layers}`;
   // the layer tail (layer-tail.ts) is the bench's to switch: a plan built with it is not one without
-  const base = `${arch}-${B}x${T}${rest}${!extend && tailApplies(device, c, B * T) ? "-tail" : ""}`;
+  const tail = !extend && tailApplies(device, c, B * T);
+  const base = `${arch}-${B}x${T}${rest}${tail ? "-tail" : ""}`;
   const key = extend ? keepKey(device, base) : base;
   const hit = cachedPlan(device, key);
   if (hit) return hit;
@@ -729,7 +730,7 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit) return null;
   const family = `${arch}-*x${T}${rest}`;
-  return admitPlan(device, buildPlan(device, c, key, B, T, dropping, extend, extend ? undefined : { family, room: roomyPlan(device, family, B) }));
+  return admitPlan(device, buildPlan(device, c, key, B, T, dropping, tail, extend, extend ? undefined : { family, room: roomyPlan(device, family, B) }));
 }
 
 /** Where a no-grad plan goes: its family, and the cached plan of that family whose buffers it takes (roomyPlan), if any. */
@@ -923,7 +924,8 @@ export function forwardRows(c: RecordedConfig, T: number): number {
   return rowsWithin(device, (B) => forwardBytes(c, B, T, half), planBounds.plain, Math.max(c.hidden, 3 * c.dim), T);
 }
 
-function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, extend: ((b: PlanBuilder) => BackPlan) | null, home?: PlanHome): Plan {
+/** `tail`: each layer after its attention as one program (layer-tail.ts; planFor decides, as the plan's key says). */
+function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, tail: boolean, extend: ((b: PlanBuilder) => BackPlan) | null, home?: PlanHome): Plan {
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T, L = c.layers;
   const keep = extend !== null;
   // activations stored as f16 (half-storage.ts), a taped forward's kept ones too
@@ -957,8 +959,6 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
   // a sub-layer's output before its residual, where the residual + LayerNorm is a program of its own
   const fuses = residualFuses(d);
   const h = fuses ? null : act(N * d);
-  // few rows without a backward: each layer's programs after its attention as one (layer-tail.ts)
-  const tail = !keep && tailApplies(device, c, N);
   // the pooling in the last residual + LayerNorm program (poolFuses implies residualFuses)
   const pools = poolFuses(d, T) && !tail;
   const pooled = buf(B * d, USAGE.STORAGE | USAGE.COPY_SRC);
