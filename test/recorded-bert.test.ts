@@ -6,6 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { kSplit } from "../server/qrag/model/webgpu/split-k.ts";
 import { webgpuSkip as skip } from "./webgpu-skip.ts";
 import { runCaseFile } from "./device-case-runner.ts";
 import { assertPlanBudget, type PlanBudgetResult } from "./plan-budget.ts";
@@ -108,6 +109,8 @@ test("recorded BERT backward: the loss within 1e-6 of its terms' size (Σ|y·R|)
   for (const [m, same] of Object.entries(r.rngAfter)) assert.ok(same, `${m}: the dropout Rngs differ after the same calls`);
   // 18 compared calls, the "twice" pair with two forwards each
   assert.equal(r.trainCalls, 20, "the recorded path did not run for every call");
+  // the random model (d 48, FFN 80) at 4×64 rows splits every weight gradient along K, Q, K and V's too: six sums, two programs
+  for (const [m, n, parts] of [[48, 48, 3], [48, 48, 1], [48, 80, 1], [80, 48, 1]]) assert.ok(kSplit(m, n, 4 * 64, parts) > 1, `${m}×${n}×${parts} at 256 rows`);
 });
 
 test("recorded BERT forward+backward: one dispatch per program, 0 tfjs kernels inside, one submit; a second call creates no buffers, bind groups or pipelines; its size is the estimate that bounds it", { skip }, () => {

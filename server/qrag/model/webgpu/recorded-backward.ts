@@ -17,7 +17,7 @@ import { storageDecls, uniformStruct, WG, workgroupSum } from "./raw-program.ts"
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
 import { geluBwd, lnDgb as lnDgbShader, lnDxShader } from "./gelu-layernorm.ts";
 import { halfKey } from "./half-storage.ts";
-import { splitScratch, weightGradient, type GradShape } from "./split-k.ts";
+import { weightGradients, type GradShape } from "./split-k.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
@@ -196,9 +196,9 @@ function lnBackCode(n: number, acc: boolean, mask: boolean, half: boolean): stri
   });
 }
 
-/** The transformer layer's weight gradients: QKV, the projection, fc1, fc2. */
+/** The transformer layer's weight gradients in the order its backward takes them: fc2, fc1, the projection, QKV. */
 function transformerGrads(d: number, F: number): GradShape[] {
-  return [{ m: d, n: 3 * d }, { m: d, n: d }, { m: d, n: F }, { m: F, n: d }];
+  return [{ m: F, n: d }, { m: d, n: F }, { m: d, n: d }, { m: d, n: 3 * d }];
 }
 
 /** Builds the backward's buffers and programs into a keep plan (planFor's `extend`). */
@@ -216,7 +216,7 @@ export function buildBackward(b: PlanBuilder): BackPlan {
   const gA = b.buf(N * d), gB = b.buf(N * d), dH = b.buf(N * d), dHN = b.buf(N * d), dCtx = b.buf(N * d), dq = b.buf(N * d);
   const dsum = b.buf(B * H * T), dqkv = b.buf(N * 3 * d), dF1 = b.buf(N * F), dF2 = b.buf(N * F);
   const csr = csrBuffers(b, N, d);
-  const scratch = splitScratch(b, transformerGrads(d, F), N);
+  const wg = weightGradients(b, transformerGrads(d, F), N);
 
   const thr = dropThreshold(dropping ? c.dropout : 0), keep = dropping ? dropoutKeepScale(c.dropout) : 1;
   const maskFields: UniformValues = [["u", thr], ["f", keep], ["u", 0], ["u", 0]];
@@ -226,7 +226,7 @@ export function buildBackward(b: PlanBuilder): BackPlan {
    */
   const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number): void => {
     b.step(productStep({ a: g, b: [{ weight: w }], out: [dx], m: N, n, k, trans: { b: true } }));
-    weightGradient(b, { a: x, b: [g], out: [grads[w]], m: n, n: k, k: N, trans: { a: true }, hA: half, sums: [grads[w + 1]] }, scratch);
+    wg.gradient({ a: x, b: [g], out: [grads[w]], m: n, n: k, k: N, trans: { a: true }, hA: half, sums: [grads[w + 1]] });
   };
   const rows: UniformValues = [["u", N], ["u", d]];
   const dgbCode = () => lnDgbShader(half), geluBwdCode = () => geluBwd(half);
@@ -272,6 +272,7 @@ export function buildBackward(b: PlanBuilder): BackPlan {
     b.step({ key: `qrag_attn_bwdq_${attKey}`, code: () => backwardQCode(dh, "packed", attDrop, tile, half), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, acts.ctx[l], dq, dsum], uniforms: attUniforms, grid, stride: 0, draw });
     b.step({ key: `qrag_attn_bwdkv_${attKey}`, code: () => backwardKVCode(dh, "packed", attDrop, tile, half), refs: [acts.qkv[l], b.mask, acts.attSt[l], dCtx, dsum, dq, dqkv], uniforms: attUniforms, grid, stride: 0, draw });
     linearBack(dqkv, acts.hN1[l], o + 2, dHN, d, 3 * d);
+    wg.flush();
     // the next branch down: the layer below's res2, or the embedding's dropout
     g = lnBack(acts.x[l], acts.st1[l], o, dHN, cur, other, l > 0 ? sites.res2[l - 1] : sites.emb);
     [cur, other] = [other, cur];

@@ -26,7 +26,7 @@ import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { productStep, USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
 import type { BertConfig } from "../hf/bert.ts";
 import { N_EMB, PER_LAYER, type BertBuilder } from "./recorded-bert.ts";
-import { splitScratch, weightGradient, type GradShape } from "./split-k.ts";
+import { weightGradients, type GradShape } from "./split-k.ts";
 
 const ACT_BWD: Record<BertConfig["act"], [string, (hx: boolean) => string]> = {
   gelu: ["qrag_gelu_bwd", geluBwd],
@@ -34,9 +34,9 @@ const ACT_BWD: Record<BertConfig["act"], [string, (hx: boolean) => string]> = {
   relu: ["qrag_relu_bwd", reluBwd],
 };
 
-/** A BERT layer's weight gradients: Q, K and V (one program), the attention's output, fc1, fc2. */
+/** A BERT layer's weight gradients in the order its backward takes them: fc2, fc1, the attention's output, Q, K and V (one program). */
 export function bertGrads(d: number, F: number): GradShape[] {
-  return [{ m: d, n: d, parts: 3 }, { m: d, n: d }, { m: d, n: F }, { m: F, n: d }];
+  return [{ m: F, n: d }, { m: d, n: F }, { m: d, n: d }, { m: d, n: d, parts: 3 }];
 }
 
 /** Builds the backward's buffers and programs into a BERT keep plan. */
@@ -54,7 +54,7 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const dq = b.buf(N * d), dk = b.buf(N * d), dv = b.buf(N * d), dsum = b.buf(B * H * T);
   const dF1 = b.buf(N * F), dF2 = b.buf(N * F);
   const csr = csrBuffers(b, N, d);
-  const scratch = splitScratch(b, bertGrads(d, F), N);
+  const wg = weightGradients(b, bertGrads(d, F), N);
 
   const maskOf = (p: number): UniformValues => [["u", dropThreshold(p)], ["f", p > 0 ? dropoutKeepScale(p) : 1], ["u", 0], ["u", 0]];
   /** A product (plus `res`); `hA`: A is an f16 activation (a weight's gradient Xᵀ·dY). */
@@ -64,7 +64,7 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   /** The gradients of x·W + b (W variable w, [n, k]) given dY = g [N, k]: dX (+ res), then dW and db in one product. */
   const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number, res?: BufferLike): void => {
     matmul(g, { weight: w }, dx, N, n, k, { b: true }, res);
-    weightGradient(b, { a: x, b: [g], out: [grads[w]], m: n, n: k, k: N, trans: { a: true }, hA: half, sums: [grads[w + 1]] }, scratch);
+    wg.gradient({ a: x, b: [g], out: [grads[w]], m: n, n: k, k: N, trans: { a: true }, hA: half, sums: [grads[w + 1]] });
   };
   const rowDims: UniformValues = [["u", N], ["u", d]];
   const lanes = rowLanes(d);
@@ -111,7 +111,8 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
     matmul(dk, { weight: o + 2 }, gB, N, d, d, { b: true }, gA);
     matmul(dv, { weight: o + 4 }, gA, N, d, d, { b: true }, gB);
     // dWq, dWk, dWv = Xᵀ·dQ, Xᵀ·dK, Xᵀ·dV and the three biases' (the column sums) in one program
-    weightGradient(b, { a: acts.x[l], b: [dq, dk, dv], out: [grads[o], grads[o + 2], grads[o + 4]], m: d, n: d, k: N, trans: { a: true }, hA: half, sums: [grads[o + 1], grads[o + 3], grads[o + 5]] }, scratch);
+    wg.gradient({ a: acts.x[l], b: [dq, dk, dv], out: [grads[o], grads[o + 2], grads[o + 4]], m: d, n: d, k: N, trans: { a: true }, hA: half, sums: [grads[o + 1], grads[o + 3], grads[o + 5]] });
+    wg.flush();
   }
   // x₀ = LN_emb(e)·m
   let gE = gA;

@@ -3,11 +3,13 @@
  * width (128×384: 12 workgroups of 64×64) and K = the batch's rows (2,048–4,096), so on a GPU of
  * 132 SMs most sit idle while a dozen workgroups walk K: on the H200 (run 6) these products were
  * 28 % of an iteration's GPU time. Split `s` ways, workgroup z sums its K/s rows into a partial
- * [s, m, n] (and its column sums, the bias's gradient, into [s, n]); one program then adds the
+ * [s, m, n] (and its column sums, the bias's gradient, into [s, n]); a program then adds the
  * partials in a fixed order, so the result does not depend on scheduling (WGSL has no float
- * atomics). Wide products (BERT-base: 432 tiles and more) stay whole.
+ * atomics). Wide products (BERT-base: 432 tiles and more) stay whole. A layer's sums wait for its
+ * last weight gradient and run as one program per SUMS_PER_PROGRAM (a layer's four: one dispatch
+ * where each took its own), so each split product has partial buffers of its own.
  */
-import { storageDecls, uniformStruct, WG, type ShaderSource } from "./raw-program.ts";
+import { concatenatedArraysShader } from "./raw-program.ts";
 import { tileFor } from "./matmul.ts";
 import { productStep, type BufferLike, type Product, type Ref, type Step, type UniformValues } from "./recorded-encoder.ts";
 
@@ -37,7 +39,10 @@ export interface GradShape {
   parts?: number;
 }
 
-/** Floats of the partials' buffers a backward's weight gradients need (shared: the products run one after another), per part index: [C's, the sums']. */
+/**
+ * Floats of the partials' buffers a backward's weight gradients need, one set per split product
+ * (and part) of a layer in `shapes`' order: [C's, the sums'].
+ */
 export function splitScratchFloats(shapes: readonly GradShape[], k: number): { c: number[]; s: number[] } {
   const c: number[] = [], s: number[] = [];
   for (const g of shapes) {
@@ -45,60 +50,87 @@ export function splitScratchFloats(shapes: readonly GradShape[], k: number): { c
     const split = kSplit(g.m, g.n, k, parts);
     if (split === 1) continue;
     for (let p = 0; p < parts; p++) {
-      c[p] = Math.max(c[p] ?? 0, split * g.m * g.n);
-      s[p] = Math.max(s[p] ?? 0, split * g.n);
+      c.push(split * g.m * g.n);
+      s.push(split * g.n);
     }
   }
   return { c, s };
 }
 
-/** The partials' buffers of a backward (none where no product splits). */
-export interface SplitScratch {
-  c: BufferLike[];
-  s: BufferLike[];
-}
-
-export function splitScratch(b: { buf(floats: number): BufferLike }, shapes: readonly GradShape[], k: number): SplitScratch {
-  const f = splitScratchFloats(shapes, k);
-  return { c: f.c.map((n) => b.buf(n)), s: f.s.map((n) => b.buf(n)) };
-}
-
-/** W[i] = Σ_z P[z·n + i] for i < n, and b[j] = Σ_z Q[z·nb + j] for j < nb; one thread per element of W. */
-export const SPLIT_SUM = `${uniformStruct(["n: u32", "nb: u32", "parts: u32"])}
-${storageDecls(["P", "Q"], ["W", "bias"])}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let i = threadIndex(gid);
-  if (i < u.n) {
-    var s = 0.0;
-    for (var z = 0u; z < u.parts; z++) { s += P[z * u.n + i]; }
-    W[i] = s;
-  }
-  if (i < u.nb) {
-    var s = 0.0;
-    for (var z = 0u; z < u.parts; z++) { s += Q[z * u.nb + i]; }
-    bias[i] = s;
-  }
-}`;
-
 /** What records a weight gradient's programs: a plan builder's step and flat. */
 interface Steps {
   step(s: Omit<Step, "slot">): Step;
-  flat(key: string, code: ShaderSource, refs: Ref[], uniforms: UniformValues, threads: number): Step;
+  flat(key: string, code: () => string, refs: Ref[], uniforms: UniformValues, threads: number): Step;
+}
+
+/** A split product's sum waiting for its program: its partials, its outputs, W's elements and the bias's, the parts. */
+interface PendingSum {
+  c: BufferLike;
+  s: BufferLike;
+  w: BufferLike;
+  bias: BufferLike;
+  n: number;
+  nb: number;
+  parts: number;
+}
+
+/** Split products' sums in one program: 4 storage bindings each, within the 16 a recorded plan requires (recorderBinds). */
+export const SUMS_PER_PROGRAM = 4;
+
+/**
+ * Sums g = 0 … G−1 as arrays end to end (one thread per element of W_g): W_g[i] = Σ_z P_g[z·n_g + i]
+ * and, for i < nb_g, bias_g[i] = Σ_z Q_g[z·nb_g + i], z in order (the same sums whatever the grouping).
+ */
+export function splitSumShader(G: number): string {
+  const g = Array.from({ length: G }, (_, i) => i);
+  return concatenatedArraysShader(
+    g.flatMap((i) => [`n${i}: u32`, `nb${i}: u32`, `parts${i}: u32`]),
+    g.flatMap((i) => [`P${i}`, `Q${i}`]),
+    g.flatMap((i) => [`W${i}`, `bias${i}`]),
+    g.map((i) => `    var s = 0.0;
+    for (var z = 0u; z < u.parts${i}; z++) { s += P${i}[z * u.n${i} + j]; }
+    W${i}[j] = s;
+    if (j < u.nb${i}) {
+      var t = 0.0;
+      for (var z = 0u; z < u.parts${i}; z++) { t += Q${i}[z * u.nb${i} + j]; }
+      bias${i}[j] = t;
+    }`),
+  );
 }
 
 /**
- * A weight gradient Aᵀ·B and its bias's (`sums`): one product where it has tiles enough, else the
- * product split along K into `scratch` (sized by splitScratch for this shape) and one program per
- * part adding the partials into `out` and `sums`.
+ * A backward's weight gradients Aᵀ·B with their biases': `gradient` records each (split along K
+ * where it has few tiles, its partials in buffers of its own), and `flush`, after a layer's last,
+ * records the split ones' sums, SUMS_PER_PROGRAM to a program. The partials' buffers are a layer's
+ * (sized by splitScratchFloats for `shapes`), used again after each flush.
  */
-export function weightGradient(b: Steps, p: Product & { sums: BufferLike[] }, scratch: SplitScratch): void {
-  const parts = p.b.length;
-  const split = kSplit(p.m, p.n, p.k, parts);
-  if (split === 1) {
-    b.step(productStep(p));
-    return;
-  }
-  b.step(productStep({ ...p, out: scratch.c.slice(0, parts), sums: scratch.s.slice(0, parts), split }));
-  for (let i = 0; i < parts; i++) b.flat("qrag_split_sum", SPLIT_SUM, [scratch.c[i], scratch.s[i], p.out[i], p.sums[i]], [["u", p.m * p.n], ["u", p.n], ["u", split]], p.m * p.n);
+export function weightGradients(b: Steps & { buf(floats: number): BufferLike }, shapes: readonly GradShape[], k: number): { gradient(p: Product & { sums: BufferLike[] }): void; flush(): void } {
+  const f = splitScratchFloats(shapes, k);
+  const c = f.c.map((n) => b.buf(n)), s = f.s.map((n) => b.buf(n));
+  let pending: PendingSum[] = [];
+  return {
+    gradient: (p) => {
+      const parts = p.b.length;
+      const split = kSplit(p.m, p.n, p.k, parts);
+      if (split === 1) {
+        b.step(productStep(p));
+        return;
+      }
+      // the next free partials of this size (a layer's products each take their own)
+      const at = pending.length;
+      for (let i = 0; i < parts; i++) {
+        if (f.c[at + i] !== split * p.m * p.n) throw new Error(`weightGradients: a ${p.m}×${p.n} product split ${split} ways is not the layer's gradient ${at + i + 1} (${shapes.length} shapes given)`);
+        pending.push({ c: c[at + i], s: s[at + i], w: p.out[i], bias: p.sums[i], n: p.m * p.n, nb: p.n, parts: split });
+      }
+      b.step(productStep({ ...p, out: c.slice(at, at + parts), sums: s.slice(at, at + parts), split }));
+    },
+    flush: () => {
+      for (let i = 0; i < pending.length; i += SUMS_PER_PROGRAM) {
+        const group = pending.slice(i, i + SUMS_PER_PROGRAM);
+        const G = group.length;
+        b.flat(`qrag_split_sum_${G}`, () => splitSumShader(G), [...group.flatMap((x) => [x.c, x.s]), ...group.flatMap((x) => [x.w, x.bias])], group.flatMap((x): UniformValues => [["u", x.n], ["u", x.nb], ["u", x.parts]]), group.reduce((a, x) => a + x.n, 0));
+      }
+      pending = [];
+    },
+  };
 }
