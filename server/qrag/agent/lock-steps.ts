@@ -210,13 +210,13 @@ export function queueLockSteps(enc: QEncoder, envs: readonly LockStepEnv[], join
   try {
     cur = { avail: availTensor(eps.map((ep) => ep.available), nMax), env: tf.tensor1d(env, "int32"), rows: rot ? tf.tensor1d(rot.rows, "int32") : null };
     for (let s = 0; s < S; s++) {
-      const states = s === 0 ? embedStatesDevice(enc, first, st.maxInMemory, true) : ds.forwardTokens(next!, E, Ts[s - 1], true);
+      const states = s === 0 ? embedStatesDevice(enc, first, st.maxInMemory, true) : ds.rowsOfTokens(next!, E, Ts[s - 1], true);
       next?.dispose();
       next = null;
       if (!states) throw new Error(`lock-steps: no recorded forward of ${E} rows of ${Ts[s - 1]} tokens, which fits() took`);
       const table = rot && cur.rows ? { rows: cur.rows, c: rot.c, s: rot.s, maxPos } : null;
       const step = lockStep({ states, cands: joined.cands, padIdx, rot: table, avail: cur.avail, env: cur.env, consts: packed }, sh, s, s + 1 < S ? Ts[s] : 0);
-      tf.dispose([states, cur.avail, cur.env, ...(cur.rows ? [cur.rows] : [])]);
+      tf.dispose(["rows" in states ? states.rows : states, cur.avail, cur.env, ...(cur.rows ? [cur.rows] : [])]);
       cur = { avail: step.avail, env: step.env, rows: step.rows };
       next = step.next;
     }

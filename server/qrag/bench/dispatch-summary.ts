@@ -26,9 +26,11 @@ export const DISPATCH_BUDGET: Limits = { dispatches: 150, submits: 10, tfjsKerne
  * each layer after its attention as one program (model/webgpu/layer-tail.ts): 7 programs a step
  * instead of 11–12, and the cycle became 317, 317, 317, 317, 317, 307 dispatches with the same
  * submits (lavapipe, 30 iterations). Since the eighth session a layer's split weight gradients
- * are summed by one program, not four (model/webgpu/split-k.ts weightGradients): 12 fewer an update.
+ * are summed by one program, not four (model/webgpu/split-k.ts weightGradients): 12 fewer an update;
+ * and a rollout's lock-step pools its state from the forward's rows after a run's first step
+ * (model/webgpu/lock-step.ts StateRows): 13 fewer a rollout.
  */
-export const DISPATCH_CEILING: Limits = { dispatches: 305, submits: 8, tfjsKernels: 0, reads: 1 };
+export const DISPATCH_CEILING: Limits = { dispatches: 292, submits: 8, tfjsKernels: 0, reads: 1 };
 
 interface Limits {
   dispatches: number;

@@ -72,13 +72,16 @@ export interface DeviceStates {
   maxLen: number;
   /** The ids packStates writes for one piece into `out` at `at` (at most `maxTokens`); their count. */
   pieceIds(text: string, maxTokens: number, out: Int32Array, at: number): number;
-  /** Whether forwardTokens takes B rows of T tokens (false: it would return null). */
+  /** Whether rowsOfTokens takes B rows of T tokens (false: it would return null). */
   fits(B: number, T: number, training: boolean): boolean;
   /**
-   * The [B, dim] embeddings of the B rows of T tokens a program wrote into `tokens` [3·B·T] (the
-   * ids, then the mask's and the pooling weights' float bits), as forward(batch) of those rows.
+   * The last hidden states [B·T, dim] of the B rows of T tokens a program wrote into `tokens`
+   * [3·B·T] (the ids, then the mask's and the pooling weights' float bits), as forward(batch) of
+   * those rows computes them before its pooling (f16 pairs as float32 elements where `half`), for
+   * a program that pools as it reads (model/webgpu/lock-step.ts): read them before the next
+   * forward of this shape, and dispose them after.
    */
-  forwardTokens(tokens: tf.Tensor, B: number, T: number, training: boolean): tf.Tensor2D | null;
+  rowsOfTokens(tokens: tf.Tensor, B: number, T: number, training: boolean): { rows: tf.Tensor; T: number; half: boolean } | null;
 }
 
 export interface Encoder {

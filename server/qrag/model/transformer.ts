@@ -36,7 +36,7 @@ import { dropout, embedScatter, gelu, layerNorm, linear, residualDropout, segmen
 import { attentionPerHead, packedLayout, type PerHeadArgs } from "./attention.ts";
 import { attentionQkvDevice, maskedMeanDevice } from "./device-ops.ts";
 import { gatherRows } from "./device-gather.ts";
-import { forwardRows, noGradPlan, recordedEncoderForward, recordedForwardOfTokens } from "./webgpu/recorded-encoder.ts";
+import { forwardRows, noGradPlan, recordedEncoderForward, recordedRowsOfTokens } from "./webgpu/recorded-encoder.ts";
 import { recordedEncoderTrain, recordedTaped } from "./webgpu/recorded-train.ts";
 import { onDevice } from "../backend/device.ts";
 import { CLS, SEP, writeTextIds } from "./tokenizer.ts";
@@ -182,9 +182,9 @@ export class TransformerEncoder extends BaseEncoder {
       maxLen: c.max_len,
       pieceIds: (text, maxTokens, out, at) => writeTextIds(text, c.vocab_size, maxTokens, out, at),
       fits: (B, T, training) => noGradPlan(c, B, T, training) !== null,
-      forwardTokens: (tokens, B, T, training) => {
+      rowsOfTokens: (tokens, B, T, training) => {
         const plan = noGradPlan(c, B, T, training);
-        return plan && recordedForwardOfTokens(plan, this.variables, tokens, this.dropoutRng);
+        return plan && { rows: recordedRowsOfTokens(plan, this.variables, tokens, this.dropoutRng), T, half: plan.half };
       },
     };
   }

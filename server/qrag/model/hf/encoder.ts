@@ -20,7 +20,7 @@ import { BaseEncoder, checkBatch, padRows, type WeightSource } from "../base.ts"
 import { segmentMean } from "../ops.ts";
 import { maskedMeanDevice } from "../device-ops.ts";
 import { bertForwardRows, bertNoGradPlan, recordedBertForward } from "../webgpu/recorded-bert.ts";
-import { recordedForwardOfTokens } from "../webgpu/recorded-encoder.ts";
+import { recordedRowsOfTokens } from "../webgpu/recorded-encoder.ts";
 import { bertTapedRows, recordedBertTaped, recordedBertTrain } from "../webgpu/recorded-bert-train.ts";
 import { onDevice } from "../../backend/device.ts";
 import { bertDense, bertPacked, bertSpecs, loadBertWeights, packRows, readBertConfig, type BertConfig } from "./bert.ts";
@@ -126,9 +126,9 @@ export class HfBertEncoder extends BaseEncoder {
         return ids.length;
       },
       fits: (B, T, training) => bertNoGradPlan(c, B, T, training) !== null,
-      forwardTokens: (tokens, B, T, training) => {
+      rowsOfTokens: (tokens, B, T, training) => {
         const plan = bertNoGradPlan(c, B, T, training);
-        return plan && recordedForwardOfTokens(plan, this.variables, tokens, this.dropoutRng);
+        return plan && { rows: recordedRowsOfTokens(plan, this.variables, tokens, this.dropoutRng), T, half: plan.half };
       },
     };
   }

@@ -3,7 +3,9 @@
  * the host: score the candidates, take the policy's top-k, sample the action from numbers the host
  * drew beforehand (agent/policy.ts sampleTopK, in float32), apply it (availability, the selected
  * lists, the relative positions as rotary table rows), and write the next state's token row for
- * the next forward (encoder.ts DeviceStates). A workgroup per environment.
+ * the next forward (encoder.ts DeviceStates). A workgroup per environment. After the first step
+ * it also pools its state from the forward's last rows (StateRows), which that forward's own
+ * pooling program did before: a dispatch fewer a step.
  *
  * Why: the host loop read every lock-step's top-k back (a read round trip and the GPU drained,
  * 17 per iteration of the reference workload: 1.1 ms each on an H200) only to sample, build the
@@ -20,7 +22,8 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
-import { policyTopKRow, SCORE_FIELDS, SCORE_WORKGROUP_MAIN, scoreReads, scoreSlotFn } from "./twin-q.ts";
+import { policyTopKRow, SCORE_FIELDS, scoreReads, scoreSlotFn, scoreWorkgroupMain } from "./twin-q.ts";
+import { enableHalf, readAct } from "./half-storage.ts";
 
 /** Header fields of an environment row before its two selected lists. */
 export const ENV_HEADER = 4;
@@ -29,7 +32,7 @@ const FIELDS = [
   ...SCORE_FIELDS,
   "H: u32", "M: u32", "Pq: u32", "P: u32", "cOff: u32", "lOff: u32", "pOff: u32", "uOff: u32", "nu: u32", "s: u32",
   "alpha: f32", "eps: f32", "stepSize: u32", "maxValue: u32", "relative: u32", "maxPos: u32",
-  "Tn: u32", "maxLen: u32", "cls: i32", "sep: i32", "sortIdx: u32",
+  "Tn: u32", "maxLen: u32", "cls: i32", "sep: i32", "sortIdx: u32", "Tp: u32",
 ];
 
 /** The pick (thread 0): sampleTopK over the available entries of the top-k, with this step's numbers. */
@@ -108,25 +111,53 @@ const TOKENS_FN = `fn writeTokens(e: u32, lane: u32, c: u32, lst: u32) {
   }
 }`;
 
-function lockStepCode(rotary: boolean, k: number): string {
+/**
+ * The states' pooling, where the lock-step reads the forward's last rows `hid` [E·Tp, D] (StateRows):
+ * workgroup e's masked mean into `pst`, as the forward's pooling program sums it (recorded-encoder.ts
+ * poolShader), the weights those the previous lock-step wrote for this row (writeTokens: its
+ * length from the selected pieces, which `env` holds now).
+ */
+const poolCode = (half: boolean): string => `
+  {
+    let eo = e * u.H;
+    let c0 = u32(env[eo]);
+    var total = 2u + u32(env[eo + 2u]);
+    for (var p = 0u; p < c0; p++) { total += consts[u.lOff + e * u.nMax + u32(env[eo + ${ENV_HEADER}u + p])] + 1u; }
+    let rowLen = min(total, u.maxLen);
+    let pw = bitcast<f32>(consts[u.pOff + rowLen]);
+    for (var c = lid.x; c < u.D; c += ${WG}u) {
+      var s = 0.0;
+      for (var t = 0u; t < u.Tp; t++) {
+        let r = e * u.Tp + t;
+        s += ${readAct(half, "hid[r * u.D + c]")} * select(0.0, pw, t < rowLen);
+      }
+      pst[c] = s;
+    }
+    workgroupBarrier();
+  }`;
+
+function lockStepCode(rotary: boolean, k: number, pool: { D: number; half: boolean } | null): string {
   const topk = policyTopKRow(k, "local");
-  const reads = [...scoreReads(rotary), "avail", "env:i32", "consts:u32"];
+  const states = scoreReads(rotary);
+  if (pool) states[0] = pool.half ? "hid:f16" : "hid";
+  const reads = [...states, "avail", "env:i32", "consts:u32"];
   const writes = ["q1", "q2", "availOut", ...(rotary ? ["rowsOut:i32"] : []), "envOut:i32", "next:i32"];
   const rowUpdate = rotary
     ? `rowsOut[o] = select(rows[o], relRow(j, n, c, so), u.relative == 1u && j < n);`
     : "";
-  return `${uniformStruct(FIELDS)}
+  return `${enableHalf(pool?.half ?? false)}${uniformStruct(FIELDS)}
 ${topk.head}
 ${storageDecls(reads, writes)}
 var<workgroup> topV: array<f32, K>;
 var<workgroup> topI: array<u32, K>;
 var<workgroup> picked: u32;
-${scoreSlotFn(rotary)}
+${pool ? `var<workgroup> pst: array<f32, ${pool.D}>;` : ""}
+${pool ? scoreSlotFn(rotary, (c) => `pst[${c}]`) : scoreSlotFn(rotary)}
 ${topk.fn}
 ${PICK_FN}
 ${rotary ? ROW_FN : ""}
 ${TOKENS_FN}
-${SCORE_WORKGROUP_MAIN}
+${scoreWorkgroupMain(pool ? poolCode(pool.half) : "")}
   let eo = e * u.H;
   let so = eo + ${ENV_HEADER}u + u.M;
   if (lid.x == 0u) {
@@ -155,9 +186,20 @@ ${SCORE_WORKGROUP_MAIN}
 }`;
 }
 
-/** What a lock-step program is given: the step's state embeddings, and the environments as the previous step left them. */
+/**
+ * A step's states as the forward's last hidden states [E·T, D] before its pooling
+ * (recorded-encoder.ts recordedRowsOfTokens; f16 pairs as float32 elements where `half`): the
+ * lock-step pools them itself, a dispatch fewer a step. Rows of the tokens the previous lock-step wrote.
+ */
+export interface StateRows {
+  rows: tf.Tensor;
+  T: number;
+  half: boolean;
+}
+
+/** What a lock-step program is given: the step's state embeddings (or their rows), and the environments as the previous step left them. */
 export interface LockStepInputs {
-  states: tf.Tensor2D;
+  states: tf.Tensor2D | StateRows;
   cands: tf.Tensor2D;
   /** Slot → candidate row [E·nMax] (≥ R: padding), fixed over the lock-steps. */
   padIdx: tf.Tensor;
@@ -209,13 +251,14 @@ export function lockStep(x: LockStepInputs, sh: LockStepShape, s: number, Tn: nu
   const { E, nMax, M } = sh;
   const k = Math.min(sh.k, nMax);
   const rotary = x.rot !== null;
+  const pool = "rows" in x.states ? x.states : null;
   const u = (v: number) => ({ type: "uint32" as const, data: [v] });
   const f = (v: number) => ({ type: "float32" as const, data: [v] });
   const i = (v: number) => ({ type: "int32" as const, data: [v] });
   const infos = runRawProgram(webgpuBackend(), {
-    key: `qrag_lock_step_${rotary ? "rot" : "plain"}_${k}`,
-    code: () => lockStepCode(rotary, k),
-    inputs: [x.states, x.cands, x.padIdx, ...(x.rot ? [x.rot.rows, x.rot.c, x.rot.s] : []), x.avail, x.env, x.consts],
+    key: `qrag_lock_step_${rotary ? "rot" : "plain"}_${k}${pool ? `_pool${D}${pool.half ? "_h16" : ""}` : ""}`,
+    code: () => lockStepCode(rotary, k, pool && { D, half: pool.half }),
+    inputs: [pool ? pool.rows : (x.states as tf.Tensor2D), x.cands, x.padIdx, ...(x.rot ? [x.rot.rows, x.rot.c, x.rot.s] : []), x.avail, x.env, x.consts],
     outputs: [
       { shape: [E, nMax] }, { shape: [E, nMax] }, { shape: [E, nMax] },
       ...(rotary ? [{ shape: [E * nMax], dtype: "int32" as const }] : []),
@@ -226,7 +269,7 @@ export function lockStep(x: LockStepInputs, sh: LockStepShape, s: number, Tn: nu
       u(E), u(nMax), u(R), u(D), f(-Infinity),
       u(ENV_HEADER + 2 * M), u(M), u(sh.Pq), u(sh.P), u(sh.cOff), u(sh.lOff), u(sh.pOff), u(sh.uOff), u(sh.nu), u(s),
       f(sh.alpha), f(sh.eps), u(sh.stepSize), u(sh.maxValue), u(sh.relative ? 1 : 0), u(x.rot?.maxPos ?? 1),
-      u(Tn), u(sh.maxLen), i(sh.cls), i(sh.sep), u(sh.sortByIndex ? 1 : 0),
+      u(Tn), u(sh.maxLen), i(sh.cls), i(sh.sep), u(sh.sortByIndex ? 1 : 0), u(pool?.T ?? 0),
     ],
     threads: E * WG,
     workgroups: [Math.max(1, Math.min(E, 65535)), Math.max(1, Math.ceil(E / 65535)), 1],

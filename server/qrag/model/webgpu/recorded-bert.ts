@@ -79,7 +79,7 @@ export function recordedBertForward(vars: readonly tf.Variable[], c: BertConfig,
   return submitForward(be, plan, vars, ids, mask, drawKeys(plan, rng));
 }
 
-/** The no-grad plan of B rows of T tokens (made on a miss, and kept), or null where none is recorded (recordedForwardOfTokens runs it). */
+/** The no-grad plan of B rows of T tokens (made on a miss, and kept), or null where none is recorded (recordedRowsOfTokens runs it). */
 export function bertNoGradPlan(c: BertConfig, B: number, T: number, training: boolean): Plan | null {
   if (!recorderOn() || B === 0 || T === 0 || T > c.maxPositions) return null;
   return bertPlanFor((webgpuBackend() as BackendLike).device as DeviceLike, c, B, T, training);

@@ -193,6 +193,10 @@ export interface Plan {
   mask: BufferLike;
   poolW: BufferLike;
   pooled: BufferLike;
+  /** The last hidden states [B·T, d] that the pooling reads (f16 where `half`). */
+  last: BufferLike;
+  /** Whether the pooling is `steps`' last program (else the last residual + LayerNorm's epilogue pools). */
+  poolApart: boolean;
   uniform: BufferLike;
   steps: Step[];
   /** Dropout draws per call (0 when not training or p = 0). */
@@ -340,14 +344,17 @@ export function noGradPlan(c: RecordedConfig, B: number, T: number, training: bo
 
 /**
  * The no-grad forward of `plan` (either encoder's) on a batch a program wrote on the device
- * (agent/lock-steps.ts): `tokens` [3·B·T] holds the ids, then the mask and the pooling weights as
- * float bits, and is copied into the plan's inputs in tfjs's command encoder, after the program
- * that wrote it. The ids come from the encoder's own packing of each piece, so they are inside
- * the vocabulary.
+ * (agent/lock-steps.ts), without the pooling, for a program that pools as it reads the rows
+ * (lock-step.ts): `tokens` [3·B·T] holds the ids, then the mask and the pooling weights as float
+ * bits, and is copied into the plan's inputs in tfjs's command encoder, after the program that
+ * wrote it (the ids come from the encoder's own packing of each piece, inside the vocabulary).
+ * The last hidden states [B·T, d] come back as a tensor over the plan's own buffer (f16 pairs as
+ * float32 elements where the plan's activations are half): read it before the plan's next call,
+ * which writes that buffer again, and dispose it after (the buffer stays the plan's).
  */
-export function recordedForwardOfTokens(plan: Plan, vars: readonly tf.Variable[], tokens: tf.Tensor, rng: Rng): tf.Tensor2D {
+export function recordedRowsOfTokens(plan: Plan, vars: readonly tf.Variable[], tokens: tf.Tensor, rng: Rng): tf.Tensor {
   const { B, T } = plan;
-  if (tokens.size !== 3 * B * T) throw new Error(`recordedForwardOfTokens: ${tokens.size} values for 3 × ${B} × ${T}`);
+  if (tokens.size !== 3 * B * T) throw new Error(`recordedRowsOfTokens: ${tokens.size} values for 3 × ${B} × ${T}`);
   recorderStats.calls++;
   const be = webgpuBackend() as BackendLike;
   be.uploadToGPU(tokens.dataId);
@@ -358,7 +365,13 @@ export function recordedForwardOfTokens(plan: Plan, vars: readonly tf.Variable[]
   enc.copyBufferToBuffer(src, n, plan.mask, 0, n);
   enc.copyBufferToBuffer(src, 2 * n, plan.poolW, 0, n);
   be.commandQueueOwnedIds.add(tokens.dataId);
-  return recordSubmitted(be, enc, plan, vars);
+  recordSteps(be, enc, plan, plan.poolApart ? plan.steps.slice(0, -1) : plan.steps, vars);
+  // the pooling's bind group made all the same: a plan's first call makes them all, not a later one in the hot loop
+  if (plan.poolApart) bindGroupOf(be, be.device as DeviceLike, plan, plan.steps[plan.steps.length - 1], vars);
+  const floats = B * T * (vars[0].shape[1] as number);
+  const rows = tf.tensor({ buffer: plan.last, zeroCopy: true } as unknown as tf.TensorLike, [plan.half ? floats / 2 : floats], "float32");
+  recordedIntoTfjs(be, [rows]);
+  return rows;
 }
 
 /** This call's dropout keys (k0, k1 per draw), from the encoder's Rng in the tfjs path's order. */
@@ -878,7 +891,8 @@ export function planBuffers(device: DeviceLike, room?: Plan): PlanBuffers {
     buffers: [],
     bytes: 0,
     buf: (floats, usage = USAGE.STORAGE | USAGE.COPY_DST) => add(Math.max(16, Math.ceil((floats * 4) / 16) * 16), usage),
-    act: (n, half) => add(Math.max(16, Math.ceil(actBytes(half, n) / 16) * 16), USAGE.STORAGE | USAGE.COPY_DST),
+    // COPY_SRC: a plan's last rows go to a program of tfjs's as a tensor over the buffer (recordedRowsOfTokens)
+    act: (n, half) => add(Math.max(16, Math.ceil(actBytes(half, n) / 16) * 16), USAGE.STORAGE | USAGE.COPY_DST | USAGE.COPY_SRC),
     uniform: (slots) => add(slots * SLOT, USAGE.UNIFORM | USAGE.COPY_DST),
   };
   return out;
@@ -1066,6 +1080,6 @@ export function finishPlan<Bld extends ProgramList & { B: number; T: number }>(
   }
   const uniform = pb.uniform(b.slots());
   recorderStats.plans++;
-  const { key, training, ids, mask, poolW, pooled, draws, half } = p;
-  return { key, B, T, training, half, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null }, family: p.home?.family, base: p.home?.room };
+  const { key, training, ids, mask, poolW, pooled, last, draws, half } = p;
+  return { key, B, T, training, half, bytes: pb.bytes, buffers: pb.buffers, ids, mask, poolW, pooled, last, poolApart: !p.pooledAlready, uniform, steps, draws, back, owner: null, dead: false, pendingIn: { forward: null, backward: null }, family: p.home?.family, base: p.home?.room };
 }

@@ -32,8 +32,11 @@ const NEG_INF = "u.negInf";
 export const SCORE_FIELDS = ["E: u32", "nMax: u32", "R: u32", "D: u32", "negInf: f32"];
 export const scoreReads = (rotary: boolean): string[] => ["st", "cand", "padIdx:i32", ...(rotary ? ["rows:i32", "ct", "sn"] : [])];
 
-/** WGSL `fn scoreSlot(idx)`: slot idx's q1, q2 (state idx / nMax against its candidate row; −∞ at padding). */
-export function scoreSlotFn(rotary: boolean): string {
+/**
+ * WGSL `fn scoreSlot(idx)`: slot idx's q1, q2 (state idx / nMax against its candidate row; −∞ at
+ * padding). `state`: the state's element `c` (WGSL; `so` is the state's offset in `st`).
+ */
+export function scoreSlotFn(rotary: boolean, state: (c: string) => string = (c) => `st[so + ${c}]`): string {
   const pair = rotary
     ? `let to = u32(rows[idx]) * u.D + c;
     let x0 = cand[co + c];
@@ -51,8 +54,8 @@ export function scoreSlotFn(rotary: boolean): string {
   var h = array<f32, 2>(0.0, 0.0);
   for (var c = 0u; c < u.D; c += 2u) {
     ${pair}
-    h[select(1u, 0u, c < half)] += r0 * st[so + c];
-    h[select(1u, 0u, c + 1u < half)] += r1 * st[so + c + 1u];
+    h[select(1u, 0u, c < half)] += r0 * ${state("c")};
+    h[select(1u, 0u, c + 1u < half)] += r1 * ${state("c + 1u")};
   }
   q1[idx] = h[0];
   q2[idx] = h[1];
@@ -109,20 +112,20 @@ ${row.head}
 ${storageDecls([...scoreReads(rotary), ...row.reads], ["q1", "q2", ...row.writes])}
 ${scoreSlotFn(rotary)}
 ${row.fn}
-${SCORE_WORKGROUP_MAIN}
+${scoreWorkgroupMain()}
   if (lid.x == 0u) { ${row.call} }
 }`;
 }
 
 /**
- * The opening of a program with a workgroup per state (row `e`): its nMax slots scored by all its
- * threads, then a storage barrier; the caller's statements and the closing brace follow
- * (scoreThenRowCode's, lock-step.ts's).
+ * The opening of a program with a workgroup per state (row `e`): `before` (WGSL statements of all
+ * its threads), its nMax slots scored by all its threads, then a storage barrier; the caller's
+ * statements and the closing brace follow (scoreThenRowCode's, lock-step.ts's).
  */
-export const SCORE_WORKGROUP_MAIN = `@compute @workgroup_size(${WG})
+export const scoreWorkgroupMain = (before = ""): string => `@compute @workgroup_size(${WG})
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let e = wid.y * nwg.x + wid.x;
-  if (e >= u.E) { return; }
+  if (e >= u.E) { return; }${before}
   for (var j = lid.x; j < u.nMax; j += ${WG}u) { scoreSlot(e * u.nMax + j); }
   storageBarrier();`;
 
