@@ -48,7 +48,7 @@ import { maskedMeanWeights } from "../device-ops.ts";
 import { POOL_SCALE } from "../encoder.ts";
 import { ringRoom, stageAll, type Staged } from "./staging-ring.ts";
 import { actBytes, enableHalf, halfActive, halfKey, readAct, writeAct } from "./half-storage.ts";
-import { layerTailFits, layerTailShader, tailUniforms, TAIL_ROWS } from "./layer-tail.ts";
+import { layerTailFits, layerTailShader, tailNeedsQkvBuffer, tailUniforms, TAIL_ROWS } from "./layer-tail.ts";
 
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
 export const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
@@ -131,8 +131,8 @@ export interface Step {
   uniforms: UniformValues;
   /** The dropout draw (per call) whose k0, k1 are the last two of `uniforms`, when it drops. */
   draw?: number;
-  /** A second site's draw, its k0, k1 the two fields before those (layer-tail.ts: two sites in one program). */
-  earlierDraw?: number;
+  /** Earlier sites' draws (layer-tail.ts: three sites in one program), in field order, their k0, k1 pairs right before the last two fields. */
+  earlierDraws?: (number | undefined)[];
   grid: [number, number, number];
   stride: number;
   /** Its 256-byte slot of the plan's uniform buffer. */
@@ -394,8 +394,10 @@ function uniformSlots(steps: readonly Step[], keys: readonly number[]): { offset
       if (ty === "f") f32[o + 1 + j] = v;
       else u32[o + 1 + j] = v;
     });
-    // k0, k1 are the last two fields; an earlier site's the two before them
-    for (const [draw, at] of [[s.draw, s.uniforms.length - 2], [s.earlierDraw, s.uniforms.length - 4]] as const) {
+    // k0, k1 are the last two fields; earlier sites' the pairs before them
+    const earlier = s.earlierDraws ?? [];
+    const sites = [...earlier.map((draw, i) => [draw, s.uniforms.length - 2 - 2 * (earlier.length - i)] as const), [s.draw, s.uniforms.length - 2] as const];
+    for (const [draw, at] of sites) {
       if (draw === undefined) continue;
       u32[o + 1 + at] = keys[2 * draw];
       u32[o + 2 + at] = keys[2 * draw + 1];
@@ -905,14 +907,15 @@ export function planBuffers(device: DeviceLike, room?: Plan): PlanBuffers {
  */
 export function forwardBytes(c: RecordedConfig, B: number, T: number, half = false, tail = false): number {
   const d = c.dim, F = c.hidden, H = c.heads, L = c.layers, N = B * T;
-  // the layer stream, mid, hN1, qkv (3), ctx, h (not where the residual fuses); fc2's input (GELU in fc1's epilogue)
+  // the layer stream, mid, hN1, qkv (3), ctx, h (not where the residual fuses); fc2's input (GELU
+  // in fc1's epilogue); the layer tail's next QKV where fc2's input does not hold it
   const fused = residualFuses(d);
-  const acts = (fused ? 7 : 8) * N * d + N * F;
+  const acts = (fused ? 7 : 8) * N * d + N * F + (tailNeedsQkvBuffer(d, F) ? 3 * N * d : 0);
   // ids, mask, pooling weights, row stats, the attention's row stats, the pooled output
   const f32 = 3 * N + 2 * N + 2 * B * H * T + B * d;
   // uniform slots: embedding, per layer 7 programs (5 where the residual fuses), pooling (unless the
-  // last of them pools); with the layer tail (`tail`: tailApplies) layer 0's QKV, per layer 2, pooling
-  const slots = tail ? 2 + 2 * L : 1 + (fused ? 5 : 7) * L + (poolFuses(d, T) ? 0 : 1);
+  // last of them pools); with the layer tail (`tail`: tailApplies) layer 0's QKV, per layer 1, pooling
+  const slots = tail ? 2 + L : 1 + (fused ? 5 : 7) * L + (poolFuses(d, T) ? 0 : 1);
   return (half ? 2 : 4) * acts + 4 * f32 + SLOT * slots;
 }
 
@@ -969,6 +972,8 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     f1: keep ? perLayer(N * F) : f2, f2,
     lnfSt: keep ? buf(N * 2) : st1[0],
   };
+  // the layer tail's next QKV where fc2's input buffer does not hold it (made whether or not these rows take the tail: a family's order)
+  const qkvSpare = !keep && tailNeedsQkvBuffer(d, F) ? act(N * 3 * d) : acts.f2[0];
   const hNf = keep ? act(N * d) : hN1[0];
   // a sub-layer's output before its residual, where the residual + LayerNorm is a program of its own
   const fuses = residualFuses(d);
@@ -1015,15 +1020,16 @@ function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number
     if (l > 0 ? !tail : !embedInQkv) linear(hN1[l], o + 2, acts.qkv[l], N, 3 * d, d);
     const m = dropping ? maskFields() : null;
     sites.att.push(m?.draw);
-    b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: m ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T, keyLanes), stride: 0, draw: m?.draw });
     if (tail) {
-      // the residual stream alternates between xa and mid (a program may not read and write one buffer)
-      const [xi, xo] = l % 2 === 0 ? [xa, mid[0]] : [mid[0], xa];
+      // the rest of the layer as one program: its attention reads this layer's QKV, and it writes
+      // the next one's into the other of qkv and the spare (fc2's input, unused here, where it holds it); the stream in place
+      const [qkvIn, qkvOut] = l % 2 === 0 ? [acts.qkv[l], qkvSpare] : [qkvSpare, acts.qkv[l]];
       const last = l + 1 === L;
       const [m1, m2] = [maskFields(), maskFields()];
-      b.step(layerTailStep({ ctx: acts.ctx[l], xi, out: last ? [hNf] : [xo, acts.qkv[l + 1]], o, gn: last ? 2 + L * 12 : o + 12, m: N, d, F, last, dropout: { thr, keep: keepScale }, draws: [m1.draw, m2.draw] }));
+      b.step(layerTailStep({ qkv: qkvIn, mask, x: xa, out: last ? hNf : qkvOut, o, gn: last ? 2 + L * 12 : o + 12, m: N, T, d, F, dh, lanes: keyLanes, last, dropout: { thr, keep: keepScale }, draws: [m?.draw, m1.draw, m2.draw] }));
       continue;
     }
+    b.step({ key: `qrag_attn_fwd_${attKey}`, code: attCode, refs: [acts.qkv[l], mask, acts.ctx[l], acts.attSt[l]], uniforms: m ? [...attUniforms, ...m.fields] : attUniforms, grid: attentionGrid(B, H, T, keyLanes), stride: 0, draw: m?.draw });
     sites.res1.push(residualLn(acts.ctx[l], o + 4, d, x[l], mid[l], o + 6, acts.hN2[l], acts.st2[l]));
     // GELU in fc1's epilogue (the value before it kept for a backward's GELU)
     b.step(linearStep(acts.hN2[l], o + 8, acts.f2[l], N, F, d, true, keep ? acts.f1[l] : undefined, half));
@@ -1042,21 +1048,25 @@ export function tailApplies(device: DeviceLike, c: RecordedConfig, rows: number)
 /**
  * The layer tail's program (layer-tail.ts) for layer l (its variables from o: proj o + 4, 5, LN
  * γ β o + 6, 7, fc1 o + 8, 9, fc2 o + 10, 11; the next LayerNorm's γ β gn, gn + 1; the next
- * QKV o + 14, 15): out [xo, qkv], or [y] after the last layer. `dropout`: thr and keep (0 and 1 when not dropping); `draws`
- * the two sites' draws (the residual after proj, then after fc2).
+ * QKV o + 14, 15): from this layer's `qkv`, the stream `x` in place and the next QKV into `out`,
+ * or after the last layer the final LayerNorm's rows into `out`. `dropout`: thr and keep (0 and
+ * 1 when not dropping); `lanes`: the attention's key lanes (attention.ts attentionLanes); `draws` the three sites' draws (the attention's probabilities, the
+ * residual after proj, the one after fc2).
  */
-function layerTailStep(p: { ctx: BufferLike; xi: BufferLike; out: BufferLike[]; o: number; gn: number; m: number; d: number; F: number; last: boolean; dropout: { thr: number; keep: number }; draws: (number | undefined)[] }): Omit<Step, "slot"> {
+function layerTailStep(p: { qkv: BufferLike; mask: BufferLike; x: BufferLike; out: BufferLike; o: number; gn: number; m: number; T: number; d: number; F: number; dh: number; lanes: number; last: boolean; dropout: { thr: number; keep: number }; draws: (number | undefined)[] }): Omit<Step, "slot"> {
   const w = (i: number): Ref => ({ weight: i });
-  const { o, d, F, last } = p;
+  const { o, d, F, dh, lanes, last } = p;
+  const drop = p.draws[0] !== undefined;
+  const weights = [...[4, 5, 6, 7, 8, 9, 10, 11].map((k) => w(o + k)), w(p.gn), w(p.gn + 1), ...(last ? [] : [w(o + 14), w(o + 15)])];
   return {
-    key: `qrag_layer_tail_${d}_${F}${last ? "_last" : ""}`,
-    code: () => layerTailShader(d, F, last),
-    refs: [p.ctx, p.xi, ...[4, 5, 6, 7, 8, 9, 10, 11].map((k) => w(o + k)), w(p.gn), w(p.gn + 1), ...(last ? [] : [w(o + 14), w(o + 15)]), ...p.out],
-    uniforms: tailUniforms(p.m, d, F, LN_EPS, p.dropout.thr, p.dropout.keep),
+    key: `qrag_layer_tail_${d}_${F}_${dh}${lanes > 1 ? `_l${lanes}` : ""}${drop ? "_drop" : ""}${last ? "_last" : ""}`,
+    code: () => layerTailShader(d, F, last, dh, drop, lanes),
+    refs: last ? [p.qkv, p.mask, p.x, ...weights, p.out] : [p.qkv, p.mask, ...weights, p.x, p.out],
+    uniforms: tailUniforms(p.m, p.T, d, F, dh, LN_EPS, p.dropout.thr, p.dropout.keep),
     grid: [Math.ceil(p.m / TAIL_ROWS), 1, 1],
     stride: 0,
-    earlierDraw: p.draws[0],
-    draw: p.draws[1],
+    earlierDraws: p.draws.slice(0, 2),
+    draw: p.draws[2],
   };
 }
 
