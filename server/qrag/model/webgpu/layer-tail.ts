@@ -142,7 +142,7 @@ function quads(width: number, gv: string) {
  */
 export function layerTailShader(d: number, F: number, last: boolean, dh: number, drop: boolean, lanes = 1): string {
   const tile = resLnTile(d);
-  if (!tile || tile.wx !== LANES || !widthsFit(d, F) || d % dh !== 0 || THREADS % lanes !== 0) throw new Error(`layerTailShader: width ${d}, hidden ${F}, heads of ${dh} do not fit`);
+  if (!tile || tile.wx !== LANES || !widthsFit(d, F) || d % dh !== 0 || !(lanes >= 1 && lanes <= TAIL_ROWS && TAIL_ROWS % lanes === 0)) throw new Error(`layerTailShader: width ${d}, hidden ${F}, heads of ${dh} do not fit`);
   const CHUNK = chunkOf(F);
   const o4 = quads(d, "g");
   const h4 = quads(CHUNK, "hg");
@@ -193,17 +193,20 @@ export function layerTailShader(d: number, F: number, last: boolean, dh: number,
   // the attention of the block's rows into sa (rows past M as zeros): `lanes` threads per (row,
   // head), lane i taking keys i, i + lanes, … as attention.ts's forward splits a query's keys
   // (its tiles hold a multiple of the lanes), its online softmax and dropout mask, then the lanes'
-  // states combined as attention.ts's combineLanes does; the lanes' sums pass through sh
+  // states combined as attention.ts's combineLanes does; the lanes' sums pass through sh. Threads
+  // next to each other hold the block's rows for one head and lane: they read the same keys.
+  const HB = THREADS / (TAIL_ROWS * lanes);
+  const pairLanes = (i: string): string => `tid + ${TAIL_ROWS * HB}u * ${i}`;
   L.push(`  for (var e = tid; e < ${TAIL_ROWS * Q}u; e += ${THREADS}u) { sa[e] = vec4<f32>(0.0); }`);
   L.push(`  workgroupBarrier();`);
   L.push(`  let H = u.D / DH;`);
-  L.push(`  for (var base = 0u; base < ${TAIL_ROWS * lanes}u * H; base += ${THREADS}u) {
-    let pi = (base + tid) / ${lanes}u;
-    let kl = (base + tid) % ${lanes}u;
-    let r = row0 + pi / H;
-    let live = pi < ${TAIL_ROWS}u * H && r < u.M;
-    let h = pi % H;
-    let so = (pi / H) * u.D + h * DH;
+  L.push(`  for (var h0 = 0u; h0 < H; h0 += ${HB}u) {
+    let lr = tid % ${TAIL_ROWS}u;
+    let h = h0 + (tid / ${TAIL_ROWS}u) % ${HB}u;
+    let kl = tid / ${TAIL_ROWS * HB}u;
+    let r = row0 + lr;
+    let live = h < H && r < u.M;
+    let so = lr * u.D + h * DH;
     var m = -3.0e38;
     var l = 0.0;
     var acc: array<f32, DH>;
@@ -238,11 +241,11 @@ export function layerTailShader(d: number, F: number, last: boolean, dh: number,
     var f: array<f32, ${lanes}>;
     if (kl == 0u) {
       var mx = m;
-      for (var i = 1u; i < ${lanes}u; i++) { mx = max(mx, lm[tid + i]); }
+      for (var i = 1u; i < ${lanes}u; i++) { mx = max(mx, lm[${pairLanes("i")}]); }
       l = 0.0;
       for (var i = 0u; i < ${lanes}u; i++) {
-        f[i] = exp(lm[tid + i] - mx);
-        l += ll[tid + i] * f[i];
+        f[i] = exp(lm[${pairLanes("i")}] - mx);
+        l += ll[${pairLanes("i")}] * f[i];
       }
     }
     for (var c0 = 0u; c0 < DH; c0 += ${cw}u) {
@@ -251,7 +254,7 @@ export function layerTailShader(d: number, F: number, last: boolean, dh: number,
       if (live && kl == 0u) {
         for (var q = 0u; q < ${cw}u; q++) {
           var a = 0.0;
-          for (var i = 0u; i < ${lanes}u; i++) { let e = (tid + i) * ${cw}u + q; a += sh[e / 4u][e % 4u] * f[i]; }
+          for (var i = 0u; i < ${lanes}u; i++) { let e = (${pairLanes("i")}) * ${cw}u + q; a += sh[e / 4u][e % 4u] * f[i]; }
           let col = so + c0 + q;
           sa[col / 4u][col % 4u] = a / l;
         }
