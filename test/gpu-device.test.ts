@@ -281,7 +281,7 @@ test("figures.sh (one device call, stub run.sh): every step once, 8 files back (
     assert.match(log[6], /--eval 0 --split-k 1 --key-lanes 1 --tiny-tiles 0 --parts dispatch,dispatch-bert --out \/tmp\//);
     // a read per run of lock-steps and the values read, against the defaults: outside $OUT too
     assert.match(log[7], /--eval 0 --deferred-reads 0 --parts dispatch,dispatch-bert --out \/tmp\//);
-    // the layers' programs after the attention apart, the reference iteration only: outside $OUT too
+    // the layers' programs after the QKV apart, the reference iteration only: outside $OUT too
     assert.match(log[8], /--eval 0 --layer-tail 0 --parts dispatch --out \/tmp\//);
     assert.doesNotMatch(log[5], /--eval 0/, "the defaults' step times the evaluation");
     // the steps took no time here: the mission gets its full 150 s box (100 s of training, deadline 145)

@@ -8,7 +8,7 @@
 # weight gradients whole, one thread per query in attention and 64×64 tiles for products of few
 # blocks (--split-k 1 --key-lanes 1 --tiny-tiles 0: the small grids' workgroups as before) and
 # with a read per run and the values read (--deferred-reads 0), and with the layers' programs
-# after the attention apart (--layer-tail 0), against the defaults, and
+# after the QKV apart (--layer-tail 0), against the defaults, and
 # BERT-base trained through the platform (the mission's base phase). At most 8 files in $OUT (the device tool's limit):
 # info.txt, bench.json, bench.log (every step's log), torch.json, torch-matmul.json,
 # torch-encode.json, dispatch.json, mission.json. (64 programs per command buffer instead of
@@ -45,8 +45,8 @@ step 150 bash "$D/run.sh" bench --backend webgpu --host-profile 1 --parts dispat
 # (--deferred-reads 0: rollout.ts deviceRuns, lambda-returns.ts); their evaluation, timed above, left out (--eval 0)
 step 90 bash "$D/run.sh" bench --backend webgpu --eval 0 --split-k 1 --key-lanes 1 --tiny-tiles 0 --parts dispatch,dispatch-bert --out /tmp/qrag-split-1.json 2>> "$OUT/bench.log" > /dev/null
 step 90 bash "$D/run.sh" bench --backend webgpu --eval 0 --deferred-reads 0 --parts dispatch,dispatch-bert --out /tmp/qrag-reads-0.json 2>> "$OUT/bench.log" > /dev/null
-# and the rollout's forwards with each layer's programs after its attention apart (--layer-tail 0:
-# layer-tail.ts, 4 programs a layer in place of 1 where a forward has at most 2,048 rows)
+# and the rollout's forwards with each layer's programs after its QKV apart (--layer-tail 0:
+# layer-tail.ts, 5 programs a layer in place of 1 where a forward has at most 2,048 rows)
 step 60 bash "$D/run.sh" bench --backend webgpu --eval 0 --layer-tail 0 --parts dispatch --out /tmp/qrag-tail-0.json 2>> "$OUT/bench.log" > /dev/null
 # what is left of the call's 10 minutes (less a margin for the files' return), at most 150 s
 M=$(( 570 - SECONDS )); [ "$M" -gt 150 ] && M=150

@@ -102,7 +102,7 @@ interface BenchOptions {
   deferredReads?: boolean;
   /** webgpu: 32×32 tiles for products of few 64×64 blocks (matmul.ts tileFor; default on). */
   tinyTiles?: boolean;
-  /** webgpu: a no-grad forward of few rows with each layer after its attention as one program (layer-tail.ts; default on). */
+  /** webgpu: a no-grad forward of few rows with each layer after its QKV as one program (layer-tail.ts; default on). */
   layerTail?: boolean;
   /** dispatch and dispatch-bert: their evaluation both ways (eval-groups.ts; default on). */
   evalGroups?: boolean;

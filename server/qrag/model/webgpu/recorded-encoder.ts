@@ -941,7 +941,7 @@ export function forwardRows(c: RecordedConfig, T: number): number {
   return rowsWithin(device, (B) => forwardBytes(c, B, T, half), planBounds.plain, Math.max(c.hidden, 3 * c.dim), T);
 }
 
-/** `tail`: each layer after its attention as one program (layer-tail.ts; planFor decides, as the plan's key says). */
+/** `tail`: each layer after its QKV as one program (layer-tail.ts; planFor decides, as the plan's key says). */
 function buildPlan(device: DeviceLike, c: RecordedConfig, key: string, B: number, T: number, dropping: boolean, tail: boolean, extend: ((b: PlanBuilder) => BackPlan) | null, home?: PlanHome): Plan {
   const d = c.dim, F = c.hidden, H = c.heads, N = B * T, L = c.layers;
   const keep = extend !== null;
