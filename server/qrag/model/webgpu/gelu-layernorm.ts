@@ -136,11 +136,13 @@ export const lnFwd = (n: number, half = false) => lnFwdShader({ n, fields: ["row
  * LayerNorm's dx per row, inv·(gy − mean(gy) − x̂·mean(gy·x̂)) with gy = dy·γ, over the row input
  * `x` (its `stats`: mean, inv), a group of threads per row; `store` writes each element's `d` (the
  * fused residual program writes two outputs from it). `fields`, `read`, `write` and `extra`
- * complete the program.
+ * complete the program; `dy` is the gradient's element at (row r, column k), dy[o + k] unless
+ * given (pooledDy).
  */
-export function lnDxShader(o: { n: number; fields: string[]; read: string[]; write: string[]; x: string; store: string; extra?: string; half?: boolean }): string {
+export function lnDxShader(o: { n: number; fields: string[]; read: string[]; write: string[]; x: string; store: string; extra?: string; half?: boolean; dy?: string }): string {
   const half = Boolean(o.half);
   const xAt = readAct(half, `${o.x}[o + k]`);
+  const dy = o.dy ?? "dy[o + k]";
   return `${enableHalf(half)}${uniformStruct(o.fields)}
 ${storageDecls(o.read.map((n) => (half && n === o.x ? `${n}:f16` : n)), o.write)}
 ${o.extra ?? ""}
@@ -150,13 +152,13 @@ ${rowProgramHead(rowLanes(o.n))}
   let inv = stats[sr + 1u];
   var m = vec2<f32>(0.0, 0.0);
   ${EACH_COL} {
-    let gy = dy[o + k] * gamma[k];
+    let gy = ${dy} * gamma[k];
     m += vec2<f32>(gy, gy * ((${xAt} - mean) * inv));
   }
   m = rowSum(m) / nf;
   ${EACH_COL} {
     let xh = (${xAt} - mean) * inv;
-    let d = ((dy[o + k] * gamma[k] - m.x) - xh * m.y) * inv;
+    let d = ((${dy} * gamma[k] - m.x) - xh * m.y) * inv;
     ${o.store}
   }
 }`;
@@ -165,11 +167,19 @@ ${rowProgramHead(rowLanes(o.n))}
 export const lnDx = (n: number, half = false) => lnDxShader({ n, fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy"], write: ["dx"], x: "x", store: "dx[o + k] = d;", half });
 
 /**
- * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a workgroup per column, its threads striding over the rows
- * (parallel on long batches), summed in shared memory.
+ * The gradient of a masked-mean pooling's input at (row r, column k), from the pooled gradient
+ * `dy` [B, n] and the pooling weights `w` (sequences of u.T rows): what the pooling's backward
+ * program (recorded-backward.ts POOL_BWD) writes, read where it is used instead.
  */
-export const lnDgb = (half: boolean): string => `${enableHalf(half)}${uniformStruct(["rows: u32", "n: u32"])}
-${storageDecls([half ? "x:f16" : "x", "stats", "dy"], ["dgamma", "dbeta"])}
+export const pooledDy = (r: string, k: string): string => `(dy[(${r} / u.T) * u.n + ${k}] * w[${r}])`;
+
+/**
+ * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a workgroup per column, its threads striding over the rows
+ * (parallel on long batches), summed in shared memory. `pooled`: dy is a pooling's (pooledDy;
+ * fields T, reads w).
+ */
+export const lnDgb = (half: boolean, pooled = false): string => `${enableHalf(half)}${uniformStruct(["rows: u32", "n: u32", ...(pooled ? ["T: u32"] : [])])}
+${storageDecls([half ? "x:f16" : "x", "stats", "dy", ...(pooled ? ["w"] : [])], ["dgamma", "dbeta"])}
 var<workgroup> acc: array<vec2<f32>, ${WG}>;
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -177,7 +187,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
   var sum = vec2<f32>(0.0, 0.0);
   if (k < u.n) {
     for (var r = lid.x; r < u.rows; r += ${WG}u) {
-      let d = dy[r * u.n + k];
+      let d = ${pooled ? pooledDy("r", "k") : "dy[r * u.n + k]"};
       sum += vec2<f32>(d * ((${readAct(half, "x[r * u.n + k]")} - stats[2u * r]) * stats[2u * r + 1u]), d);
     }
   }

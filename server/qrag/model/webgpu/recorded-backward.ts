@@ -15,7 +15,7 @@
  */
 import { storageDecls, uniformStruct, WG, workgroupSum } from "./raw-program.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
-import { geluBwd, lnDgb as lnDgbShader, lnDxShader } from "./gelu-layernorm.ts";
+import { geluBwd, lnDgb as lnDgbShader, lnDxShader, pooledDy } from "./gelu-layernorm.ts";
 import { halfKey } from "./half-storage.ts";
 import { weightGradients, type GradShape } from "./split-k.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
@@ -187,12 +187,13 @@ export function tokenAndPositionSteps(b: Pick<PlanBuilder, "flat">, csr: CsrBuff
  * stream's gradient), into dx; with `mask` also dx times the dropout mask of the site below into
  * dh (the mask program's hash at the same element index: the same mask ADD_DH applies).
  */
-function lnBackCode(n: number, acc: boolean, mask: boolean, half: boolean): string {
+function lnBackCode(n: number, acc: boolean, mask: boolean, half: boolean, pooled = false): string {
   const v = acc ? "res[o + k] + d" : "d";
   return lnDxShader({
-    n, fields: ["rows: u32", "n: u32", ...(mask ? ["thr: u32", "keep: f32", "k0: u32", "k1: u32"] : [])],
-    read: ["x", "gamma", "stats", "dy", ...(acc ? ["res"] : [])], write: ["dx", ...(mask ? ["dh"] : [])], x: "x", extra: mask ? MASK_AT_WGSL : "",
+    n, fields: ["rows: u32", "n: u32", ...(pooled ? ["T: u32"] : []), ...(mask ? ["thr: u32", "keep: f32", "k0: u32", "k1: u32"] : [])],
+    read: ["x", "gamma", "stats", "dy", ...(pooled ? ["w"] : []), ...(acc ? ["res"] : [])], write: ["dx", ...(mask ? ["dh"] : [])], x: "x", extra: mask ? MASK_AT_WGSL : "",
     store: mask ? `let g = ${v};\n    dx[o + k] = g;\n    dh[o + k] = g * maskAt(o + k);` : `dx[o + k] = ${v};`, half,
+    dy: pooled ? pooledDy("r", "k") : undefined,
   });
 }
 
@@ -229,9 +230,11 @@ export function buildBackward(b: PlanBuilder): BackPlan {
     wg.gradient({ a: x, b: [g], out: [grads[w]], m: n, n: k, k: N, trans: { a: true }, hA: half, sums: [grads[w + 1]] });
   };
   const rows: UniformValues = [["u", N], ["u", d]];
-  const dgbCode = () => lnDgbShader(half), geluBwdCode = () => geluBwd(half);
-  const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number): void => {
-    b.flat(`qrag_ln_dgb${hk}`, dgbCode, [x, stats, g, grads[gamma], grads[gamma + 1]], rows, d * WG);
+  const geluBwdCode = () => geluBwd(half);
+  /** dγ, dβ of a LayerNorm given its output's gradient g (`pooled`: g is the pooled gradient dy, spread over the rows by the pooling weights as it is read). */
+  const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number, pooled = false): void => {
+    const refs = [x, stats, g, ...(pooled ? [b.poolW] : []), grads[gamma], grads[gamma + 1]];
+    b.flat(`qrag_ln_dgb${pooled ? "_pool" : ""}${hk}`, () => lnDgbShader(half, pooled), refs, pooled ? [...rows, ["u", T]] : rows, d * WG);
   };
   const lanes = rowLanes(d);
   /**
@@ -239,17 +242,18 @@ export function buildBackward(b: PlanBuilder): BackPlan {
    * dβ; the gradient of the residual branch that `site`'s mask multiplies comes back: `out` times
    * that mask, written by the same program into dH (out itself when nothing drops).
    */
-  const lnBack = (x: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, res: BufferLike | null, out: BufferLike, site: number | undefined): BufferLike => {
+  const lnBack = (x: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, res: BufferLike | null, out: BufferLike, site: number | undefined, pooled = false): BufferLike => {
     const masking = site !== undefined;
-    const key = `qrag_ln_dx${res ? "_acc" : ""}${masking ? "_mask" : ""}_${lanes}${hk}`;
-    b.step({ key, code: () => lnBackCode(d, res !== null, masking, half), refs: [x, { weight: gamma }, stats, g, ...(res ? [res] : []), out, ...(masking ? [dH] : [])], uniforms: masking ? [...rows, ...maskFields] : rows, grid: rowWorkgroups(N, d), stride: 0, draw: site });
-    lnDgb(x, stats, g, gamma);
+    const key = `qrag_ln_dx${res ? "_acc" : ""}${masking ? "_mask" : ""}${pooled ? "_pool" : ""}_${lanes}${hk}`;
+    const uniforms: UniformValues = [...rows, ...(pooled ? [["u", T] as ["u", number]] : []), ...(masking ? maskFields : [])];
+    b.step({ key, code: () => lnBackCode(d, res !== null, masking, half, pooled), refs: [x, { weight: gamma }, stats, g, ...(pooled ? [b.poolW] : []), ...(res ? [res] : []), out, ...(masking ? [dH] : [])], uniforms, grid: rowWorkgroups(N, d), stride: 0, draw: site });
+    lnDgb(x, stats, g, gamma, pooled);
     return masking ? dH : out;
   };
 
-  b.flat("qrag_rec_pool_bwd", POOL_BWD, [dy, b.poolW, dHN], [["u", N * d], ["u", T], ["u", d]], N * d);
+  // the final LayerNorm's backward reads the pooling's gradient spread over the rows as it goes (pooledDy: no program of its own)
   const nf = 2 + L * 12;
-  let g = lnBack(acts.x[L], acts.lnfSt, nf, dHN, null, gA, sites.res2[L - 1]);
+  let g = lnBack(acts.x[L], acts.lnfSt, nf, dy, null, gA, sites.res2[L - 1], true);
   const dh = d / H;
   const tile = attentionTile(dh, b.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the probabilities' dropout mask drawn inline from the forward's key, as the forward did
