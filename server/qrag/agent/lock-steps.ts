@@ -32,7 +32,6 @@ import { availTensor } from "./device-scoring.ts";
 import { joinFlat } from "../model/webgpu/join-rows.ts";
 import { scoreLayout, type CandidateRef, type JoinedBlocks } from "./device-candidates.ts";
 import { rotaryPositions } from "./rotary-positions.ts";
-import { embedStatesDevice } from "./networks.ts";
 import { drawPick, pickDraws } from "./policy.ts";
 import type { Rng } from "../util/rng.ts";
 
@@ -91,6 +90,26 @@ function rowLength(p: Pieces, selected: readonly number[]): number {
 }
 
 /**
+ * The run's first states as a lock-step writes a state's tokens (lock-step.ts writeTokens), from
+ * the pieces on the host: [2, E, T] ids and the mask's float bits ([cls], the question, [sep],
+ * each selected piece in retrieval or index order and [sep], cut at maxLen).
+ */
+function firstTokens(pieces: readonly Pieces[], eps: readonly RetrievalEpisode[], T: number, ds: DeviceStates, P: number, sortByIndex: boolean): Int32Array {
+  const E = eps.length, N = E * T;
+  const out = new Int32Array(2 * N);
+  const one = new Int32Array(new Float32Array([1]).buffer)[0];
+  eps.forEach((ep, e) => {
+    const p = pieces[e];
+    const order = sortByIndex ? [...ep.selected].sort((a, b) => a - b) : ep.selected;
+    const row = [ds.cls, ...p.q, ds.sep, ...order.flatMap((j) => [...p.ids.subarray(j * P, j * P + p.lens[j]), ds.sep])];
+    const len = Math.min(row.length, ds.maxLen);
+    out.set(row.slice(0, len), e * T);
+    out.fill(one, N + e * T, N + e * T + len);
+  });
+  return out;
+}
+
+/**
  * `S` lock-steps of `envs` queued on the device and not read: the environments' rows after the
  * last step (`env`, int32; each row's selected list holds the run's picks), to read once the
  * caller has nothing left to queue (readLockStepRuns). `numSteps`: each episode's steps before the run.
@@ -142,7 +161,7 @@ export async function readLockStepRuns(runs: readonly LockStepRun[]): Promise<nu
  * packs them; the picks' numbers drawn from `rng` now), or returns null where this path does not
  * apply (the caller then steps one read at a time; nothing was drawn).
  */
-export function queueLockSteps(enc: QEncoder, envs: readonly LockStepEnv[], joined: JoinedBlocks, first: readonly (readonly string[])[], S: number, st: LockStepSettings, rng: Rng): LockStepRun | null {
+export function queueLockSteps(enc: QEncoder, envs: readonly LockStepEnv[], joined: JoinedBlocks, S: number, st: LockStepSettings, rng: Rng): LockStepRun | null {
   const ds = enc.deviceStates();
   const E = envs.length;
   if (!ds || S < 1 || E === 0 || storageBufferLimit() < BINDINGS) return null;
@@ -157,8 +176,10 @@ export function queueLockSteps(enc: QEncoder, envs: readonly LockStepEnv[], join
     let len = rowLength(pieces[e], ep.selected);
     return Array.from({ length: S }, (_, s) => (len += s < lens.length ? lens[s] + 1 : 0));
   });
+  // the first forward's padded length (its rows known), then each later one's bound
+  const T0 = boundLength(Math.max(...eps.map((ep, e) => rowLength(pieces[e], ep.selected))), ds.maxLen);
   const Ts = Array.from({ length: S - 1 }, (_, s) => boundLength(Math.max(...grows.map((g) => g[s])), ds.maxLen));
-  if (!Ts.every((T) => ds.fits(E, T, true))) return null;
+  if (![T0, ...Ts].every((T) => ds.fits(E, T, true))) return null;
 
   const D = enc.dim;
   const M = Math.max(1, ...eps.map((ep) => Math.min(ep.maxSteps, ep.numChunks)));
@@ -209,14 +230,18 @@ export function queueLockSteps(enc: QEncoder, envs: readonly LockStepEnv[], join
   let next: tf.Tensor | null = null;
   try {
     cur = { avail: availTensor(eps.map((ep) => ep.available), nMax), env: tf.tensor1d(env, "int32"), rows: rot ? tf.tensor1d(rot.rows, "int32") : null };
+    next = tf.tensor1d(firstTokens(pieces, eps, T0, ds, P, st.sortByIndex), "int32");
     for (let s = 0; s < S; s++) {
-      const states = s === 0 ? embedStatesDevice(enc, first, st.maxInMemory, true) : ds.rowsOfTokens(next!, E, Ts[s - 1], true);
-      next?.dispose();
+      // each step's tokens: the first packed here, the others by the lock-step before (Tn > 0 but at the last)
+      const tokens = next!;
+      const T = s === 0 ? T0 : Ts[s - 1];
+      const states = ds.rowsOfTokens(tokens, E, T, true);
+      tokens.dispose();
       next = null;
-      if (!states) throw new Error(`lock-steps: no recorded forward of ${E} rows of ${Ts[s - 1]} tokens, which fits() took`);
+      if (!states) throw new Error(`lock-steps: no recorded forward of ${E} rows of ${T} tokens, which fits() took`);
       const table = rot && cur.rows ? { rows: cur.rows, c: rot.c, s: rot.s, maxPos } : null;
       const step = lockStep({ states, cands: joined.cands, padIdx, rot: table, avail: cur.avail, env: cur.env, consts: packed }, sh, s, s + 1 < S ? Ts[s] : 0);
-      tf.dispose(["rows" in states ? states.rows : states, cur.avail, cur.env, ...(cur.rows ? [cur.rows] : [])]);
+      tf.dispose([states.rows, cur.avail, cur.env, ...(cur.rows ? [cur.rows] : [])]);
       cur = { avail: step.avail, env: step.env, rows: step.rows };
       next = step.next;
     }

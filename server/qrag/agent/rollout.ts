@@ -381,7 +381,7 @@ export class ParallelEnvs {
         this.joinedOnline ??= joinBlocks(slots.map((s) => s.cands!));
         const states = slots.map((s) => s.episode.stateTexts(sortByIndex));
         const envs = slots.map((s) => ({ episode: s.episode, ref: s.cands! }));
-        const run = queueLockSteps(nets.policy, envs, this.joinedOnline, states, S, { maxInMemory, topk, sortByIndex, alpha: opts.alpha, eps: opts.exploreEps }, this.rng);
+        const run = queueLockSteps(nets.policy, envs, this.joinedOnline, S, { maxInMemory, topk, sortByIndex, alpha: opts.alpha, eps: opts.exploreEps }, this.rng);
         if (!run) break;
         runs.push({ slots, states, t, run, renewed: renew });
         t += S;

@@ -76,7 +76,7 @@ export interface DeviceStates {
   fits(B: number, T: number, training: boolean): boolean;
   /**
    * The last hidden states [B·T, dim] of the B rows of T tokens a program wrote into `tokens`
-   * [3·B·T] (the ids, then the mask's and the pooling weights' float bits), as forward(batch) of
+   * [2·B·T] (the ids, then the mask's float bits), as forward(batch) of
    * those rows computes them before its pooling (f16 pairs as float32 elements where `half`), for
    * a program that pools as it reads (model/webgpu/lock-step.ts): read them before the next
    * forward of this shape, and dispose them after.

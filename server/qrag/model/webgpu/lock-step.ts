@@ -3,9 +3,9 @@
  * the host: score the candidates, take the policy's top-k, sample the action from numbers the host
  * drew beforehand (agent/policy.ts sampleTopK, in float32), apply it (availability, the selected
  * lists, the relative positions as rotary table rows), and write the next state's token row for
- * the next forward (encoder.ts DeviceStates). A workgroup per environment. After the first step
- * it also pools its state from the forward's last rows (StateRows), which that forward's own
- * pooling program did before: a dispatch fewer a step.
+ * the next forward (encoder.ts DeviceStates). A workgroup per environment. It also pools its
+ * state from the forward's last rows (StateRows), which that forward's own pooling program did
+ * before: a dispatch fewer a step.
  *
  * Why: the host loop read every lock-step's top-k back (a read round trip and the GPU drained,
  * 17 per iteration of the reference workload: 1.1 ms each on an H200) only to sample, build the
@@ -18,7 +18,8 @@
  * - consts u32: question ids [E, Pq] at 0, candidate piece ids [E·nMax, P] at cOff, their lengths
  *   [E·nMax] at lOff, the pooling weight of each row length [maxLen + 1] (float bits) at pOff,
  *   the picks' uniform numbers [S, E, nu] (float bits) at uOff.
- * - next [3, E, Tn] i32: ids, mask bits, pooling-weight bits (Tn = 0: the segment's last step).
+ * - next [2, E, Tn] i32: ids, mask bits (Tn = 0: the segment's last step); the next lock-step
+ *   pools the forward's rows with the weight of the row's length, from `env` (poolCode).
  */
 import * as tf from "@tensorflow/tfjs";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from "./raw-program.ts";
@@ -83,7 +84,6 @@ const TOKENS_FN = `fn writeTokens(e: u32, lane: u32, c: u32, lst: u32) {
   var total = 2u + qLen;
   for (var p = 0u; p < c; p++) { total += consts[u.lOff + e * u.nMax + u32(envOut[lst + p])] + 1u; }
   let rowLen = min(total, u.maxLen);
-  let pw = consts[u.pOff + rowLen];
   let N = u.E * u.Tn;
   for (var t = lane; t < u.Tn; t += ${WG}u) {
     var tok = 0i;
@@ -107,7 +107,6 @@ const TOKENS_FN = `fn writeTokens(e: u32, lane: u32, c: u32, lst: u32) {
     let inRow = t < rowLen;
     next[e * u.Tn + t] = select(0i, tok, inRow);
     next[N + e * u.Tn + t] = select(0i, bitcast<i32>(1.0f), inRow);
-    next[2u * N + e * u.Tn + t] = select(0i, bitcast<i32>(pw), inRow);
   }
 }`;
 
@@ -263,7 +262,7 @@ export function lockStep(x: LockStepInputs, sh: LockStepShape, s: number, Tn: nu
       { shape: [E, nMax] }, { shape: [E, nMax] }, { shape: [E, nMax] },
       ...(rotary ? [{ shape: [E * nMax], dtype: "int32" as const }] : []),
       { shape: [E, ENV_HEADER + 2 * M], dtype: "int32" as const },
-      { shape: [Math.max(1, 3 * E * Tn)], dtype: "int32" as const },
+      { shape: [Math.max(1, 2 * E * Tn)], dtype: "int32" as const },
     ],
     uniforms: [
       u(E), u(nMax), u(R), u(D), f(-Infinity),

@@ -345,16 +345,17 @@ export function noGradPlan(c: RecordedConfig, B: number, T: number, training: bo
 /**
  * The no-grad forward of `plan` (either encoder's) on a batch a program wrote on the device
  * (agent/lock-steps.ts), without the pooling, for a program that pools as it reads the rows
- * (lock-step.ts): `tokens` [3·B·T] holds the ids, then the mask and the pooling weights as float
- * bits, and is copied into the plan's inputs in tfjs's command encoder, after the program that
- * wrote it (the ids come from the encoder's own packing of each piece, inside the vocabulary).
+ * (lock-step.ts): `tokens` [2·B·T] holds the ids, then the mask as float bits, and is copied into
+ * the plan's inputs in tfjs's command encoder, after the program that wrote it (the ids come from
+ * the encoder's own packing of each piece, inside the vocabulary; the pooling weights are the
+ * reading program's: a last program that pools anyway, poolFuses, pools stale ones, unread).
  * The last hidden states [B·T, d] come back as a tensor over the plan's own buffer (f16 pairs as
  * float32 elements where the plan's activations are half): read it before the plan's next call,
  * which writes that buffer again, and dispose it after (the buffer stays the plan's).
  */
 export function recordedRowsOfTokens(plan: Plan, vars: readonly tf.Variable[], tokens: tf.Tensor, rng: Rng): tf.Tensor {
   const { B, T } = plan;
-  if (tokens.size !== 3 * B * T) throw new Error(`recordedRowsOfTokens: ${tokens.size} values for 3 × ${B} × ${T}`);
+  if (tokens.size !== 2 * B * T) throw new Error(`recordedRowsOfTokens: ${tokens.size} values for 2 × ${B} × ${T}`);
   recorderStats.calls++;
   const be = webgpuBackend() as BackendLike;
   be.uploadToGPU(tokens.dataId);
@@ -363,7 +364,6 @@ export function recordedRowsOfTokens(plan: Plan, vars: readonly tf.Variable[], t
   const n = B * T * 4;
   enc.copyBufferToBuffer(src, 0, plan.ids, 0, n);
   enc.copyBufferToBuffer(src, n, plan.mask, 0, n);
-  enc.copyBufferToBuffer(src, 2 * n, plan.poolW, 0, n);
   be.commandQueueOwnedIds.add(tokens.dataId);
   recordSteps(be, enc, plan, plan.poolApart ? plan.steps.slice(0, -1) : plan.steps, vars);
   // the pooling's bind group made all the same: a plan's first call makes them all, not a later one in the hot loop
