@@ -24,10 +24,10 @@ test("the layer tail takes the reference's widths (128, 512) and the counts shap
   }
 });
 
-test("the layer tail's WGSL binds 16 storage buffers (14 after the last layer: it only reads the stream, writes the final LayerNorm's rows and no QKV), draws the attention's mask only when it drops, and refuses widths it does not fit", () => {
+test("the layer tail's WGSL binds 16 storage buffers (14 after the last layer: it only reads the stream, writes the final LayerNorm's rows and no QKV), draws the attention's mask where thr > 0, and refuses widths it does not fit", () => {
   const count = (code: string, what: RegExp) => code.match(what)?.length ?? 0;
-  const mid = layerTailShader(128, 512, false, 32, true);
-  const last = layerTailShader(128, 512, true, 32, false);
+  const mid = layerTailShader(128, 512, false, 32, 4);
+  const last = layerTailShader(128, 512, true, 32, 1);
   assert.equal(count(mid, /var<storage, read>/g), 14);
   assert.equal(count(mid, /var<storage, read_write>/g), 2);
   assert.match(mid, /var<storage, read_write> x:/, "the stream in place");
@@ -36,8 +36,10 @@ test("the layer tail's WGSL binds 16 storage buffers (14 after the last layer: i
   assert.match(last, /var<storage, read_write> y:/);
   assert.doesNotMatch(last, /qkv\[/);
   assert.match(mid, /qkv\[/);
-  assert.match(mid, /maskKeyed\(u\.k0c, u\.k1c/);
-  assert.doesNotMatch(last, /maskKeyed\(u\.k0c/);
-  assert.throws(() => layerTailShader(192, 768, false, 48, false), /width 192, hidden 768, heads of 48 do not fit/);
-  assert.throws(() => layerTailShader(128, 512, false, 48, false), /heads of 48 do not fit/);
+  assert.match(mid, /if \(u\.thr > 0u\) \{ w = p \* maskKeyed\(u\.k0c, u\.k1c/);
+  assert.match(mid, /lm\[tid \+ 64u \* i\]/, "4 key lanes: a pair's lanes 64 threads apart");
+  assert.doesNotMatch(last, /lm\[/, "one thread a query: no lanes to combine");
+  assert.throws(() => layerTailShader(192, 768, false, 48), /width 192, hidden 768, heads of 48 do not fit/);
+  assert.throws(() => layerTailShader(128, 512, false, 48), /heads of 48 do not fit/);
+  assert.throws(() => layerTailShader(128, 512, false, 32, 3), /do not fit/);
 });

@@ -43,8 +43,8 @@ test("the layer tail (one program a layer after its QKV, the attention with it, 
     const at = `dim ${c.dim} ${c.shape} ${c.training ? "train" : "eval"}`;
     assert.equal(c.vsSeparate, 0, `${at}: the tail differs from the separate programs (rel. ${c.vsSeparate})`);
     if (c.vsTfjs !== null) assert.ok(c.vsTfjs <= 1e-5, `${at}: rel. diff ${c.vsTfjs} from the tfjs path`);
-    // heads of d/4 (4 heads); key lanes where attention.ts splits a query's keys (d_head ≥ 2: here all but d 4's); the attention's mask in train mode
-    const head = `qrag_layer_tail_${c.dim}_${4 * c.dim}_${c.dim / 4}${c.dim > 4 ? "_l4" : ""}${c.training ? "_drop" : ""}`;
+    // heads of d/4 (4 heads); key lanes where attention.ts splits a query's keys (d_head ≥ 2: here all but d 4's)
+    const head = `qrag_layer_tail_${c.dim}_${4 * c.dim}_${c.dim / 4}${c.dim > 4 ? "_l4" : ""}`;
     assert.deepEqual(c.programs.filter((p) => p.startsWith("qrag_layer_tail_")), [`${head}×1`, `${head}_last×1`], at);
     assert.ok(!c.programs.some((p) => p.startsWith("qrag_attn_fwd")), `${at}: an attention program of its own`);
     const total = c.programs.reduce((a, p) => a + Number(p.split("×").at(-1)), 0);

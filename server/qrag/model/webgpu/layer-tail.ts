@@ -134,13 +134,14 @@ function quads(width: number, gv: string) {
 }
 
 /**
- * WGSL of the tail at width d, hidden F, heads of dh (`drop`: the attention's probabilities
- * drop); `last`: the final LayerNorm's rows into y (no QKV, the stream only read), else the
+ * WGSL of the tail at width d, hidden F, heads of dh (the attention's probabilities drop where
+ * thr > 0: a uniform branch, one pipeline for eval and train mode, as the pipelines' compile is
+ * what lavapipe pays); `last`: the final LayerNorm's rows into y (no QKV, the stream only read), else the
  * residual stream x in place and the next layer's QKV into qkv.
  * Reads: this layer's QKV and the key mask (f32), then (x,) Wo, bo, γ₁, β₁, W1, b1, W2, b2, γₙ,
  * βₙ (+ Wqkv, bqkv), as vec4 arrays.
  */
-export function layerTailShader(d: number, F: number, last: boolean, dh: number, drop: boolean, lanes = 1): string {
+export function layerTailShader(d: number, F: number, last: boolean, dh: number, lanes = 1): string {
   const tile = resLnTile(d);
   if (!tile || tile.wx !== LANES || !widthsFit(d, F) || d % dh !== 0 || !(lanes >= 1 && lanes <= TAIL_ROWS && TAIL_ROWS % lanes === 0)) throw new Error(`layerTailShader: width ${d}, hidden ${F}, heads of ${dh} do not fit`);
   const CHUNK = chunkOf(F);
@@ -226,7 +227,8 @@ export function layerTailShader(d: number, F: number, last: boolean, dh: number,
         let corr = exp(m - mn);
         let p = exp(s - mn);
         l = l * corr + p;
-        let w = p${drop ? " * maskKeyed(u.k0c, u.k1c, idx * u.T + jt)" : ""};
+        var w = p;
+        if (u.thr > 0u) { w = p * maskKeyed(u.k0c, u.k1c, idx * u.T + jt); }
         for (var c = 0u; c < DH; c++) { acc[c] = acc[c] * corr + w * qkvIn[ko + 2u * u.D + c]; }
         m = mn;
       }

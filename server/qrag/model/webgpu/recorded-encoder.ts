@@ -1056,11 +1056,10 @@ export function tailApplies(device: DeviceLike, c: RecordedConfig, rows: number)
 function layerTailStep(p: { qkv: BufferLike; mask: BufferLike; x: BufferLike; out: BufferLike; o: number; gn: number; m: number; T: number; d: number; F: number; dh: number; lanes: number; last: boolean; dropout: { thr: number; keep: number }; draws: (number | undefined)[] }): Omit<Step, "slot"> {
   const w = (i: number): Ref => ({ weight: i });
   const { o, d, F, dh, lanes, last } = p;
-  const drop = p.draws[0] !== undefined;
   const weights = [...[4, 5, 6, 7, 8, 9, 10, 11].map((k) => w(o + k)), w(p.gn), w(p.gn + 1), ...(last ? [] : [w(o + 14), w(o + 15)])];
   return {
-    key: `qrag_layer_tail_${d}_${F}_${dh}${lanes > 1 ? `_l${lanes}` : ""}${drop ? "_drop" : ""}${last ? "_last" : ""}`,
-    code: () => layerTailShader(d, F, last, dh, drop, lanes),
+    key: `qrag_layer_tail_${d}_${F}_${dh}${lanes > 1 ? `_l${lanes}` : ""}${last ? "_last" : ""}`,
+    code: () => layerTailShader(d, F, last, dh, lanes),
     refs: last ? [p.qkv, p.mask, p.x, ...weights, p.out] : [p.qkv, p.mask, ...weights, p.x, p.out],
     uniforms: tailUniforms(p.m, p.T, d, F, dh, LN_EPS, p.dropout.thr, p.dropout.keep),
     grid: [Math.ceil(p.m / TAIL_ROWS), 1, 1],
