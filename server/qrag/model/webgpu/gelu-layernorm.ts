@@ -168,8 +168,8 @@ export const lnDx = (n: number, half = false) => lnDxShader({ n, fields: ["rows:
 
 /**
  * The gradient of a masked-mean pooling's input at (row r, column k), from the pooled gradient
- * `dy` [B, n] and the pooling weights `w` (sequences of u.T rows): what the pooling's backward
- * program (recorded-backward.ts POOL_BWD) writes, read where it is used instead.
+ * `dy` [B, n] and the pooling weights `w` (sequences of u.T rows): dy[r / T, k]·w[r], read where
+ * a LayerNorm's backward uses it (no program of its own writes it out).
  */
 export const pooledDy = (r: string, k: string): string => `(dy[(${r} / u.T) * u.n + ${k}] * w[${r}])`;
 

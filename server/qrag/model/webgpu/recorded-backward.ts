@@ -23,17 +23,6 @@ import { MASK_AT_WGSL } from "./dropout.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { productStep, USAGE, type BackPlan, type BufferLike, type PlanBuilder, type UniformValues } from "./recorded-encoder.ts";
 
-/** Masked-mean backward: g[r, c] = dy[r / T, c]·w[r], one thread per element. */
-export const POOL_BWD = `${uniformStruct(["n: u32", "T: u32", "d: u32"])}
-${storageDecls(["dy", "w"], ["g"])}
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let i = threadIndex(gid);
-  if (i >= u.n) { return; }
-  let r = i / u.d;
-  g[i] = dy[(r / u.T) * u.d + i % u.d] * w[r];
-}`;
-
 /** The column sums of dy [rows, n], a workgroup per column (as LN_DGB): BERT's type-table gradient (a linear's bias gets its column sums in its weight-gradient product, matmul.ts colSum). */
 export const COL_SUM = `${uniformStruct(["rows: u32", "n: u32"])}
 ${storageDecls(["dy"], ["s"])}

@@ -21,7 +21,7 @@ import { geluBwd, geluTanhBwd, lnDgb as lnDgbShader, lnDx, reluBwd } from "./gel
 import { halfKey } from "./half-storage.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { ADD_DH, resLnDx } from "./residual-layernorm.ts";
-import { COL_SUM, POOL_BWD, csrBuffers, tokenAndPositionSteps } from "./recorded-backward.ts";
+import { COL_SUM, csrBuffers, tokenAndPositionSteps } from "./recorded-backward.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { productStep, USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
 import type { BertConfig } from "../hf/bert.ts";
@@ -69,18 +69,18 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const rowDims: UniformValues = [["u", N], ["u", d]];
   const lanes = rowLanes(d);
   const rows = rowWorkgroups(N, d);
-  const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number): void => {
-    b.flat(`qrag_ln_dgb${hk}`, dgbCode, [x, stats, g, grads[gamma], grads[gamma + 1]], rowDims, d * WG);
+  /** dγ, dβ of a LayerNorm given its output's gradient g (`pooled`: g is the pooled gradient dy, spread over the rows by the pooling weights as it is read). */
+  const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number, pooled = false): void => {
+    const refs = [x, stats, g, ...(pooled ? [b.poolW] : []), grads[gamma], grads[gamma + 1]];
+    b.flat(`qrag_ln_dgb${pooled ? "_pool" : ""}${hk}`, () => lnDgbShader(half, pooled), refs, pooled ? [...rowDims, ["u", T]] : rowDims, d * WG);
   };
-  const dgbCode = () => lnDgbShader(half);
-  const resLnDxCode = () => resLnDx(d, half);
-  /** y = LN(x + h·m)'s backward given g = dL/dy: dx into `dx`, dx·m into dH; dγ, dβ. */
-  const resLnBack = (v: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, dx: BufferLike, draw: number | undefined): void => {
-    b.step({ key: `qrag_res_ln_dx_${lanes}${hk}`, code: resLnDxCode, refs: [v, { weight: gamma }, stats, g, dx, dH], uniforms: [...rowDims, ["f", c.eps], ...maskOf(draw === undefined ? 0 : hp)], grid: rows, stride: 0, draw });
-    lnDgb(v, stats, g, gamma);
+  /** y = LN(x + h·m)'s backward given g = dL/dy (`pooled`: the pooling's gradient, gelu-layernorm.ts pooledDy): dx into `dx`, dx·m into dH; dγ, dβ. */
+  const resLnBack = (v: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, dx: BufferLike, draw: number | undefined, pooled = false): void => {
+    const uniforms: UniformValues = [...rowDims, ["f", c.eps], ...(pooled ? [["u", T] as ["u", number]] : []), ...maskOf(draw === undefined ? 0 : hp)];
+    b.step({ key: `qrag_res_ln_dx${pooled ? "_pool" : ""}_${lanes}${hk}`, code: () => resLnDx(d, half, pooled), refs: [v, { weight: gamma }, stats, g, ...(pooled ? [b.poolW] : []), dx, dH], uniforms, grid: rows, stride: 0, draw });
+    lnDgb(v, stats, g, gamma, pooled);
   };
 
-  b.flat("qrag_rec_pool_bwd", POOL_BWD, [dy, b.poolW, gA], [["u", N * d], ["u", T], ["u", d]], N * d);
   const dh = d / H;
   const tile = attentionTile(dh, b.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the probabilities' mask drawn where it is used from the forward's key (no mask buffer)
@@ -89,11 +89,11 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
   const [actName, actShader] = ACT_BWD[c.act];
   const actKey = `${actName}${hk}`, actCode = () => actShader(half);
-  // the residual stream's gradient is in gA at each layer's end
+  // the residual stream's gradient is in gA at each layer's end; at the last, the pooling's, read spread over the rows (pooledDy)
   for (let l = L - 1; l >= 0; l--) {
     const o = N_EMB + l * PER_LAYER;
     // x_out = LN₂(mid + drop(fc2(act(fc1(mid)))))
-    resLnBack(acts.v2[l], acts.st2[l], o + 14, gA, gC, sites.res2[l]);
+    resLnBack(acts.v2[l], acts.st2[l], o + 14, l === L - 1 ? dy : gA, gC, sites.res2[l], l === L - 1);
     linearBack(dH, acts.f2[l], o + 12, dF2, F, d);
     b.flat(actKey, actCode, [acts.f1[l], dF2, dF1], [["u", N * F]], N * F);
     linearBack(dF1, acts.mid[l], o + 10, gB, d, F, gC);

@@ -12,7 +12,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { runToTensors, storageDecls, uniformStruct, WG } from "./raw-program.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
-import { LN_DGB, lnDxShader, lnFwdShader } from "./gelu-layernorm.ts";
+import { LN_DGB, lnDxShader, lnFwdShader, pooledDy } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { readAct, writeAct } from "./half-storage.ts";
 
@@ -36,9 +36,11 @@ export const resLnFwd = (n: number, half = false) => lnFwdShader({
 });
 
 /** dv per row (LayerNorm's dx over v), then dx = dv and dh = dv·m (fields FIELDS; also the recorded BERT backward's). */
-export const resLnDx = (n: number, half = false) => lnDxShader({
-  n, fields: FIELDS, read: ["v", "gamma", "stats", "dy"], write: ["dx", "dh"], x: "v", extra: MASK_AT_WGSL, half,
+export const resLnDx = (n: number, half = false, pooled = false) => lnDxShader({
+  n, fields: pooled ? [...FIELDS.slice(0, 3), "T: u32", ...FIELDS.slice(3)] : FIELDS, read: ["v", "gamma", "stats", "dy", ...(pooled ? ["w"] : [])], write: ["dx", "dh"], x: "v", extra: MASK_AT_WGSL, half,
   store: "dx[o + k] = d;\n    dh[o + k] = d * maskAt(o + k);",
+  // `pooled`: dy is a masked-mean pooling's gradient, spread over the rows as it is read (fields T, reads w)
+  dy: pooled ? pooledDy("r", "k") : undefined,
 });
 
 const ADD_FIELDS = ["n: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"];
