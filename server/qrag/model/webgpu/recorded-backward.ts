@@ -186,6 +186,18 @@ function lnBackCode(n: number, acc: boolean, mask: boolean, half: boolean, poole
   });
 }
 
+/**
+ * A LayerNorm's dγ, dβ program (gelu-layernorm.ts lnDgb) over a backward's N = B·T rows of d,
+ * into `out` [dγ, dβ]: from its output's gradient `g`, or (`pooled`) from the pooled gradient,
+ * spread over the rows by the pooling weights as it is read (pooledDy). Both backwards' (this
+ * transformer's and recorded-bert-backward.ts's).
+ */
+export function lnDgbStep(b: Pick<PlanBuilder, "flat" | "B" | "T" | "poolW">, p: { x: BufferLike; stats: BufferLike; g: BufferLike; out: [BufferLike, BufferLike]; d: number; half: boolean; pooled: boolean }): void {
+  const rows: UniformValues = [["u", b.B * b.T], ["u", p.d], ...(p.pooled ? [["u", b.T] as ["u", number]] : [])];
+  const refs = [p.x, p.stats, p.g, ...(p.pooled ? [b.poolW] : []), ...p.out];
+  b.flat(`qrag_ln_dgb${p.pooled ? "_pool" : ""}${halfKey(p.half)}`, () => lnDgbShader(p.half, p.pooled), refs, rows, p.d * WG);
+}
+
 /** The transformer layer's weight gradients in the order its backward takes them: fc2, fc1, the projection, QKV. */
 function transformerGrads(d: number, F: number): GradShape[] {
   return [{ m: F, n: d }, { m: d, n: F }, { m: d, n: d }, { m: d, n: 3 * d }];
@@ -220,11 +232,6 @@ export function buildBackward(b: PlanBuilder): BackPlan {
   };
   const rows: UniformValues = [["u", N], ["u", d]];
   const geluBwdCode = () => geluBwd(half);
-  /** dγ, dβ of a LayerNorm given its output's gradient g (`pooled`: g is the pooled gradient dy, spread over the rows by the pooling weights as it is read). */
-  const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number, pooled = false): void => {
-    const refs = [x, stats, g, ...(pooled ? [b.poolW] : []), grads[gamma], grads[gamma + 1]];
-    b.flat(`qrag_ln_dgb${pooled ? "_pool" : ""}${hk}`, () => lnDgbShader(half, pooled), refs, pooled ? [...rows, ["u", T]] : rows, d * WG);
-  };
   const lanes = rowLanes(d);
   /**
    * A LayerNorm's dx (plus `res`, the residual stream's gradient, when given) into `out`, and dγ,
@@ -236,7 +243,7 @@ export function buildBackward(b: PlanBuilder): BackPlan {
     const key = `qrag_ln_dx${res ? "_acc" : ""}${masking ? "_mask" : ""}${pooled ? "_pool" : ""}_${lanes}${hk}`;
     const uniforms: UniformValues = [...rows, ...(pooled ? [["u", T] as ["u", number]] : []), ...(masking ? maskFields : [])];
     b.step({ key, code: () => lnBackCode(d, res !== null, masking, half, pooled), refs: [x, { weight: gamma }, stats, g, ...(pooled ? [b.poolW] : []), ...(res ? [res] : []), out, ...(masking ? [dH] : [])], uniforms, grid: rowWorkgroups(N, d), stride: 0, draw: site });
-    lnDgb(x, stats, g, gamma, pooled);
+    lnDgbStep(b, { x, stats, g, out: [grads[gamma], grads[gamma + 1]], d, half, pooled });
     return masking ? dH : out;
   };
 

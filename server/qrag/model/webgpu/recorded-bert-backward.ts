@@ -17,11 +17,11 @@
 import { WG } from "./raw-program.ts";
 import type { MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
-import { geluBwd, geluTanhBwd, lnDgb as lnDgbShader, lnDx, reluBwd } from "./gelu-layernorm.ts";
+import { geluBwd, geluTanhBwd, lnDx, reluBwd } from "./gelu-layernorm.ts";
 import { halfKey } from "./half-storage.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { ADD_DH, resLnDx } from "./residual-layernorm.ts";
-import { COL_SUM, csrBuffers, tokenAndPositionSteps } from "./recorded-backward.ts";
+import { COL_SUM, csrBuffers, lnDgbStep, tokenAndPositionSteps } from "./recorded-backward.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { productStep, USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
 import type { BertConfig } from "../hf/bert.ts";
@@ -69,11 +69,7 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const rowDims: UniformValues = [["u", N], ["u", d]];
   const lanes = rowLanes(d);
   const rows = rowWorkgroups(N, d);
-  /** dγ, dβ of a LayerNorm given its output's gradient g (`pooled`: g is the pooled gradient dy, spread over the rows by the pooling weights as it is read). */
-  const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number, pooled = false): void => {
-    const refs = [x, stats, g, ...(pooled ? [b.poolW] : []), grads[gamma], grads[gamma + 1]];
-    b.flat(`qrag_ln_dgb${pooled ? "_pool" : ""}${hk}`, () => lnDgbShader(half, pooled), refs, pooled ? [...rowDims, ["u", T]] : rowDims, d * WG);
-  };
+  const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number, pooled = false): void => lnDgbStep(b, { x, stats, g, out: [grads[gamma], grads[gamma + 1]], d, half, pooled });
   /** y = LN(x + h·m)'s backward given g = dL/dy (`pooled`: the pooling's gradient, gelu-layernorm.ts pooledDy): dx into `dx`, dx·m into dH; dγ, dβ. */
   const resLnBack = (v: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, dx: BufferLike, draw: number | undefined, pooled = false): void => {
     const uniforms: UniformValues = [...rowDims, ["f", c.eps], ...(pooled ? [["u", T] as ["u", number]] : []), ...maskOf(draw === undefined ? 0 : hp)];
