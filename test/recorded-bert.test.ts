@@ -118,10 +118,10 @@ test("recorded BERT forward+backward: one dispatch per program, 0 tfjs kernels i
   const L = r.layers;
   // forward (train mode): embedding sum, its LayerNorm×mask, 6 per layer (Q, K and V in one; the
   // residuals' LayerNorms in the products' epilogues; the activation a program of its own), pooling; backward:
-  // 17 per layer (2 per LN, the last layer's reading the pooling's gradient; 2 per linear for fc2, fc1 and the
-  // output: dX, and dW with db's column sums; dX of Q, K, V as 3 chained products, their dW and db in one;
-  // the activation, attention's 2), the embedding's mask, LN dx and dγβ, positions, type, tokens
-  const programs = 3 + 6 * L + (6 + 17 * L);
+  // 14 per layer (2 per LN, the last layer's reading the pooling's gradient; dX for fc2 (times the activation's
+  // gradient), fc1 and the output, their dW with db's column sums in one program; dX of Q, K, V as 3 chained
+  // products, their dW and db in one; attention's 2), the embedding's mask, LN dx and dγβ, positions, type, tokens
+  const programs = 3 + 6 * L + (6 + 14 * L);
   for (const c of r.counts) {
     assert.equal(c.fused, programs);
     // the tfjs kernels of the loss around the op: the op itself, Sum and its gradient's kernels

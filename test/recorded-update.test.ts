@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { webgpuSkip as skip } from "./webgpu-skip.ts";
 import { runCaseFile } from "./device-case-runner.ts";
 import { CONFIG } from "./recorded-batches.ts";
-import { kSplit, SUMS_PER_PROGRAM } from "../server/qrag/model/webgpu/split-k.ts";
+import { kSplit, PRODUCTS_PER_PROGRAM, SUMS_PER_PROGRAM } from "../server/qrag/model/webgpu/split-k.ts";
 
 const runCase = <T>(name: string): T => runCaseFile<T>("test/recorded-update-cases.ts", name);
 
@@ -32,12 +32,13 @@ test("recorded encoder forward+backward: one dispatch per program, 0 tfjs kernel
   // forward (train mode): 5 per layer (QKV, layer 0's computing the embedding and the first LN as it loads them; attention with its own
   // mask, proj with residual+LN, fc1 with GELU, fc2 with residual+LN: the last one is the final LN
   // and pools, its sequences fitting one row block);
-  // backward: the final LN dx (with the mask of the branch below; it reads the pooling's gradient) and dγβ, 15 per layer (2 per
-  // linear: dX, and dW with db's column sums; GELU, 2 per LN, 2 attention drawing their mask inline), positions, tokens;
+  // backward: the final LN dx (with the mask of the branch below; it reads the pooling's gradient) and dγβ, per layer 10 (dX of
+  // each linear, fc2's times GELU's gradient; 2 per LN, 2 attention drawing their mask inline) and the four dW with db's column sums,
+  // PRODUCTS_PER_PROGRAM to a program at the layer's end; positions, tokens;
   // and weight gradients split along K add a layer's program that sums their parts, SUMS_PER_PROGRAM to a program (6×64 rows: all four, 2 parts each)
   const splits = [[CONFIG.dim, 3 * CONFIG.dim], [CONFIG.dim, CONFIG.dim], [CONFIG.dim, CONFIG.hidden], [CONFIG.hidden, CONFIG.dim]].filter(([m, n]) => kSplit(m, n, 6 * 64) > 1).length;
   assert.equal(splits, 4);
-  const programs = 5 * L + (4 + (15 + Math.ceil(splits / SUMS_PER_PROGRAM)) * L);
+  const programs = 5 * L + (4 + (10 + Math.ceil(4 / PRODUCTS_PER_PROGRAM) + Math.ceil(splits / SUMS_PER_PROGRAM)) * L);
   for (const c of r.counts) {
     assert.equal(c.fused, programs);
     // the tfjs kernels of the loss around the op: the op itself, Sum and its gradient's kernels

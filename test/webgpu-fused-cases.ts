@@ -9,12 +9,12 @@ import { onBackend, relDiff as relDiffFloor } from "./device-case-runner.ts";
 import { counterSnapshot, countersOn, kernelNameCounts, resetCounters, withPhase } from "../server/qrag/backend/device.ts";
 import { AdamW, clipFactorDevice } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
-import { geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
+import { ACT_GRAD_WGSL, geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
 import { gelu, layerNorm, linear, residualDropout, residualLayerNorm } from "../server/qrag/model/ops.ts";
 import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgpu/attention.ts";
 import { attentionDense } from "../server/qrag/model/device-ops.ts";
 import { twinLoss } from "../server/qrag/model/qfunction.ts";
-import { rotaryFused, rotaryPair } from "../server/qrag/model/webgpu/rotary.ts";
+import { rotaryFused, rotaryTables } from "../server/qrag/model/webgpu/rotary.ts";
 import { gatherRows, joinFlat, joinRows } from "../server/qrag/model/webgpu/join-rows.ts";
 import { accumulateFused } from "../server/qrag/model/webgpu/accumulate.ts";
 import { gpuTimingOff, gpuTimingOn, settleGpuTimes } from "../server/qrag/backend/gpu-timing.ts";
@@ -23,8 +23,8 @@ import { twinLossDevice, twinLossGrads } from "../server/qrag/model/webgpu/twin-
 import { paddedLayout, policyTopKFused, scorePaddedFused, softValueFused } from "../server/qrag/model/webgpu/twin-q.ts";
 import { availTensor, greedyPick, policyTopK, policyTopKJoined, scorePadded, scorePolicyTopKJoined, scoreRows, scoreSoftValue, softValueDevice } from "../server/qrag/agent/device-scoring.ts";
 import type { PickSpec } from "../server/qrag/model/webgpu/greedy-pick.ts";
-import { storageBufferLimit, webgpuBackend } from "../server/qrag/model/webgpu/raw-program.ts";
-import { DEFAULT_TILE, MATMUL_TILES, isAligned, matmulTiled, type MatmulTrans } from "../server/qrag/model/webgpu/matmul.ts";
+import { runRawProgram, storageBufferLimit, storageDecls, uniformStruct, webgpuBackend, WG } from "../server/qrag/model/webgpu/raw-program.ts";
+import { DEFAULT_TILE, MATMUL_TILES, isAligned, matmulShader, matmulTiled, type MatmulTrans } from "../server/qrag/model/webgpu/matmul.ts";
 import { dropoutMaskDevice } from "../server/qrag/model/webgpu/dropout.ts";
 import { dropoutMask } from "../server/qrag/model/ops.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
@@ -542,29 +542,46 @@ async function twinLossRun(backend: "cpu" | "webgpu") {
   await onBackend(backend);
   const rng = new Rng(23);
   const out: { name: string; values: Float32Array[] }[] = [];
-  for (const B of [70, 3]) {
-    const D = 16;
+  const bits: Record<string, number> = {};
+  for (const [B, D] of [[70, 16], [3, 12]]) {
     const s = tf.tensor2d(normals(rng, B * D), [B, D]);
     const a = tf.tensor2d(normals(rng, B * D), [B, D]);
     const G = tf.tensor1d(normals(rng, B, 3));
+    const positions = Int32Array.from({ length: B }, (_, i) => (i === 1 ? 5000 : rng.int(900)));
     const f = (x: tf.Tensor, y: tf.Tensor) => (backend === "webgpu" ? twinLossDevice : twinLoss)(x as tf.Tensor2D, y as tf.Tensor2D, G);
     const r = tf.tidy(() => ({ value: f(s, a), grads: tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.mul(f(x, y), 1.5))([s, a]) }));
     // the learner's tapeless pass: the loss times 1.5 and its gradients, no tape (cpu: the same ops scaled)
     const t = backend === "webgpu" ? twinLossGrads(s, a, G, 1.5) : { loss: tf.mul(r.value, 1.5), ds: tf.clone(r.grads[0]), da: tf.clone(r.grads[1]) };
     out.push({ name: `B ${B}`, values: await readAll([r.value, ...r.grads]) });
     out.push({ name: `B ${B} tapeless`, values: await readAll([t.loss, t.ds, t.da]) });
+    // the rotated pass: the raw actions rotated inside the loss's programs (cpu: rotateTf under the tape)
+    const rotated = tf.tidy(() => tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.mul(twinLoss(x as tf.Tensor2D, rotateTf(y as tf.Tensor2D, positions), G), 1.5))([s, a]));
+    if (backend === "webgpu") {
+      const rot = rotaryTables(a, positions);
+      const inside = twinLossGrads(s, a, G, 1.5, rot);
+      // apart: the rotation's own programs around the unrotated loss (what the pass ran before)
+      const aRot = rotaryFused(a, positions);
+      const apart = twinLossGrads(s, aRot, G, 1.5);
+      const daRaw = tf.grad((v: tf.Tensor) => tf.sum(tf.mul(rotaryFused(v as tf.Tensor2D, positions), apart.da)))(a);
+      const [x, y] = [await readAll([inside.loss, inside.ds, inside.da]), await readAll([apart.loss, apart.ds, daRaw])];
+      bits[`B ${B}`] = x.reduce((n, v, i) => n + v.filter((e, j) => !Object.is(e, y[i][j])).length, 0);
+      out.push({ name: `B ${B} rotated`, values: x });
+      tf.dispose([rot!.rows, inside.loss, inside.ds, inside.da, aRot, apart.loss, apart.ds, apart.da, daRaw, ...rotated]);
+    } else {
+      out.push({ name: `B ${B} rotated`, values: [await readAll([tf.mul(twinLoss(s, rotateTf(a, positions), G), 1.5)]).then((v) => v[0]), ...(await readAll(rotated))] });
+    }
     tf.dispose([s, a, G]);
   }
-  return out;
+  return { out, bits };
 }
 
 async function twinLossCase() {
   const cpu = await twinLossRun("cpu");
   const gpu = await twinLossRun("webgpu");
-  const parts = ["loss", "grad s", "grad aRot"];
+  const parts = ["loss", "grad s", "grad a"];
   const diffs: Record<string, number> = {};
-  cpu.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts[j]}`] = relDiff(gpu[i].values[j], v))));
-  return { diffs };
+  cpu.out.forEach((r, i) => r.values.forEach((v, j) => (diffs[`${r.name} ${parts[j]}`] = relDiff(gpu.out[i].values[j], v))));
+  return { diffs, bitsDiffer: gpu.bits };
 }
 
 /**
@@ -580,11 +597,7 @@ async function rotaryRun(backend: "cpu" | "webgpu") {
   const positions = Int32Array.from({ length: n }, (_, i) => (i === 0 ? 0 : i === 1 ? 5000 : rng.int(900)));
   const f = (v: tf.Tensor) => (backend === "webgpu" ? rotaryFused(v as tf.Tensor2D, positions) : rotateTf(v as tf.Tensor2D, positions));
   const r = tf.tidy(() => ({ value: f(x), grads: tf.grads((v: tf.Tensor) => tf.sum(tf.mul(f(v), R)))([x]) }));
-  // the learner's tapeless pass: the rotation and its transposed rotation of R (cpu: the same as above)
-  const pair = backend === "webgpu" ? rotaryPair(x, positions) : null;
-  const both = pair ? [pair.y, pair.backward(R)] : [tf.clone(r.value), tf.clone(r.grads[0])];
-  pair?.dispose();
-  const values = await readAll([r.value, ...r.grads, ...both]);
+  const values = await readAll([r.value, ...r.grads]);
   tf.dispose([x, R]);
   return values;
 }
@@ -592,7 +605,7 @@ async function rotaryRun(backend: "cpu" | "webgpu") {
 async function rotaryCase() {
   const cpu = await rotaryRun("cpu");
   const gpu = await rotaryRun("webgpu");
-  return { forward: relDiff(gpu[0], cpu[0]), grad: relDiff(gpu[1], cpu[1]), pairForward: relDiff(gpu[2], cpu[2]), pairGrad: relDiff(gpu[3], cpu[3]) };
+  return { forward: relDiff(gpu[0], cpu[0]), grad: relDiff(gpu[1], cpu[1]) };
 }
 
 /**
@@ -942,7 +955,68 @@ async function greedyPickCase() {
   });
 }
 
+/**
+ * A product that takes an activation's backward in (matmul.ts actGrad: dY·Wᵀ times f′(P), a
+ * backward's fc2 dX) against the plain product and then gelu-layernorm.ts's actGrad per element
+ * in a program of its own (the two programs the recorded backwards ran before): values that
+ * differ in any bit, per activation and shape (aligned and checked tiles), and the relative
+ * difference from the cpu tfjs gradient of the activation.
+ */
+async function actGradCase() {
+  const rng = new Rng(5);
+  const shapes: [number, number, number][] = [[64, 32, 128], [37, 29, 53]];
+  const inputs = shapes.map(([m, k, n]) => ({ g: normals(rng, m * k), w: normals(rng, n * k), p: normals(rng, m * n, 2) }));
+  const acts = ["gelu", "gelu_tanh", "relu"] as const;
+  await onBackend("cpu");
+  const ref = (act: (typeof acts)[number], x: tf.Tensor) => (act === "relu" ? tf.relu(x) : gelu(x, act === "gelu" ? "erf" : "tanh"));
+  const cpu = await readAll(acts.flatMap((act) => shapes.map(([m, k, n], i) => {
+    const dy = tf.matMul(tf.tensor2d(inputs[i].g, [m, k]), tf.tensor2d(inputs[i].w, [n, k]), false, true);
+    return tf.grad((x: tf.Tensor) => ref(act, x))(tf.tensor2d(inputs[i].p, [m, n]), dy);
+  })));
+  await onBackend("webgpu");
+  const be = webgpuBackend();
+  const tile = MATMUL_TILES["64x64-k16"];
+  const out: Record<string, { bitsDiffer: number; diff: number; aligned: boolean }> = {};
+  let j = 0;
+  for (const act of acts) {
+    for (const [i, [m, k, n]] of shapes.entries()) {
+      const [g, w, p] = [tf.tensor2d(inputs[i].g, [m, k]), tf.tensor2d(inputs[i].w, [n, k]), tf.tensor2d(inputs[i].p, [m, n])];
+      const aligned = isAligned(tile, m, n, k);
+      const product = (fold: boolean) => runRawProgram(be, {
+        key: `test-act-grad-${act}-${aligned}-${fold}`,
+        code: () => matmulShader(tile, aligned, { trans: { b: true }, ...(fold ? { actGrad: act } : {}) }),
+        inputs: fold ? [g, w, p] : [g, w],
+        outputs: [{ shape: [m, n] }],
+        uniforms: [m, n, k, 0, 0].map((x) => ({ type: "uint32" as const, data: [x] })),
+        threads: m * n,
+        workgroups: [Math.ceil(n / 64), Math.ceil(m / 64), 1],
+      })[0];
+      const folded = tf.engine().makeTensorFromTensorInfo(product(true));
+      const dy = product(false);
+      const [apart] = runRawProgram(be, {
+        key: `test-act-grad-${act}-apart`,
+        code: () => `${uniformStruct(["n: u32"])}\n${storageDecls(["x", "dy"], ["y"])}\n${ACT_GRAD_WGSL[act]}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = threadIndex(gid);
+  if (i < u.n) { y[i] = actGrad(x[i], dy[i]); }
+}`,
+        inputs: [p, tf.engine().makeTensorFromTensorInfo(dy)],
+        outputs: [{ shape: [m, n] }],
+        uniforms: [{ type: "uint32", data: [m * n] }],
+        threads: m * n,
+      });
+      const [a, b] = await readAll([folded, tf.engine().makeTensorFromTensorInfo(apart)]);
+      let bitsDiffer = 0;
+      for (let e = 0; e < a.length; e++) if (!Object.is(a[e], b[e])) bitsDiffer++;
+      out[`${act} ${m}x${k}·${n}x${k}ᵀ`] = { bitsDiffer, diff: relDiff(a, cpu[j++]), aligned };
+    }
+  }
+  return out;
+}
+
 const CASES: Record<string, () => Promise<unknown>> = {
+  "act-grad": actGradCase,
   "greedy-pick": greedyPickCase,
   "residual-layernorm": residualLayerNormCase,
   dropout: dropoutCase,

@@ -10,6 +10,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { onDevice } from "../backend/device.ts";
 import { adamwStepFused, clipNormFused } from "../model/webgpu/fused-adamw.ts";
+import { GradPack, packLayout } from "../model/webgpu/grad-pack.ts";
 import { polyakAverage } from "../model/base.ts";
 import { optimizerSchema } from "../config/schema.ts";
 
@@ -49,16 +50,27 @@ type Grads = tf.NamedTensorMap | (tf.Tensor | null | undefined)[];
 export class AdamW {
   readonly config: AdamWConfig;
   readonly variables: tf.Variable[];
+  /** The moments: a variable each (the tfjs path), or on the device path packed, variable i's at offsets[i] (grad-pack.ts layout). */
   private readonly m: tf.Variable[];
   private readonly v: tf.Variable[];
+  private readonly packed: { m: tf.Variable; v: tf.Variable; sizes: number[]; offsets: number[] } | null;
   private steps: number[];
   private stepCount = 0;
 
   constructor(variables: tf.Variable[], config: Partial<AdamWConfig> = {}) {
     this.config = { ...QRAG_ADAMW, ...config };
     this.variables = variables;
-    this.m = variables.map((x) => tf.variable(tf.zerosLike(x), false));
-    this.v = variables.map((x) => tf.variable(tf.zerosLike(x), false));
+    if (onDevice()) {
+      const sizes = variables.map((x) => x.size);
+      const { offsets, total } = packLayout(sizes);
+      this.packed = { m: tf.variable(tf.zeros([total]), false), v: tf.variable(tf.zeros([total]), false), sizes, offsets };
+      this.m = [];
+      this.v = [];
+    } else {
+      this.packed = null;
+      this.m = variables.map((x) => tf.variable(tf.zerosLike(x), false));
+      this.v = variables.map((x) => tf.variable(tf.zerosLike(x), false));
+    }
     this.steps = variables.map(() => 0);
   }
 
@@ -71,33 +83,34 @@ export class AdamW {
    * `gradScale` (a scalar tensor, e.g. the clipping factor) multiplies every gradient first.
    * `average`: then each variable's Polyak target (aligned with the variables) becomes
    * target·(1 − τ) + p·τ, 0 < τ < 1 (base.ts polyakAverage's arithmetic), with the update's own
-   * program on the device. On the device path (`onDevice()`) the update runs as fused WebGPU
-   * programs in place (model/webgpu/fused-adamw.ts, the same arithmetic); elsewhere as the tfjs
+   * program on the device. On the device path (an optimizer made on webgpu: `onDevice()`) the
+   * update runs as fused WebGPU programs in place (model/webgpu/fused-adamw.ts, the same
+   * arithmetic) over packed gradients (a GradPack, or a list packed first); elsewhere as the tfjs
    * ops below.
    */
-  step(grads: Grads, lr: number, gradScale?: tf.Scalar, average?: PolyakTargets): void {
-    const list = alignGrads(this.variables, grads);
-    const { beta1, beta2, eps, weightDecay } = this.config;
+  step(grads: Grads | GradPack, lr: number, gradScale?: tf.Scalar, average?: PolyakTargets): void {
     if (average && (average.targets.length !== this.variables.length || !(average.tau > 0 && average.tau < 1))) {
       throw new RangeError(`AdamW: ${average.targets.length} Polyak targets for ${this.variables.length} variables, τ ${average.tau} (must be in (0, 1))`);
     }
-    const fused = onDevice();
-    const slots: { i: number; g: tf.Tensor; stepSize: number; bc2Sqrt: number }[] = [];
+    if (this.packed) {
+      if (!onDevice()) throw new Error("AdamW: this optimizer's moments are on the webgpu device; the backend is now " + tf.getBackend());
+      if (grads instanceof GradPack) return this.stepFused(grads, lr, gradScale, average);
+      const pack = GradPack.fromList(this.checked(alignGrads(this.variables, grads)), this.packed.sizes);
+      try {
+        return this.stepFused(pack, lr, gradScale, average);
+      } finally {
+        pack.dispose();
+      }
+    }
+    if (grads instanceof GradPack) throw new Error("AdamW: packed gradients need an optimizer made on webgpu");
+    const list = this.checked(alignGrads(this.variables, grads));
+    const { beta1, beta2, eps, weightDecay } = this.config;
     this.stepCount++;
     for (let i = 0; i < this.variables.length; i++) {
       const g = list[i];
       if (!g) continue;
       const p = this.variables[i];
-      if (!arraysEqual(g.shape, p.shape)) {
-        throw new RangeError(`AdamW: gradient shape [${g.shape}] ≠ variable ${p.name} [${p.shape}]`);
-      }
-      const t = ++this.steps[i];
-      const stepSize = lr / (1 - beta1 ** t);
-      const bc2Sqrt = Math.sqrt(1 - beta2 ** t);
-      if (fused) {
-        slots.push({ i, g, stepSize, bc2Sqrt });
-        continue;
-      }
+      const { stepSize, bc2Sqrt } = this.nextStep(i, lr);
       tf.tidy(() => {
         const g32 = g.dtype === "float32" ? g : tf.cast(g, "float32");
         const gf = gradScale ? tf.mul(g32, gradScale) : g32;
@@ -110,31 +123,38 @@ export class AdamW {
         p.assign(decayed.sub(m.div(denom).mul(stepSize)));
       });
     }
-    if (fused) this.stepFused(slots, lr, gradScale, average);
-    else if (average) polyakAverage(average.targets.map((target, i) => ({ target, online: this.variables[i] })), average.tau);
+    if (average) polyakAverage(average.targets.map((target, i) => ({ target, online: this.variables[i] })), average.tau);
   }
 
-  private stepFused(slots: { i: number; g: tf.Tensor; stepSize: number; bc2Sqrt: number }[], lr: number, gradScale: tf.Scalar | undefined, average: PolyakTargets | undefined): void {
+  /** The gradients' shapes against the variables'. */
+  private checked(list: (tf.Tensor | null | undefined)[]): (tf.Tensor | null | undefined)[] {
+    list.forEach((g, i) => {
+      const p = this.variables[i];
+      if (g && !arraysEqual(g.shape, p.shape)) throw new RangeError(`AdamW: gradient shape [${g.shape}] ≠ variable ${p.name} [${p.shape}]`);
+    });
+    return list;
+  }
+
+  /** Variable i's step count advanced, and its step's bias corrections at rate lr. */
+  private nextStep(i: number, lr: number): { stepSize: number; bc2Sqrt: number } {
+    const { beta1, beta2 } = this.config;
+    const t = ++this.steps[i];
+    return { stepSize: lr / (1 - beta1 ** t), bc2Sqrt: Math.sqrt(1 - beta2 ** t) };
+  }
+
+  /** The device path's step: the variables with a gradient in the pack, in fused programs. */
+  private stepFused(pack: GradPack, lr: number, gradScale: tf.Scalar | undefined, average: PolyakTargets | undefined): void {
+    const packed = this.packed!;
+    if (pack.sizes.length !== packed.sizes.length || pack.sizes.some((n, i) => n !== packed.sizes[i])) throw new RangeError("AdamW: the gradient pack's layout is not the variables'");
     const { beta1, beta2, eps, weightDecay } = this.config;
     const decay = weightDecay !== 0 ? 1 - lr * weightDecay : 1;
-    tf.tidy(() => {
-      const input = slots.map((s) => ({
-        p: this.variables[s.i],
-        g: s.g.dtype === "float32" ? s.g : tf.cast(s.g, "float32"),
-        m: this.m[s.i],
-        v: this.v[s.i],
-        ...(average ? { target: average.targets[s.i] } : {}),
-        stepSize: s.stepSize,
-        bc2Sqrt: s.bc2Sqrt,
-        decay,
-      }));
-      adamwStepFused(input, { beta1, beta2, eps, tau: average?.tau }, gradScale);
-      if (!average) return;
-      // the targets of variables without a gradient this step average what they hold
-      const stepped = new Set(slots.map((s) => s.i));
-      const rest = average.targets.flatMap((target, i) => (stepped.has(i) ? [] : [{ target, online: this.variables[i] }]));
-      if (rest.length > 0) polyakAverage(rest, average.tau);
-    });
+    this.stepCount++;
+    const slots = this.variables.flatMap((p, i) => (pack.present[i] ? [{ p, offset: packed.offsets[i], ...(average ? { target: average.targets[i] } : {}), ...this.nextStep(i, lr), decay }] : []));
+    adamwStepFused(slots, { g: pack.flat, m: packed.m, v: packed.v }, { beta1, beta2, eps, tau: average?.tau }, gradScale);
+    if (!average) return;
+    // the targets of variables without a gradient this step average what they hold
+    const rest = average.targets.flatMap((target, i) => (pack.present[i] ? [] : [{ target, online: this.variables[i] }]));
+    if (rest.length > 0) polyakAverage(rest, average.tau);
   }
 
   getState(): AdamWState {
@@ -143,9 +163,16 @@ export class AdamW {
       steps: [...this.steps],
       names: this.variables.map((x) => x.name),
       shapes: this.variables.map((x) => [...x.shape]),
-      m: this.m.map((x) => Float32Array.from(x.dataSync() as Float32Array)),
-      v: this.v.map((x) => Float32Array.from(x.dataSync() as Float32Array)),
+      ...(this.packed
+        ? { m: this.unpack(this.packed.m.dataSync() as Float32Array), v: this.unpack(this.packed.v.dataSync() as Float32Array) }
+        : { m: this.m.map((x) => Float32Array.from(x.dataSync() as Float32Array)), v: this.v.map((x) => Float32Array.from(x.dataSync() as Float32Array)) }),
     };
+  }
+
+  /** A packed moment's values split per variable (copies). */
+  private unpack(flat: Float32Array): Float32Array[] {
+    const { sizes, offsets } = this.packed!;
+    return sizes.map((n, i) => flat.slice(offsets[i], offsets[i] + n));
   }
 
   /** getState with async reads (the device path's form). */
@@ -160,8 +187,9 @@ export class AdamW {
       steps: [...this.steps],
       names: this.variables.map((x) => x.name),
       shapes: this.variables.map((x) => [...x.shape]),
-      m: await read(this.m),
-      v: await read(this.v),
+      ...(this.packed
+        ? { m: this.unpack((await this.packed.m.data()) as Float32Array), v: this.unpack((await this.packed.v.data()) as Float32Array) }
+        : { m: await read(this.m), v: await read(this.v) }),
     };
   }
 
@@ -171,23 +199,37 @@ export class AdamW {
       throw new RangeError(`AdamW.setState: state has ${state.m.length} slots, optimizer has ${n}`);
     }
     for (let i = 0; i < n; i++) {
-      const shape = this.variables[i].shape;
       const size = this.variables[i].size;
       if (state.m[i].length !== size || state.v[i].length !== size) {
         throw new RangeError(`AdamW.setState: slot ${i} (${this.variables[i].name}) has the wrong size`);
       }
+    }
+    const packed = this.packed;
+    if (packed) {
+      const join = (xs: Float32Array[]) => {
+        const flat = new Float32Array(packed.m.size);
+        xs.forEach((x, i) => flat.set(x, packed.offsets[i]));
+        return flat;
+      };
       tf.tidy(() => {
-        this.m[i].assign(tf.tensor(state.m[i], shape, "float32"));
-        this.v[i].assign(tf.tensor(state.v[i], shape, "float32"));
+        packed.m.assign(tf.tensor1d(join(state.m), "float32"));
+        packed.v.assign(tf.tensor1d(join(state.v), "float32"));
       });
+    } else {
+      for (let i = 0; i < n; i++) {
+        const shape = this.variables[i].shape;
+        tf.tidy(() => {
+          this.m[i].assign(tf.tensor(state.m[i], shape, "float32"));
+          this.v[i].assign(tf.tensor(state.v[i], shape, "float32"));
+        });
+      }
     }
     this.steps = [...state.steps];
     this.stepCount = state.stepCount;
   }
 
   dispose(): void {
-    for (const x of this.m) x.dispose();
-    for (const x of this.v) x.dispose();
+    for (const x of [...this.m, ...this.v, ...(this.packed ? [this.packed.m, this.packed.v] : [])]) x.dispose();
   }
 }
 
@@ -231,7 +273,9 @@ function globalNorm(grads: readonly tf.Tensor[]): tf.Scalar {
  * min(1, max_norm/(norm + 1e-6)) as tensors (no read), for `AdamW.step(grads, lr, coef)` to scale
  * the gradients inside its fused update. The caller disposes both.
  */
-export function clipFactorDevice(grads: readonly tf.Tensor[], maxNorm: number): { coef: tf.Scalar; norm: tf.Scalar } {
+export function clipFactorDevice(input: readonly tf.Tensor[] | GradPack, maxNorm: number): { coef: tf.Scalar; norm: tf.Scalar } {
+  // a pack's absent gradients are zeros: its flat tensor's norm is theirs
+  const grads = input instanceof GradPack ? [input.flat] : input;
   if (grads.length === 0) return { coef: tf.scalar(1), norm: tf.scalar(0) };
   if (onDevice()) return clipNormFused(grads, maxNorm);
   return tf.tidy(() => {

@@ -10,8 +10,10 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import type { TokenBatch } from "../model/encoder.ts";
-import { rotaryPair } from "../model/webgpu/rotary.ts";
+import { rotaryTables } from "../model/webgpu/rotary.ts";
 import { twinLossGrads } from "../model/webgpu/twin-loss.ts";
+import { GradPack, packLayout } from "../model/webgpu/grad-pack.ts";
+import { webgpuBackend } from "../model/webgpu/raw-program.ts";
 import { onDevice } from "../backend/device.ts";
 import type { QNetworks } from "./networks.ts";
 
@@ -21,7 +23,7 @@ import type { QNetworks } from "./networks.ts";
  * tape; nothing was drawn, or, if only the action encoder lacks one, the state forward's
  * activations are released and its masks are redrawn).
  */
-export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBatch, positions: Int32Array, G: tf.Tensor1D, weight: number): { value: tf.Scalar; grads: tf.Tensor[] } | null {
+export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBatch, positions: Int32Array, G: tf.Tensor1D, weight: number): { value: tf.Scalar; grads: GradPack } | null {
   if (!onDevice()) return null;
   const s = nets.state.tapedForward(states, true);
   if (!s) return null;
@@ -31,11 +33,15 @@ export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBa
     s.y.dispose();
     return null;
   }
-  const rot = rotaryPair(a.y, positions);
-  const { loss, ds, da } = twinLossGrads(s.y, rot ? rot.y : a.y, G, weight);
-  const daRaw = rot ? rot.backward(da) : da;
-  const grads = [...s.backward(ds), ...a.backward(daRaw)];
-  tf.dispose([s.y, a.y, ds, da, daRaw, ...(rot ? [rot.y] : [])]);
-  rot?.dispose();
-  return { value: loss, grads };
+  // the actions' rotation rides in the loss's two programs; da is the raw actions' gradient
+  const rot = rotaryTables(a.y, positions);
+  const { loss, ds, da } = twinLossGrads(s.y, a.y, G, weight, rot);
+  // both backwards copy their gradients into one pack (`trainable`'s order: the state encoder's, then the action encoder's)
+  const sizes = nets.trainable.map((v) => v.size);
+  const { total } = packLayout(sizes);
+  const flat = tf.engine().makeTensorFromTensorInfo(webgpuBackend().makeTensorInfo([total], "float32")) as tf.Tensor1D;
+  s.backwardInto(ds, flat, 0);
+  a.backwardInto(da, flat, nets.state.variables.reduce((n, v) => n + v.size, 0));
+  tf.dispose([s.y, a.y, ds, da, ...(rot ? [rot.rows] : [])]);
+  return { value: loss, grads: new GradPack(flat, sizes, sizes.map(() => true)) };
 }

@@ -23,6 +23,7 @@ import type { QNetworks } from "./networks.ts";
 import type { TokenBatch } from "../model/encoder.ts";
 import { devicePass } from "./device-pass.ts";
 import { accumulateFused } from "../model/webgpu/accumulate.ts";
+import { addPacks, GradPack } from "../model/webgpu/grad-pack.ts";
 import { rowLengths } from "../model/length-groups.ts";
 import { gatherRows } from "../model/webgpu/join-rows.ts";
 
@@ -55,7 +56,8 @@ export interface MicroStepResult {
 
 export class Learner {
   private readonly opt: AdamW;
-  private pending: tf.Tensor[] | null = null;
+  /** The micro-steps' summed gradients awaiting their update: a list (tfjs path), or packed on the device (grad-pack.ts). */
+  private pending: Gradients | null = null;
   /** Last loss and pre-clipping gradient norm: numbers on the CPU path, tensors on the device path. */
   private last: { loss: number | tf.Scalar; gradNorm: number | tf.Scalar } = { loss: NaN, gradNorm: NaN };
   updates = 0;
@@ -102,19 +104,20 @@ export class Learner {
     const size = this.passRows(B, batch.actionTexts, lengths, statesPacked);
     const order = size < B ? stateOrder(rowLengths(statesPacked())) : null;
     if (order) batch = reordered(batch, order);
-    let grads: tf.Tensor[] | null = null;
+    let grads: Gradients | null = null;
     let value: tf.Scalar | null = null;
     for (let lo = 0; lo < B; lo += size) {
       if (signal && lo > 0) {
         await new Promise((r) => setImmediate(r));
         if (signal.aborted) {
-          tf.dispose([...grads!, value!]);
+          disposeGrads(grads!);
+          value!.dispose();
           signal.throwIfAborted();
         }
       }
       const hi = Math.min(B, lo + size);
       const G = passTargets(batch.targets, order, lo, hi);
-      let pass: { value: tf.Scalar; grads: tf.Tensor[] };
+      let pass: { value: tf.Scalar; grads: Gradients };
       try {
         pass = this.pass(
           { states: batch.states.slice(lo, hi), actionTexts: batch.actionTexts.slice(lo, hi), positions: batch.positions.subarray(lo, hi) },
@@ -131,9 +134,9 @@ export class Learner {
         value = pass.value;
         continue;
       }
-      const sum = accumulate([...grads, value], [...pass.grads, pass.value]);
-      value = sum.pop() as tf.Scalar;
-      grads = sum;
+      const sum = accumulate(grads, pass.grads, [value, pass.value]);
+      grads = sum.grads;
+      value = sum.value!;
     }
     // The device path keeps the loss on the device: no read per update (lastStats reads it when logged).
     const loss = onDevice() ? NaN : value!.dataSync()[0] * this.accumulate;
@@ -159,7 +162,7 @@ export class Learner {
   }
 
   /** One forward/backward pass over part of the batch: its mean loss times `weight` and the gradients of that. */
-  private pass(part: Omit<MicroBatch, "targets">, G: tf.Tensor1D, lengths: { maxActionLength: number; maxInMemory: number }, weight: number): { value: tf.Scalar; grads: tf.Tensor[] } {
+  private pass(part: Omit<MicroBatch, "targets">, G: tf.Tensor1D, lengths: { maxActionLength: number; maxInMemory: number }, weight: number): { value: tf.Scalar; grads: Gradients } {
     const { nets } = this;
     const sPacked = nets.state.packStates(part.states, lengths.maxInMemory);
     const aPacked = nets.action.packActions(part.actionTexts, lengths.maxActionLength);
@@ -173,13 +176,18 @@ export class Learner {
       const l = twinLoss(s, a, G);
       return weight === 1 ? l : (tf.mul(l, weight) as tf.Scalar);
     }, vars);
-    return { value, grads: vars.map((v) => grads[v.name]) };
+    const list = vars.map((v) => grads[v.name]);
+    if (!onDevice()) return { value, grads: list };
+    // the device path's optimizer takes packed gradients
+    const pack = GradPack.fromList(list, vars.map((v) => v.size));
+    tf.dispose(list);
+    return { value, grads: pack };
   }
 
   /** Adds a micro-step's gradients to the pending sum; applies it every `accumulate` micro-steps. */
-  private accumulateGrads(ordered: tf.Tensor[], loss: number): MicroStepResult {
+  private accumulateGrads(ordered: Gradients, loss: number): MicroStepResult {
     // the gradients of loss/accumulate (the passes' weights) summed across micro-steps
-    this.pending = this.pending ? accumulate(this.pending, ordered) : ordered;
+    this.pending = this.pending ? accumulate(this.pending, ordered).grads : ordered;
     this.microSteps++;
     if (this.microSteps % this.accumulate !== 0) return { loss };
     return { loss, applied: this.applyPending() };
@@ -200,13 +208,13 @@ export class Learner {
       this.opt.step(pending, lr, coef, average);
       coef.dispose();
     } else {
-      const clipped = clipByGlobalNorm(pending, this.algo.hyperparams.max_grad_norm);
+      const clipped = clipByGlobalNorm(asList(pending), this.algo.hyperparams.max_grad_norm);
       norm = clipped.norm;
       this.setLast("gradNorm", norm);
       this.opt.step(clipped.grads, lr, undefined, average);
       clipped.grads.forEach((g) => g.dispose());
     }
-    pending.forEach((g) => g.dispose());
+    disposeGrads(pending);
     this.updates++;
     this.alpha = this.algo.hyperparams.alpha * this.schedule(this.updates);
     this.nets.afterOptimizerStep(tau, average !== undefined);
@@ -246,7 +254,7 @@ export class Learner {
   }
 
   dispose(): void {
-    this.pending?.forEach((g) => g.dispose());
+    if (this.pending) disposeGrads(this.pending);
     this.setLast("loss", NaN);
     this.setLast("gradNorm", NaN);
     this.opt.dispose();
@@ -288,13 +296,38 @@ function passTargets(t: Targets, order: Int32Array | null, lo: number, hi: numbe
   return tf.tidy(() => tf.gather(t, tf.tensor1d(rows, "int32")));
 }
 
+/** A pass's or micro-step's gradients: a list aligned with the trainable variables, or on the device one pack (grad-pack.ts). */
+type Gradients = tf.Tensor[] | GradPack;
+
+function disposeGrads(g: Gradients): void {
+  if (g instanceof GradPack) g.dispose();
+  else tf.dispose(g);
+}
+
+/** The tfjs path's list (packs are the device path's only). */
+function asList(g: Gradients): tf.Tensor[] {
+  if (g instanceof GradPack) throw new Error("Learner: packed gradients off the webgpu device");
+  return g;
+}
+
 /**
- * acc[i] + add[i], consuming both lists: on the device in place into acc's buffers
- * (webgpu/accumulate.ts: a program per 8 tensors, not a tfjs Add each), elsewhere tfjs's Add.
+ * acc + add, consuming both, and with `values` (the passes' losses) their sum too: on the device
+ * in place into acc's buffers (webgpu/accumulate.ts: one program for a pack, one per 8 tensors of
+ * a list, not a tfjs Add each), elsewhere tfjs's Add.
  */
-function accumulate(acc: tf.Tensor[], add: tf.Tensor[]): tf.Tensor[] {
-  if (onDevice()) return accumulateFused(acc, add);
-  const sum = acc.map((a, i) => tf.add(a, add[i]));
-  tf.dispose([...acc, ...add]);
-  return sum;
+function accumulate(acc: Gradients, add: Gradients, values?: [tf.Scalar, tf.Scalar]): { grads: Gradients; value?: tf.Scalar } {
+  if (acc instanceof GradPack && add instanceof GradPack) {
+    const { pack, value } = addPacks(acc, add, values);
+    return { grads: pack, value };
+  }
+  if (acc instanceof GradPack || add instanceof GradPack) throw new Error("Learner: a gradient pack added to a list");
+  const a = [...acc, ...(values ? [values[0]] : [])];
+  const b = [...add, ...(values ? [values[1]] : [])];
+  let sum: tf.Tensor[];
+  if (onDevice()) sum = accumulateFused(a, b);
+  else {
+    sum = a.map((x, i) => tf.add(x, b[i]));
+    tf.dispose([...a, ...b]);
+  }
+  return { grads: sum.slice(0, acc.length), value: values ? (sum[acc.length] as tf.Scalar) : undefined };
 }

@@ -59,6 +59,8 @@ export interface SerializedTensor {
 export interface TapedForward {
   y: tf.Tensor2D;
   backward(dy: tf.Tensor): tf.Tensor[];
+  /** backward's gradients copied end to end into `flat` from element `at` instead (a webgpu/grad-pack.ts pack). */
+  backwardInto(dy: tf.Tensor, flat: tf.Tensor, at: number): void;
   release(): void;
 }
 

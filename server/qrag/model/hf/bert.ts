@@ -26,6 +26,7 @@ import { attentionDense } from "../device-ops.ts";
 import { onDevice } from "../../backend/device.ts";
 import { SafetensorsError, type SafetensorsFile } from "./safetensors.ts";
 import type { Rng } from "../../util/rng.ts";
+import type { Activation } from "../webgpu/gelu-layernorm.ts";
 import type { ReadFile } from "../../data-root.ts";
 
 export interface BertConfig {
@@ -39,7 +40,7 @@ export interface BertConfig {
   eps: number;
   hiddenDropout: number;
   attnDropout: number;
-  act: "gelu" | "gelu_tanh" | "relu";
+  act: Activation;
   initStd: number;
 }
 

@@ -4,22 +4,21 @@
  * Why: agent/adamw.ts updates each variable with ~14 tfjs ops and the Polyak target update takes
  * 3 more; on a GPU each op costs a dispatch whose overhead dwarfs the arithmetic (the transformer
  * update makes ~1000 dispatches per optimizer step). Here one program updates p, m and v in place
- * (in-place.ts) of as many variables as the device's storage-buffer limit allows (4 buffers per
- * variable, 5 with its Polyak target averaged in the same program), with the gradient-clipping
- * factor applied on the way in, and one program averages as many other target variables as fit
- * (2 buffers each). The arithmetic is agent/adamw.ts's and base.ts polyakAverage's, op for op in the
+ * (in-place.ts) of as many variables as the device's storage-buffer limit allows (the gradients
+ * and moments packed, grad-pack.ts: one binding each for all; p and its Polyak target, averaged
+ * in the same program, one each), with the gradient-clipping factor applied on the way in, and
+ * one program averages as many other target variables as fit (2 buffers each). The arithmetic is agent/adamw.ts's and base.ts polyakAverage's, op for op in the
  * same order (torch AdamW: decoupled decay, then the bias-corrected Adam step), in float32.
  */
 import * as tf from "@tensorflow/tfjs";
 import { ownBuffer } from "./in-place.ts";
 import { concatenatedArraysShader, runRawProgram, storageBufferLimit, storageDecls, uniformStruct, webgpuBackend, WG, type Uniform, workgroupSum } from "./raw-program.ts";
 
-/** One variable's update: its p, m and v (written in place), its float32 gradient and its own step constants. */
+/** One variable's update: p (and its Polyak target) written in place, its gradient and moments at `offset` of the packs, its own step constants. */
 export interface AdamWSlot {
   p: tf.Variable;
-  g: tf.Tensor;
-  m: tf.Variable;
-  v: tf.Variable;
+  /** Where its gradient and moments start in the packs (grad-pack.ts layout), in elements. */
+  offset: number;
   /** The Polyak target averaged from the new p in the same program (AdamWConstants.tau). */
   target?: tf.Variable;
   /** lr / (1 − β1^t) for this variable's step count t. */
@@ -28,6 +27,13 @@ export interface AdamWSlot {
   bc2Sqrt: number;
   /** 1 − lr·weight_decay (1 without decay). */
   decay: number;
+}
+
+/** The packs a step reads and writes: the gradients (grad-pack.ts), the first and second moments, one layout. */
+export interface AdamWPacks {
+  g: tf.Tensor;
+  m: tf.Variable;
+  v: tf.Variable;
 }
 
 export interface AdamWConstants {
@@ -39,19 +45,19 @@ export interface AdamWConstants {
 }
 
 function adamwCode(k: number, scaled: boolean, averaged: boolean): string {
-  const read = Array.from({ length: k }, (_, i) => `g${i}`);
-  if (scaled) read.push("scale");
-  const write: string[] = [];
-  for (let i = 0; i < k; i++) write.push(`p${i}`, `m${i}`, `v${i}`, ...(averaged ? [`t${i}`] : []));
+  const read = ["gs", ...(scaled ? ["scale"] : [])];
+  const write = ["ms", "vs"];
+  for (let i = 0; i < k; i++) write.push(`p${i}`, ...(averaged ? [`t${i}`] : []));
   const fields = ["b1: f32", "c1: f32", "b2: f32", "c2: f32", "eps: f32", "keep: f32", "tau: f32"];
-  for (let i = 0; i < k; i++) fields.push(`n${i}: u32`, `s${i}: f32`, `bc${i}: f32`, `d${i}: f32`);
+  for (let i = 0; i < k; i++) fields.push(`n${i}: u32`, `o${i}: u32`, `s${i}: f32`, `bc${i}: f32`, `d${i}: f32`);
   const bodies = Array.from(
     { length: k },
-    (_, i) => `    let g = g${i}[j]${scaled ? " * scale[0]" : ""};
-    let m = m${i}[j] * u.b1 + g * u.c1;
-    let v = v${i}[j] * u.b2 + (g * g) * u.c2;
-    m${i}[j] = m;
-    v${i}[j] = v;
+    (_, i) => `    let at = u.o${i} + j;
+    let g = gs[at]${scaled ? " * scale[0]" : ""};
+    let m = ms[at] * u.b1 + g * u.c1;
+    let v = vs[at] * u.b2 + (g * g) * u.c2;
+    ms[at] = m;
+    vs[at] = v;
     let denom = sqrt(v) / u.bc${i} + u.eps;
     let p = p${i}[j] * u.d${i} - (m / denom) * u.s${i};
     p${i}[j] = p;${averaged ? `\n    t${i}[j] = ${POLYAK_EXPR(`t${i}[j]`, "p")};` : ""}`,
@@ -68,36 +74,40 @@ function perProgram(buffersEach: number, shared: number): number {
 }
 
 /**
- * One AdamW step of every slot on the device, in place (in-place.ts): p, m and v, and where a
- * slot has a target, its Polyak average with the new p. `scale` (a scalar tensor, e.g. the
+ * One AdamW step of every slot on the device, in place (in-place.ts): p and its moments, and where
+ * a slot has a target, its Polyak average with the new p. The gradients and moments are packs
+ * (one binding each for all slots), so a program takes as many slots as their p (and target) fit
+ * the storage-buffer limit: 6 with targets at 16 bindings. `scale` (a scalar tensor, e.g. the
  * clipping factor) multiplies every gradient first. Programs take all slots with targets or none.
  */
-export function adamwStepFused(slots: readonly AdamWSlot[], c: AdamWConstants, scale?: tf.Scalar): void {
+export function adamwStepFused(slots: readonly AdamWSlot[], packs: AdamWPacks, c: AdamWConstants, scale?: tf.Scalar): void {
   const be = webgpuBackend();
   const averaged = slots.some((s) => s.target);
   if (averaged && !slots.every((s) => s.target)) throw new Error("adamwStepFused: targets for all slots or none");
   const tau = c.tau ?? 0;
   if (averaged && !(tau > 0 && tau < 1)) throw new Error(`adamwStepFused: Polyak τ must be in (0, 1), got ${tau}`);
-  const k = perProgram(averaged ? 5 : 4, scale ? 1 : 0);
+  if (packs.g.dtype !== "float32" || packs.m.size !== packs.g.size || packs.v.size !== packs.g.size) throw new Error("adamwStepFused: float32 packs of one size only");
+  for (const s of slots) {
+    if (s.p.dtype !== "float32") throw new Error("adamwStepFused: float32 variables only");
+    if (s.offset + s.p.size > packs.g.size) throw new Error(`adamwStepFused: ${s.p.name} past the packs' end`);
+  }
+  ownBuffer(packs.m, be);
+  ownBuffer(packs.v, be);
+  const k = perProgram(averaged ? 2 : 1, 3 + (scale ? 1 : 0));
   for (let at = 0; at < slots.length; at += k) {
     const group = slots.slice(at, at + k);
-    for (const s of group) {
-      if (s.g.dtype !== "float32" || s.p.dtype !== "float32") throw new Error("adamwStepFused: float32 tensors only");
-    }
-    const written = group.flatMap((s) => [s.p, s.m, s.v, ...(s.target ? [s.target] : [])]);
+    const written = group.flatMap((s) => [s.p, ...(s.target ? [s.target] : [])]);
     for (const v of written) ownBuffer(v, be);
-    const inputs: tf.TensorInfo[] = group.map((s) => s.g);
-    if (scale) inputs.push(scale);
     const uniforms: Uniform[] = [c.beta1, 1 - c.beta1, c.beta2, 1 - c.beta2, c.eps, 1 - tau, tau].map((x) => ({ type: "float32", data: [x] }));
     for (const s of group) {
-      uniforms.push({ type: "uint32", data: [s.p.size] }, { type: "float32", data: [s.stepSize] }, { type: "float32", data: [s.bc2Sqrt] }, { type: "float32", data: [s.decay] });
+      uniforms.push({ type: "uint32", data: [s.p.size] }, { type: "uint32", data: [s.offset] }, { type: "float32", data: [s.stepSize] }, { type: "float32", data: [s.bc2Sqrt] }, { type: "float32", data: [s.decay] });
     }
     runRawProgram(be, {
       key: `qrag_adamw_${group.length}_${scale ? "s" : "u"}${averaged ? "_t" : ""}`,
       code: () => adamwCode(group.length, Boolean(scale), averaged),
-      inputs,
+      inputs: [packs.g, ...(scale ? [scale] : [])],
       outputs: [],
-      inPlace: written,
+      inPlace: [packs.m, packs.v, ...written],
       uniforms,
       threads: group.reduce((a, s) => a + s.p.size, 0),
     });

@@ -60,26 +60,33 @@ const tanhArg = `(x * (x * x * 0.044715 + 1.0)) * ${Math.sqrt(2 / Math.PI)}`;
 export const geluTanhFwd = (half = false) => elementwise("gelu tanh forward", ["x"], (y) => y(`(x * 0.5) * (${TANH_AS(tanhArg)} + 1.0)`), TANH_AS_WGSL, half);
 /** ReLU forward (BERT's hidden_act relu). */
 export const reluFwd = (half = false) => elementwise("relu forward", ["x"], (y) => y("max(x, 0.0)"), ERF_WGSL, half);
-/** The tanh form's gradient (ops.ts geluTanh's): ½(1 + t) + ½x(1 − t²)·c(1 + 3·0.044715x²), t the forward's tanh. */
-export const geluTanhBwd = (hx = false) => elementwise(
-  "gelu tanh backward",
-  ["x", "dy"],
-  (y) => `let t = ${TANH_AS(tanhArg)};
-  let du = (x * x * ${3 * 0.044715} + 1.0) * ${Math.sqrt(2 / Math.PI)};
-  ${y("dy[i] * ((t + 1.0) * 0.5 + ((x * 0.5) * (1.0 - t * t)) * du)")}`,
-  TANH_AS_WGSL, hx, false,
-);
-/** ReLU's gradient (tfjs's: dy where x > 0, else 0); `hx`: x an f16 activation. */
-export const reluBwd = (hx = false) => elementwise("relu backward", ["x", "dy"], (y) => y("select(0.0, dy[i], x > 0.0)"), ERF_WGSL, hx, false);
-export const geluBwd = (hx = false) => elementwise(
-  "gelu backward",
-  ["x", "dy"],
-  (y) => `let cdf = (erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5;
+/**
+ * An activation's gradient dy·f′(x) as the WGSL function `actGrad(x, dy)` (with what it calls):
+ * the backward program's (geluBwd) and matmul.ts's epilogue's (a product that takes the
+ * activation's backward in), so both give the same bits. GELU's erf form; its tanh form from the
+ * forward's tanh, ½(1 + t) + ½x(1 − t²)·c(1 + 3·0.044715x²) (ops.ts geluTanh's); ReLU's tfjs's (dy
+ * where x > 0, else 0).
+ */
+/** A feed-forward activation: GELU's erf form, its tanh form, ReLU (hf/bert.ts BertConfig's `act`). */
+export type Activation = "gelu" | "gelu_tanh" | "relu";
+
+export const ACT_GRAD_WGSL: Record<Activation, string> = {
+  gelu: `${ERF_WGSL}
+fn actGrad(x: f32, dy: f32) -> f32 {
+  let cdf = (erf_as(x * ${Math.SQRT1_2}) + 1.0) * 0.5;
   let pdf = exp((x * x) * -0.5) * ${1 / Math.sqrt(2 * Math.PI)};
-  ${y("dy[i] * (cdf + x * pdf)")}`,
-  ERF_WGSL, hx, false,
-);
-export const GELU_BWD = geluBwd();
+  return dy * (cdf + x * pdf);
+}`,
+  gelu_tanh: `${TANH_AS_WGSL}
+fn actGrad(x: f32, dy: f32) -> f32 {
+  let t = ${TANH_AS(tanhArg)};
+  let du = (x * x * ${3 * 0.044715} + 1.0) * ${Math.sqrt(2 / Math.PI)};
+  return dy * ((t + 1.0) * 0.5 + ((x * 0.5) * (1.0 - t * t)) * du);
+}`,
+  relu: "fn actGrad(x: f32, dy: f32) -> f32 { return select(0.0, dy, x > 0.0); }",
+};
+/** GELU's gradient, one thread per element (x, dy → y): the tfjs op's backward (geluDevice). */
+export const GELU_BWD = elementwise("gelu backward", ["x", "dy"], (y) => y("actGrad(x, dy[i])"), ACT_GRAD_WGSL.gelu);
 
 const geluFused = tf.customGrad(((x: tf.Tensor, save: tf.GradSaveFunc) => {
   const [y] = run("qrag_gelu_fwd", GELU_FWD, [x], [x.shape], [{ type: "uint32", data: [x.size] }], x.size);

@@ -14,7 +14,7 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { runRawProgram, storageDecls, webgpuBackend, type WebgpuBackendLike } from "./raw-program.ts";
-import { ERF_WGSL, geluExpr } from "./gelu-layernorm.ts";
+import { ACT_GRAD_WGSL, ERF_WGSL, geluExpr, type Activation } from "./gelu-layernorm.ts";
 import { actType, enableHalf, readAct, writeAct } from "./half-storage.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 
@@ -107,14 +107,15 @@ export interface MatmulTrans {
   b?: boolean;
 }
 
-/** Which of a product's operands are f16 activations (half-storage.ts): A, or the result C (and P). */
+/** Which of a product's operands are f16 activations (half-storage.ts): A, the result C (and a kept P), or the P an activation's gradient reads (actGrad). */
 export interface HalfOperands {
   a?: boolean;
   c?: boolean;
+  p?: boolean;
 }
 
 /** Key suffix of the f16 operands: "-h16" for both (a forward's linear), "-hA" for A alone (a weight's gradient Xᵀ·dY). */
-export const halfName = (h: HalfOperands): string => (h.a && h.c ? "-h16" : h.a ? "-hA" : h.c ? "-hC" : "");
+export const halfName = (h: HalfOperands): string => `${h.a && h.c ? "-h16" : h.a ? "-hA" : h.c ? "-hC" : ""}${h.p ? "-hP" : ""}`;
 
 /** Key suffix of the transposes (empty for none). */
 export const transName = (tr: MatmulTrans) => `${tr.a ? "-tA" : ""}${tr.b ? "-tB" : ""}`;
@@ -127,6 +128,12 @@ export interface ShaderOptions {
   trans?: MatmulTrans;
   /** GELU (erf form) of each result (the recorded no-grad fc1); "keep": the value before it into P too. */
   gelu?: Epilogue;
+  /**
+   * C = dY·f′(P) for dY = A·B: the activation's backward (gelu-layernorm.ts ACT_GRAD_WGSL, the same
+   * bits as its program) on the way out of the product that gives its input's gradient, with P
+   * [M, N] the forward's value before the activation (a backward's fc2 dX and GELU in one program).
+   */
+  actGrad?: Activation;
   /** Adds R, a [M, N] operand like C (a recorded backward sums an input's gradients from several products this way, with no add program). */
   res?: boolean;
   /** A (`a`), or C and P (`c`), stored as f16 (half-storage.ts), converted at the loads and stores. */
@@ -156,7 +163,17 @@ export interface ShaderOptions {
    * parts × the blocks of N), so which buffer it reads is uniform across the workgroup.
    */
   parts?: number;
+  /**
+   * `group` weight gradients Aᵀ·B with their column sums (trans.a, colSum), each its own A, B, C,
+   * S and sizes, in one program: a layer's (split-k.ts). Product g takes the grid's z from its
+   * uniform z_g (its split parts); the grid's x and y cover the largest, and a workgroup past its
+   * product's extent returns at once. Uniforms after stride: per product M, N, K, aBatch, bBatch, z.
+   */
+  group?: number;
 }
+
+/** The uniform fields of a product in a `group` program, in order. */
+const GROUP_FIELDS = ["M", "N", "K", "aBatch", "bBatch", "z"];
 
 /**
  * WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks), computing
@@ -164,10 +181,13 @@ export interface ShaderOptions {
  * it runs once per compiled program key, not at each plan built for a new batch shape.
  */
 export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions = {}): string {
-  const { bias = false, trans = {}, gelu = false, res = false, half = {}, resLn = false, parts = 1, colSum = false, embedLn = false } = o;
+  const { bias = false, trans = {}, gelu = false, res = false, half = {}, resLn = false, parts = 1, colSum = false, embedLn = false, actGrad } = o;
+  if (actGrad && (bias || gelu || res || resLn || parts > 1 || colSum || embedLn)) throw new Error("matmulShader: an activation's gradient takes a plain product");
   if (embedLn && (trans.a || parts > 1 || resLn || colSum || gelu || res)) throw new Error("matmulShader: the embedding prologue takes a plain product (with a bias)");
   if (parts > 1 && (gelu === "keep" || res || resLn)) throw new Error("matmulShader: parts take a bias or GELU epilogue only");
   if (colSum && resLn) throw new Error("matmulShader: the residual + LayerNorm epilogue stores no column sums");
+  const G = o.group ?? 1;
+  if (G > 1 && (!trans.a || trans.b || !colSum || bias || gelu || res || resLn || parts > 1 || embedLn || actGrad)) throw new Error("matmulShader: a group takes weight gradients Aᵀ·B with their column sums only");
   const { threads, bm, bn } = tileOf(t);
   const { wx, wy, tm, tn, bk } = t;
   // the GELU epilogue: gelu-layernorm.ts's expression per value, so the result equals its program's
@@ -176,11 +196,12 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
   const store = (at: string, v: string, width: number): string => {
     const plus = res ? ` + R[${at}]` : "";
     const w = (e: string): string => writeAct(Boolean(half.c), e, width === 4);
-    if (parts > 1) return `writeC(${at}, ${w(act(v, width))});`;
+    if (parts > 1 || G > 1) return `writeC(${at}, ${w(act(v, width))});`;
+    if (actGrad) return `C[${at}] = ${w(`actGrad${width}(${readAct(Boolean(half.p), `P[${at}]`, width === 4)}, ${v})`)};`;
     return gelu === "keep" ? `{ let v = ${v}; P[${at}] = ${w("v")}; C[${at}] = ${w(`${act("v", width)}${plus}`)}; }` : `C[${at}] = ${w(`${act(v, width)}${plus}`)};`;
   };
   // `half`: A, or C and P, hold f16 (activations: half-storage.ts); B, bias and R stay f32
-  const ld = (src: string, i: string, vec = false): string => (src === "A" ? readAct(Boolean(half.a), `A[${i}]`, vec) : parts > 1 ? `readB(${i})` : `${src}[${i}]`);
+  const ld = (src: string, i: string, vec = false): string => (src === "A" ? (G > 1 ? `readA(${i})` : readAct(Boolean(half.a), `A[${i}]`, vec)) : parts > 1 || G > 1 ? `readB(${i})` : `${src}[${i}]`);
   const biasAt = (i: string): string => (parts > 1 ? `biasAt(${i})` : `bias[${i}]`);
   const tm4 = tm / 4;
   const tn4 = tn / 4;
@@ -247,7 +268,7 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
   L.push(`    workgroupBarrier();`, `  }`);
   // thread (x, y) owns rows (i4·WY + y)·4 + c and column vectors j·WX + x
   if (colSum) {
-    const put = (i: string, v: string): string => (parts > 1 ? `writeS(${i}, ${v});` : `S[${i}] = ${v};`);
+    const put = (i: string, v: string): string => (parts > 1 || G > 1 ? `writeS(${i}, ${v});` : `S[${i}] = ${v};`);
     L.push(`  if (sums) {`, `    let sOff = wid.z * u.N;`);
     for (let j = 0; j < tn4; j++) {
       const col = `col0 + (${j * wx}u + lid.x) * 4u`;
@@ -295,6 +316,7 @@ ${storageDecls([`A:${aty}`, `B:${ty}`, "bias", `X:${act}`, "gamma", "beta", ...(
 ${MASK_AT_WGSL}
 ${L.join("\n")}`;
   }
+  if (G > 1) return groupProgram(G, L, { aty, ty, cty, half: Boolean(half.a || half.c), aligned, readA: (e) => readAct(Boolean(half.a), e, aligned) });
   if (parts > 1) {
     const each = (body: (p: number) => string): string => Array.from({ length: parts }, (_, p) => `${p === parts - 1 ? "default" : `case ${p}u`}: { ${body(p)} }`).join(" ");
     const named = (n: string, type: string): string[] => Array.from({ length: parts }, (_, p) => `${n}${p}:${type}`);
@@ -307,9 +329,42 @@ fn writeC(i: u32, v: ${cty}) { switch part { ${each((p) => `C${p}[i] = v;`)} } }
 ${colSum ? `fn writeS(i: u32, v: ${ty}) { switch part { ${each((p) => `S${p}[i] = v;`)} } }` : ""}
 ${geluFns}${L.join("\n")}`;
   }
-  return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
-${storageDecls([`A:${aty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : [])], [`C:${cty}`, ...(gelu === "keep" ? [`P:${cty}`] : []), ...(colSum ? [`S:${ty}`] : [])])}
-${geluFns}${L.join("\n")}`;
+  return `${enableHalf(Boolean(half.a || half.c || half.p))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
+${storageDecls([`A:${aty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : []), ...(actGrad ? [`P:${actType(Boolean(half.p), aligned)}`] : [])], [`C:${cty}`, ...(gelu === "keep" ? [`P:${cty}`] : []), ...(colSum ? [`S:${ty}`] : [])])}
+${geluFns}${actGrad ? `${ACT_GRAD_WGSL[actGrad]}
+fn actGrad1(x: f32, dy: f32) -> f32 { return actGrad(x, dy); }
+fn actGrad4(x: vec4<f32>, dy: vec4<f32>) -> vec4<f32> { return vec4<f32>(actGrad(x.x, dy.x), actGrad(x.y, dy.y), actGrad(x.z, dy.z), actGrad(x.w, dy.w)); }
+` : ""}${L.join("\n")}`;
+}
+
+/**
+ * The `group` program around a product's body L: the product g a workgroup computes picked from
+ * its z (uniform across the workgroup), its sizes and z offset in place of the single product's
+ * uniforms, and its buffers through readA, readB, writeC and writeS.
+ */
+function groupProgram(G: number, L: string[], o: { aty: string; ty: string; cty: string; half: boolean; aligned: boolean; readA: (e: string) => string }): string {
+  const gs = Array.from({ length: G }, (_, g) => g);
+  const each = (body: (g: number) => string): string => gs.map((g) => `${g === G - 1 ? "default" : `case ${g}u`}: { ${body(g)} }`).join(" ");
+  const pick = (f: string): string => gs.reduce((acc, g) => (g === 0 ? `u.${f}0` : `select(${acc}, u.${f}${g}, g == ${g}u)`), "");
+  const vt = o.aligned ? "vec4<f32>" : "f32";
+  const main = L.join("\n")
+    .replace(/\bu\.(M|N|K|aBatch|bBatch)\b/g, (_, f: string) => `g${f}`)
+    .replace(/\bwid\.z\b/g, "gz")
+    .replace(/( {2}let col0 = wid\.x \* \d+u;)/, `$1
+  var g = 0u;
+${gs.slice(1).map((q) => `  if (wid.z >= u.z${q}) { g = ${q}u; }`).join("\n")}
+  part = g;
+  let gz = wid.z - ${pick("z")};
+${GROUP_FIELDS.slice(0, 5).map((f) => `  let g${f} = ${pick(f)};`).join("\n")}
+  if (row0 >= gM || col0 >= gN) { return; }`);
+  return `${enableHalf(o.half)}struct U { stride: u32, ${gs.flatMap((g) => GROUP_FIELDS.map((f) => `${f}${g}: u32`)).join(", ")} };
+${storageDecls(gs.flatMap((g) => [`A${g}:${o.aty}`, `B${g}:${o.ty}`]), gs.flatMap((g) => [`C${g}:${o.cty}`, `S${g}:${o.ty}`]))}
+var<private> part: u32;
+fn readA(i: u32) -> ${vt} { switch part { ${each((g) => `return ${o.readA(`A${g}[i]`)};`)} } }
+fn readB(i: u32) -> ${o.ty} { switch part { ${each((g) => `return B${g}[i];`)} } }
+fn writeC(i: u32, v: ${o.cty}) { switch part { ${each((g) => `C${g}[i] = v;`)} } }
+fn writeS(i: u32, v: ${o.ty}) { switch part { ${each((g) => `S${g}[i] = v;`)} } }
+${main}`;
 }
 
 /** One vec4 load a thread makes of an operand's K slice: its index math, its vec4 index at K offset k, where it goes in workgroup memory. */

@@ -15,7 +15,7 @@
  */
 import { storageDecls, uniformStruct, WG, workgroupSum } from "./raw-program.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
-import { geluBwd, lnDgb as lnDgbShader, lnDxShader, pooledDy } from "./gelu-layernorm.ts";
+import { lnDgb as lnDgbShader, lnDxShader, pooledDy } from "./gelu-layernorm.ts";
 import { halfKey } from "./half-storage.ts";
 import { weightGradients, type GradShape } from "./split-k.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
@@ -215,41 +215,43 @@ export function buildBackward(b: PlanBuilder): BackPlan {
   shapes.push(d, d);
   const grads = shapes.map((n) => b.buf(n, gradUsage));
   const dy = b.buf(B * d);
-  const gA = b.buf(N * d), gB = b.buf(N * d), dH = b.buf(N * d), dHN = b.buf(N * d), dCtx = b.buf(N * d), dq = b.buf(N * d);
-  const dsum = b.buf(B * H * T), dqkv = b.buf(N * 3 * d), dF1 = b.buf(N * F), dF2 = b.buf(N * F);
+  // dH, dH2: the masked gradients of a layer's two LayerNorms, apart, so the weight gradients
+  // that read them can wait for the layer's end (split-k.ts weightGradients' flush)
+  const gA = b.buf(N * d), gB = b.buf(N * d), dH = b.buf(N * d), dH2 = b.buf(N * d), dHN = b.buf(N * d), dCtx = b.buf(N * d), dq = b.buf(N * d);
+  const dsum = b.buf(B * H * T), dqkv = b.buf(N * 3 * d), dF1 = b.buf(N * F);
   const csr = csrBuffers(b, N, d);
   const wg = weightGradients(b, transformerGrads(d, F), N);
 
   const thr = dropThreshold(dropping ? c.dropout : 0), keep = dropping ? dropoutKeepScale(c.dropout) : 1;
   const maskFields: UniformValues = [["u", thr], ["f", keep], ["u", 0], ["u", 0]];
   /**
-   * The gradients of x·W + b (W variable w, [n, k] in the forward) given dY = g [N, k]: dX, then
-   * dW and db in one product (split along K where it has few tiles; `half`: x is an f16 activation).
+   * The gradients of x·W + b (W variable w, [n, k] in the forward) given dY = g [N, k]: dX (times
+   * GELU′ of `geluIn`, the forward's value before the GELU that gave x, where given), then dW and
+   * db in one product (split along K where it has few tiles; `half`: x is an f16 activation).
    */
-  const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number): void => {
-    b.step(productStep({ a: g, b: [{ weight: w }], out: [dx], m: N, n, k, trans: { b: true } }));
+  const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number, geluIn?: BufferLike): void => {
+    b.step(productStep({ a: g, b: [{ weight: w }], out: [dx], m: N, n, k, trans: { b: true }, actGrad: geluIn && { act: "gelu", p: geluIn, half } }));
     wg.gradient({ a: x, b: [g], out: [grads[w]], m: n, n: k, k: N, trans: { a: true }, hA: half, sums: [grads[w + 1]] });
   };
   const rows: UniformValues = [["u", N], ["u", d]];
-  const geluBwdCode = () => geluBwd(half);
   const lanes = rowLanes(d);
   /**
    * A LayerNorm's dx (plus `res`, the residual stream's gradient, when given) into `out`, and dγ,
    * dβ; the gradient of the residual branch that `site`'s mask multiplies comes back: `out` times
-   * that mask, written by the same program into dH (out itself when nothing drops).
+   * that mask, written by the same program into `masked` (out itself when nothing drops).
    */
-  const lnBack = (x: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, res: BufferLike | null, out: BufferLike, site: number | undefined, pooled = false): BufferLike => {
+  const lnBack = (x: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, res: BufferLike | null, out: BufferLike, site: number | undefined, masked: BufferLike, pooled = false): BufferLike => {
     const masking = site !== undefined;
     const key = `qrag_ln_dx${res ? "_acc" : ""}${masking ? "_mask" : ""}${pooled ? "_pool" : ""}_${lanes}${hk}`;
     const uniforms: UniformValues = [...rows, ...(pooled ? [["u", T] as ["u", number]] : []), ...(masking ? maskFields : [])];
-    b.step({ key, code: () => lnBackCode(d, res !== null, masking, half, pooled), refs: [x, { weight: gamma }, stats, g, ...(pooled ? [b.poolW] : []), ...(res ? [res] : []), out, ...(masking ? [dH] : [])], uniforms, grid: rowWorkgroups(N, d), stride: 0, draw: site });
+    b.step({ key, code: () => lnBackCode(d, res !== null, masking, half, pooled), refs: [x, { weight: gamma }, stats, g, ...(pooled ? [b.poolW] : []), ...(res ? [res] : []), out, ...(masking ? [masked] : [])], uniforms, grid: rowWorkgroups(N, d), stride: 0, draw: site });
     lnDgbStep(b, { x, stats, g, out: [grads[gamma], grads[gamma + 1]], d, half, pooled });
-    return masking ? dH : out;
+    return masking ? masked : out;
   };
 
   // the final LayerNorm's backward reads the pooling's gradient spread over the rows as it goes (pooledDy: no program of its own)
   const nf = 2 + L * 12;
-  let g = lnBack(acts.x[L], acts.lnfSt, nf, dy, null, gA, sites.res2[L - 1], true);
+  let g = lnBack(acts.x[L], acts.lnfSt, nf, dy, null, gA, sites.res2[L - 1], dH, true);
   const dh = d / H;
   const tile = attentionTile(dh, b.device.limits.maxComputeWorkgroupStorageSize ?? 16384);
   // the probabilities' dropout mask drawn inline from the forward's key, as the forward did
@@ -260,10 +262,9 @@ export function buildBackward(b: PlanBuilder): BackPlan {
   for (let l = L - 1; l >= 0; l--) {
     const o = 2 + l * 12;
     // x_out = mid + drop(fc2(gelu(fc1(LN2(mid))))): g is the stream's gradient times res2's mask
-    linearBack(g, acts.f2[l], o + 10, dF2, F, d);
-    b.flat(`qrag_gelu_bwd${hk}`, geluBwdCode, [acts.f1[l], dF2, dF1], [["u", N * F]], N * F);
+    linearBack(g, acts.f2[l], o + 10, dF1, F, d, acts.f1[l]);
     linearBack(dF1, acts.hN2[l], o + 8, dHN, d, F);
-    g = lnBack(acts.mid[l], acts.st2[l], o + 6, dHN, cur, other, sites.res1[l]);
+    g = lnBack(acts.mid[l], acts.st2[l], o + 6, dHN, cur, other, sites.res1[l], dH2);
     [cur, other] = [other, cur];
     // mid = x + drop(proj(attn(QKV(LN1(x)))))
     linearBack(g, acts.ctx[l], o + 4, dCtx, d, d);
@@ -274,7 +275,7 @@ export function buildBackward(b: PlanBuilder): BackPlan {
     linearBack(dqkv, acts.hN1[l], o + 2, dHN, d, 3 * d);
     wg.flush();
     // the next branch down: the layer below's res2, or the embedding's dropout
-    g = lnBack(acts.x[l], acts.st1[l], o, dHN, cur, other, l > 0 ? sites.res2[l - 1] : sites.emb);
+    g = lnBack(acts.x[l], acts.st1[l], o, dHN, cur, other, l > 0 ? sites.res2[l - 1] : sites.emb, dH);
     [cur, other] = [other, cur];
   }
   const gE = g;

@@ -17,22 +17,15 @@
 import { WG } from "./raw-program.ts";
 import type { MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
-import { geluBwd, geluTanhBwd, lnDx, reluBwd } from "./gelu-layernorm.ts";
+import { lnDx } from "./gelu-layernorm.ts";
 import { halfKey } from "./half-storage.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { ADD_DH, resLnDx } from "./residual-layernorm.ts";
 import { COL_SUM, csrBuffers, lnDgbStep, tokenAndPositionSteps } from "./recorded-backward.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { productStep, USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
-import type { BertConfig } from "../hf/bert.ts";
 import { N_EMB, PER_LAYER, type BertBuilder } from "./recorded-bert.ts";
 import { weightGradients, type GradShape } from "./split-k.ts";
-
-const ACT_BWD: Record<BertConfig["act"], [string, (hx: boolean) => string]> = {
-  gelu: ["qrag_gelu_bwd", geluBwd],
-  gelu_tanh: ["qrag_gelu_tanh_bwd", geluTanhBwd],
-  relu: ["qrag_relu_bwd", reluBwd],
-};
 
 /** A BERT layer's weight gradients in the order its backward takes them: fc2, fc1, the attention's output, Q, K and V (one program). */
 export function bertGrads(d: number, F: number): GradShape[] {
@@ -50,9 +43,11 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   for (let l = 0; l < L; l++) shapes.push(d * d, d, d * d, d, d * d, d, d * d, d, d, d, d * F, F, F * d, d, d, d);
   const grads = shapes.map((n) => b.buf(n, gradUsage));
   const dy = b.buf(B * d);
-  const gA = b.buf(N * d), gB = b.buf(N * d), gC = b.buf(N * d), dH = b.buf(N * d), dCtx = b.buf(N * d);
+  // dH, dH2: the masked gradients of a layer's two LayerNorms, apart, so the weight gradients
+  // that read them can wait for the layer's end (split-k.ts weightGradients' flush)
+  const gA = b.buf(N * d), gB = b.buf(N * d), gC = b.buf(N * d), dH = b.buf(N * d), dH2 = b.buf(N * d), dCtx = b.buf(N * d);
   const dq = b.buf(N * d), dk = b.buf(N * d), dv = b.buf(N * d), dsum = b.buf(B * H * T);
-  const dF1 = b.buf(N * F), dF2 = b.buf(N * F);
+  const dF1 = b.buf(N * F);
   const csr = csrBuffers(b, N, d);
   const wg = weightGradients(b, bertGrads(d, F), N);
 
@@ -61,19 +56,23 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const matmul = (a: Ref, w: Ref, out: BufferLike, m: number, n: number, k: number, trans: MatmulTrans, res?: BufferLike, hA = false): void => {
     b.step(productStep({ a, b: [w], out: [out], m, n, k, trans, res, hA }));
   };
-  /** The gradients of x·W + b (W variable w, [n, k]) given dY = g [N, k]: dX (+ res), then dW and db in one product. */
-  const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number, res?: BufferLike): void => {
-    matmul(g, { weight: w }, dx, N, n, k, { b: true }, res);
+  /**
+   * The gradients of x·W + b (W variable w, [n, k]) given dY = g [N, k]: dX (+ res; or times the
+   * activation's gradient at `actIn`, the forward's value before the activation that gave x), then
+   * dW and db in one product.
+   */
+  const linearBack = (g: BufferLike, x: BufferLike, w: number, dx: BufferLike, n: number, k: number, res?: BufferLike, actIn?: BufferLike): void => {
+    b.step(productStep({ a: g, b: [{ weight: w }], out: [dx], m: N, n, k, trans: { b: true }, res, actGrad: actIn && { act: c.act, p: actIn, half } }));
     wg.gradient({ a: x, b: [g], out: [grads[w]], m: n, n: k, k: N, trans: { a: true }, hA: half, sums: [grads[w + 1]] });
   };
   const rowDims: UniformValues = [["u", N], ["u", d]];
   const lanes = rowLanes(d);
   const rows = rowWorkgroups(N, d);
   const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number, pooled = false): void => lnDgbStep(b, { x, stats, g, out: [grads[gamma], grads[gamma + 1]], d, half, pooled });
-  /** y = LN(x + h·m)'s backward given g = dL/dy (`pooled`: the pooling's gradient, gelu-layernorm.ts pooledDy): dx into `dx`, dx·m into dH; dγ, dβ. */
-  const resLnBack = (v: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, dx: BufferLike, draw: number | undefined, pooled = false): void => {
+  /** y = LN(x + h·m)'s backward given g = dL/dy (`pooled`: the pooling's gradient, gelu-layernorm.ts pooledDy): dx into `dx`, dx·m into `masked`; dγ, dβ. */
+  const resLnBack = (v: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, dx: BufferLike, masked: BufferLike, draw: number | undefined, pooled = false): void => {
     const uniforms: UniformValues = [...rowDims, ["f", c.eps], ...(pooled ? [["u", T] as ["u", number]] : []), ...maskOf(draw === undefined ? 0 : hp)];
-    b.step({ key: `qrag_res_ln_dx${pooled ? "_pool" : ""}_${lanes}${hk}`, code: () => resLnDx(d, half, pooled), refs: [v, { weight: gamma }, stats, g, ...(pooled ? [b.poolW] : []), dx, dH], uniforms, grid: rows, stride: 0, draw });
+    b.step({ key: `qrag_res_ln_dx${pooled ? "_pool" : ""}_${lanes}${hk}`, code: () => resLnDx(d, half, pooled), refs: [v, { weight: gamma }, stats, g, ...(pooled ? [b.poolW] : []), dx, masked], uniforms, grid: rows, stride: 0, draw });
     lnDgb(v, stats, g, gamma, pooled);
   };
 
@@ -83,19 +82,16 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const attDrop = ap > 0 ? "inline" : false;
   const attKey = `separate_${dh}_${tile}_${ap > 0 ? "inline" : "nodrop"}${hk}`;
   const attUniforms: UniformValues = [["u", B], ["u", T], ["u", H], ["u", d], ["f", 1 / Math.sqrt(dh)]];
-  const [actName, actShader] = ACT_BWD[c.act];
-  const actKey = `${actName}${hk}`, actCode = () => actShader(half);
   // the residual stream's gradient is in gA at each layer's end; at the last, the pooling's, read spread over the rows (pooledDy)
   for (let l = L - 1; l >= 0; l--) {
     const o = N_EMB + l * PER_LAYER;
     // x_out = LN₂(mid + drop(fc2(act(fc1(mid)))))
-    resLnBack(acts.v2[l], acts.st2[l], o + 14, l === L - 1 ? dy : gA, gC, sites.res2[l], l === L - 1);
-    linearBack(dH, acts.f2[l], o + 12, dF2, F, d);
-    b.flat(actKey, actCode, [acts.f1[l], dF2, dF1], [["u", N * F]], N * F);
+    resLnBack(acts.v2[l], acts.st2[l], o + 14, l === L - 1 ? dy : gA, gC, dH, sites.res2[l], l === L - 1);
+    linearBack(dH, acts.f2[l], o + 12, dF1, F, d, undefined, acts.f1[l]);
     linearBack(dF1, acts.mid[l], o + 10, gB, d, F, gC);
     // mid = LN₁(x + drop(O(attn(Q(x), K(x), V(x)))))
-    resLnBack(acts.v1[l], acts.st1[l], o + 8, gB, gC, sites.res1[l]);
-    linearBack(dH, acts.ctx[l], o + 6, dCtx, d, d);
+    resLnBack(acts.v1[l], acts.st1[l], o + 8, gB, gC, dH2, sites.res1[l]);
+    linearBack(dH2, acts.ctx[l], o + 6, dCtx, d, d);
     const qkv = [acts.q[l], acts.k[l], acts.v[l]];
     const grid = attentionGrid(B, H, T);
     const uniforms: UniformValues = ap > 0 ? [...attUniforms, ...maskOf(ap)] : attUniforms;

@@ -82,8 +82,8 @@ export function bertTrainBytes(c: BertConfig, B: number, T: number, half = false
   // the token rows' CSR and its heavy ids' parts (recorded-backward.ts csrBuffers), the split weight gradients' partials (split-k.ts)
   const csr = Object.values(csrFloats(N, d)).reduce((a, n) => a + n, 0);
   const split = splitScratchFloats(bertGrads(d, F), N);
-  const backward = params + B * d + 8 * N * d + B * H * T + 2 * N * F + csr + [...split.c, ...split.s].reduce((a, n) => a + n, 0);
-  // uniform slots: per layer 8 forward programs (6 where the residual fuses) and 17 backward
-  return (half ? 2 : 4) * acts + 4 * (forward + backward) + 256 * (9 + (residualFuses(d) ? 23 : 25) * L);
+  const backward = params + B * d + 9 * N * d + B * H * T + N * F + csr + [...split.c, ...split.s].reduce((a, n) => a + n, 0);
+  // uniform slots: per layer 8 forward programs (6 where the residual fuses) and 16 backward
+  return (half ? 2 : 4) * acts + 4 * (forward + backward) + 256 * (9 + (residualFuses(d) ? 22 : 24) * L);
 }
 

@@ -38,9 +38,9 @@ import { noteOutsideBytes } from "../../backend/gpu-memory.ts";
 import type { Rng } from "../../util/rng.ts";
 import { dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
 import { cachedPipeline, foldThreads, storageDecls, uniformStruct, webgpuBackend, WG, type GpuDeviceLike, type PipelineLike, type ShaderSource, type WebgpuBackendLike } from "./raw-program.ts";
-import { halfName, isAligned, matmulShader, resLnTile, tileFor, tileName, transName, type MatmulTrans } from "./matmul.ts";
+import { halfName, isAligned, matmulShader, resLnTile, tileFor, tileName, transName, type MatmulTile, type MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionLanes, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
-import { lnFwdShader } from "./gelu-layernorm.ts";
+import { lnFwdShader, type Activation } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { resLnFwd } from "./residual-layernorm.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
@@ -652,6 +652,11 @@ export interface Product {
   res?: BufferLike;
   /** A is an f16 activation (a weight's gradient Xᵀ·dY). */
   hA?: boolean;
+  /**
+   * out = (A·B)·f′(P) (matmul.ts actGrad): the activation `act`'s backward taken in, P its forward
+   * input (f16 where `half`); single B, no R.
+   */
+  actGrad?: { act: Activation; p: BufferLike; half: boolean };
   /** Each B's column sums into these too: the biases' gradients beside their weights'. */
   sums?: BufferLike[];
   /**
@@ -669,14 +674,48 @@ export function productStep(p: Product): Omit<Step, "slot"> {
   const ks = p.k / split;
   // a weight gradient takes at least 64×64 tiles and splits along K where it has few (split-k.ts)
   const t = tiled(p.m, p.n, ks, parts, tileFor(p.m, parts * p.n, !p.trans.a));
-  const h = { a: Boolean(p.hA) };
+  const ag = p.actGrad;
+  const h = { a: Boolean(p.hA), p: Boolean(ag?.half) };
   return {
-    key: `${t.head}${transName(p.trans)}${p.res ? "-res" : ""}${p.sums ? "-cs" : ""}${parts > 1 ? `-x${parts}` : ""}${halfName(h)}`,
-    code: () => matmulShader(t.tile, t.aligned, { trans: p.trans, res: Boolean(p.res), half: h, colSum: Boolean(p.sums), parts }),
-    refs: [p.a, ...p.b, ...(p.res ? [p.res] : []), ...p.out, ...(p.sums ?? [])],
+    key: `${t.head}${transName(p.trans)}${p.res ? "-res" : ""}${p.sums ? "-cs" : ""}${parts > 1 ? `-x${parts}` : ""}${ag ? `-d${ag.act}` : ""}${halfName(h)}`,
+    code: () => matmulShader(t.tile, t.aligned, { trans: p.trans, res: Boolean(p.res), half: h, colSum: Boolean(p.sums), parts, actGrad: ag?.act }),
+    refs: [p.a, ...p.b, ...(p.res ? [p.res] : []), ...(ag ? [ag.p] : []), ...p.out, ...(p.sums ?? [])],
     // split: z's A and B start ks rows further on (Aᵀ [K, m], B [K, n]); its C is z·m·n further on
     uniforms: split > 1 ? [["u", p.m], ["u", p.n], ["u", ks], ["u", ks * p.m], ["u", ks * p.n]] : t.uniforms,
     grid: [t.grid[0], t.grid[1], split],
+    stride: 0,
+  };
+}
+
+/**
+ * Weight gradients Aᵀ·B with their column sums (each a single B, its own A, out and sums, split
+ * along K as `split` says) as one program (matmul.ts `group`): product g's workgroups are the
+ * grid's z from its first part on; all take `tile`.
+ */
+export function productGroupStep(ps: readonly (Product & { split: number })[], tile: MatmulTile): Omit<Step, "slot"> {
+  for (const p of ps) {
+    if (!p.trans.a || p.trans.b || p.b.length !== 1 || p.out.length !== 1 || p.sums?.length !== 1 || p.res || p.actGrad || p.k % p.split) throw new Error("productGroupStep: weight gradients Aᵀ·B with their column sums only, K a multiple of the split");
+  }
+  const hA = ps[0].hA ?? false;
+  if (ps.some((p) => (p.hA ?? false) !== hA)) throw new Error("productGroupStep: A f16 in all products or none");
+  const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
+  const aligned = ps.every((p) => isAligned(tile, p.m, p.n, p.k / p.split));
+  const uniforms: UniformValues = [];
+  let z = 0;
+  for (const p of ps) {
+    const ks = p.k / p.split;
+    const batched = p.split > 1;
+    uniforms.push(["u", p.m], ["u", p.n], ["u", ks], ["u", batched ? ks * p.m : 0], ["u", batched ? ks * p.n : 0], ["u", z]);
+    z += p.split;
+  }
+  const G = ps.length;
+  const h = { a: hA };
+  return {
+    key: `matmul-${tileName(tile)}-${aligned ? "aligned" : "checked"}-tA-cs-g${G}${halfName(h)}`,
+    code: () => matmulShader(tile, aligned, { trans: { a: true }, half: h, colSum: true, group: G }),
+    refs: [...ps.flatMap((p) => [p.a, p.b[0]]), ...ps.flatMap((p) => [p.out[0], p.sums![0]])],
+    uniforms,
+    grid: [Math.max(...ps.map((p) => Math.ceil(p.n / bn))), Math.max(...ps.map((p) => Math.ceil(p.m / bm))), z],
     stride: 0,
   };
 }

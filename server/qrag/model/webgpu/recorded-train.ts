@@ -71,6 +71,7 @@ export function runTaped(be: BackendLike, plan: Plan, vars: readonly tf.Variable
   return {
     y,
     backward: (dy) => counted(() => submitBackward(be, plan, token, vars, dy, keys, csr)),
+    backwardInto: (dy, flat, at) => void counted(() => submitBackward(be, plan, token, vars, dy, keys, csr, { flat, at })),
     release: () => {
       if (plan.owner === token) plan.owner = null;
     },
@@ -85,8 +86,12 @@ function counted<T>(f: () => T): T {
   return r;
 }
 
-/** Records the backward of the forward `token` ran on `plan` into one command buffer; the gradients in `vars`' order. */
-function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readonly tf.Variable[], dy: tf.Tensor, keys: readonly number[], csr: TokenCsr): tf.Tensor[] {
+/**
+ * Records the backward of the forward `token` ran on `plan` into one command buffer; the gradients
+ * in `vars`' order, or, with `into`, copied end to end into that flat tensor from element `at` (a
+ * grad-pack.ts pack; nothing returned).
+ */
+function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readonly tf.Variable[], dy: tf.Tensor, keys: readonly number[], csr: TokenCsr, into?: { flat: tf.Tensor; at: number }): tf.Tensor[] {
   if (plan.owner !== token || plan.dead || !plan.back) throw new Error("recorded encoder: the forward's activations were reused or freed before its backward ran");
   const back = plan.back;
   const d = vars[0].shape[1] as number;
@@ -105,8 +110,21 @@ function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readon
   enc.copyBufferToBuffer(be.tensorMap.get(dy.dataId).resource as BufferLike, 0, back.dy, 0, dy.size * 4);
   for (const b of back.clear) enc.clearBuffer(b);
   recordSteps(be, enc, plan, back.steps, vars);
-  const grads = vars.map((v, i) => copyOut(be, enc, back.grads[i], v.shape));
-  recordedIntoTfjs(be, grads);
+  let grads: tf.Tensor[] = [];
+  if (into) {
+    if (into.at + vars.reduce((n, v) => n + v.size, 0) > into.flat.size) throw new Error("recorded encoder: the gradient pack is too small for the backward's gradients");
+    be.uploadToGPU(into.flat.dataId);
+    const dst = be.tensorMap.get(into.flat.dataId).resource as BufferLike;
+    let at = into.at;
+    vars.forEach((v, i) => {
+      enc.copyBufferToBuffer(back.grads[i], 0, dst, at * 4, v.size * 4);
+      at += v.size;
+    });
+    recordedIntoTfjs(be, [into.flat]);
+  } else {
+    grads = vars.map((v, i) => copyOut(be, enc, back.grads[i], v.shape));
+    recordedIntoTfjs(be, grads);
+  }
   plan.owner = null;
   return grads;
 }

@@ -13,21 +13,27 @@ import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG } from ".
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
+/**
+ * A pair's rotation and its transpose over the tables ct, sn at t (the pair's first column in the
+ * tables): this file's programs' and twin-loss.ts's (which rotates the actions inside the loss),
+ * so both give the same bits.
+ */
+export const ROTATE_WGSL = `fn rotPair(x0: f32, x1: f32, t: u32) -> vec2<f32> { return vec2<f32>(x0 * ct[t] + (-x1) * sn[t], x1 * ct[t + 1u] + x0 * sn[t + 1u]); }
+fn rotPairT(g0: f32, g1: f32, t: u32) -> vec2<f32> { return vec2<f32>(g0 * ct[t] + g1 * sn[t + 1u], g1 * ct[t + 1u] + (-g0) * sn[t]); }`;
+
 function code(backward: boolean): string {
-  const body = backward
-    ? `y[i] = x[i] * ct[t] + x[i + 1u] * sn[t + 1u];
-  y[i + 1u] = x[i + 1u] * ct[t + 1u] + (-x[i]) * sn[t];`
-    : `y[i] = x[i] * ct[t] + (-x[i + 1u]) * sn[t];
-  y[i + 1u] = x[i + 1u] * ct[t + 1u] + x[i] * sn[t + 1u];`;
   return `${uniformStruct(["n: u32", "D: u32"])}
 ${storageDecls(["x", "rows:i32", "ct", "sn"], ["y"])}
+${ROTATE_WGSL}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let p = threadIndex(gid);
   if (p >= u.n * u.D / 2u) { return; }
   let i = 2u * p;
   let t = u32(rows[i / u.D]) * u.D + i % u.D;
-  ${body}
+  let r = ${backward ? "rotPairT" : "rotPair"}(x[i], x[i + 1u], t);
+  y[i] = r.x;
+  y[i + 1u] = r.y;
 }`;
 }
 
@@ -42,29 +48,30 @@ export function rotaryFused(x: tf.Tensor2D, positions: Int32Array | null): tf.Te
   return f(x) as tf.Tensor2D;
 }
 
-/**
- * The rotation of x and the transposed rotation for its gradient, without tfjs's tape (the
- * learner's device pass): one program each; null when rotary is off (both are the identity).
- */
-export function rotaryPair(x: tf.Tensor2D, positions: Int32Array | null): { y: tf.Tensor2D; backward(dy: tf.Tensor2D): tf.Tensor2D; dispose(): void } | null {
-  const r = rotation(x, positions);
-  if (!r) return null;
-  return {
-    y: r.run(false, x, r.rowsT) as tf.Tensor2D,
-    backward: (dy) => r.run(true, dy, r.rowsT) as tf.Tensor2D,
-    dispose: () => r.rowsT.dispose(),
-  };
+/** A batch's rotary tables on the device: its rows' table rows (int32, the caller disposes) and the shared cos/sin tables. */
+export interface RotaryTables {
+  rows: tf.Tensor;
+  c: tf.Tensor;
+  s: tf.Tensor;
 }
 
-function rotation(x: tf.Tensor2D, positions: Int32Array | null): { rowsT: tf.Tensor; run(backward: boolean, v: tf.Tensor, rows: tf.Tensor): tf.Tensor } | null {
+/** The tables that rotate x [n, D] row by row at `positions`, or null where rotary is off. */
+export function rotaryTables(x: tf.Tensor2D, positions: Int32Array | null): RotaryTables | null {
   const [n, D] = x.shape;
   if (D % 2 !== 0) throw new Error(`rotaryFused: odd width ${D}`);
   const t = rotaryRows(D, positions);
   if (!t) return null;
   if (t.rows.length !== n) throw new Error(`rotaryFused: ${t.rows.length} positions for ${n} rows`);
+  return { rows: tf.tensor1d(t.rows, "int32"), c: t.c, s: t.s };
+}
+
+function rotation(x: tf.Tensor2D, positions: Int32Array | null): { rowsT: tf.Tensor; run(backward: boolean, v: tf.Tensor, rows: tf.Tensor): tf.Tensor } | null {
+  const t = rotaryTables(x, positions);
+  if (!t) return null;
+  const [n, D] = x.shape;
   const uniforms = [{ type: "uint32" as const, data: [n] }, { type: "uint32" as const, data: [D] }];
   return {
-    rowsT: tf.tensor1d(t.rows, "int32"),
+    rowsT: t.rows,
     run: (backward, v, rows) => {
       const [info] = runRawProgram(webgpuBackend(), { key: `qrag_rotary_${backward ? "bwd" : "fwd"}`, code: () => code(backward), inputs: [v, rows, t.c, t.s], outputs: [{ shape: [n, D] }], uniforms, threads: (n * D) / 2 });
       return tf.engine().makeTensorFromTensorInfo(info);

@@ -10,8 +10,8 @@
  * where each took its own), so each split product has partial buffers of its own.
  */
 import { concatenatedArraysShader } from "./raw-program.ts";
-import { tileFor } from "./matmul.ts";
-import { productStep, type BufferLike, type Product, type Ref, type Step, type UniformValues } from "./recorded-encoder.ts";
+import { tileFor, tileName, type MatmulTile } from "./matmul.ts";
+import { productGroupStep, productStep, type BufferLike, type Product, type Ref, type Step, type UniformValues } from "./recorded-encoder.ts";
 
 /** Workgroups a split aims at (about two per SM of a 132-SM GPU), the fewest rows a part sums, the most parts. */
 export const SPLIT_TARGET = { workgroups: 256, minRows: 128, maxParts: 16 };
@@ -76,6 +76,8 @@ interface PendingSum {
 
 /** Split products' sums in one program: 4 storage bindings each, within the 16 a recorded plan requires (recorderBinds). */
 export const SUMS_PER_PROGRAM = 4;
+/** Weight gradients in one program (matmul.ts `group`): A, B, C and S each, 4 storage bindings. */
+export const PRODUCTS_PER_PROGRAM = 4;
 
 /**
  * Sums g = 0 … G−1 as arrays end to end (one thread per element of W_g): W_g[i] = Σ_z P_g[z·n_g + i]
@@ -99,21 +101,25 @@ export function splitSumShader(G: number): string {
 }
 
 /**
- * A backward's weight gradients Aᵀ·B with their biases': `gradient` records each (split along K
+ * A backward's weight gradients Aᵀ·B with their biases': `gradient` takes each (split along K
  * where it has few tiles, its partials in buffers of its own), and `flush`, after a layer's last,
- * records the split ones' sums, SUMS_PER_PROGRAM to a program. The partials' buffers are a layer's
- * (sized by splitScratchFloats for `shapes`), used again after each flush.
+ * records them, PRODUCTS_PER_PROGRAM of one tile to a program (a product of several parts, BERT's
+ * Q, K and V, alone), then the split ones' sums, SUMS_PER_PROGRAM to a program. The products run
+ * at the flush, so what they read must still hold its values there (the backwards keep each
+ * LayerNorm's masked gradient in a buffer of its own for this). The partials' buffers are a
+ * layer's (sized by splitScratchFloats for `shapes`), used again after each flush.
  */
 export function weightGradients(b: Steps & { buf(floats: number): BufferLike }, shapes: readonly GradShape[], k: number): { gradient(p: Product & { sums: BufferLike[] }): void; flush(): void } {
   const f = splitScratchFloats(shapes, k);
   const c = f.c.map((n) => b.buf(n)), s = f.s.map((n) => b.buf(n));
   let pending: PendingSum[] = [];
+  let products: (Product & { split: number })[] = [];
   return {
     gradient: (p) => {
       const parts = p.b.length;
       const split = kSplit(p.m, p.n, p.k, parts);
       if (split === 1) {
-        b.step(productStep(p));
+        products.push({ ...p, split });
         return;
       }
       // the next free partials of this size (a layer's products each take their own)
@@ -122,9 +128,26 @@ export function weightGradients(b: Steps & { buf(floats: number): BufferLike }, 
         if (f.c[at + i] !== split * p.m * p.n) throw new Error(`weightGradients: a ${p.m}×${p.n} product split ${split} ways is not the layer's gradient ${at + i + 1} (${shapes.length} shapes given)`);
         pending.push({ c: c[at + i], s: s[at + i], w: p.out[i], bias: p.sums[i], n: p.m * p.n, nb: p.n, parts: split });
       }
-      b.step(productStep({ ...p, out: c.slice(at, at + parts), sums: s.slice(at, at + parts), split }));
+      products.push({ ...p, out: c.slice(at, at + parts), sums: s.slice(at, at + parts), split });
     },
     flush: () => {
+      // groups of one tile and one A type, in the products' order
+      const groups = new Map<string, (Product & { split: number })[][]>();
+      for (const p of products) {
+        if (p.b.length > 1) {
+          b.step(productStep(p));
+          continue;
+        }
+        const key = `${tileName(gradientTile(p))}${p.hA ? "h" : ""}`;
+        const list = groups.get(key) ?? [];
+        if (list.length === 0 || list[list.length - 1].length === PRODUCTS_PER_PROGRAM) list.push([]);
+        list[list.length - 1].push(p);
+        groups.set(key, list);
+      }
+      for (const list of groups.values()) {
+        for (const g of list) b.step(g.length === 1 ? productStep(g[0]) : productGroupStep(g, gradientTile(g[0])));
+      }
+      products = [];
       for (let i = 0; i < pending.length; i += SUMS_PER_PROGRAM) {
         const group = pending.slice(i, i + SUMS_PER_PROGRAM);
         const G = group.length;
@@ -134,3 +157,6 @@ export function weightGradients(b: Steps & { buf(floats: number): BufferLike }, 
     },
   };
 }
+
+/** The tile a weight gradient takes (productStep's: no 32×32 tiles; it splits along K instead). */
+const gradientTile = (p: Product): MatmulTile => tileFor(p.m, p.b.length * p.n, false);
