@@ -118,10 +118,11 @@ test("recorded BERT forward+backward: one dispatch per program, 0 tfjs kernels i
   const L = r.layers;
   // forward (train mode): embedding sum, its LayerNorm×mask, 6 per layer (Q, K and V in one; the
   // residuals' LayerNorms in the products' epilogues; the activation a program of its own), pooling; backward:
-  // 14 per layer (2 per LN, the last layer's reading the pooling's gradient; dX for fc2 (times the activation's
-  // gradient), fc1 and the output, their dW with db's column sums in one program; dX of Q, K, V as 3 chained
-  // products, their dW and db in one; attention's 2), the embedding's mask, LN dx and dγβ, positions, type, tokens
-  const programs = 3 + 6 * L + (6 + 14 * L);
+  // 13 per layer (each LN's dx with its dγ, dβ as partial sums, the last layer's reading the pooling's gradient; dX for
+  // fc2 (times the activation's gradient), fc1 and the output, their dW with db's column sums in one program; dX of Q, K,
+  // V as 3 chained products, their dW and db in one; attention's 2; the sums of the layer's partials), the embedding's
+  // mask, LN dx, the sums of its partials, type, positions, tokens
+  const programs = 3 + 6 * L + (6 + 13 * L);
   for (const c of r.counts) {
     assert.equal(c.fused, programs);
     // the tfjs kernels of the loss around the op: the op itself, Sum and its gradient's kernels

@@ -2,6 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { kSplit, SPLIT_TARGET, splitScratchFloats, weightGradients } from "../server/qrag/model/webgpu/split-k.ts";
 import { tileFor } from "../server/qrag/model/webgpu/matmul.ts";
+import { rowWorkgroups } from "../server/qrag/model/webgpu/row-reduce.ts";
 
 const tilesOf = (m: number, n: number, parts = 1) => {
   const t = tileFor(m, parts * n, false);
@@ -40,7 +41,7 @@ test("the partials' scratch: each split product's (and part's) own, in the layer
   assert.deepEqual(splitScratchFloats([{ m: 768, n: 768, parts: 3 }, { m: 768, n: 3072 }], 32768), { c: [], s: [] });
 });
 
-test("a layer's weight gradients: the split ones' products into partials of their own, their sums one program per SUMS_PER_PROGRAM at the flush (bindings: partials, then outputs), the whole one a product alone; out of the layer's order it throws", () => {
+test("a layer's weight gradients and LayerNorm sums: products at the flush, four of one tile to a program (one of another tile alone); every sum one program per SUMS_PER_PROGRAM, from parts of one scratch buffer into the gradients' buffer; a third LayerNorm before a flush and a product out of the layer's order throw", () => {
   const steps: { key: string; refs: unknown[]; uniforms: unknown[]; threads?: number }[] = [];
   const bufs: { floats: number }[] = [];
   const b = {
@@ -52,24 +53,39 @@ test("a layer's weight gradients: the split ones' products into partials of thei
     step: (s: never) => (steps.push(s), s),
     flat: (key: string, _code: () => string, refs: unknown[], uniforms: unknown[], threads: number) => (steps.push({ key, refs, uniforms, threads }), {} as never),
   };
-  const K = 4096;
-  // five split products (the fifth past a program's four) and a wide one that stays whole
+  const K = 4096, d = 128;
+  // five split products (the fifth past a program's four) and a wide one that stays whole (another tile)
   const shapes = [{ m: 512, n: 128 }, { m: 128, n: 512 }, { m: 128, n: 128 }, { m: 128, n: 384 }, { m: 128, n: 128 }];
-  const wg = weightGradients(b, shapes, K);
-  assert.equal(bufs.length, 10, "a partial buffer and a sums buffer per split product");
-  const out = (i: number) => ({ out: i }) as never;
-  for (const [i, g] of shapes.entries()) wg.gradient({ a: out(100), b: [out(200)], out: [out(i)], m: g.m, n: g.n, k: K, trans: { a: true }, sums: [out(50 + i)] });
-  wg.gradient({ a: out(100), b: [out(200)], out: [out(9)], m: 768, n: 3072, k: K, trans: { a: true }, sums: [out(59)] });
-  assert.equal(steps.length, 6, "products only before the flush");
+  const wg = weightGradients(b, shapes, K, { rows: K, d });
+  assert.equal(bufs.length, 1, "one scratch buffer");
+  const scratch = bufs[0];
+  const G = { floats: 0 };
+  const grad = (i: number) => ({ of: G, offset: i * 1024, size: 4 }) as never;
+  const act = (i: number) => ({ act: i }) as never;
+  for (const [i, g] of shapes.entries()) wg.gradient({ a: act(100), b: [act(200)], out: [grad(i)], m: g.m, n: g.n, k: K, trans: { a: true }, sums: [grad(50 + i)] });
+  wg.gradient({ a: act(100), b: [act(200)], out: [grad(9)], m: 768, n: 3072, k: K, trans: { a: true }, sums: [grad(59)] });
+  const ln = [wg.lnSums(grad(70), grad(71)), wg.lnSums(grad(72), grad(73))];
+  assert.throws(() => wg.lnSums(grad(74), grad(75)), /a third LayerNorm's sums before a flush/);
+  assert.equal(steps.length, 0, "nothing before the flush");
   wg.flush();
-  const sums = steps.slice(6);
-  assert.deepEqual(sums.map((s) => s.key), ["qrag_split_sum_4", "qrag_split_sum_1"]);
-  assert.deepEqual(sums[0].refs, [bufs[0], bufs[5], bufs[1], bufs[6], bufs[2], bufs[7], bufs[3], bufs[8], out(0), out(50), out(1), out(51), out(2), out(52), out(3), out(53)]);
-  assert.deepEqual(sums[1].refs, [bufs[4], bufs[9], out(4), out(54)]);
-  assert.deepEqual(sums[0].uniforms.slice(0, 6), [["u", 512 * 128], ["u", 128], ["u", 16], ["u", 128 * 512], ["u", 512], ["u", 16]]);
-  assert.equal(sums[0].threads, 512 * 128 + 128 * 512 + 128 * 128 + 128 * 384);
+  assert.deepEqual(steps.map((s) => s.key), ["matmul-64x64-k16-t16x16-aligned-tA-cs-g4", "matmul-64x64-k16-t16x16-aligned-tA-cs", "matmul-64x128-k8-t16x8-aligned-tA-cs", "qrag_partial_sums_14"]);
+  const sums = steps[3];
+  assert.deepEqual(sums.refs, [scratch, G]);
+  // the split products' partials and the LayerNorms' are parts of the scratch buffer, each aligned and apart
+  const parts = [...(steps[0].refs.slice(8) as { of: unknown; offset: number; size: number }[]), ...(steps[1].refs.slice(2) as { of: unknown; offset: number; size: number }[]), ...(ln as unknown as { of: unknown; offset: number; size: number }[])];
+  for (const p of parts) assert.ok(p.of === scratch && p.offset % 256 === 0, JSON.stringify(p));
+  const sorted = [...parts].sort((x, y) => x.offset - y.offset);
+  sorted.slice(1).forEach((p, i) => assert.ok(p.offset >= sorted[i].offset + sorted[i].size, "parts overlap"));
+  // per sum: length, parts, source and destination offsets (floats); fc2's weight, then its bias; a LayerNorm's dγ then dβ over its workgroups' rows
+  const u = sums.uniforms as [string, number][];
+  assert.deepEqual(u.slice(0, 8).map((x) => x[1]), [512 * 128, 16, parts[0].offset / 4, 0, 128, 16, parts[1].offset / 4, 50 * 256]);
+  const [gx, gy] = rowWorkgroups(K, d);
+  const wgs = Math.min(gx * gy, 256);
+  assert.deepEqual(u.slice(40, 48).map((x) => x[1]), [d, wgs, ln[0].offset / 4, 70 * 256, d, wgs, ln[0].offset / 4 + wgs * d, 71 * 256]);
+  assert.equal(sums.threads, 512 * 128 + 128 * 512 + 2 * 128 * 128 + 128 * 384 + 128 + 512 + 2 * 128 + 384 + 4 * d);
   wg.flush();
-  assert.equal(steps.length, 8, "nothing pending after a flush");
+  assert.equal(steps.length, 4, "nothing pending after a flush");
+  wg.lnSums(grad(74), grad(75));
   // the next layer in another order: its partials are sized for the given order
-  assert.throws(() => wg.gradient({ a: out(100), b: [out(200)], out: [out(0)], m: 128, n: 384, k: K, trans: { a: true }, sums: [out(50)] }), /a 128×384 product split 16 ways is not the layer's gradient 1/);
+  assert.throws(() => wg.gradient({ a: act(100), b: [act(200)], out: [grad(0)], m: 128, n: 384, k: K, trans: { a: true }, sums: [grad(50)] }), /a 128×384 product split 16 ways is not the layer's gradient 1/);
 });

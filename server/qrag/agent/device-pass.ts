@@ -41,7 +41,7 @@ export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBa
   const { total } = packLayout(sizes);
   const flat = tf.engine().makeTensorFromTensorInfo(webgpuBackend().makeTensorInfo([total], "float32")) as tf.Tensor1D;
   s.backwardInto(ds, flat, 0);
-  a.backwardInto(da, flat, nets.state.variables.reduce((n, v) => n + v.size, 0));
+  a.backwardInto(da, flat, packLayout(nets.state.variables.map((v) => v.size)).total);
   tf.dispose([s.y, a.y, ds, da, ...(rot ? [rot.rows] : [])]);
   return { value: loss, grads: new GradPack(flat, sizes, sizes.map(() => true)) };
 }

@@ -34,7 +34,7 @@ export const DISPATCH_BUDGET: Limits = { dispatches: 150, submits: 10, tfjsKerne
  * fewer an update; and a run's first step packs its states on the host as the lock-step packs
  * the others, so its lock-step pools too: 4 fewer a rollout.
  */
-export const DISPATCH_CEILING: Limits = { dispatches: 222, submits: 8, tfjsKernels: 0, reads: 1 };
+export const DISPATCH_CEILING: Limits = { dispatches: 214, submits: 8, tfjsKernels: 0, reads: 1 };
 
 interface Limits {
   dispatches: number;

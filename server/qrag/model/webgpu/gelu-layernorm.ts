@@ -146,47 +146,78 @@ export const lnFwd = (n: number, half = false) => lnFwdShader({ n, fields: ["row
  * complete the program; `dy` is the gradient's element at (row r, column k), dy[o + k] unless
  * given (pooledDy).
  */
-export function lnDxShader(o: { n: number; fields: string[]; read: string[]; write: string[]; x: string; store: string; extra?: string; half?: boolean; dy?: string }): string {
+export function lnDxShader(o: { n: number; fields: string[]; read: string[]; write: string[]; x: string; store: string; extra?: string; half?: boolean; dy?: (r: string, o: string) => string; partials?: boolean }): string {
   const half = Boolean(o.half);
-  const xAt = readAct(half, `${o.x}[o + k]`);
-  const dy = o.dy ?? "dy[o + k]";
+  const xAt = (off: string): string => readAct(half, `${o.x}[${off} + k]`);
+  const dy = o.dy ?? ((_r: string, off: string) => `dy[${off} + k]`);
+  const lanes = rowLanes(o.n);
   return `${enableHalf(half)}${uniformStruct(o.fields)}
-${storageDecls(o.read.map((n) => (half && n === o.x ? `${n}:f16` : n)), o.write)}
+${storageDecls(o.read.map((n) => (half && n === o.x ? `${n}:f16` : n)), [...o.write, ...(o.partials ? ["part"] : [])])}
 ${o.extra ?? ""}
-${rowProgramHead(rowLanes(o.n))}
+${rowProgramHead(lanes)}
   let sr = select(0u, 2u * r, cols > 0u);
   let mean = stats[sr];
   let inv = stats[sr + 1u];
   var m = vec2<f32>(0.0, 0.0);
   ${EACH_COL} {
-    let gy = ${dy} * gamma[k];
-    m += vec2<f32>(gy, gy * ((${xAt} - mean) * inv));
+    let gy = ${dy("r", "o")} * gamma[k];
+    m += vec2<f32>(gy, gy * ((${xAt("o")} - mean) * inv));
   }
   m = rowSum(m) / nf;
   ${EACH_COL} {
-    let xh = (${xAt} - mean) * inv;
-    let d = ((${dy} * gamma[k] - m.x) - xh * m.y) * inv;
+    let xh = (${xAt("o")} - mean) * inv;
+    let d = ((${dy("r", "o")} * gamma[k] - m.x) - xh * m.y) * inv;
     ${o.store}
-  }
+  }${o.partials ? lnPartials(dy, xAt) : ""}
 }`;
 }
 
-export const lnDx = (n: number, half = false) => lnDxShader({ n, fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy"], write: ["dx"], x: "x", store: "dx[o + k] = d;", half });
+/** Partial sums of a LayerNorm's dγ, dβ (lnPartials): at most this many, whatever the rows. */
+export const LN_PARTS = 256;
+
+/**
+ * dγ and dβ as LN_PARTS partial sums at most: the row program's first `parts` = min(its
+ * workgroups, LN_PARTS) workgroups each sum a block of ⌈rows/parts⌉ rows, in row order, a thread
+ * per column (reading along the rows, where lnDgb's threads stride down a column), into `part`:
+ * dγ's at [p·n, …), dβ's at [(parts + p)·n, …). Any workgroup can take any rows: they read only
+ * the program's inputs. split-k.ts adds the parts up.
+ */
+function lnPartials(dy: (r: string, o: string) => string, xAt: (o: string) => string): string {
+  return `
+  let wgi = wid.y * nwg.x + wid.x;
+  let parts = min(nwg.x * nwg.y, ${LN_PARTS}u);
+  if (wgi < parts) {
+    let per = (u.rows + parts - 1u) / parts;
+    let end = min(u.rows, (wgi + 1u) * per);
+    for (var k = lid.y * LANES + lane; k < u.n; k += ${WG}u) {
+      var s = vec2<f32>(0.0, 0.0);
+      for (var rp = wgi * per; rp < end; rp++) {
+        let op = rp * u.n;
+        let dp = ${dy("rp", "op")};
+        s += vec2<f32>(dp * ((${xAt("op")} - stats[2u * rp]) * stats[2u * rp + 1u]), dp);
+      }
+      part[wgi * u.n + k] = s.x;
+      part[(parts + wgi) * u.n + k] = s.y;
+    }
+  }`;
+}
+
+export const lnDx = (n: number, half = false, partials = false) => lnDxShader({ n, fields: ["rows: u32", "n: u32"], read: ["x", "gamma", "stats", "dy"], write: ["dx"], x: "x", store: "dx[o + k] = d;", half, partials });
 
 /**
  * The gradient of a masked-mean pooling's input at (row r, column k), from the pooled gradient
  * `dy` [B, n] and the pooling weights `w` (sequences of u.T rows): dy[r / T, k]·w[r], read where
  * a LayerNorm's backward uses it (no program of its own writes it out).
  */
-export const pooledDy = (r: string, k: string): string => `(dy[(${r} / u.T) * u.n + ${k}] * w[${r}])`;
+export const pooledDy = (r: string, k = "k"): string => `(dy[(${r} / u.T) * u.n + ${k}] * w[${r}])`;
 
 /**
  * dγ = Σ_rows dy·x̂, dβ = Σ_rows dy: a workgroup per column, its threads striding over the rows
- * (parallel on long batches), summed in shared memory. `pooled`: dy is a pooling's (pooledDy;
- * fields T, reads w).
+ * (parallel on long batches), summed in shared memory (the tfjs ops' backward; the recorded
+ * backwards sum partials their dx programs write, lnPartials).
  */
-export const lnDgb = (half: boolean, pooled = false): string => `${enableHalf(half)}${uniformStruct(["rows: u32", "n: u32", ...(pooled ? ["T: u32"] : [])])}
-${storageDecls([half ? "x:f16" : "x", "stats", "dy", ...(pooled ? ["w"] : [])], ["dgamma", "dbeta"])}
+export const LN_DGB = `${uniformStruct(["rows: u32", "n: u32"])}
+${storageDecls(["x", "stats", "dy"], ["dgamma", "dbeta"])}
 var<workgroup> acc: array<vec2<f32>, ${WG}>;
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -194,8 +225,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
   var sum = vec2<f32>(0.0, 0.0);
   if (k < u.n) {
     for (var r = lid.x; r < u.rows; r += ${WG}u) {
-      let d = ${pooled ? pooledDy("r", "k") : "dy[r * u.n + k]"};
-      sum += vec2<f32>(d * ((${readAct(half, "x[r * u.n + k]")} - stats[2u * r]) * stats[2u * r + 1u]), d);
+      let d = dy[r * u.n + k];
+      sum += vec2<f32>(d * ((x[r * u.n + k] - stats[2u * r]) * stats[2u * r + 1u]), d);
     }
   }
   ${workgroupSum("sum")}
@@ -204,7 +235,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
     dbeta[k] = acc[0].y;
   }
 }`;
-export const LN_DGB = lnDgb(false);
 
 function makeLayerNorm(eps: number) {
   return tf.customGrad(((x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, save: tf.GradSaveFunc) => {

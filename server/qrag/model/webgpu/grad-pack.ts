@@ -1,7 +1,7 @@
 /**
  * A micro-step's gradients on webgpu as ONE flat float32 tensor: variable i's gradient at element
- * offset `offsets[i]`, the variables' order, each its size (a variable without a gradient holds
- * zeros there and is marked absent).
+ * offset `offsets[i]`, the variables' order, each its size at an aligned offset, zeros between (a
+ * variable without a gradient holds zeros there and is marked absent).
  *
  * Why: a storage binding a tensor, 16 a program, made the optimizer's programs take few variables
  * each (AdamW 3 with their Polyak targets, the clipping norm's sums of squares 15): 24 programs an
@@ -13,14 +13,21 @@
 import * as tf from "@tensorflow/tfjs";
 import { joinFlat } from "./join-rows.ts";
 import { accumulateFused } from "./accumulate.ts";
+import { PART_ALIGN } from "./recorded-encoder.ts";
 
-/** Element offsets of sizes laid end to end, and their total. */
+/** Floats a variable's place in a pack is aligned to: a backward binds each gradient as a part of one buffer (recorded-encoder.ts PART_ALIGN bytes). */
+export const PACK_ALIGN = PART_ALIGN / 4;
+
+/**
+ * Element offsets of sizes laid end to end, each aligned to PACK_ALIGN (zeros between), and the
+ * total (a multiple of it, so packs of two variable lists laid end to end keep their layouts).
+ */
 export function packLayout(sizes: readonly number[]): { offsets: number[]; total: number } {
   const offsets: number[] = [];
   let total = 0;
   for (const n of sizes) {
     offsets.push(total);
-    total += n;
+    total += Math.ceil(n / PACK_ALIGN) * PACK_ALIGN;
   }
   return { offsets, total };
 }
@@ -41,16 +48,13 @@ export class GradPack {
    */
   static fromList(list: readonly (tf.Tensor | null | undefined)[], sizes: readonly number[]): GradPack {
     if (list.length !== sizes.length) throw new Error(`GradPack: ${list.length} gradients for ${sizes.length} variables`);
-    const flat = tf.tidy(() => joinFlat(list.map((g, i) => {
+    const { offsets, total } = packLayout(sizes);
+    const flat = tf.tidy(() => joinFlat(list.flatMap((g, i) => {
       if (g && g.size !== sizes[i]) throw new Error(`GradPack: gradient ${i} has ${g.size} values, its variable ${sizes[i]}`);
-      return !g ? tf.zeros([sizes[i]]) : g.dtype === "float32" ? g : tf.cast(g, "float32");
+      const pad = (i + 1 < sizes.length ? offsets[i + 1] : total) - offsets[i] - sizes[i];
+      return [!g ? tf.zeros([sizes[i]]) : g.dtype === "float32" ? g : tf.cast(g, "float32"), ...(pad > 0 ? [tf.zeros([pad])] : [])];
     })));
     return new GradPack(flat, sizes, list.map((g) => Boolean(g)));
-  }
-
-  /** Variable i's gradient as a tensor of `shape` (a copy: tests and the tfjs path's checks). */
-  slice(i: number, shape: number[]): tf.Tensor {
-    return tf.tidy(() => tf.reshape(tf.slice(this.flat, this.offsets[i], this.sizes[i]), shape));
   }
 
   dispose(): void {

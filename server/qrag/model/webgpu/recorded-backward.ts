@@ -15,13 +15,14 @@
  */
 import { storageDecls, uniformStruct, WG, workgroupSum } from "./raw-program.ts";
 import { attentionGrid, attentionTile, backwardKVCode, backwardQCode } from "./attention.ts";
-import { lnDgb as lnDgbShader, lnDxShader, pooledDy } from "./gelu-layernorm.ts";
+import { lnDxShader, pooledDy } from "./gelu-layernorm.ts";
 import { halfKey } from "./half-storage.ts";
 import { weightGradients, type GradShape } from "./split-k.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
-import { productStep, USAGE, type BackPlan, type BufferLike, type PlanBuilder, type UniformValues } from "./recorded-encoder.ts";
+import { productStep, USAGE, type BackPlan, type BufferLike, type PlanBuilder, type Ref, type UniformValues } from "./recorded-encoder.ts";
+import { packLayout } from "./grad-pack.ts";
 
 /** The column sums of dy [rows, n], a workgroup per column (as LN_DGB): BERT's type-table gradient (a linear's bias gets its column sums in its weight-gradient product, matmul.ts colSum). */
 export const COL_SUM = `${uniformStruct(["rows: u32", "n: u32"])}
@@ -164,7 +165,7 @@ export function csrBuffers(b: Pick<PlanBuilder, "buf">, N: number, d: number): C
 }
 
 /** The token table's gradient (TOK_BWD) and the position table's with the heavy ids' parts added (POS_TOK_BWD): the steps whose uniforms take a call's counts. */
-export function tokenAndPositionSteps(b: Pick<PlanBuilder, "flat">, csr: CsrBuffers, g: BufferLike, dtok: BufferLike, dpos: BufferLike, positions: number, B: number, T: number, d: number): Pick<BackPlan["csr"], "tok" | "merge"> {
+export function tokenAndPositionSteps(b: Pick<PlanBuilder, "flat">, csr: CsrBuffers, g: BufferLike, dtok: Ref, dpos: Ref, positions: number, B: number, T: number, d: number): Pick<BackPlan["csr"], "tok" | "merge"> {
   const N = B * T;
   const tok = b.flat("qrag_rec_tok_bwd", TOK_BWD, [g, csr.dest, csr.jobStart, csr.pos, dtok, csr.part], [["u", 0], ["u", d]], N * d);
   const merge = b.flat("qrag_rec_pos_tok_bwd", POS_TOK_BWD, [g, csr.part, csr.heavy, csr.heavyStart, dpos, dtok], [["u", positions * d], ["u", B], ["u", T], ["u", d], ["u", 0]], Math.max(positions, tokenCsrCaps(N).heavy) * d);
@@ -177,25 +178,26 @@ export function tokenAndPositionSteps(b: Pick<PlanBuilder, "flat">, csr: CsrBuff
  * dh (the mask program's hash at the same element index: the same mask ADD_DH applies).
  */
 function lnBackCode(n: number, acc: boolean, mask: boolean, half: boolean, pooled = false): string {
+  // dγ, dβ as the workgroups' partial sums (split-k.ts sums them at the layer's end)
   const v = acc ? "res[o + k] + d" : "d";
   return lnDxShader({
     n, fields: ["rows: u32", "n: u32", ...(pooled ? ["T: u32"] : []), ...(mask ? ["thr: u32", "keep: f32", "k0: u32", "k1: u32"] : [])],
     read: ["x", "gamma", "stats", "dy", ...(pooled ? ["w"] : []), ...(acc ? ["res"] : [])], write: ["dx", ...(mask ? ["dh"] : [])], x: "x", extra: mask ? MASK_AT_WGSL : "",
     store: mask ? `let g = ${v};\n    dx[o + k] = g;\n    dh[o + k] = g * maskAt(o + k);` : `dx[o + k] = ${v};`, half,
-    dy: pooled ? pooledDy("r", "k") : undefined,
+    dy: pooled ? (r) => pooledDy(r) : undefined,
+    partials: true,
   });
 }
 
 /**
- * A LayerNorm's dγ, dβ program (gelu-layernorm.ts lnDgb) over a backward's N = B·T rows of d,
- * into `out` [dγ, dβ]: from its output's gradient `g`, or (`pooled`) from the pooled gradient,
- * spread over the rows by the pooling weights as it is read (pooledDy). Both backwards' (this
- * transformer's and recorded-bert-backward.ts's).
+ * A backward's gradient buffer: one for the variables of `sizes`, each gradient a part of it laid
+ * out as grad-pack.ts packLayout lays a pack (aligned, zeros between), so the device pass copies
+ * it into its pack in one copy.
  */
-export function lnDgbStep(b: Pick<PlanBuilder, "flat" | "B" | "T" | "poolW">, p: { x: BufferLike; stats: BufferLike; g: BufferLike; out: [BufferLike, BufferLike]; d: number; half: boolean; pooled: boolean }): void {
-  const rows: UniformValues = [["u", b.B * b.T], ["u", p.d], ...(p.pooled ? [["u", b.T] as ["u", number]] : [])];
-  const refs = [p.x, p.stats, p.g, ...(p.pooled ? [b.poolW] : []), ...p.out];
-  b.flat(`qrag_ln_dgb${p.pooled ? "_pool" : ""}${halfKey(p.half)}`, () => lnDgbShader(p.half, p.pooled), refs, rows, p.d * WG);
+export function gradientParts(b: Pick<PlanBuilder, "buf">, sizes: readonly number[]): Pick<BackPlan, "grads" | "gradBuf" | "gradFloats"> {
+  const { offsets, total } = packLayout(sizes);
+  const gradBuf = b.buf(total, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST);
+  return { grads: sizes.map((n, i) => ({ of: gradBuf, offset: offsets[i] * 4, size: n * 4 })), gradBuf, gradFloats: total };
 }
 
 /** The transformer layer's weight gradients in the order its backward takes them: fc2, fc1, the projection, QKV. */
@@ -208,19 +210,19 @@ export function buildBackward(b: PlanBuilder): BackPlan {
   const { c, B, T, acts, sites, dropping, half } = b;
   const hk = halfKey(half);
   const d = c.dim, F = c.hidden, H = c.heads, L = c.layers, N = B * T, V = c.vocab_size;
-  const gradUsage = USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST;
-  // one gradient buffer per variable, in transformer.ts's order
+  // the variables' gradients in transformer.ts's order, parts of one buffer
   const shapes: number[] = [V * d, c.max_len * d];
   for (let l = 0; l < L; l++) shapes.push(d, d, d * 3 * d, 3 * d, d * d, d, d, d, d * F, F, F * d, d);
   shapes.push(d, d);
-  const grads = shapes.map((n) => b.buf(n, gradUsage));
+  const gp = gradientParts(b, shapes);
+  const grads = gp.grads;
   const dy = b.buf(B * d);
   // dH, dH2: the masked gradients of a layer's two LayerNorms, apart, so the weight gradients
   // that read them can wait for the layer's end (split-k.ts weightGradients' flush)
   const gA = b.buf(N * d), gB = b.buf(N * d), dH = b.buf(N * d), dH2 = b.buf(N * d), dHN = b.buf(N * d), dCtx = b.buf(N * d), dq = b.buf(N * d);
   const dsum = b.buf(B * H * T), dqkv = b.buf(N * 3 * d), dF1 = b.buf(N * F);
   const csr = csrBuffers(b, N, d);
-  const wg = weightGradients(b, transformerGrads(d, F), N);
+  const wg = weightGradients(b, transformerGrads(d, F), N, { rows: N, d });
 
   const thr = dropThreshold(dropping ? c.dropout : 0), keep = dropping ? dropoutKeepScale(c.dropout) : 1;
   const maskFields: UniformValues = [["u", thr], ["f", keep], ["u", 0], ["u", 0]];
@@ -237,15 +239,15 @@ export function buildBackward(b: PlanBuilder): BackPlan {
   const lanes = rowLanes(d);
   /**
    * A LayerNorm's dx (plus `res`, the residual stream's gradient, when given) into `out`, and dγ,
-   * dβ; the gradient of the residual branch that `site`'s mask multiplies comes back: `out` times
-   * that mask, written by the same program into `masked` (out itself when nothing drops).
+   * dβ (partial sums, added up at the next flush); the gradient of the residual branch that
+   * `site`'s mask multiplies comes back: `out` times that mask, written by the same program into
+   * `masked` (out itself when nothing drops).
    */
   const lnBack = (x: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, res: BufferLike | null, out: BufferLike, site: number | undefined, masked: BufferLike, pooled = false): BufferLike => {
     const masking = site !== undefined;
-    const key = `qrag_ln_dx${res ? "_acc" : ""}${masking ? "_mask" : ""}${pooled ? "_pool" : ""}_${lanes}${hk}`;
+    const key = `qrag_ln_dx${res ? "_acc" : ""}${masking ? "_mask" : ""}${pooled ? "_pool" : ""}_part_${lanes}${hk}`;
     const uniforms: UniformValues = [...rows, ...(pooled ? [["u", T] as ["u", number]] : []), ...(masking ? maskFields : [])];
-    b.step({ key, code: () => lnBackCode(d, res !== null, masking, half, pooled), refs: [x, { weight: gamma }, stats, g, ...(pooled ? [b.poolW] : []), ...(res ? [res] : []), out, ...(masking ? [masked] : [])], uniforms, grid: rowWorkgroups(N, d), stride: 0, draw: site });
-    lnDgbStep(b, { x, stats, g, out: [grads[gamma], grads[gamma + 1]], d, half, pooled });
+    b.step({ key, code: () => lnBackCode(d, res !== null, masking, half, pooled), refs: [x, { weight: gamma }, stats, g, ...(pooled ? [b.poolW] : []), ...(res ? [res] : []), out, ...(masking ? [masked] : []), wg.lnSums(grads[gamma], grads[gamma + 1])], uniforms, grid: rowWorkgroups(N, d), stride: 0, draw: site });
     return masking ? masked : out;
   };
 
@@ -278,7 +280,8 @@ export function buildBackward(b: PlanBuilder): BackPlan {
     g = lnBack(acts.x[l], acts.st1[l], o, dHN, cur, other, l > 0 ? sites.res2[l - 1] : sites.emb, dH);
     [cur, other] = [other, cur];
   }
+  wg.flush(); // layer 0's first LayerNorm's dγ, dβ
   const gE = g;
   const steps = tokenAndPositionSteps(b, csr, gE, grads[0], grads[1], c.max_len, B, T, d);
-  return { steps: b.list, dy, grads, clear: [grads[0]], csr: { ...csr, ...steps } };
+  return { steps: b.list, dy, ...gp, clear: [grads[0]], csr: { ...csr, ...steps } };
 }

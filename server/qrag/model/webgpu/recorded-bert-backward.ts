@@ -21,9 +21,9 @@ import { lnDx } from "./gelu-layernorm.ts";
 import { halfKey } from "./half-storage.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { ADD_DH, resLnDx } from "./residual-layernorm.ts";
-import { COL_SUM, csrBuffers, lnDgbStep, tokenAndPositionSteps } from "./recorded-backward.ts";
+import { COL_SUM, csrBuffers, gradientParts, tokenAndPositionSteps } from "./recorded-backward.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
-import { productStep, USAGE, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
+import { productStep, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
 import { N_EMB, PER_LAYER, type BertBuilder } from "./recorded-bert.ts";
 import { weightGradients, type GradShape } from "./split-k.ts";
 
@@ -37,11 +37,11 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const { c, B, T, acts, sites, hp, ap, half } = b;
   const hk = halfKey(half);
   const d = c.hidden, F = c.intermediate, H = c.heads, L = c.layers, N = B * T;
-  const gradUsage = USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST;
-  // one gradient buffer per variable, in bertSpecs order
+  // the variables' gradients in bertSpecs order, parts of one buffer
   const shapes: number[] = [c.vocab * d, c.maxPositions * d, c.typeVocab * d, d, d];
   for (let l = 0; l < L; l++) shapes.push(d * d, d, d * d, d, d * d, d, d * d, d, d, d, d * F, F, F * d, d, d, d);
-  const grads = shapes.map((n) => b.buf(n, gradUsage));
+  const gp = gradientParts(b, shapes);
+  const grads = gp.grads;
   const dy = b.buf(B * d);
   // dH, dH2: the masked gradients of a layer's two LayerNorms, apart, so the weight gradients
   // that read them can wait for the layer's end (split-k.ts weightGradients' flush)
@@ -49,7 +49,7 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const dq = b.buf(N * d), dk = b.buf(N * d), dv = b.buf(N * d), dsum = b.buf(B * H * T);
   const dF1 = b.buf(N * F);
   const csr = csrBuffers(b, N, d);
-  const wg = weightGradients(b, bertGrads(d, F), N);
+  const wg = weightGradients(b, bertGrads(d, F), N, { rows: N, d });
 
   const maskOf = (p: number): UniformValues => [["u", dropThreshold(p)], ["f", p > 0 ? dropoutKeepScale(p) : 1], ["u", 0], ["u", 0]];
   /** A product (plus `res`); `hA`: A is an f16 activation (a weight's gradient Xᵀ·dY). */
@@ -68,12 +68,10 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const rowDims: UniformValues = [["u", N], ["u", d]];
   const lanes = rowLanes(d);
   const rows = rowWorkgroups(N, d);
-  const lnDgb = (x: BufferLike, stats: BufferLike, g: BufferLike, gamma: number, pooled = false): void => lnDgbStep(b, { x, stats, g, out: [grads[gamma], grads[gamma + 1]], d, half, pooled });
-  /** y = LN(x + h·m)'s backward given g = dL/dy (`pooled`: the pooling's gradient, gelu-layernorm.ts pooledDy): dx into `dx`, dx·m into `masked`; dγ, dβ. */
+  /** y = LN(x + h·m)'s backward given g = dL/dy (`pooled`: the pooling's gradient, gelu-layernorm.ts pooledDy): dx into `dx`, dx·m into `masked`; dγ, dβ as partial sums (added up at the next flush). */
   const resLnBack = (v: BufferLike, stats: BufferLike, gamma: number, g: BufferLike, dx: BufferLike, masked: BufferLike, draw: number | undefined, pooled = false): void => {
     const uniforms: UniformValues = [...rowDims, ["f", c.eps], ...(pooled ? [["u", T] as ["u", number]] : []), ...maskOf(draw === undefined ? 0 : hp)];
-    b.step({ key: `qrag_res_ln_dx${pooled ? "_pool" : ""}_${lanes}${hk}`, code: () => resLnDx(d, half, pooled), refs: [v, { weight: gamma }, stats, g, ...(pooled ? [b.poolW] : []), dx, masked], uniforms, grid: rows, stride: 0, draw });
-    lnDgb(v, stats, g, gamma, pooled);
+    b.step({ key: `qrag_res_ln_dx${pooled ? "_pool" : ""}_part_${lanes}${hk}`, code: () => resLnDx(d, half, pooled, true), refs: [v, { weight: gamma }, stats, g, ...(pooled ? [b.poolW] : []), dx, masked, wg.lnSums(grads[gamma], grads[gamma + 1])], uniforms, grid: rows, stride: 0, draw });
   };
 
   const dh = d / H;
@@ -112,9 +110,9 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
     b.flat("qrag_res_drop_dh", ADD_DH, [gA, dH], [["u", N * d], ...maskOf(hp)], N * d, sites.emb);
     gE = dH;
   }
-  b.step({ key: `qrag_ln_dx_${lanes}${hk}`, code: () => lnDx(d, half), refs: [acts.e, { weight: 3 }, acts.embSt, gE, gB], uniforms: rowDims, grid: rows, stride: 0 });
-  lnDgb(acts.e, acts.embSt, gE, 3);
+  b.step({ key: `qrag_ln_dx_part_${lanes}${hk}`, code: () => lnDx(d, half, true), refs: [acts.e, { weight: 3 }, acts.embSt, gE, gB, wg.lnSums(grads[3], grads[4])], uniforms: rowDims, grid: rows, stride: 0 });
+  wg.flush(); // the embedding LayerNorm's dγ, dβ
   b.flat("qrag_col_sum", COL_SUM, [gB, grads[2]], [["u", N], ["u", d]], d * WG); // type 0 everywhere: row 0
   const steps = tokenAndPositionSteps(b, csr, gB, grads[0], grads[1], c.maxPositions, B, T, d);
-  return { steps: b.list, dy, grads, clear: [grads[0], grads[2]], csr: { ...csr, ...steps } };
+  return { steps: b.list, dy, ...gp, clear: [grads[0], grads[2]], csr: { ...csr, ...steps } };
 }

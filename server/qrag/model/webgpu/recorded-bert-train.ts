@@ -26,7 +26,7 @@ import { recordedTrainOp, runTaped } from "./recorded-train.ts";
 import { bertFits, bertPlanKey, buildBertPlan } from "./recorded-bert.ts";
 import { bertGrads, buildBertBackward } from "./recorded-bert-backward.ts";
 import { csrFloats } from "./recorded-backward.ts";
-import { splitScratchFloats } from "./split-k.ts";
+import { lnParts, splitScratchFloats } from "./split-k.ts";
 import { halfActive, halfKey } from "./half-storage.ts";
 
 /**
@@ -79,10 +79,12 @@ export function bertTrainBytes(c: BertConfig, B: number, T: number, half = false
   // the activations (f16 with `half`): e, x per layer and the last, per layer q k v ctx v1 mid v2 f1 f2, h (not where the residual fuses)
   const acts = N * d + (L + 1) * N * d + L * (7 * N * d + 2 * N * F) + (residualFuses(d) ? 0 : N * d);
   const forward = 3 * N + 2 * N + L * (2 * B * H * T + 4 * N) + B * d;
-  // the token rows' CSR and its heavy ids' parts (recorded-backward.ts csrBuffers), the split weight gradients' partials (split-k.ts)
+  // the token rows' CSR and its heavy ids' parts (recorded-backward.ts csrBuffers), the split weight gradients' partials and
+  // two LayerNorms' partial sums (split-k.ts)
   const csr = Object.values(csrFloats(N, d)).reduce((a, n) => a + n, 0);
   const split = splitScratchFloats(bertGrads(d, F), N);
-  const backward = params + B * d + 9 * N * d + B * H * T + N * F + csr + [...split.c, ...split.s].reduce((a, n) => a + n, 0);
+  const scratch = [...split.c, ...split.s].reduce((a, n) => a + n, 0) + 2 * 2 * lnParts(N, d) * d;
+  const backward = params + B * d + 9 * N * d + B * H * T + N * F + csr + scratch;
   // uniform slots: per layer 8 forward programs (6 where the residual fuses) and 16 backward
   return (half ? 2 : 4) * acts + 4 * (forward + backward) + 256 * (9 + (residualFuses(d) ? 22 : 24) * L);
 }

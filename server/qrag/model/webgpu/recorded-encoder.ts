@@ -95,7 +95,7 @@ interface PassLike {
 export interface EncoderLike {
   beginComputePass(d: object): PassLike;
   copyBufferToBuffer(src: BufferLike, so: number, dst: BufferLike, d0: number, size: number): void;
-  clearBuffer(b: BufferLike): void;
+  clearBuffer(b: BufferLike, offset?: number, size?: number): void;
   finish(): unknown;
 }
 export interface DeviceLike extends GpuDeviceLike {
@@ -119,8 +119,19 @@ export interface RecordedConfig {
   dropout: number;
 }
 
-/** A buffer a program binds: a plan's own, or variable i's current GPU buffer. */
-export type Ref = BufferLike | { weight: number };
+/**
+ * Part of a plan's buffer a program binds: `size` bytes from `offset`, a multiple of PART_ALIGN
+ * (a backward's gradients, each a part of one buffer that goes out in one copy).
+ */
+export interface BufferPart {
+  of: BufferLike;
+  offset: number;
+  size: number;
+}
+/** Bytes a bound part's offset is a multiple of: WebGPU's default minStorageBufferOffsetAlignment, which no adapter may raise. */
+export const PART_ALIGN = 256;
+/** A buffer a program binds: a plan's own, a part of one, or variable i's current GPU buffer. */
+export type Ref = BufferLike | BufferPart | { weight: number };
 export type UniformValues = ["u" | "f", number][];
 
 export interface Step {
@@ -172,10 +183,13 @@ export interface BackPlan {
   steps: Step[];
   /** The upstream gradient [B, d] (copied in from tfjs's tensor). */
   dy: BufferLike;
-  /** One gradient buffer per variable, copied out into tfjs tensors. */
-  grads: BufferLike[];
+  /** The variables' gradients, parts of `gradBuf` laid out as grad-pack.ts packLayout lays them (copied out in one copy, or each into a tfjs tensor). */
+  grads: BufferPart[];
+  gradBuf: BufferLike;
+  /** gradBuf's floats: the layout's total. */
+  gradFloats: number;
   /** Cleared before the pass (the token table's gradient: only the batch's rows are written). */
-  clear: BufferLike[];
+  clear: BufferPart[];
   /** The token rows' CSR (recorded-backward.ts tokenCsr), its partial rows, and the two steps whose uniforms take its counts. */
   csr: { dest: BufferLike; jobStart: BufferLike; pos: BufferLike; heavy: BufferLike; heavyStart: BufferLike; part: BufferLike; tok: Step; merge: Step };
 }
@@ -491,13 +505,17 @@ export function recordSteps(be: BackendLike, enc: EncoderLike, plan: Plan, steps
 }
 
 /** A new tfjs tensor of `shape`, filled by `enc` with a copy of `src`. */
-export function copyOut(be: BackendLike, enc: EncoderLike, src: BufferLike, shape: number[]): tf.Tensor {
+export function copyOut(be: BackendLike, enc: EncoderLike, src: BufferLike | BufferPart, shape: number[]): tf.Tensor {
   const out = be.makeTensorInfo(shape, "float32");
   be.uploadToGPU(out.dataId);
   const n = shape.reduce((a, b) => a * b, 1);
-  enc.copyBufferToBuffer(src, 0, be.tensorMap.get(out.dataId).resource as BufferLike, 0, n * 4);
+  const [buf, at] = isPart(src) ? [src.of, src.offset] : [src, 0];
+  enc.copyBufferToBuffer(buf, at, be.tensorMap.get(out.dataId).resource as BufferLike, 0, n * 4);
   return tf.engine().makeTensorFromTensorInfo(out);
 }
+
+/** Whether a bound buffer is a part of one (BufferPart). */
+export const isPart = (b: unknown): b is BufferPart => typeof b === "object" && b !== null && "of" in b;
 
 /** Writes the batch's inputs and records the forward into tfjs's command encoder; the pooled [B, d] as a tfjs tensor. */
 export function submitForward(be: BackendLike, plan: Plan, vars: readonly tf.Variable[], ids: Int32Array, mask: Float32Array, keys: readonly number[]): tf.Tensor2D {
@@ -524,7 +542,7 @@ function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, v
   const bound = s.refs.map((r) => ("weight" in r ? be.tensorMap.get(vars[r.weight].dataId).resource : r));
   if (s.group && s.group.bound.every((b, j) => b === bound[j])) return s.group;
   const pipeline = s.group?.pipeline ?? cachedPipeline(device, s.key, s.code);
-  const entries: object[] = bound.map((buffer, j) => ({ binding: j, resource: { buffer } }));
+  const entries: object[] = bound.map((b, j) => ({ binding: j, resource: isPart(b) ? { buffer: b.of, offset: b.offset, size: b.size } : { buffer: b } }));
   entries.push({ binding: bound.length, resource: { buffer: plan.uniform, offset: s.slot * SLOT, size: SLOT } });
   const bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
   recorderStats.bindGroups++;
@@ -643,7 +661,7 @@ export interface Product {
   a: Ref;
   /** One operand B, or several sharing A (matmul.ts `parts`), each into its `out`. */
   b: Ref[];
-  out: BufferLike[];
+  out: Ref[];
   m: number;
   n: number;
   k: number;
@@ -658,7 +676,7 @@ export interface Product {
    */
   actGrad?: { act: Activation; p: BufferLike; half: boolean };
   /** Each B's column sums into these too: the biases' gradients beside their weights'. */
-  sums?: BufferLike[];
+  sums?: Ref[];
   /**
    * A weight gradient (Aᵀ·B) split along K into this many parts (split-k.ts): workgroup z sums rows
    * z·K/split … into out [split, m, n] and sums [split, n] at offset z; K a multiple of split.

@@ -108,18 +108,14 @@ function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readon
   be.commandQueueOwnedIds.add(dy.dataId);
   be.uploadToGPU(dy.dataId);
   enc.copyBufferToBuffer(be.tensorMap.get(dy.dataId).resource as BufferLike, 0, back.dy, 0, dy.size * 4);
-  for (const b of back.clear) enc.clearBuffer(b);
+  for (const p of back.clear) enc.clearBuffer(p.of, p.offset, p.size);
   recordSteps(be, enc, plan, back.steps, vars);
   let grads: tf.Tensor[] = [];
   if (into) {
-    if (into.at + vars.reduce((n, v) => n + v.size, 0) > into.flat.size) throw new Error("recorded encoder: the gradient pack is too small for the backward's gradients");
+    // the pack's part for these variables has the gradient buffer's layout (both grad-pack.ts packLayout's): one copy
+    if (into.at + back.gradFloats > into.flat.size) throw new Error("recorded encoder: the gradient pack is too small for the backward's gradients");
     be.uploadToGPU(into.flat.dataId);
-    const dst = be.tensorMap.get(into.flat.dataId).resource as BufferLike;
-    let at = into.at;
-    vars.forEach((v, i) => {
-      enc.copyBufferToBuffer(back.grads[i], 0, dst, at * 4, v.size * 4);
-      at += v.size;
-    });
+    enc.copyBufferToBuffer(back.gradBuf, 0, be.tensorMap.get(into.flat.dataId).resource as BufferLike, into.at * 4, back.gradFloats * 4);
     recordedIntoTfjs(be, [into.flat]);
   } else {
     grads = vars.map((v, i) => copyOut(be, enc, back.grads[i], v.shape));

@@ -36,11 +36,12 @@ export const resLnFwd = (n: number, half = false) => lnFwdShader({
 });
 
 /** dv per row (LayerNorm's dx over v), then dx = dv and dh = dv·m (fields FIELDS; also the recorded BERT backward's). */
-export const resLnDx = (n: number, half = false, pooled = false) => lnDxShader({
+export const resLnDx = (n: number, half = false, pooled = false, partials = false) => lnDxShader({
   n, fields: pooled ? [...FIELDS.slice(0, 3), "T: u32", ...FIELDS.slice(3)] : FIELDS, read: ["v", "gamma", "stats", "dy", ...(pooled ? ["w"] : [])], write: ["dx", "dh"], x: "v", extra: MASK_AT_WGSL, half,
   store: "dx[o + k] = d;\n    dh[o + k] = d * maskAt(o + k);",
   // `pooled`: dy is a masked-mean pooling's gradient, spread over the rows as it is read (fields T, reads w)
-  dy: pooled ? pooledDy("r", "k") : undefined,
+  dy: pooled ? (r) => pooledDy(r) : undefined,
+  partials,
 });
 
 const ADD_FIELDS = ["n: u32", "thr: u32", "keep: f32", "k0: u32", "k1: u32"];

@@ -10,8 +10,11 @@
  * where each took its own), so each split product has partial buffers of its own.
  */
 import { concatenatedArraysShader } from "./raw-program.ts";
+import { rowWorkgroups } from "./row-reduce.ts";
+import { LN_PARTS } from "./gelu-layernorm.ts";
+import { PACK_ALIGN } from "./grad-pack.ts";
 import { tileFor, tileName, type MatmulTile } from "./matmul.ts";
-import { productGroupStep, productStep, type BufferLike, type Product, type Ref, type Step, type UniformValues } from "./recorded-encoder.ts";
+import { productGroupStep, productStep, type BufferLike, type BufferPart, type Product, type Ref, type Step, type UniformValues } from "./recorded-encoder.ts";
 
 /** Workgroups a split aims at (about two per SM of a 132-SM GPU), the fewest rows a part sums, the most parts. */
 export const SPLIT_TARGET = { workgroups: 256, minRows: 128, maxParts: 16 };
@@ -63,72 +66,102 @@ interface Steps {
   flat(key: string, code: () => string, refs: Ref[], uniforms: UniformValues, threads: number): Step;
 }
 
-/** A split product's sum waiting for its program: its partials, its outputs, W's elements and the bias's, the parts. */
+/** A sum waiting for its program: dst[j] = Σ_z src[z·len + j], z < parts, j < len (z in order). */
 interface PendingSum {
-  c: BufferLike;
-  s: BufferLike;
-  w: BufferLike;
-  bias: BufferLike;
-  n: number;
-  nb: number;
+  src: BufferPart;
+  dst: BufferPart;
+  len: number;
   parts: number;
 }
 
-/** Split products' sums in one program: 4 storage bindings each, within the 16 a recorded plan requires (recorderBinds). */
-export const SUMS_PER_PROGRAM = 4;
+/** Sums in one program: 4 uniforms each, within a plan's uniform slot (256 bytes, the stride first). */
+export const SUMS_PER_PROGRAM = 15;
 /** Weight gradients in one program (matmul.ts `group`): A, B, C and S each, 4 storage bindings. */
 export const PRODUCTS_PER_PROGRAM = 4;
 
 /**
- * Sums g = 0 … G−1 as arrays end to end (one thread per element of W_g): W_g[i] = Σ_z P_g[z·n_g + i]
- * and, for i < nb_g, bias_g[i] = Σ_z Q_g[z·nb_g + i], z in order (the same sums whatever the grouping).
+ * The sums of partials as arrays end to end (one thread per element of each destination):
+ * G[d_i + j] = Σ_z P[s_i + z·n_i + j], z < c_i in order (the same sums whatever the grouping).
  */
-export function splitSumShader(G: number): string {
-  const g = Array.from({ length: G }, (_, i) => i);
+export function partialSumsShader(J: number): string {
+  const js = Array.from({ length: J }, (_, i) => i);
   return concatenatedArraysShader(
-    g.flatMap((i) => [`n${i}: u32`, `nb${i}: u32`, `parts${i}: u32`]),
-    g.flatMap((i) => [`P${i}`, `Q${i}`]),
-    g.flatMap((i) => [`W${i}`, `bias${i}`]),
-    g.map((i) => `    var s = 0.0;
-    for (var z = 0u; z < u.parts${i}; z++) { s += P${i}[z * u.n${i} + j]; }
-    W${i}[j] = s;
-    if (j < u.nb${i}) {
-      var t = 0.0;
-      for (var z = 0u; z < u.parts${i}; z++) { t += Q${i}[z * u.nb${i} + j]; }
-      bias${i}[j] = t;
-    }`),
+    js.flatMap((i) => [`n${i}: u32`, `c${i}: u32`, `s${i}: u32`, `d${i}: u32`]),
+    ["P"],
+    ["G"],
+    js.map((i) => `    var t = 0.0;
+    for (var z = 0u; z < u.c${i}; z++) { t += P[u.s${i} + z * u.n${i} + j]; }
+    G[u.d${i} + j] = t;`),
   );
 }
 
+/** How many partial sums a LayerNorm's dx program over `rows` rows of d writes for dγ and for dβ (gelu-layernorm.ts lnPartials). */
+export function lnParts(rows: number, d: number): number {
+  const [gx, gy] = rowWorkgroups(rows, d);
+  return Math.min(gx * gy, LN_PARTS);
+}
+
+/** The floats of a layout's regions, each aligned to PACK_ALIGN (a part's offset). */
+const aligned = (n: number): number => Math.ceil(n / PACK_ALIGN) * PACK_ALIGN;
+
 /**
- * A backward's weight gradients Aᵀ·B with their biases': `gradient` takes each (split along K
- * where it has few tiles, its partials in buffers of its own), and `flush`, after a layer's last,
- * records them, PRODUCTS_PER_PROGRAM of one tile to a program (a product of several parts, BERT's
- * Q, K and V, alone), then the split ones' sums, SUMS_PER_PROGRAM to a program. The products run
- * at the flush, so what they read must still hold its values there (the backwards keep each
- * LayerNorm's masked gradient in a buffer of its own for this). The partials' buffers are a
- * layer's (sized by splitScratchFloats for `shapes`), used again after each flush.
+ * A backward's weight gradients Aᵀ·B with their biases', and its LayerNorms' dγ, dβ: `gradient`
+ * takes each product (split along K where it has few tiles, its partials in a part of the
+ * backward's scratch buffer of its own), `lnSums` gives the part a LayerNorm's dx program writes
+ * its workgroups' dγ, dβ sums into, and `flush`, after a layer's last product, records the
+ * products, PRODUCTS_PER_PROGRAM of one tile to a program (a product of several parts, BERT's
+ * Q, K and V, alone), then every pending sum, SUMS_PER_PROGRAM to a program. The products run at
+ * the flush, so what they read must still hold its values there (the backwards keep each
+ * LayerNorm's masked gradient in a buffer of its own for this). The products' partials are a
+ * layer's (sized by splitScratchFloats for `shapes`), used again after each flush; the LayerNorms'
+ * take two parts in turn (two may wait for one flush). The gradients (outputs, sums' destinations)
+ * are parts of one buffer (recorded-backward.ts gradientParts).
  */
-export function weightGradients(b: Steps & { buf(floats: number): BufferLike }, shapes: readonly GradShape[], k: number): { gradient(p: Product & { sums: BufferLike[] }): void; flush(): void } {
+export function weightGradients(b: Steps & { buf(floats: number): BufferLike }, shapes: readonly GradShape[], k: number, ln: { rows: number; d: number }): {
+  gradient(p: Product & { out: BufferPart[]; sums: BufferPart[] }): void;
+  lnSums(gamma: BufferPart, beta: BufferPart): BufferPart;
+  flush(): void;
+} {
   const f = splitScratchFloats(shapes, k);
-  const c = f.c.map((n) => b.buf(n)), s = f.s.map((n) => b.buf(n));
+  const lnCount = lnParts(ln.rows, ln.d);
+  const lnFloats = 2 * lnCount * ln.d;
+  const sizes = [...f.c, ...f.s, lnFloats, lnFloats];
+  const total = sizes.reduce((a, n) => a + aligned(n), 0);
+  const scratch = b.buf(Math.max(total, 1));
+  let at = 0;
+  const parts = sizes.map((n): BufferPart => {
+    const part = { of: scratch, offset: at * 4, size: Math.max(n, 1) * 4 };
+    at += aligned(n);
+    return part;
+  });
+  const c = parts.slice(0, f.c.length), s = parts.slice(f.c.length, f.c.length + f.s.length), lnRegions = parts.slice(-2);
   let pending: PendingSum[] = [];
+  let splitUsed = 0;
+  let lnUsed = 0;
   let products: (Product & { split: number })[] = [];
   return {
     gradient: (p) => {
-      const parts = p.b.length;
-      const split = kSplit(p.m, p.n, p.k, parts);
+      const nParts = p.b.length;
+      const split = kSplit(p.m, p.n, p.k, nParts);
       if (split === 1) {
         products.push({ ...p, split });
         return;
       }
       // the next free partials of this size (a layer's products each take their own)
-      const at = pending.length;
-      for (let i = 0; i < parts; i++) {
-        if (f.c[at + i] !== split * p.m * p.n) throw new Error(`weightGradients: a ${p.m}×${p.n} product split ${split} ways is not the layer's gradient ${at + i + 1} (${shapes.length} shapes given)`);
-        pending.push({ c: c[at + i], s: s[at + i], w: p.out[i], bias: p.sums[i], n: p.m * p.n, nb: p.n, parts: split });
+      const first = splitUsed;
+      for (let i = 0; i < nParts; i++) {
+        if (f.c[first + i] !== split * p.m * p.n) throw new Error(`weightGradients: a ${p.m}×${p.n} product split ${split} ways is not the layer's gradient ${first + i + 1} (${shapes.length} shapes given)`);
+        pending.push({ src: c[first + i], dst: p.out[i], len: p.m * p.n, parts: split }, { src: s[first + i], dst: p.sums[i], len: p.n, parts: split });
       }
-      products.push({ ...p, out: c.slice(at, at + parts), sums: s.slice(at, at + parts), split });
+      splitUsed += nParts;
+      products.push({ ...p, out: c.slice(first, first + nParts), sums: s.slice(first, first + nParts), split });
+    },
+    lnSums: (gamma, beta) => {
+      if (lnUsed === 2) throw new Error("weightGradients: a third LayerNorm's sums before a flush");
+      const part = lnRegions[lnUsed++];
+      const half = lnCount * ln.d;
+      pending.push({ src: { ...part, size: half * 4 }, dst: gamma, len: ln.d, parts: lnCount }, { src: { of: part.of, offset: part.offset + half * 4, size: half * 4 }, dst: beta, len: ln.d, parts: lnCount });
+      return part;
     },
     flush: () => {
       // groups of one tile and one A type, in the products' order
@@ -150,10 +183,14 @@ export function weightGradients(b: Steps & { buf(floats: number): BufferLike }, 
       products = [];
       for (let i = 0; i < pending.length; i += SUMS_PER_PROGRAM) {
         const group = pending.slice(i, i + SUMS_PER_PROGRAM);
-        const G = group.length;
-        b.flat(`qrag_split_sum_${G}`, () => splitSumShader(G), [...group.flatMap((x) => [x.c, x.s]), ...group.flatMap((x) => [x.w, x.bias])], group.flatMap((x): UniformValues => [["u", x.n], ["u", x.nb], ["u", x.parts]]), group.reduce((a, x) => a + x.n, 0));
+        const dst = group[0].dst.of;
+        if (group.some((x) => x.dst.of !== dst || x.src.of !== scratch)) throw new Error("weightGradients: sums into parts of one gradient buffer only");
+        const J = group.length;
+        b.flat(`qrag_partial_sums_${J}`, () => partialSumsShader(J), [scratch, dst], group.flatMap((x): UniformValues => [["u", x.len], ["u", x.parts], ["u", x.src.offset / 4], ["u", x.dst.offset / 4]]), group.reduce((a, x) => a + x.len, 0));
       }
       pending = [];
+      splitUsed = 0;
+      lnUsed = 0;
     },
   };
 }
