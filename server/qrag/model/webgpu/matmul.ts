@@ -165,15 +165,16 @@ export interface ShaderOptions {
   parts?: number;
   /**
    * `group` weight gradients Aᵀ·B with their column sums (trans.a, colSum), each its own A, B, C,
-   * S and sizes, in one program: a layer's (split-k.ts). Product g takes the grid's z from its
-   * uniform z_g (its split parts); the grid's x and y cover the largest, and a workgroup past its
-   * product's extent returns at once. Uniforms after stride: per product M, N, K, aBatch, bBatch, z.
+   * S and sizes, in one program: a layer's (split-k.ts). The grid is a list of tiles (x only):
+   * product g's from t_g on, split part by part, each part's bx_g column blocks by its row blocks
+   * (nb_g tiles a part), so no workgroup idles. Uniforms after stride: per product M, N, K,
+   * aBatch, bBatch, t, bx, nb.
    */
   group?: number;
 }
 
 /** The uniform fields of a product in a `group` program, in order. */
-const GROUP_FIELDS = ["M", "N", "K", "aBatch", "bBatch", "z"];
+const GROUP_FIELDS = ["M", "N", "K", "aBatch", "bBatch", "t", "bx", "nb"];
 
 /**
  * WGSL of one tile, aligned (vec4, no checks) or general (scalar loads, bounds checks), computing
@@ -347,16 +348,19 @@ function groupProgram(G: number, L: string[], o: { aty: string; ty: string; cty:
   const each = (body: (g: number) => string): string => gs.map((g) => `${g === G - 1 ? "default" : `case ${g}u`}: { ${body(g)} }`).join(" ");
   const pick = (f: string): string => gs.reduce((acc, g) => (g === 0 ? `u.${f}0` : `select(${acc}, u.${f}${g}, g == ${g}u)`), "");
   const vt = o.aligned ? "vec4<f32>" : "f32";
+  // the workgroup's product g (uniform across it), then its split part and tile from its place in g's list
   const main = L.join("\n")
-    .replace(/\bu\.(M|N|K|aBatch|bBatch)\b/g, (_, f: string) => `g${f}`)
-    .replace(/\bwid\.z\b/g, "gz")
-    .replace(/( {2}let col0 = wid\.x \* \d+u;)/, `$1
-  var g = 0u;
-${gs.slice(1).map((q) => `  if (wid.z >= u.z${q}) { g = ${q}u; }`).join("\n")}
+    .replace(/\bu\.(M|N|K|aBatch|bBatch)\b/g, (_, f: string) => `p${f}`)
+    .replace(/\bwid\.([xyz])\b/g, (_, c: string) => ({ x: "gbx", y: "gby", z: "gz" })[c]!)
+    .replace(/( {2}let row0 = )/, `  var g = 0u;
+${gs.slice(1).map((q) => `  if (wid.x >= u.t${q}) { g = ${q}u; }`).join("\n")}
   part = g;
-  let gz = wid.z - ${pick("z")};
-${GROUP_FIELDS.slice(0, 5).map((f) => `  let g${f} = ${pick(f)};`).join("\n")}
-  if (row0 >= gM || col0 >= gN) { return; }`);
+${GROUP_FIELDS.map((f) => `  let p${f} = ${pick(f)};`).join("\n")}
+  let local = wid.x - pt;
+  let gz = local / pnb;
+  let gby = (local % pnb) / pbx;
+  let gbx = (local % pnb) % pbx;
+$1`);
   return `${enableHalf(o.half)}struct U { stride: u32, ${gs.flatMap((g) => GROUP_FIELDS.map((f) => `${f}${g}: u32`)).join(", ")} };
 ${storageDecls(gs.flatMap((g) => [`A${g}:${o.aty}`, `B${g}:${o.ty}`]), gs.flatMap((g) => [`C${g}:${o.cty}`, `S${g}:${o.ty}`]))}
 var<private> part: u32;

@@ -719,13 +719,15 @@ export function productGroupStep(ps: readonly (Product & { split: number })[], t
   const bm = tile.tm * tile.wy, bn = tile.tn * tile.wx;
   const aligned = ps.every((p) => isAligned(tile, p.m, p.n, p.k / p.split));
   const uniforms: UniformValues = [];
-  let z = 0;
+  let tiles = 0;
   for (const p of ps) {
     const ks = p.k / p.split;
     const batched = p.split > 1;
-    uniforms.push(["u", p.m], ["u", p.n], ["u", ks], ["u", batched ? ks * p.m : 0], ["u", batched ? ks * p.n : 0], ["u", z]);
-    z += p.split;
+    const bx = Math.ceil(p.n / bn), nb = bx * Math.ceil(p.m / bm);
+    uniforms.push(["u", p.m], ["u", p.n], ["u", ks], ["u", batched ? ks * p.m : 0], ["u", batched ? ks * p.n : 0], ["u", tiles], ["u", bx], ["u", nb]);
+    tiles += p.split * nb;
   }
+  if (tiles > 65535) throw new Error(`productGroupStep: ${tiles} tiles exceed a grid dimension`);
   const G = ps.length;
   const h = { a: hA };
   return {
@@ -733,7 +735,7 @@ export function productGroupStep(ps: readonly (Product & { split: number })[], t
     code: () => matmulShader(tile, aligned, { trans: { a: true }, half: h, colSum: true, group: G }),
     refs: [...ps.flatMap((p) => [p.a, p.b[0]]), ...ps.flatMap((p) => [p.out[0], p.sums![0]])],
     uniforms,
-    grid: [Math.max(...ps.map((p) => Math.ceil(p.n / bn))), Math.max(...ps.map((p) => Math.ceil(p.m / bm))), z],
+    grid: [tiles, 1, 1],
     stride: 0,
   };
 }
