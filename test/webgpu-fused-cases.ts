@@ -64,10 +64,23 @@ async function adamwRun(backend: "cpu" | "webgpu") {
   const state = await opt.getStateAsync();
   const params: Float32Array[] = [];
   for (const v of vars) params.push(Float32Array.from((await v.data()) as Float32Array));
+  // a resume: an optimizer given this state (and copies of the variables) takes the next step as this one does, bit for bit
+  const copies = params.map((p, i) => tf.tidy(() => tf.variable(tf.tensor(p, SHAPES[i]), true, `c${i}`)));
+  const resumed = new AdamW(copies, { beta1: 0.9, beta2: 0.98, eps: 1e-6, weightDecay: 0.01 });
+  resumed.setState(state);
+  const next = SHAPES.map((sh) => tf.tensor(normals(rng, sh.reduce((a, b) => a * b, 1), 0.3), sh));
+  opt.step(next, 5e-3);
+  resumed.step(next, 5e-3);
+  let resumeDiffers = 0;
+  for (const [i, v] of vars.entries()) {
+    const [a, b] = [(await v.data()) as Float32Array, (await copies[i].data()) as Float32Array];
+    resumeDiffers += a.filter((x, j) => !Object.is(x, b[j])).length;
+  }
   const limit = backend === "webgpu" ? storageBufferLimit(webgpuBackend()) : 0;
   opt.dispose();
-  vars.forEach((v) => v.dispose());
-  return { params, m: state.m, v: state.v, steps: state.steps, dispatchesPerStep, limit, liveTensors };
+  resumed.dispose();
+  tf.dispose([...vars, ...copies, ...next]);
+  return { params, m: state.m, v: state.v, steps: state.steps, dispatchesPerStep, limit, liveTensors, resumeDiffers };
 }
 
 async function adamwCase() {
@@ -83,6 +96,7 @@ async function adamwCase() {
     liveTensors: gpu.liveTensors,
     limit: gpu.limit,
     variables: SHAPES.length,
+    resumeDiffers: { cpu: cpu.resumeDiffers, gpu: gpu.resumeDiffers },
   };
 }
 

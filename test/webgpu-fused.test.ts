@@ -13,8 +13,9 @@ import { runCaseFile } from "./device-case-runner.ts";
 /** Runs one case of webgpu-fused-cases.ts in a fresh process and returns its JSON. */
 const runCase = <T>(name: string): T => runCaseFile<T>("test/webgpu-fused-cases.ts", name);
 
-test("fused AdamW on webgpu, in place: params and moments of 6 steps equal agent/adamw.ts's tfjs ops on cpu", { skip }, () => {
-  const r = runCase<{ p: number[]; m: number[]; v: number[]; cpuSteps: number[]; gpuSteps: number[]; dispatchesPerStep: number; limit: number; variables: number; liveTensors: number[] }>("adamw");
+test("fused AdamW on webgpu, in place: params and moments of 6 steps equal agent/adamw.ts's tfjs ops on cpu; its state (moments packed on the device) resumes bit for bit", { skip }, () => {
+  const r = runCase<{ p: number[]; m: number[]; v: number[]; cpuSteps: number[]; gpuSteps: number[]; dispatchesPerStep: number; limit: number; variables: number; liveTensors: number[]; resumeDiffers: { cpu: number; gpu: number } }>("adamw");
+  assert.deepEqual(r.resumeDiffers, { cpu: 0, gpu: 0 });
   for (const [what, diffs] of [["p", r.p], ["m", r.m], ["v", r.v]] as const) {
     assert.equal(diffs.length, r.variables);
     diffs.forEach((d, i) => assert.ok(d <= 1e-6, `${what} of variable ${i}: rel. diff ${d}`));

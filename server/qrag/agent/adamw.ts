@@ -63,13 +63,14 @@ export class AdamW {
     if (onDevice()) {
       const sizes = variables.map((x) => x.size);
       const { offsets, total } = packLayout(sizes);
-      this.packed = { m: tf.variable(tf.zeros([total]), false), v: tf.variable(tf.zeros([total]), false), sizes, offsets };
+      this.packed = tf.tidy(() => ({ m: tf.variable(tf.zeros([total]), false), v: tf.variable(tf.zeros([total]), false), sizes, offsets }));
       this.m = [];
       this.v = [];
     } else {
       this.packed = null;
-      this.m = variables.map((x) => tf.variable(tf.zerosLike(x), false));
-      this.v = variables.map((x) => tf.variable(tf.zerosLike(x), false));
+      // tidy: the zeros each variable starts from are released
+      this.m = tf.tidy(() => variables.map((x) => tf.variable(tf.zerosLike(x), false)));
+      this.v = tf.tidy(() => variables.map((x) => tf.variable(tf.zerosLike(x), false)));
     }
     this.steps = variables.map(() => 0);
   }
