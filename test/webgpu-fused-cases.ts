@@ -9,6 +9,7 @@ import { onBackend, relDiff as relDiffFloor } from "./device-case-runner.ts";
 import { counterSnapshot, countersOn, kernelNameCounts, resetCounters, withPhase } from "../server/qrag/backend/device.ts";
 import { AdamW, clipFactorDevice } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
+import { packLayout, packSegmentFloats, setPackSegmentFloats } from "../server/qrag/model/webgpu/grad-pack.ts";
 import { ACT_GRAD_WGSL, geluDevice, layerNormDevice } from "../server/qrag/model/webgpu/gelu-layernorm.ts";
 import { gelu, layerNorm, linear, residualDropout, residualLayerNorm } from "../server/qrag/model/ops.ts";
 import { attentionFused, attentionFusedPacked } from "../server/qrag/model/webgpu/attention.ts";
@@ -44,9 +45,10 @@ const STEPS = 6;
 /** Steps at which variable 1 has no gradient (torch: .grad None, its step count stays). */
 const SKIP_1 = new Set([2, 3]);
 
-/** STEPS AdamW steps of SHAPES on random gradients, the clipping scale from step 2 on. */
-async function adamwRun(backend: "cpu" | "webgpu") {
+/** STEPS AdamW steps of SHAPES on random gradients, the clipping scale from step 2 on; `segment`: packs of at most that many floats (grad-pack.ts). */
+async function adamwRun(backend: "cpu" | "webgpu", segment: number | null = null) {
   await onBackend(backend);
+  setPackSegmentFloats(segment);
   const rng = new Rng(7);
   const vars = SHAPES.map((s, i) => tf.variable(tf.tensor(normals(rng, s.reduce((a, b) => a * b, 1)), s), true, `v${i}`));
   const opt = new AdamW(vars, { beta1: 0.9, beta2: 0.98, eps: 1e-6, weightDecay: 0.01 });
@@ -80,13 +82,18 @@ async function adamwRun(backend: "cpu" | "webgpu") {
   opt.dispose();
   resumed.dispose();
   tf.dispose([...vars, ...copies, ...next]);
+  setPackSegmentFloats(null);
   return { params, m: state.m, v: state.v, steps: state.steps, dispatchesPerStep, limit, liveTensors, resumeDiffers };
 }
 
 async function adamwCase() {
   const cpu = await adamwRun("cpu");
   const gpu = await adamwRun("webgpu");
+  // segments of 128 floats: variables 0 and 1, 2 and 3, the 130×70 one alone
+  const seg = await adamwRun("webgpu", 128);
+  const segmented = { diff: Math.max(...cpu.params.map((x, i) => relDiff(seg.params[i], x)), ...cpu.m.map((x, i) => relDiff(seg.m[i], x)), ...cpu.v.map((x, i) => relDiff(seg.v[i], x))), dispatchesPerStep: seg.dispatchesPerStep, resumeDiffers: seg.resumeDiffers };
   return {
+    segmented,
     p: cpu.params.map((x, i) => relDiff(gpu.params[i], x)),
     m: cpu.m.map((x, i) => relDiff(gpu.m[i], x)),
     v: cpu.v.map((x, i) => relDiff(gpu.v[i], x)),
@@ -267,8 +274,9 @@ async function residualLayerNormCase() {
  * accumulated micro-steps each on fixed batches, tiny transformer: all weights after, cpu path
  * (tfjs ops) against the device path (fused programs).
  */
-async function learnerRun(backend: "cpu" | "webgpu") {
+async function learnerRun(backend: "cpu" | "webgpu", segment: number | null = null) {
   await onBackend(backend);
+  setPackSegmentFloats(segment);
   const config = resolveConfig({ preset: "tiny", overrides: ["algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=64", "algo.hyperparams.max_grad_norm=0.05", "algo.encoder.dropout=0"] });
   const nets = new QNetworks(config.algo.encoder, new Rng(1));
   const learner = new Learner(nets, config.algo, 10, 2);
@@ -294,9 +302,11 @@ async function learnerRun(backend: "cpu" | "webgpu") {
   const w = await nets.exportWeightsAsync();
   const policy = await nets.policy.exportWeightsAsync();
   const steps = (await learner.getStateAsync()).optimizer.steps;
+  const segments = backend === "webgpu" ? packLayout(nets.trainable.map((v) => v.size), packSegmentFloats()).totals.length : 0;
   learner.dispose();
   nets.dispose();
-  return { w, policy, gradNorms, steps, updates: learner.updates, kept, variables: encoders().length };
+  setPackSegmentFloats(null);
+  return { w, policy, gradNorms, steps, updates: learner.updates, kept, variables: encoders().length, segments };
 }
 
 async function learnerCase() {
@@ -308,7 +318,10 @@ async function learnerCase() {
   }
   diffs.policy = Math.max(...cpu.policy.map((t, i) => relDiff(gpu.policy[i].data, t.data)));
   const moved = Math.max(...cpu.w.state.map((t, i) => relDiff(t.data, cpu.w.stateTarget[i].data)));
-  return { diffs, moved, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates], keptBuffers: gpu.kept, variables: gpu.variables };
+  // gradients and moments in segments of 4,096 floats: a backward's gradients go in a copy a run of one segment
+  const seg = await learnerRun("webgpu", 4096);
+  const segmented = { segments: seg.segments, diff: Math.max(...(["state", "action", "stateTarget", "actionTarget"] as const).flatMap((k) => cpu.w[k].map((t, i) => relDiff(seg.w[k][i].data, t.data)))) };
+  return { diffs, moved, segmented, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates], keptBuffers: gpu.kept, variables: gpu.variables };
 }
 
 /**

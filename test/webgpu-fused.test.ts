@@ -14,8 +14,10 @@ import { runCaseFile } from "./device-case-runner.ts";
 const runCase = <T>(name: string): T => runCaseFile<T>("test/webgpu-fused-cases.ts", name);
 
 test("fused AdamW on webgpu, in place: params and moments of 6 steps equal agent/adamw.ts's tfjs ops on cpu; its state (moments packed on the device) resumes bit for bit", { skip }, () => {
-  const r = runCase<{ p: number[]; m: number[]; v: number[]; cpuSteps: number[]; gpuSteps: number[]; dispatchesPerStep: number; limit: number; variables: number; liveTensors: number[]; resumeDiffers: { cpu: number; gpu: number } }>("adamw");
+  const r = runCase<{ p: number[]; m: number[]; v: number[]; cpuSteps: number[]; gpuSteps: number[]; dispatchesPerStep: number; limit: number; variables: number; liveTensors: number[]; resumeDiffers: { cpu: number; gpu: number }; segmented: { diff: number; dispatchesPerStep: number; resumeDiffers: number } }>("adamw");
   assert.deepEqual(r.resumeDiffers, { cpu: 0, gpu: 0 });
+  // packs of 128 floats (a binding's limit, made small): three segments, a program each, the same values
+  assert.deepEqual(r.segmented, { diff: 0, dispatchesPerStep: 3, resumeDiffers: 0 });
   for (const [what, diffs] of [["p", r.p], ["m", r.m], ["v", r.v]] as const) {
     assert.equal(diffs.length, r.variables);
     diffs.forEach((d, i) => assert.ok(d <= 1e-6, `${what} of variable ${i}: rel. diff ${d}`));
@@ -39,8 +41,10 @@ test("fused Polyak averaging on webgpu, in place, equals tgt·(1 − τ) + onlin
   assert.deepEqual(r.sameBuffers, [false, true, false, true, true, true, true]);
 });
 
-test("the Learner on webgpu (fused clipping+AdamW+Polyak, in place) trains like the cpu path: 3 updates, all weights within 1e-4, every variable in the buffer it had after the first", { skip }, () => {
-  const r = runCase<{ diffs: Record<string, number>; moved: number; gradNorms: { cpu: number[]; gpu: number[] }; steps: { cpu: number[]; gpu: number[] }; updates: number[]; keptBuffers: number; variables: number }>("learner");
+test("the Learner on webgpu (fused clipping+AdamW+Polyak, in place) trains like the cpu path: 3 updates, all weights within 1e-4, every variable in the buffer it had after the first; so with its gradients in several segments", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; moved: number; gradNorms: { cpu: number[]; gpu: number[] }; steps: { cpu: number[]; gpu: number[] }; updates: number[]; keptBuffers: number; variables: number; segmented: { segments: number; diff: number } }>("learner");
+  // gradients and moments in packs of 4,096 floats (a binding's limit, made small): the same training
+  assert.ok(r.segmented.segments > 2 && r.segmented.diff <= 1e-4, JSON.stringify(r.segmented));
   // trained, target and policy variables alike: the recorded plans binding them keep their bind groups
   assert.equal(r.keptBuffers, r.variables);
   assert.deepEqual(r.updates, [3, 3]);

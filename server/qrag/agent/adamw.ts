@@ -10,7 +10,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { onDevice } from "../backend/device.ts";
 import { adamwStepFused, clipNormFused } from "../model/webgpu/fused-adamw.ts";
-import { GradPack, packLayout } from "../model/webgpu/grad-pack.ts";
+import { GradPack, packLayout, packSegmentFloats, type PackLayout } from "../model/webgpu/grad-pack.ts";
 import { polyakAverage } from "../model/base.ts";
 import { optimizerSchema } from "../config/schema.ts";
 
@@ -50,10 +50,10 @@ type Grads = tf.NamedTensorMap | (tf.Tensor | null | undefined)[];
 export class AdamW {
   readonly config: AdamWConfig;
   readonly variables: tf.Variable[];
-  /** The moments: a variable each (the tfjs path), or on the device path packed, variable i's at offsets[i] (grad-pack.ts layout). */
+  /** The moments: a variable each (the tfjs path), or on the device path packed as the gradients are (a variable a segment, grad-pack.ts layout). */
   private readonly m: tf.Variable[];
   private readonly v: tf.Variable[];
-  private readonly packed: { m: tf.Variable; v: tf.Variable; sizes: number[]; offsets: number[] } | null;
+  private readonly packed: { m: tf.Variable[]; v: tf.Variable[]; sizes: number[]; layout: PackLayout } | null;
   private steps: number[];
   private stepCount = 0;
 
@@ -62,8 +62,9 @@ export class AdamW {
     this.variables = variables;
     if (onDevice()) {
       const sizes = variables.map((x) => x.size);
-      const { offsets, total } = packLayout(sizes);
-      this.packed = tf.tidy(() => ({ m: tf.variable(tf.zeros([total]), false), v: tf.variable(tf.zeros([total]), false), sizes, offsets }));
+      const layout = packLayout(sizes, packSegmentFloats());
+      const zeros = () => tf.tidy(() => layout.totals.map((n) => tf.variable(tf.zeros([n]), false)));
+      this.packed = { m: zeros(), v: zeros(), sizes, layout };
       this.m = [];
       this.v = [];
     } else {
@@ -146,12 +147,17 @@ export class AdamW {
   /** The device path's step: the variables with a gradient in the pack, in fused programs. */
   private stepFused(pack: GradPack, lr: number, gradScale: tf.Scalar | undefined, average: PolyakTargets | undefined): void {
     const packed = this.packed!;
-    if (pack.sizes.length !== packed.sizes.length || pack.sizes.some((n, i) => n !== packed.sizes[i])) throw new RangeError("AdamW: the gradient pack's layout is not the variables'");
+    const { seg, offsets, totals } = packed.layout;
+    if (pack.sizes.length !== packed.sizes.length || pack.layout.totals.length !== totals.length || pack.layout.offsets.some((o, i) => o !== offsets[i] || pack.layout.seg[i] !== seg[i])) throw new RangeError("AdamW: the gradient pack's layout is not the variables'");
     const { beta1, beta2, eps, weightDecay } = this.config;
     const decay = weightDecay !== 0 ? 1 - lr * weightDecay : 1;
     this.stepCount++;
-    const slots = this.variables.flatMap((p, i) => (pack.present[i] ? [{ p, offset: packed.offsets[i], ...(average ? { target: average.targets[i] } : {}), ...this.nextStep(i, lr), decay }] : []));
-    adamwStepFused(slots, { g: pack.flat, m: packed.m, v: packed.v }, { beta1, beta2, eps, tau: average?.tau }, gradScale);
+    const slots = this.variables.flatMap((p, i) => (pack.present[i] ? [{ i, p, offset: offsets[i], ...(average ? { target: average.targets[i] } : {}), ...this.nextStep(i, lr), decay }] : []));
+    // a segment's variables in its programs: its gradients and moments one binding each
+    totals.forEach((_, s) => {
+      const mine = slots.filter((x) => seg[x.i] === s);
+      if (mine.length > 0) adamwStepFused(mine, { g: pack.flats[s], m: packed.m[s], v: packed.v[s] }, { beta1, beta2, eps, tau: average?.tau }, gradScale);
+    });
     if (!average) return;
     // the targets of variables without a gradient this step average what they hold
     const rest = average.targets.flatMap((target, i) => (pack.present[i] ? [] : [{ target, online: this.variables[i] }]));
@@ -165,15 +171,15 @@ export class AdamW {
       names: this.variables.map((x) => x.name),
       shapes: this.variables.map((x) => [...x.shape]),
       ...(this.packed
-        ? { m: this.unpack(this.packed.m.dataSync() as Float32Array), v: this.unpack(this.packed.v.dataSync() as Float32Array) }
+        ? { m: this.unpack(this.packed.m.map((x) => x.dataSync() as Float32Array)), v: this.unpack(this.packed.v.map((x) => x.dataSync() as Float32Array)) }
         : { m: this.m.map((x) => Float32Array.from(x.dataSync() as Float32Array)), v: this.v.map((x) => Float32Array.from(x.dataSync() as Float32Array)) }),
     };
   }
 
-  /** A packed moment's values split per variable (copies). */
-  private unpack(flat: Float32Array): Float32Array[] {
-    const { sizes, offsets } = this.packed!;
-    return sizes.map((n, i) => flat.slice(offsets[i], offsets[i] + n));
+  /** A packed moment's segments split per variable (copies). */
+  private unpack(flats: Float32Array[]): Float32Array[] {
+    const { sizes, layout } = this.packed!;
+    return sizes.map((n, i) => flats[layout.seg[i]].slice(layout.offsets[i], layout.offsets[i] + n));
   }
 
   /** getState with async reads (the device path's form). */
@@ -188,9 +194,7 @@ export class AdamW {
       steps: [...this.steps],
       names: this.variables.map((x) => x.name),
       shapes: this.variables.map((x) => [...x.shape]),
-      ...(this.packed
-        ? { m: this.unpack((await this.packed.m.data()) as Float32Array), v: this.unpack((await this.packed.v.data()) as Float32Array) }
-        : { m: await read(this.m), v: await read(this.v) }),
+      ...(this.packed ? { m: this.unpack(await read(this.packed.m)), v: this.unpack(await read(this.packed.v)) } : { m: await read(this.m), v: await read(this.v) }),
     };
   }
 
@@ -207,14 +211,15 @@ export class AdamW {
     }
     const packed = this.packed;
     if (packed) {
+      const { seg, offsets, totals } = packed.layout;
       const join = (xs: Float32Array[]) => {
-        const flat = new Float32Array(packed.m.size);
-        xs.forEach((x, i) => flat.set(x, packed.offsets[i]));
-        return flat;
+        const flats = totals.map((t) => new Float32Array(t));
+        xs.forEach((x, i) => flats[seg[i]].set(x, offsets[i]));
+        return flats;
       };
       tf.tidy(() => {
-        packed.m.assign(tf.tensor1d(join(state.m), "float32"));
-        packed.v.assign(tf.tensor1d(join(state.v), "float32"));
+        join(state.m).forEach((f, s) => packed.m[s].assign(tf.tensor1d(f, "float32")));
+        join(state.v).forEach((f, s) => packed.v[s].assign(tf.tensor1d(f, "float32")));
       });
     } else {
       for (let i = 0; i < n; i++) {
@@ -230,7 +235,7 @@ export class AdamW {
   }
 
   dispose(): void {
-    for (const x of [...this.m, ...this.v, ...(this.packed ? [this.packed.m, this.packed.v] : [])]) x.dispose();
+    for (const x of [...this.m, ...this.v, ...(this.packed ? [...this.packed.m, ...this.packed.v] : [])]) x.dispose();
   }
 }
 
@@ -276,7 +281,7 @@ function globalNorm(grads: readonly tf.Tensor[]): tf.Scalar {
  */
 export function clipFactorDevice(input: readonly tf.Tensor[] | GradPack, maxNorm: number): { coef: tf.Scalar; norm: tf.Scalar } {
   // a pack's absent gradients are zeros: its flat tensor's norm is theirs
-  const grads = input instanceof GradPack ? [input.flat] : input;
+  const grads = input instanceof GradPack ? input.flats : input;
   if (grads.length === 0) return { coef: tf.scalar(1), norm: tf.scalar(0) };
   if (onDevice()) return clipNormFused(grads, maxNorm);
   return tf.tidy(() => {

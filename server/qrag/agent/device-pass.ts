@@ -12,8 +12,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { TokenBatch } from "../model/encoder.ts";
 import { rotaryTables } from "../model/webgpu/rotary.ts";
 import { twinLossGrads } from "../model/webgpu/twin-loss.ts";
-import { GradPack, packLayout } from "../model/webgpu/grad-pack.ts";
-import { webgpuBackend } from "../model/webgpu/raw-program.ts";
+import { GradPack } from "../model/webgpu/grad-pack.ts";
 import { onDevice } from "../backend/device.ts";
 import type { QNetworks } from "./networks.ts";
 
@@ -37,11 +36,9 @@ export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBa
   const rot = rotaryTables(a.y, positions);
   const { loss, ds, da } = twinLossGrads(s.y, a.y, G, weight, rot);
   // both backwards copy their gradients into one pack (`trainable`'s order: the state encoder's, then the action encoder's)
-  const sizes = nets.trainable.map((v) => v.size);
-  const { total } = packLayout(sizes);
-  const flat = tf.engine().makeTensorFromTensorInfo(webgpuBackend().makeTensorInfo([total], "float32")) as tf.Tensor1D;
-  s.backwardInto(ds, flat, 0);
-  a.backwardInto(da, flat, packLayout(nets.state.variables.map((v) => v.size)).total);
+  const pack = GradPack.empty(nets.trainable.map((v) => v.size));
+  s.backwardInto(ds, pack, 0);
+  a.backwardInto(da, pack, nets.state.variables.length);
   tf.dispose([s.y, a.y, ds, da, ...(rot ? [rot.rows] : [])]);
-  return { value: loss, grads: new GradPack(flat, sizes, sizes.map(() => true)) };
+  return { value: loss, grads: pack };
 }

@@ -59,8 +59,11 @@ export interface SerializedTensor {
 export interface TapedForward {
   y: tf.Tensor2D;
   backward(dy: tf.Tensor): tf.Tensor[];
-  /** backward's gradients copied end to end into `flat` from element `at` instead (a webgpu/grad-pack.ts pack). */
-  backwardInto(dy: tf.Tensor, flat: tf.Tensor, at: number): void;
+  /**
+   * backward's gradients copied into a webgpu/grad-pack.ts pack instead, as its variables
+   * `first`, `first` + 1, …: variable i into segment seg[i] at offsets[i].
+   */
+  backwardInto(dy: tf.Tensor, pack: { flats: readonly tf.Tensor[]; layout: { seg: readonly number[]; offsets: readonly number[] } }, first: number): void;
   release(): void;
 }
 

@@ -192,10 +192,10 @@ function lnBackCode(n: number, acc: boolean, mask: boolean, half: boolean, poole
 /**
  * A backward's gradient buffer: one for the variables of `sizes`, each gradient a part of it laid
  * out as grad-pack.ts packLayout lays a pack (aligned, zeros between), so the device pass copies
- * it into its pack in one copy.
+ * it into its pack in a copy a segment.
  */
 export function gradientParts(b: Pick<PlanBuilder, "buf">, sizes: readonly number[]): Pick<BackPlan, "grads" | "gradBuf" | "gradFloats"> {
-  const { offsets, total } = packLayout(sizes);
+  const { offsets, totals: [total] } = packLayout(sizes);
   const gradBuf = b.buf(total, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST);
   return { grads: sizes.map((n, i) => ({ of: gradBuf, offset: offsets[i] * 4, size: n * 4 })), gradBuf, gradFloats: total };
 }

@@ -15,7 +15,7 @@ import { tfjsKernelCount } from "../../backend/device.ts";
 import type { Rng } from "../../util/rng.ts";
 import type { TapedForward } from "../encoder.ts";
 import { webgpuBackend } from "./raw-program.ts";
-import { copyOut, drawKeys, planFor, recordedIntoTfjs, recorderApplies, recorderStats, recordSteps, stagedCall, submitForward, type BackendLike, type BufferLike, type DeviceLike, type Plan, type RecordedConfig } from "./recorded-encoder.ts";
+import { copyOut, drawKeys, planFor, recordedIntoTfjs, recorderApplies, recorderStats, recordSteps, stagedCall, submitForward, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type EncoderLike, type Plan, type RecordedConfig } from "./recorded-encoder.ts";
 import { buildBackward, tokenCsr, type TokenCsr } from "./recorded-backward.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
@@ -71,7 +71,7 @@ export function runTaped(be: BackendLike, plan: Plan, vars: readonly tf.Variable
   return {
     y,
     backward: (dy) => counted(() => submitBackward(be, plan, token, vars, dy, keys, csr)),
-    backwardInto: (dy, flat, at) => void counted(() => submitBackward(be, plan, token, vars, dy, keys, csr, { flat, at })),
+    backwardInto: (dy, pack, first) => void counted(() => submitBackward(be, plan, token, vars, dy, keys, csr, { pack, first })),
     release: () => {
       if (plan.owner === token) plan.owner = null;
     },
@@ -86,12 +86,14 @@ function counted<T>(f: () => T): T {
   return r;
 }
 
+/** Where a backward's gradients go in a grad-pack.ts pack: its variables from `first` on. */
+type PackInto = { pack: Parameters<TapedForward["backwardInto"]>[1]; first: number };
+
 /**
  * Records the backward of the forward `token` ran on `plan` into one command buffer; the gradients
- * in `vars`' order, or, with `into`, copied end to end into that flat tensor from element `at` (a
- * grad-pack.ts pack; nothing returned).
+ * in `vars`' order, or, with `into`, copied into that pack (nothing returned).
  */
-function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readonly tf.Variable[], dy: tf.Tensor, keys: readonly number[], csr: TokenCsr, into?: { flat: tf.Tensor; at: number }): tf.Tensor[] {
+function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readonly tf.Variable[], dy: tf.Tensor, keys: readonly number[], csr: TokenCsr, into?: PackInto): tf.Tensor[] {
   if (plan.owner !== token || plan.dead || !plan.back) throw new Error("recorded encoder: the forward's activations were reused or freed before its backward ran");
   const back = plan.back;
   const d = vars[0].shape[1] as number;
@@ -111,16 +113,35 @@ function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readon
   for (const p of back.clear) enc.clearBuffer(p.of, p.offset, p.size);
   recordSteps(be, enc, plan, back.steps, vars);
   let grads: tf.Tensor[] = [];
-  if (into) {
-    // the pack's part for these variables has the gradient buffer's layout (both grad-pack.ts packLayout's): one copy
-    if (into.at + back.gradFloats > into.flat.size) throw new Error("recorded encoder: the gradient pack is too small for the backward's gradients");
-    be.uploadToGPU(into.flat.dataId);
-    enc.copyBufferToBuffer(back.gradBuf, 0, be.tensorMap.get(into.flat.dataId).resource as BufferLike, into.at * 4, back.gradFloats * 4);
-    recordedIntoTfjs(be, [into.flat]);
-  } else {
+  if (into) copyIntoPack(be, enc, back, vars.length, into);
+  else {
     grads = vars.map((v, i) => copyOut(be, enc, back.grads[i], v.shape));
     recordedIntoTfjs(be, grads);
   }
   plan.owner = null;
   return grads;
+}
+
+/**
+ * The gradient buffer into the pack: a copy per run of variables in one segment (the buffer's
+ * layout and a segment's are both grad-pack.ts packLayout's, so such a run is contiguous in both).
+ */
+function copyIntoPack(be: BackendLike, enc: EncoderLike, back: BackPlan, n: number, into: PackInto): void {
+  const { pack, first } = into;
+  const { seg, offsets } = pack.layout;
+  if (first + n > seg.length) throw new Error("recorded encoder: the gradient pack has fewer variables than the backward's gradients");
+  const used = new Set<tf.Tensor>();
+  for (let i = 0; i < n; ) {
+    let j = i + 1;
+    while (j < n && seg[first + j] === seg[first + i]) j++;
+    const flat = pack.flats[seg[first + i]];
+    const from = back.grads[i].offset;
+    const to = j < n ? back.grads[j].offset : back.gradFloats * 4;
+    if (offsets[first + i] * 4 + (to - from) > flat.size * 4) throw new Error("recorded encoder: a gradient pack's segment is too small for the backward's gradients");
+    be.uploadToGPU(flat.dataId);
+    enc.copyBufferToBuffer(back.gradBuf, from, be.tensorMap.get(flat.dataId).resource as BufferLike, offsets[first + i] * 4, to - from);
+    used.add(flat);
+    i = j;
+  }
+  recordedIntoTfjs(be, [...used]);
 }

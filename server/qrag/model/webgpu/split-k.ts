@@ -186,7 +186,10 @@ export function weightGradients(b: Steps & { buf(floats: number): BufferLike }, 
         const dst = group[0].dst.of;
         if (group.some((x) => x.dst.of !== dst || x.src.of !== scratch)) throw new Error("weightGradients: sums into parts of one gradient buffer only");
         const J = group.length;
-        b.flat(`qrag_partial_sums_${J}`, () => partialSumsShader(J), [scratch, dst], group.flatMap((x): UniformValues => [["u", x.len], ["u", x.parts], ["u", x.src.offset / 4], ["u", x.dst.offset / 4]]), group.reduce((a, x) => a + x.len, 0));
+        // only the span of the gradient buffer its sums write (a whole model's gradients may exceed a binding's limit)
+        const lo = Math.min(...group.map((x) => x.dst.offset)), hi = Math.max(...group.map((x) => x.dst.offset + x.dst.size));
+        const span: BufferPart = { of: dst, offset: lo, size: hi - lo };
+        b.flat(`qrag_partial_sums_${J}`, () => partialSumsShader(J), [scratch, span], group.flatMap((x): UniformValues => [["u", x.len], ["u", x.parts], ["u", x.src.offset / 4], ["u", (x.dst.offset - lo) / 4]]), group.reduce((a, x) => a + x.len, 0));
       }
       pending = [];
       splitUsed = 0;
