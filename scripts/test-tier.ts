@@ -31,6 +31,7 @@ export const TIERS = {
     "babi-parse",
     "sentences",
     "split-k",
+    "grad-pack",
     "layer-tail",
     "shader-cache",
     "episode-groups",

@@ -21,7 +21,7 @@ import { weightGradients, type GradShape } from "./split-k.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
 import { MASK_AT_WGSL } from "./dropout.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
-import { productStep, USAGE, type BackPlan, type BufferLike, type PlanBuilder, type Ref, type UniformValues } from "./recorded-encoder.ts";
+import { productStep, transformerGradSizes, USAGE, type BackPlan, type BufferLike, type PlanBuilder, type Ref, type UniformValues } from "./recorded-encoder.ts";
 import { packLayout } from "./grad-pack.ts";
 
 /** The column sums of dy [rows, n], a workgroup per column (as LN_DGB): BERT's type-table gradient (a linear's bias gets its column sums in its weight-gradient product, matmul.ts colSum). */
@@ -209,12 +209,9 @@ function transformerGrads(d: number, F: number): GradShape[] {
 export function buildBackward(b: PlanBuilder): BackPlan {
   const { c, B, T, acts, sites, dropping, half } = b;
   const hk = halfKey(half);
-  const d = c.dim, F = c.hidden, H = c.heads, L = c.layers, N = B * T, V = c.vocab_size;
+  const d = c.dim, F = c.hidden, H = c.heads, L = c.layers, N = B * T;
   // the variables' gradients in transformer.ts's order, parts of one buffer
-  const shapes: number[] = [V * d, c.max_len * d];
-  for (let l = 0; l < L; l++) shapes.push(d, d, d * 3 * d, 3 * d, d * d, d, d, d, d * F, F, F * d, d);
-  shapes.push(d, d);
-  const gp = gradientParts(b, shapes);
+  const gp = gradientParts(b, transformerGradSizes(c));
   const grads = gp.grads;
   const dy = b.buf(B * d);
   // dH, dH2: the masked gradients of a layer's two LayerNorms, apart, so the weight gradients

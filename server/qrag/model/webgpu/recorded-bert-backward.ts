@@ -24,7 +24,7 @@ import { ADD_DH, resLnDx } from "./residual-layernorm.ts";
 import { COL_SUM, csrBuffers, gradientParts, tokenAndPositionSteps } from "./recorded-backward.ts";
 import { dropoutKeepScale, dropThreshold } from "../../util/mask-hash.ts";
 import { productStep, type BackPlan, type BufferLike, type Ref, type UniformValues } from "./recorded-encoder.ts";
-import { N_EMB, PER_LAYER, type BertBuilder } from "./recorded-bert.ts";
+import { bertGradSizes, N_EMB, PER_LAYER, type BertBuilder } from "./recorded-bert.ts";
 import { weightGradients, type GradShape } from "./split-k.ts";
 
 /** A BERT layer's weight gradients in the order its backward takes them: fc2, fc1, the attention's output, Q, K and V (one program). */
@@ -38,9 +38,7 @@ export function buildBertBackward(b: BertBuilder): BackPlan {
   const hk = halfKey(half);
   const d = c.hidden, F = c.intermediate, H = c.heads, L = c.layers, N = B * T;
   // the variables' gradients in bertSpecs order, parts of one buffer
-  const shapes: number[] = [c.vocab * d, c.maxPositions * d, c.typeVocab * d, d, d];
-  for (let l = 0; l < L; l++) shapes.push(d * d, d, d * d, d, d * d, d, d * d, d, d, d, d * F, F, F * d, d, d, d);
-  const gp = gradientParts(b, shapes);
+  const gp = gradientParts(b, bertGradSizes(c));
   const grads = gp.grads;
   const dy = b.buf(B * d);
   // dH, dH2: the masked gradients of a layer's two LayerNorms, apart, so the weight gradients

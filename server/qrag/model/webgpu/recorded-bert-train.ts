@@ -21,9 +21,9 @@ import type { Rng } from "../../util/rng.ts";
 import type { BertConfig } from "../hf/bert.ts";
 import type { TapedForward } from "../encoder.ts";
 import { webgpuBackend } from "./raw-program.ts";
-import { admitPlan, cachedPlan, keepKey, planBound, recorderApplies, residualFuses, rowsWithin, type BackendLike, type DeviceLike, type Plan } from "./recorded-encoder.ts";
+import { admitPlan, cachedPlan, gradientsFit, keepKey, planBound, recorderApplies, residualFuses, rowsWithin, type BackendLike, type DeviceLike, type Plan } from "./recorded-encoder.ts";
 import { recordedTrainOp, runTaped } from "./recorded-train.ts";
-import { bertFits, bertPlanKey, buildBertPlan } from "./recorded-bert.ts";
+import { bertFits, bertGradSizes, bertPlanKey, buildBertPlan } from "./recorded-bert.ts";
 import { bertGrads, buildBertBackward } from "./recorded-bert-backward.ts";
 import { csrFloats } from "./recorded-backward.ts";
 import { lnParts, splitScratchFloats } from "./split-k.ts";
@@ -55,7 +55,7 @@ function bertTrainPlanFor(device: DeviceLike, c: BertConfig, B: number, T: numbe
   const key = keepKey(device, `${plain}${halfKey(halfActive(device))}`);
   const hit = cachedPlan(device, key);
   if (hit) return hit;
-  if (!bertFits(device, c, B, T)) return null;
+  if (!bertFits(device, c, B, T) || !gradientsFit(device, bertGradSizes(c))) return null;
   // over the keep plans' byte bound (admitPlan would refuse it): not made, rather than its buffers
   // created and destroyed on every update (BERT-base keeps ~0.6 MB of activations per token)
   if (bertTrainBytes(c, B, T, halfActive(device)) > planBound("keep")) return null;

@@ -104,6 +104,14 @@ export function bertPlanKey(c: BertConfig, B: number, T: number, training: boole
   return { key: `${arch}-${B}x${T}-${hp}-${ap}`, family: `${arch}-*x${T}-${hp}-${ap}`, hp, ap };
 }
 
+/** BERT's variables' sizes in bertSpecs order: its backward's gradients. */
+export function bertGradSizes(c: BertConfig): number[] {
+  const d = c.hidden, F = c.intermediate;
+  const sizes = [c.vocab * d, c.maxPositions * d, c.typeVocab * d, d, d];
+  for (let l = 0; l < c.layers; l++) sizes.push(d * d, d, d * d, d, d * d, d, d * d, d, d, d, d * F, F, F * d, d, d, d);
+  return sizes;
+}
+
 /** Whether this BERT and shape can be recorded: heads dividing the width, the programs' bindings granted, every buffer within the binding limit, a head within workgroup memory. */
 export function bertFits(device: DeviceLike, c: BertConfig, B: number, T: number): boolean {
   const d = c.hidden, F = c.intermediate, H = c.heads, N = B * T;

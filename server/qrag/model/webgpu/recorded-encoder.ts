@@ -130,6 +130,25 @@ export interface BufferPart {
 }
 /** Bytes a bound part's offset is a multiple of: WebGPU's default minStorageBufferOffsetAlignment, which no adapter may raise. */
 export const PART_ALIGN = 256;
+
+/**
+ * Whether a backward's gradient buffer for variables of `sizes` (each at a PART_ALIGN-aligned
+ * offset: recorded-backward.ts gradientParts) fits one buffer on this device (maxBufferSize,
+ * WebGPU's default 256 MiB where it says none); a keep plan whose does not is not made.
+ */
+export function gradientsFit(device: DeviceLike, sizes: readonly number[]): boolean {
+  const bytes = sizes.reduce((a, n) => a + Math.ceil((4 * n) / PART_ALIGN) * PART_ALIGN, 0);
+  return bytes <= (device.limits.maxBufferSize ?? 2 ** 28);
+}
+
+/** The transformer's variables' sizes in transformer.ts's order: its backward's gradients. */
+export function transformerGradSizes(c: RecordedConfig): number[] {
+  const d = c.dim, F = c.hidden;
+  const sizes = [c.vocab_size * d, c.max_len * d];
+  for (let l = 0; l < c.layers; l++) sizes.push(d, d, d * 3 * d, 3 * d, d * d, d, d, d, d * F, F, F * d, d);
+  sizes.push(d, d);
+  return sizes;
+}
 /** A buffer a program binds: a plan's own, a part of one, or variable i's current GPU buffer. */
 export type Ref = BufferLike | BufferPart | { weight: number };
 export type UniformValues = ["u" | "f", number][];
@@ -802,7 +821,7 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
   if (d % H !== 0 || d % 4 !== 0 || !recorderBinds(device)) return null;
   const sizes = [N * 3 * d, N * F, extend ? c.vocab_size * d : 0].map((n) => n * 4);
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
-  if (Math.max(...sizes) > limit) return null;
+  if (Math.max(...sizes) > limit || (extend && !gradientsFit(device, transformerGradSizes(c)))) return null;
   const family = `${arch}-*x${T}${rest}`;
   return admitPlan(device, buildPlan(device, c, key, B, T, dropping, tail, extend, extend ? undefined : { family, room: roomyPlan(device, family, B) }));
 }
