@@ -202,7 +202,7 @@ export interface BackPlan {
   steps: Step[];
   /** The upstream gradient [B, d] (copied in from tfjs's tensor). */
   dy: BufferLike;
-  /** The variables' gradients, parts of `gradBuf` laid out as grad-pack.ts packLayout lays them (copied out in one copy, or each into a tfjs tensor). */
+  /** The variables' gradients, parts of `gradBuf` laid out as grad-pack.ts packLayout lays them (copied into a pack a run of one segment at a time, or each into a tfjs tensor). */
   grads: BufferPart[];
   gradBuf: BufferLike;
   /** gradBuf's floats: the layout's total. */
@@ -534,7 +534,7 @@ export function copyOut(be: BackendLike, enc: EncoderLike, src: BufferLike | Buf
 }
 
 /** Whether a bound buffer is a part of one (BufferPart). */
-export const isPart = (b: unknown): b is BufferPart => typeof b === "object" && b !== null && "of" in b;
+const isPart = (b: unknown): b is BufferPart => typeof b === "object" && b !== null && "of" in b;
 
 /** Writes the batch's inputs and records the forward into tfjs's command encoder; the pooled [B, d] as a tfjs tensor. */
 export function submitForward(be: BackendLike, plan: Plan, vars: readonly tf.Variable[], ids: Int32Array, mask: Float32Array, keys: readonly number[]): tf.Tensor2D {

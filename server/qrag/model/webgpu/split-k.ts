@@ -5,9 +5,10 @@
  * 28 % of an iteration's GPU time. Split `s` ways, workgroup z sums its K/s rows into a partial
  * [s, m, n] (and its column sums, the bias's gradient, into [s, n]); a program then adds the
  * partials in a fixed order, so the result does not depend on scheduling (WGSL has no float
- * atomics). Wide products (BERT-base: 432 tiles and more) stay whole. A layer's sums wait for its
- * last weight gradient and run as one program per SUMS_PER_PROGRAM (a layer's four: one dispatch
- * where each took its own), so each split product has partial buffers of its own.
+ * atomics). Wide products (BERT-base: 432 tiles and more) stay whole. A layer's products wait
+ * for its end and run four to a program; their sums, and its LayerNorms' (the partial sums their
+ * dx programs write), then run as one program per SUMS_PER_PROGRAM, so each split product has
+ * partials of its own (parts of one scratch buffer).
  */
 import { concatenatedArraysShader } from "./raw-program.ts";
 import { rowWorkgroups } from "./row-reduce.ts";
@@ -83,7 +84,7 @@ export const PRODUCTS_PER_PROGRAM = 4;
  * The sums of partials as arrays end to end (one thread per element of each destination):
  * G[d_i + j] = Σ_z P[s_i + z·n_i + j], z < c_i in order (the same sums whatever the grouping).
  */
-export function partialSumsShader(J: number): string {
+function partialSumsShader(J: number): string {
   const js = Array.from({ length: J }, (_, i) => i);
   return concatenatedArraysShader(
     js.flatMap((i) => [`n${i}: u32`, `c${i}: u32`, `s${i}: u32`, `d${i}: u32`]),
