@@ -60,16 +60,16 @@ const tanhArg = `(x * (x * x * 0.044715 + 1.0)) * ${Math.sqrt(2 / Math.PI)}`;
 export const geluTanhFwd = (half = false) => elementwise("gelu tanh forward", ["x"], (y) => y(`(x * 0.5) * (${TANH_AS(tanhArg)} + 1.0)`), TANH_AS_WGSL, half);
 /** ReLU forward (BERT's hidden_act relu). */
 export const reluFwd = (half = false) => elementwise("relu forward", ["x"], (y) => y("max(x, 0.0)"), ERF_WGSL, half);
-/**
- * An activation's gradient dy·f′(x) as the WGSL function `actGrad(x, dy)` (with what it calls):
- * the backward program's (geluBwd) and matmul.ts's epilogue's (a product that takes the
- * activation's backward in), so both give the same bits. GELU's erf form; its tanh form from the
- * forward's tanh, ½(1 + t) + ½x(1 − t²)·c(1 + 3·0.044715x²) (ops.ts geluTanh's); ReLU's tfjs's (dy
- * where x > 0, else 0).
- */
 /** A feed-forward activation: GELU's erf form, its tanh form, ReLU (hf/bert.ts BertConfig's `act`). */
 export type Activation = "gelu" | "gelu_tanh" | "relu";
 
+/**
+ * An activation's gradient dy·f′(x) as the WGSL function `actGrad(x, dy)` (with what it calls):
+ * GELU_BWD's and matmul.ts's epilogue's (a product that takes the activation's backward in), so
+ * both give the same bits. GELU's erf form; its tanh form from the forward's tanh,
+ * ½(1 + t) + ½x(1 − t²)·c(1 + 3·0.044715x²) (ops.ts geluTanh's); ReLU's tfjs's (dy where x > 0,
+ * else 0).
+ */
 export const ACT_GRAD_WGSL: Record<Activation, string> = {
   gelu: `${ERF_WGSL}
 fn actGrad(x: f32, dy: f32) -> f32 {

@@ -21,7 +21,8 @@ import { webgpuBackend } from "./raw-program.ts";
 /** Floats a variable's place in a pack is aligned to: a backward binds each gradient as a part of one buffer (recorded-encoder.ts PART_ALIGN bytes). */
 export const PACK_ALIGN = PART_ALIGN / 4;
 
-const alignUp = (n: number): number => Math.ceil(n / PACK_ALIGN) * PACK_ALIGN;
+/** n floats rounded up to PACK_ALIGN: the room a variable (or a part of a scratch buffer) takes. */
+export const alignUp = (n: number): number => Math.ceil(n / PACK_ALIGN) * PACK_ALIGN;
 
 /** Where a pack keeps each variable: its segment and offset there (floats), and each segment's floats (a multiple of PACK_ALIGN). */
 export interface PackLayout {

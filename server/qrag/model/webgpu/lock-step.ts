@@ -135,28 +135,28 @@ const poolCode = (half: boolean): string => `
     workgroupBarrier();
   }`;
 
-function lockStepCode(rotary: boolean, k: number, pool: { D: number; half: boolean } | null): string {
+function lockStepCode(rotary: boolean, k: number, pool: { D: number; half: boolean }): string {
   const topk = policyTopKRow(k, "local");
-  const states = scoreReads(rotary);
-  if (pool) states[0] = pool.half ? "hid:f16" : "hid";
-  const reads = [...states, "avail", "env:i32", "consts:u32"];
+  // the states' rows in place of scoreReads' pooled states `st`
+  const [, ...rest] = scoreReads(rotary);
+  const reads = [pool.half ? "hid:f16" : "hid", ...rest, "avail", "env:i32", "consts:u32"];
   const writes = ["q1", "q2", "availOut", ...(rotary ? ["rowsOut:i32"] : []), "envOut:i32", "next:i32"];
   const rowUpdate = rotary
     ? `rowsOut[o] = select(rows[o], relRow(j, n, c, so), u.relative == 1u && j < n);`
     : "";
-  return `${enableHalf(pool?.half ?? false)}${uniformStruct(FIELDS)}
+  return `${enableHalf(pool.half)}${uniformStruct(FIELDS)}
 ${topk.head}
 ${storageDecls(reads, writes)}
 var<workgroup> topV: array<f32, K>;
 var<workgroup> topI: array<u32, K>;
 var<workgroup> picked: u32;
-${pool ? `var<workgroup> pst: array<f32, ${pool.D}>;` : ""}
-${pool ? scoreSlotFn(rotary, (c) => `pst[${c}]`) : scoreSlotFn(rotary)}
+var<workgroup> pst: array<f32, ${pool.D}>;
+${scoreSlotFn(rotary, (c) => `pst[${c}]`)}
 ${topk.fn}
 ${PICK_FN}
 ${rotary ? ROW_FN : ""}
 ${TOKENS_FN}
-${scoreWorkgroupMain(pool ? poolCode(pool.half) : "")}
+${scoreWorkgroupMain(poolCode(pool.half))}
   let eo = e * u.H;
   let so = eo + ${ENV_HEADER}u + u.M;
   if (lid.x == 0u) {
@@ -196,9 +196,9 @@ export interface StateRows {
   half: boolean;
 }
 
-/** What a lock-step program is given: the step's state embeddings (or their rows), and the environments as the previous step left them. */
+/** What a lock-step program is given: the step's states' rows, and the environments as the previous step left them. */
 export interface LockStepInputs {
-  states: tf.Tensor2D | StateRows;
+  states: StateRows;
   cands: tf.Tensor2D;
   /** Slot → candidate row [E·nMax] (≥ R: padding), fixed over the lock-steps. */
   padIdx: tf.Tensor;
@@ -250,14 +250,14 @@ export function lockStep(x: LockStepInputs, sh: LockStepShape, s: number, Tn: nu
   const { E, nMax, M } = sh;
   const k = Math.min(sh.k, nMax);
   const rotary = x.rot !== null;
-  const pool = "rows" in x.states ? x.states : null;
+  const pool = x.states;
   const u = (v: number) => ({ type: "uint32" as const, data: [v] });
   const f = (v: number) => ({ type: "float32" as const, data: [v] });
   const i = (v: number) => ({ type: "int32" as const, data: [v] });
   const infos = runRawProgram(webgpuBackend(), {
-    key: `qrag_lock_step_${rotary ? "rot" : "plain"}_${k}${pool ? `_pool${D}${pool.half ? "_h16" : ""}` : ""}`,
-    code: () => lockStepCode(rotary, k, pool && { D, half: pool.half }),
-    inputs: [pool ? pool.rows : (x.states as tf.Tensor2D), x.cands, x.padIdx, ...(x.rot ? [x.rot.rows, x.rot.c, x.rot.s] : []), x.avail, x.env, x.consts],
+    key: `qrag_lock_step_${rotary ? "rot" : "plain"}_${k}_pool${D}${pool.half ? "_h16" : ""}`,
+    code: () => lockStepCode(rotary, k, { D, half: pool.half }),
+    inputs: [pool.rows, x.cands, x.padIdx, ...(x.rot ? [x.rot.rows, x.rot.c, x.rot.s] : []), x.avail, x.env, x.consts],
     outputs: [
       { shape: [E, nMax] }, { shape: [E, nMax] }, { shape: [E, nMax] },
       ...(rotary ? [{ shape: [E * nMax], dtype: "int32" as const }] : []),
@@ -268,7 +268,7 @@ export function lockStep(x: LockStepInputs, sh: LockStepShape, s: number, Tn: nu
       u(E), u(nMax), u(R), u(D), f(-Infinity),
       u(ENV_HEADER + 2 * M), u(M), u(sh.Pq), u(sh.P), u(sh.cOff), u(sh.lOff), u(sh.pOff), u(sh.uOff), u(sh.nu), u(s),
       f(sh.alpha), f(sh.eps), u(sh.stepSize), u(sh.maxValue), u(sh.relative ? 1 : 0), u(x.rot?.maxPos ?? 1),
-      u(Tn), u(sh.maxLen), i(sh.cls), i(sh.sep), u(sh.sortByIndex ? 1 : 0), u(pool?.T ?? 0),
+      u(Tn), u(sh.maxLen), i(sh.cls), i(sh.sep), u(sh.sortByIndex ? 1 : 0), u(pool.T),
     ],
     threads: E * WG,
     workgroups: [Math.max(1, Math.min(E, 65535)), Math.max(1, Math.ceil(E / 65535)), 1],

@@ -198,7 +198,7 @@ export function matmulShader(t: MatmulTile, aligned: boolean, o: ShaderOptions =
     const plus = res ? ` + R[${at}]` : "";
     const w = (e: string): string => writeAct(Boolean(half.c), e, width === 4);
     if (parts > 1 || G > 1) return `writeC(${at}, ${w(act(v, width))});`;
-    if (actGrad) return `C[${at}] = ${w(`actGrad${width}(${readAct(Boolean(half.p), `P[${at}]`, width === 4)}, ${v})`)};`;
+    if (actGrad) return `C[${at}] = ${w(`actGrad${width === 4 ? "4" : ""}(${readAct(Boolean(half.p), `P[${at}]`, width === 4)}, ${v})`)};`;
     return gelu === "keep" ? `{ let v = ${v}; P[${at}] = ${w("v")}; C[${at}] = ${w(`${act("v", width)}${plus}`)}; }` : `C[${at}] = ${w(`${act(v, width)}${plus}`)};`;
   };
   // `half`: A, or C and P, hold f16 (activations: half-storage.ts); B, bias and R stay f32
@@ -319,7 +319,7 @@ ${L.join("\n")}`;
   }
   if (G > 1) return groupProgram(G, L, { aty, ty, cty, half: Boolean(half.a || half.c), aligned, readA: (e) => readAct(Boolean(half.a), e, aligned) });
   if (parts > 1) {
-    const each = (body: (p: number) => string): string => Array.from({ length: parts }, (_, p) => `${p === parts - 1 ? "default" : `case ${p}u`}: { ${body(p)} }`).join(" ");
+    const each = (body: (p: number) => string): string => switchCases(parts, body);
     const named = (n: string, type: string): string[] => Array.from({ length: parts }, (_, p) => `${n}${p}:${type}`);
     return `${enableHalf(Boolean(half.a || half.c))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
 ${storageDecls([`A:${aty}`, ...named("B", ty), ...(bias ? named("bias", ty) : [])], [...named("C", cty), ...(colSum ? named("S", ty) : [])])}
@@ -333,10 +333,12 @@ ${geluFns}${L.join("\n")}`;
   return `${enableHalf(Boolean(half.a || half.c || half.p))}struct U { stride: u32, M: u32, N: u32, K: u32, aBatch: u32, bBatch: u32 };
 ${storageDecls([`A:${aty}`, `B:${ty}`, ...(bias ? [`bias:${ty}`] : []), ...(res ? [`R:${ty}`] : []), ...(actGrad ? [`P:${actType(Boolean(half.p), aligned)}`] : [])], [`C:${cty}`, ...(gelu === "keep" ? [`P:${cty}`] : []), ...(colSum ? [`S:${ty}`] : [])])}
 ${geluFns}${actGrad ? `${ACT_GRAD_WGSL[actGrad]}
-fn actGrad1(x: f32, dy: f32) -> f32 { return actGrad(x, dy); }
 fn actGrad4(x: vec4<f32>, dy: vec4<f32>) -> vec4<f32> { return vec4<f32>(actGrad(x.x, dy.x), actGrad(x.y, dy.y), actGrad(x.z, dy.z), actGrad(x.w, dy.w)); }
 ` : ""}${L.join("\n")}`;
 }
+
+/** The cases of a WGSL `switch` over 0 … n−1 (the last one the default): which operand's buffer a workgroup's part or product reads. */
+const switchCases = (n: number, body: (i: number) => string): string => Array.from({ length: n }, (_, i) => `${i === n - 1 ? "default" : `case ${i}u`}: { ${body(i)} }`).join(" ");
 
 /**
  * The `group` program around a product's body L: the product g a workgroup computes picked from
@@ -345,7 +347,7 @@ fn actGrad4(x: vec4<f32>, dy: vec4<f32>) -> vec4<f32> { return vec4<f32>(actGrad
  */
 function groupProgram(G: number, L: string[], o: { aty: string; ty: string; cty: string; half: boolean; aligned: boolean; readA: (e: string) => string }): string {
   const gs = Array.from({ length: G }, (_, g) => g);
-  const each = (body: (g: number) => string): string => gs.map((g) => `${g === G - 1 ? "default" : `case ${g}u`}: { ${body(g)} }`).join(" ");
+  const each = (body: (g: number) => string): string => switchCases(G, body);
   const pick = (f: string): string => gs.reduce((acc, g) => (g === 0 ? `u.${f}0` : `select(${acc}, u.${f}${g}, g == ${g}u)`), "");
   const vt = o.aligned ? "vec4<f32>" : "f32";
   // the workgroup's product g (uniform across it), then its split part and tile from its place in g's list

@@ -726,8 +726,8 @@ export function productStep(p: Product): Omit<Step, "slot"> {
 
 /**
  * Weight gradients Aᵀ·B with their column sums (each a single B, its own A, out and sums, split
- * along K as `split` says) as one program (matmul.ts `group`): product g's workgroups are the
- * grid's z from its first part on; all take `tile`.
+ * along K as `split` says) as one program (matmul.ts `group`): a workgroup per tile of each
+ * product's parts, the products' tiles one list (the grid's x); all take `tile`.
  */
 export function productGroupStep(ps: readonly (Product & { split: number })[], tile: MatmulTile): Omit<Step, "slot"> {
   for (const p of ps) {

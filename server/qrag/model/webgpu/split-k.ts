@@ -13,7 +13,7 @@
 import { concatenatedArraysShader } from "./raw-program.ts";
 import { rowWorkgroups } from "./row-reduce.ts";
 import { LN_PARTS } from "./gelu-layernorm.ts";
-import { PACK_ALIGN } from "./grad-pack.ts";
+import { alignUp } from "./grad-pack.ts";
 import { tileFor, tileName, type MatmulTile } from "./matmul.ts";
 import { productGroupStep, productStep, type BufferLike, type BufferPart, type Product, type Ref, type Step, type UniformValues } from "./recorded-encoder.ts";
 
@@ -102,9 +102,6 @@ export function lnParts(rows: number, d: number): number {
   return Math.min(gx * gy, LN_PARTS);
 }
 
-/** The floats of a layout's regions, each aligned to PACK_ALIGN (a part's offset). */
-const aligned = (n: number): number => Math.ceil(n / PACK_ALIGN) * PACK_ALIGN;
-
 /**
  * A backward's weight gradients Aᵀ·B with their biases', and its LayerNorms' dγ, dβ: `gradient`
  * takes each product (split along K where it has few tiles, its partials in a part of the
@@ -127,12 +124,12 @@ export function weightGradients(b: Steps & { buf(floats: number): BufferLike }, 
   const lnCount = lnParts(ln.rows, ln.d);
   const lnFloats = 2 * lnCount * ln.d;
   const sizes = [...f.c, ...f.s, lnFloats, lnFloats];
-  const total = sizes.reduce((a, n) => a + aligned(n), 0);
+  const total = sizes.reduce((a, n) => a + alignUp(n), 0);
   const scratch = b.buf(Math.max(total, 1));
   let at = 0;
   const parts = sizes.map((n): BufferPart => {
     const part = { of: scratch, offset: at * 4, size: Math.max(n, 1) * 4 };
-    at += aligned(n);
+    at += alignUp(n);
     return part;
   });
   const c = parts.slice(0, f.c.length), s = parts.slice(f.c.length, f.c.length + f.s.length), lnRegions = parts.slice(-2);

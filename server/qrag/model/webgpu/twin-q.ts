@@ -12,6 +12,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { rotaryRows } from "../device-ops.ts";
 import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG, type Uniform } from "./raw-program.ts";
+import { ROTATE_WGSL } from "./rotary.ts";
 
 /**
  * WGSL loop body: insert value `x` of candidate `j` into the descending top-K list (`vals`, `inds`,
@@ -37,15 +38,14 @@ export const scoreReads = (rotary: boolean): string[] => ["st", "cand", "padIdx:
  * padding). `state`: the state's element `c` (WGSL; `so` is the state's offset in `st`).
  */
 export function scoreSlotFn(rotary: boolean, state: (c: string) => string = (c) => `st[so + ${c}]`): string {
+  // the candidate's pair rotated as rotary.ts's programs rotate it (ROTATE_WGSL), so the same bits
   const pair = rotary
-    ? `let to = u32(rows[idx]) * u.D + c;
-    let x0 = cand[co + c];
-    let x1 = cand[co + c + 1u];
-    let r0 = x0 * ct[to] + (-x1) * sn[to];
-    let r1 = x1 * ct[to + 1u] + x0 * sn[to + 1u];`
+    ? `let rp = rotPair(cand[co + c], cand[co + c + 1u], u32(rows[idx]) * u.D + c);
+    let r0 = rp.x;
+    let r1 = rp.y;`
     : `let r0 = cand[co + c];
     let r1 = cand[co + c + 1u];`;
-  return `fn scoreSlot(idx: u32) {
+  return `${rotary ? `${ROTATE_WGSL}\n` : ""}fn scoreSlot(idx: u32) {
   let r = padIdx[idx];
   if (u32(r) >= u.R) { q1[idx] = ${NEG_INF}; q2[idx] = ${NEG_INF}; return; }
   let so = (idx / u.nMax) * u.D;
