@@ -98,3 +98,50 @@ test("rollout values: each state's V_target, computed after the rollout in one b
 test("rollout values: the same for the joint soft value", async () => {
   await checkValues("joint");
 });
+
+/**
+ * A never_terminate rollout of L = 9 lock-steps, episodes of 3 steps: the renewals after steps 3
+ * and 6 take episodes drawn at its start, whose candidates E_a embeds with the current ones in one
+ * batch; those renewed after step 9 (its end) wait for the next rollout's batch, unless this one
+ * bootstraps (their states' values need them now).
+ */
+async function embedBatches(bootstrap: boolean): Promise<{ batches: number[][]; chunks: number[] }> {
+  const config = resolveConfig({
+    preset: "tiny",
+    overrides: ["envs_parallel=2", "batch_size=16", "algo.encoder.dropout=0", "envs.feedback.never_terminate=true", "envs.max_steps=3"],
+  });
+  const settings = rolloutSettings(config);
+  assert.equal(settings.stepsPerEnv, 9);
+  const samples = samplesInTurn(config, 5);
+  const source: SampleSource = { name: "in-turn", size: Infinity, sample: (i) => samples[i % samples.length] };
+  const nets = new QNetworks(config.algo.encoder, new Rng(1));
+  const sizes: number[] = [];
+  const pack = nets.action.packActions.bind(nets.action);
+  nets.action.packActions = (texts, maxTokens) => {
+    sizes.push(texts.length);
+    return pack(texts, maxTokens);
+  };
+  const envs = new ParallelEnvs(source, settings, new Rng(2));
+  const batches: number[][] = [];
+  for (let r = 0; r < 2; r++) {
+    sizes.length = 0;
+    await envs.collect(nets, { random: false, alpha: 0.05, exploreEps: 0, bootstrap });
+    batches.push([...sizes]);
+  }
+  envs.dispose();
+  nets.dispose();
+  return { batches, chunks: samples.map((s) => s.chunks.length) };
+}
+
+test("rollout candidates: a never_terminate rollout embeds the episodes its renewals start with its current ones, in one E_a batch at its start; those renewed at its end are embedded by the next rollout", async () => {
+  const { batches, chunks } = await embedBatches(false);
+  // episode i takes sample i mod 5: episodes 0–5 in the first rollout (2 + renewals after steps 3, 6), 6–11 in the second
+  const sum = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => chunks[(from + k) % chunks.length]).reduce((a, b) => a + b, 0);
+  assert.deepEqual(batches, [[sum(0, 6)], [sum(6, 12)]]);
+});
+
+test("rollout candidates: a bootstrapping rollout also embeds the episodes renewed at its end, for their states' values", async () => {
+  const { batches, chunks } = await embedBatches(true);
+  const sum = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => chunks[(from + k) % chunks.length]).reduce((a, b) => a + b, 0);
+  assert.deepEqual(batches, [[sum(0, 6), sum(6, 8)], [sum(6, 12), sum(12, 14)]]);
+});

@@ -1,7 +1,7 @@
 /**
  * PQN rollout (docs/method.md §3.2, §3.7): E environments step in lock-step; candidate embeddings
- * are computed once per episode and per rollout start with the current weights (dropout on), and
- * only re-rotated at each step; the E_a' ones, which only the values read, once after the
+ * are computed at rollout start with the current weights (dropout on), for the episodes the
+ * rollout surely starts too (drawAhead), else once per new episode, and only re-rotated at each step; the E_a' ones, which only the values read, once after the
  * rollout. The behaviour policy is uniform during warm-up, then Boltzmann over the top-5.
  * V_target(s_t) for the λ-returns is computed once at the end of the rollout for all its states
  * (and the bootstrap states) in one batch: the target encoders do not change during a rollout
@@ -130,8 +130,15 @@ function disposeSlot(s: EnvSlot): void {
   s.cands = undefined;
 }
 
+/** Whether a slot's candidates are embedded (device rows, or cpu embeddings). */
+const embedded = (s: EnvSlot): boolean => s.cands !== undefined || s.online.length > 0;
+
 export class ParallelEnvs {
   private slots: EnvSlot[] = [];
+  /** Per environment, the fresh episodes collect drew ahead (drawAhead), in the order its renewals take them. */
+  private ahead: EnvSlot[][] = [];
+  /** Whether the rollout under way scores the states after it (its bootstrap): episodes renewed at its end then need their candidates now. */
+  private bootstrapping = false;
   /** The blocks of the current slots' E_a embeddings joined, until the slots change. */
   private joinedOnline: JoinedBlocks | null = null;
   /** Returns of episodes finished since the last call to takeFinishedReturns(). */
@@ -294,8 +301,11 @@ export class ParallelEnvs {
   async collect(nets: QNetworks, opts: CollectOptions): Promise<RolloutBatch> {
     const { envs: E, stepsPerEnv: L } = this.settings;
     while (this.slots.length < E) this.slots.push(this.newSlot());
-    // Embeddings are recomputed at rollout start with the current weights (docs/method.md §3.2).
-    this.embed(nets, this.slots);
+    this.bootstrapping = opts.bootstrap ?? false;
+    this.drawAhead(L);
+    // Embeddings are recomputed at rollout start with the current weights (docs/method.md §3.2),
+    // the episodes drawn ahead's with them: the weights do not change during a rollout.
+    this.embed(nets, [...this.slots, ...this.ahead.flat()]);
     this.dropJoined();
     const batch: RolloutBatch = {
       E, L,
@@ -325,8 +335,38 @@ export class ParallelEnvs {
       }
     } finally {
       retired.forEach(disposeSlot);
+      // left only by an aborted rollout: they are drawn again (from the rng's later numbers) by the next
+      for (const q of this.ahead) q.forEach(disposeSlot);
+      this.ahead = [];
     }
     return batch;
+  }
+
+  /**
+   * Draws, before any pick, the fresh episodes this rollout of L lock-steps surely starts, in the
+   * order renewals draw them (by lock-step, then environment): an episode that can end only by
+   * truncation (never_terminate, as the paper's recipe runs) ends at a step known now. collect
+   * then embeds their candidates with the rollout's others in one forward (on webgpu one encoder
+   * forward a rollout instead of one a renewal: 30 programs fewer an iteration of the reference
+   * workload). An episode that may end earlier stops its environment's chain: its successor is
+   * drawn when it ends, as is one starting at the rollout's end. Both backends draw in this order.
+   */
+  private drawAhead(L: number): void {
+    // the lock-step after which each environment's episode surely ends (Infinity: not known now)
+    const endAt = (ep: RetrievalEpisode, t0: number): number => {
+      const left = ep.stepsToTruncation;
+      return left > 0 && ep.stepsBeforeEnd === left ? t0 + left : Infinity;
+    };
+    const ends = this.slots.map((s) => endAt(s.episode, 0));
+    this.ahead = this.slots.map(() => []);
+    for (let t = Math.min(...ends); t < L; t = Math.min(...ends)) {
+      ends.forEach((end, e) => {
+        if (end !== t) return;
+        const slot = this.newSlot();
+        this.ahead[e].push(slot);
+        ends[e] = endAt(slot.episode, t);
+      });
+    }
   }
 
   private pendingOf(slot: EnvSlot, state: string[]): PendingValue {
@@ -466,14 +506,19 @@ export class ParallelEnvs {
     if (renewed) {
       if (last && ended.length !== slots.length) throw new Error(`rollout: ${slots.length - ended.length} episode(s) ran on past lock-step ${t}, where truncation had to end them`);
     } else if (ended.length) {
-      this.renew(nets, ended, retired);
+      this.renew(nets, ended, retired, t + 1 < L || this.bootstrapping);
     }
   }
 
-  /** Fresh episodes in place of the slots `ended` (in that order); their new candidates are embedded together (one batch per encoder). */
-  private renew(nets: QNetworks, ended: readonly number[], retired: EnvSlot[]): void {
-    const fresh = ended.map(() => this.newSlot());
-    this.embed(nets, fresh);
+  /**
+   * Fresh episodes in place of the slots `ended` (in that order): those drawAhead drew, else new
+   * ones, whose candidates are embedded together (one batch per encoder) unless `now` is false
+   * (renewed at the rollout's end with no bootstrap: the next rollout embeds them at its start).
+   */
+  private renew(nets: QNetworks, ended: readonly number[], retired: EnvSlot[], now = true): void {
+    const fresh = ended.map((e) => this.ahead[e]?.shift() ?? this.newSlot());
+    const bare = fresh.filter((s) => !embedded(s));
+    if (now && bare.length) this.embed(nets, bare);
     ended.forEach((e, i) => {
       retired.push(this.slots[e]);
       this.slots[e] = fresh[i];
