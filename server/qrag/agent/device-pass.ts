@@ -14,6 +14,7 @@ import { rotaryTables } from "../model/webgpu/rotary.ts";
 import { twinLossGrads } from "../model/webgpu/twin-loss.ts";
 import { GradPack } from "../model/webgpu/grad-pack.ts";
 import { onDevice } from "../backend/device.ts";
+import { recordJointly } from "../model/webgpu/recorded-encoder.ts";
 import type { QNetworks } from "./networks.ts";
 
 /**
@@ -24,9 +25,13 @@ import type { QNetworks } from "./networks.ts";
  */
 export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBatch, positions: Int32Array, G: tf.Tensor1D, weight: number): { value: tf.Scalar; grads: GradPack } | null {
   if (!onDevice()) return null;
-  const s = nets.state.tapedForward(states, true);
+  // the two forwards, then the two backwards, recorded together (recordJointly): their programs
+  // interleaved, one of each as one dispatch where they may be
+  const [s, a] = recordJointly(() => {
+    const s = nets.state.tapedForward(states, true);
+    return [s, s && nets.action.tapedForward(actions, true)] as const;
+  });
   if (!s) return null;
-  const a = nets.action.tapedForward(actions, true);
   if (!a) {
     s.release();
     s.y.dispose();
@@ -37,8 +42,10 @@ export function devicePass(nets: QNetworks, states: TokenBatch, actions: TokenBa
   const { loss, ds, da } = twinLossGrads(s.y, a.y, G, weight, rot);
   // both backwards copy their gradients into one pack (`trainable`'s order: the state encoder's, then the action encoder's)
   const pack = GradPack.empty(nets.trainable.map((v) => v.size));
-  s.backwardInto(ds, pack, 0);
-  a.backwardInto(da, pack, nets.state.variables.length);
+  recordJointly(() => {
+    s.backwardInto(ds, pack, 0);
+    a.backwardInto(da, pack, nets.state.variables.length);
+  });
   tf.dispose([s.y, a.y, ds, da, ...(rot ? [rot.rows] : [])]);
   return { value: loss, grads: pack };
 }

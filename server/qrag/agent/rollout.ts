@@ -24,6 +24,7 @@ import { rotaryPositions } from "./rotary-positions.ts";
 import { embedActions, embedActionsDevice, embedStates, embedStatesDevice, type QNetworks } from "./networks.ts";
 import type { Rng } from "../util/rng.ts";
 import { breather } from "../util/breathe.ts";
+import { recordJointly } from "../model/webgpu/recorded-encoder.ts";
 
 export interface RolloutSettings {
   envs: number;
@@ -251,12 +252,15 @@ export class ParallelEnvs {
       });
     }
     // the candidates of every episode the rollout saw, each block once; the states index into them
-    const joined = targetsJoined(pending.map((p) => p.slot.cands!), (texts) => embedActionsDevice(nets.actionTarget, texts, this.settings.maxActionLength, true));
+    // E_a' and E_s' forwards recorded together: their programs interleaved, one of each as one dispatch where they may be
+    const [joined, sTarget] = recordJointly(() => [
+      targetsJoined(pending.map((p) => p.slot.cands!), (texts) => embedActionsDevice(nets.actionTarget, texts, this.settings.maxActionLength, true)),
+      embedStatesDevice(nets.stateTarget, states, maxInMemory, true),
+    ] as const);
     const nMax = Math.max(1, ...pending.map((p) => p.avail.length));
     const per = Math.max(1, Math.floor((this.settings.valueSlotsPerBatch ?? VALUE_SLOTS_PER_BATCH) / nMax));
     const out = new Float32Array(pending.length);
     const kept: tf.Tensor1D[] = [];
-    const sTarget = embedStatesDevice(nets.stateTarget, states, maxInMemory, true);
     try {
       for (let i0 = 0; i0 < pending.length; i0 += per) {
         const rows = pending.slice(i0, i0 + per);

@@ -73,6 +73,22 @@ export function setTinyTiles(on: boolean): void {
 }
 export const tinyTilesOn = (): boolean => tinyTiles;
 
+let oneTile = false;
+/**
+ * Runs f (a taped plan's build) with every product but the weight gradients on DEFAULT_TILE: the
+ * state and action encoders' programs run as one dispatch (fused-steps.ts) only where their
+ * workgroups have as many threads, and beside the state encoder's products the action encoder's
+ * need no smaller tiles to spread over the GPU.
+ */
+export function withOneTile<T>(f: () => T): T {
+  oneTile = true;
+  try {
+    return f();
+  } finally {
+    oneTile = false;
+  }
+}
+
 /**
  * The tile for an m×n product: 64×128 once there are about as many 128×128 blocks as a big GPU
  * has SMs, else 64×64, else (unless `tiny` is false, or the bench's --tiny-tiles 0) 32×32 where
@@ -82,7 +98,7 @@ export const tinyTilesOn = (): boolean => tinyTiles;
  * gradient (`tiny` false) splits along K instead (split-k.ts).
  */
 export function tileFor(m: number, n: number, tiny = true): MatmulTile {
-  if (blocks(m, n, 128) >= SPREAD) return DEFAULT_TILE;
+  if (blocks(m, n, 128) >= SPREAD || (oneTile && tiny)) return DEFAULT_TILE;
   return !(tiny && tinyTiles) || blocks(m, n, 64) >= SPREAD ? SMALL_TILE : TINY_TILE;
 }
 

@@ -38,7 +38,7 @@ import { noteOutsideBytes } from "../../backend/gpu-memory.ts";
 import type { Rng } from "../../util/rng.ts";
 import { dropoutKeepScale, dropThreshold, maskKey } from "../../util/mask-hash.ts";
 import { cachedPipeline, foldThreads, storageDecls, uniformStruct, webgpuBackend, WG, type GpuDeviceLike, type PipelineLike, type ShaderSource, type WebgpuBackendLike } from "./raw-program.ts";
-import { halfName, isAligned, matmulShader, resLnTile, tileFor, tileName, transName, type MatmulTile, type MatmulTrans } from "./matmul.ts";
+import { halfName, isAligned, matmulShader, resLnTile, tileFor, tileName, transName, withOneTile, type MatmulTile, type MatmulTrans } from "./matmul.ts";
 import { attentionGrid, attentionLanes, attentionTile, forwardCode as attentionForwardCode } from "./attention.ts";
 import { lnFwdShader, type Activation } from "./gelu-layernorm.ts";
 import { rowLanes, rowWorkgroups } from "./row-reduce.ts";
@@ -49,6 +49,7 @@ import { POOL_SCALE } from "../encoder.ts";
 import { ringRoom, stageAll, type Staged } from "./staging-ring.ts";
 import { actBytes, enableHalf, halfActive, halfKey, readAct, writeAct } from "./half-storage.ts";
 import { layerTailFits, layerTailShader, tailNeedsQkvBuffer, tailUniforms, TAIL_ROWS } from "./layer-tail.ts";
+import { joinSteps, jointSchedule, type Joint, type ScheduledUnit } from "./fused-steps.ts";
 
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
 export const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
@@ -168,6 +169,8 @@ export interface Step {
   /** Its 256-byte slot of the plan's uniform buffer. */
   slot: number;
   group?: { pipeline: PipelineLike; bound: unknown[]; bindGroup: unknown };
+  /** This step and the next as one program (fused-steps.ts), where both are recorded together. */
+  joint?: Joint;
 }
 
 /**
@@ -445,13 +448,15 @@ function uniformSlots(steps: readonly Step[], keys: readonly number[]): { offset
  * the encoder's other commands: a call of a plan already pending in it needs no submit first.
  */
 export function stagedCall(be: BackendLike, plan: Plan, part: "forward" | "backward", vars: readonly tf.Variable[], staged: readonly Staged[], steps: readonly Step[], keys: readonly number[]): EncoderLike {
+  // a call waiting in a joint scope on these buffers runs first: this call's inputs and uniforms would overwrite its
+  if (joint?.some((c) => storageOf(c.plan) === storageOf(plan))) flushJoint(be);
   const all = staged.filter((s) => s.data.byteLength > 0);
   if (steps.length > 0) {
     const u = uniformSlots(steps, keys);
     all.push({ dst: plan.uniform, offset: u.offset, data: u.data });
   }
   if (!ringRoom(be, all)) submitNow();
-  const enc = tfjsEncoderFor(be, plan, part, vars);
+  const enc = ownRecording(() => tfjsEncoderFor(be, plan, part, vars));
   stageAll(be, enc, all);
   return enc;
 }
@@ -503,34 +508,164 @@ export function submitNow(): void {
   be.submitQueue();
 }
 
+/** A call's programs waiting in a joint scope (recordJointly), and what it records after them. */
+export interface WaitingCall {
+  plan: Plan;
+  part: "forward" | "backward";
+  steps: readonly Step[];
+  vars: readonly tf.Variable[];
+  after: (enc: EncoderLike) => void;
+}
+
+/** The calls of the open joint scope, or null outside one. */
+let joint: WaitingCall[] | null = null;
+/** Set while a call stages its inputs: tfjs's encoder is then readied for the call itself. */
+let staging = false;
+
+function ownRecording<T>(f: () => T): T {
+  staging = true;
+  try {
+    return f();
+  } finally {
+    staging = false;
+  }
+}
+
+const hooked = new WeakSet<object>();
+
+/**
+ * Anything else recorded into tfjs's encoder while calls wait in a joint scope (a tfjs kernel, a
+ * program or copy of ours, a read) records them first, so commands keep their order whatever runs
+ * in the scope: every such recording readies tfjs's encoder first.
+ */
+function flushBeforeOthers(be: BackendLike): void {
+  if (hooked.has(be)) return;
+  hooked.add(be);
+  const ready = be.ensureCommandEncoderReady.bind(be);
+  be.ensureCommandEncoderReady = () => {
+    if (joint?.length && !staging) flushJoint(be);
+    ready();
+  };
+}
+
+/** A plan's storage: a variant runs on its base's buffers. */
+const storageOf = (p: Plan): Plan => p.base ?? p;
+
+/**
+ * Runs f, whose recorded calls (forwards and backwards of different plans, with nothing else
+ * recorded between them: devicePass's two encoders) wait until it returns and are then recorded
+ * together: their programs interleaved, a program of each joined into one dispatch wherever they
+ * may be (fused-steps.ts jointSchedule), each call's copies after its programs as before. Calls
+ * on one plan's buffers run one after the other (stagedCall). Not nested.
+ */
+export function recordJointly<T>(f: () => T): T {
+  if (joint) throw new Error("recordJointly: scopes do not nest");
+  flushBeforeOthers(webgpuBackend() as BackendLike);
+  joint = [];
+  try {
+    return f();
+  } finally {
+    flushJoint(webgpuBackend() as BackendLike);
+    joint = null;
+  }
+}
+
+/** Records `steps` of a staged call and then `after`, now, or at the joint scope's end. */
+export function recordCall(be: BackendLike, enc: EncoderLike, call: WaitingCall): void {
+  if (!joint) {
+    recordSteps(be, enc, call.plan, call.steps, call.vars);
+    call.after(enc);
+    return;
+  }
+  joint.push(call);
+}
+
+/** Records the joint scope's waiting calls: two as one schedule, one (or more, in order) as they are. */
+function flushJoint(be: BackendLike): void {
+  const calls = joint ?? [];
+  if (!calls.length) return;
+  joint = [];
+  // the encoder tfjs has now (a staging submit may have come between the calls)
+  let enc: EncoderLike | undefined;
+  for (const c of calls) enc = ownRecording(() => tfjsEncoderFor(be, c.plan, c.part, c.vars));
+  if (calls.length === 2) recordTwo(be, enc!, calls[0], calls[1]);
+  else for (const c of calls) recordSteps(be, enc!, c.plan, c.steps, c.vars);
+  for (const c of calls) c.after(enc!);
+}
+
+/** The schedule of two calls' programs, once per pair of program lists (plans are cached, their lists fixed). */
+const schedules = new WeakMap<readonly Step[], WeakMap<readonly Step[], ScheduledUnit<Step>[]>>();
+
+/** Two calls' programs in one compute pass, as jointSchedule interleaves and joins them. */
+function recordTwo(be: BackendLike, enc: EncoderLike, c0: WaitingCall, c1: WaitingCall): void {
+  const device = be.device as DeviceLike;
+  let byB = schedules.get(c0.steps);
+  if (!byB) schedules.set(c0.steps, (byB = new WeakMap()));
+  let units = byB.get(c1.steps);
+  if (!units) byB.set(c1.steps, (units = jointSchedule(c0.steps, c1.steps, device.limits)));
+  const apart = onePassPerProgram();
+  let pass = enc.beginComputePass({});
+  units.forEach((u, i) => {
+    if (apart && i > 0) {
+      pass.end();
+      pass = enc.beginComputePass({});
+    }
+    const [key, grid, group] = u.kind === "cross"
+      ? [u.joint.key, u.joint.grid, (u.joint.group = groupFor(be, device, u.joint.group as Step["group"], u.joint.key, u.joint.code, [[u.a, c0], [u.b, c1]]))]
+      : u.kind === "next"
+        ? [u.joint.key, u.joint.grid, jointGroupOf(be, device, u.list ? c1 : c0, u.step, u.joint)]
+        : [u.step.key, u.step.grid, bindGroupOf(be, device, u.list ? c1.plan : c0.plan, u.step, u.list ? c1.vars : c0.vars)];
+    pass.setPipeline(group.pipeline);
+    pass.setBindGroup(0, group.bindGroup);
+    pass.dispatchWorkgroups(grid[0], grid[1], grid[2]);
+    noteDispatch(key);
+  });
+  pass.end();
+}
+
 /** Records `steps` into one compute pass of `enc`. */
 export function recordSteps(be: BackendLike, enc: EncoderLike, plan: Plan, steps: readonly Step[], vars: readonly tf.Variable[]): void {
   const device = be.device as DeviceLike;
   // timed per program: a pass each (backend/gpu-timing.ts)
   const apart = onePassPerProgram();
   let pass = enc.beginComputePass({});
-  steps.forEach((s, i) => {
+  for (let i = 0; i < steps.length; i++) {
     if (apart && i > 0) {
       pass.end();
       pass = enc.beginComputePass({});
     }
-    const group = bindGroupOf(be, device, plan, s, vars);
+    const s = steps[i];
+    // a joint program where its second step follows in this list too
+    const next = s.joint?.with === steps[i + 1] ? s.joint : undefined;
+    const group = next ? jointGroupOf(be, device, { plan, vars }, s, next) : bindGroupOf(be, device, plan, s, vars);
+    const grid = next?.grid ?? s.grid;
     pass.setPipeline(group.pipeline);
     pass.setBindGroup(0, group.bindGroup);
-    pass.dispatchWorkgroups(s.grid[0], s.grid[1], s.grid[2]);
-    noteDispatch(s.key);
-  });
+    pass.dispatchWorkgroups(grid[0], grid[1], grid[2]);
+    noteDispatch(next?.key ?? s.key);
+    if (next) i++;
+  }
   pass.end();
 }
 
 /** A new tfjs tensor of `shape`, filled by `enc` with a copy of `src`. */
 export function copyOut(be: BackendLike, enc: EncoderLike, src: BufferLike | BufferPart, shape: number[]): tf.Tensor {
+  const out = newTensor(be, shape);
+  copyInto(enc, src, be, out);
+  return out;
+}
+
+/** A new tfjs tensor of `shape` on the GPU, for a copy to fill (copyInto). */
+function newTensor(be: BackendLike, shape: number[]): tf.Tensor {
   const out = be.makeTensorInfo(shape, "float32");
   be.uploadToGPU(out.dataId);
-  const n = shape.reduce((a, b) => a * b, 1);
-  const [buf, at] = isPart(src) ? [src.of, src.offset] : [src, 0];
-  enc.copyBufferToBuffer(buf, at, be.tensorMap.get(out.dataId).resource as BufferLike, 0, n * 4);
   return tf.engine().makeTensorFromTensorInfo(out);
+}
+
+/** `out`'s floats copied from `src` by `enc`. */
+function copyInto(enc: EncoderLike, src: BufferLike | BufferPart, be: BackendLike, out: tf.Tensor): void {
+  const [buf, at] = isPart(src) ? [src.of, src.offset] : [src, 0];
+  enc.copyBufferToBuffer(buf, at, be.tensorMap.get(out.dataId).resource as BufferLike, 0, out.size * 4);
 }
 
 /** Whether a bound buffer is a part of one (BufferPart). */
@@ -549,23 +684,38 @@ export function submitForward(be: BackendLike, plan: Plan, vars: readonly tf.Var
 
 /** The forward of `plan` on the inputs its encoder's copies put in its buffers, recorded into `enc`: the pooled [B, d]. */
 function recordSubmitted(be: BackendLike, enc: EncoderLike, plan: Plan, vars: readonly tf.Variable[]): tf.Tensor2D {
-  recordSteps(be, enc, plan, plan.steps, vars);
   const d = vars[0].shape[1] as number;
-  const y = copyOut(be, enc, plan.pooled, [plan.B, d]) as tf.Tensor2D;
-  recordedIntoTfjs(be, [y]);
+  const y = newTensor(be, [plan.B, d]) as tf.Tensor2D;
+  recordCall(be, enc, {
+    plan, part: "forward", steps: plan.steps, vars,
+    after: (e) => {
+      copyInto(e, plan.pooled, be, y);
+      recordedIntoTfjs(be, [y]);
+    },
+  });
   return y;
 }
 
 /** The step's bind group, made again only when a buffer it binds is not the one it was made with. */
 function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, vars: readonly tf.Variable[]): NonNullable<Step["group"]> {
-  const bound = s.refs.map((r) => ("weight" in r ? be.tensorMap.get(vars[r.weight].dataId).resource : r));
-  if (s.group && s.group.bound.every((b, j) => b === bound[j])) return s.group;
-  const pipeline = s.group?.pipeline ?? cachedPipeline(device, s.key, s.code);
+  return (s.group = groupFor(be, device, s.group, s.key, s.code, [[s, { plan, vars }]]));
+}
+
+/** A step and its next as their joint program (fused-steps.ts), its bind group cached on the joint as bindGroupOf's. */
+function jointGroupOf(be: BackendLike, device: DeviceLike, call: { plan: Plan; vars: readonly tf.Variable[] }, s: Step, next: Joint): NonNullable<Step["group"]> {
+  return (next.group = groupFor(be, device, next.group as Step["group"], next.key, next.code, [[s, call], [next.with as Step, call]]));
+}
+
+/** The bind group of a program made of `parts` (a step each, of its plan and variables): their bindings in order, then their uniform slots. */
+function groupFor(be: BackendLike, device: DeviceLike, cached: Step["group"], key: string, code: ShaderSource, parts: readonly (readonly [Step, { plan: Plan; vars: readonly tf.Variable[] }])[]): NonNullable<Step["group"]> {
+  const bound = parts.flatMap(([s, c]) => s.refs.map((r) => ("weight" in r ? be.tensorMap.get(c.vars[r.weight].dataId).resource : r)));
+  if (cached && cached.bound.every((b, j) => b === bound[j])) return cached;
+  const pipeline = cached?.pipeline ?? cachedPipeline(device, key, code);
   const entries: object[] = bound.map((b, j) => ({ binding: j, resource: isPart(b) ? { buffer: b.of, offset: b.offset, size: b.size } : { buffer: b } }));
-  entries.push({ binding: bound.length, resource: { buffer: plan.uniform, offset: s.slot * SLOT, size: SLOT } });
+  parts.forEach(([s, c], i) => entries.push({ binding: bound.length + i, resource: { buffer: c.plan.uniform, offset: s.slot * SLOT, size: SLOT } }));
   const bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
   recorderStats.bindGroups++;
-  return (s.group = { pipeline, bound, bindGroup });
+  return { pipeline, bound, bindGroup };
 }
 
 /**
@@ -823,7 +973,8 @@ export function planFor(device: DeviceLike, c: RecordedConfig, B: number, T: num
   const limit = device.limits.maxStorageBufferBindingSize ?? 128 * 2 ** 20;
   if (Math.max(...sizes) > limit || (extend && !gradientsFit(device, transformerGradSizes(c)))) return null;
   const family = `${arch}-*x${T}${rest}`;
-  return admitPlan(device, buildPlan(device, c, key, B, T, dropping, tail, extend, extend ? undefined : { family, room: roomyPlan(device, family, B) }));
+  const build = () => buildPlan(device, c, key, B, T, dropping, tail, extend, extend ? undefined : { family, room: roomyPlan(device, family, B) });
+  return admitPlan(device, extend ? withOneTile(build) : build());
 }
 
 /** Where a no-grad plan goes: its family, and the cached plan of that family whose buffers it takes (roomyPlan), if any. */
@@ -1152,7 +1303,7 @@ function layerTailStep(p: { qkv: BufferLike; mask: BufferLike; x: BufferLike; ou
  * of the last hidden states `last` into `pooled`, a taped plan's backward programs (`extend`, in a
  * list of their own), the uniform buffer for all of them, and the Plan.
  */
-export function finishPlan<Bld extends ProgramList & { B: number; T: number }>(
+export function finishPlan<Bld extends ProgramList & { B: number; T: number; device: DeviceLike }>(
   b: Bld, pb: PlanBuffers, extend: ((b: Bld) => BackPlan) | null,
   p: { key: string; training: boolean; ids: BufferLike; mask: BufferLike; poolW: BufferLike; pooled: BufferLike; last: BufferLike; d: number; draws: number; half: boolean; pooledAlready?: boolean; home?: PlanHome },
 ): Plan {
@@ -1164,6 +1315,11 @@ export function finishPlan<Bld extends ProgramList & { B: number; T: number }>(
   if (extend) {
     b.list = [];
     back = extend(b);
+  }
+  // a taped plan's shape is fixed: its independent neighbours run as one program (grids in their code)
+  if (back) {
+    joinSteps(steps, b.device.limits);
+    joinSteps(back.steps, b.device.limits);
   }
   const uniform = pb.uniform(b.slots());
   recorderStats.plans++;

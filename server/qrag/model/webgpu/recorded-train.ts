@@ -15,7 +15,7 @@ import { tfjsKernelCount } from "../../backend/device.ts";
 import type { Rng } from "../../util/rng.ts";
 import type { TapedForward } from "../encoder.ts";
 import { webgpuBackend } from "./raw-program.ts";
-import { copyOut, drawKeys, planFor, recordedIntoTfjs, recorderApplies, recorderStats, recordSteps, stagedCall, submitForward, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type EncoderLike, type Plan, type RecordedConfig } from "./recorded-encoder.ts";
+import { copyOut, drawKeys, planFor, recordCall, recordedIntoTfjs, recorderApplies, recorderStats, recordSteps, stagedCall, submitForward, type BackendLike, type BackPlan, type BufferLike, type DeviceLike, type EncoderLike, type Plan, type RecordedConfig } from "./recorded-encoder.ts";
 import { buildBackward, tokenCsr, type TokenCsr } from "./recorded-backward.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
@@ -111,14 +111,15 @@ function submitBackward(be: BackendLike, plan: Plan, token: object, vars: readon
   be.uploadToGPU(dy.dataId);
   enc.copyBufferToBuffer(be.tensorMap.get(dy.dataId).resource as BufferLike, 0, back.dy, 0, dy.size * 4);
   for (const p of back.clear) enc.clearBuffer(p.of, p.offset, p.size);
-  recordSteps(be, enc, plan, back.steps, vars);
-  let grads: tf.Tensor[] = [];
-  if (into) copyIntoPack(be, enc, back, vars.length, into);
-  else {
-    grads = vars.map((v, i) => copyOut(be, enc, back.grads[i], v.shape));
-    recordedIntoTfjs(be, grads);
-  }
   plan.owner = null;
+  // into a pack: the programs may wait in a joint scope (device-pass.ts records both encoders' backwards together)
+  if (into) {
+    recordCall(be, enc, { plan, part: "backward", steps: back.steps, vars, after: (e) => copyIntoPack(be, e, back, vars.length, into) });
+    return [];
+  }
+  recordSteps(be, enc, plan, back.steps, vars);
+  const grads = vars.map((v, i) => copyOut(be, enc, back.grads[i], v.shape));
+  recordedIntoTfjs(be, grads);
   return grads;
 }
 
