@@ -218,7 +218,8 @@ export interface Joint {
   key: string;
   code: () => string;
   grid: [number, number, number];
-  group?: { bound: unknown[]; bindGroup: unknown; pipeline: unknown };
+  /** Its bind groups (recorded-encoder.ts groupFor). */
+  groups?: { bound: unknown[]; bindGroup: unknown; pipeline: unknown }[];
 }
 
 const codeOf = (s: JoinStep): string => (typeof s.code === "string" ? s.code : s.code());

@@ -168,7 +168,8 @@ export interface Step {
   stride: number;
   /** Its 256-byte slot of the plan's uniform buffer. */
   slot: number;
-  group?: { pipeline: PipelineLike; bound: unknown[]; bindGroup: unknown };
+  /** Its bind groups, one per set of buffers it was recorded with (groupFor). */
+  groups?: BoundGroup[];
   /** This step and the next as one program (fused-steps.ts), where both are recorded together. */
   joint?: Joint;
 }
@@ -611,7 +612,7 @@ function recordTwo(be: BackendLike, enc: EncoderLike, c0: WaitingCall, c1: Waiti
       pass = enc.beginComputePass({});
     }
     const [key, grid, group] = u.kind === "cross"
-      ? [u.joint.key, u.joint.grid, (u.joint.group = groupFor(be, device, u.joint.group as Step["group"], u.joint.key, u.joint.code, [[u.a, c0], [u.b, c1]]))]
+      ? [u.joint.key, u.joint.grid, groupFor(be, device, (u.joint.groups ??= []) as BoundGroup[], u.joint.key, u.joint.code, [[u.a, c0], [u.b, c1]])]
       : u.kind === "next"
         ? [u.joint.key, u.joint.grid, jointGroupOf(be, device, u.list ? c1 : c0, u.step, u.joint)]
         : [u.step.key, u.step.grid, bindGroupOf(be, device, u.list ? c1.plan : c0.plan, u.step, u.list ? c1.vars : c0.vars)];
@@ -696,26 +697,45 @@ function recordSubmitted(be: BackendLike, enc: EncoderLike, plan: Plan, vars: re
   return y;
 }
 
-/** The step's bind group, made again only when a buffer it binds is not the one it was made with. */
-function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, vars: readonly tf.Variable[]): NonNullable<Step["group"]> {
-  return (s.group = groupFor(be, device, s.group, s.key, s.code, [[s, { plan, vars }]]));
+/** A program's bind group and the buffers it binds. */
+interface BoundGroup {
+  pipeline: PipelineLike;
+  bound: unknown[];
+  bindGroup: unknown;
 }
 
-/** A step and its next as their joint program (fused-steps.ts), its bind group cached on the joint as bindGroupOf's. */
-function jointGroupOf(be: BackendLike, device: DeviceLike, call: { plan: Plan; vars: readonly tf.Variable[] }, s: Step, next: Joint): NonNullable<Step["group"]> {
-  return (next.group = groupFor(be, device, next.group as Step["group"], next.key, next.code, [[s, call], [next.with as Step, call]]));
+/** The step's bind group (groupFor). */
+function bindGroupOf(be: BackendLike, device: DeviceLike, plan: Plan, s: Step, vars: readonly tf.Variable[]): BoundGroup {
+  return groupFor(be, device, (s.groups ??= []), s.key, s.code, [[s, { plan, vars }]]);
 }
 
-/** The bind group of a program made of `parts` (a step each, of its plan and variables): their bindings in order, then their uniform slots. */
-function groupFor(be: BackendLike, device: DeviceLike, cached: Step["group"], key: string, code: ShaderSource, parts: readonly (readonly [Step, { plan: Plan; vars: readonly tf.Variable[] }])[]): NonNullable<Step["group"]> {
+/** A step and its next as their joint program (fused-steps.ts): its bind group (groupFor). */
+function jointGroupOf(be: BackendLike, device: DeviceLike, call: { plan: Plan; vars: readonly tf.Variable[] }, s: Step, next: Joint): BoundGroup {
+  return groupFor(be, device, (next.groups ??= []) as BoundGroup[], next.key, next.code, [[s, call], [next.with as Step, call]]);
+}
+
+/**
+ * Bind groups a program keeps: one per set of buffers it is recorded with. Two encoders of one
+ * shape (E_a at a rollout's start, E_a' after it) share a plan and bind their own variables.
+ */
+const GROUPS_KEPT = 4;
+
+/**
+ * The bind group of a program made of `parts` (a step each, of its plan and variables: their
+ * bindings in order, then their uniform slots): one of `kept` that binds the same buffers, else
+ * made and kept (the oldest dropped past GROUPS_KEPT).
+ */
+function groupFor(be: BackendLike, device: DeviceLike, kept: BoundGroup[], key: string, code: ShaderSource, parts: readonly (readonly [Step, { plan: Plan; vars: readonly tf.Variable[] }])[]): BoundGroup {
   const bound = parts.flatMap(([s, c]) => s.refs.map((r) => ("weight" in r ? be.tensorMap.get(c.vars[r.weight].dataId).resource : r)));
-  if (cached && cached.bound.every((b, j) => b === bound[j])) return cached;
-  const pipeline = cached?.pipeline ?? cachedPipeline(device, key, code);
+  const hit = kept.find((g) => g.bound.every((b, j) => b === bound[j]));
+  if (hit) return hit;
+  const pipeline = kept[0]?.pipeline ?? cachedPipeline(device, key, code);
   const entries: object[] = bound.map((b, j) => ({ binding: j, resource: isPart(b) ? { buffer: b.of, offset: b.offset, size: b.size } : { buffer: b } }));
   parts.forEach(([s, c], i) => entries.push({ binding: bound.length + i, resource: { buffer: c.plan.uniform, offset: s.slot * SLOT, size: SLOT } }));
-  const bindGroup = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
+  const group = { pipeline, bound, bindGroup: device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }) };
   recorderStats.bindGroups++;
-  return { pipeline, bound, bindGroup };
+  if (kept.unshift(group) > GROUPS_KEPT) kept.pop();
+  return group;
 }
 
 /**
