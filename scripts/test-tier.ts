@@ -32,6 +32,7 @@ export const TIERS = {
     "sentences",
     "split-k",
     "grad-pack",
+    "fused-steps",
     "layer-tail",
     "shader-cache",
     "episode-groups",

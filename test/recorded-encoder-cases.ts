@@ -10,8 +10,8 @@ import { TransformerEncoder } from "../server/qrag/model/transformer.ts";
 import type { TokenBatch } from "../server/qrag/model/encoder.ts";
 import { CONFIG, batchOf, rowsUnderBudget, lossAndGrads, readForward as forward, recordedCalls } from "./recorded-batches.ts";
 import { setGpuStorage } from "../server/qrag/model/webgpu/half-storage.ts";
-import { countersOn, kernelNameCounts, resetCounters } from "../server/qrag/backend/device.ts";
-import { forwardBytes, forwardRows, recorderStats, residualFuses, setPlanBounds, tailApplies, withRecorder, type DeviceLike } from "../server/qrag/model/webgpu/recorded-encoder.ts";
+import { countersOn, kernelNameCounts, resetCounters, setProgramTiming } from "../server/qrag/backend/device.ts";
+import { forwardBytes, forwardRows, recordJointly, recorderStats, residualFuses, setPlanBounds, tailApplies, withRecorder, type DeviceLike } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { Rng } from "../server/qrag/util/rng.ts";
 import { setTinyTiles } from "../server/qrag/model/webgpu/matmul.ts";
 import { setLayerTail, TAIL_MAX_ROWS } from "../server/qrag/model/webgpu/layer-tail.ts";
@@ -352,7 +352,38 @@ async function forwardRowsCase() {
   return { made, tails, ...budget };
 }
 
-const CASES: Record<string, () => Promise<unknown>> = { forwardRows: forwardRowsCase, equal: equalCase, tail: tailCase, cache: cacheCase, room: roomCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };
+/**
+ * Two encoders' forwards (other weights, other shapes) recorded together (recordJointly) against
+ * each alone, and a tfjs op reading a forward's output inside a scope: the waiting forward is
+ * recorded before it.
+ */
+async function jointCase() {
+  await onBackend("webgpu");
+  setLayerTail(false);
+  const [a, b] = [new TransformerEncoder(CONFIG, new Rng(5)), new TransformerEncoder(CONFIG, new Rng(6))];
+  const [ba, bb, bc] = [batchOf(3, 64, 11), batchOf(5, 16, 12), batchOf(3, 64, 13)];
+  const read = async (t: tf.Tensor): Promise<Float32Array> => {
+    const v = (await t.data()) as Float32Array;
+    t.dispose();
+    return v;
+  };
+  const alone = [await read(a.forward(ba, false)), await read(b.forward(bb, false))];
+  const third = await read(a.forward(bc, false));
+  const keys: string[] = [];
+  setProgramTiming((k) => keys.push(k));
+  const [ya, yb] = recordJointly(() => [a.forward(ba, false), b.forward(bb, false)]);
+  const joined = [await read(ya), await read(yb)];
+  const jointKeys = keys.splice(0);
+  // another batch than the last forward of this shape: a buffer tfjs hands out again holds that one's values
+  const plus = await read(recordJointly(() => tf.add(a.forward(bc, false), 1)));
+  setProgramTiming(null);
+  const differing = joined.reduce((n, v, i) => n + v.filter((x, j) => !Object.is(x, alone[i][j])).length, 0);
+  a.dispose();
+  b.dispose();
+  return { differing, joint: jointKeys.filter((k) => k.startsWith("fz[")).length, dispatches: jointKeys.length, plusDiff: Math.max(...plus.map((x, j) => Math.abs(x - (third[j] + 1)))) };
+}
+
+const CASES: Record<string, () => Promise<unknown>> = { joint: jointCase, forwardRows: forwardRowsCase, equal: equalCase, tail: tailCase, cache: cacheCase, room: roomCase, assign: assignCase, pending: pendingCase, texts: textsCase, half: halfCase };
 
 const name = process.argv[2] ?? "";
 const fn = CASES[name];

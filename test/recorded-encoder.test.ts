@@ -131,3 +131,11 @@ test("gpu_storage f16: the recorded forward stores its activations as f16 (shade
   assert.ok(Math.max(...r.tapedGradDiffs) > 1e-5, "taped: the gradients are f32's bits: were its activations f16?");
   assert.ok(r.tapedBytes < 0.8, `taped: the f16 keep plan holds ${r.tapedBytes.toFixed(2)}× the f32 one's bytes`);
 });
+
+test("two encoders' forwards recorded together (recordJointly, fused-steps.ts): their programs joined where they may be, every output bit as each alone; a tfjs op inside the scope reading a waiting forward's output sees its values (the forward is recorded first)", { skip }, () => {
+  const r = runCase<{ differing: number; joint: number; dispatches: number; plusDiff: number }>("joint");
+  assert.equal(r.differing, 0);
+  // the two 2-layer forwards: 10 programs each alone (embedding + QKV; per layer attention, proj + LN, fc1, fc2 + LN; layer 1's QKV; the last LN pools)
+  assert.ok(r.joint >= 4 && r.dispatches === 20 - r.joint, JSON.stringify(r));
+  assert.ok(r.plusDiff <= 1e-6, `a tfjs op read the forward's output before it was recorded (off by ${r.plusDiff})`);
+});

@@ -36,10 +36,10 @@ test("recorded encoder forward+backward: one dispatch per program, 0 tfjs kernel
   // linear, fc2's times GELU's gradient; each LN's dx with its dγ, dβ as partial sums; 2 attention drawing their mask inline),
   // the four dW with db's column sums, PRODUCTS_PER_PROGRAM to a program, and at the layer's end the sums of the split products'
   // partials (6×64 rows: all four split, 2 parts each) and of two LNs' partials, SUMS_PER_PROGRAM to a program; after the last
-  // layer the sums of layer 0's first LN; positions, tokens
+  // layer the sums of layer 0's first LN, in one program with the tokens' gradient (independent neighbours: fused-steps.ts); positions
   const splits = [[CONFIG.dim, 3 * CONFIG.dim], [CONFIG.dim, CONFIG.dim], [CONFIG.dim, CONFIG.hidden], [CONFIG.hidden, CONFIG.dim]].filter(([m, n]) => kSplit(m, n, 6 * 64) > 1).length;
   assert.equal(splits, 4);
-  const programs = 5 * L + (4 + (8 + Math.ceil(4 / PRODUCTS_PER_PROGRAM) + Math.ceil((2 * splits + 4) / SUMS_PER_PROGRAM)) * L);
+  const programs = 5 * L + (3 + (8 + Math.ceil(4 / PRODUCTS_PER_PROGRAM) + Math.ceil((2 * splits + 4) / SUMS_PER_PROGRAM)) * L);
   for (const c of r.counts) {
     assert.equal(c.fused, programs);
     // the tfjs kernels of the loss around the op: the op itself, Sum and its gradient's kernels

@@ -6,7 +6,8 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { onBackend, relDiff as relDiffFloor } from "./device-case-runner.ts";
-import { counterSnapshot, countersOn, kernelNameCounts, resetCounters, withPhase } from "../server/qrag/backend/device.ts";
+import { counterSnapshot, countersOn, kernelNameCounts, resetCounters, setProgramTiming, withPhase } from "../server/qrag/backend/device.ts";
+import { setJoining } from "../server/qrag/model/webgpu/recorded-encoder.ts";
 import { AdamW, clipFactorDevice } from "../server/qrag/agent/adamw.ts";
 import { polyakFused } from "../server/qrag/model/webgpu/fused-adamw.ts";
 import { packLayout, packSegmentFloats, setPackSegmentFloats } from "../server/qrag/model/webgpu/grad-pack.ts";
@@ -274,9 +275,13 @@ async function residualLayerNormCase() {
  * accumulated micro-steps each on fixed batches, tiny transformer: all weights after, cpu path
  * (tfjs ops) against the device path (fused programs).
  */
-async function learnerRun(backend: "cpu" | "webgpu", segment: number | null = null) {
+async function learnerRun(backend: "cpu" | "webgpu", segment: number | null = null, join = true) {
   await onBackend(backend);
   setPackSegmentFloats(segment);
+  setJoining(join);
+  // the programs dispatched (each in a pass of its own while the hook listens: the same programs)
+  const keys: string[] = [];
+  if (backend === "webgpu") setProgramTiming((k) => keys.push(k));
   const config = resolveConfig({ preset: "tiny", overrides: ["algo.encoder.type=transformer", "algo.encoder.layers=1", "algo.encoder.heads=2", "algo.encoder.max_len=64", "algo.hyperparams.max_grad_norm=0.05", "algo.encoder.dropout=0"] });
   const nets = new QNetworks(config.algo.encoder, new Rng(1));
   const learner = new Learner(nets, config.algo, 10, 2);
@@ -306,7 +311,9 @@ async function learnerRun(backend: "cpu" | "webgpu", segment: number | null = nu
   learner.dispose();
   nets.dispose();
   setPackSegmentFloats(null);
-  return { w, policy, gradNorms, steps, updates: learner.updates, kept, variables: encoders().length, segments };
+  setJoining(true);
+  setProgramTiming(null);
+  return { w, policy, gradNorms, steps, updates: learner.updates, kept, variables: encoders().length, segments, dispatches: keys.length, joint: keys.filter((k) => k.startsWith("fz[")).length };
 }
 
 async function learnerCase() {
@@ -321,7 +328,11 @@ async function learnerCase() {
   // gradients and moments in segments of 4,096 floats: a backward's gradients go in a copy a run of one segment
   const seg = await learnerRun("webgpu", 4096);
   const segmented = { segments: seg.segments, diff: Math.max(...(["state", "action", "stateTarget", "actionTarget"] as const).flatMap((k) => cpu.w[k].map((t, i) => relDiff(seg.w[k][i].data, t.data)))) };
-  return { diffs, moved, segmented, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates], keptBuffers: gpu.kept, variables: gpu.variables };
+  // every program a dispatch of its own (no joint programs, fused-steps.ts): the same bits
+  const apart = await learnerRun("webgpu", null, false);
+  const differing = (["state", "action", "stateTarget", "actionTarget"] as const).reduce((n, k) => n + gpu.w[k].reduce((m, t, i) => m + t.data.filter((x, j) => !Object.is(x, apart.w[k][i].data[j])).length, 0), 0);
+  const joining = { differing, joint: gpu.joint, dispatches: gpu.dispatches, apartJoint: apart.joint, apartDispatches: apart.dispatches };
+  return { diffs, moved, segmented, joining, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates], keptBuffers: gpu.kept, variables: gpu.variables };
 }
 
 /**

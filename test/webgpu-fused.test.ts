@@ -41,8 +41,11 @@ test("fused Polyak averaging on webgpu, in place, equals tgt·(1 − τ) + onlin
   assert.deepEqual(r.sameBuffers, [false, true, false, true, true, true, true]);
 });
 
-test("the Learner on webgpu (fused clipping+AdamW+Polyak, in place) trains like the cpu path: 3 updates, all weights within 1e-4, every variable in the buffer it had after the first; so with its gradients in several segments", { skip }, () => {
-  const r = runCase<{ diffs: Record<string, number>; moved: number; gradNorms: { cpu: number[]; gpu: number[] }; steps: { cpu: number[]; gpu: number[] }; updates: number[]; keptBuffers: number; variables: number; segmented: { segments: number; diff: number } }>("learner");
+test("the Learner on webgpu (fused clipping+AdamW+Polyak, in place) trains like the cpu path: 3 updates, all weights within 1e-4, every variable in the buffer it had after the first; so with its gradients in several segments; the two encoders' programs joined (fused-steps.ts) give the bits of every program apart, in fewer dispatches", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; moved: number; gradNorms: { cpu: number[]; gpu: number[] }; steps: { cpu: number[]; gpu: number[] }; updates: number[]; keptBuffers: number; variables: number; segmented: { segments: number; diff: number }; joining: { differing: number; joint: number; dispatches: number; apartJoint: number; apartDispatches: number } }>("learner");
+  const j = r.joining;
+  assert.equal(j.differing, 0, JSON.stringify(j));
+  assert.ok(j.joint > 0 && j.apartJoint === 0 && j.dispatches + j.joint === j.apartDispatches, JSON.stringify(j));
   // gradients and moments in packs of 4,096 floats (a binding's limit, made small): the same training
   assert.ok(r.segmented.segments > 2 && r.segmented.diff <= 1e-4, JSON.stringify(r.segmented));
   // trained, target and policy variables alike: the recorded plans binding them keep their bind groups

@@ -48,6 +48,9 @@ step 90 bash "$D/run.sh" bench --backend webgpu --eval 0 --deferred-reads 0 --pa
 # and the rollout's forwards with each layer's programs after its QKV apart (--layer-tail 0:
 # layer-tail.ts, 5 programs a layer in place of 1 where a forward has at most 2,048 rows)
 step 60 bash "$D/run.sh" bench --backend webgpu --eval 0 --layer-tail 0 --parts dispatch --out /tmp/qrag-tail-0.json 2>> "$OUT/bench.log" > /dev/null
+# and every program a dispatch of its own (--join 0: fused-steps.ts, the two encoders' programs
+# and a plan's independent neighbours as joint programs, 150 dispatches an iteration against 184)
+step 60 bash "$D/run.sh" bench --backend webgpu --eval 0 --join 0 --parts dispatch --out /tmp/qrag-join-0.json 2>> "$OUT/bench.log" > /dev/null
 # what is left of the call's 10 minutes (less a margin for the files' return), at most 150 s
 M=$(( 570 - SECONDS )); [ "$M" -gt 150 ] && M=150
 if [ "$M" -ge 60 ]; then

@@ -17,7 +17,9 @@
  * `--tiny-tiles 0|1` (webgpu: 0 keeps products of few 64×64 blocks on 64×64 tiles, as before
  * 2026-11-29's fourth session; default 1, matmul.ts tileFor), `--layer-tail 0|1` (webgpu: 0 runs
  * a no-grad forward of few rows as separate programs, as before 2026-11-29's seventh session;
- * default 1, layer-tail.ts), `--eval 0|1` (dispatch and
+ * default 1, layer-tail.ts), `--join 0|1` (webgpu: 0 runs every program as a dispatch of its
+ * own, as before 2026-11-30: no joint programs of neighbours or of the two encoders; default 1,
+ * fused-steps.ts), `--eval 0|1` (dispatch and
  * dispatch-bert: 0 leaves out their evaluation both ways, eval-groups.ts; default 1), `--out FILE`. Unknown flags are an error, so a typo is not ignored.
  */
 import { parseBackendPref } from "../backend/pick.ts";
@@ -42,6 +44,7 @@ export interface BenchArgs {
   deferredReads?: boolean;
   tinyTiles?: boolean;
   layerTail?: boolean;
+  join?: boolean;
   evalGroups?: boolean;
   outFile?: string;
 }
@@ -49,7 +52,7 @@ export interface BenchArgs {
 /** The longest greedy episode `--lengths` takes, in chunks (400,000 is the workload's ≈ 10M tokens). */
 export const MAX_EPISODE_CHUNKS = 2_000_000;
 
-const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "gpu-storage", "bert-size", "split-k", "key-lanes", "deferred-reads", "tiny-tiles", "layer-tail", "eval", "out"] as const;
+const FLAGS = ["parts", "backend", "sizes", "lengths", "submit-batch", "pool-ratio", "kernel-shapes", "host-profile", "gpu-storage", "bert-size", "split-k", "key-lanes", "deferred-reads", "tiny-tiles", "layer-tail", "join", "eval", "out"] as const;
 
 /** Matmul sizes when none are given: one small size on CPU backends, up to 4096³ on a GPU. */
 export function defaultMatmulSizes(backend: string): number[] {
@@ -68,7 +71,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     const a = argv[i];
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
     const name = m?.[1] as (typeof FLAGS)[number] | undefined;
-    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --gpu-storage, --bert-size, --split-k, --key-lanes, --deferred-reads, --tiny-tiles, --layer-tail, --eval, --out)`);
+    if (!m || !name || !FLAGS.includes(name)) throw new Error(`bench: unknown argument "${a}" (use --parts, --backend, --sizes, --lengths, --submit-batch, --pool-ratio, --kernel-shapes, --host-profile, --gpu-storage, --bert-size, --split-k, --key-lanes, --deferred-reads, --tiny-tiles, --layer-tail, --join, --eval, --out)`);
     let value = m[2];
     if (value === undefined) {
       value = argv[++i];
@@ -108,6 +111,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     } else if (name === "deferred-reads") out.deferredReads = onOff(name, value);
     else if (name === "tiny-tiles") out.tinyTiles = onOff(name, value);
     else if (name === "layer-tail") out.layerTail = onOff(name, value);
+    else if (name === "join") out.join = onOff(name, value);
     else if (name === "eval") out.evalGroups = onOff(name, value);
     else out.outFile = value;
   }

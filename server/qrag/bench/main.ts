@@ -47,6 +47,7 @@ import { setMaxSplit, SPLIT_TARGET } from "../model/webgpu/split-k.ts";
 import { currentKeyLanes, setKeyLanes } from "../model/webgpu/attention.ts";
 import { setTinyTiles, tinyTilesOn } from "../model/webgpu/matmul.ts";
 import { layerTailOn, setLayerTail } from "../model/webgpu/layer-tail.ts";
+import { joiningOn, setJoining } from "../model/webgpu/recorded-encoder.ts";
 import { deferredReads, setDeferredReads } from "../agent/rollout.ts";
 import { defaultMatmulSizes, parseBenchArgs } from "./cli.ts";
 import { useGpuStorage } from "../model/webgpu/half-storage.ts";
@@ -104,6 +105,8 @@ interface BenchOptions {
   tinyTiles?: boolean;
   /** webgpu: a no-grad forward of few rows with each layer after its QKV as one program (layer-tail.ts; default on). */
   layerTail?: boolean;
+  /** webgpu: independent neighbour programs, and the two encoders' programs, as joint dispatches (fused-steps.ts; default on). */
+  join?: boolean;
   /** dispatch and dispatch-bert: their evaluation both ways (eval-groups.ts; default on). */
   evalGroups?: boolean;
   log?: (m: string) => void;
@@ -123,6 +126,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
   if (opts.deferredReads !== undefined) setDeferredReads(opts.deferredReads);
   if (opts.tinyTiles !== undefined) setTinyTiles(opts.tinyTiles);
   if (opts.layerTail !== undefined) setLayerTail(opts.layerTail);
+  if (opts.join !== undefined) setJoining(opts.join);
   setHostProfileIterations(opts.hostProfile ?? 0);
   setEvalBench(opts.evalGroups ?? true);
   const gpuStorage = useGpuStorage(opts.gpuStorage ?? "f32");
@@ -132,7 +136,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<Record<string, 
     date: new Date().toISOString(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
     backend, device, gpuStorage,
-    ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE"), poolRatio: String(opts.poolRatio ?? POOL_RATIO), splitK: SPLIT_TARGET.maxParts, keyLanes: currentKeyLanes(), deferredReads: deferredReads(), tinyTiles: tinyTilesOn(), layerTail: layerTailOn() } : {}),
+    ...(backend === "webgpu" ? { submitBatch: tf.env().getNumber("WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE"), poolRatio: String(opts.poolRatio ?? POOL_RATIO), splitK: SPLIT_TARGET.maxParts, keyLanes: currentKeyLanes(), deferredReads: deferredReads(), tinyTiles: tinyTilesOn(), layerTail: layerTailOn(), join: joiningOn() } : {}),
     ...(adapter ? { adapter } : {}),
   };
   // --tag: the learning / niah runs of this variant go to their own folder

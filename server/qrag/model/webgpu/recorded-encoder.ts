@@ -518,6 +518,16 @@ export interface WaitingCall {
   after: (enc: EncoderLike) => void;
 }
 
+let joining = true;
+/**
+ * The bench's `--join 0|1` (and tests): whether neighbours of a plan and two calls of a joint
+ * scope run as joint programs (fused-steps.ts), or each program as a dispatch of its own.
+ */
+export function setJoining(on: boolean): void {
+  joining = on;
+}
+export const joiningOn = (): boolean => joining;
+
 /** The calls of the open joint scope, or null outside one. */
 let joint: WaitingCall[] | null = null;
 /** Set while a call stages its inputs: tfjs's encoder is then readied for the call itself. */
@@ -561,6 +571,7 @@ const storageOf = (p: Plan): Plan => p.base ?? p;
  */
 export function recordJointly<T>(f: () => T): T {
   if (joint) throw new Error("recordJointly: scopes do not nest");
+  if (!joining) return f();
   flushBeforeOthers(webgpuBackend() as BackendLike);
   joint = [];
   try {
@@ -591,7 +602,8 @@ function flushJoint(be: BackendLike): void {
   for (const c of calls) enc = ownRecording(() => tfjsEncoderFor(be, c.plan, c.part, c.vars));
   if (calls.length === 2) recordTwo(be, enc!, calls[0], calls[1]);
   else for (const c of calls) recordSteps(be, enc!, c.plan, c.steps, c.vars);
-  for (const c of calls) c.after(enc!);
+  // each call's copies into the encoder tfjs has then: one's may submit (tfjs's batch of commands)
+  for (const c of calls) c.after(ownRecording(() => tfjsEncoderFor(be, c.plan, c.part, c.vars)));
 }
 
 /** The schedule of two calls' programs, once per pair of program lists (plans are cached, their lists fixed). */
@@ -637,7 +649,7 @@ export function recordSteps(be: BackendLike, enc: EncoderLike, plan: Plan, steps
     }
     const s = steps[i];
     // a joint program where its second step follows in this list too
-    const next = s.joint?.with === steps[i + 1] ? s.joint : undefined;
+    const next = joining && s.joint?.with === steps[i + 1] ? s.joint : undefined;
     const group = next ? jointGroupOf(be, device, { plan, vars }, s, next) : bindGroupOf(be, device, plan, s, vars);
     const grid = next?.grid ?? s.grid;
     pass.setPipeline(group.pipeline);
