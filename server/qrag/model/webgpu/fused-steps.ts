@@ -1,16 +1,17 @@
 /**
- * Two programs of a plan that do not depend on each other as one dispatch: the second's workgroups
- * follow the first's in one grid, each part running its own WGSL as it was written. A plan's
- * backward has several such neighbours (the weight gradients' sums beside the next LayerNorm's dx,
- * the attention's dQ beside its dK, dV), and each dispatch costs the host and the GPU's front end
- * the same whatever its size.
+ * Two programs that do not depend on each other as one dispatch: the second's workgroups follow
+ * the first's in one grid, each part running its own WGSL as it was written. The state and action
+ * encoders' forwards and backwards are such pairs program by program (recorded-encoder.ts
+ * recordJointly records two calls together, jointSchedule pairs their programs), and a plan's
+ * backward has a few such neighbours (joinSteps): each dispatch costs the host and the GPU's
+ * front end the same whatever its size, and a small program beside a big one fills idle units.
  *
  * The parts' WGSL is joined as text: each part's module-scope names get a prefix of their own, its
  * bindings are renumbered after the first part's (storage first, then the two uniform structs),
  * and its entry point becomes a function that the joint entry point calls with the builtins its
- * own grid and workgroup shape would have given it. Both parts must have as many threads a
- * workgroup; the grid sizes are constants of the code (its key names them), so this is for plans
- * of fixed shapes (a taped plan's forward and backward).
+ * own grid and workgroup shape would have given it. The parts have as many threads a workgroup,
+ * or the one of fewer has no barrier (its extra threads skip it). The grid sizes are constants
+ * of the code (its key names them), so this is for calls of fixed shapes.
  *
  * Independence is read from the bindings: no buffer range one part writes is bound by the other.
  */

@@ -533,6 +533,7 @@ let joint: WaitingCall[] | null = null;
 /** Set while a call stages its inputs: tfjs's encoder is then readied for the call itself. */
 let staging = false;
 
+/** f, readying tfjs's encoder for a call of ours (not a foreign recording: flushBeforeOthers). */
 function ownRecording<T>(f: () => T): T {
   staging = true;
   try {
@@ -616,49 +617,48 @@ function recordTwo(be: BackendLike, enc: EncoderLike, c0: WaitingCall, c1: Waiti
   if (!byB) schedules.set(c0.steps, (byB = new WeakMap()));
   let units = byB.get(c1.steps);
   if (!units) byB.set(c1.steps, (units = jointSchedule(c0.steps, c1.steps, device.limits)));
+  dispatchAll(enc, units.map((u): Dispatch => {
+    if (u.kind === "cross") return { key: u.joint.key, grid: u.joint.grid, group: groupFor(be, device, (u.joint.groups ??= []) as BoundGroup[], u.joint.key, u.joint.code, [[u.a, c0], [u.b, c1]]) };
+    const c = u.list ? c1 : c0;
+    return u.kind === "next" ? { key: u.joint.key, grid: u.joint.grid, group: jointGroupOf(be, device, c, u.step, u.joint) } : { key: u.step.key, grid: u.step.grid, group: bindGroupOf(be, device, c.plan, u.step, c.vars) };
+  }));
+}
+
+/** A program to dispatch: its key (device.ts's counters), grid and bind group. */
+interface Dispatch {
+  key: string;
+  grid: [number, number, number];
+  group: BoundGroup;
+}
+
+/** `programs` in one compute pass of `enc` (a pass each while programs are timed: backend/gpu-timing.ts). */
+function dispatchAll(enc: EncoderLike, programs: readonly Dispatch[]): void {
   const apart = onePassPerProgram();
   let pass = enc.beginComputePass({});
-  units.forEach((u, i) => {
+  programs.forEach((p, i) => {
     if (apart && i > 0) {
       pass.end();
       pass = enc.beginComputePass({});
     }
-    const [key, grid, group] = u.kind === "cross"
-      ? [u.joint.key, u.joint.grid, groupFor(be, device, (u.joint.groups ??= []) as BoundGroup[], u.joint.key, u.joint.code, [[u.a, c0], [u.b, c1]])]
-      : u.kind === "next"
-        ? [u.joint.key, u.joint.grid, jointGroupOf(be, device, u.list ? c1 : c0, u.step, u.joint)]
-        : [u.step.key, u.step.grid, bindGroupOf(be, device, u.list ? c1.plan : c0.plan, u.step, u.list ? c1.vars : c0.vars)];
-    pass.setPipeline(group.pipeline);
-    pass.setBindGroup(0, group.bindGroup);
-    pass.dispatchWorkgroups(grid[0], grid[1], grid[2]);
-    noteDispatch(key);
+    pass.setPipeline(p.group.pipeline);
+    pass.setBindGroup(0, p.group.bindGroup);
+    pass.dispatchWorkgroups(p.grid[0], p.grid[1], p.grid[2]);
+    noteDispatch(p.key);
   });
   pass.end();
 }
 
-/** Records `steps` into one compute pass of `enc`. */
+/** Records `steps` into one compute pass of `enc`, a step and its next as their joint program where both are in the list. */
 export function recordSteps(be: BackendLike, enc: EncoderLike, plan: Plan, steps: readonly Step[], vars: readonly tf.Variable[]): void {
   const device = be.device as DeviceLike;
-  // timed per program: a pass each (backend/gpu-timing.ts)
-  const apart = onePassPerProgram();
-  let pass = enc.beginComputePass({});
+  const programs: Dispatch[] = [];
   for (let i = 0; i < steps.length; i++) {
-    if (apart && i > 0) {
-      pass.end();
-      pass = enc.beginComputePass({});
-    }
     const s = steps[i];
-    // a joint program where its second step follows in this list too
     const next = joining && s.joint?.with === steps[i + 1] ? s.joint : undefined;
-    const group = next ? jointGroupOf(be, device, { plan, vars }, s, next) : bindGroupOf(be, device, plan, s, vars);
-    const grid = next?.grid ?? s.grid;
-    pass.setPipeline(group.pipeline);
-    pass.setBindGroup(0, group.bindGroup);
-    pass.dispatchWorkgroups(grid[0], grid[1], grid[2]);
-    noteDispatch(next?.key ?? s.key);
     if (next) i++;
+    programs.push(next ? { key: next.key, grid: next.grid, group: jointGroupOf(be, device, { plan, vars }, s, next) } : { key: s.key, grid: s.grid, group: bindGroupOf(be, device, plan, s, vars) });
   }
-  pass.end();
+  dispatchAll(enc, programs);
 }
 
 /** A new tfjs tensor of `shape`, filled by `enc` with a copy of `src`. */
