@@ -1,12 +1,13 @@
 /**
  * PQN rollout (docs/method.md §3.2, §3.7): E environments step in lock-step; candidate embeddings
  * are computed at rollout start with the current weights (dropout on), for the episodes the
- * rollout surely starts too (drawAhead), else once per new episode, and only re-rotated at each step; the E_a' ones, which only the values read, once after the
- * rollout. The behaviour policy is uniform during warm-up, then Boltzmann over the top-5.
- * V_target(s_t) for the λ-returns is computed once at the end of the rollout for all its states
- * (and the bootstrap states) in one batch: the target encoders do not change during a rollout
- * (Polyak runs in the update), so this equals the reference's value at collection time, but costs
- * one forward instead of one per step (on webgpu ~28 dispatches and 2 submits a step).
+ * rollout surely starts too (drawAhead), else once per new episode, and only re-rotated at each
+ * step; the E_a' ones, which only the values read, once after the rollout. The behaviour policy
+ * is uniform during warm-up, then Boltzmann over the top-5. V_target(s_t) for the λ-returns is
+ * computed once at the end of the rollout for all its states (and the bootstrap states) in one
+ * batch: the target encoders do not change during a rollout (Polyak runs in the update), so this
+ * equals the reference's value at collection time, but costs one forward instead of one per step
+ * (on webgpu ~28 dispatches and 2 submits a step).
  */
 import type { Sample, SampleSource } from "../types.ts";
 import { RetrievalEpisode, type EpisodeConfig } from "../env/episode.ts";
