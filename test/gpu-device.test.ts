@@ -56,6 +56,8 @@ test("bench flags: --backend, --sizes, --lengths, --parts, --out, in = and space
   assert.throws(() => parseBenchArgs(["--tiny-tiles", "32"]), /--tiny-tiles "32" is not 0 or 1/);
   assert.deepEqual(parseBenchArgs(["--layer-tail", "0"]), { layerTail: false });
   assert.throws(() => parseBenchArgs(["--layer-tail", "2"]), /--layer-tail "2" is not 0 or 1/);
+  assert.deepEqual(parseBenchArgs(["--join", "0"]), { join: false });
+  assert.throws(() => parseBenchArgs(["--join", "yes"]), /--join "yes" is not 0 or 1/);
   assert.deepEqual(parseBenchArgs(["--deferred-reads", "0"]), { deferredReads: false });
   assert.deepEqual(parseBenchArgs(["--deferred-reads=1"]), { deferredReads: true });
   assert.throws(() => parseBenchArgs(["--deferred-reads", "yes"]), /--deferred-reads "yes" is not 0 or 1/);
@@ -274,7 +276,7 @@ test("figures.sh (one device call, stub run.sh): every step once, 8 files back (
     const files = fs.readdirSync(path.join(root, "out")).sort();
     assert.deepEqual(files, ["bench.json", "bench.log", "dispatch.json", "info.txt", "mission.json", "torch-encode.json", "torch-matmul.json", "torch.json"]);
     const log = fs.readFileSync(calls, "utf8").trim().split("\n");
-    assert.deepEqual(log.map((l) => l.split(" ")[0]), ["info", "bench", "torch", "torch-matmul", "torch-encode", "bench", "bench", "bench", "bench", "mission"]);
+    assert.deepEqual(log.map((l) => l.split(" ")[0]), ["info", "bench", "torch", "torch-matmul", "torch-encode", "bench", "bench", "bench", "bench", "bench", "mission"]);
     assert.match(log[1], /--parts \S*workload-transformer\S*encode-stream\S*,layer-tail$/);
     assert.match(log[5], /--host-profile 1 --parts dispatch,dispatch-hf,dispatch-bert --out \S*\/out\/dispatch.json/);
     // the weight gradients whole and attention's one thread per query, against the defaults just before: outside $OUT (its figures in bench.log)
@@ -283,9 +285,11 @@ test("figures.sh (one device call, stub run.sh): every step once, 8 files back (
     assert.match(log[7], /--eval 0 --deferred-reads 0 --parts dispatch,dispatch-bert --out \/tmp\//);
     // the layers' programs after the QKV apart, the reference iteration only: outside $OUT too
     assert.match(log[8], /--eval 0 --layer-tail 0 --parts dispatch --out \/tmp\//);
+    // every program a dispatch of its own (no joint programs), the reference iteration only: outside $OUT too
+    assert.match(log[9], /--eval 0 --join 0 --parts dispatch --out \/tmp\//);
     assert.doesNotMatch(log[5], /--eval 0/, "the defaults' step times the evaluation");
     // the steps took no time here: the mission gets its full 150 s box (100 s of training, deadline 145)
-    assert.match(log[9], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
+    assert.match(log[10], /--phases base --base-seconds 100 --deadline 145 --expect-backend webgpu/);
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }
