@@ -36,36 +36,36 @@ test("programShape reads a program's bindings, workgroup size, workgroup memory 
   assert.equal(programShape(program(["a"], ["c"], [64, 1]).replace("const K", "var<workgroup> odd: array<MyType, 4>;\nconst K")).sharedBytes, null);
 });
 
-test("jointCode: each part's names apart (struct members kept), its bindings after the earlier parts' and the uniforms last, its workgroups a range of the joint grid, its builtins from its own grid and shape", () => {
+test("jointCode: each part's names apart (struct members kept), its bindings after the earlier parts' and the uniforms last, its grid read from its uniforms (after its own fields), its workgroups a range of the joint grid, its builtins from its grid and shape", () => {
   const a = programShape(program(["x"], ["y"], [8, 8]));
   // b also declares a module constant named as a member of its uniform struct
   const b = programShape(program(["p", "q"], ["r"], [32, 1]).replace("const K", "const n: u32 = 7u;\nconst K"));
-  const code = jointCode([{ shape: a, grid: [3, 2, 1] }, { shape: b, grid: [5, 1, 1] }]);
+  const code = jointCode([a, b]);
   // bindings: a's x, y at 0, 1; b's p, q, r at 2, 3, 4; the uniforms at 5 (a's) and 6 (b's)
   for (const [binding, decl] of [[0, "var<storage, read> fz0_x"], [1, "var<storage, read_write> fz0_y"], [2, "var<storage, read> fz1_p"], [4, "var<storage, read_write> fz1_r"], [5, "var<uniform> fz0_u: fz0_U"], [6, "var<uniform> fz1_u: fz1_U"]] as const) {
     assert.match(code, new RegExp(`@binding\\(${binding}\\) ${decl.replace(/[()]/g, "\\$&")}`));
   }
-  // the struct's members keep their names, their uses too (u.n, u.stride); module names are prefixed
-  assert.match(code, /struct fz1_U \{ stride: u32, n: u32 \}/);
+  // the struct's members keep their names, their uses too (u.n, u.stride); module names are prefixed; the grid's sizes follow the fields
+  assert.match(code, /struct fz1_U \{ stride: u32, n: u32, fz_gx: u32, fz_gy: u32, fz_gz: u32 \}/);
   assert.match(code, /const fz1_n: u32 = 7u;/);
   assert.match(code, /if \(i < fz1_u\.n\) \{ fz1_r\[i\] = fz1_twice\(fz1_p\[i\]\); \}/);
   assert.match(code, /fz0_threadIndex\(gid\) \+ wid\.x \* fz0_K/);
-  // one entry point of the larger part's threads; a's 6 workgroups first, then b's 5; the 32-thread part leaves the others idle
+  // no shape in the code: one entry point of the larger part's threads; a's workgroups first, then b's; the 32-thread part leaves the others idle
   assert.equal(code.match(/@compute/g)?.length, 1);
   assert.match(code, /@workgroup_size\(64\)/);
-  assert.match(code, /if \(fz_l < 6u\) \{ fz0_main\(/);
-  assert.match(code, /else if \(fz_l < 11u\) \{ if \(fz_lix < 32u\) \{ fz1_main\(/);
-  // a's builtins from its 3×2 grid and 8×8 shape (the parameters in its order: gid, wid, lid)
-  assert.ok(code.includes("fz0_main(fz_wid(fz_l - 0u, 3u, 2u) * vec3<u32>(8u, 8u, 1u) + fz_lid(fz_lix, 8u, 8u), fz_wid(fz_l - 0u, 3u, 2u), fz_lid(fz_lix, 8u, 8u))"), code);
-  assert.ok(code.includes("fz1_main(fz_wid(fz_l - 6u, 5u, 1u) * vec3<u32>(32u, 1u, 1u) + fz_lid(fz_lix, 32u, 1u), fz_wid(fz_l - 6u, 5u, 1u), fz_lid(fz_lix, 32u, 1u))"), code);
-  // the joint grid's row: 11 workgroups in x
-  assert.match(code, /let fz_l = fz_w\.y \* 11u \+ fz_w\.x;/);
+  assert.match(code, /let fz_g0 = vec3<u32>\(fz0_u\.fz_gx, fz0_u\.fz_gy, fz0_u\.fz_gz\);/);
+  assert.match(code, /let fz_at1 = fz_at0 \+ fz_g0\.x \* fz_g0\.y \* fz_g0\.z;/);
+  assert.match(code, /if \(fz_l >= fz_at1 && fz_l < fz_at2\) \{ if \(fz_lix < 32u\) \{ fz1_main\(/);
+  // a's builtins from its grid and 8×8 shape (the parameters in its order: gid, wid, lid)
+  assert.ok(code.includes("fz0_main(fz_wid(fz_l - fz_at0, fz_g0) * vec3<u32>(8u, 8u, 1u) + fz_lid(fz_lix, 8u, 8u), fz_wid(fz_l - fz_at0, fz_g0), fz_lid(fz_lix, 8u, 8u))"), code);
+  assert.ok(code.includes("fz1_main(fz_wid(fz_l - fz_at1, fz_g1) * vec3<u32>(32u, 1u, 1u) + fz_lid(fz_lix, 32u, 1u), fz_wid(fz_l - fz_at1, fz_g1), fz_lid(fz_lix, 32u, 1u))"), code);
+  assert.match(code, /let fz_l = fz_w\.y \* fz_n\.x \+ fz_w\.x;/);
 });
 
 /** A step binding `refs` (read then written, as `program` declares them). */
 function step(key: string, read: object[], write: object[], threads: [number, number] = [64, 1], barrier = false): JoinStep {
   const names = (xs: object[], p: string) => xs.map((_, i) => `${p}${i}`);
-  return { key, code: program(names(read, "r"), names(write, "w"), threads, barrier), refs: [...read, ...write], grid: [4, 1, 1] };
+  return { key, code: program(names(read, "r"), names(write, "w"), threads, barrier), refs: [...read, ...write], grid: [4, 1, 1], uniforms: [0] };
 }
 
 test("independent: a written buffer (or an overlapping part of one) bound by the other step makes two steps dependent; shared reads and disjoint parts do not", () => {
@@ -107,6 +107,10 @@ test("jointSchedule: two chains of dependent programs take the fewest dispatches
   const wide = chain("w", 3, () => [128, 1]);
   assert.equal(jointSchedule(wide, chain("n", 3), limits).length, 3);
   assert.equal(jointSchedule(wide, chain("m", 3, () => [64, 1], true), limits).length, 6);
+  // a step whose uniform slot has no room left for its grid's sizes (after 60 fields): apart
+  const full = chain("f", 3);
+  full.forEach((st) => (st.uniforms = { length: 61 }));
+  assert.equal(jointSchedule(full, chain("g", 3), limits).length, 6);
   // over the device's storage bindings: apart
   assert.equal(jointSchedule(A, B, { maxStorageBuffersPerShaderStage: 3 }).length, 8);
   // a step's own joint with its next is a move too

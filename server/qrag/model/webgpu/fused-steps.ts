@@ -9,9 +9,8 @@
  * The parts' WGSL is joined as text: each part's module-scope names get a prefix of their own, its
  * bindings are renumbered after the first part's (storage first, then the two uniform structs),
  * and its entry point becomes a function that the joint entry point calls with the builtins its
- * own grid and workgroup shape would have given it. The parts have as many threads a workgroup,
- * or the one of fewer has no barrier (its extra threads skip it). The grid sizes are constants
- * of the code (its key names them), so this is for calls of fixed shapes.
+ * own grid and workgroup shape would have given it (the grid read from its uniforms). The parts
+ * have as many threads a workgroup, or the one of fewer has no barrier (its extra threads skip it).
  *
  * Independence is read from the bindings: no buffer range one part writes is bound by the other.
  */
@@ -23,6 +22,8 @@ export interface JoinStep {
   code: ShaderSource;
   refs: readonly object[];
   grid: [number, number, number];
+  /** Its uniform fields (after `stride`): the joint program reads its grid in the words after them. */
+  uniforms: { length: number };
   /** Set by joinSteps on the first of two joined steps. */
   joint?: Joint;
 }
@@ -108,12 +109,6 @@ function prefixNames(text: string, prefix: string): string {
   return text.split(/(struct\s+\w+\s*\{[^}]*\})/).map((part, i) => rename(part, i % 2 === 1)).join("");
 }
 
-/** One part of a joint program: its code, grid and shape. */
-interface Part {
-  shape: ProgramShape;
-  grid: [number, number, number];
-}
-
 const MAX_GROUPS = 65535;
 
 /** The joint grid of parts with `total` workgroups: x up to MAX_GROUPS, then rows of it. */
@@ -123,29 +118,43 @@ function jointGrid(total: number): [number, number, number] {
 }
 
 /**
+ * Uniform words a step's slot holds (recorded-encoder.ts: 256 bytes): `stride`, its fields, then
+ * its grid's three sizes (GRID_FIELDS), which a joint program reads there (uniformGridAt).
+ */
+export const SLOT_WORDS = 64;
+const GRID_FIELDS = ["fz_gx", "fz_gy", "fz_gz"];
+
+/** The word of a step's uniform slot where its grid's sizes start: after `stride` and its fields. */
+export const uniformGridAt = (fields: number): number => 1 + fields;
+
+/**
  * The WGSL of parts run as one program: part i's names prefixed `fz${i}_`, its storage bindings
  * after the earlier parts', its uniform struct after all storage bindings (in part order), its
- * workgroups after the earlier parts' in the joint grid (jointGrid).
+ * workgroups after the earlier parts' in the joint grid (jointGrid). Each part's grid comes from
+ * its uniform struct, whose fields GRID_FIELDS extend (the caller writes them after the part's own
+ * fields): the code does not depend on the shapes, so a pair of programs compiles once (constant
+ * grids had lavapipe's LLVM compile each shape anew, at its first dispatch).
  */
-export function jointCode(parts: readonly Part[]): string {
-  const threads = Math.max(...parts.map((p) => threadsOf(p.shape)));
-  const storage = parts.map((p) => p.shape.access.filter((a) => a !== "uniform").length);
+export function jointCode(parts: readonly ProgramShape[]): string {
+  const threads = Math.max(...parts.map(threadsOf));
+  const storage = parts.map((p) => p.access.filter((a) => a !== "uniform").length);
   const totalStorage = storage.reduce((a, b) => a + b, 0);
-  const enables = [...new Set(parts.flatMap((p) => p.shape.enables))];
-  const counts = parts.map((p) => p.grid[0] * p.grid[1] * p.grid[2]);
-  const [gx] = jointGrid(counts.reduce((a, b) => a + b, 0));
+  const enables = [...new Set(parts.flatMap((p) => p.enables))];
   const bodies: string[] = [];
   const calls: string[] = [];
   let firstStorage = 0;
-  let firstGroup = 0;
   parts.forEach((p, i) => {
     const prefix = `fz${i}_`;
-    let text = prefixNames(p.shape.text, prefix);
+    let text = prefixNames(p.text, prefix);
     // bindings: storage k → firstStorage + k; the uniform → after every part's storage
     text = text.replace(/@group\(0\)\s*@binding\((\d+)\)\s*var<([^>]*)>/g, (_m, k: string, kind: string) => {
       const at = kind.startsWith("uniform") ? totalStorage + i : firstStorage + Number(k);
       return `@group(0) @binding(${at}) var<${kind}>`;
     });
+    // its uniform struct (uniformStruct's U) with its grid's sizes last
+    const struct = new RegExp(`(struct\\s+${prefix}U\\s*\\{[^}]*?)(,?\\s*)\\}`);
+    if (!struct.test(text)) throw new Error("fused-steps: no uniform struct U");
+    text = text.replace(struct, (_m, body: string) => `${body}, ${GRID_FIELDS.map((f) => `${f}: u32`).join(", ")} }`);
     // the entry point: a function taking its builtins as plain parameters
     const head = new RegExp(`@compute\\s+@workgroup_size\\([^)]*\\)\\s*fn\\s+${prefix}main\\s*\\(`).exec(text);
     if (!head) throw new Error("fused-steps: no entry point main");
@@ -160,32 +169,37 @@ export function jointCode(parts: readonly Part[]): string {
     });
     text = `${text.slice(0, head.index)}fn ${prefix}main(${params.map((q) => `${q.name}: ${q.type}`).join(", ")})${text.slice(close)}`;
     bodies.push(text);
-    const [sx, sy, sz] = p.shape.size;
-    const [px, py, pz] = p.grid;
+    const [sx, sy, sz] = p.size;
+    const g = `fz_g${i}`;
+    const wid = `fz_wid(fz_l - fz_at${i}, ${g})`;
+    const lid = `fz_lid(fz_lix, ${sx}u, ${sy}u)`;
     const args = params.map((q) => {
       switch (q.builtin) {
         case "local_invocation_index": return "fz_lix";
-        case "local_invocation_id": return `fz_lid(fz_lix, ${sx}u, ${sy}u)`;
-        case "workgroup_id": return `fz_wid(fz_l - ${firstGroup}u, ${px}u, ${py}u)`;
-        case "num_workgroups": return `vec3<u32>(${px}u, ${py}u, ${pz}u)`;
-        case "global_invocation_id": return `fz_wid(fz_l - ${firstGroup}u, ${px}u, ${py}u) * vec3<u32>(${sx}u, ${sy}u, ${sz}u) + fz_lid(fz_lix, ${sx}u, ${sy}u)`;
+        case "local_invocation_id": return lid;
+        case "workgroup_id": return wid;
+        case "num_workgroups": return g;
+        case "global_invocation_id": return `${wid} * vec3<u32>(${sx}u, ${sy}u, ${sz}u) + ${lid}`;
         default: throw new Error(`fused-steps: builtin ${q.builtin}`);
       }
     });
     // a part of fewer threads (one without barriers: joinable) leaves the others idle
     const call = `${prefix}main(${args.join(", ")});`;
-    const own = threadsOf(p.shape);
-    calls.push(`${i ? "else " : ""}if (fz_l < ${firstGroup + counts[i]}u) { ${own < threads ? `if (fz_lix < ${own}u) { ${call} }` : call} }`);
+    const own = threadsOf(p);
+    const u = `${prefix}u`;
+    calls.push(`let ${g} = vec3<u32>(${GRID_FIELDS.map((f) => `${u}.${f}`).join(", ")});`);
+    calls.push(`let fz_at${i + 1} = fz_at${i} + ${g}.x * ${g}.y * ${g}.z;`);
+    calls.push(`if (fz_l >= fz_at${i} && fz_l < fz_at${i + 1}) { ${own < threads ? `if (fz_lix < ${own}u) { ${call} }` : call} }`);
     firstStorage += storage[i];
-    firstGroup += counts[i];
   });
   return `${enables.join("\n")}
 fn fz_lid(i: u32, sx: u32, sy: u32) -> vec3<u32> { return vec3<u32>(i % sx, (i / sx) % sy, i / (sx * sy)); }
-fn fz_wid(j: u32, gx: u32, gy: u32) -> vec3<u32> { return vec3<u32>(j % gx, (j / gx) % gy, j / (gx * gy)); }
+fn fz_wid(j: u32, g: vec3<u32>) -> vec3<u32> { return vec3<u32>(j % g.x, (j / g.x) % g.y, j / (g.x * g.y)); }
 ${bodies.join("\n")}
 @compute @workgroup_size(${threads})
-fn main(@builtin(workgroup_id) fz_w: vec3<u32>, @builtin(local_invocation_index) fz_lix: u32) {
-  let fz_l = fz_w.y * ${gx}u + fz_w.x;
+fn main(@builtin(workgroup_id) fz_w: vec3<u32>, @builtin(num_workgroups) fz_n: vec3<u32>, @builtin(local_invocation_index) fz_lix: u32) {
+  let fz_l = fz_w.y * fz_n.x + fz_w.x;
+  let fz_at0 = 0u;
   ${calls.join("\n  ")}
 }`;
 }
@@ -241,6 +255,7 @@ function joinable(a: JoinStep, sa: ProgramShape, b: JoinStep, sb: ProgramShape, 
     && 2 <= (limits.maxUniformBuffersPerShaderStage ?? 12)
     && sa.sharedBytes !== null && sb.sharedBytes !== null && sa.sharedBytes + sb.sharedBytes <= (limits.maxComputeWorkgroupStorageSize ?? 16384)
     && groups(a.grid) + groups(b.grid) <= MAX_GROUPS * MAX_GROUPS
+    && [a, b].every((s) => uniformGridAt(s.uniforms.length) + GRID_FIELDS.length <= SLOT_WORDS)
     && independent(a, sa, b, sb);
 }
 
@@ -256,9 +271,8 @@ function shapeOf(s: JoinStep): ProgramShape {
 function jointOf(a: JoinStep, b: JoinStep, limits: JoinLimits): Joint | null {
   const [sa, sb] = [shapeOf(a), shapeOf(b)];
   if (!joinable(a, sa, b, sb, limits)) return null;
-  const parts = [{ shape: sa, grid: a.grid }, { shape: sb, grid: b.grid }];
-  const total = parts.reduce((n, p) => n + p.grid[0] * p.grid[1] * p.grid[2], 0);
-  return { with: b, key: `fz[${a.key}@${a.grid.join("x")}|${b.key}@${b.grid.join("x")}]`, code: () => jointCode(parts), grid: jointGrid(total) };
+  const total = [a, b].reduce((n, s) => n + s.grid[0] * s.grid[1] * s.grid[2], 0);
+  return { with: b, key: `fz[${a.key}|${b.key}]`, code: () => jointCode([sa, sb]), grid: jointGrid(total) };
 }
 
 /**

@@ -49,12 +49,12 @@ import { POOL_SCALE } from "../encoder.ts";
 import { ringRoom, stageAll, type Staged } from "./staging-ring.ts";
 import { actBytes, enableHalf, halfActive, halfKey, readAct, writeAct } from "./half-storage.ts";
 import { layerTailFits, layerTailShader, tailNeedsQkvBuffer, tailUniforms, TAIL_ROWS } from "./layer-tail.ts";
-import { joinSteps, jointSchedule, type Joint, type ScheduledUnit } from "./fused-steps.ts";
+import { joinSteps, jointSchedule, SLOT_WORDS, uniformGridAt, type Joint, type ScheduledUnit } from "./fused-steps.ts";
 
 /** GPUBufferUsage bits (the Dawn globals are untyped here). */
 export const USAGE = { COPY_SRC: 0x04, COPY_DST: 0x08, UNIFORM: 0x40, STORAGE: 0x80 } as const;
-/** Uniform slot per program: minUniformBufferOffsetAlignment's default. */
-const SLOT = 256;
+/** Uniform slot per program: minUniformBufferOffsetAlignment's default (fused-steps.ts SLOT_WORDS words). */
+const SLOT = SLOT_WORDS * 4;
 /**
  * Plans kept (the oldest go first; their bytes are bounded per kind below, which binds first for
  * large encoders). One iteration of the reference workload uses about 7 shapes (candidates, states
@@ -431,6 +431,9 @@ function uniformSlots(steps: readonly Step[], keys: readonly number[]): { offset
       if (ty === "f") f32[o + 1 + j] = v;
       else u32[o + 1 + j] = v;
     });
+    // its grid after its fields, where a joint program reads it (fused-steps.ts jointCode)
+    const at = uniformGridAt(s.uniforms.length);
+    if (at + 3 <= SLOT_WORDS) u32.set(s.grid, o + at);
     // k0, k1 are the last two fields; earlier sites' the pairs before them
     const earlier = s.earlierDraws ?? [];
     const sites = [...earlier.map((draw, i) => [draw, s.uniforms.length - 2 - 2 * (earlier.length - i)] as const), [s.draw, s.uniforms.length - 2] as const];
