@@ -19,13 +19,12 @@
  */
 import * as tf from "@tensorflow/tfjs";
 import { dropoutMaskDevice, MASK_AT_WGSL } from "./dropout.ts";
-import { runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG, type ShaderSource } from "./raw-program.ts";
+import { MAX_GROUPS, runRawProgram, storageDecls, uniformStruct, webgpuBackend, WG, type ShaderSource } from "./raw-program.ts";
 import type { BatchedArgs } from "../attention-args.ts";
 import { enableHalf, readAct, writeAct } from "./half-storage.ts";
 
 type CustomGradFn = Parameters<typeof tf.customGrad>[0];
 
-const MAX_GROUPS = 65535;
 const FIELDS = ["B: u32", "T: u32", "H: u32", "d: u32", "scale: f32"];
 
 /**

@@ -14,7 +14,7 @@
  *
  * Independence is read from the bindings: no buffer range one part writes is bound by the other.
  */
-import type { ShaderSource } from "./raw-program.ts";
+import { MAX_GROUPS, type ShaderSource } from "./raw-program.ts";
 
 /** What joining reads of a plan's step (recorded-encoder.ts Step): a binding is a buffer, a part of one ({of, offset, size}), or a variable ({weight}). */
 export interface JoinStep {
@@ -109,8 +109,6 @@ function prefixNames(text: string, prefix: string): string {
   return text.split(/(struct\s+\w+\s*\{[^}]*\})/).map((part, i) => rename(part, i % 2 === 1)).join("");
 }
 
-const MAX_GROUPS = 65535;
-
 /** The joint grid of parts with `total` workgroups: x up to MAX_GROUPS, then rows of it. */
 function jointGrid(total: number): [number, number, number] {
   const gx = Math.max(1, Math.min(total, MAX_GROUPS));
@@ -124,8 +122,11 @@ function jointGrid(total: number): [number, number, number] {
 export const SLOT_WORDS = 64;
 const GRID_FIELDS = ["fz_gx", "fz_gy", "fz_gz"];
 
-/** The word of a step's uniform slot where its grid's sizes start: after `stride` and its fields. */
-export const uniformGridAt = (fields: number): number => 1 + fields;
+/** The word of a step's uniform slot where its grid's sizes start (after `stride` and its fields), or null where the slot has no room for them. */
+export function uniformGridAt(fields: number): number | null {
+  const at = 1 + fields;
+  return at + GRID_FIELDS.length <= SLOT_WORDS ? at : null;
+}
 
 /**
  * The WGSL of parts run as one program: part i's names prefixed `fz${i}_`, its storage bindings
@@ -255,7 +256,7 @@ function joinable(a: JoinStep, sa: ProgramShape, b: JoinStep, sb: ProgramShape, 
     && 2 <= (limits.maxUniformBuffersPerShaderStage ?? 12)
     && sa.sharedBytes !== null && sb.sharedBytes !== null && sa.sharedBytes + sb.sharedBytes <= (limits.maxComputeWorkgroupStorageSize ?? 16384)
     && groups(a.grid) + groups(b.grid) <= MAX_GROUPS * MAX_GROUPS
-    && [a, b].every((s) => uniformGridAt(s.uniforms.length) + GRID_FIELDS.length <= SLOT_WORDS)
+    && [a, b].every((s) => uniformGridAt(s.uniforms.length) !== null)
     && independent(a, sa, b, sb);
 }
 

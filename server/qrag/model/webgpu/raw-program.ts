@@ -84,7 +84,8 @@ export function workgroupSum(value: string): string {
     workgroupBarrier();
   }`;
 }
-const MAX_GROUPS = 65535;
+/** WebGPU's bound on workgroups along one grid dimension (maxComputeWorkgroupsPerDimension's default). */
+export const MAX_GROUPS = 65535;
 
 const pipelines = new WeakMap<object, Map<string, PipelineLike>>();
 

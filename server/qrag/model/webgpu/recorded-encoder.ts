@@ -433,7 +433,7 @@ function uniformSlots(steps: readonly Step[], keys: readonly number[]): { offset
     });
     // its grid after its fields, where a joint program reads it (fused-steps.ts jointCode)
     const at = uniformGridAt(s.uniforms.length);
-    if (at + 3 <= SLOT_WORDS) u32.set(s.grid, o + at);
+    if (at !== null) u32.set(s.grid, o + at);
     // k0, k1 are the last two fields; earlier sites' the pairs before them
     const earlier = s.earlierDraws ?? [];
     const sites = [...earlier.map((draw, i) => [draw, s.uniforms.length - 2 - 2 * (earlier.length - i)] as const), [s.draw, s.uniforms.length - 2] as const];
@@ -453,7 +453,7 @@ function uniformSlots(steps: readonly Step[], keys: readonly number[]): { offset
  */
 export function stagedCall(be: BackendLike, plan: Plan, part: "forward" | "backward", vars: readonly tf.Variable[], staged: readonly Staged[], steps: readonly Step[], keys: readonly number[]): EncoderLike {
   // a call waiting in a joint scope on these buffers runs first: this call's inputs and uniforms would overwrite its
-  if (joint?.some((c) => storageOf(c.plan) === storageOf(plan))) flushJoint(be);
+  if (waiting?.some((c) => storageOf(c.plan) === storageOf(plan))) flushJoint(be);
   const all = staged.filter((s) => s.data.byteLength > 0);
   if (steps.length > 0) {
     const u = uniformSlots(steps, keys);
@@ -532,7 +532,7 @@ export function setJoining(on: boolean): void {
 export const joiningOn = (): boolean => joining;
 
 /** The calls of the open joint scope, or null outside one. */
-let joint: WaitingCall[] | null = null;
+let waiting: WaitingCall[] | null = null;
 /** Set while a call stages its inputs: tfjs's encoder is then readied for the call itself. */
 let staging = false;
 
@@ -558,7 +558,7 @@ function flushBeforeOthers(be: BackendLike): void {
   hooked.add(be);
   const ready = be.ensureCommandEncoderReady.bind(be);
   be.ensureCommandEncoderReady = () => {
-    if (joint?.length && !staging) flushJoint(be);
+    if (waiting?.length && !staging) flushJoint(be);
     ready();
   };
 }
@@ -574,33 +574,33 @@ const storageOf = (p: Plan): Plan => p.base ?? p;
  * on one plan's buffers run one after the other (stagedCall). Not nested.
  */
 export function recordJointly<T>(f: () => T): T {
-  if (joint) throw new Error("recordJointly: scopes do not nest");
+  if (waiting) throw new Error("recordJointly: scopes do not nest");
   if (!joining) return f();
   flushBeforeOthers(webgpuBackend() as BackendLike);
-  joint = [];
+  waiting = [];
   try {
     return f();
   } finally {
     flushJoint(webgpuBackend() as BackendLike);
-    joint = null;
+    waiting = null;
   }
 }
 
 /** Records `steps` of a staged call and then `after`, now, or at the joint scope's end. */
 export function recordCall(be: BackendLike, enc: EncoderLike, call: WaitingCall): void {
-  if (!joint) {
+  if (!waiting) {
     recordSteps(be, enc, call.plan, call.steps, call.vars);
     call.after(enc);
     return;
   }
-  joint.push(call);
+  waiting.push(call);
 }
 
 /** Records the joint scope's waiting calls: two as one schedule, one (or more, in order) as they are. */
 function flushJoint(be: BackendLike): void {
-  const calls = joint ?? [];
+  const calls = waiting ?? [];
   if (!calls.length) return;
-  joint = [];
+  waiting = [];
   // the encoder tfjs has now (a staging submit may have come between the calls)
   let enc: EncoderLike | undefined;
   for (const c of calls) enc = ownRecording(() => tfjsEncoderFor(be, c.plan, c.part, c.vars));

@@ -7,9 +7,7 @@
  * so short rows do not leave most of a workgroup idle. Rows past the last are carried through
  * every barrier with no columns (`cols` = 0), as barriers need the whole workgroup.
  */
-import { WG } from "./raw-program.ts";
-
-const MAX_GROUPS = 65535;
+import { MAX_GROUPS, WG } from "./raw-program.ts";
 
 /** Threads per row for rows of n columns: about 4 columns each, 8 to WG. */
 export function rowLanes(n: number): number {
