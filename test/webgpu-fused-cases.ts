@@ -288,6 +288,7 @@ async function learnerRun(backend: "cpu" | "webgpu", segment: number | null = nu
   const rng = new Rng(2);
   const words = (n: number) => Array.from({ length: n }, () => `w${rng.int(300)}`).join(" ");
   const gradNorms: number[] = [];
+  const losses: number[] = [];
   const encoders = () => [nets.state, nets.action, nets.stateTarget, nets.actionTarget, nets.policy].flatMap((e) => e.variables);
   // each variable's buffer after the first update (the clones' shared buffers split by then), to compare after the last
   let buffers: unknown[] | null = null;
@@ -300,7 +301,9 @@ async function learnerRun(backend: "cpu" | "webgpu", segment: number | null = nu
       targets: Float32Array.from({ length: B }, () => rng.normal()),
     };
     const r = await learner.microStep(batch, { maxActionLength: 16, maxInMemory: 16 });
-    if (r.applied) gradNorms.push((await learner.lastStats()).gradNorm);
+    const stats = await learner.lastStats();
+    losses.push(stats.loss);
+    if (r.applied) gradNorms.push(stats.gradNorm);
     if (r.applied && !buffers && backend === "webgpu") buffers = encoders().map(bufferOf);
   }
   const kept = buffers ? encoders().filter((v, i) => bufferOf(v) === buffers![i]).length : 0;
@@ -313,7 +316,7 @@ async function learnerRun(backend: "cpu" | "webgpu", segment: number | null = nu
   setPackSegmentFloats(null);
   setJoining(true);
   setProgramTiming(null);
-  return { w, policy, gradNorms, steps, updates: learner.updates, kept, variables: encoders().length, segments, dispatches: keys.length, joint: keys.filter((k) => k.startsWith("fz[")).length };
+  return { w, policy, gradNorms, losses, steps, updates: learner.updates, kept, variables: encoders().length, segments, dispatches: keys.length, joint: keys.filter((k) => k.startsWith("fz[")).length };
 }
 
 async function learnerCase() {
@@ -324,6 +327,9 @@ async function learnerCase() {
     diffs[k] = Math.max(...cpu.w[k].map((t, i) => relDiff(gpu.w[k][i].data, t.data)));
   }
   diffs.policy = Math.max(...cpu.policy.map((t, i) => relDiff(gpu.policy[i].data, t.data)));
+  // the GPU issue's bar: every weight and each micro-step's loss within 1.5e-5 of the cpu path's
+  const weightDiff = Math.max(...(["state", "action", "stateTarget", "actionTarget"] as const).flatMap((k) => cpu.w[k].map((t, i) => maxAbsDiff(gpu.w[k][i].data as Float32Array, t.data as Float32Array))));
+  const lossDiff = Math.max(...cpu.losses.map((l, i) => Math.abs(gpu.losses[i] - l) / Math.abs(l)));
   const moved = Math.max(...cpu.w.state.map((t, i) => relDiff(t.data, cpu.w.stateTarget[i].data)));
   // gradients and moments in segments of 4,096 floats: a backward's gradients go in a copy a run of one segment
   const seg = await learnerRun("webgpu", 4096);
@@ -332,7 +338,7 @@ async function learnerCase() {
   const apart = await learnerRun("webgpu", null, false);
   const differing = (["state", "action", "stateTarget", "actionTarget"] as const).reduce((n, k) => n + gpu.w[k].reduce((m, t, i) => m + t.data.filter((x, j) => !Object.is(x, apart.w[k][i].data[j])).length, 0), 0);
   const joining = { differing, joint: gpu.joint, dispatches: gpu.dispatches, apartJoint: apart.joint, apartDispatches: apart.dispatches };
-  return { diffs, moved, segmented, joining, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates], keptBuffers: gpu.kept, variables: gpu.variables };
+  return { diffs, weightDiff, lossDiff, losses: cpu.losses.length, moved, segmented, joining, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates], keptBuffers: gpu.kept, variables: gpu.variables };
 }
 
 /**

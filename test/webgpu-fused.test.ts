@@ -41,8 +41,11 @@ test("fused Polyak averaging on webgpu, in place, equals tgt·(1 − τ) + onlin
   assert.deepEqual(r.sameBuffers, [false, true, false, true, true, true, true]);
 });
 
-test("the Learner on webgpu (fused clipping+AdamW+Polyak, in place) trains like the cpu path: 3 updates, all weights within 1e-4, every variable in the buffer it had after the first; so with its gradients in several segments; the two encoders' programs joined (fused-steps.ts) give the bits of every program apart, in fewer dispatches", { skip }, () => {
-  const r = runCase<{ diffs: Record<string, number>; moved: number; gradNorms: { cpu: number[]; gpu: number[] }; steps: { cpu: number[]; gpu: number[] }; updates: number[]; keptBuffers: number; variables: number; segmented: { segments: number; diff: number }; joining: { differing: number; joint: number; dispatches: number; apartJoint: number; apartDispatches: number } }>("learner");
+test("the Learner on webgpu (fused clipping+AdamW+Polyak, in place) trains like the cpu path: 3 updates, every weight and each micro-step's loss within 1.5e-5 (each tensor within 1e-4 of its largest value), every variable in the buffer it had after the first; so with its gradients in several segments; the two encoders' programs joined (fused-steps.ts) give the bits of every program apart, in fewer dispatches", { skip }, () => {
+  const r = runCase<{ diffs: Record<string, number>; weightDiff: number; lossDiff: number; losses: number; moved: number; gradNorms: { cpu: number[]; gpu: number[] }; steps: { cpu: number[]; gpu: number[] }; updates: number[]; keptBuffers: number; variables: number; segmented: { segments: number; diff: number }; joining: { differing: number; joint: number; dispatches: number; apartJoint: number; apartDispatches: number } }>("learner");
+  assert.equal(r.losses, 6);
+  assert.ok(r.weightDiff <= 1.5e-5, `largest weight difference ${r.weightDiff}`);
+  assert.ok(r.lossDiff <= 1.5e-5, `losses differ by ${r.lossDiff} (relative)`);
   const j = r.joining;
   assert.equal(j.differing, 0, JSON.stringify(j));
   assert.ok(j.joint > 0 && j.apartJoint === 0 && j.dispatches + j.joint === j.apartDispatches, JSON.stringify(j));
