@@ -33,6 +33,7 @@ export const TIERS = {
     "split-k",
     "grad-pack",
     "fused-steps",
+    "phase-counters",
     "layer-tail",
     "shader-cache",
     "episode-groups",

@@ -35,7 +35,7 @@ export interface MemoryCase {
   seconds: { iterations: number; episodes: number; run: number };
 }
 
-const ITERATIONS = Number(process.argv[3] ?? 200);
+const ITERATIONS = Number(process.argv[3] ?? 1000);
 const EPISODES = 12;
 
 /** 10 to 59 chunks per sample: encoder batches, states and candidate sets of ever new sizes. */

@@ -35,6 +35,8 @@ export interface PhaseCounters {
   submits: number;
   /** Milliseconds spent awaiting reads (`data()`): the host waiting for the GPU. */
   readWaitMs: number;
+  /** Wall milliseconds the phase was the active one (its host work is wallMs − readWaitMs). */
+  wallMs: number;
   /** GPU milliseconds inside the phase's compute passes (timestamp queries: the benches fill it from gpu-timing.ts; 0 untimed). */
   gpuMs: number;
 }
@@ -43,6 +45,8 @@ const counters = new Map<Phase, PhaseCounters>();
 /** Kernels by name (tfjs kernel names, fused programs by their key), all phases together. */
 const kernelNames = new Map<string, number>();
 let phase: Phase = "other";
+/** When `phase` became the active one: its wall time is charged at the next change (chargePhase). */
+let phaseSince = performance.now();
 let installedEngine = false;
 /** Kernels the tfjs engine ran, all phases together (tests: none inside a recorded op). */
 let engineKernels = 0;
@@ -54,7 +58,7 @@ export function tfjsKernelCount(): number {
 const patchedBackends = new WeakSet<object>();
 
 /** A phase's counters before anything was counted. */
-export const zeroCounters = (): PhaseCounters => ({ reads: 0, syncReads: 0, kernels: 0, dispatches: 0, fused: 0, submits: 0, readWaitMs: 0, gpuMs: 0 });
+export const zeroCounters = (): PhaseCounters => ({ reads: 0, syncReads: 0, kernels: 0, dispatches: 0, fused: 0, submits: 0, readWaitMs: 0, wallMs: 0, gpuMs: 0 });
 
 function bump(field: keyof PhaseCounters, by = 1): void {
   let c = counters.get(phase);
@@ -159,6 +163,7 @@ export function countersOn(): void {
 /** Counters since the last reset, per phase (phases with no activity are absent). */
 export function counterSnapshot(): Partial<Record<Phase, PhaseCounters>> {
   install();
+  chargePhase();
   const out: Partial<Record<Phase, PhaseCounters>> = {};
   for (const [p, c] of counters) out[p] = { ...c };
   return out;
@@ -168,6 +173,14 @@ export function resetCounters(): void {
   install();
   counters.clear();
   kernelNames.clear();
+  phaseSince = performance.now();
+}
+
+/** Charges the active phase its wall time since it became active (or since the reset, or the last charge). */
+function chargePhase(): void {
+  const now = performance.now();
+  if (installedEngine) bump("wallMs", now - phaseSince);
+  phaseSince = now;
 }
 
 /** Kernels run since the last reset by name, most frequent first. */
@@ -199,13 +212,19 @@ export function setPhaseHook(hook: (() => void) | null): void {
 
 function enter(p: Phase): Phase {
   const outer = phase;
-  if (p !== outer) phaseHook?.();
+  if (p !== outer) {
+    phaseHook?.();
+    chargePhase();
+  }
   phase = p;
   return outer;
 }
 
 function leave(outer: Phase): void {
-  if (phase !== outer) phaseHook?.();
+  if (phase !== outer) {
+    phaseHook?.();
+    chargePhase();
+  }
   phase = outer;
 }
 

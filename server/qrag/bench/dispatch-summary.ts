@@ -57,6 +57,8 @@ export interface DispatchSummary {
   /** Reads the host awaited (each one waits for the GPU to finish what was queued). */
   readsPerIteration: number;
   hostMsPerIteration: number;
+  /** Host ms per phase (its wall time less its read waits): where the host's share of an iteration goes. */
+  hostMsByPhase: Record<string, number>;
   readWaitMsPerIteration: number;
   /** GPU time inside compute passes (timestamp queries; null where the adapter has none or timing was off). */
   gpuMsPerIteration: number | null;
@@ -94,6 +96,7 @@ export function summarizeDispatch(perPhase: Record<string, PhaseCounters>, itera
     submitsPerIteration,
     readsPerIteration,
     hostMsPerIteration: round(iterationMs - readWait),
+    hostMsByPhase: Object.fromEntries(Object.entries(perPhase).map(([p, c]) => [p, round(c.wallMs - c.readWaitMs)])),
     readWaitMsPerIteration: round(readWait),
     gpuMsPerIteration: gpuTimed ? round(sum((c) => c.gpuMs)) : null,
     iterationMs: round(iterationMs),

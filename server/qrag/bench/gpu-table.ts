@@ -26,6 +26,8 @@ interface HotLoop {
   /** Absent in files from before 2026-11-29. */
   readsPerIteration?: number;
   hostMsPerIteration: number;
+  /** Absent in files from before 2026-11-30's eleventh session. */
+  hostMsByPhase?: Record<string, number>;
   readWaitMsPerIteration: number;
   /** Absent in files from before timestamp queries; null where the adapter had none. */
   gpuMsPerIteration?: number | null;
@@ -223,11 +225,16 @@ function hostLine(h: HostProfileLike | null | undefined): string[] {
   return [`Host time per training iteration (${h.iterations} more under the CPU profiler), ms: JS ${per(c.js)}, native ${per(c.program)}, GC ${per(c.gc)}, idle ${per(c.idle)}; heaviest: ${fns}.`];
 }
 
+/** " (encode 1.2, rollout 20.5, …)": a figure per phase, where the file has them. */
+function byPhase(ms: Record<string, number> | undefined): string {
+  return ms ? ` (${Object.entries(ms).map(([p, x]) => `${p} ${x.toFixed(1)}`).join(", ")})` : "";
+}
+
 /** The recorded loop's split, BERT's iteration, their host profiles by total time and the evaluation both ways, from figures.sh's dispatch.json. */
 export function dispatchLines(d: DispatchFile): string[] {
   const lines: string[] = [];
   const loop = (h: HotLoop) =>
-    `${n0(h.dispatchesPerIteration)} dispatches, ${h.submitsPerIteration} submits, ${h.readsPerIteration ?? "?"} reads; host ${n0(h.hostMsPerIteration)} ms, awaiting reads ${n0(h.readWaitMsPerIteration)} ms, GPU ${h.gpuMsPerIteration == null ? "untimed" : `${n0(h.gpuMsPerIteration)} ms`}`;
+    `${n0(h.dispatchesPerIteration)} dispatches, ${h.submitsPerIteration} submits, ${h.readsPerIteration ?? "?"} reads; host ${n0(h.hostMsPerIteration)} ms${byPhase(h.hostMsByPhase)}, awaiting reads ${n0(h.readWaitMsPerIteration)} ms, GPU ${h.gpuMsPerIteration == null ? "untimed" : `${n0(h.gpuMsPerIteration)} ms`}`;
   const evaluation = (e: EvaluationLike | null | undefined) =>
     e
       ? [`  its evaluation, ${e.episodes} episodes (${n0(e.steps)} steps): one at a time ${s3(e.oneAtATime.seconds)} s (${n0(e.oneAtATime.dispatches)} dispatches, ${n0(e.oneAtATime.reads)} reads), side by side ${s3(e.sideBySide.seconds)} s (${n0(e.sideBySide.dispatches)}, ${n0(e.sideBySide.reads)}): ${s3(e.oneAtATime.seconds / e.sideBySide.seconds)}×; picks differing ${e.differentPicks}.`]

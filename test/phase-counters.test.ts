@@ -1,0 +1,45 @@
+/**
+ * device.ts's per-phase wall time: each phase is charged the time it was the active one, a nested
+ * phase's time to it and not to the phase around it, and the phases' times add up to the time
+ * since the reset (the bench's host ms per phase is a phase's wall time less its read waits).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { counterSnapshot, resetCounters, withPhase, withPhaseAsync } from "../server/qrag/backend/device.ts";
+
+/** Keeps the thread busy for `ms` (host work, as a phase's packing or recording is). */
+function busy(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+test("phase wall time: a phase pays for the time it was active, nested phases apart, async phases until they settle; the phases add up to the time since the reset", async () => {
+  const t0 = performance.now();
+  resetCounters();
+  const r0 = performance.now();
+  withPhase("rollout", () => {
+    busy(6);
+    withPhase("encode", () => busy(8));
+    busy(6);
+  });
+  const rolloutSpan = performance.now() - r0;
+  await withPhaseAsync("update", async () => {
+    busy(5);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    busy(5);
+  });
+  busy(3);
+  const c = counterSnapshot();
+  const elapsed = performance.now() - t0;
+  const wall = (p: keyof typeof c) => c[p]?.wallMs ?? 0;
+  assert.ok(wall("encode") >= 8, `encode ${wall("encode")} ms`);
+  assert.ok(wall("rollout") >= 12, `rollout ${wall("rollout")} ms (its own 12, not the encode's)`);
+  assert.ok(wall("update") >= 10, `update ${wall("update")} ms`);
+  assert.ok(wall("other") >= 3, `other ${wall("other")} ms`);
+  const sum = (["encode", "rollout", "update", "other"] as const).reduce((a, p) => a + wall(p), 0);
+  assert.ok(sum <= elapsed + 1e-6, `the phases' ${sum} ms within the ${elapsed} ms since the reset`);
+  // the encode's time went to it alone, not to the rollout around it too
+  assert.ok(wall("rollout") + wall("encode") <= rolloutSpan + 1e-6, `rollout ${wall("rollout")} + encode ${wall("encode")} ms within its span of ${rolloutSpan} ms`);
+  resetCounters();
+  assert.equal(counterSnapshot().encode, undefined, "a reset starts the phases over");
+});
