@@ -79,6 +79,11 @@ export interface DispatchSummary {
   planMiBPerIteration?: number;
 }
 
+/** "encode 1.2, rollout 20.5, …": a figure per phase, one decimal (the logs' and gpu-table's host ms by phase). */
+export function phaseList(ms: Record<string, number>): string {
+  return Object.entries(ms).map(([p, x]) => `${p} ${x.toFixed(1)}`).join(", ");
+}
+
 /** Sums per-phase counts of one iteration into the part's figures. */
 export function summarizeDispatch(perPhase: Record<string, PhaseCounters>, iterationMs: number, gpuTimed = false): DispatchSummary {
   const round = (x: number) => Math.round(x * 10) / 10;

@@ -11,6 +11,7 @@
  */
 import fs from "node:fs";
 import { isMainModule } from "../util/main-module.ts";
+import { phaseList } from "./dispatch-summary.ts";
 
 interface Med {
   median: number;
@@ -225,9 +226,9 @@ function hostLine(h: HostProfileLike | null | undefined): string[] {
   return [`Host time per training iteration (${h.iterations} more under the CPU profiler), ms: JS ${per(c.js)}, native ${per(c.program)}, GC ${per(c.gc)}, idle ${per(c.idle)}; heaviest: ${fns}.`];
 }
 
-/** " (encode 1.2, rollout 20.5, …)": a figure per phase, where the file has them. */
+/** " (encode 1.2, rollout 20.5, …)" where the file has figures by phase. */
 function byPhase(ms: Record<string, number> | undefined): string {
-  return ms ? ` (${Object.entries(ms).map(([p, x]) => `${p} ${x.toFixed(1)}`).join(", ")})` : "";
+  return ms ? ` (${phaseList(ms)})` : "";
 }
 
 /** The recorded loop's split, BERT's iteration, their host profiles by total time and the evaluation both ways, from figures.sh's dispatch.json. */
