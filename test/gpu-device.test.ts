@@ -72,9 +72,11 @@ test("bench flags: --backend, --sizes, --lengths, --parts, --out, in = and space
   assert.deepEqual(defaultMatmulSizes("wasm"), [512]);
 });
 
-test("hot-loop figures: phases summed, tfjs kernels are kernels less our fused programs, host ms is wall less read waits (per phase too), GPU ms where timed, judged against the budget", () => {
-  const phase = (dispatches: number, kernels: number, fused: number, submits: number, readWaitMs: number, gpuMs = 0, wallMs = 0) => ({ reads: 1, syncReads: 0, kernels, dispatches, fused, submits, readWaitMs, wallMs, gpuMs });
-  const s = summarizeDispatch({ rollout: phase(100, 120, 30, 7, 40.25, 12.5, 70.5), update: phase(40, 40, 40, 2, 0, 3.04, 29.5) }, 100, true);
+test("hot-loop figures: phases summed, tfjs kernels are kernels less our fused programs, host ms is wall less read waits (per phase too), compiles summed, GPU ms where timed, judged against the budget", () => {
+  const phase = (dispatches: number, kernels: number, fused: number, submits: number, readWaitMs: number, gpuMs = 0, wallMs = 0, compiles = 0) => ({ reads: 1, syncReads: 0, kernels, dispatches, fused, submits, readWaitMs, wallMs, compiles, compileMs: compiles * 10.25, gpuMs });
+  const s = summarizeDispatch({ rollout: phase(100, 120, 30, 7, 40.25, 12.5, 70.5, 1), update: phase(40, 40, 40, 2, 0, 3.04, 29.5, 2) }, 100, true);
+  assert.equal(s.compilesPerIteration, 3);
+  assert.equal(s.compileMsPerIteration, 30.8);
   assert.deepEqual(s.hostMsByPhase, { rollout: 30.3, update: 29.5 });
   assert.equal(s.gpuMsPerIteration, 15.5);
   assert.equal(summarizeDispatch({ update: phase(40, 40, 40, 2, 0, 3) }, 5).gpuMsPerIteration, null, "untimed: no GPU figure, not 0");
@@ -187,10 +189,10 @@ test("GPU table's dispatch lines: the loop's split, BERT's iteration by phase, h
   };
   const evaluation = { episodes: 32, steps: 192, oneAtATime: { seconds: 6, dispatches: 2912, reads: 192 }, sideBySide: { seconds: 1.5, dispatches: 101, reads: 6 }, differentPicks: 0 };
   const lines = dispatchLines({
-    dispatch: { ...loop, evaluation, hostMsByPhase: { encode: 1.25, rollout: 12, update: 7.2 } },
+    dispatch: { ...loop, evaluation, hostMsByPhase: { encode: 1.25, rollout: 12, update: 7.2 }, compilesPerIteration: 1.5, compileMsPerIteration: 2750.4 },
     dispatchBert: { ...loop, size: "base", iterationSeconds: { median: 3.1 }, rolloutSeconds: { median: 2.5 }, updateSeconds: { median: 0.52 }, perPhase: { encode: { gpuMs: 436 }, rollout: { gpuMs: 478 }, update: { gpuMs: 513 } }, hostByFunction: host },
   });
-  assert.equal(lines[0], "Reference iteration (`dispatch`): 393 dispatches, 6 submits, 1 reads; host 20 ms (encode 1.3, rollout 12.0, update 7.2), awaiting reads 15 ms, GPU 31 ms.");
+  assert.equal(lines[0], "Reference iteration (`dispatch`): 393 dispatches, 6 submits, 1 reads; host 20 ms (encode 1.3, rollout 12.0, update 7.2), awaiting reads 15 ms, GPU 31 ms; 1.5 programs compiled (2,750 ms).");
   assert.equal(lines[1], "  its evaluation, 32 episodes (192 steps): one at a time 6.00 s (2,912 dispatches, 192 reads), side by side 1.50 s (101, 6): 4.00×; picks differing 0.");
   assert.match(lines[2], /^BERT-base iteration \(`dispatch-bert`\): 3\.10 s \(rollout 2\.50, update 0\.520\); 393 dispatches, 6 submits, 1 reads; host 20 ms, awaiting.*GPU ms encode · rollout · target · update 436 · 478 · \? · 513\.$/);
   assert.equal(lines[3], "  host by total time, ms per iteration: deviceRuns 20.0, recordSteps 5.00.");

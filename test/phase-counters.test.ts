@@ -1,11 +1,12 @@
 /**
- * device.ts's per-phase wall time: each phase is charged the time it was the active one, a nested
- * phase's time to it and not to the phase around it, and the phases' times add up to the time
- * since the reset (the bench's host ms per phase is a phase's wall time less its read waits).
+ * device.ts's per-phase wall time and compiles: each phase is charged the time it was the active
+ * one, a nested phase's time to it and not to the phase around it, and the phases' times add up
+ * to the time since the reset (the bench's host ms per phase is a phase's wall time less its read
+ * waits); a program compiled counts in the phase that compiled it.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { counterSnapshot, resetCounters, withPhase, withPhaseAsync } from "../server/qrag/backend/device.ts";
+import { counterSnapshot, noteCompile, resetCounters, withPhase, withPhaseAsync } from "../server/qrag/backend/device.ts";
 
 /** Keeps the thread busy for `ms` (host work, as a phase's packing or recording is). */
 function busy(ms: number): void {
@@ -42,4 +43,17 @@ test("phase wall time: a phase pays for the time it was active, nested phases ap
   assert.ok(wall("rollout") + wall("encode") <= rolloutSpan + 1e-6, `rollout ${wall("rollout")} + encode ${wall("encode")} ms within its span of ${rolloutSpan} ms`);
   resetCounters();
   assert.equal(counterSnapshot().encode, undefined, "a reset starts the phases over");
+});
+
+test("a program compiled is counted in the phase that compiled it, with the host ms it took", () => {
+  resetCounters();
+  withPhase("update", () => noteCompile(12.5));
+  withPhase("target", () => {
+    noteCompile(2);
+    noteCompile(3);
+  });
+  const c = counterSnapshot();
+  assert.deepEqual([c.update?.compiles, c.update?.compileMs], [1, 12.5]);
+  assert.deepEqual([c.target?.compiles, c.target?.compileMs], [2, 5]);
+  assert.equal(c.other?.compiles ?? 0, 0);
 });

@@ -37,6 +37,9 @@ export interface PhaseCounters {
   readWaitMs: number;
   /** Wall milliseconds the phase was the active one (its host work is wallMs − readWaitMs). */
   wallMs: number;
+  /** GPU programs of ours compiled (a pipeline made: new code), and the host ms their compiles took. */
+  compiles: number;
+  compileMs: number;
   /** GPU milliseconds inside the phase's compute passes (timestamp queries: the benches fill it from gpu-timing.ts; 0 untimed). */
   gpuMs: number;
 }
@@ -58,7 +61,7 @@ export function tfjsKernelCount(): number {
 const patchedBackends = new WeakSet<object>();
 
 /** A phase's counters before anything was counted. */
-export const zeroCounters = (): PhaseCounters => ({ reads: 0, syncReads: 0, kernels: 0, dispatches: 0, fused: 0, submits: 0, readWaitMs: 0, wallMs: 0, gpuMs: 0 });
+export const zeroCounters = (): PhaseCounters => ({ reads: 0, syncReads: 0, kernels: 0, dispatches: 0, fused: 0, submits: 0, readWaitMs: 0, wallMs: 0, compiles: 0, compileMs: 0, gpuMs: 0 });
 
 function bump(field: keyof PhaseCounters, by = 1): void {
   let c = counters.get(phase);
@@ -143,6 +146,13 @@ export function noteDispatch(key: string): void {
   bump("kernels");
   bump("fused");
   bump("dispatches");
+}
+
+/** Counts one pipeline of ours compiled (raw-program.ts cachedPipeline), which took `ms` of the host's time. */
+export function noteCompile(ms: number): void {
+  if (!installedEngine) return;
+  bump("compiles");
+  bump("compileMs", ms);
 }
 
 /** Counts one command buffer submitted outside tfjs's queue (model/webgpu/recorded-encoder.ts). */

@@ -21,7 +21,7 @@ import type { SampleSource } from "../types.ts";
 import { Rng } from "../util/rng.ts";
 import { benchTrainingOf } from "./workload-bench.ts";
 import { benchEvalGroups, evalBenchOn } from "./eval-groups.ts";
-import { phaseList } from "./dispatch-summary.ts";
+import { compileNote, phaseList } from "./dispatch-summary.ts";
 
 export const BERT_SIZES = {
   base: { hidden: 768, layers: 12, heads: 12, intermediate: 3072 },
@@ -64,7 +64,7 @@ export async function benchBertIteration(log: (m: string) => void, size: BertSiz
       const t = await benchTrainingOf(`bert-${size}`, config, train, nets, log, iterations);
       const s = t.hotLoop;
       const evaluation = evalBenchOn() ? await benchEvalGroups(nets, config, test, log) : null;
-      log(`  dispatch-bert (${size}): ${t.iterationSeconds.median.toFixed(2)} s an iteration (rollout ${t.rolloutSeconds.median.toFixed(2)}, update ${t.updateSeconds.median.toFixed(2)}); ${s.dispatchesPerIteration} dispatches, ${s.submitsPerIteration} submits, ${s.readsPerIteration} reads, host ${s.hostMsPerIteration} ms (${phaseList(s.hostMsByPhase)}), GPU ${s.gpuMsPerIteration ?? "(untimed)"} ms; plans built ${s.plansPerIteration} (${s.planMiBPerIteration} MiB of buffers)`);
+      log(`  dispatch-bert (${size}): ${t.iterationSeconds.median.toFixed(2)} s an iteration (rollout ${t.rolloutSeconds.median.toFixed(2)}, update ${t.updateSeconds.median.toFixed(2)}); ${s.dispatchesPerIteration} dispatches, ${s.submitsPerIteration} submits, ${s.readsPerIteration} reads, host ${s.hostMsPerIteration} ms (${phaseList(s.hostMsByPhase)}), GPU ${s.gpuMsPerIteration ?? "(untimed)"} ms${compileNote(s)}; plans built ${s.plansPerIteration} (${s.planMiBPerIteration} MiB of buffers)`);
       return {
         size, bert: BERT_SIZES[size], vocab: vocab.length,
         preset: { envs: config.envs_parallel, batch: config.batch_size, passBatch: config.pass_batch_size, maxActionLength: config.max_action_length, maxLength: config.algo.encoder.max_length },

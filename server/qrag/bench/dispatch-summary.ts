@@ -60,6 +60,9 @@ export interface DispatchSummary {
   /** Host ms per phase (its wall time less its read waits): where the host's share of an iteration goes. */
   hostMsByPhase: Record<string, number>;
   readWaitMsPerIteration: number;
+  /** Programs of ours compiled per iteration, and the host ms that took: 0 once every shape's programs are made (shape-free code). */
+  compilesPerIteration: number;
+  compileMsPerIteration: number;
   /** GPU time inside compute passes (timestamp queries; null where the adapter has none or timing was off). */
   gpuMsPerIteration: number | null;
   iterationMs: number;
@@ -84,6 +87,11 @@ export function phaseList(ms: Record<string, number>): string {
   return Object.entries(ms).map(([p, x]) => `${p} ${x.toFixed(1)}`).join(", ");
 }
 
+/** "; 3 programs compiled (2,400 ms)" where an iteration compiled any, else "". */
+export function compileNote(s: Pick<DispatchSummary, "compilesPerIteration" | "compileMsPerIteration">): string {
+  return s.compilesPerIteration > 0 ? `; ${s.compilesPerIteration} programs compiled (${Math.round(s.compileMsPerIteration).toLocaleString("en-US")} ms)` : "";
+}
+
 /** Sums per-phase counts of one iteration into the part's figures. */
 export function summarizeDispatch(perPhase: Record<string, PhaseCounters>, iterationMs: number, gpuTimed = false): DispatchSummary {
   const round = (x: number) => Math.round(x * 10) / 10;
@@ -103,6 +111,8 @@ export function summarizeDispatch(perPhase: Record<string, PhaseCounters>, itera
     hostMsPerIteration: round(iterationMs - readWait),
     hostMsByPhase: Object.fromEntries(Object.entries(perPhase).map(([p, c]) => [p, round(c.wallMs - c.readWaitMs)])),
     readWaitMsPerIteration: round(readWait),
+    compilesPerIteration: round(sum((c) => c.compiles)),
+    compileMsPerIteration: round(sum((c) => c.compileMs)),
     gpuMsPerIteration: gpuTimed ? round(sum((c) => c.gpuMs)) : null,
     iterationMs: round(iterationMs),
     budget: DISPATCH_BUDGET,

@@ -14,7 +14,7 @@ import { evalOptions } from "../training/train.ts";
 import { benchTraining, settled, workloadConfig, type WorkloadShape } from "./workload-bench.ts";
 import { materialized, materializedSource, workloadSource } from "./workload.ts";
 import { benchEvalGroups, evalBenchOn, type EvalGroupsFigures } from "./eval-groups.ts";
-import { phaseList, summarizeDispatch, type DispatchSummary } from "./dispatch-summary.ts";
+import { compileNote, phaseList, summarizeDispatch, type DispatchSummary } from "./dispatch-summary.ts";
 import { recorderStats } from "../model/webgpu/recorded-encoder.ts";
 import { gpuTimingOn, settledCounters } from "../backend/gpu-timing.ts";
 import { programTimes, topPrograms, type ProgramTimes } from "./program-times.ts";
@@ -46,7 +46,7 @@ export async function benchDispatch(log: (m: string) => void, iterations = 2, sh
     const recorder = { ...recorderStats };
     // kernelsByName: per iteration, most frequent first (which ops a recorded loop has to replace)
     const hot = { ...t.hotLoop, shape, readRoundTripMs: await readRoundTrip(), kernelsByName: t.kernelsByName, recorder, gpuByProgram: t.gpuByProgram, hostByFunction: t.hostByFunction };
-    log(`  dispatch: ${hot.dispatchesPerIteration} dispatches, ${hot.tfjsKernelsPerIteration} tfjs kernels, ${hot.submitsPerIteration} submits, ${hot.readsPerIteration} reads, host ${hot.hostMsPerIteration} ms (${phaseList(hot.hostMsByPhase)}), GPU ${hot.gpuMsPerIteration ?? "(untimed)"} ms per iteration; a read round trip ${hot.readRoundTripMs} ms`);
+    log(`  dispatch: ${hot.dispatchesPerIteration} dispatches, ${hot.tfjsKernelsPerIteration} tfjs kernels, ${hot.submitsPerIteration} submits, ${hot.readsPerIteration} reads, host ${hot.hostMsPerIteration} ms (${phaseList(hot.hostMsByPhase)}), GPU ${hot.gpuMsPerIteration ?? "(untimed)"} ms per iteration${compileNote(hot)}; a read round trip ${hot.readRoundTripMs} ms`);
 
     // one greedy episode at N = 1,000 (its candidates' embedding included) and one eval encode of 1,024 chunks
     const maxTokens = config.max_action_length;

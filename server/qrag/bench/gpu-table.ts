@@ -11,7 +11,7 @@
  */
 import fs from "node:fs";
 import { isMainModule } from "../util/main-module.ts";
-import { phaseList } from "./dispatch-summary.ts";
+import { compileNote, phaseList } from "./dispatch-summary.ts";
 
 interface Med {
   median: number;
@@ -29,6 +29,8 @@ interface HotLoop {
   hostMsPerIteration: number;
   /** Absent in files from before 2026-11-30's eleventh session. */
   hostMsByPhase?: Record<string, number>;
+  compilesPerIteration?: number;
+  compileMsPerIteration?: number;
   readWaitMsPerIteration: number;
   /** Absent in files from before timestamp queries; null where the adapter had none. */
   gpuMsPerIteration?: number | null;
@@ -235,7 +237,7 @@ function byPhase(ms: Record<string, number> | undefined): string {
 export function dispatchLines(d: DispatchFile): string[] {
   const lines: string[] = [];
   const loop = (h: HotLoop) =>
-    `${n0(h.dispatchesPerIteration)} dispatches, ${h.submitsPerIteration} submits, ${h.readsPerIteration ?? "?"} reads; host ${n0(h.hostMsPerIteration)} ms${byPhase(h.hostMsByPhase)}, awaiting reads ${n0(h.readWaitMsPerIteration)} ms, GPU ${h.gpuMsPerIteration == null ? "untimed" : `${n0(h.gpuMsPerIteration)} ms`}`;
+    `${n0(h.dispatchesPerIteration)} dispatches, ${h.submitsPerIteration} submits, ${h.readsPerIteration ?? "?"} reads; host ${n0(h.hostMsPerIteration)} ms${byPhase(h.hostMsByPhase)}, awaiting reads ${n0(h.readWaitMsPerIteration)} ms, GPU ${h.gpuMsPerIteration == null ? "untimed" : `${n0(h.gpuMsPerIteration)} ms`}${h.compilesPerIteration === undefined ? "" : compileNote({ compilesPerIteration: h.compilesPerIteration, compileMsPerIteration: h.compileMsPerIteration ?? 0 })}`;
   const evaluation = (e: EvaluationLike | null | undefined) =>
     e
       ? [`  its evaluation, ${e.episodes} episodes (${n0(e.steps)} steps): one at a time ${s3(e.oneAtATime.seconds)} s (${n0(e.oneAtATime.dispatches)} dispatches, ${n0(e.oneAtATime.reads)} reads), side by side ${s3(e.sideBySide.seconds)} s (${n0(e.sideBySide.dispatches)}, ${n0(e.sideBySide.reads)}): ${s3(e.oneAtATime.seconds / e.sideBySide.seconds)}×; picks differing ${e.differentPicks}.`]

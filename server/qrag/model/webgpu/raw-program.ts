@@ -10,7 +10,7 @@
  * struct of 4-byte scalars. Each program counts as one dispatch in device.ts's counters.
  */
 import * as tf from "@tensorflow/tfjs";
-import { noteDispatch, onePassPerProgram } from "../../backend/device.ts";
+import { noteCompile, noteDispatch, onePassPerProgram } from "../../backend/device.ts";
 
 /** The parts of tfjs-backend-webgpu 4.22's WebGPUBackend this uses. */
 export interface WebgpuBackendLike {
@@ -113,9 +113,11 @@ export function cachedPipeline(device: GpuDeviceLike, key: string, code: ShaderS
   if (!cache) pipelines.set(device, (cache = new Map()));
   let pipeline = cache.get(key);
   if (!pipeline) {
+    const t0 = performance.now();
     const module = device.createShaderModule({ code: typeof code === "string" ? code : code(), label: key });
     pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" }, label: key });
     cache.set(key, pipeline);
+    noteCompile(performance.now() - t0);
   }
   return pipeline;
 }
