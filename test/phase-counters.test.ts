@@ -6,7 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { counterSnapshot, noteCompile, resetCounters, withPhase, withPhaseAsync } from "../server/qrag/backend/device.ts";
+import { counterSnapshot, noteCompile, phaseClock, resetCounters, withPhase, withPhaseAsync } from "../server/qrag/backend/device.ts";
 
 /** Keeps the thread busy for `ms` (host work, as a phase's packing or recording is). */
 function busy(ms: number): void {
@@ -56,4 +56,20 @@ test("a program compiled is counted in the phase that compiled it, with the host
   assert.deepEqual([c.update?.compiles, c.update?.compileMs], [1, 12.5]);
   assert.deepEqual([c.target?.compiles, c.target?.compileMs], [2, 5]);
   assert.equal(c.other?.compiles ?? 0, 0);
+});
+
+test("the phase clock stopped (a bench between its timed iterations) charges no phase; started again, it charges from then on", () => {
+  resetCounters();
+  phaseClock(false);
+  try {
+    busy(20);
+    withPhase("encode", () => busy(20));
+  } finally {
+    phaseClock(true);
+  }
+  withPhase("update", () => busy(5));
+  const c = counterSnapshot();
+  assert.equal(c.encode?.wallMs ?? 0, 0, "nothing charged while stopped");
+  assert.ok((c.other?.wallMs ?? 0) < 20, `other ${c.other?.wallMs} ms: its 20 ms were not charged`);
+  assert.ok((c.update?.wallMs ?? 0) >= 5, `update ${c.update?.wallMs} ms`);
 });

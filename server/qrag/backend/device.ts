@@ -186,11 +186,23 @@ export function resetCounters(): void {
   phaseSince = performance.now();
 }
 
+/** Whether wall time is charged to the phases (phaseClock: a bench stops it between the iterations it times). */
+let clockOn = true;
+
 /** Charges the active phase its wall time since it became active (or since the reset, or the last charge). */
 function chargePhase(): void {
   const now = performance.now();
-  if (installedEngine) bump("wallMs", now - phaseSince);
+  if (installedEngine && clockOn) bump("wallMs", now - phaseSince);
   phaseSince = now;
+}
+
+/**
+ * Starts or stops charging wall time to the phases (on by default): a bench times its iterations
+ * and not its own work between them, which would land in "other".
+ */
+export function phaseClock(on: boolean): void {
+  chargePhase();
+  clockOn = on;
 }
 
 /** Kernels run since the last reset by name, most frequent first. */

@@ -12,7 +12,7 @@ import { Learner } from "../agent/learner.ts";
 import { ParallelEnvs } from "../agent/rollout.ts";
 import { rolloutSettings, trainIteration } from "../agent/iteration.ts";
 import { disposeCandidates, embedSampleChunks, greedyEpisode, type CandidateEmbeddings } from "../agent/greedy.ts";
-import { countersOn, kernelNameCounts, resetCounters, type PhaseCounters } from "../backend/device.ts";
+import { countersOn, kernelNameCounts, phaseClock, resetCounters, type PhaseCounters } from "../backend/device.ts";
 import { dawnPolls } from "../backend/dawn-poll.ts";
 import { evalOptions } from "../training/train.ts";
 import { materialized, materializedSource, workloadSource } from "./workload.ts";
@@ -75,13 +75,20 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
   // GPU time per phase where the adapter has timestamp queries (read after the counts; its flush not counted)
   const gpuTimed = gpuTimingOn();
   resetCounters();
+  // the phases' wall time (host ms by phase) over the iterations only, not the bench's work between them
+  phaseClock(false);
   const [bindGroups, plans, planBytes] = [recorderStats.bindGroups, recorderStats.plans, recorderStats.bytes];
   const polls0 = { ...dawnPolls };
   const iters: { wall: number; update: number; rollout: number; transitions: number; clean: boolean }[] = [];
   while (iters.filter((i) => i.clean).length < want && iters.length < want * 2) {
     let res: Awaited<ReturnType<typeof iterate>> | undefined;
     const rep = await timeRepeat(async () => {
-      res = await iterate();
+      phaseClock(true);
+      try {
+        res = await iterate();
+      } finally {
+        phaseClock(false);
+      }
     });
     iters.push({ wall: rep.wall, update: res!.updateSeconds, rollout: res!.rolloutSeconds, transitions: res!.transitions, clean: rep.clean });
     log(`  ${label} iteration ${iters.length}: ${rep.wall.toFixed(2)} s (update ${res!.updateSeconds.toFixed(2)} s)${rep.clean ? "" : " [busy machine, discarded]"}`);
@@ -94,6 +101,7 @@ export async function benchTrainingOf(label: string, config: RunConfig, source: 
   // Dawn's polls of the reads' waits (dawn-poll.ts): "timed" ones are waits past the spin (2 ms on a CPU adapter, 50 on a GPU)
   const dawnPollsPerIteration = { immediate: perIteration(dawnPolls.immediate - polls0.immediate), timed: perIteration(dawnPolls.timed - polls0.timed) };
   const { counts, timed } = await countsSince(iters.length, gpuTimed, log);
+  phaseClock(true);
   const kernelsByName = Object.fromEntries(kernelNameCounts().map(([k, n]) => [k, perIteration(n)]));
   // one more iteration, each program timed apart (null without timestamp queries)
   const gpuByProgram = await programTimes(async () => void (await iterate()));
