@@ -133,15 +133,22 @@ async function embedBatches(bootstrap: boolean): Promise<{ batches: number[][]; 
   return { batches, chunks: samples.map((s) => s.chunks.length) };
 }
 
+/** Chunks of episodes from..to−1, episode i on sample i mod the samples (`chunks`: each sample's count). */
+function chunksOf(chunks: readonly number[], from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i < to; i++) n += chunks[i % chunks.length];
+  return n;
+}
+
 test("rollout candidates: a never_terminate rollout embeds the episodes its renewals start with its current ones, in one E_a batch at its start; those renewed at its end are embedded by the next rollout", async () => {
   const { batches, chunks } = await embedBatches(false);
   // episode i takes sample i mod 5: episodes 0–5 in the first rollout (2 + renewals after steps 3, 6), 6–11 in the second
-  const sum = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => chunks[(from + k) % chunks.length]).reduce((a, b) => a + b, 0);
+  const sum = (from: number, to: number) => chunksOf(chunks, from, to);
   assert.deepEqual(batches, [[sum(0, 6)], [sum(6, 12)]]);
 });
 
 test("rollout candidates: a bootstrapping rollout also embeds the episodes renewed at its end, for their states' values", async () => {
   const { batches, chunks } = await embedBatches(true);
-  const sum = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => chunks[(from + k) % chunks.length]).reduce((a, b) => a + b, 0);
+  const sum = (from: number, to: number) => chunksOf(chunks, from, to);
   assert.deepEqual(batches, [[sum(0, 6), sum(6, 8)], [sum(6, 12), sum(12, 14)]]);
 });

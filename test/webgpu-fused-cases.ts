@@ -319,24 +319,27 @@ async function learnerRun(backend: "cpu" | "webgpu", segment: number | null = nu
   return { w, policy, gradNorms, losses, steps, updates: learner.updates, kept, variables: encoders().length, segments, dispatches: keys.length, joint: keys.filter((k) => k.startsWith("fz[")).length };
 }
 
+/** The networks' encoders whose weights the learner's runs compare. */
+const TRAINED = ["state", "action", "stateTarget", "actionTarget"] as const;
+
 async function learnerCase() {
   const cpu = await learnerRun("cpu");
   const gpu = await learnerRun("webgpu");
   const diffs: Record<string, number> = {};
-  for (const k of ["state", "action", "stateTarget", "actionTarget"] as const) {
+  for (const k of TRAINED) {
     diffs[k] = Math.max(...cpu.w[k].map((t, i) => relDiff(gpu.w[k][i].data, t.data)));
   }
   diffs.policy = Math.max(...cpu.policy.map((t, i) => relDiff(gpu.policy[i].data, t.data)));
   // the GPU issue's bar: every weight and each micro-step's loss within 1.5e-5 of the cpu path's
-  const weightDiff = Math.max(...(["state", "action", "stateTarget", "actionTarget"] as const).flatMap((k) => cpu.w[k].map((t, i) => maxAbsDiff(gpu.w[k][i].data as Float32Array, t.data as Float32Array))));
+  const weightDiff = Math.max(...TRAINED.flatMap((k) => cpu.w[k].map((t, i) => maxAbsDiff(gpu.w[k][i].data as Float32Array, t.data as Float32Array))));
   const lossDiff = Math.max(...cpu.losses.map((l, i) => Math.abs(gpu.losses[i] - l) / Math.abs(l)));
   const moved = Math.max(...cpu.w.state.map((t, i) => relDiff(t.data, cpu.w.stateTarget[i].data)));
   // gradients and moments in segments of 4,096 floats: a backward's gradients go in a copy a run of one segment
   const seg = await learnerRun("webgpu", 4096);
-  const segmented = { segments: seg.segments, diff: Math.max(...(["state", "action", "stateTarget", "actionTarget"] as const).flatMap((k) => cpu.w[k].map((t, i) => relDiff(seg.w[k][i].data, t.data)))) };
+  const segmented = { segments: seg.segments, diff: Math.max(...TRAINED.flatMap((k) => cpu.w[k].map((t, i) => relDiff(seg.w[k][i].data, t.data)))) };
   // every program a dispatch of its own (no joint programs, fused-steps.ts): the same bits
   const apart = await learnerRun("webgpu", null, false);
-  const differing = (["state", "action", "stateTarget", "actionTarget"] as const).reduce((n, k) => n + gpu.w[k].reduce((m, t, i) => m + t.data.filter((x, j) => !Object.is(x, apart.w[k][i].data[j])).length, 0), 0);
+  const differing = TRAINED.reduce((n, k) => n + gpu.w[k].reduce((m, t, i) => m + t.data.filter((x, j) => !Object.is(x, apart.w[k][i].data[j])).length, 0), 0);
   const joining = { differing, joint: gpu.joint, dispatches: gpu.dispatches, apartJoint: apart.joint, apartDispatches: apart.dispatches };
   return { diffs, weightDiff, lossDiff, losses: cpu.losses.length, moved, segmented, joining, gradNorms: { cpu: cpu.gradNorms, gpu: gpu.gradNorms }, steps: { cpu: cpu.steps, gpu: gpu.steps }, updates: [cpu.updates, gpu.updates], keptBuffers: gpu.kept, variables: gpu.variables };
 }

@@ -14,7 +14,7 @@
  *
  * Independence is read from the bindings: no buffer range one part writes is bound by the other.
  */
-import { MAX_GROUPS, type ShaderSource } from "./raw-program.ts";
+import { MAX_GROUPS, shaderText, type ShaderSource } from "./raw-program.ts";
 
 /** What joining reads of a plan's step (recorded-encoder.ts Step): a binding is a buffer, a part of one ({of, offset, size}), or a variable ({weight}). */
 export interface JoinStep {
@@ -138,7 +138,7 @@ export function uniformGridAt(fields: number): number | null {
  */
 export function jointCode(parts: readonly ProgramShape[]): string {
   const threads = Math.max(...parts.map(threadsOf));
-  const storage = parts.map((p) => p.access.filter((a) => a !== "uniform").length);
+  const storage = parts.map(storageCount);
   const totalStorage = storage.reduce((a, b) => a + b, 0);
   const enables = [...new Set(parts.flatMap((p) => p.enables))];
   const bodies: string[] = [];
@@ -238,9 +238,11 @@ export interface Joint {
   groups?: { bound: unknown[]; bindGroup: unknown; pipeline: unknown }[];
 }
 
-const codeOf = (s: JoinStep): string => (typeof s.code === "string" ? s.code : s.code());
-
 const threadsOf = (s: ProgramShape): number => s.size[0] * s.size[1] * s.size[2];
+/** Its storage bindings (every binding but its uniform struct). */
+const storageCount = (s: ProgramShape): number => s.access.filter((a) => a !== "uniform").length;
+/** Workgroups its grid has. */
+const groupCount = (s: JoinStep): number => s.grid[0] * s.grid[1] * s.grid[2];
 
 /**
  * Whether a and b (in this order) may run as one program on a device of `limits`: as many threads
@@ -248,14 +250,12 @@ const threadsOf = (s: ProgramShape): number => s.size[0] * s.size[1] * s.size[2]
  */
 function joinable(a: JoinStep, sa: ProgramShape, b: JoinStep, sb: ProgramShape, limits: JoinLimits): boolean {
   const [fewer] = [sa, sb].sort((x, y) => threadsOf(x) - threadsOf(y));
-  const storage = (s: ProgramShape) => s.access.filter((x) => x !== "uniform").length;
-  const groups = (g: [number, number, number]) => g[0] * g[1] * g[2];
   return (threadsOf(sa) === threadsOf(sb) || !fewer.barriers)
     && sa.access.filter((x) => x === "uniform").length === 1 && sb.access.filter((x) => x === "uniform").length === 1
-    && storage(sa) + storage(sb) <= (limits.maxStorageBuffersPerShaderStage ?? 8)
+    && storageCount(sa) + storageCount(sb) <= (limits.maxStorageBuffersPerShaderStage ?? 8)
     && 2 <= (limits.maxUniformBuffersPerShaderStage ?? 12)
     && sa.sharedBytes !== null && sb.sharedBytes !== null && sa.sharedBytes + sb.sharedBytes <= (limits.maxComputeWorkgroupStorageSize ?? 16384)
-    && groups(a.grid) + groups(b.grid) <= MAX_GROUPS * MAX_GROUPS
+    && groupCount(a) + groupCount(b) <= MAX_GROUPS * MAX_GROUPS
     && [a, b].every((s) => uniformGridAt(s.uniforms.length) !== null)
     && independent(a, sa, b, sb);
 }
@@ -264,7 +264,7 @@ function joinable(a: JoinStep, sa: ProgramShape, b: JoinStep, sb: ProgramShape, 
 const shapes = new Map<string, ProgramShape>();
 function shapeOf(s: JoinStep): ProgramShape {
   let sh = shapes.get(s.key);
-  if (!sh) shapes.set(s.key, (sh = programShape(codeOf(s))));
+  if (!sh) shapes.set(s.key, (sh = programShape(shaderText(s.code))));
   return sh;
 }
 
@@ -272,8 +272,7 @@ function shapeOf(s: JoinStep): ProgramShape {
 function jointOf(a: JoinStep, b: JoinStep, limits: JoinLimits): Joint | null {
   const [sa, sb] = [shapeOf(a), shapeOf(b)];
   if (!joinable(a, sa, b, sb, limits)) return null;
-  const total = [a, b].reduce((n, s) => n + s.grid[0] * s.grid[1] * s.grid[2], 0);
-  return { with: b, key: `fz[${a.key}|${b.key}]`, code: () => jointCode([sa, sb]), grid: jointGrid(total) };
+  return { with: b, key: `fz[${a.key}|${b.key}]`, code: () => jointCode([sa, sb]), grid: jointGrid(groupCount(a) + groupCount(b)) };
 }
 
 /**

@@ -107,6 +107,9 @@ export function foldThreads(key: string, threads: number): { grid: [number, numb
  */
 export type ShaderSource = string | (() => string);
 
+/** A program's WGSL, made now where it is generated on demand. */
+export const shaderText = (code: ShaderSource): string => (typeof code === "string" ? code : code());
+
 /** The compute pipeline of `code` under `key` on this device, compiled once (all raw programs share the cache). */
 export function cachedPipeline(device: GpuDeviceLike, key: string, code: ShaderSource): PipelineLike {
   let cache = pipelines.get(device);
@@ -114,7 +117,7 @@ export function cachedPipeline(device: GpuDeviceLike, key: string, code: ShaderS
   let pipeline = cache.get(key);
   if (!pipeline) {
     const t0 = performance.now();
-    const module = device.createShaderModule({ code: typeof code === "string" ? code : code(), label: key });
+    const module = device.createShaderModule({ code: shaderText(code), label: key });
     pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" }, label: key });
     cache.set(key, pipeline);
     noteCompile(performance.now() - t0);

@@ -1351,7 +1351,7 @@ export function finishPlan<Bld extends ProgramList & { B: number; T: number; dev
     b.list = [];
     back = extend(b);
   }
-  // a taped plan's shape is fixed: its independent neighbours run as one program (grids in their code)
+  // a taped plan's independent neighbours (mostly its backward's) run as one program (fused-steps.ts)
   if (back) {
     joinSteps(steps, b.device.limits);
     joinSteps(back.steps, b.device.limits);
