@@ -117,7 +117,9 @@ export function cachedPipeline(device: GpuDeviceLike, key: string, code: ShaderS
   let pipeline = cache.get(key);
   if (!pipeline) {
     const t0 = performance.now();
-    const module = device.createShaderModule({ code: shaderText(code), label: key });
+    // the one place a generator's WGSL is made: on a cache miss (test/shader-cache.test.ts)
+    const wgsl = shaderText(code);
+    const module = device.createShaderModule({ code: wgsl, label: key });
     pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" }, label: key });
     cache.set(key, pipeline);
     noteCompile(performance.now() - t0);
